@@ -1,0 +1,605 @@
+//! Typed configuration: a TOML file (`--config`) overlaid with environment variables, checked
+//! completely at start-up. Each key `a.b` of the file can be set by `TESSERA_A__B` (e.g.
+//! `listen` ← `TESSERA_LISTEN`, `tls.cert` ← `TESSERA_TLS__CERT`); `DATABASE_URL` sets
+//! `database_url`. Unknown keys, in the file or in `TESSERA_*` variables, are errors: a typo
+//! must not silently fall back to a default. Every error is one line naming the key.
+
+use std::{
+    collections::BTreeMap,
+    fmt,
+    net::{IpAddr, SocketAddr},
+    path::{Path, PathBuf},
+    str::FromStr,
+};
+
+use serde::Deserialize;
+use tessera_store::DatabaseUrl;
+
+const ENV_PREFIX: &str = "TESSERA_";
+/// Environment variables outside the `TESSERA_` prefix that are read, and the key each sets.
+const ENV_ALIASES: &[(&str, &str)] = &[("DATABASE_URL", "database_url")];
+
+/// A configuration problem, reported before anything starts.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {message}")]
+    File { path: String, message: String },
+    #[error("config key `{key}`{source_note}: {message}")]
+    Invalid {
+        key: String,
+        source_note: String,
+        message: String,
+    },
+}
+
+/// Log output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
+}
+
+impl FromStr for LogFormat {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "text" => Ok(Self::Text),
+            "json" => Ok(Self::Json),
+            other => Err(format!("expected `text` or `json`, got `{other}`")),
+        }
+    }
+}
+
+/// Where the TLS certificate comes from.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct TlsSettings {
+    /// PEM certificate chain. With `key`; when both are absent a self-signed certificate is
+    /// generated under `data_dir/tls` on first run and reused after.
+    pub cert: Option<PathBuf>,
+    /// PEM private key (PKCS#8, PKCS#1 or SEC1).
+    pub key: Option<PathBuf>,
+}
+
+/// HTTP server tuning.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct HttpSettings {
+    /// Peers allowed to set `X-Forwarded-Proto` / `X-Forwarded-For` (TLS-terminating proxies).
+    #[serde(deserialize_with = "lenient::list")]
+    pub trusted_proxies: Vec<IpAddr>,
+    /// Seconds in-flight requests get to finish after SIGTERM.
+    #[serde(deserialize_with = "lenient::parse")]
+    pub shutdown_timeout_secs: u64,
+    /// Worker threads; 0 means one per CPU.
+    #[serde(deserialize_with = "lenient::parse")]
+    pub workers: usize,
+    /// Largest JSON request body, in bytes.
+    #[serde(deserialize_with = "lenient::parse")]
+    pub json_limit_bytes: usize,
+}
+
+impl Default for HttpSettings {
+    fn default() -> Self {
+        Self {
+            trusted_proxies: Vec::new(),
+            shutdown_timeout_secs: 30,
+            workers: 0,
+            json_limit_bytes: 2 * 1024 * 1024,
+        }
+    }
+}
+
+/// Database pool tuning.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct DatabaseSettings {
+    #[serde(deserialize_with = "lenient::parse")]
+    pub max_connections: usize,
+    #[serde(deserialize_with = "lenient::parse")]
+    pub acquire_timeout_secs: u64,
+}
+
+impl Default for DatabaseSettings {
+    fn default() -> Self {
+        Self {
+            max_connections: 16,
+            acquire_timeout_secs: 5,
+        }
+    }
+}
+
+/// The whole configuration of `tessera-api` and `tessera-admin`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Settings {
+    /// Embedded data: SQLite file, TLS certificate, cursor key (later: vectors, blobs).
+    pub data_dir: PathBuf,
+    /// Address of the HTTPS listener.
+    #[serde(deserialize_with = "lenient::parse")]
+    pub listen: SocketAddr,
+    /// PostgreSQL URL; when absent the embedded SQLite file under `data_dir` is used.
+    #[serde(deserialize_with = "lenient::parse_option")]
+    pub database_url: Option<DatabaseUrl>,
+    /// `tracing` filter, e.g. `info` or `tessera_api=debug,info`.
+    pub log: String,
+    #[serde(deserialize_with = "lenient::parse")]
+    pub log_format: LogFormat,
+    /// Secret that signs pagination cursors. Replicas must share it; when absent a random
+    /// key is generated once and kept in `data_dir/cursor.key`.
+    pub cursor_secret: Option<Secret>,
+    /// Name of the organization created on the first run in embedded mode.
+    pub default_organization_name: String,
+    pub tls: TlsSettings,
+    pub http: HttpSettings,
+    pub database: DatabaseSettings,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            data_dir: PathBuf::from("tessera-data"),
+            listen: SocketAddr::from(([127, 0, 0, 1], 8443)),
+            database_url: None,
+            log: "info".to_owned(),
+            log_format: LogFormat::Text,
+            cursor_secret: None,
+            default_organization_name: "Default".to_owned(),
+            tls: TlsSettings::default(),
+            http: HttpSettings::default(),
+            database: DatabaseSettings::default(),
+        }
+    }
+}
+
+/// A secret string that never appears in `Debug` output or logs.
+#[derive(Clone, Deserialize, PartialEq, Eq)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(<redacted>)")
+    }
+}
+
+impl Settings {
+    /// Embedded mode: no external database; SQLite under `data_dir`, first-run bootstrap.
+    pub fn is_embedded(&self) -> bool {
+        self.database_url.is_none()
+    }
+
+    /// The database to use: `database_url`, or the SQLite file in `data_dir`.
+    pub fn database(&self) -> DatabaseUrl {
+        self.database_url
+            .clone()
+            .unwrap_or_else(|| DatabaseUrl::Sqlite(self.data_dir.join("tessera.sqlite")))
+    }
+
+    /// Reads the optional file, overlays the process environment, and validates.
+    pub fn load(file: Option<&Path>) -> Result<Self, ConfigError> {
+        Self::load_from(file, std::env::vars())
+    }
+
+    /// As [`Settings::load`], ignoring the named variables (those a binary reads itself,
+    /// such as `TESSERA_CONFIG_FILE`).
+    pub fn load_without(file: Option<&Path>, ignored: &[&str]) -> Result<Self, ConfigError> {
+        Self::load_from(
+            file,
+            std::env::vars().filter(|(name, _)| !ignored.contains(&name.as_str())),
+        )
+    }
+
+    /// As [`Settings::load`], with the environment given explicitly (for tests).
+    pub fn load_from(
+        file: Option<&Path>,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Self, ConfigError> {
+        let mut table = match file {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| ConfigError::File {
+                    path: path.display().to_string(),
+                    message: e.to_string(),
+                })?;
+                toml::from_str::<toml::Table>(&text).map_err(|e| ConfigError::File {
+                    path: path.display().to_string(),
+                    message: e.message().to_owned() + &line_of(&text, e.span()),
+                })?
+            }
+            None => toml::Table::new(),
+        };
+        let mut sources = BTreeMap::new();
+        for (name, value) in env {
+            let key = if let Some(rest) = name.strip_prefix(ENV_PREFIX) {
+                rest.to_ascii_lowercase()
+                    .split("__")
+                    .collect::<Vec<_>>()
+                    .join(".")
+            } else if let Some((_, key)) = ENV_ALIASES.iter().find(|(alias, _)| *alias == name) {
+                (*key).to_owned()
+            } else {
+                continue;
+            };
+            if key.is_empty() || key.split('.').any(str::is_empty) {
+                return Err(ConfigError::Invalid {
+                    key: name.clone(),
+                    source_note: String::new(),
+                    message: "not a configuration key".into(),
+                });
+            }
+            insert_path(&mut table, &key, value).map_err(|message| ConfigError::Invalid {
+                key: key.clone(),
+                source_note: format!(" (from {name})"),
+                message,
+            })?;
+            sources.insert(key, name);
+        }
+        let settings: Settings = serde_path_to_error::deserialize(toml::Value::Table(table))
+            .map_err(|error| {
+                let key = error.path().to_string();
+                let message = error.inner().message().to_owned();
+                let source_note = sources
+                    .get(&key)
+                    .map(|var| format!(" (from {var})"))
+                    .unwrap_or_default();
+                ConfigError::Invalid {
+                    key,
+                    source_note,
+                    message,
+                }
+            })?;
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        let invalid = |key: &str, message: String| ConfigError::Invalid {
+            key: key.to_owned(),
+            source_note: String::new(),
+            message,
+        };
+        if tracing_subscriber::EnvFilter::try_new(&self.log).is_err() {
+            return Err(invalid(
+                "log",
+                format!(
+                    "`{}` is not a valid log filter (e.g. `info`, `tessera_api=debug,warn`)",
+                    self.log
+                ),
+            ));
+        }
+        match (&self.tls.cert, &self.tls.key) {
+            (Some(_), None) => {
+                return Err(invalid("tls.key", "required when tls.cert is set".into()));
+            }
+            (None, Some(_)) => {
+                return Err(invalid("tls.cert", "required when tls.key is set".into()));
+            }
+            _ => {}
+        }
+        if let Some(secret) = &self.cursor_secret
+            && secret.expose().len() < 32
+        {
+            return Err(invalid(
+                "cursor_secret",
+                "must be at least 32 characters".into(),
+            ));
+        }
+        if self.database.max_connections == 0 {
+            return Err(invalid(
+                "database.max_connections",
+                "must be at least 1".into(),
+            ));
+        }
+        if self.http.json_limit_bytes == 0 {
+            return Err(invalid(
+                "http.json_limit_bytes",
+                "must be at least 1".into(),
+            ));
+        }
+        if self.default_organization_name.trim().is_empty() {
+            return Err(invalid(
+                "default_organization_name",
+                "must not be blank".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// ` (line N)` for a TOML syntax error's span.
+fn line_of(text: &str, span: Option<std::ops::Range<usize>>) -> String {
+    span.map(|s| {
+        format!(
+            " (line {})",
+            text[..s.start.min(text.len())].lines().count().max(1)
+        )
+    })
+    .unwrap_or_default()
+}
+
+/// Sets `a.b.c = value` in a TOML table, creating the intermediate tables.
+fn insert_path(table: &mut toml::Table, key: &str, value: String) -> Result<(), String> {
+    let mut parts: Vec<&str> = key.split('.').collect();
+    let last = parts.pop().unwrap_or_default();
+    let mut current = table;
+    for part in parts {
+        let entry = current
+            .entry(part.to_owned())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        current = entry
+            .as_table_mut()
+            .ok_or_else(|| format!("`{part}` is not a section"))?;
+    }
+    current.insert(last.to_owned(), toml::Value::String(value));
+    Ok(())
+}
+
+/// Deserializers that accept a value written natively in TOML or as a string (environment
+/// variables are always strings), parsing with the target type's `FromStr`.
+mod lenient {
+    use std::{fmt, marker::PhantomData, str::FromStr};
+
+    use serde::{Deserializer, de};
+
+    struct ParseVisitor<T>(PhantomData<T>);
+
+    impl<T: FromStr> de::Visitor<'_> for ParseVisitor<T>
+    where
+        T::Err: fmt::Display,
+    {
+        type Value = T;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a value")
+        }
+
+        fn visit_str<E: de::Error>(self, text: &str) -> Result<T, E> {
+            text.trim()
+                .parse()
+                .map_err(|e| E::custom(format!("`{text}`: {e}")))
+        }
+
+        fn visit_i64<E: de::Error>(self, n: i64) -> Result<T, E> {
+            self.visit_str(&n.to_string())
+        }
+
+        fn visit_u64<E: de::Error>(self, n: u64) -> Result<T, E> {
+            self.visit_str(&n.to_string())
+        }
+
+        fn visit_f64<E: de::Error>(self, n: f64) -> Result<T, E> {
+            self.visit_str(&n.to_string())
+        }
+
+        fn visit_bool<E: de::Error>(self, b: bool) -> Result<T, E> {
+            self.visit_str(&b.to_string())
+        }
+    }
+
+    pub fn parse<'de, D: Deserializer<'de>, T: FromStr>(deserializer: D) -> Result<T, D::Error>
+    where
+        T::Err: fmt::Display,
+    {
+        deserializer.deserialize_any(ParseVisitor(PhantomData))
+    }
+
+    pub fn parse_option<'de, D: Deserializer<'de>, T: FromStr>(
+        deserializer: D,
+    ) -> Result<Option<T>, D::Error>
+    where
+        T::Err: fmt::Display,
+    {
+        parse(deserializer).map(Some)
+    }
+
+    struct ListVisitor<T>(PhantomData<T>);
+
+    impl<'de, T: FromStr> de::Visitor<'de> for ListVisitor<T>
+    where
+        T::Err: fmt::Display,
+    {
+        type Value = Vec<T>;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a list, or a comma-separated string")
+        }
+
+        fn visit_str<E: de::Error>(self, text: &str) -> Result<Vec<T>, E> {
+            text.split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(|s| ParseVisitor(PhantomData).visit_str(s))
+                .collect()
+        }
+
+        fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<T>, A::Error> {
+            let mut items = Vec::new();
+            while let Some(text) = seq.next_element::<String>()? {
+                items.push(ParseVisitor(PhantomData).visit_str(&text)?);
+            }
+            Ok(items)
+        }
+    }
+
+    pub fn list<'de, D: Deserializer<'de>, T: FromStr>(deserializer: D) -> Result<Vec<T>, D::Error>
+    where
+        T::Err: fmt::Display,
+    {
+        deserializer.deserialize_any(ListVisitor(PhantomData))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    fn load_toml(text: &str, vars: &[(&str, &str)]) -> Result<Settings, ConfigError> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tessera.toml");
+        std::fs::write(&path, text).unwrap();
+        Settings::load_from(Some(&path), env(vars))
+    }
+
+    #[test]
+    fn defaults_are_the_embedded_mode() {
+        let settings =
+            Settings::load_from(None, env(&[("PATH", "/bin"), ("HOME", "/root")])).unwrap();
+        assert!(settings.is_embedded());
+        assert_eq!(settings.listen, "127.0.0.1:8443".parse().unwrap());
+        assert_eq!(
+            settings.database(),
+            DatabaseUrl::Sqlite("tessera-data/tessera.sqlite".into())
+        );
+    }
+
+    #[test]
+    fn environment_overrides_the_file() {
+        let settings = load_toml(
+            "listen = \"0.0.0.0:9000\"\nlog_format = \"text\"\n[http]\nworkers = 3\ntrusted_proxies = [\"10.0.0.1\"]\n",
+            &[("TESSERA_LISTEN", "127.0.0.1:9443"), ("TESSERA_HTTP__WORKERS", "5"), ("DATABASE_URL", "postgres://u@h/db"), ("TESSERA_LOG_FORMAT", "json")],
+        )
+        .unwrap();
+        assert_eq!(settings.listen.port(), 9443);
+        assert_eq!(settings.http.workers, 5);
+        assert_eq!(
+            settings.http.trusted_proxies,
+            vec!["10.0.0.1".parse::<IpAddr>().unwrap()]
+        );
+        assert_eq!(settings.log_format, LogFormat::Json);
+        assert!(!settings.is_embedded());
+    }
+
+    #[test]
+    fn comma_separated_lists_come_from_the_environment() {
+        let settings = Settings::load_from(
+            None,
+            env(&[("TESSERA_HTTP__TRUSTED_PROXIES", "10.0.0.1, ::1")]),
+        )
+        .unwrap();
+        assert_eq!(settings.http.trusted_proxies.len(), 2);
+    }
+
+    fn error_of(result: Result<Settings, ConfigError>) -> String {
+        let message = result.unwrap_err().to_string();
+        assert!(!message.contains('\n'), "one line: {message}");
+        message
+    }
+
+    #[test]
+    fn unknown_keys_are_named() {
+        let message = error_of(load_toml("listne = \"127.0.0.1:1\"\n", &[]));
+        assert!(
+            message.starts_with("config key `listne`: unknown field `listne`"),
+            "{message}"
+        );
+        let message = error_of(load_toml("[http]\nworkerz = 1\n", &[]));
+        assert!(
+            message.starts_with("config key `http.workerz`"),
+            "{message}"
+        );
+        let message = error_of(Settings::load_from(None, env(&[("TESSERA_LISTNE", "x")])));
+        assert!(
+            message.contains("`listne`") && message.contains("TESSERA_LISTNE"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn bad_values_are_named_with_their_source() {
+        let message = error_of(Settings::load_from(
+            None,
+            env(&[("TESSERA_LISTEN", "127.0.0.1:99999")]),
+        ));
+        assert!(
+            message.starts_with("config key `listen` (from TESSERA_LISTEN): `127.0.0.1:99999`"),
+            "{message}"
+        );
+        let message = error_of(load_toml("listen = 8443\n", &[]));
+        assert!(message.starts_with("config key `listen`"), "{message}");
+        let message = error_of(Settings::load_from(
+            None,
+            env(&[("DATABASE_URL", "mysql://x")]),
+        ));
+        assert!(
+            message.starts_with("config key `database_url` (from DATABASE_URL)"),
+            "{message}"
+        );
+        let message = error_of(Settings::load_from(
+            None,
+            env(&[("TESSERA_LOG_FORMAT", "xml")]),
+        ));
+        assert!(
+            message.contains("log_format") && message.contains("`text` or `json`"),
+            "{message}"
+        );
+        let message = error_of(Settings::load_from(
+            None,
+            env(&[("TESSERA_HTTP__WORKERS", "many")]),
+        ));
+        assert!(
+            message.starts_with("config key `http.workers`"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn cross_field_rules_are_checked() {
+        let message = error_of(Settings::load_from(
+            None,
+            env(&[("TESSERA_TLS__CERT", "/x.pem")]),
+        ));
+        assert!(
+            message.starts_with("config key `tls.key`: required"),
+            "{message}"
+        );
+        let message = error_of(Settings::load_from(
+            None,
+            env(&[("TESSERA_CURSOR_SECRET", "short")]),
+        ));
+        assert!(
+            message.starts_with("config key `cursor_secret`"),
+            "{message}"
+        );
+        let message = error_of(Settings::load_from(None, env(&[("TESSERA_LOG", "[[[")])));
+        assert!(message.starts_with("config key `log`"), "{message}");
+    }
+
+    #[test]
+    fn toml_syntax_errors_name_the_file_and_line() {
+        let message = error_of(load_toml("listen = \n", &[]));
+        assert!(
+            message.starts_with("cannot read config file") && message.contains("line 1"),
+            "{message}"
+        );
+        let message = error_of(Settings::load_from(
+            Some(Path::new("/nonexistent/tessera.toml")),
+            env(&[]),
+        ));
+        assert!(message.contains("/nonexistent/tessera.toml"), "{message}");
+    }
+
+    #[test]
+    fn secrets_do_not_leak_through_debug() {
+        let settings = Settings::load_from(
+            None,
+            env(&[("TESSERA_CURSOR_SECRET", "0123456789abcdef0123456789abcdef")]),
+        )
+        .unwrap();
+        assert!(!format!("{settings:?}").contains("0123456789abcdef"));
+    }
+}

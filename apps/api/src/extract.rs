@@ -1,0 +1,430 @@
+//! Request extractors that validate and report every problem as a 422 with `loc`, `msg` and
+//! `type`, plus error handlers that keep actix's own extractors from answering in plain text.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use actix_web::{
+    FromRequest, HttpRequest,
+    dev::Payload,
+    error::{JsonPayloadError, PathError, PayloadError, QueryPayloadError},
+    http::{StatusCode, header},
+    web,
+};
+use serde::de::DeserializeOwned;
+use tessera_kernel::{FieldError, LocSegment};
+use validator::{Validate, ValidationErrors, ValidationErrorsKind};
+
+use crate::problem::ApiError;
+
+/// A JSON body, deserialized and then validated with `validator`.
+#[derive(Debug)]
+pub struct ValidJson<T>(pub T);
+
+/// A query string, deserialized and then validated with `validator`.
+#[derive(Debug)]
+pub struct ValidQuery<T>(pub T);
+
+impl<T: DeserializeOwned + Validate + 'static> FromRequest for ValidJson<T> {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let content_type_ok = req
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| {
+                let essence = v
+                    .split(';')
+                    .next()
+                    .unwrap_or_default()
+                    .trim()
+                    .to_ascii_lowercase();
+                essence == "application/json" || essence.ends_with("+json")
+            })
+            .unwrap_or(true);
+        let body = web::Bytes::from_request(req, payload);
+        Box::pin(async move {
+            if !content_type_ok {
+                return Err(ApiError::new(
+                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    "unsupported_media_type",
+                    "the request body must be JSON (Content-Type: application/json)",
+                ));
+            }
+            let bytes = body.await.map_err(|e| payload_error(&e))?;
+            parse_json(&bytes).map(ValidJson)
+        })
+    }
+}
+
+impl<T: DeserializeOwned + Validate + 'static> FromRequest for ValidQuery<T> {
+    type Error = ApiError;
+    type Future = std::future::Ready<Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        std::future::ready(parse_query(req.query_string()).map(ValidQuery))
+    }
+}
+
+/// Deserializes and validates a JSON document; every problem becomes a 422 entry.
+pub fn parse_json<T: DeserializeOwned + Validate>(bytes: &[u8]) -> Result<T, ApiError> {
+    if bytes.is_empty() {
+        return Err(ApiError::validation(vec![FieldError::new(
+            ["body".into()],
+            "a JSON body is required",
+            "missing",
+        )]));
+    }
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    let value: T = serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
+        let path = loc_of(e.path());
+        let inner = e.into_inner();
+        let kind = match inner.classify() {
+            serde_json::error::Category::Syntax
+            | serde_json::error::Category::Eof
+            | serde_json::error::Category::Io => "json_invalid",
+            serde_json::error::Category::Data => "",
+        };
+        ApiError::validation(vec![data_error("body", path, &inner.to_string(), kind)])
+    })?;
+    deserializer.end().map_err(|e| {
+        ApiError::validation(vec![FieldError::new(
+            ["body".into()],
+            format!("malformed JSON: {e}"),
+            "json_invalid",
+        )])
+    })?;
+    value
+        .validate()
+        .map_err(|errors| ApiError::validation(validation_errors("body", &errors)))?;
+    Ok(value)
+}
+
+/// Deserializes and validates a query string.
+pub fn parse_query<T: DeserializeOwned + Validate>(query: &str) -> Result<T, ApiError> {
+    let deserializer =
+        serde_urlencoded::Deserializer::new(form_urlencoded::parse(query.as_bytes()));
+    let value: T = serde_path_to_error::deserialize(deserializer).map_err(|e| {
+        let path = loc_of(e.path());
+        ApiError::validation(vec![data_error(
+            "query",
+            path,
+            &e.into_inner().to_string(),
+            "",
+        )])
+    })?;
+    value
+        .validate()
+        .map_err(|errors| ApiError::validation(validation_errors("query", &errors)))?;
+    Ok(value)
+}
+
+fn loc_of(path: &serde_path_to_error::Path) -> Vec<LocSegment> {
+    use serde_path_to_error::Segment;
+    path.iter()
+        .filter_map(|segment| match segment {
+            Segment::Seq { index } => Some(LocSegment::Index(*index)),
+            Segment::Map { key } => Some(LocSegment::Field(key.clone())),
+            Segment::Enum { variant } => Some(LocSegment::Field(variant.clone())),
+            Segment::Unknown => None,
+        })
+        .collect()
+}
+
+/// Builds the entry for a deserialization failure, naming the field even when serde
+/// reports it only in the message (a missing or unknown field).
+fn data_error(root: &str, path: Vec<LocSegment>, message: &str, kind: &str) -> FieldError {
+    let message = message
+        .split(" at line ")
+        .next()
+        .unwrap_or(message)
+        .to_owned();
+    let mut loc = vec![LocSegment::from(root)];
+    loc.extend(path);
+    let quoted = || message.split('`').nth(1).map(str::to_owned);
+    let kind = if !kind.is_empty() {
+        kind
+    } else if message.starts_with("missing field") {
+        loc.extend(quoted().map(LocSegment::Field));
+        "missing"
+    } else if message.starts_with("unknown field") {
+        // serde_path_to_error already ends the path with the unknown field.
+        "extra_forbidden"
+    } else if message.starts_with("invalid type") {
+        "type_error"
+    } else if message.starts_with("unknown variant") {
+        "enum"
+    } else {
+        "value_error"
+    };
+    FieldError::new(loc, message, kind)
+}
+
+/// Flattens `validator`'s nested errors into entries with camelCase field names.
+pub fn validation_errors(root: &str, errors: &ValidationErrors) -> Vec<FieldError> {
+    let mut out = Vec::new();
+    collect(&mut out, vec![LocSegment::from(root)], errors);
+    out
+}
+
+fn collect(out: &mut Vec<FieldError>, prefix: Vec<LocSegment>, errors: &ValidationErrors) {
+    let mut fields: Vec<_> = errors.errors().iter().collect();
+    fields.sort_by_key(|(name, _)| name.to_string());
+    for (field, kind) in fields {
+        let mut loc = prefix.clone();
+        if *field != "__all__" {
+            loc.push(LocSegment::Field(camel_case(field)));
+        }
+        match kind {
+            ValidationErrorsKind::Field(list) => {
+                for error in list {
+                    let msg = error
+                        .message
+                        .as_ref()
+                        .map(ToString::to_string)
+                        .unwrap_or_else(|| describe(error));
+                    out.push(FieldError::new(loc.clone(), msg, error.code.to_string()));
+                }
+            }
+            ValidationErrorsKind::Struct(inner) => collect(out, loc, inner),
+            ValidationErrorsKind::List(items) => {
+                for (index, inner) in items {
+                    let mut item_loc = loc.clone();
+                    item_loc.push(LocSegment::Index(*index));
+                    collect(out, item_loc, inner);
+                }
+            }
+        }
+    }
+}
+
+/// A readable message for a built-in validator failure without a custom message.
+fn describe(error: &validator::ValidationError) -> String {
+    let param = |name: &str| error.params.get(name).map(ToString::to_string);
+    match (error.code.as_ref(), param("min"), param("max")) {
+        ("length", Some(min), Some(max)) => format!("length must be between {min} and {max}"),
+        ("length", Some(min), None) => format!("length must be at least {min}"),
+        ("length", None, Some(max)) => format!("length must be at most {max}"),
+        ("range", Some(min), Some(max)) => format!("must be between {min} and {max}"),
+        ("range", Some(min), None) => format!("must be at least {min}"),
+        ("range", None, Some(max)) => format!("must be at most {max}"),
+        (code, _, _) => format!("failed the `{code}` check"),
+    }
+}
+
+fn camel_case(field: &str) -> String {
+    let mut out = String::with_capacity(field.len());
+    let mut upper = false;
+    for c in field.chars() {
+        if c == '_' {
+            upper = true;
+        } else if upper {
+            out.extend(c.to_uppercase());
+            upper = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn payload_error(error: &actix_web::Error) -> ApiError {
+    match error.as_error::<PayloadError>() {
+        Some(PayloadError::Overflow) => ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            "the request body is larger than allowed",
+        ),
+        _ if error.as_response_error().status_code() == StatusCode::PAYLOAD_TOO_LARGE => {
+            ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "payload_too_large",
+                "the request body is larger than allowed",
+            )
+        }
+        _ => ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            format!("cannot read the request body: {error}"),
+        ),
+    }
+}
+
+/// Error handlers for actix's own `Json`, `Query` and `Path` extractors.
+pub fn json_config(limit: usize) -> web::JsonConfig {
+    web::JsonConfig::default()
+        .limit(limit)
+        .error_handler(|error, _| {
+            match error {
+                JsonPayloadError::Overflow { .. }
+                | JsonPayloadError::OverflowKnownLength { .. } => ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "payload_too_large",
+                    error.to_string(),
+                ),
+                JsonPayloadError::ContentType => ApiError::new(
+                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    "unsupported_media_type",
+                    "the request body must be JSON",
+                ),
+                other => ApiError::validation(vec![FieldError::new(
+                    ["body".into()],
+                    other.to_string(),
+                    "json_invalid",
+                )]),
+            }
+            .into()
+        })
+}
+
+pub fn query_config() -> web::QueryConfig {
+    web::QueryConfig::default().error_handler(|error: QueryPayloadError, _| {
+        ApiError::validation(vec![FieldError::new(
+            ["query".into()],
+            error.to_string(),
+            "value_error",
+        )])
+        .into()
+    })
+}
+
+pub fn path_config() -> web::PathConfig {
+    web::PathConfig::default().error_handler(|error: PathError, _| {
+        ApiError::validation(vec![FieldError::new(
+            ["path".into()],
+            error.to_string(),
+            "value_error",
+        )])
+        .into()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::Deserialize;
+
+    use super::*;
+
+    #[derive(Debug, Deserialize, Validate)]
+    #[serde(rename_all = "camelCase", deny_unknown_fields)]
+    struct Create {
+        #[validate(length(min = 1, max = 5))]
+        display_name: String,
+        #[validate(nested)]
+        #[serde(default)]
+        items: Vec<Item>,
+    }
+
+    #[derive(Debug, Deserialize, Validate)]
+    struct Item {
+        #[validate(range(min = 0))]
+        order: i64,
+    }
+
+    fn fields(error: ApiError) -> Vec<FieldError> {
+        assert_eq!(error.status, StatusCode::UNPROCESSABLE_ENTITY);
+        match error.detail {
+            crate::problem::ProblemDetail::Fields(fields) => fields,
+            other => panic!("expected field errors, got {other:?}"),
+        }
+    }
+
+    fn loc(parts: &[&str]) -> Vec<LocSegment> {
+        parts
+            .iter()
+            .map(|p| {
+                p.parse::<usize>()
+                    .map(LocSegment::Index)
+                    .unwrap_or_else(|_| LocSegment::from(*p))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn malformed_json_points_at_the_body() {
+        let errors = fields(parse_json::<Create>(b"{\"displayName\": ").unwrap_err());
+        assert_eq!(
+            (errors[0].loc.clone(), errors[0].kind.as_str()),
+            (loc(&["body", "displayName"]), "json_invalid")
+        );
+        let errors = fields(parse_json::<Create>(b"{,}").unwrap_err());
+        assert_eq!(
+            (errors[0].loc.clone(), errors[0].kind.as_str()),
+            (loc(&["body"]), "json_invalid")
+        );
+        let errors =
+            fields(parse_json::<Create>(b"{\"displayName\": \"a\"} trailing").unwrap_err());
+        assert_eq!(errors[0].kind, "json_invalid");
+        let errors = fields(parse_json::<Create>(b"").unwrap_err());
+        assert_eq!(errors[0].kind, "missing");
+    }
+
+    #[test]
+    fn type_missing_and_unknown_fields_are_located() {
+        let errors = fields(parse_json::<Create>(br#"{"displayName": 5}"#).unwrap_err());
+        assert_eq!(
+            (errors[0].loc.clone(), errors[0].kind.as_str()),
+            (loc(&["body", "displayName"]), "type_error")
+        );
+        let errors = fields(parse_json::<Create>(br#"{}"#).unwrap_err());
+        assert_eq!(
+            (errors[0].loc.clone(), errors[0].kind.as_str()),
+            (loc(&["body", "displayName"]), "missing")
+        );
+        let errors =
+            fields(parse_json::<Create>(br#"{"displayName": "a", "bogus": 1}"#).unwrap_err());
+        assert_eq!(
+            (errors[0].loc.clone(), errors[0].kind.as_str()),
+            (loc(&["body", "bogus"]), "extra_forbidden")
+        );
+        let errors = fields(
+            parse_json::<Create>(
+                br#"{"displayName": "a", "items": [{"order": 1}, {"order": "x"}]}"#,
+            )
+            .unwrap_err(),
+        );
+        assert_eq!(errors[0].loc, loc(&["body", "items", "1", "order"]));
+    }
+
+    #[test]
+    fn validator_failures_use_camel_case_locations() {
+        let errors = fields(
+            parse_json::<Create>(
+                br#"{"displayName": "toolong", "items": [{"order": 1}, {"order": -1}]}"#,
+            )
+            .unwrap_err(),
+        );
+        assert_eq!(errors.len(), 2, "{errors:?}");
+        assert_eq!(
+            (errors[0].loc.clone(), errors[0].msg.as_str()),
+            (
+                loc(&["body", "displayName"]),
+                "length must be between 1 and 5"
+            )
+        );
+        assert_eq!(
+            (errors[1].loc.clone(), errors[1].kind.as_str()),
+            (loc(&["body", "items", "1", "order"]), "range")
+        );
+    }
+
+    #[derive(Debug, Deserialize, Validate)]
+    struct ListQuery {
+        #[validate(range(min = 1, max = 100))]
+        limit: Option<i64>,
+    }
+
+    #[test]
+    fn query_problems_are_located() {
+        assert!(parse_query::<ListQuery>("limit=10").is_ok());
+        let errors = fields(parse_query::<ListQuery>("limit=abc").unwrap_err());
+        assert_eq!(errors[0].loc, loc(&["query", "limit"]));
+        let errors = fields(parse_query::<ListQuery>("limit=1000").unwrap_err());
+        assert_eq!(
+            (errors[0].loc.clone(), errors[0].kind.as_str()),
+            (loc(&["query", "limit"]), "range")
+        );
+    }
+}

@@ -1,0 +1,16 @@
+//! Tessera's HTTP service: typed configuration, the HTTPS (rustls) listener, actix-web
+//! handlers with request validation and problem+json errors, the generated OpenAPI document,
+//! and the wiring of domain services over their adapters. No business rule lives here;
+//! `tessera-admin` reuses the configuration and database wiring.
+
+pub mod config;
+pub mod extract;
+pub mod middleware;
+pub mod openapi;
+pub mod problem;
+pub mod routes;
+pub mod secrets;
+pub mod startup;
+pub mod state;
+pub mod telemetry;
+pub mod tls;

@@ -1,0 +1,42 @@
+//! The OpenAPI 3.1 document, generated from the handlers' annotations.
+
+use utoipa::{
+    Modify, OpenApi,
+    openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme},
+};
+
+use crate::problem::{Problem, ValidationErrorItem, ValidationProblem};
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Tessera API",
+        version = "1.0.0",
+        description = "AI chat completions, knowledge bases with semantic search, and versioned prompt composition, for many tenants. Every error is `application/problem+json`.",
+        license(name = "Apache-2.0", identifier = "Apache-2.0")
+    ),
+    modifiers(&BearerAuth),
+    security(("bearer" = [])),
+    components(schemas(Problem, ValidationProblem, ValidationErrorItem)),
+    tags((name = "Health", description = "Liveness and readiness, for orchestrators"))
+)]
+pub struct ApiDoc;
+
+/// Declares the bearer scheme: a JWT from the token endpoint or an identity provider.
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("JWT")
+                    .description(Some("An access token from `POST /oauth/token` (client credentials) or a session JWT from a configured identity provider."))
+                    .build(),
+            ),
+        );
+    }
+}

@@ -1,0 +1,246 @@
+//! The one place errors become HTTP: every failure leaves as `application/problem+json`
+//! (RFC 9457) with `type`, `title`, `status`, `detail` and a stable `code`; validation
+//! failures keep the interface's `detail: [{loc, msg, type}]`.
+
+use actix_web::{
+    HttpResponse, ResponseError,
+    http::{StatusCode, header},
+};
+use serde::Serialize;
+use tessera_kernel::{DomainError, FieldError};
+use utoipa::ToSchema;
+
+pub const PROBLEM_JSON: &str = "application/problem+json";
+
+/// What went wrong, for a person: a sentence, or the list of invalid values.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum ProblemDetail {
+    Text(String),
+    Fields(Vec<FieldError>),
+}
+
+/// An HTTP error response.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{status} {code}")]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub detail: ProblemDetail,
+}
+
+/// The problem body (the schema every error response documents).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Problem {
+    /// URI naming the problem type: `urn:tessera:problem:<code>`.
+    #[serde(rename = "type")]
+    #[schema(example = "urn:tessera:problem:not_found")]
+    pub kind: String,
+    /// Short summary of the status.
+    #[schema(example = "Not Found")]
+    pub title: String,
+    pub status: u16,
+    /// What happened.
+    pub detail: String,
+    /// Stable machine-readable error code.
+    #[schema(example = "not_found")]
+    pub code: String,
+}
+
+/// One invalid value of a request.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ValidationErrorItem {
+    /// Path to the value: `body`, `query` or `path`, then field names and array indexes.
+    #[schema(value_type = Vec<String>, example = json!(["body", "name"]))]
+    pub loc: Vec<serde_json::Value>,
+    pub msg: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+}
+
+/// The 422 body: a problem whose `detail` lists every invalid value.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ValidationProblem {
+    #[serde(rename = "type")]
+    #[schema(example = "urn:tessera:problem:validation_failed")]
+    pub kind: String,
+    #[schema(example = "Unprocessable Entity")]
+    pub title: String,
+    #[schema(example = 422)]
+    pub status: u16,
+    pub detail: Vec<ValidationErrorItem>,
+    #[schema(example = "validation_failed")]
+    pub code: String,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &'static str, detail: impl Into<String>) -> Self {
+        Self {
+            status,
+            code,
+            detail: ProblemDetail::Text(detail.into()),
+        }
+    }
+
+    pub fn validation(errors: Vec<FieldError>) -> Self {
+        Self {
+            status: StatusCode::UNPROCESSABLE_ENTITY,
+            code: "validation_failed",
+            detail: ProblemDetail::Fields(errors),
+        }
+    }
+
+    pub fn body(&self) -> serde_json::Value {
+        serde_json::json!({
+            "type": format!("urn:tessera:problem:{}", self.code),
+            "title": self.status.canonical_reason().unwrap_or("Error"),
+            "status": self.status.as_u16(),
+            "detail": self.detail,
+            "code": self.code,
+        })
+    }
+}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        self.status
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        HttpResponse::build(self.status)
+            .insert_header((header::CONTENT_TYPE, PROBLEM_JSON))
+            .body(self.body().to_string())
+    }
+}
+
+impl From<DomainError> for ApiError {
+    fn from(error: DomainError) -> Self {
+        match error {
+            DomainError::NotFound { .. } => {
+                ApiError::new(StatusCode::NOT_FOUND, "not_found", error.to_string())
+            }
+            DomainError::Conflict { code, message } => {
+                ApiError::new(StatusCode::CONFLICT, code, message)
+            }
+            DomainError::Validation(errors) => ApiError::validation(errors),
+            DomainError::Forbidden { code, message } => {
+                ApiError::new(StatusCode::FORBIDDEN, code, message)
+            }
+            DomainError::Unavailable { message } => {
+                tracing::warn!(%message, "dependency unavailable");
+                ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "service_unavailable",
+                    "a dependency of the service is unavailable; retry later",
+                )
+            }
+            DomainError::Internal { message } => {
+                tracing::error!(%message, "internal error");
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal_error",
+                    "an internal error occurred; quote the X-Request-Id header when reporting it",
+                )
+            }
+        }
+    }
+}
+
+/// The problem code for a status produced by the framework itself (no route, wrong method…).
+pub fn code_for_status(status: StatusCode) -> &'static str {
+    match status {
+        StatusCode::BAD_REQUEST => "bad_request",
+        StatusCode::UNAUTHORIZED => "unauthorized",
+        StatusCode::FORBIDDEN => "forbidden",
+        StatusCode::NOT_FOUND => "not_found",
+        StatusCode::METHOD_NOT_ALLOWED => "method_not_allowed",
+        StatusCode::NOT_ACCEPTABLE => "not_acceptable",
+        StatusCode::REQUEST_TIMEOUT => "request_timeout",
+        StatusCode::PAYLOAD_TOO_LARGE => "payload_too_large",
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported_media_type",
+        StatusCode::UNPROCESSABLE_ENTITY => "validation_failed",
+        StatusCode::TOO_MANY_REQUESTS => "rate_limited",
+        StatusCode::SERVICE_UNAVAILABLE => "service_unavailable",
+        s if s.is_server_error() => "internal_error",
+        _ => "error",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn domain_kinds_map_to_statuses() {
+        let cases = [
+            (
+                DomainError::not_found("organization", "org_x"),
+                StatusCode::NOT_FOUND,
+                "not_found",
+            ),
+            (
+                DomainError::Conflict {
+                    code: "in_use",
+                    message: "used".into(),
+                },
+                StatusCode::CONFLICT,
+                "in_use",
+            ),
+            (
+                DomainError::invalid(["body".into()], "bad", "value_error"),
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "validation_failed",
+            ),
+            (
+                DomainError::Forbidden {
+                    code: "insufficient_scope",
+                    message: "no".into(),
+                },
+                StatusCode::FORBIDDEN,
+                "insufficient_scope",
+            ),
+            (
+                DomainError::Unavailable {
+                    message: "db down".into(),
+                },
+                StatusCode::SERVICE_UNAVAILABLE,
+                "service_unavailable",
+            ),
+            (
+                DomainError::internal("boom"),
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal_error",
+            ),
+        ];
+        for (error, status, code) in cases {
+            let api = ApiError::from(error);
+            assert_eq!((api.status, api.code), (status, code));
+        }
+    }
+
+    #[test]
+    fn internal_messages_are_not_shown_to_clients() {
+        let body = ApiError::from(DomainError::internal("password=hunter2 in query")).body();
+        assert!(!body.to_string().contains("hunter2"));
+    }
+
+    #[test]
+    fn validation_body_keeps_the_interface_shape() {
+        let body = ApiError::from(DomainError::invalid(
+            ["body".into(), "name".into()],
+            "too long",
+            "string_too_long",
+        ))
+        .body();
+        assert_eq!(
+            body,
+            serde_json::json!({
+                "type": "urn:tessera:problem:validation_failed",
+                "title": "Unprocessable Entity",
+                "status": 422,
+                "detail": [{"loc": ["body", "name"], "msg": "too long", "type": "string_too_long"}],
+                "code": "validation_failed",
+            })
+        );
+    }
+}

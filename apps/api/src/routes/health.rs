@@ -1,0 +1,108 @@
+//! Liveness and readiness, unauthenticated, for orchestrators.
+
+use std::time::{Duration, Instant};
+
+use actix_web::{HttpResponse, get, http::header, web};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::{problem::PROBLEM_JSON, state::AppState};
+
+/// How long a readiness check may take before the dependency counts as down.
+const CHECK_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Liveness answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Health {
+    /// Always `ok` when the process answers.
+    #[schema(example = "ok")]
+    pub status: &'static str,
+    /// The service version.
+    #[schema(example = "0.1.0")]
+    pub version: &'static str,
+}
+
+/// The state of one dependency.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Check {
+    #[schema(example = "database")]
+    pub name: &'static str,
+    /// `ok` or `unavailable`.
+    #[schema(example = "ok")]
+    pub status: &'static str,
+    pub latency_ms: f64,
+    /// Why the dependency is unavailable.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Readiness answer: every dependency's check.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Readiness {
+    /// `ready` when every check passed.
+    #[schema(example = "ready")]
+    pub status: &'static str,
+    pub checks: Vec<Check>,
+}
+
+/// Liveness: the process is up and serving.
+#[utoipa::path(
+    tag = "Health",
+    operation_id = "health",
+    security(()),
+    responses((status = 200, description = "The process is alive", body = Health))
+)]
+#[get("/v1/health")]
+pub async fn health() -> web::Json<Health> {
+    web::Json(Health {
+        status: "ok",
+        version: env!("CARGO_PKG_VERSION"),
+    })
+}
+
+/// Readiness: the service can serve requests (its database answers).
+#[utoipa::path(
+    tag = "Health",
+    operation_id = "ready",
+    security(()),
+    responses(
+        (status = 200, description = "Every dependency answers", body = Readiness),
+        (status = 503, description = "A dependency is down; the body is a problem with the same `checks`", body = crate::problem::Problem, content_type = "application/problem+json")
+    )
+)]
+#[get("/v1/health/ready")]
+pub async fn ready(state: web::Data<AppState>) -> HttpResponse {
+    let started = Instant::now();
+    let outcome = tokio::time::timeout(CHECK_TIMEOUT, state.database.ping()).await;
+    let error = match outcome {
+        Ok(Ok(())) => None,
+        Ok(Err(e)) => Some(e.to_string()),
+        Err(_) => Some(format!("no answer within {} ms", CHECK_TIMEOUT.as_millis())),
+    };
+    let check = Check {
+        name: "database",
+        status: if error.is_none() { "ok" } else { "unavailable" },
+        latency_ms: (started.elapsed().as_secs_f64() * 1e6).round() / 1e3,
+        error,
+    };
+    if check.error.is_none() {
+        return HttpResponse::Ok().json(Readiness {
+            status: "ready",
+            checks: vec![check],
+        });
+    }
+    tracing::warn!(error = ?check.error, "readiness check failed");
+    let body = serde_json::json!({
+        "type": "urn:tessera:problem:not_ready",
+        "title": "Service Unavailable",
+        "status": 503,
+        "detail": "a dependency of the service is unavailable",
+        "code": "not_ready",
+        "checks": [check],
+    });
+    HttpResponse::ServiceUnavailable()
+        .insert_header((header::CONTENT_TYPE, PROBLEM_JSON))
+        .insert_header((header::RETRY_AFTER, "5"))
+        .body(body.to_string())
+}

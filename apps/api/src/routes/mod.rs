@@ -1,0 +1,4 @@
+//! HTTP handlers, one module per resource group. Handlers are thin: parse, call a domain
+//! service, map the result.
+
+pub mod health;

@@ -1,0 +1,193 @@
+//! Wiring: opens the database (migrating it), builds the domain services, and starts the
+//! HTTPS server. Tests build the same `Application` on port 0.
+
+use std::{net::TcpListener, sync::Arc, time::Duration};
+
+use actix_web::{App, HttpResponse, dev::Server, middleware::from_fn, web};
+use tessera_kernel::{DomainError, SystemClock};
+use tessera_organizations::{Organization, OrganizationService};
+use tessera_store::{Database, PoolOptions, SqlOrganizationStore, StoreError};
+use utoipa::OpenApi;
+use utoipa_actix_web::{AppExt, UtoipaApp};
+use utoipa_swagger_ui::SwaggerUi;
+
+use crate::{
+    config::Settings,
+    extract,
+    middleware::{TrustedProxies, problem_errors, request_context, require_https},
+    openapi::ApiDoc,
+    problem::ApiError,
+    routes, secrets,
+    state::AppState,
+    tls::{self, TlsError},
+};
+
+/// Why the service could not start; each message is one line naming what to fix.
+#[derive(Debug, thiserror::Error)]
+pub enum StartupError {
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("cannot listen on {addr} (config key `listen`): {source}")]
+    Bind {
+        addr: std::net::SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("cannot create the default organization: {0}")]
+    Bootstrap(DomainError),
+    #[error("config key `data_dir`: {0}")]
+    DataDir(String),
+}
+
+/// Registers every documented route on a utoipa-aware app.
+fn routes<T>(app: UtoipaApp<T>) -> UtoipaApp<T>
+where
+    T: actix_web::dev::ServiceFactory<
+            actix_web::dev::ServiceRequest,
+            Config = (),
+            Error = actix_web::Error,
+            InitError = (),
+        >,
+{
+    app.service(routes::health::health)
+        .service(routes::health::ready)
+}
+
+/// The OpenAPI document of the routes this build serves.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    let (_, document) =
+        routes(App::new().into_utoipa_app().openapi(ApiDoc::openapi())).split_for_parts();
+    document
+}
+
+async fn not_found(req: actix_web::HttpRequest) -> Result<HttpResponse, ApiError> {
+    Err(ApiError::new(
+        actix_web::http::StatusCode::NOT_FOUND,
+        "not_found",
+        format!("no resource at {}", req.path()),
+    ))
+}
+
+/// Opens (and migrates) the configured database, building the pool.
+pub async fn open_database(settings: &Settings) -> Result<Database, StoreError> {
+    let url = settings.database();
+    Database::migrate(&url).await?;
+    let options = PoolOptions {
+        max_connections: settings.database.max_connections,
+        acquire_timeout: Duration::from_secs(settings.database.acquire_timeout_secs),
+    };
+    Database::connect(&url, options).await
+}
+
+/// Builds the shared state over an open database.
+pub fn state(settings: &Settings, database: Database) -> Result<AppState, StartupError> {
+    let cursors = secrets::cursor_codec(settings).map_err(StartupError::DataDir)?;
+    let organizations = OrganizationService::new(
+        Arc::new(SqlOrganizationStore::new(database.clone())),
+        Arc::new(SystemClock),
+        cursors.clone(),
+    );
+    Ok(AppState {
+        database,
+        organizations,
+        cursors,
+    })
+}
+
+/// A built, bound, not yet running service.
+pub struct Application {
+    port: u16,
+    server: Server,
+    /// The organization created by this start (embedded mode, first run only).
+    pub created_organization: Option<Organization>,
+}
+
+impl Application {
+    pub async fn build(settings: Settings) -> Result<Self, StartupError> {
+        std::fs::create_dir_all(&settings.data_dir).map_err(|e| {
+            StartupError::DataDir(format!(
+                "cannot create {}: {e}",
+                settings.data_dir.display()
+            ))
+        })?;
+        let tls = tls::server_config(&settings)?;
+        let database = open_database(&settings).await?;
+        let state = state(&settings, database)?;
+        let created_organization = if settings.is_embedded() {
+            state
+                .organizations
+                .ensure_first(&settings.default_organization_name)
+                .await
+                .map_err(|e| StartupError::Bootstrap(e.into()))?
+        } else {
+            None
+        };
+
+        let listener = TcpListener::bind(settings.listen).map_err(|source| StartupError::Bind {
+            addr: settings.listen,
+            source,
+        })?;
+        let port = listener
+            .local_addr()
+            .map_err(|source| StartupError::Bind {
+                addr: settings.listen,
+                source,
+            })?
+            .port();
+        let document = openapi();
+        let trusted = TrustedProxies(Arc::new(settings.http.trusted_proxies.clone()));
+        let json_limit = settings.http.json_limit_bytes;
+        let data = web::Data::new(state);
+        let mut server = actix_web::HttpServer::new(move || {
+            let (app, _) = routes(
+                App::new()
+                    .app_data(data.clone())
+                    .app_data(trusted.clone())
+                    .app_data(extract::json_config(json_limit))
+                    .app_data(web::PayloadConfig::new(json_limit))
+                    .app_data(extract::query_config())
+                    .app_data(extract::path_config())
+                    .wrap(from_fn(require_https))
+                    .wrap(problem_errors())
+                    .wrap(from_fn(request_context))
+                    .into_utoipa_app(),
+            )
+            .split_for_parts();
+            app.service(SwaggerUi::new("/docs/{_:.*}").url("/openapi.json", document.clone()))
+                .default_service(web::to(not_found))
+        })
+        .shutdown_timeout(settings.http.shutdown_timeout_secs);
+        if settings.http.workers > 0 {
+            server = server.workers(settings.http.workers);
+        }
+        let server = server
+            .listen_rustls_0_23(listener, tls)
+            .map_err(|source| StartupError::Bind {
+                addr: settings.listen,
+                source,
+            })?
+            .run();
+        tracing::info!(address = %settings.listen, port, database = %settings.database(), "tessera-api listening (HTTPS only)");
+        Ok(Self {
+            port,
+            server,
+            created_organization,
+        })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Stops the server from another task (graceful when `graceful` is true).
+    pub fn handle(&self) -> actix_web::dev::ServerHandle {
+        self.server.handle()
+    }
+
+    /// Serves until SIGTERM/SIGINT, then lets in-flight requests finish
+    /// (up to `http.shutdown_timeout_secs`).
+    pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        self.server.await
+    }
+}

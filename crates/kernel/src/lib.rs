@@ -1,0 +1,27 @@
+//! The shared vocabulary of Tessera's crates: typed identifiers (`OrganizationId` and the
+//! sortable entity ids), the authenticated `Principal` with its `Scope`s, keyset pagination
+//! (`Page`, `PageRequest` and tamper-evident `Cursor`s), the `Clock` port, and the
+//! `DomainError` kinds every other crate maps its errors into. It does no I/O and depends on
+//! no framework, so every domain crate (and other teams' services) can use it.
+
+mod clock;
+mod cursor;
+mod error;
+mod ids;
+mod organization_id;
+mod page;
+mod principal;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use cursor::{Cursor, CursorCodec, CursorError};
+pub use error::{DomainError, FieldError, Loc, LocSegment};
+pub use ids::IdError;
+pub use organization_id::{OrganizationId, OrganizationIdError};
+pub use page::{Limit, LimitError, Page, PageRequest};
+pub use principal::{Action, Principal, PrincipalKind, Scope, ScopeError, ScopeSet};
+
+#[doc(hidden)]
+pub mod __private {
+    pub use serde;
+    pub use uuid;
+}

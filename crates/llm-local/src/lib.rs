@@ -1,0 +1,3 @@
+//! Embedded CPU inference of a GGUF chat model (adapter; filled by issue 5).
+//!
+//! This crate is a placeholder that fixes its place in the workspace; it has no code yet.

@@ -1,0 +1,3 @@
+//! Base-model catalog, user models, lifecycle and dataset links (pure domain; filled by issue 5).
+//!
+//! This crate is a placeholder that fixes its place in the workspace; it has no code yet.

@@ -1,0 +1,16 @@
+//! Organizations, the tenants every record belongs to: their plan (which decides access to
+//! premium models and, later, quotas), the `OrganizationStore` port that persists them and
+//! the `OrganizationService` that creates, reads and lists them. Pure domain: no database,
+//! no HTTP; adapters implement the port.
+
+mod organization;
+mod service;
+mod store;
+
+pub use organization::{
+    NewOrganization, Organization, OrganizationName, OrganizationNameError, Plan, PlanError,
+};
+pub use service::{OrganizationError, OrganizationService};
+#[cfg(any(test, feature = "mocks"))]
+pub use store::MockOrganizationStore;
+pub use store::OrganizationStore;

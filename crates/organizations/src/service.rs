@@ -1,0 +1,231 @@
+use std::sync::Arc;
+
+use tessera_kernel::{Clock, CursorCodec, DomainError, OrganizationId, Page, PageRequest};
+
+use crate::{NewOrganization, Organization, OrganizationName, OrganizationStore, Plan};
+
+/// Errors of the organization service.
+#[derive(Debug, thiserror::Error)]
+pub enum OrganizationError {
+    #[error("organization {0} was not found")]
+    NotFound(OrganizationId),
+    #[error(transparent)]
+    Domain(#[from] DomainError),
+}
+
+impl From<OrganizationError> for DomainError {
+    fn from(error: OrganizationError) -> Self {
+        match error {
+            OrganizationError::NotFound(id) => DomainError::not_found("organization", id),
+            OrganizationError::Domain(error) => error,
+        }
+    }
+}
+
+/// The list name cursors of this service are bound to.
+const CURSOR_LIST: &str = "organizations";
+
+/// Creates, reads and lists organizations.
+#[derive(Clone)]
+pub struct OrganizationService {
+    store: Arc<dyn OrganizationStore>,
+    clock: Arc<dyn Clock>,
+    cursors: CursorCodec,
+}
+
+impl OrganizationService {
+    pub fn new(
+        store: Arc<dyn OrganizationStore>,
+        clock: Arc<dyn Clock>,
+        cursors: CursorCodec,
+    ) -> Self {
+        Self {
+            store,
+            clock,
+            cursors,
+        }
+    }
+
+    pub async fn create(&self, new: NewOrganization) -> Result<Organization, OrganizationError> {
+        let now = self.clock.now();
+        let organization = Organization {
+            id: OrganizationId::generate(),
+            name: new.name.as_str().to_owned(),
+            plan: new.plan,
+            created_at: now,
+            updated_at: now,
+        };
+        self.store.insert(&organization).await?;
+        Ok(organization)
+    }
+
+    pub async fn get(&self, id: &OrganizationId) -> Result<Organization, OrganizationError> {
+        self.store
+            .get(id)
+            .await?
+            .ok_or_else(|| OrganizationError::NotFound(id.clone()))
+    }
+
+    /// One page of organizations in creation order; `cursor` is a previous page's `nextCursor`.
+    pub async fn list(
+        &self,
+        limit: tessera_kernel::Limit,
+        cursor: Option<&str>,
+    ) -> Result<Page<Organization>, OrganizationError> {
+        let after = cursor
+            .map(|c| self.cursors.decode::<OrganizationId>(CURSOR_LIST, c))
+            .transpose()
+            .map_err(DomainError::from)?;
+        let rows = self.store.list(&PageRequest { limit, after }).await?;
+        let total = self.store.count().await?;
+        Ok(Page::from_overfetch(rows, limit, Some(total), |last| {
+            self.cursors.encode(CURSOR_LIST, &last.id)
+        }))
+    }
+
+    /// Creates the named organization on a first run, when none exists yet; returns it only
+    /// when it was created, so callers can announce it once.
+    pub async fn ensure_first(
+        &self,
+        name: &str,
+    ) -> Result<Option<Organization>, OrganizationError> {
+        if self.store.count().await? > 0 {
+            return Ok(None);
+        }
+        let name = OrganizationName::parse(name)
+            .map_err(|e| DomainError::invalid(["name".into()], e.to_string(), "value_error"))?;
+        self.create(NewOrganization {
+            name,
+            plan: Plan::Free,
+        })
+        .await
+        .map(Some)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::{TimeZone, Utc};
+    use tessera_kernel::{Limit, ManualClock};
+
+    use super::*;
+    use crate::MockOrganizationStore;
+
+    fn service(store: MockOrganizationStore) -> OrganizationService {
+        let clock = ManualClock::new(Utc.with_ymd_and_hms(2026, 1, 2, 3, 4, 5).unwrap());
+        OrganizationService::new(Arc::new(store), Arc::new(clock), CursorCodec::new([1; 32]))
+    }
+
+    fn org(id: &OrganizationId) -> Organization {
+        let at = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
+        Organization {
+            id: id.clone(),
+            name: "x".into(),
+            plan: Plan::Free,
+            created_at: at,
+            updated_at: at,
+        }
+    }
+
+    #[tokio::test]
+    async fn create_stamps_id_and_time_from_the_clock() {
+        let mut store = MockOrganizationStore::new();
+        store.expect_insert().times(1).returning(|_| Ok(()));
+        let created = service(store)
+            .create(NewOrganization {
+                name: OrganizationName::parse("Acme").unwrap(),
+                plan: Plan::Pro,
+            })
+            .await
+            .unwrap();
+        assert!(created.id.as_str().starts_with("org_"));
+        assert_eq!(
+            created.created_at,
+            Utc.with_ymd_and_hms(2026, 1, 2, 3, 4, 5).unwrap()
+        );
+        assert_eq!(created.plan, Plan::Pro);
+    }
+
+    #[tokio::test]
+    async fn missing_organization_is_not_found() {
+        let mut store = MockOrganizationStore::new();
+        store.expect_get().returning(|_| Ok(None));
+        let id = OrganizationId::generate();
+        let error = service(store).get(&id).await.unwrap_err();
+        assert!(matches!(
+            DomainError::from(error),
+            DomainError::NotFound {
+                resource: "organization",
+                ..
+            }
+        ));
+    }
+
+    #[tokio::test]
+    async fn ensure_first_creates_only_when_empty() {
+        let mut store = MockOrganizationStore::new();
+        store.expect_count().times(1).returning(|| Ok(1));
+        store.expect_insert().never();
+        assert!(
+            service(store)
+                .ensure_first("Default")
+                .await
+                .unwrap()
+                .is_none()
+        );
+
+        let mut empty = MockOrganizationStore::new();
+        empty.expect_count().times(1).returning(|| Ok(0));
+        empty.expect_insert().times(1).returning(|_| Ok(()));
+        assert_eq!(
+            service(empty)
+                .ensure_first("Default")
+                .await
+                .unwrap()
+                .map(|o| o.name),
+            Some("Default".into())
+        );
+    }
+
+    #[tokio::test]
+    async fn list_passes_the_decoded_cursor_and_issues_the_next_one() {
+        let ids: Vec<OrganizationId> = (0..3).map(|_| OrganizationId::generate()).collect();
+        let rows: Vec<Organization> = ids.iter().map(org).collect();
+        let mut store = MockOrganizationStore::new();
+        store.expect_list().returning(move |_| Ok(rows.clone()));
+        store.expect_count().returning(|| Ok(3));
+        let service = service(store);
+        let page = service.list(Limit::new(2).unwrap(), None).await.unwrap();
+        assert!(page.has_more);
+        let cursor = page.next_cursor.unwrap();
+
+        let mut store = MockOrganizationStore::new();
+        let expected = ids[1].clone();
+        store
+            .expect_list()
+            .withf(move |page| page.after.as_ref() == Some(&expected))
+            .returning(|_| Ok(vec![]));
+        store.expect_count().returning(|| Ok(3));
+        let service = OrganizationService {
+            store: Arc::new(store),
+            ..service
+        };
+        service
+            .list(Limit::new(2).unwrap(), Some(cursor.as_str()))
+            .await
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn forged_cursor_is_a_validation_error() {
+        let store = MockOrganizationStore::new();
+        let error = service(store)
+            .list(Limit::default(), Some("bm9wZQ.AAAAAAAAAAAAAAAAAAAAAA"))
+            .await
+            .unwrap_err();
+        assert!(matches!(
+            DomainError::from(error),
+            DomainError::Validation(_)
+        ));
+    }
+}

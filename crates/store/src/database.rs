@@ -1,0 +1,312 @@
+use std::{path::PathBuf, str::FromStr, time::Duration};
+
+use diesel::{Connection, SqliteConnection};
+use diesel_async::{
+    AsyncConnection, AsyncPgConnection, RunQueryDsl, SimpleAsyncConnection,
+    async_connection_wrapper::AsyncConnectionWrapper,
+    pooled_connection::{AsyncDieselConnectionManager, ManagerConfig, deadpool::Pool},
+    sync_connection_wrapper::SyncConnectionWrapper,
+};
+use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
+use futures_util::FutureExt;
+use tessera_kernel::DomainError;
+
+use crate::error::{StoreError, query_error};
+
+const POSTGRES_MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations/postgres");
+const SQLITE_MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations/sqlite");
+
+/// Serializes concurrent `migrate` runs of several replicas (an arbitrary fixed key).
+const MIGRATION_LOCK_KEY: i64 = 0x7e55_e7a0;
+
+/// Applied to every SQLite connection: concurrent readers with one writer, waits instead
+/// of failing while another connection writes, and enforced foreign keys.
+const SQLITE_PRAGMAS: &str = "PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000; \
+    PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;";
+
+pub(crate) type SqliteConn = SyncConnectionWrapper<SqliteConnection>;
+
+/// Which database technology a URL names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Postgres,
+    Sqlite,
+}
+
+/// Why a database URL was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("expected postgres://…, postgresql://… or sqlite://<path>, got `{0}`")]
+pub struct DatabaseUrlError(String);
+
+/// A database location: a PostgreSQL connection URL or an SQLite file path.
+#[derive(Clone, PartialEq, Eq)]
+pub enum DatabaseUrl {
+    Postgres(String),
+    Sqlite(PathBuf),
+}
+
+impl DatabaseUrl {
+    pub fn backend(&self) -> Backend {
+        match self {
+            DatabaseUrl::Postgres(_) => Backend::Postgres,
+            DatabaseUrl::Sqlite(_) => Backend::Sqlite,
+        }
+    }
+}
+
+impl FromStr for DatabaseUrl {
+    type Err = DatabaseUrlError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        if text.starts_with("postgres://") || text.starts_with("postgresql://") {
+            Ok(DatabaseUrl::Postgres(text.to_owned()))
+        } else if let Some(path) = text.strip_prefix("sqlite://").filter(|p| !p.is_empty()) {
+            Ok(DatabaseUrl::Sqlite(PathBuf::from(path)))
+        } else {
+            Err(DatabaseUrlError(redact(text)))
+        }
+    }
+}
+
+/// Hides a password in a URL before it reaches a message or a log line.
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme_end), Some(at)) if at > scheme_end => {
+            let credentials = &url[scheme_end + 3..at];
+            match credentials.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme_end + 3], &url[at..]),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
+}
+
+impl std::fmt::Debug for DatabaseUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DatabaseUrl::Postgres(url) => write!(f, "Postgres({})", redact(url)),
+            DatabaseUrl::Sqlite(path) => write!(f, "Sqlite({})", path.display()),
+        }
+    }
+}
+
+impl std::fmt::Display for DatabaseUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DatabaseUrl::Postgres(url) => f.write_str(&redact(url)),
+            DatabaseUrl::Sqlite(path) => write!(f, "sqlite://{}", path.display()),
+        }
+    }
+}
+
+/// Pool sizing and timeouts.
+#[derive(Debug, Clone, Copy)]
+pub struct PoolOptions {
+    pub max_connections: usize,
+    pub acquire_timeout: Duration,
+}
+
+impl Default for PoolOptions {
+    fn default() -> Self {
+        Self {
+            max_connections: 16,
+            acquire_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// A pool of connections to one database. Cheap to clone.
+#[derive(Clone)]
+pub enum Database {
+    Postgres(Pool<AsyncPgConnection>),
+    Sqlite(Pool<SqliteConn>),
+}
+
+/// Runs `$body` with `$conn` bound to a pooled connection of whichever backend `$db` is.
+/// The body is compiled once per backend, so one query serves both databases.
+macro_rules! with_connection {
+    ($db:expr, $conn:ident => $body:expr) => {
+        match $db {
+            $crate::Database::Postgres(pool) => {
+                let mut pooled = pool.get().await.map_err($crate::error::pool_error)?;
+                let $conn = &mut *pooled;
+                $body
+            }
+            $crate::Database::Sqlite(pool) => {
+                let mut pooled = pool.get().await.map_err($crate::error::pool_error)?;
+                let $conn = &mut *pooled;
+                $body
+            }
+        }
+    };
+}
+pub(crate) use with_connection;
+
+impl Database {
+    /// Opens a pool; the first connection is made here so a bad URL fails at start-up.
+    pub async fn connect(url: &DatabaseUrl, options: PoolOptions) -> Result<Self, StoreError> {
+        let database = match url {
+            DatabaseUrl::Postgres(url) => {
+                let manager = AsyncDieselConnectionManager::<AsyncPgConnection>::new(url.clone());
+                let pool = Pool::builder(manager)
+                    .max_size(options.max_connections)
+                    .wait_timeout(Some(options.acquire_timeout))
+                    .create_timeout(Some(options.acquire_timeout))
+                    .runtime(deadpool::Runtime::Tokio1)
+                    .build()
+                    .map_err(|e| StoreError::Connect(e.to_string()))?;
+                Database::Postgres(pool)
+            }
+            DatabaseUrl::Sqlite(path) => {
+                if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(parent).map_err(|source| StoreError::Directory {
+                        path: parent.display().to_string(),
+                        source,
+                    })?;
+                }
+                let mut config = ManagerConfig::<SqliteConn>::default();
+                config.custom_setup = Box::new(|path| {
+                    async move {
+                        let mut conn = SqliteConn::establish(path).await?;
+                        conn.batch_execute(SQLITE_PRAGMAS)
+                            .await
+                            .map_err(diesel::ConnectionError::CouldntSetupConfiguration)?;
+                        Ok(conn)
+                    }
+                    .boxed()
+                });
+                let manager = AsyncDieselConnectionManager::<SqliteConn>::new_with_config(
+                    path.display().to_string(),
+                    config,
+                );
+                let pool = Pool::builder(manager)
+                    // SQLite has one writer; a few connections serve concurrent reads.
+                    .max_size(options.max_connections.min(8))
+                    .wait_timeout(Some(options.acquire_timeout))
+                    .create_timeout(Some(options.acquire_timeout))
+                    .runtime(deadpool::Runtime::Tokio1)
+                    .build()
+                    .map_err(|e| StoreError::Connect(e.to_string()))?;
+                Database::Sqlite(pool)
+            }
+        };
+        database
+            .ping()
+            .await
+            .map_err(|e| StoreError::Connect(format!("{url}: {e}")))?;
+        Ok(database)
+    }
+
+    pub fn backend(&self) -> Backend {
+        match self {
+            Database::Postgres(_) => Backend::Postgres,
+            Database::Sqlite(_) => Backend::Sqlite,
+        }
+    }
+
+    /// Checks that the database answers a query (readiness).
+    pub async fn ping(&self) -> Result<(), DomainError> {
+        with_connection!(self, conn => {
+            diesel::sql_query("SELECT 1").execute(conn).await.map_err(query_error)?;
+        });
+        Ok(())
+    }
+
+    /// Applies pending migrations and returns the versions applied. On PostgreSQL an
+    /// advisory lock makes replicas starting together migrate one after another.
+    pub async fn migrate(url: &DatabaseUrl) -> Result<Vec<String>, StoreError> {
+        let url = url.clone();
+        tokio::task::spawn_blocking(move || match url {
+            DatabaseUrl::Postgres(url) => {
+                let mut conn =
+                    <AsyncConnectionWrapper<AsyncPgConnection> as Connection>::establish(&url)
+                        .map_err(|e| StoreError::Connect(e.to_string()))?;
+                lock_and_migrate(&mut conn)
+            }
+            DatabaseUrl::Sqlite(path) => {
+                if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(parent).map_err(|source| StoreError::Directory {
+                        path: parent.display().to_string(),
+                        source,
+                    })?;
+                }
+                let mut conn = SqliteConnection::establish(&path.display().to_string())
+                    .map_err(|e| StoreError::Connect(e.to_string()))?;
+                diesel::connection::SimpleConnection::batch_execute(&mut conn, SQLITE_PRAGMAS)
+                    .map_err(|e| StoreError::Migrate(e.to_string()))?;
+                run_migrations(&mut conn, SQLITE_MIGRATIONS)
+            }
+        })
+        .await
+        .map_err(|e| StoreError::Migrate(format!("migration task failed: {e}")))?
+    }
+}
+
+fn lock_and_migrate(
+    conn: &mut AsyncConnectionWrapper<AsyncPgConnection>,
+) -> Result<Vec<String>, StoreError> {
+    let advisory = |conn: &mut AsyncConnectionWrapper<AsyncPgConnection>, function: &str| {
+        let query = diesel::sql_query(format!("SELECT {function}($1)"))
+            .bind::<diesel::sql_types::BigInt, _>(MIGRATION_LOCK_KEY);
+        diesel::RunQueryDsl::execute(query, conn)
+            .map(drop)
+            .map_err(|e| StoreError::Migrate(e.to_string()))
+    };
+    advisory(conn, "pg_advisory_lock")?;
+    let result = run_migrations(conn, POSTGRES_MIGRATIONS);
+    let unlock = advisory(conn, "pg_advisory_unlock");
+    let applied = result?;
+    unlock?;
+    Ok(applied)
+}
+
+fn run_migrations<C>(
+    conn: &mut C,
+    migrations: EmbeddedMigrations,
+) -> Result<Vec<String>, StoreError>
+where
+    C: MigrationHarness<C::Backend> + Connection,
+{
+    conn.run_pending_migrations(migrations)
+        .map(|versions| versions.into_iter().map(|v| v.to_string()).collect())
+        .map_err(|e| StoreError::Migrate(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_name_their_backend() {
+        assert_eq!(
+            "postgres://u@h/db"
+                .parse::<DatabaseUrl>()
+                .map(|u| u.backend()),
+            Ok(Backend::Postgres)
+        );
+        assert_eq!(
+            "postgresql://u@h/db"
+                .parse::<DatabaseUrl>()
+                .map(|u| u.backend()),
+            Ok(Backend::Postgres)
+        );
+        assert_eq!(
+            "sqlite:///tmp/x.db".parse::<DatabaseUrl>(),
+            Ok(DatabaseUrl::Sqlite("/tmp/x.db".into()))
+        );
+        assert!("mysql://h/db".parse::<DatabaseUrl>().is_err());
+        assert!("sqlite://".parse::<DatabaseUrl>().is_err());
+    }
+
+    #[test]
+    fn passwords_never_reach_messages() {
+        let url: DatabaseUrl = "postgres://app:s3cret@db:5432/tessera".parse().unwrap();
+        assert_eq!(url.to_string(), "postgres://app:***@db:5432/tessera");
+        assert!(!format!("{url:?}").contains("s3cret"));
+        let error = "mysql://app:s3cret@db/x"
+            .parse::<DatabaseUrl>()
+            .unwrap_err();
+        assert!(!error.to_string().contains("s3cret"));
+    }
+}

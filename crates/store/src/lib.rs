@@ -1,0 +1,17 @@
+//! Diesel storage for Tessera: one crate implements every repository port on both
+//! PostgreSQL (diesel-async + deadpool, for scale-out) and SQLite (the embedded default,
+//! through diesel-async's sync-connection wrapper). Query code is written once and
+//! type-checked against both backends (`with_connection!`); schema changes ship as two
+//! migration folders, `migrations/postgres` and `migrations/sqlite`, embedded in the binary.
+//! Database errors are mapped into `tessera_kernel::DomainError` here and nowhere else.
+
+mod database;
+mod error;
+mod organizations;
+mod schema;
+#[cfg(feature = "testing")]
+pub mod testing;
+
+pub use database::{Backend, Database, DatabaseUrl, DatabaseUrlError, PoolOptions};
+pub use error::StoreError;
+pub use organizations::SqlOrganizationStore;

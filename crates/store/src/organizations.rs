@@ -1,0 +1,114 @@
+use async_trait::async_trait;
+use chrono::{DateTime, NaiveDateTime, Utc};
+use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
+use tessera_kernel::{DomainError, OrganizationId, PageRequest};
+use tessera_organizations::{Organization, OrganizationStore, Plan};
+
+use crate::{Database, database::with_connection, error::query_error, schema::organizations};
+
+/// `OrganizationStore` on PostgreSQL or SQLite.
+#[derive(Clone)]
+pub struct SqlOrganizationStore {
+    db: Database,
+}
+
+impl SqlOrganizationStore {
+    pub fn new(db: Database) -> Self {
+        Self { db }
+    }
+}
+
+#[derive(Queryable, Selectable, Insertable)]
+#[diesel(table_name = organizations)]
+struct OrganizationRow {
+    id: String,
+    name: String,
+    plan: String,
+    created_at: NaiveDateTime,
+    updated_at: NaiveDateTime,
+}
+
+impl From<&Organization> for OrganizationRow {
+    fn from(org: &Organization) -> Self {
+        Self {
+            id: org.id.to_string(),
+            name: org.name.clone(),
+            plan: org.plan.as_str().to_owned(),
+            created_at: org.created_at.naive_utc(),
+            updated_at: org.updated_at.naive_utc(),
+        }
+    }
+}
+
+impl TryFrom<OrganizationRow> for Organization {
+    type Error = DomainError;
+
+    fn try_from(row: OrganizationRow) -> Result<Self, Self::Error> {
+        let corrupt =
+            |what: String| DomainError::internal(format!("organization row {}: {what}", row.id));
+        Ok(Organization {
+            id: row.id.parse().map_err(|e| corrupt(format!("{e}")))?,
+            plan: row
+                .plan
+                .parse::<Plan>()
+                .map_err(|e| corrupt(e.to_string()))?,
+            name: row.name.clone(),
+            created_at: DateTime::<Utc>::from_naive_utc_and_offset(row.created_at, Utc),
+            updated_at: DateTime::<Utc>::from_naive_utc_and_offset(row.updated_at, Utc),
+        })
+    }
+}
+
+#[async_trait]
+impl OrganizationStore for SqlOrganizationStore {
+    async fn insert(&self, organization: &Organization) -> Result<(), DomainError> {
+        let row = OrganizationRow::from(organization);
+        with_connection!(&self.db, conn => {
+            diesel::insert_into(organizations::table).values(&row).execute(conn).await.map_err(query_error)?;
+        });
+        Ok(())
+    }
+
+    async fn get(&self, id: &OrganizationId) -> Result<Option<Organization>, DomainError> {
+        let row: Option<OrganizationRow> = with_connection!(&self.db, conn => {
+            organizations::table
+                .find(id.as_str())
+                .select(OrganizationRow::as_select())
+                .first(conn)
+                .await
+                .optional()
+                .map_err(query_error)?
+        });
+        row.map(Organization::try_from).transpose()
+    }
+
+    async fn list(
+        &self,
+        page: &PageRequest<OrganizationId>,
+    ) -> Result<Vec<Organization>, DomainError> {
+        let after = page
+            .after
+            .as_ref()
+            .map(|id| id.as_str().to_owned())
+            .unwrap_or_default();
+        let rows: Vec<OrganizationRow> = with_connection!(&self.db, conn => {
+            organizations::table
+                .filter(organizations::id.gt(&after))
+                .order(organizations::id.asc())
+                .limit(page.limit.overfetch())
+                .select(OrganizationRow::as_select())
+                .load(conn)
+                .await
+                .map_err(query_error)?
+        });
+        rows.into_iter().map(Organization::try_from).collect()
+    }
+
+    async fn count(&self) -> Result<u64, DomainError> {
+        let count: i64 = with_connection!(&self.db, conn => {
+            organizations::table.count().get_result(conn).await.map_err(query_error)?
+        });
+        Ok(u64::try_from(count).unwrap_or_default())
+    }
+}

@@ -1,0 +1,135 @@
+//! Throwaway databases for tests: a fresh SQLite file in a temporary directory, or a fresh
+//! PostgreSQL database created on the server at `TESSERA_TEST_POSTGRES_URL` (default
+//! `postgres://postgres@127.0.0.1:5432/postgres`) and dropped when the guard is dropped.
+//! A Postgres test fails, never skips, when the server cannot be reached.
+
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+
+use crate::{Database, DatabaseUrl, PoolOptions};
+
+/// Where tests find a PostgreSQL server they may create databases on.
+pub const POSTGRES_URL_VAR: &str = "TESSERA_TEST_POSTGRES_URL";
+const DEFAULT_POSTGRES_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+
+/// A migrated, empty database that disappears with this value.
+pub struct TestDatabase {
+    pub url: DatabaseUrl,
+    pub database: Database,
+    cleanup: Cleanup,
+}
+
+enum Cleanup {
+    Directory(#[allow(dead_code)] tempfile::TempDir),
+    Postgres { server_url: String, name: String },
+}
+
+impl TestDatabase {
+    pub async fn sqlite() -> Self {
+        let dir = tempfile::tempdir()
+            .unwrap_or_else(|e| panic!("cannot create a temporary directory: {e}"));
+        let url = DatabaseUrl::Sqlite(dir.path().join("test.sqlite"));
+        Self::migrated(url, Cleanup::Directory(dir)).await
+    }
+
+    pub async fn postgres() -> Self {
+        let server_url =
+            std::env::var(POSTGRES_URL_VAR).unwrap_or_else(|_| DEFAULT_POSTGRES_URL.to_owned());
+        let name = format!("tessera_test_{}", uuid::Uuid::now_v7().simple());
+        let mut admin = AsyncPgConnection::establish(&server_url).await.unwrap_or_else(|e| {
+            panic!("PostgreSQL is needed at {server_url} (set {POSTGRES_URL_VAR}); connecting failed: {e}")
+        });
+        diesel::sql_query(format!("CREATE DATABASE {name}"))
+            .execute(&mut admin)
+            .await
+            .unwrap_or_else(|e| panic!("cannot create test database {name}: {e}"));
+        let url = DatabaseUrl::Postgres(database_url(&server_url, &name));
+        Self::migrated(url, Cleanup::Postgres { server_url, name }).await
+    }
+
+    /// Both backends, for contract tests that must hold on each.
+    pub async fn of(backend: crate::Backend) -> Self {
+        match backend {
+            crate::Backend::Sqlite => Self::sqlite().await,
+            crate::Backend::Postgres => Self::postgres().await,
+        }
+    }
+
+    async fn migrated(url: DatabaseUrl, cleanup: Cleanup) -> Self {
+        Database::migrate(&url)
+            .await
+            .unwrap_or_else(|e| panic!("migrating {url} failed: {e}"));
+        let options = PoolOptions {
+            max_connections: 4,
+            ..PoolOptions::default()
+        };
+        let database = Database::connect(&url, options)
+            .await
+            .unwrap_or_else(|e| panic!("connecting to {url} failed: {e}"));
+        Self {
+            url,
+            database,
+            cleanup,
+        }
+    }
+}
+
+/// The URL of database `name` on the server of `server_url` (replaces the path).
+fn database_url(server_url: &str, name: &str) -> String {
+    let without_query = server_url.split('?').next().unwrap_or(server_url);
+    let base = match without_query.find("://").map(|i| i + 3) {
+        Some(start) => match without_query[start..].find('/') {
+            Some(slash) => &without_query[..start + slash],
+            None => without_query,
+        },
+        None => without_query,
+    };
+    format!("{base}/{name}")
+}
+
+impl Drop for TestDatabase {
+    fn drop(&mut self) {
+        if let Cleanup::Postgres { server_url, name } = &self.cleanup {
+            let (server_url, name) = (server_url.clone(), name.clone());
+            // Drop runs inside the test's runtime; a helper thread with its own runtime
+            // can block on the DROP without stalling it.
+            let dropped = std::thread::spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .ok()?;
+                runtime.block_on(async {
+                    let mut admin = AsyncPgConnection::establish(&server_url).await.ok()?;
+                    diesel::sql_query(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                        .execute(&mut admin)
+                        .await
+                        .ok()
+                })
+            })
+            .join();
+            if !matches!(dropped, Ok(Some(_))) {
+                eprintln!("note: could not drop test database; `just test` removes leftovers");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn database_url_replaces_the_path() {
+        assert_eq!(
+            database_url("postgres://u@h:5432/postgres", "x"),
+            "postgres://u@h:5432/x"
+        );
+        assert_eq!(
+            database_url("postgres://u@h:5432", "x"),
+            "postgres://u@h:5432/x"
+        );
+        assert_eq!(
+            database_url("postgres://u@h/db?sslmode=disable", "x"),
+            "postgres://u@h/x"
+        );
+    }
+}
