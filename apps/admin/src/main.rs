@@ -1,1 +1,181 @@
-fn main() {}
+//! `tessera-admin`: the operator's CLI. It reads the same configuration as `tessera-api`
+//! (`--config <file>` and `TESSERA_*`/`DATABASE_URL` variables), prints human text by
+//! default and exactly one JSON object with `--json`.
+
+use std::{path::PathBuf, process::ExitCode};
+
+use clap::{Parser, Subcommand};
+use serde_json::json;
+use tessera_api::{config::Settings, startup};
+use tessera_kernel::{DomainError, Limit};
+use tessera_organizations::{NewOrganization, Organization, OrganizationName, Plan};
+use tessera_store::Database;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "tessera-admin",
+    version,
+    about = "Operate a Tessera deployment"
+)]
+struct Cli {
+    /// TOML configuration file (the one tessera-api uses).
+    #[arg(long, global = true, env = "TESSERA_CONFIG_FILE")]
+    config: Option<PathBuf>,
+    /// Print one JSON object instead of text.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Apply pending database migrations.
+    Migrate,
+    /// Manage organizations (tenants).
+    #[command(subcommand)]
+    Org(OrgCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum OrgCommand {
+    /// Create an organization.
+    Create {
+        /// Display name, 1-255 characters.
+        #[arg(long)]
+        name: String,
+        /// Subscription plan.
+        #[arg(long, default_value = "free", value_parser = parse_plan)]
+        plan: Plan,
+    },
+    /// List organizations, oldest first.
+    List {
+        /// Page size, 1-100.
+        #[arg(long, default_value_t = 20)]
+        limit: i64,
+        /// `nextCursor` of the previous page.
+        #[arg(long)]
+        cursor: Option<String>,
+    },
+}
+
+fn parse_plan(text: &str) -> Result<Plan, String> {
+    text.parse()
+        .map_err(|e: tessera_organizations::PlanError| e.to_string())
+}
+
+/// A failure, reported as one line (and as `{"error": …}` with `--json`).
+struct Failure(String);
+
+impl From<DomainError> for Failure {
+    fn from(error: DomainError) -> Self {
+        match error {
+            DomainError::Validation(errors) => Failure(
+                errors
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            ),
+            other => Failure(other.to_string()),
+        }
+    }
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let json = cli.json;
+    match run(cli).await {
+        Ok(output) => {
+            println!("{output}");
+            ExitCode::SUCCESS
+        }
+        Err(Failure(message)) => {
+            if json {
+                println!("{}", json!({ "error": message }));
+            }
+            eprintln!("error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<String, Failure> {
+    let settings = Settings::load_without(cli.config.as_deref(), &["TESSERA_CONFIG_FILE"])
+        .map_err(|e| Failure(e.to_string()))?;
+    std::fs::create_dir_all(&settings.data_dir).map_err(|e| {
+        Failure(format!(
+            "cannot create {}: {e}",
+            settings.data_dir.display()
+        ))
+    })?;
+    let url = settings.database();
+    match cli.command {
+        Command::Migrate => {
+            let applied = Database::migrate(&url)
+                .await
+                .map_err(|e| Failure(e.to_string()))?;
+            Ok(if cli.json {
+                json!({ "database": url.to_string(), "applied": applied }).to_string()
+            } else if applied.is_empty() {
+                format!("{url}: up to date")
+            } else {
+                format!("{url}: applied {}", applied.join(", "))
+            })
+        }
+        Command::Org(command) => {
+            let database = startup::open_database(&settings)
+                .await
+                .map_err(|e| Failure(e.to_string()))?;
+            let state = startup::state(&settings, database).map_err(|e| Failure(e.to_string()))?;
+            match command {
+                OrgCommand::Create { name, plan } => {
+                    let name = OrganizationName::parse(&name)
+                        .map_err(|e| Failure(format!("--name: {e}")))?;
+                    let org = state
+                        .organizations
+                        .create(NewOrganization { name, plan })
+                        .await
+                        .map_err(DomainError::from)?;
+                    Ok(if cli.json {
+                        organization_json(&org).to_string()
+                    } else {
+                        format!(
+                            "created organization \"{}\" ({}, plan {})",
+                            org.name, org.id, org.plan
+                        )
+                    })
+                }
+                OrgCommand::List { limit, cursor } => {
+                    let limit = Limit::new(limit).map_err(|e| Failure(format!("--limit: {e}")))?;
+                    let page = state
+                        .organizations
+                        .list(limit, cursor.as_deref())
+                        .await
+                        .map_err(DomainError::from)?;
+                    if cli.json {
+                        let items: Vec<_> = page.items.iter().map(organization_json).collect();
+                        return Ok(json!({ "items": items, "nextCursor": page.next_cursor, "hasMore": page.has_more, "totalCount": page.total_count }).to_string());
+                    }
+                    let mut lines: Vec<String> = page
+                        .items
+                        .iter()
+                        .map(|o| format!("{}  {:<10}  {}", o.id, o.plan, o.name))
+                        .collect();
+                    if let Some(cursor) = page.next_cursor {
+                        lines.push(format!("(more: --cursor {})", cursor.as_str()));
+                    }
+                    if lines.is_empty() {
+                        lines.push("no organizations".to_owned());
+                    }
+                    Ok(lines.join("\n"))
+                }
+            }
+        }
+    }
+}
+
+fn organization_json(org: &Organization) -> serde_json::Value {
+    serde_json::to_value(org).unwrap_or_default()
+}

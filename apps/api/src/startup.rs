@@ -3,7 +3,7 @@
 
 use std::{net::TcpListener, sync::Arc, time::Duration};
 
-use actix_web::{App, HttpResponse, dev::Server, middleware::from_fn, web};
+use actix_web::{App, dev::Server, middleware::from_fn, web};
 use tessera_kernel::{DomainError, SystemClock};
 use tessera_organizations::{Organization, OrganizationService};
 use tessera_store::{Database, PoolOptions, SqlOrganizationStore, StoreError};
@@ -16,7 +16,6 @@ use crate::{
     extract,
     middleware::{TrustedProxies, problem_errors, request_context, require_https},
     openapi::ApiDoc,
-    problem::ApiError,
     routes, secrets,
     state::AppState,
     tls::{self, TlsError},
@@ -59,14 +58,6 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
     let (_, document) =
         routes(App::new().into_utoipa_app().openapi(ApiDoc::openapi())).split_for_parts();
     document
-}
-
-async fn not_found(req: actix_web::HttpRequest) -> Result<HttpResponse, ApiError> {
-    Err(ApiError::new(
-        actix_web::http::StatusCode::NOT_FOUND,
-        "not_found",
-        format!("no resource at {}", req.path()),
-    ))
 }
 
 /// Opens (and migrates) the configured database, building the pool.
@@ -136,6 +127,7 @@ impl Application {
             })?
             .port();
         let document = openapi();
+        let route_table = web::Data::new(routes::fallback::RouteTable::from_openapi(&document));
         let trusted = TrustedProxies(Arc::new(settings.http.trusted_proxies.clone()));
         let json_limit = settings.http.json_limit_bytes;
         let data = web::Data::new(state);
@@ -144,6 +136,7 @@ impl Application {
                 App::new()
                     .app_data(data.clone())
                     .app_data(trusted.clone())
+                    .app_data(route_table.clone())
                     .app_data(extract::json_config(json_limit))
                     .app_data(web::PayloadConfig::new(json_limit))
                     .app_data(extract::query_config())
@@ -155,7 +148,7 @@ impl Application {
             )
             .split_for_parts();
             app.service(SwaggerUi::new("/docs/{_:.*}").url("/openapi.json", document.clone()))
-                .default_service(web::to(not_found))
+                .default_service(web::to(routes::fallback::unmatched))
         })
         .shutdown_timeout(settings.http.shutdown_timeout_secs);
         if settings.http.workers > 0 {

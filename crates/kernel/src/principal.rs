@@ -157,7 +157,7 @@ pub struct ScopeSet(BTreeSet<Scope>);
 impl ScopeSet {
     /// Parses a space- or comma-separated list (the OAuth2 `scope` form, or a CLI list).
     pub fn parse_list(text: &str) -> Result<Self, ScopeError> {
-        text.split(|c: char| c == ' ' || c == ',')
+        text.split([' ', ','])
             .filter(|part| !part.is_empty())
             .map(str::parse)
             .collect::<Result<BTreeSet<_>, _>>()

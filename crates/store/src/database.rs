@@ -21,7 +21,8 @@ const MIGRATION_LOCK_KEY: i64 = 0x7e55_e7a0;
 
 /// Applied to every SQLite connection: concurrent readers with one writer, waits instead
 /// of failing while another connection writes, and enforced foreign keys.
-const SQLITE_PRAGMAS: &str = "PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000; \
+/// The busy timeout comes first so that the journal-mode switch itself waits for locks.
+const SQLITE_PRAGMAS: &str = "PRAGMA busy_timeout = 5000; PRAGMA journal_mode = WAL; \
     PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;";
 
 pub(crate) type SqliteConn = SyncConnectionWrapper<SqliteConnection>;
@@ -217,11 +218,11 @@ impl Database {
     /// advisory lock makes replicas starting together migrate one after another.
     pub async fn migrate(url: &DatabaseUrl) -> Result<Vec<String>, StoreError> {
         let url = url.clone();
-        tokio::task::spawn_blocking(move || match url {
-            DatabaseUrl::Postgres(url) => {
+        tokio::task::spawn_blocking(move || match &url {
+            DatabaseUrl::Postgres(postgres) => {
                 let mut conn =
-                    <AsyncConnectionWrapper<AsyncPgConnection> as Connection>::establish(&url)
-                        .map_err(|e| StoreError::Connect(e.to_string()))?;
+                    <AsyncConnectionWrapper<AsyncPgConnection> as Connection>::establish(postgres)
+                        .map_err(|e| StoreError::Connect(format!("{url}: {e}")))?;
                 lock_and_migrate(&mut conn)
             }
             DatabaseUrl::Sqlite(path) => {
@@ -232,7 +233,7 @@ impl Database {
                     })?;
                 }
                 let mut conn = SqliteConnection::establish(&path.display().to_string())
-                    .map_err(|e| StoreError::Connect(e.to_string()))?;
+                    .map_err(|e| StoreError::Connect(format!("{url}: {e}")))?;
                 diesel::connection::SimpleConnection::batch_execute(&mut conn, SQLITE_PRAGMAS)
                     .map_err(|e| StoreError::Migrate(e.to_string()))?;
                 run_migrations(&mut conn, SQLITE_MIGRATIONS)

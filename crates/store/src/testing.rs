@@ -3,6 +3,9 @@
 //! `postgres://postgres@127.0.0.1:5432/postgres`) and dropped when the guard is dropped.
 //! A Postgres test fails, never skips, when the server cannot be reached.
 
+// Test support: failing loudly is the point.
+#![allow(clippy::panic)]
+
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 
 use crate::{Database, DatabaseUrl, PoolOptions};
@@ -51,6 +54,19 @@ impl TestDatabase {
         match backend {
             crate::Backend::Sqlite => Self::sqlite().await,
             crate::Backend::Postgres => Self::postgres().await,
+        }
+    }
+
+    /// Drops a PostgreSQL database now, cutting its connections (to test outages).
+    pub async fn destroy(&self) {
+        if let Cleanup::Postgres { server_url, name } = &self.cleanup {
+            let mut admin = AsyncPgConnection::establish(server_url)
+                .await
+                .unwrap_or_else(|e| panic!("connecting to {server_url}: {e}"));
+            diesel::sql_query(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                .execute(&mut admin)
+                .await
+                .unwrap_or_else(|e| panic!("dropping {name}: {e}"));
         }
     }
 

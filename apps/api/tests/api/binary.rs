@@ -1,0 +1,192 @@
+//! The `tessera-api` binary as a process: start-up messages, bad configuration, JSON logs,
+//! and a clean exit on SIGTERM.
+
+use std::{
+    io::{BufRead, BufReader},
+    process::{Child, Command, Stdio},
+    sync::mpsc,
+    time::Duration,
+};
+
+const BINARY: &str = env!("CARGO_BIN_EXE_tessera-api");
+
+/// The binary with a clean environment: only what the test sets.
+fn command(data_dir: &std::path::Path) -> Command {
+    let mut command = Command::new(BINARY);
+    command
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("TESSERA_DATA_DIR", data_dir)
+        .env("TESSERA_LISTEN", "127.0.0.1:0")
+        .env("TESSERA_HTTP__WORKERS", "1")
+        .env("TESSERA_HTTP__SHUTDOWN_TIMEOUT_SECS", "5");
+    command
+}
+
+/// Runs to completion (for configurations that must stop start-up) and returns code and stderr.
+fn run_to_exit(command: &mut Command) -> (i32, String) {
+    let output = command
+        .env("TESSERA_LOG", "error")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+struct Running {
+    child: Child,
+    port: u16,
+    stdout: std::thread::JoinHandle<String>,
+}
+
+/// Starts the binary with JSON logs and waits for its "listening" line.
+fn start(data_dir: &std::path::Path) -> Running {
+    let mut child = command(data_dir)
+        .env("TESSERA_LOG_FORMAT", "json")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (sender, receiver) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = sender.send(line);
+        }
+    });
+    let mut out = child.stdout.take().unwrap();
+    let stdout = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut out, &mut text);
+        text
+    });
+    let port = loop {
+        let line = receiver
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the binary logs its listening line");
+        let event: serde_json::Value =
+            serde_json::from_str(&line).unwrap_or_else(|_| panic!("log lines are JSON: {line}"));
+        if event["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("listening"))
+        {
+            break u16::try_from(event["port"].as_u64().unwrap()).unwrap();
+        }
+    };
+    Running {
+        child,
+        port,
+        stdout,
+    }
+}
+
+fn terminate(child: &mut Child) -> i32 {
+    let status = Command::new("kill")
+        .arg("-TERM")
+        .arg(child.id().to_string())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    for _ in 0..100 {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status.code().unwrap_or(-1);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child.kill().unwrap();
+    panic!("the server did not stop within 10 s of SIGTERM");
+}
+
+#[test]
+fn serves_then_exits_cleanly_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut first = start(dir.path());
+    let health = std::net::TcpStream::connect(("127.0.0.1", first.port));
+    assert!(health.is_ok(), "the port accepts connections");
+    assert_eq!(terminate(&mut first.child), 0);
+    let stdout = first.stdout.join().unwrap();
+    assert!(
+        stdout.starts_with("First run: created organization \"Default\" with id org_"),
+        "{stdout}"
+    );
+
+    // The second run reuses the data directory: same certificate, no new organization.
+    let cert = std::fs::read(dir.path().join("tls/cert.pem")).unwrap();
+    let mut second = start(dir.path());
+    assert_eq!(
+        std::fs::read(dir.path().join("tls/cert.pem")).unwrap(),
+        cert
+    );
+    assert_eq!(terminate(&mut second.child), 0);
+    assert_eq!(second.stdout.join().unwrap(), "");
+}
+
+fn one_line(stderr: &str) -> &str {
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "exactly one line: {stderr}");
+    lines[0]
+}
+
+#[test]
+fn unknown_config_key_stops_start_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("tessera.toml");
+    std::fs::write(&file, "listne = \"127.0.0.1:1\"\n").unwrap();
+    let (code, stderr) = run_to_exit(command(dir.path()).arg("--config").arg(&file));
+    assert_eq!(code, 2);
+    assert!(
+        one_line(&stderr).starts_with("error: config key `listne`: unknown field"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn bad_port_stops_start_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, stderr) = run_to_exit(command(dir.path()).env("TESSERA_LISTEN", "127.0.0.1:99999"));
+    assert_eq!(code, 2);
+    assert!(
+        one_line(&stderr).starts_with("error: config key `listen` (from TESSERA_LISTEN)"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn unreadable_certificate_stops_start_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, stderr) = run_to_exit(
+        command(dir.path())
+            .env("TESSERA_TLS__CERT", "/nonexistent/cert.pem")
+            .env("TESSERA_TLS__KEY", "/nonexistent/key.pem"),
+    );
+    assert_eq!(code, 1);
+    assert!(
+        one_line(&stderr)
+            .starts_with("error: config key `tls.cert`: cannot read /nonexistent/cert.pem"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn unreachable_database_stops_start_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, stderr) = run_to_exit(
+        command(dir.path()).env("DATABASE_URL", "postgres://nobody:secret@127.0.0.1:1/none"),
+    );
+    assert_eq!(code, 1);
+    let line = one_line(&stderr);
+    assert!(
+        line.starts_with(
+            "error: cannot connect to the database: postgres://nobody:***@127.0.0.1:1/none"
+        ),
+        "{line}"
+    );
+    assert!(
+        !line.contains("secret"),
+        "the password is not printed: {line}"
+    );
+}

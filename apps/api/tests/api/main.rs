@@ -1,0 +1,11 @@
+//! Black-box tests of `tessera-api`: the real application on a real TLS listener, over real
+//! SQLite and PostgreSQL databases, and the real binary as a process. One test binary keeps
+//! link time down.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod binary;
+mod deploy;
+mod extractors;
+mod http;
+mod openapi;
+mod support;

@@ -1,0 +1,114 @@
+//! Spawns the real application (TLS, real database) on a random port and hands back a
+//! client that trusts its certificate.
+
+use actix_web::dev::ServerHandle;
+use tessera_api::{config::Settings, startup::Application, tls::dev_certificate_paths};
+use tessera_store::{Backend, testing::TestDatabase};
+
+pub struct TestApp {
+    pub base: String,
+    pub port: u16,
+    pub client: reqwest::Client,
+    pub settings: Settings,
+    pub database: Option<TestDatabase>,
+    pub created_organization: Option<tessera_organizations::Organization>,
+    handle: ServerHandle,
+    _data_dir: tempfile::TempDir,
+}
+
+impl TestApp {
+    pub async fn spawn(backend: Backend) -> Self {
+        Self::spawn_with(backend, |_| {}).await
+    }
+
+    /// Spawns with settings adjusted by `customize` (after the test defaults are applied).
+    pub async fn spawn_with(backend: Backend, customize: impl FnOnce(&mut Settings)) -> Self {
+        let data_dir = tempfile::tempdir().unwrap();
+        let database = match backend {
+            Backend::Sqlite => None,
+            Backend::Postgres => Some(TestDatabase::postgres().await),
+        };
+        let mut settings = Settings {
+            data_dir: data_dir.path().to_path_buf(),
+            listen: "127.0.0.1:0".parse().unwrap(),
+            database_url: database.as_ref().map(|db| db.url.clone()),
+            ..Settings::default()
+        };
+        settings.http.workers = 1;
+        settings.http.shutdown_timeout_secs = 1;
+        customize(&mut settings);
+        let app = Application::build(settings.clone())
+            .await
+            .expect("the application starts");
+        let port = app.port();
+        let created_organization = app.created_organization.clone();
+        let handle = app.handle();
+        tokio::spawn(app.run_until_stopped());
+        let (cert, _) = dev_certificate_paths(&settings.data_dir);
+        let client = reqwest::Client::builder()
+            .add_root_certificate(
+                reqwest::Certificate::from_pem(&std::fs::read(cert).unwrap()).unwrap(),
+            )
+            .build()
+            .unwrap();
+        Self {
+            base: format!("https://localhost:{port}"),
+            port,
+            client,
+            settings,
+            database,
+            created_organization,
+            handle,
+            _data_dir: data_dir,
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    pub async fn get(&self, path: &str) -> reqwest::Response {
+        self.client.get(self.url(path)).send().await.unwrap()
+    }
+
+    pub async fn stop(&self) {
+        self.handle.stop(true).await;
+    }
+}
+
+/// Asserts a problem+json response and returns its body.
+pub async fn problem(response: reqwest::Response, status: u16, code: &str) -> serde_json::Value {
+    assert_eq!(response.status().as_u16(), status);
+    let content_type = response
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    assert_eq!(content_type, "application/problem+json");
+    let body: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(body["status"], status);
+    assert_eq!(body["code"], code, "{body}");
+    assert_eq!(body["type"], format!("urn:tessera:problem:{code}"));
+    assert!(body["title"].is_string());
+    body
+}
+
+/// Runs each listed async test function once per database backend.
+#[macro_export]
+macro_rules! on_both_databases {
+    ($($test:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $test() { super::$test(tessera_store::Backend::Sqlite).await }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $test() { super::$test(tessera_store::Backend::Postgres).await }
+            )*
+        }
+    };
+}
