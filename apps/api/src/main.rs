@@ -14,9 +14,53 @@ struct Args {
     config: Option<PathBuf>,
 }
 
-#[actix_web::main]
-async fn main() -> ExitCode {
+/// Waits for SIGTERM or SIGINT on a thread of its own (with its own small runtime, so it does
+/// not depend on the server's runtimes), then stops the server gracefully. The handlers are
+/// registered before this returns, so a signal that arrives during start-up is not lost.
+fn watch_for_shutdown() -> std::io::Result<std::sync::mpsc::Sender<actix_web::dev::ServerHandle>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let (mut terminate, mut interrupt) = runtime.block_on(async {
+        Ok::<_, std::io::Error>((
+            signal(SignalKind::terminate())?,
+            signal(SignalKind::interrupt())?,
+        ))
+    })?;
+    let (sender, receiver) = std::sync::mpsc::channel::<actix_web::dev::ServerHandle>();
+    std::thread::spawn(move || {
+        runtime.block_on(async move {
+            let name = tokio::select! {
+                _ = terminate.recv() => "SIGTERM",
+                _ = interrupt.recv() => "SIGINT",
+            };
+            // No handle means start-up failed and main is returning on its own.
+            if let Ok(handle) = receiver.recv() {
+                tracing::info!(signal = name, "shutting down: finishing in-flight requests");
+                handle.stop(true).await;
+            }
+        });
+    });
+    Ok(sender)
+}
+
+fn main() -> ExitCode {
     let args = Args::parse();
+    let shutdown = match watch_for_shutdown() {
+        Ok(sender) => sender,
+        Err(error) => {
+            eprintln!("error: cannot install signal handlers: {error}");
+            return ExitCode::from(1);
+        }
+    };
+    actix_web::rt::System::new().block_on(serve(args, shutdown))
+}
+
+async fn serve(
+    args: Args,
+    shutdown: std::sync::mpsc::Sender<actix_web::dev::ServerHandle>,
+) -> ExitCode {
     let settings = match Settings::load_without(args.config.as_deref(), &["TESSERA_CONFIG_FILE"]) {
         Ok(settings) => settings,
         Err(error) => {
@@ -38,6 +82,8 @@ async fn main() -> ExitCode {
             org.name, org.id
         );
     }
+    // The watcher needs the handle only once a signal arrives; it lives as long as the process.
+    let _ = shutdown.send(app.handle());
     match app.run_until_stopped().await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {

@@ -60,6 +60,13 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
     document
 }
 
+/// `/docs` → `/docs/`, where the interactive reference is served.
+async fn redirect_to_docs() -> actix_web::HttpResponse {
+    actix_web::HttpResponse::PermanentRedirect()
+        .insert_header((actix_web::http::header::LOCATION, "/docs/"))
+        .finish()
+}
+
 /// Opens (and migrates) the configured database, building the pool.
 pub async fn open_database(settings: &Settings) -> Result<Database, StoreError> {
     let url = settings.database();
@@ -147,10 +154,14 @@ impl Application {
                     .into_utoipa_app(),
             )
             .split_for_parts();
-            app.service(SwaggerUi::new("/docs/{_:.*}").url("/openapi.json", document.clone()))
+            app.route("/docs", web::get().to(redirect_to_docs))
+                .service(SwaggerUi::new("/docs/{_:.*}").url("/openapi.json", document.clone()))
                 .default_service(web::to(routes::fallback::unmatched))
         })
-        .shutdown_timeout(settings.http.shutdown_timeout_secs);
+        .shutdown_timeout(settings.http.shutdown_timeout_secs)
+        // The binary installs its signal handlers before start-up (see main.rs), so a
+        // SIGTERM that arrives while the server is starting is not lost.
+        .disable_signals();
         if settings.http.workers > 0 {
             server = server.workers(settings.http.workers);
         }

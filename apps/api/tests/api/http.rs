@@ -160,7 +160,33 @@ async fn forwarded_proto_from_an_untrusted_peer_is_ignored() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn docs_page_and_its_assets_are_served_offline() {
     let app = TestApp::spawn(Backend::Sqlite).await;
-    let page = app.get("/docs/").await;
+    let redirect = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .add_root_certificate(
+            reqwest::Certificate::from_pem(
+                &std::fs::read(app.settings.data_dir.join("tls/cert.pem")).unwrap(),
+            )
+            .unwrap(),
+        )
+        .build()
+        .unwrap()
+        .get(app.url("/docs"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            redirect.status().as_u16(),
+            redirect
+                .headers()
+                .get("location")
+                .unwrap()
+                .to_str()
+                .unwrap()
+        ),
+        (308, "/docs/")
+    );
+    let page = app.get("/docs").await;
     assert_eq!(page.status(), 200);
     let html = page.text().await.unwrap();
     assert!(html.contains("swagger-ui"), "{html}");

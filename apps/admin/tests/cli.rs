@@ -1,0 +1,197 @@
+//! `tessera-admin` as a process, against real SQLite and PostgreSQL databases.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::process::Command;
+
+use serde_json::Value;
+use tessera_store::{Backend, testing::TestDatabase};
+
+/// A data directory plus, for Postgres, a throwaway database; commands run against them.
+struct Env {
+    data_dir: tempfile::TempDir,
+    database: Option<TestDatabase>,
+}
+
+impl Env {
+    async fn new(backend: Backend) -> Self {
+        let database = match backend {
+            Backend::Sqlite => None,
+            Backend::Postgres => Some(TestDatabase::postgres().await),
+        };
+        Self {
+            data_dir: tempfile::tempdir().unwrap(),
+            database,
+        }
+    }
+
+    fn run(&self, args: &[&str]) -> (i32, String, String) {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_tessera-admin"));
+        command
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("TESSERA_DATA_DIR", self.data_dir.path())
+            .args(args);
+        if let Some(db) = &self.database {
+            let tessera_store::DatabaseUrl::Postgres(url) = &db.url else {
+                unreachable!()
+            };
+            command.env("DATABASE_URL", url);
+        }
+        let output = command.output().unwrap();
+        (
+            output.status.code().unwrap_or(-1),
+            String::from_utf8(output.stdout).unwrap(),
+            String::from_utf8(output.stderr).unwrap(),
+        )
+    }
+
+    /// Runs with `--json`, expects success and exactly one JSON object on stdout.
+    fn json(&self, args: &[&str]) -> Value {
+        let mut all = args.to_vec();
+        all.push("--json");
+        let (code, stdout, stderr) = self.run(&all);
+        assert_eq!(code, 0, "{args:?} failed: {stderr}");
+        assert_eq!(stdout.lines().count(), 1, "one line of JSON: {stdout}");
+        serde_json::from_str(&stdout).unwrap()
+    }
+}
+
+async fn migrate_applies_once(backend: Backend) {
+    let env = Env::new(backend).await;
+    let first = env.json(&["migrate"]);
+    if backend == Backend::Sqlite {
+        assert!(!first["applied"].as_array().unwrap().is_empty(), "{first}");
+        assert!(first["database"].as_str().unwrap().starts_with("sqlite://"));
+    } else {
+        // The test database arrives migrated.
+        assert!(
+            first["database"]
+                .as_str()
+                .unwrap()
+                .starts_with("postgres://")
+        );
+    }
+    let second = env.json(&["migrate"]);
+    assert_eq!(second["applied"], serde_json::json!([]));
+    let (code, text, _) = env.run(&["migrate"]);
+    assert_eq!(
+        (code, text.trim_end().ends_with("up to date")),
+        (0, true),
+        "{text}"
+    );
+}
+
+async fn organizations_are_created_and_listed(backend: Backend) {
+    let env = Env::new(backend).await;
+    let created = env.json(&["org", "create", "--name", "Acme Corp", "--plan", "pro"]);
+    assert!(created["id"].as_str().unwrap().starts_with("org_"));
+    assert_eq!(
+        (created["name"].as_str(), created["plan"].as_str()),
+        (Some("Acme Corp"), Some("pro"))
+    );
+    assert!(created["createdAt"].is_string());
+    let listed = env.json(&["org", "list"]);
+    assert_eq!(listed["items"][0]["id"], created["id"]);
+    assert_eq!(
+        (listed["totalCount"].as_u64(), listed["hasMore"].as_bool()),
+        (Some(1), Some(false))
+    );
+
+    let (code, text, _) = env.run(&["org", "create", "--name", "Beta"]);
+    assert_eq!(code, 0);
+    assert!(
+        text.contains("Beta") && text.contains("plan free"),
+        "{text}"
+    );
+}
+
+async fn lists_page_with_cursors(backend: Backend) {
+    let env = Env::new(backend).await;
+    let ids: Vec<Value> = (0..3)
+        .map(|i| env.json(&["org", "create", "--name", &format!("org {i}")])["id"].clone())
+        .collect();
+    let first = env.json(&["org", "list", "--limit", "2"]);
+    assert_eq!(
+        first["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["id"].clone())
+            .collect::<Vec<_>>(),
+        ids[..2]
+    );
+    assert_eq!(first["hasMore"], true);
+    let cursor = first["nextCursor"].as_str().unwrap();
+    let second = env.json(&["org", "list", "--limit", "2", "--cursor", cursor]);
+    assert_eq!(second["items"][0]["id"], ids[2]);
+    assert_eq!(
+        (second["hasMore"].as_bool(), second["nextCursor"].is_null()),
+        (Some(false), true)
+    );
+}
+
+async fn bad_input_is_a_clear_error(backend: Backend) {
+    let env = Env::new(backend).await;
+    let (code, stdout, stderr) = env.run(&["org", "create", "--name", "   ", "--json"]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        serde_json::from_str::<Value>(&stdout).unwrap()["error"],
+        "--name: name must not be blank"
+    );
+    assert!(stderr.starts_with("error: --name"), "{stderr}");
+    let (code, _, stderr) = env.run(&["org", "create", "--name", "x", "--plan", "gold"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("unknown plan `gold`"), "{stderr}");
+    let (code, _, stderr) = env.run(&["org", "list", "--cursor", "forged.AAAAAAAAAAAAAAAAAAAAAA"]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("cursor"), "{stderr}");
+    let (code, _, stderr) = env.run(&["org", "list", "--limit", "101"]);
+    assert_eq!(code, 1);
+    assert!(
+        stderr.contains("--limit: limit must be between 1 and 100"),
+        "{stderr}"
+    );
+}
+
+macro_rules! on_both_databases {
+    ($($test:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $test() { super::$test(tessera_store::Backend::Sqlite).await }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $test() { super::$test(tessera_store::Backend::Postgres).await }
+            )*
+        }
+    };
+}
+
+on_both_databases!(
+    migrate_applies_once,
+    organizations_are_created_and_listed,
+    lists_page_with_cursors,
+    bad_input_is_a_clear_error
+);
+
+#[test]
+fn bad_configuration_is_one_line_naming_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_tessera-admin"))
+        .env_clear()
+        .env("TESSERA_DATA_DIR", dir.path())
+        .env("DATABASE_URL", "mysql://nope")
+        .args(["migrate"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("error: config key `database_url` (from DATABASE_URL)"),
+        "{stderr}"
+    );
+}

