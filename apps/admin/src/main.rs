@@ -5,6 +5,8 @@
 use std::{path::PathBuf, process::ExitCode};
 
 use clap::{Parser, Subcommand};
+
+mod clients;
 use serde_json::json;
 use tessera_api::{config::Settings, startup};
 use tessera_kernel::{DomainError, Limit};
@@ -35,6 +37,9 @@ enum Command {
     /// Manage organizations (tenants).
     #[command(subcommand)]
     Org(OrgCommand),
+    /// Manage API clients (OAuth 2.0 client credentials) of an organization.
+    #[command(subcommand)]
+    Client(clients::ClientCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -65,7 +70,7 @@ fn parse_plan(text: &str) -> Result<Plan, String> {
 }
 
 /// A failure, reported as one line (and as `{"error": …}` with `--json`).
-struct Failure(String);
+pub(crate) struct Failure(pub(crate) String);
 
 impl From<DomainError> for Failure {
     fn from(error: DomainError) -> Self {
@@ -124,11 +129,12 @@ async fn run(cli: Cli) -> Result<String, Failure> {
                 format!("{url}: applied {}", applied.join(", "))
             })
         }
+        Command::Client(command) => {
+            let state = open_state(&settings).await?;
+            clients::run(&state, command, cli.json).await
+        }
         Command::Org(command) => {
-            let database = startup::open_database(&settings)
-                .await
-                .map_err(|e| Failure(e.to_string()))?;
-            let state = startup::state(&settings, database).map_err(|e| Failure(e.to_string()))?;
+            let state = open_state(&settings).await?;
             match command {
                 OrgCommand::Create { name, plan } => {
                     let name = OrganizationName::parse(&name)
@@ -174,6 +180,15 @@ async fn run(cli: Cli) -> Result<String, Failure> {
             }
         }
     }
+}
+
+/// Opens (and migrates) the database and builds the services, as the API does.
+async fn open_state(settings: &Settings) -> Result<tessera_api::state::AppState, Failure> {
+    let database = startup::open_database(settings)
+        .await
+        .map_err(|e| Failure(e.to_string()))?;
+    startup::state(settings, database, settings.issuer(settings.listen.port()))
+        .map_err(|e| Failure(e.to_string()))
 }
 
 fn organization_json(org: &Organization) -> serde_json::Value {

@@ -153,6 +153,116 @@ async fn bad_input_is_a_clear_error(backend: Backend) {
     );
 }
 
+async fn clients_are_created_rotated_listed_and_revoked(backend: Backend) {
+    let env = Env::new(backend).await;
+    let org = env.json(&["org", "create", "--name", "Acme"])["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let created = env.json(&[
+        "client",
+        "create",
+        "--org",
+        &org,
+        "--scopes",
+        "chats:invoke,files:read",
+    ]);
+    let client_id = created["clientId"].as_str().unwrap().to_owned();
+    assert!(client_id.starts_with("cli_"));
+    assert!(
+        created["clientSecret"]
+            .as_str()
+            .unwrap()
+            .starts_with("tss_")
+    );
+    assert_eq!(created["organizationId"], org.as_str());
+    assert_eq!(
+        created["scopes"],
+        serde_json::json!(["chats:invoke", "files:read"])
+    );
+
+    let listed = env.json(&["client", "list", "--org", &org]);
+    assert_eq!(
+        (
+            listed["totalCount"].as_u64(),
+            listed["items"][0]["id"].as_str()
+        ),
+        (Some(1), Some(client_id.as_str()))
+    );
+    assert!(
+        listed["items"][0].get("secretHash").is_none() && !listed.to_string().contains("argon2"),
+        "no hash is ever printed"
+    );
+
+    let rotated = env.json(&["client", "rotate", "--org", &org, "--id", &client_id]);
+    assert_ne!(rotated["clientSecret"], created["clientSecret"]);
+    assert_eq!(
+        env.json(&["client", "list", "--org", &org])["items"][0]["secretGeneration"],
+        2
+    );
+
+    // Another organization cannot touch the client.
+    let other = env.json(&["org", "create", "--name", "Other"])["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (code, _, stderr) = env.run(&["client", "revoke", "--org", &other, "--id", &client_id]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("was not found"), "{stderr}");
+    assert_eq!(
+        env.json(&["client", "list", "--org", &other])["totalCount"],
+        0
+    );
+
+    assert_eq!(
+        env.json(&["client", "revoke", "--org", &org, "--id", &client_id])["revoked"],
+        true
+    );
+    assert!(!env.json(&["client", "list", "--org", &org])["items"][0]["revokedAt"].is_null());
+    let (code, _, _) = env.run(&["client", "rotate", "--org", &org, "--id", &client_id]);
+    assert_eq!(code, 1, "a revoked client cannot be rotated back to life");
+}
+
+async fn client_input_is_checked(backend: Backend) {
+    let env = Env::new(backend).await;
+    let org = env.json(&["org", "create", "--name", "Acme"])["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for (args, expected) in [
+        (
+            vec![
+                "client",
+                "create",
+                "--org",
+                "org_missing",
+                "--scopes",
+                "files:read",
+            ],
+            "--org: organization org_missing was not found",
+        ),
+        (
+            vec!["client", "create", "--org", &org, "--scopes", "files:fly"],
+            "--scopes: unknown scope `files:fly`",
+        ),
+        (
+            vec!["client", "create", "--org", &org, "--scopes", ""],
+            "--scopes: at least one scope is required",
+        ),
+        (
+            vec!["client", "rotate", "--org", &org, "--id", "nope"],
+            "--id:",
+        ),
+    ] {
+        let (code, _, stderr) = env.run(&args);
+        assert_eq!(code, 1, "{args:?}");
+        assert!(
+            stderr.starts_with(&format!("error: {expected}")),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
 macro_rules! on_both_databases {
     ($($test:ident),* $(,)?) => {
         mod sqlite {
@@ -174,7 +284,9 @@ on_both_databases!(
     migrate_applies_once,
     organizations_are_created_and_listed,
     lists_page_with_cursors,
-    bad_input_is_a_clear_error
+    bad_input_is_a_clear_error,
+    clients_are_created_rotated_listed_and_revoked,
+    client_input_is_checked,
 );
 
 #[test]

@@ -111,6 +111,36 @@ impl Default for DatabaseSettings {
     }
 }
 
+/// Access tokens issued by this service.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct AuthSettings {
+    /// The `iss` of issued tokens and the issuer of the discovery document; the service's
+    /// public base URL. Defaults to `https://localhost:<port>` (or the listen address).
+    pub issuer: Option<String>,
+    /// The `aud` of issued tokens.
+    pub audience: String,
+    #[serde(deserialize_with = "lenient::parse")]
+    pub token_lifetime_secs: u64,
+    /// Clock skew tolerated when checking `exp` and `nbf`.
+    #[serde(deserialize_with = "lenient::parse")]
+    pub leeway_secs: u64,
+    /// Directory of Ed25519 signing keys (`<kid>.pem`); defaults to `data_dir/keys`.
+    pub keys_dir: Option<PathBuf>,
+}
+
+impl Default for AuthSettings {
+    fn default() -> Self {
+        Self {
+            issuer: None,
+            audience: "tessera-api".to_owned(),
+            token_lifetime_secs: 3600,
+            leeway_secs: 30,
+            keys_dir: None,
+        }
+    }
+}
+
 /// The whole configuration of `tessera-api` and `tessera-admin`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -135,6 +165,7 @@ pub struct Settings {
     pub tls: TlsSettings,
     pub http: HttpSettings,
     pub database: DatabaseSettings,
+    pub auth: AuthSettings,
 }
 
 impl Default for Settings {
@@ -150,6 +181,7 @@ impl Default for Settings {
             tls: TlsSettings::default(),
             http: HttpSettings::default(),
             database: DatabaseSettings::default(),
+            auth: AuthSettings::default(),
         }
     }
 }
@@ -182,6 +214,25 @@ impl Settings {
         self.database_url
             .clone()
             .unwrap_or_else(|| DatabaseUrl::Sqlite(self.data_dir.join("tessera.sqlite")))
+    }
+
+    /// Where the token signing keys live.
+    pub fn keys_dir(&self) -> PathBuf {
+        self.auth
+            .keys_dir
+            .clone()
+            .unwrap_or_else(|| self.data_dir.join("keys"))
+    }
+
+    /// The token issuer: `auth.issuer`, or this listener's own HTTPS URL.
+    pub fn issuer(&self, port: u16) -> String {
+        match &self.auth.issuer {
+            Some(issuer) => issuer.trim_end_matches('/').to_owned(),
+            None if self.listen.ip().is_loopback() || self.listen.ip().is_unspecified() => {
+                format!("https://localhost:{port}")
+            }
+            None => format!("https://{}", SocketAddr::new(self.listen.ip(), port)),
+        }
     }
 
     /// Reads the optional file, overlays the process environment, and validates.
@@ -302,6 +353,20 @@ impl Settings {
             return Err(invalid(
                 "http.json_limit_bytes",
                 "must be at least 1".into(),
+            ));
+        }
+        if let Some(issuer) = &self.auth.issuer
+            && !issuer.starts_with("https://")
+        {
+            return Err(invalid(
+                "auth.issuer",
+                format!("must be an https:// URL, got `{issuer}`"),
+            ));
+        }
+        if !(60..=86_400).contains(&self.auth.token_lifetime_secs) {
+            return Err(invalid(
+                "auth.token_lifetime_secs",
+                "must be between 60 and 86400".into(),
             ));
         }
         if self.default_organization_name.trim().is_empty() {

@@ -3,6 +3,7 @@
 //! and the wiring of domain services over their adapters. No business rule lives here;
 //! `tessera-admin` reuses the configuration and database wiring.
 
+pub mod access;
 pub mod config;
 pub mod extract;
 pub mod middleware;

@@ -76,11 +76,17 @@ async fn serve(
             return ExitCode::from(1);
         }
     };
-    if let Some(org) = &app.created_organization {
+    if let Some(first) = &app.bootstrap {
+        // Shown once: the secret is stored only as a hash.
         println!(
             "First run: created organization \"{}\" with id {}",
-            org.name, org.id
+            first.organization.name, first.organization.id
         );
+        println!(
+            "Bootstrap client (scope org:admin); store the secret now, it is not shown again:"
+        );
+        println!("  client_id:     {}", first.client_id);
+        println!("  client_secret: {}", first.client_secret.expose());
     }
     // The watcher needs the handle only once a signal arrives; it lives as long as the process.
     let _ = shutdown.send(app.handle());

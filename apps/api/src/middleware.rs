@@ -107,7 +107,8 @@ pub fn problem_errors<B: MessageBody + 'static>() -> ErrorHandlers<B> {
             .headers()
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with(PROBLEM_JSON));
+            // OAuth error bodies are JSON by their own standard; leave them as they are.
+            .is_some_and(|v| v.starts_with(PROBLEM_JSON) || v.starts_with("application/json"));
         if is_problem {
             return Ok(ErrorHandlerResponse::Response(res.map_into_left_body()));
         }

@@ -18,7 +18,11 @@ use crate::problem::{Problem, ValidationErrorItem, ValidationProblem};
     modifiers(&BearerAuth),
     security(("bearer" = [])),
     components(schemas(Problem, ValidationProblem, ValidationErrorItem)),
-    tags((name = "Health", description = "Liveness and readiness, for orchestrators"))
+    tags(
+        (name = "Health", description = "Liveness and readiness, for orchestrators"),
+        (name = "Authentication", description = "Access tokens for API clients (OAuth 2.0 client credentials) and discovery documents"),
+        (name = "Organization", description = "The caller's organization")
+    )
 )]
 pub struct ApiDoc;
 

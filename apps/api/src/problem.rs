@@ -123,6 +123,9 @@ impl From<DomainError> for ApiError {
                 ApiError::new(StatusCode::CONFLICT, code, message)
             }
             DomainError::Validation(errors) => ApiError::validation(errors),
+            DomainError::Unauthenticated { code, message } => {
+                ApiError::new(StatusCode::UNAUTHORIZED, code, message)
+            }
             DomainError::Forbidden { code, message } => {
                 ApiError::new(StatusCode::FORBIDDEN, code, message)
             }

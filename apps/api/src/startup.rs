@@ -4,14 +4,17 @@
 use std::{net::TcpListener, sync::Arc, time::Duration};
 
 use actix_web::{App, dev::Server, middleware::from_fn, web};
-use tessera_kernel::{DomainError, SystemClock};
+use tessera_auth::{Argon2SecretHasher, JwtKeys, KeyError, TokenRules};
+use tessera_identity::{ClientName, ClientSecret, IdentityService, NewClient, TokenSettings};
+use tessera_kernel::{DomainError, Scope, ScopeSet, SystemClock};
 use tessera_organizations::{Organization, OrganizationService};
-use tessera_store::{Database, PoolOptions, SqlOrganizationStore, StoreError};
+use tessera_store::{Database, PoolOptions, SqlClientStore, SqlOrganizationStore, StoreError};
 use utoipa::OpenApi;
 use utoipa_actix_web::{AppExt, UtoipaApp};
 use utoipa_swagger_ui::SwaggerUi;
 
 use crate::{
+    access,
     config::Settings,
     extract,
     middleware::{TrustedProxies, problem_errors, request_context, require_https},
@@ -37,6 +40,8 @@ pub enum StartupError {
     Bootstrap(DomainError),
     #[error("config key `data_dir`: {0}")]
     DataDir(String),
+    #[error("config key `auth.keys_dir`: {0}")]
+    Keys(#[from] KeyError),
 }
 
 /// Registers every documented route on a utoipa-aware app.
@@ -51,12 +56,18 @@ where
 {
     app.service(routes::health::health)
         .service(routes::health::ready)
+        .service(routes::oauth::token)
+        .service(routes::oauth::token_oauth)
+        .service(routes::oauth::jwks)
+        .service(routes::oauth::openid_configuration)
+        .service(routes::organization::get_organization)
 }
 
 /// The OpenAPI document of the routes this build serves.
 pub fn openapi() -> utoipa::openapi::OpenApi {
-    let (_, document) =
+    let (_, mut document) =
         routes(App::new().into_utoipa_app().openapi(ApiDoc::openapi())).split_for_parts();
+    access::apply_to_openapi(&mut document);
     document
 }
 
@@ -78,27 +89,88 @@ pub async fn open_database(settings: &Settings) -> Result<Database, StoreError> 
     Database::connect(&url, options).await
 }
 
-/// Builds the shared state over an open database.
-pub fn state(settings: &Settings, database: Database) -> Result<AppState, StartupError> {
+/// Builds the shared state over an open database; `issuer` is the token issuer URL.
+pub fn state(
+    settings: &Settings,
+    database: Database,
+    issuer: String,
+) -> Result<AppState, StartupError> {
     let cursors = secrets::cursor_codec(settings).map_err(StartupError::DataDir)?;
+    let clock = Arc::new(SystemClock);
     let organizations = OrganizationService::new(
         Arc::new(SqlOrganizationStore::new(database.clone())),
-        Arc::new(SystemClock),
+        clock.clone(),
         cursors.clone(),
+    );
+    let rules = TokenRules {
+        issuer: issuer.clone(),
+        audience: settings.auth.audience.clone(),
+        leeway_secs: settings.auth.leeway_secs,
+    };
+    let keys = Arc::new(JwtKeys::load_or_create(&settings.keys_dir(), rules)?);
+    let identity = IdentityService::new(
+        Arc::new(SqlClientStore::new(database.clone())),
+        Arc::new(Argon2SecretHasher::default()),
+        keys.clone(),
+        keys.clone(),
+        clock,
+        cursors.clone(),
+        TokenSettings {
+            issuer: issuer.clone(),
+            audience: settings.auth.audience.clone(),
+            lifetime: Duration::from_secs(settings.auth.token_lifetime_secs),
+        },
     );
     Ok(AppState {
         database,
         organizations,
+        identity,
+        keys,
+        issuer,
         cursors,
     })
+}
+
+/// What the first embedded run creates and announces once: the default organization and an
+/// `org:admin` client for it.
+#[derive(Debug, Clone)]
+pub struct Bootstrap {
+    pub organization: Organization,
+    pub client_id: String,
+    pub client_secret: ClientSecret,
+}
+
+async fn bootstrap(
+    state: &AppState,
+    settings: &Settings,
+) -> Result<Option<Bootstrap>, DomainError> {
+    let Some(organization) = state
+        .organizations
+        .ensure_first(&settings.default_organization_name)
+        .await?
+    else {
+        return Ok(None);
+    };
+    let new = NewClient {
+        organization_id: organization.id.clone(),
+        name: ClientName::parse("bootstrap").map_err(DomainError::internal)?,
+        scopes: [Scope::ORG_ADMIN].into_iter().collect::<ScopeSet>(),
+    };
+    let (client, client_secret) = state.identity.create_client(new).await?;
+    Ok(Some(Bootstrap {
+        organization,
+        client_id: client.id.to_string(),
+        client_secret,
+    }))
 }
 
 /// A built, bound, not yet running service.
 pub struct Application {
     port: u16,
     server: Server,
-    /// The organization created by this start (embedded mode, first run only).
-    pub created_organization: Option<Organization>,
+    state: AppState,
+    /// What this start created (embedded mode, first run only).
+    pub bootstrap: Option<Bootstrap>,
 }
 
 impl Application {
@@ -110,18 +182,6 @@ impl Application {
             ))
         })?;
         let tls = tls::server_config(&settings)?;
-        let database = open_database(&settings).await?;
-        let state = state(&settings, database)?;
-        let created_organization = if settings.is_embedded() {
-            state
-                .organizations
-                .ensure_first(&settings.default_organization_name)
-                .await
-                .map_err(|e| StartupError::Bootstrap(e.into()))?
-        } else {
-            None
-        };
-
         let listener = TcpListener::bind(settings.listen).map_err(|source| StartupError::Bind {
             addr: settings.listen,
             source,
@@ -133,21 +193,30 @@ impl Application {
                 source,
             })?
             .port();
+        let database = open_database(&settings).await?;
+        let state = state(&settings, database, settings.issuer(port))?;
+        let bootstrap = if settings.is_embedded() {
+            bootstrap(&state, &settings)
+                .await
+                .map_err(StartupError::Bootstrap)?
+        } else {
+            None
+        };
+
         let document = openapi();
-        let route_table = web::Data::new(routes::fallback::RouteTable::from_openapi(&document));
         let trusted = TrustedProxies(Arc::new(settings.http.trusted_proxies.clone()));
         let json_limit = settings.http.json_limit_bytes;
-        let data = web::Data::new(state);
+        let data = web::Data::new(state.clone());
         let mut server = actix_web::HttpServer::new(move || {
             let (app, _) = routes(
                 App::new()
                     .app_data(data.clone())
                     .app_data(trusted.clone())
-                    .app_data(route_table.clone())
                     .app_data(extract::json_config(json_limit))
                     .app_data(web::PayloadConfig::new(json_limit))
                     .app_data(extract::query_config())
                     .app_data(extract::path_config())
+                    .wrap(from_fn(access::authorize))
                     .wrap(from_fn(require_https))
                     .wrap(problem_errors())
                     .wrap(from_fn(request_context))
@@ -172,12 +241,18 @@ impl Application {
                 source,
             })?
             .run();
-        tracing::info!(address = %settings.listen, port, database = %settings.database(), "tessera-api listening (HTTPS only)");
+        tracing::info!(address = %settings.listen, port, database = %settings.database(), issuer = %state.issuer, "tessera-api listening (HTTPS only)");
         Ok(Self {
             port,
             server,
-            created_organization,
+            state,
+            bootstrap,
         })
+    }
+
+    /// The shared state (for tests and tools running beside the server).
+    pub fn state(&self) -> &AppState {
+        &self.state
     }
 
     pub fn port(&self) -> u16 {

@@ -1,3 +1,7 @@
+use std::sync::Arc;
+
+use tessera_auth::JwtKeys;
+use tessera_identity::IdentityService;
 use tessera_kernel::CursorCodec;
 use tessera_organizations::OrganizationService;
 use tessera_store::Database;
@@ -7,5 +11,9 @@ use tessera_store::Database;
 pub struct AppState {
     pub database: Database,
     pub organizations: OrganizationService,
+    pub identity: IdentityService,
+    pub keys: Arc<JwtKeys>,
+    /// The token issuer (this service's public base URL).
+    pub issuer: String,
     pub cursors: CursorCodec,
 }

@@ -1,3 +1,10 @@
-//! Token issuing for client credentials and JWT/OIDC verification (adapter; filled by issue 3).
-//!
-//! This crate is a placeholder that fixes its place in the workspace; it has no code yet.
+//! Adapters for Tessera's identity ports: `Argon2SecretHasher` (argon2id, salted, PHC strings)
+//! and `JwtKeys`, which signs access tokens as EdDSA (Ed25519) JWTs with a `kid`, verifies
+//! them against every key of its set (so keys can rotate: several verify, the newest signs),
+//! and publishes the public keys as a JWKS. Keys live as PKCS#8 PEM files in one directory.
+
+mod hasher;
+mod keys;
+
+pub use hasher::Argon2SecretHasher;
+pub use keys::{JwtKeys, KeyError, TokenRules};

@@ -79,6 +79,9 @@ pub enum DomainError {
     /// The input is invalid; each entry says where and why.
     #[error("invalid input: {}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
     Validation(Vec<FieldError>),
+    /// The caller could not be authenticated (missing, invalid, expired or revoked credentials).
+    #[error("{message}")]
+    Unauthenticated { code: &'static str, message: String },
     /// The principal is authenticated but not allowed to do this.
     #[error("{message}")]
     Forbidden { code: &'static str, message: String },

@@ -88,6 +88,27 @@ impl Scope {
         }
     }
 
+    /// Every scope Tessera knows, in canonical spelling (for discovery documents).
+    pub fn all() -> Vec<Scope> {
+        let actions = [
+            Action::Read,
+            Action::Write,
+            Action::Delete,
+            Action::Invoke,
+            Action::Admin,
+            Action::Owner,
+        ];
+        GROUPS
+            .iter()
+            .flat_map(|group| {
+                actions
+                    .iter()
+                    .map(move |action| format!("{group}:{}", action.as_str()))
+            })
+            .filter_map(|text| text.parse().ok())
+            .collect()
+    }
+
     pub const ORG_ADMIN: Scope = Scope {
         group: "org",
         action: Action::Admin,
@@ -221,6 +242,23 @@ mod tests {
 
     fn scope(text: &str) -> Scope {
         text.parse().unwrap()
+    }
+
+    #[test]
+    fn the_catalog_matches_the_interface() {
+        let all: Vec<String> = Scope::all().iter().map(ToString::to_string).collect();
+        assert_eq!(all.len(), 5 + 7 * 4 + 2 + 2, "{all:?}");
+        for expected in [
+            "chats:invoke",
+            "system-prompts:admin",
+            "usage:read",
+            "usage:admin",
+            "org:admin",
+            "org:owner",
+            "channels:delete",
+        ] {
+            assert!(all.iter().any(|s| s == expected), "{expected}");
+        }
     }
 
     #[test]

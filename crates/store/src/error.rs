@@ -32,6 +32,15 @@ pub(crate) fn query_error(error: DieselError) -> DomainError {
                 message: format!("a record with this key already exists ({})", info.message()),
             }
         }
+        DieselError::DatabaseError(DatabaseErrorKind::ForeignKeyViolation, info) => {
+            DomainError::Conflict {
+                code: "missing_reference",
+                message: format!(
+                    "a record this one refers to does not exist ({})",
+                    info.message()
+                ),
+            }
+        }
         DieselError::DatabaseError(DatabaseErrorKind::ClosedConnection, info) => {
             DomainError::Unavailable {
                 message: format!("database connection closed: {}", info.message()),

@@ -1,74 +1,39 @@
 //! Answers requests no route took. Route macros guard on the method, so a known path with
-//! the wrong method would otherwise look like an unknown path; the OpenAPI document is the
-//! route table that tells the two apart (405 with `Allow`, or 404).
+//! the wrong method would otherwise look like an unknown path; the access table (which lists
+//! every documented operation) tells the two apart: 405 with `Allow`, or 404.
 
-use actix_web::{HttpRequest, HttpResponse, ResponseError, http::StatusCode, web};
+use actix_web::{HttpRequest, HttpResponse, ResponseError, http::StatusCode};
 
-use crate::problem::ApiError;
+use crate::{access, problem::ApiError};
 
-/// Documented paths and the methods each accepts.
-#[derive(Debug, Clone, Default)]
-pub struct RouteTable(Vec<(Vec<String>, Vec<String>)>);
-
-impl RouteTable {
-    pub fn from_openapi(document: &utoipa::openapi::OpenApi) -> Self {
-        let routes = document
-            .paths
-            .paths
-            .iter()
-            .map(|(path, item)| {
-                let value = serde_json::to_value(item).unwrap_or_default();
-                let methods = [
-                    "get", "put", "post", "delete", "options", "head", "patch", "trace",
-                ]
-                .iter()
-                .filter(|m| value.get(**m).is_some())
-                .map(|m| m.to_ascii_uppercase())
-                .collect();
-                (path.split('/').map(str::to_owned).collect(), methods)
-            })
-            .collect();
-        Self(routes)
-    }
-
-    /// The methods documented for a concrete request path, if any template matches it.
-    pub fn methods_for(&self, path: &str) -> Option<Vec<String>> {
-        let segments: Vec<&str> = path.split('/').collect();
-        let mut methods: Vec<String> = self
-            .0
-            .iter()
-            .filter(|(template, _)| {
-                template.len() == segments.len()
-                    && template.iter().zip(&segments).all(|(t, s)| {
-                        t == s || (t.starts_with('{') && t.ends_with('}') && !s.is_empty())
-                    })
-            })
-            .flat_map(|(_, methods)| methods.iter().cloned())
-            .collect();
-        methods.sort();
-        methods.dedup();
-        (!methods.is_empty()).then_some(methods)
-    }
+/// The methods documented for a concrete request path, if any.
+fn methods_for(path: &str) -> Option<Vec<&'static str>> {
+    let mut methods: Vec<&'static str> = access::ROUTES
+        .iter()
+        .filter(|(_, template, _)| access::path_matches(template, path))
+        .map(|(m, _, _)| *m)
+        .collect();
+    methods.sort_unstable();
+    methods.dedup();
+    (!methods.is_empty()).then_some(methods)
 }
 
-pub async fn unmatched(req: HttpRequest, table: web::Data<RouteTable>) -> HttpResponse {
-    match table.methods_for(req.path()) {
+pub async fn unmatched(req: HttpRequest) -> HttpResponse {
+    match methods_for(req.path()) {
         Some(methods) => {
-            let error = ApiError::new(
-                StatusCode::METHOD_NOT_ALLOWED,
-                "method_not_allowed",
-                format!(
-                    "{} is not allowed on {}; use {}",
-                    req.method(),
-                    req.path(),
-                    methods.join(", ")
-                ),
+            let allow = methods.join(", ");
+            let detail = format!(
+                "{} is not allowed on {}; use {allow}",
+                req.method(),
+                req.path()
             );
-            let mut response = error.error_response();
-            if let Ok(allow) = methods.join(", ").parse() {
+            let mut response =
+                ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", detail)
+                    .error_response();
+            if let Ok(value) = allow.parse() {
                 response
                     .headers_mut()
-                    .insert(actix_web::http::header::ALLOW, allow);
+                    .insert(actix_web::http::header::ALLOW, value);
             }
             response
         }
@@ -86,23 +51,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn templates_match_concrete_paths() {
-        let table = RouteTable(vec![
-            (
-                "/v1/things/{id}".split('/').map(str::to_owned).collect(),
-                vec!["GET".into(), "DELETE".into()],
-            ),
-            (
-                "/v1/things".split('/').map(str::to_owned).collect(),
-                vec!["POST".into()],
-            ),
-        ]);
-        assert_eq!(
-            table.methods_for("/v1/things/abc"),
-            Some(vec!["DELETE".into(), "GET".into()])
-        );
-        assert_eq!(table.methods_for("/v1/things"), Some(vec!["POST".into()]));
-        assert_eq!(table.methods_for("/v1/things/"), None);
-        assert_eq!(table.methods_for("/v1/other"), None);
+    fn known_paths_list_their_methods() {
+        assert_eq!(methods_for("/v1/health"), Some(vec!["GET"]));
+        assert_eq!(methods_for("/oauth/token"), Some(vec!["POST"]));
+        assert_eq!(methods_for("/v1/nothing"), None);
     }
 }

@@ -50,7 +50,6 @@ pub struct Readiness {
 #[utoipa::path(
     tag = "Health",
     operation_id = "health",
-    security(()),
     responses((status = 200, description = "The process is alive", body = Health))
 )]
 #[get("/v1/health")]
@@ -65,7 +64,6 @@ pub async fn health() -> web::Json<Health> {
 #[utoipa::path(
     tag = "Health",
     operation_id = "ready",
-    security(()),
     responses(
         (status = 200, description = "Every dependency answers", body = Readiness),
         (status = 503, description = "A dependency is down; the body is a problem with the same `checks`", body = crate::problem::Problem, content_type = "application/problem+json")

@@ -79,22 +79,36 @@ on_both_databases!(
 async fn embedded_first_run_creates_one_default_organization() {
     let app = TestApp::spawn(Backend::Sqlite).await;
     let created = app
-        .created_organization
+        .bootstrap
         .clone()
         .expect("first run creates the organization");
-    assert_eq!(created.name, "Default");
+    assert_eq!(created.organization.name, "Default");
+    // The bootstrap client works: it gets a token and sees its organization.
+    let token = app
+        .token(&created.client_id, created.client_secret.expose())
+        .await;
+    let response = app
+        .client
+        .get(app.url("/v1/organization"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let body: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(body["id"], created.organization.id.to_string());
     // The same data directory again: nothing new.
     app.stop().await;
     let again = tessera_api::startup::Application::build(app.settings.clone())
         .await
         .unwrap();
-    assert!(again.created_organization.is_none());
+    assert!(again.bootstrap.is_none());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_mode_creates_no_organization() {
     let app = TestApp::spawn(Backend::Postgres).await;
-    assert!(app.created_organization.is_none());
+    assert!(app.bootstrap.is_none());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

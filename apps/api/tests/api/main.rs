@@ -3,6 +3,7 @@
 //! link time down.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod auth;
 mod binary;
 mod deploy;
 mod extractors;

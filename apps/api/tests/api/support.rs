@@ -11,7 +11,8 @@ pub struct TestApp {
     pub client: reqwest::Client,
     pub settings: Settings,
     pub database: Option<TestDatabase>,
-    pub created_organization: Option<tessera_organizations::Organization>,
+    pub bootstrap: Option<tessera_api::startup::Bootstrap>,
+    pub state: tessera_api::state::AppState,
     handle: ServerHandle,
     _data_dir: tempfile::TempDir,
 }
@@ -41,7 +42,8 @@ impl TestApp {
             .await
             .expect("the application starts");
         let port = app.port();
-        let created_organization = app.created_organization.clone();
+        let bootstrap = app.bootstrap.clone();
+        let state = app.state().clone();
         let handle = app.handle();
         tokio::spawn(app.run_until_stopped());
         let (cert, _) = dev_certificate_paths(&settings.data_dir);
@@ -57,10 +59,56 @@ impl TestApp {
             client,
             settings,
             database,
-            created_organization,
+            bootstrap,
+            state,
             handle,
             _data_dir: data_dir,
         }
+    }
+
+    /// Creates an organization and a client of it holding `scopes`; returns the org id,
+    /// client id and secret.
+    pub async fn organization_with_client(&self, scopes: &str) -> (String, String, String) {
+        use tessera_identity::{ClientName, NewClient};
+        use tessera_organizations::{NewOrganization, OrganizationName, Plan};
+        let org = self
+            .state
+            .organizations
+            .create(NewOrganization {
+                name: OrganizationName::parse("Test org").unwrap(),
+                plan: Plan::Pro,
+            })
+            .await
+            .unwrap();
+        let new = NewClient {
+            organization_id: org.id.clone(),
+            name: ClientName::parse("test client").unwrap(),
+            scopes: tessera_kernel::ScopeSet::parse_list(scopes).unwrap(),
+        };
+        let (client, secret) = self.state.identity.create_client(new).await.unwrap();
+        (
+            org.id.to_string(),
+            client.id.to_string(),
+            secret.expose().to_owned(),
+        )
+    }
+
+    /// A token for the client, from the real token endpoint.
+    pub async fn token(&self, client_id: &str, client_secret: &str) -> String {
+        let response = self
+            .client
+            .post(self.url("/oauth/token"))
+            .form(&[
+                ("grant_type", "client_credentials"),
+                ("client_id", client_id),
+                ("client_secret", client_secret),
+            ])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        let body: serde_json::Value = response.json().await.unwrap();
+        body["access_token"].as_str().unwrap().to_owned()
     }
 
     pub fn url(&self, path: &str) -> String {

@@ -1,0 +1,268 @@
+//! Who may call what. `ROUTES` is the one table that says, for every documented operation,
+//! whether it is public, needs any valid token, or needs a scope; the `authorize` middleware
+//! enforces it and `apply_to_openapi` writes it into the document's `security` sections, so
+//! the two cannot disagree. A test walks the document and proves every entry is enforced.
+
+use actix_web::{
+    Error, FromRequest, HttpMessage, HttpRequest, ResponseError,
+    body::BoxBody,
+    dev::{Payload, ServiceRequest, ServiceResponse},
+    http::{StatusCode, header},
+    middleware::Next,
+    web,
+};
+use tessera_identity::{IdentityError, TokenError};
+use tessera_kernel::{Principal, Scope};
+
+use crate::{problem::ApiError, state::AppState};
+
+/// What a route requires of its caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// No token (health, token issuing, discovery).
+    Public,
+    /// Any valid token of the organization.
+    Authenticated,
+    /// A valid token holding this scope (or one that implies it).
+    Scope(&'static str),
+}
+
+/// Every documented operation: method, OpenAPI path template, access.
+pub const ROUTES: &[(&str, &str, Access)] = &[
+    ("GET", "/v1/health", Access::Public),
+    ("GET", "/v1/health/ready", Access::Public),
+    ("POST", "/v1/oauth2/token", Access::Public),
+    ("POST", "/oauth/token", Access::Public),
+    ("GET", "/.well-known/jwks.json", Access::Public),
+    ("GET", "/.well-known/openid-configuration", Access::Public),
+    ("GET", "/v1/organization", Access::Authenticated),
+];
+
+/// Whether a concrete path matches an OpenAPI template such as `/v1/files/{id}`.
+pub fn path_matches(template: &str, path: &str) -> bool {
+    let mut template = template.split('/');
+    let mut path = path.split('/');
+    loop {
+        match (template.next(), path.next()) {
+            (None, None) => return true,
+            (Some(t), Some(p))
+                if t == p || (t.starts_with('{') && t.ends_with('}') && !p.is_empty()) => {}
+            _ => return false,
+        }
+    }
+}
+
+/// The access rule for a request, when it targets a documented operation.
+pub fn access_for(method: &str, path: &str) -> Option<Access> {
+    ROUTES
+        .iter()
+        .find(|(m, template, _)| *m == method && path_matches(template, path))
+        .map(|(_, _, access)| *access)
+}
+
+/// Writes each operation's requirement into the document: public operations get an empty
+/// `security`, the others the bearer scheme with the scope they need.
+pub fn apply_to_openapi(document: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::{PathItem, security::SecurityRequirement};
+    for (path, item) in document.paths.paths.iter_mut() {
+        let PathItem {
+            get,
+            put,
+            post,
+            delete,
+            patch,
+            ..
+        } = item;
+        for (method, operation) in [
+            ("GET", get),
+            ("PUT", put),
+            ("POST", post),
+            ("DELETE", delete),
+            ("PATCH", patch),
+        ] {
+            let Some(operation) = operation else { continue };
+            operation.security = Some(match access_for(method, path) {
+                Some(Access::Public) => vec![],
+                Some(Access::Scope(scope)) => vec![SecurityRequirement::new("bearer", [scope])],
+                // Undeclared operations are treated as needing a token (and a test fails).
+                Some(Access::Authenticated) | None => {
+                    vec![SecurityRequirement::new("bearer", Vec::<String>::new())]
+                }
+            });
+        }
+    }
+}
+
+fn bearer_token(req: &ServiceRequest) -> Option<&str> {
+    let value = req.headers().get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim())
+        .filter(|t| !t.is_empty())
+}
+
+fn refusal(
+    req: ServiceRequest,
+    status: StatusCode,
+    code: &'static str,
+    detail: String,
+    challenge: String,
+) -> ServiceResponse<BoxBody> {
+    let mut response = ApiError::new(status, code, detail).error_response();
+    if let Ok(value) = challenge.parse() {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, value);
+    }
+    req.into_response(response)
+}
+
+/// Authenticates the bearer token of every non-public documented operation and checks the
+/// scope the route needs; the principal is left in the request for handlers (`Caller`).
+pub async fn authorize(
+    req: ServiceRequest,
+    next: Next<BoxBody>,
+) -> Result<ServiceResponse<BoxBody>, Error> {
+    let access = match access_for(req.method().as_str(), req.path()) {
+        None | Some(Access::Public) => return next.call(req).await,
+        Some(access) => access,
+    };
+    let Some(state) = req.app_data::<web::Data<AppState>>().cloned() else {
+        return Ok(req.into_response(
+            ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal_error",
+                "state missing",
+            )
+            .error_response(),
+        ));
+    };
+    let Some(token) = bearer_token(&req).map(str::to_owned) else {
+        let detail = "this operation needs `Authorization: Bearer <access token>`".to_owned();
+        return Ok(refusal(
+            req,
+            StatusCode::UNAUTHORIZED,
+            "missing_token",
+            detail,
+            r#"Bearer realm="tessera""#.to_owned(),
+        ));
+    };
+    let principal = match state.identity.authenticate(&token).await {
+        Ok(principal) => principal,
+        Err(IdentityError::InvalidToken(TokenError::Unavailable))
+        | Err(IdentityError::Domain(_)) => {
+            let error = ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "service_unavailable",
+                "tokens cannot be checked right now; retry later",
+            );
+            return Ok(req.into_response(error.error_response()));
+        }
+        Err(error) => {
+            let detail = error.to_string();
+            let challenge = format!(
+                r#"Bearer realm="tessera", error="invalid_token", error_description="{detail}""#
+            );
+            return Ok(refusal(
+                req,
+                StatusCode::UNAUTHORIZED,
+                "invalid_token",
+                detail,
+                challenge,
+            ));
+        }
+    };
+    if let Access::Scope(needed) = access {
+        let allowed = needed
+            .parse::<Scope>()
+            .is_ok_and(|scope| principal.can(&scope));
+        if !allowed {
+            let detail = format!("this operation needs the `{needed}` scope");
+            let challenge =
+                format!(r#"Bearer realm="tessera", error="insufficient_scope", scope="{needed}""#);
+            return Ok(refusal(
+                req,
+                StatusCode::FORBIDDEN,
+                "insufficient_scope",
+                detail,
+                challenge,
+            ));
+        }
+    }
+    req.extensions_mut().insert(principal);
+    next.call(req).await
+}
+
+/// The authenticated principal of the request (set by `authorize`).
+#[derive(Debug, Clone)]
+pub struct Caller(pub Principal);
+
+impl FromRequest for Caller {
+    type Error = ApiError;
+    type Future = std::future::Ready<Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        // Absent only if a handler needing a caller was declared public: fail closed.
+        std::future::ready(
+            req.extensions()
+                .get::<Principal>()
+                .cloned()
+                .map(Caller)
+                .ok_or_else(|| {
+                    ApiError::new(
+                        StatusCode::UNAUTHORIZED,
+                        "missing_token",
+                        "this operation needs `Authorization: Bearer <access token>`",
+                    )
+                }),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_match_concrete_paths() {
+        assert!(path_matches("/v1/files/{id}", "/v1/files/abc"));
+        assert!(!path_matches("/v1/files/{id}", "/v1/files/"));
+        assert!(!path_matches("/v1/files/{id}", "/v1/files/abc/content"));
+        assert!(path_matches("/v1/health", "/v1/health"));
+        assert!(!path_matches("/v1/health", "/v1/health/ready"));
+    }
+
+    #[test]
+    fn every_declared_scope_is_a_real_scope() {
+        for (method, path, access) in ROUTES {
+            if let Access::Scope(scope) = access {
+                assert!(
+                    scope.parse::<Scope>().is_ok(),
+                    "{method} {path}: unknown scope {scope}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn table_and_document_cover_the_same_operations() {
+        let document = serde_json::to_value(crate::startup::openapi()).unwrap();
+        let mut documented = Vec::new();
+        for (path, item) in document["paths"].as_object().unwrap() {
+            for method in item.as_object().unwrap().keys() {
+                documented.push((method.to_ascii_uppercase(), path.clone()));
+            }
+        }
+        documented.sort();
+        let mut declared: Vec<(String, String)> = ROUTES
+            .iter()
+            .map(|(m, p, _)| ((*m).to_owned(), (*p).to_owned()))
+            .collect();
+        declared.sort();
+        assert_eq!(
+            documented, declared,
+            "every operation appears once in access::ROUTES"
+        );
+    }
+}

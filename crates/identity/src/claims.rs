@@ -1,0 +1,45 @@
+use serde::{Deserialize, Serialize};
+
+/// The claims of a Tessera access token (a JWT). Names follow RFC 9068 where one exists.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AccessClaims {
+    /// Issuer.
+    pub iss: String,
+    /// The client id (for client credentials tokens).
+    pub sub: String,
+    /// Audience.
+    pub aud: String,
+    /// The organization the token acts for.
+    pub org: String,
+    /// Granted scopes, space-separated.
+    pub scope: String,
+    /// The secret generation the token was issued under.
+    #[serde(rename = "sgen")]
+    pub secret_generation: u32,
+    pub iat: i64,
+    pub nbf: i64,
+    pub exp: i64,
+    /// Unique token id.
+    pub jti: String,
+}
+
+/// Why a presented token was refused. The message is safe to show to the caller.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TokenError {
+    #[error("the token is malformed")]
+    Malformed,
+    #[error("the token's signature is invalid or its key is unknown")]
+    BadSignature,
+    #[error("the token has expired")]
+    Expired,
+    #[error("the token is not valid yet")]
+    NotYetValid,
+    #[error("the token was not issued for this service")]
+    WrongIssuerOrAudience,
+    #[error("the token's algorithm is not accepted")]
+    DisallowedAlgorithm,
+    #[error("the token has been revoked")]
+    Revoked,
+    #[error("the token cannot be checked right now")]
+    Unavailable,
+}

@@ -1,0 +1,567 @@
+use std::{sync::Arc, time::Duration};
+
+use tessera_kernel::{
+    Clock, CursorCodec, DomainError, Limit, OrganizationId, Page, PageRequest, Principal,
+    PrincipalKind, ScopeSet,
+};
+
+use crate::{
+    AccessClaims, Client, ClientId, ClientSecret, ClientStore, NewClient, SecretHasher,
+    StoredClient, TokenError, TokenSigner, TokenVerifier,
+};
+
+/// Errors of identity operations.
+#[derive(Debug, thiserror::Error)]
+pub enum IdentityError {
+    /// Unknown client, wrong secret, or revoked client (deliberately indistinguishable).
+    #[error("client authentication failed")]
+    InvalidClient,
+    #[error("{0}")]
+    InvalidScope(String),
+    #[error("{0}")]
+    InvalidToken(TokenError),
+    #[error("client {0} was not found")]
+    ClientNotFound(ClientId),
+    #[error(transparent)]
+    Domain(#[from] DomainError),
+}
+
+impl From<IdentityError> for DomainError {
+    fn from(error: IdentityError) -> Self {
+        match error {
+            IdentityError::InvalidClient => DomainError::Unauthenticated {
+                code: "invalid_client",
+                message: error.to_string(),
+            },
+            IdentityError::InvalidToken(TokenError::Unavailable) => DomainError::Unavailable {
+                message: "token check unavailable".into(),
+            },
+            IdentityError::InvalidToken(reason) => DomainError::Unauthenticated {
+                code: "invalid_token",
+                message: reason.to_string(),
+            },
+            IdentityError::InvalidScope(message) => {
+                DomainError::invalid(["body".into(), "scope".into()], message, "invalid_scope")
+            }
+            IdentityError::ClientNotFound(id) => DomainError::not_found("client", id),
+            IdentityError::Domain(error) => error,
+        }
+    }
+}
+
+/// What the issuer puts in every token.
+#[derive(Debug, Clone)]
+pub struct TokenSettings {
+    pub issuer: String,
+    pub audience: String,
+    pub lifetime: Duration,
+}
+
+/// A token issued for the client credentials grant.
+#[derive(Debug, Clone)]
+pub struct IssuedToken {
+    pub access_token: String,
+    pub expires_in: u64,
+    pub scope: ScopeSet,
+}
+
+const CURSOR_LIST: &str = "clients";
+
+/// Manages API clients and issues and checks their access tokens.
+#[derive(Clone)]
+pub struct IdentityService {
+    clients: Arc<dyn ClientStore>,
+    hasher: Arc<dyn SecretHasher>,
+    signer: Arc<dyn TokenSigner>,
+    verifier: Arc<dyn TokenVerifier>,
+    clock: Arc<dyn Clock>,
+    cursors: CursorCodec,
+    settings: TokenSettings,
+}
+
+impl IdentityService {
+    pub fn new(
+        clients: Arc<dyn ClientStore>,
+        hasher: Arc<dyn SecretHasher>,
+        signer: Arc<dyn TokenSigner>,
+        verifier: Arc<dyn TokenVerifier>,
+        clock: Arc<dyn Clock>,
+        cursors: CursorCodec,
+        settings: TokenSettings,
+    ) -> Self {
+        Self {
+            clients,
+            hasher,
+            signer,
+            verifier,
+            clock,
+            cursors,
+            settings,
+        }
+    }
+
+    pub fn token_settings(&self) -> &TokenSettings {
+        &self.settings
+    }
+
+    /// Creates a client; the secret is returned this once and stored only as a hash.
+    pub async fn create_client(
+        &self,
+        new: NewClient,
+    ) -> Result<(Client, ClientSecret), IdentityError> {
+        let secret = ClientSecret::generate();
+        let now = self.clock.now();
+        let client = Client {
+            id: ClientId::generate(),
+            organization_id: new.organization_id,
+            name: new.name.as_str().to_owned(),
+            scopes: new.scopes,
+            secret_generation: 1,
+            revoked_at: None,
+            created_at: now,
+            updated_at: now,
+        };
+        let stored = StoredClient {
+            client: client.clone(),
+            secret_hash: self.hasher.hash(&secret)?,
+        };
+        self.clients.insert(&stored).await?;
+        Ok((client, secret))
+    }
+
+    /// Replaces the client's secret; every token issued under the old one stops working.
+    pub async fn rotate_secret(
+        &self,
+        organization: &OrganizationId,
+        id: &ClientId,
+    ) -> Result<ClientSecret, IdentityError> {
+        let client = self.active_client(organization, id).await?;
+        let secret = ClientSecret::generate();
+        let hash = self.hasher.hash(&secret)?;
+        let generation = client.secret_generation.saturating_add(1);
+        if !self
+            .clients
+            .replace_secret(organization, id, &hash, generation, self.clock.now())
+            .await?
+        {
+            return Err(IdentityError::ClientNotFound(id.clone()));
+        }
+        Ok(secret)
+    }
+
+    /// Revokes the client and, with it, every token it holds.
+    pub async fn revoke(
+        &self,
+        organization: &OrganizationId,
+        id: &ClientId,
+    ) -> Result<(), IdentityError> {
+        if self
+            .clients
+            .revoke(organization, id, self.clock.now())
+            .await?
+        {
+            Ok(())
+        } else {
+            Err(IdentityError::ClientNotFound(id.clone()))
+        }
+    }
+
+    pub async fn get(
+        &self,
+        organization: &OrganizationId,
+        id: &ClientId,
+    ) -> Result<Client, IdentityError> {
+        self.clients
+            .get(organization, id)
+            .await?
+            .ok_or_else(|| IdentityError::ClientNotFound(id.clone()))
+    }
+
+    async fn active_client(
+        &self,
+        organization: &OrganizationId,
+        id: &ClientId,
+    ) -> Result<Client, IdentityError> {
+        Some(self.get(organization, id).await?)
+            .filter(Client::is_active)
+            .ok_or_else(|| IdentityError::ClientNotFound(id.clone()))
+    }
+
+    pub async fn list(
+        &self,
+        organization: &OrganizationId,
+        limit: Limit,
+        cursor: Option<&str>,
+    ) -> Result<Page<Client>, IdentityError> {
+        let after = cursor
+            .map(|c| self.cursors.decode::<ClientId>(CURSOR_LIST, c))
+            .transpose()
+            .map_err(DomainError::from)?;
+        let rows = self
+            .clients
+            .list(organization, &PageRequest { limit, after })
+            .await?;
+        let total = self.clients.count(organization).await?;
+        Ok(Page::from_overfetch(rows, limit, Some(total), |last| {
+            self.cursors.encode(CURSOR_LIST, &last.id)
+        }))
+    }
+
+    /// The client credentials grant: checks the client's secret and issues a token for the
+    /// requested scopes (all of the client's scopes when none are requested).
+    pub async fn issue_token(
+        &self,
+        client_id: &str,
+        secret: &ClientSecret,
+        requested_scope: Option<&str>,
+    ) -> Result<IssuedToken, IdentityError> {
+        let id: ClientId = client_id
+            .parse()
+            .map_err(|_| IdentityError::InvalidClient)?;
+        let stored = self
+            .clients
+            .find_for_authentication(&id)
+            .await?
+            .ok_or(IdentityError::InvalidClient)?;
+        if !stored.client.is_active() || !self.hasher.verify(secret, &stored.secret_hash) {
+            return Err(IdentityError::InvalidClient);
+        }
+        let client = stored.client;
+        let scope = match requested_scope.map(str::trim).filter(|s| !s.is_empty()) {
+            None => client.scopes.clone(),
+            Some(requested) => {
+                let requested = ScopeSet::parse_list(requested)
+                    .map_err(|e| IdentityError::InvalidScope(e.to_string()))?;
+                if let Some(extra) = requested.iter().find(|scope| !client.scopes.allows(scope)) {
+                    return Err(IdentityError::InvalidScope(format!(
+                        "scope `{extra}` is not granted to this client"
+                    )));
+                }
+                requested
+            }
+        };
+        let now = self.clock.now().timestamp();
+        let lifetime = i64::try_from(self.settings.lifetime.as_secs()).unwrap_or(3600);
+        let jti: [u8; 16] = rand::random();
+        let claims = AccessClaims {
+            iss: self.settings.issuer.clone(),
+            sub: client.id.to_string(),
+            aud: self.settings.audience.clone(),
+            org: client.organization_id.to_string(),
+            scope: scope.to_string(),
+            secret_generation: client.secret_generation,
+            iat: now,
+            nbf: now,
+            exp: now + lifetime,
+            jti: jti.iter().map(|b| format!("{b:02x}")).collect(),
+        };
+        let access_token = self.signer.sign(&claims)?;
+        Ok(IssuedToken {
+            access_token,
+            expires_in: self.settings.lifetime.as_secs(),
+            scope,
+        })
+    }
+
+    /// Turns a presented access token into the principal it stands for, refusing tokens of
+    /// revoked clients and tokens issued under a secret that has since been rotated.
+    pub async fn authenticate(&self, token: &str) -> Result<Principal, IdentityError> {
+        let claims = self
+            .verifier
+            .verify(token)
+            .map_err(IdentityError::InvalidToken)?;
+        let malformed = || IdentityError::InvalidToken(TokenError::Malformed);
+        let id: ClientId = claims.sub.parse().map_err(|_| malformed())?;
+        let organization_id: OrganizationId = claims.org.parse().map_err(|_| malformed())?;
+        let scopes = ScopeSet::parse_list(&claims.scope).map_err(|_| malformed())?;
+        let stored = self
+            .clients
+            .find_for_authentication(&id)
+            .await
+            .map_err(|_| IdentityError::InvalidToken(TokenError::Unavailable))?;
+        let current = stored.map(|s| s.client).filter(|client| {
+            client.is_active()
+                && client.organization_id == organization_id
+                && client.secret_generation == claims.secret_generation
+        });
+        if current.is_none() {
+            return Err(IdentityError::InvalidToken(TokenError::Revoked));
+        }
+        Ok(Principal {
+            organization_id,
+            subject: id.to_string(),
+            kind: PrincipalKind::Client,
+            scopes,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use chrono::{TimeZone, Utc};
+    use tessera_kernel::ManualClock;
+
+    use super::*;
+    use crate::{
+        ClientName, MockClientStore, MockSecretHasher, MockTokenSigner, MockTokenVerifier,
+        SecretHash,
+    };
+
+    fn org() -> OrganizationId {
+        "org_test".parse().unwrap()
+    }
+
+    fn client(generation: u32, revoked: bool) -> StoredClient {
+        let at = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
+        StoredClient {
+            client: Client {
+                id: "cli_0190f5c1a3e27c3d9b1e4a0c5d6e7f80".parse().unwrap(),
+                organization_id: org(),
+                name: "ci".into(),
+                scopes: ScopeSet::parse_list("files:read particles:admin").unwrap(),
+                secret_generation: generation,
+                revoked_at: revoked.then_some(at),
+                created_at: at,
+                updated_at: at,
+            },
+            secret_hash: SecretHash("hash-of-right".into()),
+        }
+    }
+
+    struct Fixture {
+        store: MockClientStore,
+        signer: MockTokenSigner,
+        verifier: MockTokenVerifier,
+    }
+
+    impl Fixture {
+        fn new() -> Self {
+            Self {
+                store: MockClientStore::new(),
+                signer: MockTokenSigner::new(),
+                verifier: MockTokenVerifier::new(),
+            }
+        }
+
+        fn service(self) -> IdentityService {
+            let mut hasher = MockSecretHasher::new();
+            hasher
+                .expect_hash()
+                .returning(|s| Ok(SecretHash(format!("hash-of-{}", s.expose()))));
+            hasher
+                .expect_verify()
+                .returning(|s, h| h.0 == format!("hash-of-{}", s.expose()));
+            let clock = ManualClock::new(Utc.with_ymd_and_hms(2026, 5, 1, 12, 0, 0).unwrap());
+            let settings = TokenSettings {
+                issuer: "https://tessera.test".into(),
+                audience: "tessera".into(),
+                lifetime: Duration::from_secs(3600),
+            };
+            IdentityService::new(
+                Arc::new(self.store),
+                Arc::new(hasher),
+                Arc::new(self.signer),
+                Arc::new(self.verifier),
+                Arc::new(clock),
+                CursorCodec::new([3; 32]),
+                settings,
+            )
+        }
+    }
+
+    fn secret(text: &str) -> ClientSecret {
+        ClientSecret::presented(text)
+    }
+
+    #[tokio::test]
+    async fn created_clients_store_only_the_hash() {
+        let mut f = Fixture::new();
+        let stored = Arc::new(Mutex::new(None));
+        let seen = stored.clone();
+        f.store.expect_insert().returning(move |c| {
+            *seen.lock().unwrap() = Some(c.clone());
+            Ok(())
+        });
+        let new = NewClient {
+            organization_id: org(),
+            name: ClientName::parse("ci").unwrap(),
+            scopes: ScopeSet::default(),
+        };
+        let (client, secret) = f.service().create_client(new).await.unwrap();
+        let stored = stored.lock().unwrap().clone().unwrap();
+        assert_eq!(stored.client, client);
+        assert_eq!(stored.secret_hash.0, format!("hash-of-{}", secret.expose()));
+        assert_eq!(client.secret_generation, 1);
+    }
+
+    #[tokio::test]
+    async fn token_carries_org_scopes_generation_and_lifetime() {
+        let mut f = Fixture::new();
+        f.store
+            .expect_find_for_authentication()
+            .returning(|_| Ok(Some(client(3, false))));
+        let signed = Arc::new(Mutex::new(None));
+        let seen = signed.clone();
+        f.signer.expect_sign().returning(move |claims| {
+            *seen.lock().unwrap() = Some(claims.clone());
+            Ok("signed.jwt".into())
+        });
+        let issued = f
+            .service()
+            .issue_token(
+                "cli_0190f5c1a3e27c3d9b1e4a0c5d6e7f80",
+                &secret("right"),
+                None,
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            (issued.access_token.as_str(), issued.expires_in),
+            ("signed.jwt", 3600)
+        );
+        let claims = signed.lock().unwrap().clone().unwrap();
+        assert_eq!(
+            (
+                claims.org.as_str(),
+                claims.secret_generation,
+                claims.scope.as_str()
+            ),
+            ("org_test", 3, "files:read particles:admin")
+        );
+        assert_eq!(claims.exp - claims.iat, 3600);
+        assert_eq!(claims.iss, "https://tessera.test");
+    }
+
+    #[tokio::test]
+    async fn requested_scopes_must_be_granted() {
+        let mut f = Fixture::new();
+        f.store
+            .expect_find_for_authentication()
+            .returning(|_| Ok(Some(client(1, false))));
+        f.signer.expect_sign().returning(|_| Ok("jwt".into()));
+        let service = f.service();
+        let id = "cli_0190f5c1a3e27c3d9b1e4a0c5d6e7f80";
+        let narrowed = service
+            .issue_token(id, &secret("right"), Some("particles:read"))
+            .await
+            .unwrap();
+        assert_eq!(
+            narrowed.scope.to_string(),
+            "particles:read",
+            "admin implies read, so read may be requested"
+        );
+        assert!(matches!(
+            service
+                .issue_token(id, &secret("right"), Some("files:write"))
+                .await,
+            Err(IdentityError::InvalidScope(_))
+        ));
+        assert!(matches!(
+            service
+                .issue_token(id, &secret("right"), Some("bogus:scope"))
+                .await,
+            Err(IdentityError::InvalidScope(_))
+        ));
+    }
+
+    #[tokio::test]
+    async fn wrong_secret_unknown_and_revoked_clients_look_the_same() {
+        let mut f = Fixture::new();
+        f.store.expect_find_for_authentication().returning(|id| {
+            Ok(match id.as_str() {
+                "cli_0190f5c1a3e27c3d9b1e4a0c5d6e7f80" => Some(client(1, false)),
+                "cli_0190f5c1a3e27c3d9b1e4a0c5d6e7f81" => Some(client(1, true)),
+                _ => None,
+            })
+        });
+        let service = f.service();
+        for (id, presented) in [
+            ("cli_0190f5c1a3e27c3d9b1e4a0c5d6e7f80", "wrong"),
+            ("cli_0190f5c1a3e27c3d9b1e4a0c5d6e7f81", "right"),
+            ("cli_0190f5c1a3e27c3d9b1e4a0c5d6e7f82", "right"),
+            ("not-an-id", "right"),
+        ] {
+            assert!(
+                matches!(
+                    service.issue_token(id, &secret(presented), None).await,
+                    Err(IdentityError::InvalidClient)
+                ),
+                "{id}"
+            );
+        }
+    }
+
+    fn claims(generation: u32) -> AccessClaims {
+        AccessClaims {
+            iss: "i".into(),
+            sub: "cli_0190f5c1a3e27c3d9b1e4a0c5d6e7f80".into(),
+            aud: "a".into(),
+            org: "org_test".into(),
+            scope: "files:read".into(),
+            secret_generation: generation,
+            iat: 0,
+            nbf: 0,
+            exp: 0,
+            jti: "j".into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn authentication_follows_the_current_secret_generation() {
+        let mut f = Fixture::new();
+        f.verifier
+            .expect_verify()
+            .returning(|token| Ok(claims(token.parse().unwrap())));
+        f.store
+            .expect_find_for_authentication()
+            .returning(|_| Ok(Some(client(2, false))));
+        let service = f.service();
+        let principal = service.authenticate("2").await.unwrap();
+        assert_eq!(
+            (principal.organization_id.as_str(), principal.kind),
+            ("org_test", PrincipalKind::Client)
+        );
+        assert!(matches!(
+            service.authenticate("1").await,
+            Err(IdentityError::InvalidToken(TokenError::Revoked))
+        ));
+    }
+
+    #[tokio::test]
+    async fn revoked_clients_tokens_stop_working() {
+        let mut f = Fixture::new();
+        f.verifier.expect_verify().returning(|_| Ok(claims(1)));
+        f.store
+            .expect_find_for_authentication()
+            .returning(|_| Ok(Some(client(1, true))));
+        assert!(matches!(
+            f.service().authenticate("t").await,
+            Err(IdentityError::InvalidToken(TokenError::Revoked))
+        ));
+    }
+
+    #[tokio::test]
+    async fn rotation_bumps_the_generation() {
+        let mut f = Fixture::new();
+        f.store
+            .expect_get()
+            .returning(|_, _| Ok(Some(client(4, false).client)));
+        f.store
+            .expect_replace_secret()
+            .withf(|_, _, hash, generation, _| {
+                *generation == 5 && hash.0.starts_with("hash-of-tss_")
+            })
+            .returning(|_, _, _, _, _| Ok(true));
+        let secret = f
+            .service()
+            .rotate_secret(
+                &org(),
+                &"cli_0190f5c1a3e27c3d9b1e4a0c5d6e7f80".parse().unwrap(),
+            )
+            .await
+            .unwrap();
+        assert!(secret.expose().starts_with("tss_"));
+    }
+}

@@ -1,0 +1,243 @@
+use async_trait::async_trait;
+use chrono::{DateTime, NaiveDateTime, Utc};
+use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
+use tessera_identity::{Client, ClientId, ClientStore, SecretHash, StoredClient};
+use tessera_kernel::{DomainError, OrganizationId, PageRequest, ScopeSet};
+
+use crate::{Database, database::with_connection, error::query_error, schema::clients};
+
+/// `ClientStore` on PostgreSQL or SQLite.
+#[derive(Clone)]
+pub struct SqlClientStore {
+    db: Database,
+}
+
+impl SqlClientStore {
+    pub fn new(db: Database) -> Self {
+        Self { db }
+    }
+}
+
+/// A client's record without its secret hash (what `get` and `list` read).
+#[derive(Queryable, Selectable, Insertable)]
+#[diesel(table_name = clients)]
+struct ClientRow {
+    id: String,
+    organization_id: String,
+    name: String,
+    scopes: String,
+    secret_generation: i32,
+    revoked_at: Option<NaiveDateTime>,
+    created_at: NaiveDateTime,
+    updated_at: NaiveDateTime,
+}
+
+/// A client's record with its secret hash (what `insert` writes and authentication reads).
+#[derive(Queryable, Selectable, Insertable)]
+#[diesel(table_name = clients)]
+struct StoredClientRow {
+    #[diesel(embed)]
+    client: ClientRow,
+    secret_hash: String,
+}
+
+/// The column value of a secret generation.
+fn generation_column(generation: u32) -> Result<i32, DomainError> {
+    i32::try_from(generation).map_err(|_| {
+        DomainError::internal(format!(
+            "client secret generation {generation} exceeds the column's range"
+        ))
+    })
+}
+
+impl TryFrom<&StoredClient> for StoredClientRow {
+    type Error = DomainError;
+
+    fn try_from(stored: &StoredClient) -> Result<Self, Self::Error> {
+        let client = &stored.client;
+        Ok(Self {
+            client: ClientRow {
+                id: client.id.to_string(),
+                organization_id: client.organization_id.as_str().to_owned(),
+                name: client.name.clone(),
+                scopes: client.scopes.to_string(),
+                secret_generation: generation_column(client.secret_generation)?,
+                revoked_at: client.revoked_at.map(|at| at.naive_utc()),
+                created_at: client.created_at.naive_utc(),
+                updated_at: client.updated_at.naive_utc(),
+            },
+            secret_hash: stored.secret_hash.0.clone(),
+        })
+    }
+}
+
+fn utc(at: NaiveDateTime) -> DateTime<Utc> {
+    DateTime::<Utc>::from_naive_utc_and_offset(at, Utc)
+}
+
+impl TryFrom<ClientRow> for Client {
+    type Error = DomainError;
+
+    fn try_from(row: ClientRow) -> Result<Self, Self::Error> {
+        let corrupt =
+            |what: String| DomainError::internal(format!("client row {}: {what}", row.id));
+        Ok(Client {
+            id: row.id.parse().map_err(|e| corrupt(format!("{e}")))?,
+            organization_id: row
+                .organization_id
+                .parse()
+                .map_err(|e| corrupt(format!("{e}")))?,
+            scopes: ScopeSet::parse_list(&row.scopes).map_err(|e| corrupt(format!("{e}")))?,
+            secret_generation: u32::try_from(row.secret_generation)
+                .map_err(|e| corrupt(format!("secret generation: {e}")))?,
+            name: row.name.clone(),
+            revoked_at: row.revoked_at.map(utc),
+            created_at: utc(row.created_at),
+            updated_at: utc(row.updated_at),
+        })
+    }
+}
+
+impl TryFrom<StoredClientRow> for StoredClient {
+    type Error = DomainError;
+
+    fn try_from(row: StoredClientRow) -> Result<Self, Self::Error> {
+        Ok(StoredClient {
+            client: Client::try_from(row.client)?,
+            secret_hash: SecretHash(row.secret_hash),
+        })
+    }
+}
+
+#[async_trait]
+impl ClientStore for SqlClientStore {
+    async fn insert(&self, client: &StoredClient) -> Result<(), DomainError> {
+        let row = StoredClientRow::try_from(client)?;
+        with_connection!(&self.db, conn => {
+            diesel::insert_into(clients::table).values(&row).execute(conn).await.map_err(query_error)?;
+        });
+        Ok(())
+    }
+
+    async fn find_for_authentication(
+        &self,
+        id: &ClientId,
+    ) -> Result<Option<StoredClient>, DomainError> {
+        let row: Option<StoredClientRow> = with_connection!(&self.db, conn => {
+            clients::table
+                .find(id.as_str())
+                .select(StoredClientRow::as_select())
+                .first(conn)
+                .await
+                .optional()
+                .map_err(query_error)?
+        });
+        row.map(StoredClient::try_from).transpose()
+    }
+
+    async fn get(
+        &self,
+        organization: &OrganizationId,
+        id: &ClientId,
+    ) -> Result<Option<Client>, DomainError> {
+        let row: Option<ClientRow> = with_connection!(&self.db, conn => {
+            clients::table
+                .filter(clients::organization_id.eq(organization.as_str()))
+                .filter(clients::id.eq(id.as_str()))
+                .select(ClientRow::as_select())
+                .first(conn)
+                .await
+                .optional()
+                .map_err(query_error)?
+        });
+        row.map(Client::try_from).transpose()
+    }
+
+    async fn list(
+        &self,
+        organization: &OrganizationId,
+        page: &PageRequest<ClientId>,
+    ) -> Result<Vec<Client>, DomainError> {
+        let after = page
+            .after
+            .as_ref()
+            .map(|id| id.as_str().to_owned())
+            .unwrap_or_default();
+        let rows: Vec<ClientRow> = with_connection!(&self.db, conn => {
+            clients::table
+                .filter(clients::organization_id.eq(organization.as_str()))
+                .filter(clients::id.gt(&after))
+                .order(clients::id.asc())
+                .limit(page.limit.overfetch())
+                .select(ClientRow::as_select())
+                .load(conn)
+                .await
+                .map_err(query_error)?
+        });
+        rows.into_iter().map(Client::try_from).collect()
+    }
+
+    async fn count(&self, organization: &OrganizationId) -> Result<u64, DomainError> {
+        let count: i64 = with_connection!(&self.db, conn => {
+            clients::table
+                .filter(clients::organization_id.eq(organization.as_str()))
+                .count()
+                .get_result(conn)
+                .await
+                .map_err(query_error)?
+        });
+        Ok(u64::try_from(count).unwrap_or_default())
+    }
+
+    async fn replace_secret(
+        &self,
+        organization: &OrganizationId,
+        id: &ClientId,
+        hash: &SecretHash,
+        generation: u32,
+        at: DateTime<Utc>,
+    ) -> Result<bool, DomainError> {
+        let generation = generation_column(generation)?;
+        let at = at.naive_utc();
+        let changed: usize = with_connection!(&self.db, conn => {
+            diesel::update(
+                clients::table
+                    .filter(clients::organization_id.eq(organization.as_str()))
+                    .filter(clients::id.eq(id.as_str()))
+                    .filter(clients::revoked_at.is_null()),
+            )
+            .set((
+                clients::secret_hash.eq(&hash.0),
+                clients::secret_generation.eq(generation),
+                clients::updated_at.eq(at),
+            ))
+            .execute(conn)
+            .await
+            .map_err(query_error)?
+        });
+        Ok(changed > 0)
+    }
+
+    async fn revoke(
+        &self,
+        organization: &OrganizationId,
+        id: &ClientId,
+        at: DateTime<Utc>,
+    ) -> Result<bool, DomainError> {
+        let at = at.naive_utc();
+        let changed: usize = with_connection!(&self.db, conn => {
+            diesel::update(
+                clients::table
+                    .filter(clients::organization_id.eq(organization.as_str()))
+                    .filter(clients::id.eq(id.as_str()))
+                    .filter(clients::revoked_at.is_null()),
+            )
+            .set((clients::revoked_at.eq(Some(at)), clients::updated_at.eq(at)))
+            .execute(conn)
+            .await
+            .map_err(query_error)?
+        });
+        Ok(changed > 0)
+    }
+}

@@ -1,0 +1,328 @@
+//! The `ClientStore` contract, run against every adapter: SQLite and PostgreSQL.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use chrono::{DateTime, Duration, TimeZone, Utc};
+use tessera_identity::{Client, ClientId, ClientStore, SecretHash, StoredClient};
+use tessera_kernel::{DomainError, Limit, OrganizationId, PageRequest, ScopeSet};
+use tessera_organizations::{Organization, OrganizationStore, Plan};
+use tessera_store::{
+    Backend, Database, SqlClientStore, SqlOrganizationStore, testing::TestDatabase,
+};
+
+/// Microsecond precision, as the domain's clock produces.
+fn at() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 3, 4, 5, 6, 7).unwrap() + Duration::microseconds(123_456)
+}
+
+/// Inserts a fresh organization and returns its id.
+async fn organization(db: &Database, name: &str) -> OrganizationId {
+    let org = Organization {
+        id: OrganizationId::generate(),
+        name: name.to_owned(),
+        plan: Plan::Pro,
+        created_at: at(),
+        updated_at: at(),
+    };
+    SqlOrganizationStore::new(db.clone())
+        .insert(&org)
+        .await
+        .unwrap();
+    org.id
+}
+
+fn client(organization: &OrganizationId, name: &str) -> StoredClient {
+    StoredClient {
+        client: Client {
+            id: ClientId::generate(),
+            organization_id: organization.clone(),
+            name: name.to_owned(),
+            scopes: ScopeSet::parse_list("files:read chat:invoke models:read").unwrap(),
+            secret_generation: 1,
+            revoked_at: None,
+            created_at: at(),
+            updated_at: at() + Duration::seconds(1),
+        },
+        secret_hash: SecretHash(format!("$argon2id$v=19$m=19456,t=2,p=1$salt${name}")),
+    }
+}
+
+async fn inserted_clients_authenticate_with_their_hash(backend: Backend) {
+    let db = TestDatabase::of(backend).await;
+    let acme = organization(&db.database, "Acme").await;
+    let store = SqlClientStore::new(db.database.clone());
+    let ci = client(&acme, "CI – Ünïcode ✓");
+    store.insert(&ci).await.unwrap();
+    assert_eq!(
+        store.find_for_authentication(&ci.client.id).await.unwrap(),
+        Some(ci.clone())
+    );
+    assert_eq!(
+        store.get(&acme, &ci.client.id).await.unwrap(),
+        Some(ci.client.clone())
+    );
+    assert_eq!(
+        store
+            .find_for_authentication(&ClientId::generate())
+            .await
+            .unwrap(),
+        None
+    );
+
+    // No scopes, a later generation and a revocation read back unchanged too.
+    let mut bare = client(&acme, "bare");
+    bare.client.scopes = ScopeSet::default();
+    bare.client.secret_generation = 7;
+    bare.client.revoked_at = Some(at() + Duration::microseconds(42));
+    store.insert(&bare).await.unwrap();
+    assert_eq!(
+        store
+            .find_for_authentication(&bare.client.id)
+            .await
+            .unwrap(),
+        Some(bare)
+    );
+}
+
+async fn get_is_tenant_scoped(backend: Backend) {
+    let db = TestDatabase::of(backend).await;
+    let acme = organization(&db.database, "Acme").await;
+    let globex = organization(&db.database, "Globex").await;
+    let store = SqlClientStore::new(db.database.clone());
+    let ci = client(&acme, "ci");
+    store.insert(&ci).await.unwrap();
+    assert_eq!(store.get(&globex, &ci.client.id).await.unwrap(), None);
+    assert_eq!(store.get(&acme, &ClientId::generate()).await.unwrap(), None);
+    assert_eq!(
+        store.get(&acme, &ci.client.id).await.unwrap(),
+        Some(ci.client)
+    );
+}
+
+async fn list_is_tenant_scoped_ordered_and_paged(backend: Backend) {
+    let db = TestDatabase::of(backend).await;
+    let acme = organization(&db.database, "Acme").await;
+    let globex = organization(&db.database, "Globex").await;
+    let store = SqlClientStore::new(db.database.clone());
+    let mut created = Vec::new();
+    let mut others = Vec::new();
+    for i in 0..5 {
+        let mine = client(&acme, &format!("client {i}"));
+        store.insert(&mine).await.unwrap();
+        created.push(mine.client);
+        // Interleaved clients of another organization never show up.
+        if i % 2 == 0 {
+            let theirs = client(&globex, &format!("other {i}"));
+            store.insert(&theirs).await.unwrap();
+            others.push(theirs.client);
+        }
+    }
+    let limit = Limit::new(2).unwrap();
+    let first = store.list(&acme, &PageRequest::first(limit)).await.unwrap();
+    assert_eq!(
+        first,
+        created[..3],
+        "a page fetches one extra row to tell whether more exist"
+    );
+    let second = store
+        .list(
+            &acme,
+            &PageRequest {
+                limit,
+                after: Some(created[1].id.clone()),
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(second, created[2..5]);
+    let last = store
+        .list(
+            &acme,
+            &PageRequest {
+                limit,
+                after: Some(created[4].id.clone()),
+            },
+        )
+        .await
+        .unwrap();
+    assert!(last.is_empty());
+    let theirs = store
+        .list(&globex, &PageRequest::first(Limit::DEFAULT))
+        .await
+        .unwrap();
+    assert_eq!(theirs, others);
+    assert_eq!(store.count(&acme).await.unwrap(), 5);
+    assert_eq!(store.count(&globex).await.unwrap(), 3);
+    assert_eq!(store.count(&OrganizationId::generate()).await.unwrap(), 0);
+}
+
+async fn replace_secret_changes_only_active_clients_of_the_organization(backend: Backend) {
+    let db = TestDatabase::of(backend).await;
+    let acme = organization(&db.database, "Acme").await;
+    let globex = organization(&db.database, "Globex").await;
+    let store = SqlClientStore::new(db.database.clone());
+    let ci = client(&acme, "ci");
+    store.insert(&ci).await.unwrap();
+    let new_hash = SecretHash("$argon2id$v=19$m=19456,t=2,p=1$salt$rotated".into());
+    let later = at() + Duration::minutes(5) + Duration::microseconds(7);
+
+    assert!(
+        !store
+            .replace_secret(&globex, &ci.client.id, &new_hash, 2, later)
+            .await
+            .unwrap(),
+        "another organization's client is not found"
+    );
+    assert_eq!(
+        store.find_for_authentication(&ci.client.id).await.unwrap(),
+        Some(ci.clone())
+    );
+
+    assert!(
+        store
+            .replace_secret(&acme, &ci.client.id, &new_hash, 2, later)
+            .await
+            .unwrap()
+    );
+    let mut expected = ci.clone();
+    expected.secret_hash = new_hash.clone();
+    expected.client.secret_generation = 2;
+    expected.client.updated_at = later;
+    assert_eq!(
+        store.find_for_authentication(&ci.client.id).await.unwrap(),
+        Some(expected.clone())
+    );
+
+    assert!(
+        !store
+            .replace_secret(&acme, &ClientId::generate(), &new_hash, 2, later)
+            .await
+            .unwrap()
+    );
+
+    assert!(store.revoke(&acme, &ci.client.id, later).await.unwrap());
+    let after_revocation = store.find_for_authentication(&ci.client.id).await.unwrap();
+    let newer_hash = SecretHash("$argon2id$v=19$m=19456,t=2,p=1$salt$newer".into());
+    assert!(
+        !store
+            .replace_secret(
+                &acme,
+                &ci.client.id,
+                &newer_hash,
+                3,
+                later + Duration::seconds(1)
+            )
+            .await
+            .unwrap(),
+        "a revoked client keeps its secret"
+    );
+    assert_eq!(
+        store.find_for_authentication(&ci.client.id).await.unwrap(),
+        after_revocation
+    );
+}
+
+async fn revoke_is_tenant_scoped_and_happens_once(backend: Backend) {
+    let db = TestDatabase::of(backend).await;
+    let acme = organization(&db.database, "Acme").await;
+    let globex = organization(&db.database, "Globex").await;
+    let store = SqlClientStore::new(db.database.clone());
+    let ci = client(&acme, "ci");
+    store.insert(&ci).await.unwrap();
+    let revoked = at() + Duration::hours(1) + Duration::microseconds(1);
+
+    assert!(!store.revoke(&globex, &ci.client.id, revoked).await.unwrap());
+    assert!(
+        store
+            .get(&acme, &ci.client.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .is_active()
+    );
+
+    assert!(store.revoke(&acme, &ci.client.id, revoked).await.unwrap());
+    let mut expected = ci.client.clone();
+    expected.revoked_at = Some(revoked);
+    expected.updated_at = revoked;
+    assert_eq!(
+        store.get(&acme, &ci.client.id).await.unwrap(),
+        Some(expected.clone())
+    );
+
+    let again = revoked + Duration::hours(1);
+    assert!(!store.revoke(&acme, &ci.client.id, again).await.unwrap());
+    assert_eq!(
+        store.get(&acme, &ci.client.id).await.unwrap(),
+        Some(expected),
+        "the first revocation's time stays"
+    );
+    assert!(
+        !store
+            .revoke(&acme, &ClientId::generate(), again)
+            .await
+            .unwrap()
+    );
+}
+
+async fn duplicate_ids_conflict(backend: Backend) {
+    let db = TestDatabase::of(backend).await;
+    let acme = organization(&db.database, "Acme").await;
+    let store = SqlClientStore::new(db.database.clone());
+    let ci = client(&acme, "ci");
+    store.insert(&ci).await.unwrap();
+    let again = store.insert(&ci).await.unwrap_err();
+    assert!(
+        matches!(
+            again,
+            DomainError::Conflict {
+                code: "already_exists",
+                ..
+            }
+        ),
+        "{again:?}"
+    );
+}
+
+async fn clients_need_an_existing_organization(backend: Backend) {
+    let db = TestDatabase::of(backend).await;
+    let store = SqlClientStore::new(db.database.clone());
+    let missing = OrganizationId::generate();
+    let orphan = client(&missing, "orphan");
+    let refused = store.insert(&orphan).await;
+    assert!(refused.is_err(), "{refused:?}");
+    assert_eq!(
+        store
+            .find_for_authentication(&orphan.client.id)
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(store.count(&missing).await.unwrap(), 0);
+}
+
+macro_rules! contract {
+    ($($test:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $test() { super::$test(tessera_store::Backend::Sqlite).await }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $test() { super::$test(tessera_store::Backend::Postgres).await }
+            )*
+        }
+    };
+}
+
+contract!(
+    inserted_clients_authenticate_with_their_hash,
+    get_is_tenant_scoped,
+    list_is_tenant_scoped_ordered_and_paged,
+    replace_secret_changes_only_active_clients_of_the_organization,
+    revoke_is_tenant_scoped_and_happens_once,
+    duplicate_ids_conflict,
+    clients_need_an_existing_organization,
+);
