@@ -5,6 +5,7 @@ use std::{
     io::{BufRead, BufReader},
     process::{Child, Command, Stdio},
     sync::mpsc,
+    sync::{Arc, Mutex},
     time::Duration,
 };
 
@@ -41,27 +42,44 @@ struct Running {
     child: Child,
     port: u16,
     stdout: std::thread::JoinHandle<String>,
+    /// Every stdout and stderr line so far.
+    stdout_lines: Arc<Mutex<Vec<String>>>,
+    stderr_lines: Arc<Mutex<Vec<String>>>,
 }
 
 /// Starts the binary with JSON logs and waits for its "listening" line.
 fn start(data_dir: &std::path::Path) -> Running {
+    start_logging(data_dir, "info")
+}
+
+fn start_logging(data_dir: &std::path::Path, filter: &str) -> Running {
     let mut child = command(data_dir)
         .env("TESSERA_LOG_FORMAT", "json")
+        .env("TESSERA_LOG", filter)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let stderr = child.stderr.take().unwrap();
     let (sender, receiver) = mpsc::channel();
+    let stderr_lines = Arc::new(Mutex::new(Vec::new()));
+    let collected = stderr_lines.clone();
     std::thread::spawn(move || {
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            collected.lock().unwrap().push(line.clone());
             let _ = sender.send(line);
         }
     });
-    let mut out = child.stdout.take().unwrap();
+    let out = child.stdout.take().unwrap();
+    let stdout_lines = Arc::new(Mutex::new(Vec::new()));
+    let collected = stdout_lines.clone();
     let stdout = std::thread::spawn(move || {
         let mut text = String::new();
-        let _ = std::io::Read::read_to_string(&mut out, &mut text);
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            collected.lock().unwrap().push(line.clone());
+            text.push_str(&line);
+            text.push('\n');
+        }
         text
     });
     let port = loop {
@@ -81,6 +99,8 @@ fn start(data_dir: &std::path::Path) -> Running {
         child,
         port,
         stdout,
+        stdout_lines,
+        stderr_lines,
     }
 }
 
@@ -188,5 +208,104 @@ fn unreachable_database_stops_start_up() {
     assert!(
         !line.contains("secret"),
         "the password is not printed: {line}"
+    );
+}
+
+/// The value printed after `label` on the first-run announcement.
+fn announced(running: &Running, label: &str) -> String {
+    for _ in 0..100 {
+        let lines = running.stdout_lines.lock().unwrap().clone();
+        if let Some(value) = lines.iter().find_map(|l| l.trim().strip_prefix(label)) {
+            return value.trim().to_owned();
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("`{label}` was not printed");
+}
+
+#[test]
+fn secrets_and_tokens_never_reach_the_logs() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut running = start_logging(dir.path(), "debug");
+    let client_id = announced(&running, "client_id:");
+    let client_secret = announced(&running, "client_secret:");
+    assert!(client_secret.starts_with("tss_"));
+
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let token = runtime.block_on(async {
+        let cert = std::fs::read(dir.path().join("tls/cert.pem")).unwrap();
+        let client = reqwest::Client::builder()
+            .add_root_certificate(reqwest::Certificate::from_pem(&cert).unwrap())
+            .build()
+            .unwrap();
+        let base = format!("https://localhost:{}", running.port);
+        let form = [
+            ("grant_type", "client_credentials"),
+            ("client_id", client_id.as_str()),
+            ("client_secret", client_secret.as_str()),
+        ];
+        let response = client
+            .post(format!("{base}/oauth/token"))
+            .form(&form)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        let token = response.json::<serde_json::Value>().await.unwrap()["access_token"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let me = client
+            .get(format!("{base}/v1/organization"))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(me.status(), 200);
+        let wrong = [
+            ("grant_type", "client_credentials"),
+            ("client_id", client_id.as_str()),
+            ("client_secret", "tss_wrong-secret-value"),
+        ];
+        assert_eq!(
+            client
+                .post(format!("{base}/oauth/token"))
+                .form(&wrong)
+                .send()
+                .await
+                .unwrap()
+                .status(),
+            401
+        );
+        let bad = client
+            .get(format!("{base}/v1/organization"))
+            .bearer_auth(format!("{token}x"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(bad.status(), 401);
+        token
+    });
+    assert_eq!(terminate(&mut running.child), 0);
+    let logs = running.stderr_lines.lock().unwrap().join("\n");
+    assert!(
+        logs.contains("request handled"),
+        "the requests were logged at all"
+    );
+    for (what, secret) in [
+        ("client secret", client_secret.as_str()),
+        ("wrong secret", "tss_wrong-secret-value"),
+        ("token", token.as_str()),
+    ] {
+        assert!(!logs.contains(secret), "the {what} appears in the logs");
+    }
+    let signature = token.rsplit('.').next().unwrap();
+    assert!(
+        !logs.contains(signature),
+        "no part of the token's signature appears in the logs"
     );
 }
