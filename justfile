@@ -4,6 +4,8 @@ set shell := ["bash", "-euo", "pipefail", "-c"]
 
 # The PostgreSQL server tests create their throwaway databases on.
 postgres_url := env("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+# The Redis server the shared rate-limiter tests use.
+redis_url := env("REDIS_URL", "redis://127.0.0.1:6379")
 models_dir := justfile_directory() / ".cache" / "models"
 
 default:
@@ -17,7 +19,7 @@ run *args:
 admin *args:
     cargo run -q -p tessera-admin -- {{ args }}
 
-# Every test: unit, contract suites on SQLite and PostgreSQL, HTTP over TLS, CLI, doc tests
+# Every test: unit, contract suites on SQLite and PostgreSQL, Redis, HTTP over TLS, CLI, doc tests
 test:
     #!/usr/bin/env bash
     set -euo pipefail
@@ -27,8 +29,15 @@ test:
         echo "PostgreSQL is not reachable at ${url%%@*}@…; start it or set DATABASE_URL (the Postgres contract tests need it)" >&2
         exit 1
     fi
-    # Each Postgres-backed test creates its own throwaway database on this server and drops it.
+    redis='{{ redis_url }}'
+    if command -v redis-cli >/dev/null && ! redis-cli -u "$redis" ping >/dev/null 2>&1; then
+        echo "Redis is not reachable at $redis; start it or set REDIS_URL (the shared rate-limit tests need it)" >&2
+        exit 1
+    fi
+    # Each Postgres-backed test creates its own throwaway database on this server and drops it;
+    # Redis-backed tests use keys under a random prefix.
     export TESSERA_TEST_POSTGRES_URL="$url"
+    export TESSERA_TEST_REDIS_URL="$redis"
     cargo nextest run --workspace --no-fail-fast
     cargo test --doc --workspace --quiet
 

@@ -188,6 +188,7 @@ async fn open_state(settings: &Settings) -> Result<tessera_api::state::AppState,
         .await
         .map_err(|e| Failure(e.to_string()))?;
     startup::state(settings, database, settings.issuer(settings.listen.port()))
+        .await
         .map_err(|e| Failure(e.to_string()))
 }
 

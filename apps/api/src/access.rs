@@ -125,7 +125,8 @@ pub async fn authorize(
     next: Next<BoxBody>,
 ) -> Result<ServiceResponse<BoxBody>, Error> {
     let access = match access_for(req.method().as_str(), req.path()) {
-        None | Some(Access::Public) => return next.call(req).await,
+        None => return next.call(req).await,
+        Some(Access::Public) if !limited_when_public(req.path()) => return next.call(req).await,
         Some(access) => access,
     };
     let Some(state) = req.app_data::<web::Data<AppState>>().cloned() else {
@@ -138,6 +139,14 @@ pub async fn authorize(
             .error_response(),
         ));
     };
+    if access == Access::Public {
+        // Token requests: a budget per peer address guards client secrets against guessing.
+        let peer = req
+            .peer_addr()
+            .map(|a| a.ip().to_string())
+            .unwrap_or_default();
+        return with_limit(req, next, state.limits.for_peer(&peer).await).await;
+    }
     let Some(token) = bearer_token(&req).map(str::to_owned) else {
         let detail = "this operation needs `Authorization: Bearer <access token>`".to_owned();
         return Ok(refusal(
@@ -190,8 +199,31 @@ pub async fn authorize(
             ));
         }
     }
+    let decision = state.limits.for_principal(&principal).await;
     req.extensions_mut().insert(principal);
-    next.call(req).await
+    with_limit(req, next, decision).await
+}
+
+/// Public operations that still draw from a budget (the token endpoints).
+fn limited_when_public(path: &str) -> bool {
+    path.ends_with("/token")
+}
+
+/// Refuses a request over its budget, or runs it and adds the `RateLimit-*` headers.
+async fn with_limit(
+    req: ServiceRequest,
+    next: Next<BoxBody>,
+    decision: Option<tessera_limits::Decision>,
+) -> Result<ServiceResponse<BoxBody>, Error> {
+    let Some(decision) = decision else {
+        return next.call(req).await;
+    };
+    if !decision.allowed {
+        return Ok(req.into_response(crate::rate_limit::refusal(&decision)));
+    }
+    let mut response = next.call(req).await?;
+    crate::rate_limit::set_headers(response.headers_mut(), &decision);
+    Ok(response)
 }
 
 /// The authenticated principal of the request (set by `authorize`).

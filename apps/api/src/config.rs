@@ -17,7 +17,8 @@ use tessera_store::DatabaseUrl;
 
 const ENV_PREFIX: &str = "TESSERA_";
 /// Environment variables outside the `TESSERA_` prefix that are read, and the key each sets.
-const ENV_ALIASES: &[(&str, &str)] = &[("DATABASE_URL", "database_url")];
+const ENV_ALIASES: &[(&str, &str)] =
+    &[("DATABASE_URL", "database_url"), ("REDIS_URL", "redis_url")];
 
 /// A configuration problem, reported before anything starts.
 #[derive(Debug, thiserror::Error)]
@@ -141,6 +142,34 @@ impl Default for AuthSettings {
     }
 }
 
+/// Request budgets (GCRA), per minute.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct RateLimitSettings {
+    #[serde(deserialize_with = "lenient::parse")]
+    pub enabled: bool,
+    /// Requests per minute of one organization, all its users and clients together.
+    #[serde(deserialize_with = "lenient::parse")]
+    pub organization_per_minute: u32,
+    /// Requests per minute of one user or client.
+    #[serde(deserialize_with = "lenient::parse")]
+    pub principal_per_minute: u32,
+    /// Token requests per minute from one peer address.
+    #[serde(deserialize_with = "lenient::parse")]
+    pub anonymous_per_minute: u32,
+}
+
+impl Default for RateLimitSettings {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            organization_per_minute: 300,
+            principal_per_minute: 60,
+            anonymous_per_minute: 60,
+        }
+    }
+}
+
 /// The whole configuration of `tessera-api` and `tessera-admin`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -166,6 +195,9 @@ pub struct Settings {
     pub http: HttpSettings,
     pub database: DatabaseSettings,
     pub auth: AuthSettings,
+    /// Redis URL; when set, rate-limit budgets are shared by every replica through it.
+    pub redis_url: Option<String>,
+    pub rate_limit: RateLimitSettings,
 }
 
 impl Default for Settings {
@@ -182,6 +214,8 @@ impl Default for Settings {
             http: HttpSettings::default(),
             database: DatabaseSettings::default(),
             auth: AuthSettings::default(),
+            redis_url: None,
+            rate_limit: RateLimitSettings::default(),
         }
     }
 }
@@ -361,6 +395,32 @@ impl Settings {
             return Err(invalid(
                 "auth.issuer",
                 format!("must be an https:// URL, got `{issuer}`"),
+            ));
+        }
+        for (key, value) in [
+            (
+                "rate_limit.organization_per_minute",
+                self.rate_limit.organization_per_minute,
+            ),
+            (
+                "rate_limit.principal_per_minute",
+                self.rate_limit.principal_per_minute,
+            ),
+            (
+                "rate_limit.anonymous_per_minute",
+                self.rate_limit.anonymous_per_minute,
+            ),
+        ] {
+            if value == 0 {
+                return Err(invalid(key, "must be at least 1".into()));
+            }
+        }
+        if let Some(url) = &self.redis_url
+            && !(url.starts_with("redis://") || url.starts_with("rediss://"))
+        {
+            return Err(invalid(
+                "redis_url",
+                "must be a redis:// or rediss:// URL".into(),
             ));
         }
         if !(60..=86_400).contains(&self.auth.token_lifetime_secs) {

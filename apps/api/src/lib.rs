@@ -9,6 +9,7 @@ pub mod extract;
 pub mod middleware;
 pub mod openapi;
 pub mod problem;
+pub mod rate_limit;
 pub mod routes;
 pub mod secrets;
 pub mod startup;

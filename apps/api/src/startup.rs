@@ -7,6 +7,8 @@ use actix_web::{App, dev::Server, middleware::from_fn, web};
 use tessera_auth::{Argon2SecretHasher, JwtKeys, KeyError, TokenRules};
 use tessera_identity::{ClientName, ClientSecret, IdentityService, NewClient, TokenSettings};
 use tessera_kernel::{DomainError, Scope, ScopeSet, SystemClock};
+use tessera_limits::{InProcessRateLimiter, Quota, RateLimiter};
+use tessera_limits_redis::RedisRateLimiter;
 use tessera_organizations::{Organization, OrganizationService};
 use tessera_store::{Database, PoolOptions, SqlClientStore, SqlOrganizationStore, StoreError};
 use utoipa::OpenApi;
@@ -19,6 +21,7 @@ use crate::{
     extract,
     middleware::{TrustedProxies, problem_errors, request_context, require_https},
     openapi::ApiDoc,
+    rate_limit::Limits,
     routes, secrets,
     state::AppState,
     tls::{self, TlsError},
@@ -42,6 +45,8 @@ pub enum StartupError {
     DataDir(String),
     #[error("config key `auth.keys_dir`: {0}")]
     Keys(#[from] KeyError),
+    #[error("config key `redis_url`: {0}")]
+    Redis(String),
 }
 
 /// Registers every documented route on a utoipa-aware app.
@@ -90,7 +95,7 @@ pub async fn open_database(settings: &Settings) -> Result<Database, StoreError> 
 }
 
 /// Builds the shared state over an open database; `issuer` is the token issuer URL.
-pub fn state(
+pub async fn state(
     settings: &Settings,
     database: Database,
     issuer: String,
@@ -128,6 +133,27 @@ pub fn state(
         keys,
         issuer,
         cursors,
+        limits: limits(settings).await?,
+    })
+}
+
+/// The rate limiter: on Redis when `redis_url` is set, in this process otherwise.
+async fn limits(settings: &Settings) -> Result<Limits, StartupError> {
+    let limiter: Arc<dyn RateLimiter> = match &settings.redis_url {
+        Some(url) => Arc::new(
+            RedisRateLimiter::connect(url, "tessera:ratelimit:")
+                .await
+                .map_err(|e| StartupError::Redis(e.to_string()))?,
+        ),
+        None => Arc::new(InProcessRateLimiter::default()),
+    };
+    let limits = &settings.rate_limit;
+    Ok(Limits {
+        limiter,
+        organization: Quota::per_minute(limits.organization_per_minute),
+        principal: Quota::per_minute(limits.principal_per_minute),
+        anonymous: Quota::per_minute(limits.anonymous_per_minute),
+        enabled: limits.enabled,
     })
 }
 
@@ -194,7 +220,7 @@ impl Application {
             })?
             .port();
         let database = open_database(&settings).await?;
-        let state = state(&settings, database, settings.issuer(port))?;
+        let state = state(&settings, database, settings.issuer(port)).await?;
         let bootstrap = if settings.is_embedded() {
             bootstrap(&state, &settings)
                 .await

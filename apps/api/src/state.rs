@@ -16,4 +16,5 @@ pub struct AppState {
     /// The token issuer (this service's public base URL).
     pub issuer: String,
     pub cursors: CursorCodec,
+    pub limits: crate::rate_limit::Limits,
 }

@@ -9,4 +9,5 @@ mod deploy;
 mod extractors;
 mod http;
 mod openapi;
+mod rate_limits;
 mod support;
