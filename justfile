@@ -34,6 +34,10 @@ test:
         echo "Redis is not reachable at $redis; start it or set REDIS_URL (the shared rate-limit tests need it)" >&2
         exit 1
     fi
+    # The OpenID Connect provider the session-token tests start (npm oauth2-mock-server).
+    if [ ! -d tests/oidc/node_modules/oauth2-mock-server ]; then
+        npm ci --prefix tests/oidc --no-audit --no-fund --loglevel=error
+    fi
     # Each Postgres-backed test creates its own throwaway database on this server and drops it;
     # Redis-backed tests use keys under a random prefix.
     export TESSERA_TEST_POSTGRES_URL="$url"

@@ -128,6 +128,42 @@ pub struct AuthSettings {
     pub leeway_secs: u64,
     /// Directory of Ed25519 signing keys (`<kid>.pem`); defaults to `data_dir/keys`.
     pub keys_dir: Option<PathBuf>,
+    /// External identity providers whose session tokens are accepted (`[[auth.oidc]]`).
+    pub oidc: Vec<OidcSettings>,
+}
+
+/// One external OpenID Connect provider.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct OidcSettings {
+    /// Its issuer URL; discovery is read from `<issuer>/.well-known/openid-configuration`.
+    pub issuer: String,
+    /// The audience its tokens must name.
+    pub audience: String,
+    /// The claim holding the organization id.
+    #[serde(default = "default_organization_claim")]
+    pub organization_claim: String,
+    /// The claim holding the scopes (string or array).
+    #[serde(default = "default_scopes_claim")]
+    pub scopes_claim: String,
+    /// Least seconds between two fetches of its keys (fetched again on an unknown `kid`).
+    #[serde(
+        default = "default_jwks_refresh_secs",
+        deserialize_with = "lenient::parse"
+    )]
+    pub jwks_refresh_secs: u64,
+}
+
+fn default_organization_claim() -> String {
+    "org_id".to_owned()
+}
+
+fn default_scopes_claim() -> String {
+    "scope".to_owned()
+}
+
+fn default_jwks_refresh_secs() -> u64 {
+    10
 }
 
 impl Default for AuthSettings {
@@ -138,6 +174,7 @@ impl Default for AuthSettings {
             token_lifetime_secs: 3600,
             leeway_secs: 30,
             keys_dir: None,
+            oidc: Vec::new(),
         }
     }
 }
@@ -396,6 +433,20 @@ impl Settings {
                 "auth.issuer",
                 format!("must be an https:// URL, got `{issuer}`"),
             ));
+        }
+        for (index, provider) in self.auth.oidc.iter().enumerate() {
+            let loopback = ["http://localhost:", "http://127.0.0.1:", "http://[::1]:"]
+                .iter()
+                .any(|p| provider.issuer.starts_with(p));
+            if !provider.issuer.starts_with("https://") && !loopback {
+                return Err(invalid(
+                    &format!("auth.oidc[{index}].issuer"),
+                    format!(
+                        "must be an https:// URL (http only on loopback), got `{}`",
+                        provider.issuer
+                    ),
+                ));
+            }
         }
         for (key, value) in [
             (
@@ -680,6 +731,36 @@ mod tests {
             message.starts_with("config key `http.workers`"),
             "{message}"
         );
+    }
+
+    #[test]
+    fn identity_providers_come_from_the_file() {
+        let settings = load_toml(
+            "[[auth.oidc]]\nissuer = \"https://idp.example.com\"\naudience = \"tessera-api\"\n\n[[auth.oidc]]\nissuer = \"http://127.0.0.1:9999\"\naudience = \"x\"\norganization_claim = \"tenant\"\n",
+            &[],
+        )
+        .unwrap();
+        assert_eq!(settings.auth.oidc.len(), 2);
+        assert_eq!(
+            (
+                settings.auth.oidc[0].organization_claim.as_str(),
+                settings.auth.oidc[1].organization_claim.as_str()
+            ),
+            ("org_id", "tenant")
+        );
+        let message = error_of(load_toml(
+            "[[auth.oidc]]\nissuer = \"http://idp.example.com\"\naudience = \"x\"\n",
+            &[],
+        ));
+        assert!(
+            message.starts_with("config key `auth.oidc[0].issuer`"),
+            "{message}"
+        );
+        let message = error_of(load_toml(
+            "[[auth.oidc]]\nissuer = \"https://idp.example.com\"\n",
+            &[],
+        ));
+        assert!(message.contains("audience"), "{message}");
     }
 
     #[test]

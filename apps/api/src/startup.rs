@@ -4,7 +4,7 @@
 use std::{net::TcpListener, sync::Arc, time::Duration};
 
 use actix_web::{App, dev::Server, middleware::from_fn, web};
-use tessera_auth::{Argon2SecretHasher, JwtKeys, KeyError, TokenRules};
+use tessera_auth::{Argon2SecretHasher, JwtKeys, KeyError, OidcProvider, OidcVerifier, TokenRules};
 use tessera_identity::{ClientName, ClientSecret, IdentityService, NewClient, TokenSettings};
 use tessera_kernel::{DomainError, Scope, ScopeSet, SystemClock};
 use tessera_limits::{InProcessRateLimiter, Quota, RateLimiter};
@@ -100,6 +100,8 @@ pub async fn state(
     database: Database,
     issuer: String,
 ) -> Result<AppState, StartupError> {
+    // Outbound HTTPS (identity providers) and the listener share one rustls provider.
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
     let cursors = secrets::cursor_codec(settings).map_err(StartupError::DataDir)?;
     let clock = Arc::new(SystemClock);
     let organizations = OrganizationService::new(
@@ -126,6 +128,22 @@ pub async fn state(
             lifetime: Duration::from_secs(settings.auth.token_lifetime_secs),
         },
     );
+    let sessions = settings
+        .auth
+        .oidc
+        .iter()
+        .map(|provider| {
+            Arc::new(OidcVerifier::new(OidcProvider {
+                issuer: provider.issuer.trim_end_matches('/').to_owned(),
+                audience: provider.audience.clone(),
+                organization_claim: provider.organization_claim.clone(),
+                scopes_claim: provider.scopes_claim.clone(),
+                leeway_secs: settings.auth.leeway_secs,
+                refresh_interval: Duration::from_secs(provider.jwks_refresh_secs),
+            })) as Arc<dyn tessera_identity::SessionVerifier>
+        })
+        .collect();
+    let identity = identity.with_sessions(sessions);
     Ok(AppState {
         database,
         organizations,

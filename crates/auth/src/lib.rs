@@ -1,10 +1,14 @@
 //! Adapters for Tessera's identity ports: `Argon2SecretHasher` (argon2id, salted, PHC strings)
 //! and `JwtKeys`, which signs access tokens as EdDSA (Ed25519) JWTs with a `kid`, verifies
 //! them against every key of its set (so keys can rotate: several verify, the newest signs),
-//! and publishes the public keys as a JWKS. Keys live as PKCS#8 PEM files in one directory.
+//! and publishes the public keys as a JWKS (keys live as PKCS#8 PEM files in one directory);
+//! and `OidcVerifier`, which checks session tokens of an external OpenID Connect provider
+//! against its discovered, cached and refreshed JWKS.
 
 mod hasher;
 mod keys;
+mod oidc;
 
 pub use hasher::Argon2SecretHasher;
 pub use keys::{JwtKeys, KeyError, TokenRules};
+pub use oidc::{OidcProvider, OidcVerifier};

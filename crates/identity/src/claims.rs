@@ -43,3 +43,46 @@ pub enum TokenError {
     #[error("the token cannot be checked right now")]
     Unavailable,
 }
+
+/// What a verified session token says about its user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionClaims {
+    pub subject: String,
+    pub organization: String,
+    /// Granted scopes, space-separated.
+    pub scope: String,
+}
+
+/// The `iss` claim of a JWT, read without checking anything: only to pick the verifier that
+/// will then check everything.
+pub fn unverified_issuer(token: &str) -> Option<String> {
+    use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
+    let payload = token.split('.').nth(1)?;
+    let bytes = URL_SAFE_NO_PAD.decode(payload.trim_end_matches('=')).ok()?;
+    #[derive(Deserialize)]
+    struct Issuer {
+        iss: Option<String>,
+    }
+    serde_json::from_slice::<Issuer>(&bytes).ok()?.iss
+}
+
+#[cfg(test)]
+mod tests {
+    use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
+
+    use super::*;
+
+    #[test]
+    fn issuer_is_read_from_the_payload() {
+        let payload = URL_SAFE_NO_PAD.encode(br#"{"iss":"https://idp.example","sub":"u"}"#);
+        assert_eq!(
+            unverified_issuer(&format!("e30.{payload}.sig")).as_deref(),
+            Some("https://idp.example")
+        );
+        assert_eq!(unverified_issuer("garbage"), None);
+        assert_eq!(
+            unverified_issuer(&format!("e30.{}.sig", URL_SAFE_NO_PAD.encode(b"{}"))),
+            None
+        );
+    }
+}

@@ -3,16 +3,19 @@
 //! tokens issued to them, and the `IdentityService` that issues tokens for the client
 //! credentials grant and turns a presented token back into a `Principal`. Pure domain: hashing,
 //! signing and storage are ports (`SecretHasher`, `TokenSigner`, `TokenVerifier`,
-//! `ClientStore`) implemented by adapters (`tessera-auth`, `tessera-store`).
+//! `ClientStore`, and `SessionVerifier` for session tokens of external identity providers)
+//! implemented by adapters (`tessera-auth`, `tessera-store`).
 
 mod claims;
 mod client;
 mod ports;
 mod service;
 
-pub use claims::{AccessClaims, TokenError};
+pub use claims::{AccessClaims, SessionClaims, TokenError, unverified_issuer};
 pub use client::{Client, ClientId, ClientName, ClientSecret, NewClient, SecretHash, StoredClient};
-pub use ports::{ClientStore, SecretHasher, TokenSigner, TokenVerifier};
+pub use ports::{ClientStore, SecretHasher, SessionVerifier, TokenSigner, TokenVerifier};
 #[cfg(any(test, feature = "mocks"))]
-pub use ports::{MockClientStore, MockSecretHasher, MockTokenSigner, MockTokenVerifier};
+pub use ports::{
+    MockClientStore, MockSecretHasher, MockSessionVerifier, MockTokenSigner, MockTokenVerifier,
+};
 pub use service::{IdentityError, IdentityService, IssuedToken, TokenSettings};

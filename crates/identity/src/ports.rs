@@ -2,7 +2,10 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use tessera_kernel::{DomainError, OrganizationId, PageRequest};
 
-use crate::{AccessClaims, Client, ClientId, ClientSecret, SecretHash, StoredClient, TokenError};
+use crate::{
+    AccessClaims, Client, ClientId, ClientSecret, SecretHash, SessionClaims, StoredClient,
+    TokenError,
+};
 
 /// Persistence of API clients. Every method that reads or changes a client on behalf of an
 /// organization takes that organization: a client of another organization is not found.
@@ -71,4 +74,14 @@ pub trait TokenSigner: Send + Sync {
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 pub trait TokenVerifier: Send + Sync {
     fn verify(&self, token: &str) -> Result<AccessClaims, TokenError>;
+}
+
+/// Checks session tokens (JWTs) issued by one external identity provider.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+#[async_trait]
+pub trait SessionVerifier: Send + Sync {
+    /// The issuer (`iss`) whose tokens this verifier checks.
+    fn issuer(&self) -> &str;
+
+    async fn verify(&self, token: &str) -> Result<SessionClaims, TokenError>;
 }

@@ -7,7 +7,7 @@ use tessera_kernel::{
 
 use crate::{
     AccessClaims, Client, ClientId, ClientSecret, ClientStore, NewClient, SecretHasher,
-    StoredClient, TokenError, TokenSigner, TokenVerifier,
+    SessionVerifier, StoredClient, TokenError, TokenSigner, TokenVerifier, unverified_issuer,
 };
 
 /// Errors of identity operations.
@@ -77,6 +77,7 @@ pub struct IdentityService {
     clock: Arc<dyn Clock>,
     cursors: CursorCodec,
     settings: TokenSettings,
+    sessions: Vec<Arc<dyn SessionVerifier>>,
 }
 
 impl IdentityService {
@@ -97,6 +98,7 @@ impl IdentityService {
             clock,
             cursors,
             settings,
+            sessions: Vec::new(),
         }
     }
 
@@ -266,6 +268,56 @@ impl IdentityService {
     /// Turns a presented access token into the principal it stands for, refusing tokens of
     /// revoked clients and tokens issued under a secret that has since been rotated.
     pub async fn authenticate(&self, token: &str) -> Result<Principal, IdentityError> {
+        match unverified_issuer(token) {
+            Some(issuer) if issuer != self.settings.issuer => {
+                self.authenticate_session(&issuer, token).await
+            }
+            _ => self.authenticate_client(token).await,
+        }
+    }
+
+    /// Also accept session tokens of these identity providers.
+    pub fn with_sessions(mut self, sessions: Vec<Arc<dyn SessionVerifier>>) -> Self {
+        self.sessions = sessions;
+        self
+    }
+
+    /// A user's session token from a configured identity provider; the organization and the
+    /// scopes come from the claims that provider is configured to use.
+    async fn authenticate_session(
+        &self,
+        issuer: &str,
+        token: &str,
+    ) -> Result<Principal, IdentityError> {
+        let verifier = self
+            .sessions
+            .iter()
+            .find(|verifier| verifier.issuer() == issuer)
+            .ok_or(IdentityError::InvalidToken(
+                TokenError::WrongIssuerOrAudience,
+            ))?;
+        let claims = verifier
+            .verify(token)
+            .await
+            .map_err(IdentityError::InvalidToken)?;
+        let malformed = || IdentityError::InvalidToken(TokenError::Malformed);
+        let organization_id: OrganizationId =
+            claims.organization.parse().map_err(|_| malformed())?;
+        // Unknown scope names from the provider are ignored rather than failing the login.
+        let scopes = claims
+            .scope
+            .split([' ', ','])
+            .filter_map(|s| s.parse().ok())
+            .collect();
+        Ok(Principal {
+            organization_id,
+            subject: claims.subject,
+            kind: PrincipalKind::User,
+            scopes,
+        })
+    }
+
+    async fn authenticate_client(&self, token: &str) -> Result<Principal, IdentityError> {
         let claims = self
             .verifier
             .verify(token)
@@ -526,6 +578,75 @@ mod tests {
         assert!(matches!(
             service.authenticate("1").await,
             Err(IdentityError::InvalidToken(TokenError::Revoked))
+        ));
+    }
+
+    fn session_token(issuer: &str) -> String {
+        use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
+        format!(
+            "e30.{}.sig",
+            URL_SAFE_NO_PAD.encode(format!(r#"{{"iss":"{issuer}"}}"#))
+        )
+    }
+
+    #[tokio::test]
+    async fn session_tokens_go_to_their_provider() {
+        let mut provider = crate::MockSessionVerifier::new();
+        provider
+            .expect_issuer()
+            .return_const("https://idp.example".to_owned());
+        provider.expect_verify().returning(|_| {
+            Ok(crate::SessionClaims {
+                subject: "user-1".into(),
+                organization: "org_test".into(),
+                scope: "files:read made:up".into(),
+            })
+        });
+        let service = Fixture::new()
+            .service()
+            .with_sessions(vec![Arc::new(provider)]);
+        let principal = service
+            .authenticate(&session_token("https://idp.example"))
+            .await
+            .unwrap();
+        assert_eq!(
+            (principal.subject.as_str(), principal.kind),
+            ("user-1", PrincipalKind::User)
+        );
+        assert_eq!(
+            principal.scopes.to_string(),
+            "files:read",
+            "unknown scope names are dropped"
+        );
+        let unknown = service
+            .authenticate(&session_token("https://other.example"))
+            .await;
+        assert!(matches!(
+            unknown,
+            Err(IdentityError::InvalidToken(
+                TokenError::WrongIssuerOrAudience
+            ))
+        ));
+    }
+
+    #[tokio::test]
+    async fn tokens_naming_our_issuer_never_reach_a_provider() {
+        let mut provider = crate::MockSessionVerifier::new();
+        provider
+            .expect_issuer()
+            .return_const("https://tessera.test".to_owned());
+        provider.expect_verify().never();
+        let mut f = Fixture::new();
+        f.verifier
+            .expect_verify()
+            .returning(|_| Err(TokenError::BadSignature));
+        let service = f.service().with_sessions(vec![Arc::new(provider)]);
+        let result = service
+            .authenticate(&session_token("https://tessera.test"))
+            .await;
+        assert!(matches!(
+            result,
+            Err(IdentityError::InvalidToken(TokenError::BadSignature))
         ));
     }
 

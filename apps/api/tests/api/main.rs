@@ -8,6 +8,7 @@ mod binary;
 mod deploy;
 mod extractors;
 mod http;
+mod oidc;
 mod openapi;
 mod rate_limits;
 mod support;
