@@ -36,6 +36,19 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
     ("GET", "/.well-known/jwks.json", Access::Public),
     ("GET", "/.well-known/openid-configuration", Access::Public),
     ("GET", "/v1/organization", Access::Authenticated),
+    ("POST", "/v1/clients", Access::Scope("org:admin")),
+    ("GET", "/v1/clients", Access::Scope("org:admin")),
+    ("GET", "/v1/clients/{client_id}", Access::Scope("org:admin")),
+    (
+        "POST",
+        "/v1/clients/{client_id}/rotate",
+        Access::Scope("org:admin"),
+    ),
+    (
+        "DELETE",
+        "/v1/clients/{client_id}",
+        Access::Scope("org:admin"),
+    ),
 ];
 
 /// Whether a concrete path matches an OpenAPI template such as `/v1/files/{id}`.

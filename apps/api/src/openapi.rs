@@ -21,7 +21,8 @@ use crate::problem::{Problem, ValidationErrorItem, ValidationProblem};
     tags(
         (name = "Health", description = "Liveness and readiness, for orchestrators"),
         (name = "Authentication", description = "Access tokens for API clients (OAuth 2.0 client credentials) and discovery documents"),
-        (name = "Organization", description = "The caller's organization")
+        (name = "Organization", description = "The caller's organization"),
+        (name = "Clients", description = "API clients (OAuth 2.0 client credentials) of the caller's organization; needs `org:admin`")
     )
 )]
 pub struct ApiDoc;

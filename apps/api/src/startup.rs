@@ -66,6 +66,11 @@ where
         .service(routes::oauth::jwks)
         .service(routes::oauth::openid_configuration)
         .service(routes::organization::get_organization)
+        .service(routes::clients::create_client)
+        .service(routes::clients::list_clients)
+        .service(routes::clients::get_client)
+        .service(routes::clients::rotate_client)
+        .service(routes::clients::revoke_client)
 }
 
 /// The OpenAPI document of the routes this build serves.

@@ -1,0 +1,270 @@
+//! API clients of the caller's organization: the dashboard's way to create, list, rotate and
+//! revoke machine credentials (the admin CLI offers the same for operators).
+
+use actix_web::{HttpResponse, delete, get, http::header, post, web};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use tessera_identity::{Client, ClientId, ClientName, NewClient};
+use tessera_kernel::{DomainError, FieldError, Limit, Scope, ScopeSet};
+use utoipa::{IntoParams, ToSchema};
+use validator::Validate;
+
+use crate::{
+    access::Caller,
+    extract::{ValidJson, ValidQuery},
+    problem::{ApiError, Problem, ValidationProblem},
+    state::AppState,
+};
+
+/// An API client (never its secret, except once in the answers that create one).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClientOut {
+    #[schema(example = "cli_0190f5c1a3e27c3d9b1e4a0c5d6e7f80")]
+    pub id: String,
+    pub organization_id: String,
+    pub name: String,
+    #[schema(example = json!(["chats:invoke", "files:read"]))]
+    pub scopes: Vec<String>,
+    /// Increases with every rotation.
+    pub secret_generation: u32,
+    pub revoked_at: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    /// Present only when the client was just created or rotated; store it now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(example = "tss_…")]
+    pub client_secret: Option<String>,
+}
+
+impl ClientOut {
+    fn from(client: Client, secret: Option<String>) -> Self {
+        Self {
+            id: client.id.to_string(),
+            organization_id: client.organization_id.to_string(),
+            name: client.name,
+            scopes: client.scopes.iter().map(ToString::to_string).collect(),
+            secret_generation: client.secret_generation,
+            revoked_at: client.revoked_at,
+            created_at: client.created_at,
+            updated_at: client.updated_at,
+            client_secret: secret,
+        }
+    }
+}
+
+/// A page of clients.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClientPage {
+    pub items: Vec<ClientOut>,
+    pub next_cursor: Option<String>,
+    pub has_more: bool,
+    pub total_count: Option<u64>,
+}
+
+/// What a new client is called and may do.
+#[derive(Debug, Deserialize, Validate, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CreateClient {
+    #[validate(length(min = 1, max = 255))]
+    pub name: String,
+    /// At least one scope; each must be held by the caller (no one grants more than they have).
+    #[validate(length(min = 1, max = 64))]
+    pub scopes: Vec<String>,
+}
+
+/// Page through clients.
+#[derive(Debug, Deserialize, Validate, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ListClients {
+    /// 1 to 100, default 20.
+    #[validate(range(min = 1, max = 100))]
+    pub limit: Option<i64>,
+    /// `nextCursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+fn client_id(text: &str) -> Result<ClientId, ApiError> {
+    // A malformed id names no client of any organization: not found, like any other miss.
+    text.parse()
+        .map_err(|_| ApiError::from(DomainError::not_found("client", text)))
+}
+
+/// Create an API client; the answer holds its secret, shown only this once.
+#[utoipa::path(
+    tag = "Clients",
+    operation_id = "createClient",
+    request_body = CreateClient,
+    responses(
+        (status = 201, description = "Created; `clientSecret` is shown only now", body = ClientOut),
+        (status = 403, description = "The caller lacks `org:admin` or a requested scope", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid request", body = ValidationProblem, content_type = "application/problem+json")
+    )
+)]
+#[post("/v1/clients")]
+pub async fn create_client(
+    caller: Caller,
+    state: web::Data<AppState>,
+    ValidJson(body): ValidJson<CreateClient>,
+) -> Result<HttpResponse, ApiError> {
+    let mut scopes = Vec::new();
+    let mut invalid = Vec::new();
+    for (index, text) in body.scopes.iter().enumerate() {
+        match text.parse::<Scope>() {
+            Ok(scope) => scopes.push(scope),
+            Err(e) => invalid.push(FieldError::new(
+                ["body".into(), "scopes".into(), index.into()],
+                e.to_string(),
+                "invalid_scope",
+            )),
+        }
+    }
+    if !invalid.is_empty() {
+        return Err(ApiError::validation(invalid));
+    }
+    if let Some(beyond) = scopes.iter().find(|scope| !caller.0.can(scope)) {
+        return Err(DomainError::Forbidden {
+            code: "scope_not_held",
+            message: format!("a client cannot be given `{beyond}`, which the caller does not hold"),
+        }
+        .into());
+    }
+    let name = ClientName::parse(&body.name).map_err(|e| {
+        DomainError::invalid(["body".into(), "name".into()], e.to_string(), "value_error")
+    })?;
+    let new = NewClient {
+        organization_id: caller.0.organization_id.clone(),
+        name,
+        scopes: scopes.into_iter().collect::<ScopeSet>(),
+    };
+    let (client, secret) = state
+        .identity
+        .create_client(new)
+        .await
+        .map_err(DomainError::from)?;
+    let location = format!("/v1/clients/{}", client.id);
+    Ok(HttpResponse::Created()
+        .insert_header((header::LOCATION, location))
+        .insert_header((header::CACHE_CONTROL, "no-store"))
+        .json(ClientOut::from(client, Some(secret.expose().to_owned()))))
+}
+
+/// List the organization's API clients, oldest first.
+#[utoipa::path(
+    tag = "Clients",
+    operation_id = "listClients",
+    params(ListClients),
+    responses(
+        (status = 200, description = "A page of clients", body = ClientPage),
+        (status = 422, description = "Invalid limit or cursor", body = ValidationProblem, content_type = "application/problem+json")
+    )
+)]
+#[get("/v1/clients")]
+pub async fn list_clients(
+    caller: Caller,
+    state: web::Data<AppState>,
+    ValidQuery(query): ValidQuery<ListClients>,
+) -> Result<web::Json<ClientPage>, ApiError> {
+    let limit = Limit::new(query.limit.unwrap_or(20)).map_err(|e| {
+        DomainError::invalid(["query".into(), "limit".into()], e.to_string(), "range")
+    })?;
+    let page = state
+        .identity
+        .list(&caller.0.organization_id, limit, query.cursor.as_deref())
+        .await
+        .map_err(DomainError::from)?;
+    Ok(web::Json(ClientPage {
+        items: page
+            .items
+            .into_iter()
+            .map(|c| ClientOut::from(c, None))
+            .collect(),
+        next_cursor: page.next_cursor.map(|c| c.as_str().to_owned()),
+        has_more: page.has_more,
+        total_count: page.total_count,
+    }))
+}
+
+/// One API client of the organization.
+#[utoipa::path(
+    tag = "Clients",
+    operation_id = "getClient",
+    params(("client_id" = String, Path, description = "The client id")),
+    responses(
+        (status = 200, description = "The client", body = ClientOut),
+        (status = 404, description = "No such client in this organization", body = Problem, content_type = "application/problem+json")
+    )
+)]
+#[get("/v1/clients/{client_id}")]
+pub async fn get_client(
+    caller: Caller,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<web::Json<ClientOut>, ApiError> {
+    let id = client_id(&path)?;
+    let client = state
+        .identity
+        .get(&caller.0.organization_id, &id)
+        .await
+        .map_err(DomainError::from)?;
+    Ok(web::Json(ClientOut::from(client, None)))
+}
+
+/// Replace the client's secret; tokens issued under the old one stop working at once.
+#[utoipa::path(
+    tag = "Clients",
+    operation_id = "rotateClientSecret",
+    params(("client_id" = String, Path, description = "The client id")),
+    responses(
+        (status = 200, description = "Rotated; `clientSecret` is shown only now", body = ClientOut),
+        (status = 404, description = "No such active client in this organization", body = Problem, content_type = "application/problem+json")
+    )
+)]
+#[post("/v1/clients/{client_id}/rotate")]
+pub async fn rotate_client(
+    caller: Caller,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let id = client_id(&path)?;
+    let organization = &caller.0.organization_id;
+    let secret = state
+        .identity
+        .rotate_secret(organization, &id)
+        .await
+        .map_err(DomainError::from)?;
+    let client = state
+        .identity
+        .get(organization, &id)
+        .await
+        .map_err(DomainError::from)?;
+    Ok(HttpResponse::Ok()
+        .insert_header((header::CACHE_CONTROL, "no-store"))
+        .json(ClientOut::from(client, Some(secret.expose().to_owned()))))
+}
+
+/// Revoke the client and every token it holds.
+#[utoipa::path(
+    tag = "Clients",
+    operation_id = "revokeClient",
+    params(("client_id" = String, Path, description = "The client id")),
+    responses(
+        (status = 204, description = "Revoked"),
+        (status = 404, description = "No such active client in this organization", body = Problem, content_type = "application/problem+json")
+    )
+)]
+#[delete("/v1/clients/{client_id}")]
+pub async fn revoke_client(
+    caller: Caller,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let id = client_id(&path)?;
+    state
+        .identity
+        .revoke(&caller.0.organization_id, &id)
+        .await
+        .map_err(DomainError::from)?;
+    Ok(HttpResponse::NoContent().finish())
+}
