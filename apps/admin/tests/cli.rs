@@ -263,24 +263,7 @@ async fn client_input_is_checked(backend: Backend) {
     }
 }
 
-macro_rules! on_both_databases {
-    ($($test:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $test() { super::$test(tessera_store::Backend::Sqlite).await }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $test() { super::$test(tessera_store::Backend::Postgres).await }
-            )*
-        }
-    };
-}
-
-on_both_databases!(
+tessera_store::on_both_databases!(
     migrate_applies_once,
     organizations_are_created_and_listed,
     lists_page_with_cursors,

@@ -4,7 +4,7 @@ use std::{
 };
 
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
-use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation, errors::ErrorKind};
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use tessera_identity::{AccessClaims, TokenError, TokenSigner, TokenVerifier};
 use tessera_kernel::DomainError;
 
@@ -163,18 +163,7 @@ impl TokenVerifier for JwtKeys {
         validation.set_required_spec_claims(&["exp", "nbf", "iss", "aud", "sub"]);
         jsonwebtoken::decode::<AccessClaims>(token, &key.decoding, &validation)
             .map(|data| data.claims)
-            .map_err(|e| match e.kind() {
-                ErrorKind::ExpiredSignature => TokenError::Expired,
-                ErrorKind::ImmatureSignature => TokenError::NotYetValid,
-                ErrorKind::InvalidIssuer | ErrorKind::InvalidAudience => {
-                    TokenError::WrongIssuerOrAudience
-                }
-                ErrorKind::InvalidSignature => TokenError::BadSignature,
-                ErrorKind::InvalidAlgorithm | ErrorKind::MissingAlgorithm => {
-                    TokenError::DisallowedAlgorithm
-                }
-                _ => TokenError::Malformed,
-            })
+            .map_err(|e| crate::jwt_error::token_error(&e))
     }
 }
 

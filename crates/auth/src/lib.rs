@@ -6,6 +6,7 @@
 //! against its discovered, cached and refreshed JWKS.
 
 mod hasher;
+mod jwt_error;
 mod keys;
 mod oidc;
 

@@ -11,7 +11,6 @@ use std::{
 use async_trait::async_trait;
 use jsonwebtoken::{
     Algorithm, DecodingKey, Validation,
-    errors::ErrorKind,
     jwk::{JwkSet, KeyAlgorithm},
 };
 use serde::Deserialize;
@@ -193,16 +192,7 @@ impl SessionVerifier for OidcVerifier {
             &key,
             &validation,
         )
-        .map_err(|e| match e.kind() {
-            ErrorKind::ExpiredSignature => TokenError::Expired,
-            ErrorKind::ImmatureSignature => TokenError::NotYetValid,
-            ErrorKind::InvalidIssuer | ErrorKind::InvalidAudience => {
-                TokenError::WrongIssuerOrAudience
-            }
-            ErrorKind::InvalidSignature => TokenError::BadSignature,
-            ErrorKind::InvalidAlgorithm => TokenError::DisallowedAlgorithm,
-            _ => TokenError::Malformed,
-        })?
+        .map_err(|e| crate::jwt_error::token_error(&e))?
         .claims;
         let text = |name: &str| claims.get(name).and_then(|v| v.as_str()).map(str::to_owned);
         Ok(SessionClaims {

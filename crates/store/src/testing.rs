@@ -129,6 +129,26 @@ impl Drop for TestDatabase {
     }
 }
 
+/// Runs each listed `async fn name(backend: Backend)` once per database backend, as
+/// `sqlite::name` and `postgres::name` tests (the contract suites and the HTTP tests use it).
+#[macro_export]
+macro_rules! on_both_databases {
+    ($($test:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $test() { super::$test($crate::Backend::Sqlite).await }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $test() { super::$test($crate::Backend::Postgres).await }
+            )*
+        }
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -300,24 +300,7 @@ async fn clients_need_an_existing_organization(backend: Backend) {
     assert_eq!(store.count(&missing).await.unwrap(), 0);
 }
 
-macro_rules! contract {
-    ($($test:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $test() { super::$test(tessera_store::Backend::Sqlite).await }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $test() { super::$test(tessera_store::Backend::Postgres).await }
-            )*
-        }
-    };
-}
-
-contract!(
+tessera_store::on_both_databases!(
     inserted_clients_authenticate_with_their_hash,
     get_is_tenant_scoped,
     list_is_tenant_scoped_ordered_and_paged,

@@ -93,24 +93,7 @@ async fn migrations_are_idempotent(backend: Backend) {
     db.database.ping().await.unwrap();
 }
 
-macro_rules! contract {
-    ($($test:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $test() { super::$test(tessera_store::Backend::Sqlite).await }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $test() { super::$test(tessera_store::Backend::Postgres).await }
-            )*
-        }
-    };
-}
-
-contract!(
+tessera_store::on_both_databases!(
     inserted_records_read_back_unchanged,
     unknown_ids_are_absent,
     duplicate_ids_conflict,

@@ -4,10 +4,7 @@
 use tessera_identity::{AccessClaims, TokenSigner};
 use tessera_store::Backend;
 
-use crate::{
-    on_both_databases,
-    support::{TestApp, problem},
-};
+use crate::support::{TestApp, problem};
 
 async fn client_credentials_token_opens_the_api(backend: Backend) {
     let app = TestApp::spawn(backend).await;
@@ -173,7 +170,7 @@ async fn oauth_errors_follow_rfc_6749(backend: Backend) {
     );
 }
 
-on_both_databases!(
+tessera_store::on_both_databases!(
     client_credentials_token_opens_the_api,
     oauth_errors_follow_rfc_6749
 );

@@ -4,10 +4,7 @@
 use serde_json::{Value, json};
 use tessera_store::Backend;
 
-use crate::{
-    on_both_databases,
-    support::{TestApp, problem},
-};
+use crate::support::{TestApp, problem};
 
 async fn admin(app: &TestApp) -> (String, String) {
     let (org_id, client_id, secret) = app.organization_with_client("org:admin").await;
@@ -337,7 +334,7 @@ async fn scopes_and_tenants_are_enforced(backend: Backend) {
     .await;
 }
 
-on_both_databases!(
+tessera_store::on_both_databases!(
     clients_lifecycle_over_http,
     invalid_requests_are_422,
     scopes_and_tenants_are_enforced

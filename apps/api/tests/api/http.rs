@@ -2,10 +2,7 @@
 
 use tessera_store::Backend;
 
-use crate::{
-    on_both_databases,
-    support::{TestApp, problem},
-};
+use crate::support::{TestApp, problem};
 
 async fn health_answers_with_a_request_id(backend: Backend) {
     let app = TestApp::spawn(backend).await;
@@ -69,7 +66,7 @@ async fn unknown_paths_and_methods_are_problems(backend: Backend) {
     assert!(request_id.is_some(), "framework errors keep the request id");
 }
 
-on_both_databases!(
+tessera_store::on_both_databases!(
     health_answers_with_a_request_id,
     readiness_checks_the_database,
     unknown_paths_and_methods_are_problems

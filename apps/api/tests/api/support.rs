@@ -141,22 +141,3 @@ pub async fn problem(response: reqwest::Response, status: u16, code: &str) -> se
     assert!(body["title"].is_string());
     body
 }
-
-/// Runs each listed async test function once per database backend.
-#[macro_export]
-macro_rules! on_both_databases {
-    ($($test:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $test() { super::$test(tessera_store::Backend::Sqlite).await }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $test() { super::$test(tessera_store::Backend::Postgres).await }
-            )*
-        }
-    };
-}
