@@ -40,6 +40,18 @@ enum Command {
     /// Manage API clients (OAuth 2.0 client credentials) of an organization.
     #[command(subcommand)]
     Client(clients::ClientCommand),
+    /// Manage the keys that sign access tokens.
+    #[command(subcommand)]
+    Keys(KeysCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum KeysCommand {
+    /// Add a new signing key. Replicas sign with it after their next start; every key in the
+    /// directory keeps verifying, so remove an old key file only after the token lifetime.
+    Rotate,
+    /// List the keys (kid) in the key directory; the last one signs.
+    List,
 }
 
 #[derive(Debug, Subcommand)]
@@ -127,6 +139,35 @@ async fn run(cli: Cli) -> Result<String, Failure> {
                 format!("{url}: up to date")
             } else {
                 format!("{url}: applied {}", applied.join(", "))
+            })
+        }
+        Command::Keys(command) => {
+            let dir = settings.keys_dir();
+            let rules = tessera_auth::TokenRules {
+                issuer: settings.issuer(settings.listen.port()),
+                audience: settings.auth.audience.clone(),
+                leeway_secs: 0,
+            };
+            if matches!(command, KeysCommand::Rotate) {
+                // Make sure a first key exists, so the new one is not the only one.
+                tessera_auth::JwtKeys::load_or_create(&dir, rules.clone())
+                    .map_err(|e| Failure(e.to_string()))?;
+                tessera_auth::JwtKeys::create_key(&dir).map_err(|e| Failure(e.to_string()))?;
+            }
+            let keys = tessera_auth::JwtKeys::load_or_create(&dir, rules)
+                .map_err(|e| Failure(e.to_string()))?;
+            let kids: Vec<String> = keys.jwks()["keys"]
+                .as_array()
+                .map(|k| {
+                    k.iter()
+                        .filter_map(|key| key["kid"].as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default();
+            Ok(if cli.json {
+                json!({ "directory": dir.display().to_string(), "signingKid": keys.signing_kid(), "kids": kids }).to_string()
+            } else {
+                format!("{}\nsigning with {}", kids.join("\n"), keys.signing_kid())
             })
         }
         Command::Client(command) => {

@@ -272,6 +272,22 @@ tessera_store::on_both_databases!(
     client_input_is_checked,
 );
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn signing_keys_rotate_and_old_ones_keep_verifying() {
+    let env = Env::new(Backend::Sqlite).await;
+    let first = env.json(&["keys", "list"]);
+    assert_eq!(first["kids"].as_array().unwrap().len(), 1, "{first}");
+    let rotated = env.json(&["keys", "rotate"]);
+    let kids = rotated["kids"].as_array().unwrap();
+    assert_eq!(kids.len(), 2, "{rotated}");
+    assert_ne!(rotated["signingKid"], first["signingKid"]);
+    assert_eq!(rotated["signingKid"], kids[1], "the newest key signs");
+    assert!(
+        kids.contains(&first["signingKid"]),
+        "the old key still verifies"
+    );
+}
+
 #[test]
 fn bad_configuration_is_one_line_naming_the_key() {
     let dir = tempfile::tempdir().unwrap();
