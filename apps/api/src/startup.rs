@@ -139,7 +139,8 @@ pub async fn state(
         .iter()
         .map(|provider| {
             Arc::new(OidcVerifier::new(OidcProvider {
-                issuer: provider.issuer.trim_end_matches('/').to_owned(),
+                // Exactly as configured: some providers' `iss` ends with a slash.
+                issuer: provider.issuer.clone(),
                 audience: provider.audience.clone(),
                 organization_claim: provider.organization_claim.clone(),
                 scopes_claim: provider.scopes_claim.clone(),
