@@ -80,6 +80,9 @@ pub struct HttpSettings {
     /// Largest JSON request body, in bytes.
     #[serde(deserialize_with = "lenient::parse")]
     pub json_limit_bytes: usize,
+    /// Largest total size of a request's headers (names and values), in bytes.
+    #[serde(deserialize_with = "lenient::parse")]
+    pub max_header_bytes: usize,
 }
 
 impl Default for HttpSettings {
@@ -89,6 +92,7 @@ impl Default for HttpSettings {
             shutdown_timeout_secs: 30,
             workers: 0,
             json_limit_bytes: 2 * 1024 * 1024,
+            max_header_bytes: 16 * 1024,
         }
     }
 }

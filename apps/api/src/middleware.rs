@@ -61,6 +61,33 @@ pub async fn request_context(
     .await
 }
 
+/// The most header bytes (names and values) a request may carry.
+#[derive(Debug, Clone, Copy)]
+pub struct HeaderLimit(pub usize);
+
+/// Refuses requests whose headers are larger than `http.max_header_bytes` with a 431 problem,
+/// before any handler (or token check) spends work on them.
+pub async fn limit_headers(
+    req: ServiceRequest,
+    next: Next<BoxBody>,
+) -> Result<ServiceResponse<BoxBody>, Error> {
+    let limit = req.app_data::<HeaderLimit>().map_or(usize::MAX, |l| l.0);
+    let size: usize = req
+        .headers()
+        .iter()
+        .map(|(name, value)| name.as_str().len() + value.len())
+        .sum();
+    if size > limit {
+        let error = ApiError::new(
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            "headers_too_large",
+            format!("the request headers are {size} bytes; at most {limit} are accepted"),
+        );
+        return Ok(req.into_response(error.error_response()));
+    }
+    next.call(req).await
+}
+
 /// Peers whose `X-Forwarded-Proto` is believed.
 #[derive(Debug, Clone, Default)]
 pub struct TrustedProxies(pub Arc<Vec<IpAddr>>);

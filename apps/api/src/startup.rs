@@ -19,7 +19,9 @@ use crate::{
     access,
     config::Settings,
     extract,
-    middleware::{TrustedProxies, problem_errors, request_context, require_https},
+    middleware::{
+        HeaderLimit, TrustedProxies, limit_headers, problem_errors, request_context, require_https,
+    },
     openapi::ApiDoc,
     rate_limit::Limits,
     routes, secrets,
@@ -256,18 +258,21 @@ impl Application {
         let document = openapi();
         let trusted = TrustedProxies(Arc::new(settings.http.trusted_proxies.clone()));
         let json_limit = settings.http.json_limit_bytes;
+        let header_limit = HeaderLimit(settings.http.max_header_bytes);
         let data = web::Data::new(state.clone());
         let mut server = actix_web::HttpServer::new(move || {
             let (app, _) = routes(
                 App::new()
                     .app_data(data.clone())
                     .app_data(trusted.clone())
+                    .app_data(header_limit)
                     .app_data(extract::json_config(json_limit))
                     .app_data(web::PayloadConfig::new(json_limit))
                     .app_data(extract::query_config())
                     .app_data(extract::path_config())
                     .wrap(from_fn(access::authorize))
                     .wrap(from_fn(require_https))
+                    .wrap(from_fn(limit_headers))
                     .wrap(problem_errors())
                     .wrap(from_fn(request_context))
                     .into_utoipa_app(),

@@ -230,3 +230,24 @@ async fn openapi_document_is_served() {
         "bearer"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversized_headers_are_refused_with_431() {
+    let app = TestApp::spawn_with(Backend::Sqlite, |s| s.http.max_header_bytes = 4096).await;
+    let response = app
+        .client
+        .get(app.url("/v1/health"))
+        .header("x-padding", "a".repeat(8000))
+        .send()
+        .await
+        .unwrap();
+    problem(response, 431, "headers_too_large").await;
+    let fine = app
+        .client
+        .get(app.url("/v1/health"))
+        .header("x-padding", "a".repeat(1000))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(fine.status(), 200);
+}
