@@ -42,23 +42,15 @@ async fn clients_lifecycle_over_http(backend: Backend) {
     // The new client works.
     let its_token = app.token(&id, &secret).await;
     assert_eq!(
-        app.client
-            .get(app.url("/v1/organization"))
-            .bearer_auth(&its_token)
-            .send()
+        app.call(reqwest::Method::GET, "/v1/organization", &its_token)
             .await
-            .unwrap()
             .status(),
         200
     );
 
     let listed: Value = app
-        .client
-        .get(app.url("/v1/clients?limit=1"))
-        .bearer_auth(&token)
-        .send()
+        .call(reqwest::Method::GET, "/v1/clients?limit=1", &token)
         .await
-        .unwrap()
         .json()
         .await
         .unwrap();
@@ -72,24 +64,20 @@ async fn clients_lifecycle_over_http(backend: Backend) {
     );
     let cursor = listed["nextCursor"].as_str().unwrap();
     let next: Value = app
-        .client
-        .get(app.url(&format!("/v1/clients?limit=1&cursor={cursor}")))
-        .bearer_auth(&token)
-        .send()
+        .call(
+            reqwest::Method::GET,
+            &format!("/v1/clients?limit=1&cursor={cursor}"),
+            &token,
+        )
         .await
-        .unwrap()
         .json()
         .await
         .unwrap();
     assert_eq!(next["items"][0]["id"], id.as_str());
 
     let fetched: Value = app
-        .client
-        .get(app.url(&location))
-        .bearer_auth(&token)
-        .send()
+        .call(reqwest::Method::GET, &location, &token)
         .await
-        .unwrap()
         .json()
         .await
         .unwrap();
@@ -102,57 +90,36 @@ async fn clients_lifecycle_over_http(backend: Backend) {
     );
 
     let rotated: Value = app
-        .client
-        .post(app.url(&format!("{location}/rotate")))
-        .bearer_auth(&token)
-        .send()
+        .call(reqwest::Method::POST, &format!("{location}/rotate"), &token)
         .await
-        .unwrap()
         .json()
         .await
         .unwrap();
     assert_eq!(rotated["secretGeneration"], 2);
     assert_ne!(rotated["clientSecret"].as_str(), Some(secret.as_str()));
     problem(
-        app.client
-            .get(app.url("/v1/organization"))
-            .bearer_auth(&its_token)
-            .send()
-            .await
-            .unwrap(),
+        app.call(reqwest::Method::GET, "/v1/organization", &its_token)
+            .await,
         401,
         "invalid_token",
     )
     .await;
 
     assert_eq!(
-        app.client
-            .delete(app.url(&location))
-            .bearer_auth(&token)
-            .send()
+        app.call(reqwest::Method::DELETE, &location, &token)
             .await
-            .unwrap()
             .status(),
         204
     );
     problem(
-        app.client
-            .delete(app.url(&location))
-            .bearer_auth(&token)
-            .send()
-            .await
-            .unwrap(),
+        app.call(reqwest::Method::DELETE, &location, &token).await,
         404,
         "not_found",
     )
     .await;
     let revoked: Value = app
-        .client
-        .get(app.url(&location))
-        .bearer_auth(&token)
-        .send()
+        .call(reqwest::Method::GET, &location, &token)
         .await
-        .unwrap()
         .json()
         .await
         .unwrap();
@@ -204,12 +171,12 @@ async fn invalid_requests_are_422(backend: Backend) {
         "cursor=forged.AAAAAAAAAAAAAAAAAAAAAA",
     ] {
         let response = app
-            .client
-            .get(app.url(&format!("/v1/clients?{query}")))
-            .bearer_auth(&token)
-            .send()
-            .await
-            .unwrap();
+            .call(
+                reqwest::Method::GET,
+                &format!("/v1/clients?{query}"),
+                &token,
+            )
+            .await;
         problem(response, 422, "validation_failed").await;
     }
 }
@@ -233,45 +200,31 @@ async fn scopes_and_tenants_are_enforced(backend: Backend) {
 
     // Organization B sees none of A's clients: not by id, not in lists, not to change.
     problem(
-        app.client
-            .get(app.url(&location))
-            .bearer_auth(&token_b)
-            .send()
-            .await
-            .unwrap(),
+        app.call(reqwest::Method::GET, &location, &token_b).await,
         404,
         "not_found",
     )
     .await;
     problem(
-        app.client
-            .post(app.url(&format!("{location}/rotate")))
-            .bearer_auth(&token_b)
-            .send()
-            .await
-            .unwrap(),
+        app.call(
+            reqwest::Method::POST,
+            &format!("{location}/rotate"),
+            &token_b,
+        )
+        .await,
         404,
         "not_found",
     )
     .await;
     problem(
-        app.client
-            .delete(app.url(&location))
-            .bearer_auth(&token_b)
-            .send()
-            .await
-            .unwrap(),
+        app.call(reqwest::Method::DELETE, &location, &token_b).await,
         404,
         "not_found",
     )
     .await;
     let listed: Value = app
-        .client
-        .get(app.url("/v1/clients"))
-        .bearer_auth(&token_b)
-        .send()
+        .call(reqwest::Method::GET, "/v1/clients", &token_b)
         .await
-        .unwrap()
         .json()
         .await
         .unwrap();
@@ -283,12 +236,8 @@ async fn scopes_and_tenants_are_enforced(backend: Backend) {
             .all(|c| c["id"] != created["id"])
     );
     assert_eq!(
-        app.client
-            .get(app.url(&location))
-            .bearer_auth(&token_a)
-            .send()
+        app.call(reqwest::Method::GET, &location, &token_a)
             .await
-            .unwrap()
             .status(),
         200,
         "A still has it"
@@ -302,12 +251,7 @@ async fn scopes_and_tenants_are_enforced(backend: Backend) {
         )
         .await;
     problem(
-        app.client
-            .get(app.url("/v1/clients"))
-            .bearer_auth(&reader)
-            .send()
-            .await
-            .unwrap(),
+        app.call(reqwest::Method::GET, "/v1/clients", &reader).await,
         403,
         "insufficient_scope",
     )
@@ -322,12 +266,8 @@ async fn scopes_and_tenants_are_enforced(backend: Backend) {
         .unwrap();
     problem(escalation, 403, "scope_not_held").await;
     problem(
-        app.client
-            .get(app.url("/v1/clients/not-an-id"))
-            .bearer_auth(&token_a)
-            .send()
-            .await
-            .unwrap(),
+        app.call(reqwest::Method::GET, "/v1/clients/not-an-id", &token_a)
+            .await,
         404,
         "not_found",
     )

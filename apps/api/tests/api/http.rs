@@ -85,12 +85,8 @@ async fn embedded_first_run_creates_one_default_organization() {
         .token(&created.client_id, created.client_secret.expose())
         .await;
     let response = app
-        .client
-        .get(app.url("/v1/organization"))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap();
+        .call(reqwest::Method::GET, "/v1/organization", &token)
+        .await;
     assert_eq!(response.status(), 200);
     let body: serde_json::Value = response.json().await.unwrap();
     assert_eq!(body["id"], created.organization.id.to_string());

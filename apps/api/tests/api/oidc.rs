@@ -132,12 +132,8 @@ async fn a_session_token_acts_for_its_user_and_organization() {
         ])
         .await;
     let response = app
-        .client
-        .get(app.url("/v1/organization"))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap();
+        .call(reqwest::Method::GET, "/v1/organization", &token)
+        .await;
     assert_eq!(response.status(), 200);
     assert!(response.headers().get("ratelimit-remaining").is_some());
     assert_eq!(
@@ -192,12 +188,8 @@ async fn session_tokens_are_checked_like_our_own() {
     ];
     for (label, token) in cases {
         let response = app
-            .client
-            .get(app.url("/v1/organization"))
-            .bearer_auth(&token)
-            .send()
-            .await
-            .unwrap();
+            .call(reqwest::Method::GET, "/v1/organization", &token)
+            .await;
         assert_eq!(response.status(), 401, "{label}");
         problem(response, 401, "invalid_token").await;
     }
@@ -215,12 +207,8 @@ async fn keys_are_fetched_again_when_the_provider_rotates() {
     ];
     let first = provider.mint(&claims).await;
     assert_eq!(
-        app.client
-            .get(app.url("/v1/organization"))
-            .bearer_auth(&first)
-            .send()
+        app.call(reqwest::Method::GET, "/v1/organization", &first)
             .await
-            .unwrap()
             .status(),
         200
     );
@@ -237,12 +225,8 @@ async fn keys_are_fetched_again_when_the_provider_rotates() {
     }
     let rotated = rotated.expect("a token signed with the new key");
     assert_eq!(
-        app.client
-            .get(app.url("/v1/organization"))
-            .bearer_auth(&rotated)
-            .send()
+        app.call(reqwest::Method::GET, "/v1/organization", &rotated)
             .await
-            .unwrap()
             .status(),
         200
     );

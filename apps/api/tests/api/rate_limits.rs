@@ -20,12 +20,8 @@ async fn a_principal_over_its_budget_gets_429_with_retry_after() {
     let mut remaining = Vec::new();
     for _ in 0..3 {
         let response = app
-            .client
-            .get(app.url("/v1/organization"))
-            .bearer_auth(&token)
-            .send()
-            .await
-            .unwrap();
+            .call(reqwest::Method::GET, "/v1/organization", &token)
+            .await;
         assert_eq!(response.status(), 200);
         assert_eq!(header(&response, "ratelimit-limit").as_deref(), Some("3"));
         remaining.push(header(&response, "ratelimit-remaining").unwrap());
@@ -39,12 +35,8 @@ async fn a_principal_over_its_budget_gets_429_with_retry_after() {
     }
     assert_eq!(remaining, ["2", "1", "0"]);
     let refused = app
-        .client
-        .get(app.url("/v1/organization"))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap();
+        .call(reqwest::Method::GET, "/v1/organization", &token)
+        .await;
     let retry_after: u64 = header(&refused, "retry-after").unwrap().parse().unwrap();
     assert!(
         (19..=20).contains(&retry_after),
@@ -89,12 +81,8 @@ async fn clients_of_one_organization_share_its_budget() {
     let mut statuses = Vec::new();
     for i in 0..5 {
         let response = app
-            .client
-            .get(app.url("/v1/organization"))
-            .bearer_auth(&tokens[i % 2])
-            .send()
-            .await
-            .unwrap();
+            .call(reqwest::Method::GET, "/v1/organization", &tokens[i % 2])
+            .await;
         statuses.push(response.status().as_u16());
     }
     assert_eq!(statuses, [200, 200, 200, 200, 429]);
@@ -102,12 +90,8 @@ async fn clients_of_one_organization_share_its_budget() {
     let (_, other_id, other_secret) = app.organization_with_client("files:read").await;
     let other = app.token(&other_id, &other_secret).await;
     assert_eq!(
-        app.client
-            .get(app.url("/v1/organization"))
-            .bearer_auth(&other)
-            .send()
+        app.call(reqwest::Method::GET, "/v1/organization", &other)
             .await
-            .unwrap()
             .status(),
         200
     );

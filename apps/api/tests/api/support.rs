@@ -111,6 +111,21 @@ impl TestApp {
         body["access_token"].as_str().unwrap().to_owned()
     }
 
+    /// Sends `method path` with a bearer token (no body).
+    pub async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        token: &str,
+    ) -> reqwest::Response {
+        self.client
+            .request(method, self.url(path))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap()
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
     }
