@@ -35,7 +35,7 @@ async fn client_credentials_token_opens_the_api(backend: Backend) {
     let token = body["access_token"].as_str().unwrap();
 
     let organization = app
-        .call(reqwest::Method::GET, "/v1/organization", &token)
+        .call(reqwest::Method::GET, "/v1/organization", token)
         .await;
     assert_eq!(organization.status(), 200);
     let organization: serde_json::Value = organization.json().await.unwrap();
