@@ -25,10 +25,12 @@ pub use compose::{ComposedParticle, Composition, compose};
 pub use error::PromptError;
 pub use guidance::{Warning, composition_warnings, particle_warnings};
 pub use ids::{AssociationId, ParticleId, ParticleVersionId, SystemPromptId};
-pub use particle::{NewParticle, Owner, Particle, ParticleChanges, ParticleDeletion, ParticleVersion};
-pub use ports::{ParticleStore, SystemPromptStore, TokenCounter};
+pub use particle::{
+    NewParticle, Owner, Particle, ParticleChanges, ParticleDeletion, ParticleVersion,
+};
 #[cfg(any(test, feature = "mocks"))]
 pub use ports::{MockParticleStore, MockSystemPromptStore, MockTokenCounter};
+pub use ports::{ParticleStore, SystemPromptStore, TokenCounter};
 pub use profiles::{ProfileParticle, SystemProfile, SystemProfiles};
 pub use service::{NewAssociation, PromptService};
 pub use system_prompt::{

@@ -96,11 +96,8 @@ impl State {
 impl ParticleStore for InMemoryPromptStore {
     async fn insert(&self, particle: &Particle) -> Result<(), DomainError> {
         let mut state = self.state()?;
-        let slug_taken = particle.slug.is_some()
-            && state
-                .particles
-                .iter()
-                .any(|(p, _)| p.slug == particle.slug);
+        let slug_taken =
+            particle.slug.is_some() && state.particles.iter().any(|(p, _)| p.slug == particle.slug);
         if slug_taken {
             return Err(DomainError::Conflict {
                 code: "duplicate",

@@ -48,8 +48,11 @@ pub trait ParticleStore: Send + Sync {
 
     /// Appends `version` as the particle's latest, provided the latest is still
     /// `version.number - 1` (false otherwise, or when the particle is not the owner's).
-    async fn add_version(&self, owner: &Owner, version: &ParticleVersion)
-    -> Result<bool, DomainError>;
+    async fn add_version(
+        &self,
+        owner: &Owner,
+        version: &ParticleVersion,
+    ) -> Result<bool, DomainError>;
 
     /// Sets name and description; false when the particle is not the owner's.
     async fn update_details(

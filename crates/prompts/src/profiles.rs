@@ -5,8 +5,8 @@
 use serde::Deserialize;
 
 use crate::{
-    Association, AssociationId, Category, Content, Description, Name, NewParticle, Owner,
-    Particle, PromptError, PromptService, SystemPrompt, SystemPromptId, system_prompt::Layout,
+    Association, AssociationId, Category, Content, Description, Name, NewParticle, Owner, Particle,
+    PromptError, PromptService, SystemPrompt, SystemPromptId, system_prompt::Layout,
 };
 
 /// The profiles shipped with Tessera.
@@ -68,7 +68,8 @@ impl SystemProfiles {
             toml::from_str(text).map_err(|e| ProfilesError(e.to_string()))?;
         let mut slugs = std::collections::HashSet::new();
         for profile in &profiles.profiles {
-            let problem = |what: String| ProfilesError(format!("profile `{}`: {what}", profile.slug));
+            let problem =
+                |what: String| ProfilesError(format!("profile `{}`: {what}", profile.slug));
             if !is_kebab_case(&profile.slug) {
                 return Err(problem("slug must be kebab-case".into()));
             }
@@ -134,7 +135,9 @@ impl PromptService {
         };
         if existing.latest.content != seed.content {
             let version = self.next_version(&existing, fields.content);
-            self.particles().add_version(&Owner::System, &version).await?;
+            self.particles()
+                .add_version(&Owner::System, &version)
+                .await?;
         }
         if existing.name != seed.name || existing.description != seed.description {
             self.particles()
@@ -259,7 +262,12 @@ mod tests {
             let mut categories: Vec<Category> =
                 profile.particles.iter().map(|p| p.category).collect();
             categories.sort();
-            assert_eq!(categories, Category::ALL, "{} has one particle per category", profile.slug);
+            assert_eq!(
+                categories,
+                Category::ALL,
+                "{} has one particle per category",
+                profile.slug
+            );
         }
     }
 

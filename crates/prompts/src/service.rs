@@ -7,11 +7,11 @@ use tessera_kernel::{
 };
 
 use crate::{
-    Association, AssociationChanges, AssociationId, Category, Composition, Content,
-    NewParticle, NewSystemPrompt, Owner, Particle, ParticleChanges, ParticleDeletion, ParticleId,
-    ParticleStore, ParticleVersion, ParticleVersionId, Pin, PromptError, ResolvedAssociation,
-    SystemPrompt, SystemPromptChanges, SystemPromptId, SystemPromptStore, SystemPromptView,
-    TokenCounter, compose, system_prompt::Layout,
+    Association, AssociationChanges, AssociationId, Category, Composition, Content, NewParticle,
+    NewSystemPrompt, Owner, Particle, ParticleChanges, ParticleDeletion, ParticleId, ParticleStore,
+    ParticleVersion, ParticleVersionId, Pin, PromptError, ResolvedAssociation, SystemPrompt,
+    SystemPromptChanges, SystemPromptId, SystemPromptStore, SystemPromptView, TokenCounter,
+    compose, system_prompt::Layout,
 };
 
 const PARTICLE_LIST: &str = "particles";
@@ -160,7 +160,11 @@ impl PromptService {
             let now = self.clock.now();
             let number = particle.latest.number.saturating_add(1);
             let version = self.version(id, number, content.clone(), now);
-            if self.particles.add_version(&particle.owner, &version).await? {
+            if self
+                .particles
+                .add_version(&particle.owner, &version)
+                .await?
+            {
                 particle.latest = version;
                 particle.updated_at = now;
                 return Ok((particle, true));
@@ -574,7 +578,11 @@ impl PromptService {
         version_id: &ParticleVersionId,
         loc: &[LocSegment],
     ) -> Result<Pin, PromptError> {
-        match self.particles.version_by_id(organization, version_id).await? {
+        match self
+            .particles
+            .version_by_id(organization, version_id)
+            .await?
+        {
             Some(version) if &version.particle_id == particle => Ok(Pin {
                 version_id: version.id,
                 number: version.number,
@@ -611,11 +619,7 @@ impl PromptService {
         self.clock.now()
     }
 
-    pub(crate) fn next_version(
-        &self,
-        particle: &Particle,
-        content: Content,
-    ) -> ParticleVersion {
+    pub(crate) fn next_version(&self, particle: &Particle, content: Content) -> ParticleVersion {
         self.version(
             &particle.id,
             particle.latest.number.saturating_add(1),
