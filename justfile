@@ -47,7 +47,23 @@ test:
 
 # Benchmarks (release build); figures are printed as ratios against an in-run baseline
 bench:
+    #!/usr/bin/env bash
+    set -euo pipefail
     cargo bench -p tessera-api --bench http_overhead
+    # Python tiktoken is the baseline of the counting benchmark: a venv under .cache, and the
+    # o200k_base vocabulary (the same file tiktoken-rs compiles in) placed where tiktoken's
+    # cache looks for it, since this machine cannot download it.
+    venv=.cache/bench-venv
+    [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+    "$venv/bin/python" -c 'import tiktoken' 2>/dev/null || "$venv/bin/pip" install -q 'tiktoken>=0.8,<1'
+    cargo fetch -q
+    vocab=$(find "${CARGO_HOME:-$HOME/.cargo}/registry/src" -path '*/tiktoken-rs-0.12.*/assets/o200k_base.tiktoken' | head -n 1)
+    export TIKTOKEN_CACHE_DIR="$PWD/.cache/tiktoken"
+    mkdir -p "$TIKTOKEN_CACHE_DIR"
+    key=$(printf '%s' 'https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken' | sha1sum | cut -d' ' -f1)
+    cp "$vocab" "$TIKTOKEN_CACHE_DIR/$key"
+    export TESSERA_BENCH_PYTHON="$PWD/$venv/bin/python"
+    cargo bench -p tessera-api --bench prompt_compose
 
 # Format the code
 fmt:

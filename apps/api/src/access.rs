@@ -49,6 +49,83 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
         "/v1/clients/{client_id}",
         Access::Scope("org:admin"),
     ),
+    ("POST", "/v1/particles", Access::Scope("particles:write")),
+    ("GET", "/v1/particles", Access::Scope("particles:read")),
+    (
+        "GET",
+        "/v1/particles/{particle_id}",
+        Access::Scope("particles:read"),
+    ),
+    (
+        "PUT",
+        "/v1/particles/{particle_id}",
+        Access::Scope("particles:write"),
+    ),
+    (
+        "PATCH",
+        "/v1/particles/{particle_id}",
+        Access::Scope("particles:write"),
+    ),
+    (
+        "DELETE",
+        "/v1/particles/{particle_id}",
+        Access::Scope("particles:delete"),
+    ),
+    (
+        "GET",
+        "/v1/particles/{particle_id}/versions",
+        Access::Scope("particles:read"),
+    ),
+    (
+        "GET",
+        "/v1/particles/{particle_id}/versions/{version}",
+        Access::Scope("particles:read"),
+    ),
+    (
+        "POST",
+        "/v1/system-prompts",
+        Access::Scope("system-prompts:write"),
+    ),
+    (
+        "GET",
+        "/v1/system-prompts",
+        Access::Scope("system-prompts:read"),
+    ),
+    (
+        "GET",
+        "/v1/system-prompts/{system_prompt_id}",
+        Access::Scope("system-prompts:read"),
+    ),
+    (
+        "PATCH",
+        "/v1/system-prompts/{system_prompt_id}",
+        Access::Scope("system-prompts:write"),
+    ),
+    (
+        "DELETE",
+        "/v1/system-prompts/{system_prompt_id}",
+        Access::Scope("system-prompts:delete"),
+    ),
+    (
+        "POST",
+        "/v1/system-prompts/{system_prompt_id}/particles",
+        Access::Scope("system-prompts:write"),
+    ),
+    (
+        "PATCH",
+        "/v1/system-prompts/{system_prompt_id}/particles/{association_id}",
+        Access::Scope("system-prompts:write"),
+    ),
+    (
+        "DELETE",
+        "/v1/system-prompts/{system_prompt_id}/particles/{association_id}",
+        Access::Scope("system-prompts:write"),
+    ),
+    (
+        "GET",
+        "/v1/system-prompts/{system_prompt_id}/compose",
+        Access::Scope("system-prompts:read"),
+    ),
 ];
 
 /// Whether a concrete path matches an OpenAPI template such as `/v1/files/{id}`.

@@ -211,6 +211,23 @@ impl Default for RateLimitSettings {
     }
 }
 
+/// `Idempotency-Key` handling.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct IdempotencySettings {
+    /// How long a key and its stored response are kept (seconds; 24 h by default).
+    #[serde(deserialize_with = "lenient::parse")]
+    pub retention_secs: u64,
+}
+
+impl Default for IdempotencySettings {
+    fn default() -> Self {
+        Self {
+            retention_secs: 24 * 60 * 60,
+        }
+    }
+}
+
 /// The whole configuration of `tessera-api` and `tessera-admin`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -239,6 +256,7 @@ pub struct Settings {
     /// Redis URL; when set, rate-limit budgets are shared by every replica through it.
     pub redis_url: Option<String>,
     pub rate_limit: RateLimitSettings,
+    pub idempotency: IdempotencySettings,
 }
 
 impl Default for Settings {
@@ -257,6 +275,7 @@ impl Default for Settings {
             auth: AuthSettings::default(),
             redis_url: None,
             rate_limit: RateLimitSettings::default(),
+            idempotency: IdempotencySettings::default(),
         }
     }
 }
@@ -469,6 +488,12 @@ impl Settings {
             if value == 0 {
                 return Err(invalid(key, "must be at least 1".into()));
             }
+        }
+        if self.idempotency.retention_secs == 0 {
+            return Err(invalid(
+                "idempotency.retention_secs",
+                "must be at least 1".into(),
+            ));
         }
         if let Some(url) = &self.redis_url
             && !(url.starts_with("redis://") || url.starts_with("rediss://"))

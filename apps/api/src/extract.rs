@@ -121,6 +121,35 @@ pub fn parse_query<T: DeserializeOwned + Validate>(query: &str) -> Result<T, Api
     Ok(value)
 }
 
+/// The values of the repeatable `expand[]` query parameter (`expand` is accepted too),
+/// each checked against what the operation can expand.
+pub fn expansions(query: &str, allowed: &[&str]) -> Result<Vec<String>, ApiError> {
+    let mut values = Vec::new();
+    let mut invalid = Vec::new();
+    for (key, value) in form_urlencoded::parse(query.as_bytes()) {
+        if key != "expand[]" && key != "expand" {
+            continue;
+        }
+        if allowed.contains(&value.as_ref()) {
+            values.push(value.into_owned());
+        } else {
+            invalid.push(FieldError::new(
+                ["query".into(), LocSegment::from(key.as_ref())],
+                format!(
+                    "cannot expand `{value}`; expected one of: {}",
+                    allowed.join(", ")
+                ),
+                "enum",
+            ));
+        }
+    }
+    if invalid.is_empty() {
+        Ok(values)
+    } else {
+        Err(ApiError::validation(invalid))
+    }
+}
+
 fn loc_of(path: &serde_path_to_error::Path) -> Vec<LocSegment> {
     use serde_path_to_error::Segment;
     path.iter()

@@ -6,6 +6,7 @@
 pub mod access;
 pub mod config;
 pub mod extract;
+pub mod idempotency;
 pub mod middleware;
 pub mod openapi;
 pub mod problem;

@@ -22,7 +22,9 @@ use crate::problem::{Problem, ValidationErrorItem, ValidationProblem};
         (name = "Health", description = "Liveness and readiness, for orchestrators"),
         (name = "Authentication", description = "Access tokens for API clients (OAuth 2.0 client credentials) and discovery documents"),
         (name = "Organization", description = "The caller's organization"),
-        (name = "Clients", description = "API clients (OAuth 2.0 client credentials) of the caller's organization; needs `org:admin`")
+        (name = "Clients", description = "API clients (OAuth 2.0 client credentials) of the caller's organization; needs `org:admin`"),
+        (name = "Particles", description = "Reusable system-prompt components in five categories, with immutable numbered versions"),
+        (name = "System prompts", description = "Ordered compositions of particles, pinned or following the latest versions, and their rendering; system profiles are read-only templates")
     )
 )]
 pub struct ApiDoc;

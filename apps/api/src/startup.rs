@@ -5,12 +5,18 @@ use std::{net::TcpListener, sync::Arc, time::Duration};
 
 use actix_web::{App, dev::Server, middleware::from_fn, web};
 use tessera_auth::{Argon2SecretHasher, JwtKeys, KeyError, OidcProvider, OidcVerifier, TokenRules};
+use tessera_idempotency::IdempotencyService;
 use tessera_identity::{ClientName, ClientSecret, IdentityService, NewClient, TokenSettings};
 use tessera_kernel::{DomainError, Scope, ScopeSet, SystemClock};
 use tessera_limits::{InProcessRateLimiter, Quota, RateLimiter};
 use tessera_limits_redis::RedisRateLimiter;
 use tessera_organizations::{Organization, OrganizationService};
-use tessera_store::{Database, PoolOptions, SqlClientStore, SqlOrganizationStore, StoreError};
+use tessera_prompts::{PromptService, SystemProfiles};
+use tessera_store::{
+    Database, PoolOptions, SqlClientStore, SqlIdempotencyStore, SqlOrganizationStore,
+    SqlPromptStore, StoreError,
+};
+use tessera_tokenizer::{Encoding, TiktokenCounter};
 use utoipa::OpenApi;
 use utoipa_actix_web::{AppExt, UtoipaApp};
 use utoipa_swagger_ui::SwaggerUi;
@@ -18,7 +24,7 @@ use utoipa_swagger_ui::SwaggerUi;
 use crate::{
     access,
     config::Settings,
-    extract,
+    extract, idempotency,
     middleware::{
         HeaderLimit, TrustedProxies, limit_headers, problem_errors, request_context, require_https,
     },
@@ -49,6 +55,10 @@ pub enum StartupError {
     Keys(#[from] KeyError),
     #[error("config key `redis_url`: {0}")]
     Redis(String),
+    #[error("cannot load the token counter: {0}")]
+    Tokenizer(#[from] tessera_tokenizer::LoadError),
+    #[error("cannot seed the system profiles: {0}")]
+    Profiles(String),
 }
 
 /// Registers every documented route on a utoipa-aware app.
@@ -73,6 +83,23 @@ where
         .service(routes::clients::get_client)
         .service(routes::clients::rotate_client)
         .service(routes::clients::revoke_client)
+        .service(routes::particles::create_particle)
+        .service(routes::particles::list_particles)
+        .service(routes::particles::get_particle)
+        .service(routes::particles::replace_particle)
+        .service(routes::particles::update_particle)
+        .service(routes::particles::delete_particle)
+        .service(routes::particles::list_versions)
+        .service(routes::particles::get_version)
+        .service(routes::system_prompts::create_system_prompt)
+        .service(routes::system_prompts::list_system_prompts)
+        .service(routes::system_prompts::get_system_prompt)
+        .service(routes::system_prompts::update_system_prompt)
+        .service(routes::system_prompts::delete_system_prompt)
+        .service(routes::system_prompts::add_particle)
+        .service(routes::system_prompts::update_particle_placement)
+        .service(routes::system_prompts::remove_particle)
+        .service(routes::system_prompts::compose)
 }
 
 /// The OpenAPI document of the routes this build serves.
@@ -80,6 +107,7 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
     let (_, mut document) =
         routes(App::new().into_utoipa_app().openapi(ApiDoc::openapi())).split_for_parts();
     access::apply_to_openapi(&mut document);
+    idempotency::apply_to_openapi(&mut document);
     document
 }
 
@@ -127,7 +155,7 @@ pub async fn state(
         Arc::new(Argon2SecretHasher::default()),
         keys.clone(),
         keys.clone(),
-        clock,
+        clock.clone(),
         cursors.clone(),
         TokenSettings {
             issuer: issuer.clone(),
@@ -151,11 +179,33 @@ pub async fn state(
             })) as Arc<dyn tessera_identity::SessionVerifier>
         })
         .collect();
-    let identity = identity.with_sessions(sessions);
+    let identity = identity
+        .with_sessions(sessions)
+        .with_organizations(Arc::new(SqlOrganizationStore::new(database.clone())));
+    let prompt_store = Arc::new(SqlPromptStore::new(database.clone()));
+    let prompts = PromptService::new(
+        prompt_store.clone(),
+        prompt_store,
+        Arc::new(TiktokenCounter::shared(Encoding::default())?),
+        clock.clone(),
+        cursors.clone(),
+    );
+    let profiles = SystemProfiles::builtin().map_err(|e| StartupError::Profiles(e.to_string()))?;
+    prompts
+        .seed_system_profiles(&profiles)
+        .await
+        .map_err(|e| StartupError::Profiles(DomainError::from(e).to_string()))?;
+    let idempotency = IdempotencyService::new(
+        Arc::new(SqlIdempotencyStore::new(database.clone())),
+        clock.clone(),
+        Duration::from_secs(settings.idempotency.retention_secs),
+    );
     Ok(AppState {
+        idempotency,
         database,
         organizations,
         identity,
+        prompts,
         keys,
         issuer,
         cursors,
@@ -216,6 +266,22 @@ async fn bootstrap(
     }))
 }
 
+/// How often expired idempotency keys are deleted.
+const IDEMPOTENCY_PURGE_INTERVAL: Duration = Duration::from_secs(10 * 60);
+
+/// Deletes expired idempotency keys now and then, for as long as the runtime runs.
+async fn purge_idempotency_keys(idempotency: IdempotencyService) {
+    let mut interval = tokio::time::interval(IDEMPOTENCY_PURGE_INTERVAL);
+    loop {
+        interval.tick().await;
+        match idempotency.purge_expired().await {
+            Ok(0) => {}
+            Ok(purged) => tracing::debug!(purged, "expired idempotency keys deleted"),
+            Err(error) => tracing::warn!(%error, "expired idempotency keys not deleted"),
+        }
+    }
+}
+
 /// A built, bound, not yet running service.
 pub struct Application {
     port: u16,
@@ -270,6 +336,7 @@ impl Application {
                     .app_data(web::PayloadConfig::new(json_limit))
                     .app_data(extract::query_config())
                     .app_data(extract::path_config())
+                    .wrap(from_fn(idempotency::idempotent))
                     .wrap(from_fn(access::authorize))
                     .wrap(from_fn(require_https))
                     .wrap(from_fn(limit_headers))
@@ -296,6 +363,7 @@ impl Application {
                 source,
             })?
             .run();
+        tokio::spawn(purge_idempotency_keys(state.idempotency.clone()));
         tracing::info!(address = %settings.listen, port, database = %settings.database(), issuer = %state.issuer, "tessera-api listening (HTTPS only)");
         Ok(Self {
             port,

@@ -1,9 +1,11 @@
 use std::sync::Arc;
 
 use tessera_auth::JwtKeys;
+use tessera_idempotency::IdempotencyService;
 use tessera_identity::IdentityService;
 use tessera_kernel::CursorCodec;
 use tessera_organizations::OrganizationService;
+use tessera_prompts::PromptService;
 use tessera_store::Database;
 
 /// What handlers share: the database and the domain services built over it.
@@ -12,6 +14,8 @@ pub struct AppState {
     pub database: Database,
     pub organizations: OrganizationService,
     pub identity: IdentityService,
+    pub prompts: PromptService,
+    pub idempotency: IdempotencyService,
     pub keys: Arc<JwtKeys>,
     /// The token issuer (this service's public base URL).
     pub issuer: String,

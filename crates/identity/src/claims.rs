@@ -40,6 +40,8 @@ pub enum TokenError {
     DisallowedAlgorithm,
     #[error("the token has been revoked")]
     Revoked,
+    #[error("the token's organization is not known to this service")]
+    UnknownOrganization,
     #[error("the token cannot be checked right now")]
     Unavailable,
 }

@@ -4,6 +4,7 @@ use tessera_kernel::{
     Clock, CursorCodec, DomainError, Limit, OrganizationId, Page, PageRequest, Principal,
     PrincipalKind, ScopeSet,
 };
+use tessera_organizations::OrganizationStore;
 
 use crate::{
     AccessClaims, Client, ClientId, ClientSecret, ClientStore, NewClient, SecretHasher,
@@ -78,6 +79,8 @@ pub struct IdentityService {
     cursors: CursorCodec,
     settings: TokenSettings,
     sessions: Vec<Arc<dyn SessionVerifier>>,
+    /// When set, session tokens must name an organization that exists here.
+    organizations: Option<Arc<dyn OrganizationStore>>,
 }
 
 impl IdentityService {
@@ -99,6 +102,7 @@ impl IdentityService {
             cursors,
             settings,
             sessions: Vec::new(),
+            organizations: None,
         }
     }
 
@@ -276,6 +280,13 @@ impl IdentityService {
         }
     }
 
+    /// Refuse session tokens whose organization claim names no organization of `store`
+    /// (an identity provider may know organizations this service was never told about).
+    pub fn with_organizations(mut self, store: Arc<dyn OrganizationStore>) -> Self {
+        self.organizations = Some(store);
+        self
+    }
+
     /// Also accept session tokens of these identity providers.
     pub fn with_sessions(mut self, sessions: Vec<Arc<dyn SessionVerifier>>) -> Self {
         self.sessions = sessions;
@@ -303,6 +314,15 @@ impl IdentityService {
         let malformed = || IdentityError::InvalidToken(TokenError::Malformed);
         let organization_id: OrganizationId =
             claims.organization.parse().map_err(|_| malformed())?;
+        if let Some(organizations) = &self.organizations {
+            let known = organizations
+                .get(&organization_id)
+                .await
+                .map_err(|_| IdentityError::InvalidToken(TokenError::Unavailable))?;
+            if known.is_none() {
+                return Err(IdentityError::InvalidToken(TokenError::UnknownOrganization));
+            }
+        }
         // Unknown scope names from the provider are ignored rather than failing the login.
         let scopes = claims
             .scope

@@ -67,6 +67,21 @@ impl State {
             .filter(|p| visible_to(&p.owner, viewer))
     }
 
+    /// Refuses placing a particle that is missing, deleted, or not placeable by `owner`.
+    fn check_placeable(&self, owner: &Owner, particle: &ParticleId) -> Result<(), DomainError> {
+        let placeable = self
+            .live_particle(particle)
+            .is_some_and(|p| p.owner.is_system() || &p.owner == owner);
+        if placeable {
+            Ok(())
+        } else {
+            Err(DomainError::Conflict {
+                code: "missing_reference",
+                message: format!("particle {particle} does not exist or cannot be placed here"),
+            })
+        }
+    }
+
     fn owned_prompt(&self, owner: &Owner, id: &SystemPromptId) -> Option<usize> {
         self.prompts
             .iter()
@@ -100,7 +115,7 @@ impl ParticleStore for InMemoryPromptStore {
             particle.slug.is_some() && state.particles.iter().any(|(p, _)| p.slug == particle.slug);
         if slug_taken {
             return Err(DomainError::Conflict {
-                code: "duplicate",
+                code: "already_exists",
                 message: "slug already exists".into(),
             });
         }
@@ -298,9 +313,12 @@ impl SystemPromptStore for InMemoryPromptStore {
             prompt.slug.is_some() && state.prompts.iter().any(|p| p.slug == prompt.slug);
         if slug_taken {
             return Err(DomainError::Conflict {
-                code: "duplicate",
+                code: "already_exists",
                 message: "slug already exists".into(),
             });
+        }
+        for association in associations {
+            state.check_placeable(&prompt.owner, &association.particle_id)?;
         }
         state.prompts.push(prompt.clone());
         state
@@ -441,6 +459,7 @@ impl SystemPromptStore for InMemoryPromptStore {
         {
             return Ok(false);
         }
+        state.check_placeable(owner, &association.particle_id)?;
         state.placements.push(PlacementRow {
             association: association.clone(),
             valid_to: None,

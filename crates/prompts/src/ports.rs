@@ -101,7 +101,10 @@ pub trait ParticleStore: Send + Sync {
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 #[async_trait]
 pub trait SystemPromptStore: Send + Sync {
-    /// Stores a new system prompt with its first placements, in one transaction.
+    /// Stores a new system prompt with its first placements, in one transaction. A placed
+    /// particle that is missing, deleted, or neither the owner's nor the system's (a system
+    /// prompt places system particles only) fails the whole insert with
+    /// `Conflict { code: "missing_reference" }`.
     async fn insert(
         &self,
         prompt: &SystemPrompt,
@@ -140,7 +143,9 @@ pub trait SystemPromptStore: Send + Sync {
         at: Option<DateTime<Utc>>,
     ) -> Result<Vec<ResolvedAssociation>, DomainError>;
 
-    /// Adds a placement to one of the owner's prompts; false when the prompt is not the owner's.
+    /// Adds a placement to one of the owner's prompts; false when the prompt is not the
+    /// owner's; `Conflict { code: "missing_reference" }` when the particle cannot be placed
+    /// there (as for `insert`).
     async fn add_association(
         &self,
         owner: &Owner,

@@ -144,6 +144,37 @@ macro_rules! with_connection {
 }
 pub(crate) use with_connection;
 
+/// Runs `$body` in a write transaction with `$conn` bound to its connection, and settles the
+/// outcome into `Result<_, DomainError>`. The body returns `Result<T, Rollback<T>>`: `Ok`
+/// commits; `Err` rolls back and then returns `Rollback::Return`'s value or fails with
+/// `Rollback::Fail`'s error (query errors convert with `?`). The body is compiled once per
+/// backend. SQLite transactions begin IMMEDIATE: they take the write lock up front, so a
+/// transaction that reads before it writes waits for other writers instead of failing on
+/// the lock upgrade. PostgreSQL ones run at READ COMMITTED and lock the rows they rely on.
+macro_rules! with_transaction {
+    ($db:expr, $conn:ident => $body:expr) => {
+        $crate::error::settle(match $db {
+            $crate::Database::Postgres(pool) => {
+                let mut pooled = pool.get().await.map_err($crate::error::pool_error)?;
+                diesel_async::AsyncConnection::transaction(
+                    &mut *pooled,
+                    async |$conn| -> Result<_, $crate::error::Rollback<_>> { $body },
+                )
+                .await
+            }
+            $crate::Database::Sqlite(pool) => {
+                let mut pooled = pool.get().await.map_err($crate::error::pool_error)?;
+                pooled
+                    .immediate_transaction(async |$conn| -> Result<_, $crate::error::Rollback<_>> {
+                        $body
+                    })
+                    .await
+            }
+        })
+    };
+}
+pub(crate) use with_transaction;
+
 impl Database {
     /// Opens a pool; the first connection is made here so a bad URL fails at start-up.
     pub async fn connect(url: &DatabaseUrl, options: PoolOptions) -> Result<Self, StoreError> {

@@ -56,3 +56,24 @@ pub(crate) fn pool_error(error: impl std::fmt::Display) -> DomainError {
         message: format!("database unavailable: {error}"),
     }
 }
+
+/// How a transaction body (`with_transaction!`) ends early: its changes roll back, then the
+/// store method returns `Return`'s value or fails with `Fail`'s error.
+pub(crate) enum Rollback<T> {
+    Return(T),
+    Fail(DomainError),
+}
+
+impl<T> From<DieselError> for Rollback<T> {
+    fn from(error: DieselError) -> Self {
+        Rollback::Fail(query_error(error))
+    }
+}
+
+/// The result of a transaction, rolled back or not.
+pub(crate) fn settle<T>(result: Result<T, Rollback<T>>) -> Result<T, DomainError> {
+    match result {
+        Ok(value) | Err(Rollback::Return(value)) => Ok(value),
+        Err(Rollback::Fail(error)) => Err(error),
+    }
+}

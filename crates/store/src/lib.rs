@@ -8,7 +8,9 @@
 mod clients;
 mod database;
 mod error;
+mod idempotency;
 mod organizations;
+mod prompts;
 mod schema;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -16,4 +18,6 @@ pub mod testing;
 pub use clients::SqlClientStore;
 pub use database::{Backend, Database, DatabaseUrl, DatabaseUrlError, PoolOptions};
 pub use error::StoreError;
+pub use idempotency::SqlIdempotencyStore;
 pub use organizations::SqlOrganizationStore;
+pub use prompts::SqlPromptStore;

@@ -23,3 +23,80 @@ diesel::table! {
         updated_at -> Timestamp,
     }
 }
+
+diesel::table! {
+    particles (id) {
+        id -> Text,
+        organization_id -> Nullable<Text>,
+        slug -> Nullable<Text>,
+        name -> Text,
+        category -> Text,
+        description -> Text,
+        latest_version -> Integer,
+        created_at -> Timestamp,
+        updated_at -> Timestamp,
+        deleted_at -> Nullable<Timestamp>,
+    }
+}
+
+diesel::table! {
+    particle_versions (id) {
+        id -> Text,
+        particle_id -> Text,
+        number -> Integer,
+        content -> Text,
+        token_count -> Integer,
+        created_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    system_prompts (id) {
+        id -> Text,
+        organization_id -> Nullable<Text>,
+        slug -> Nullable<Text>,
+        name -> Text,
+        description -> Text,
+        enabled -> Bool,
+        created_at -> Timestamp,
+        updated_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    system_prompt_particles (association_id, valid_from) {
+        association_id -> Text,
+        system_prompt_id -> Text,
+        particle_id -> Text,
+        sort_order -> Integer,
+        pinned_version_id -> Nullable<Text>,
+        pinned_number -> Nullable<Integer>,
+        valid_from -> Timestamp,
+        valid_to -> Nullable<Timestamp>,
+    }
+}
+
+diesel::table! {
+    idempotency_keys (organization_id, principal, idempotency_key) {
+        organization_id -> Text,
+        principal -> Text,
+        idempotency_key -> Text,
+        fingerprint -> Text,
+        response_status -> Nullable<Integer>,
+        response_headers -> Nullable<Text>,
+        response_body -> Nullable<Binary>,
+        created_at -> Timestamp,
+        expires_at -> Timestamp,
+    }
+}
+
+diesel::joinable!(particle_versions -> particles (particle_id));
+diesel::joinable!(system_prompt_particles -> particles (particle_id));
+diesel::joinable!(system_prompt_particles -> system_prompts (system_prompt_id));
+
+diesel::allow_tables_to_appear_in_same_query!(
+    particles,
+    particle_versions,
+    system_prompts,
+    system_prompt_particles,
+);

@@ -4,7 +4,11 @@
 //! Text is counted as ordinary text: special-token spellings such as `<|endoftext|>` in a
 //! particle are counted as the characters they are, never as control tokens.
 
-use std::{fmt, str::FromStr, sync::Arc};
+use std::{
+    fmt,
+    str::FromStr,
+    sync::{Arc, OnceLock},
+};
 
 use tessera_prompts::TokenCounter;
 use tiktoken_rs::CoreBPE;
@@ -87,6 +91,17 @@ impl TiktokenCounter {
             encoding,
             bpe: Arc::new(bpe),
         })
+    }
+
+    /// A counter shared by the whole process: the vocabulary is parsed once per encoding.
+    pub fn shared(encoding: Encoding) -> Result<Self, LoadError> {
+        static O200K: OnceLock<Result<TiktokenCounter, LoadError>> = OnceLock::new();
+        static CL100K: OnceLock<Result<TiktokenCounter, LoadError>> = OnceLock::new();
+        let cell = match encoding {
+            Encoding::O200kBase => &O200K,
+            Encoding::Cl100kBase => &CL100K,
+        };
+        cell.get_or_init(|| Self::new(encoding)).clone()
     }
 
     /// The token ids of `text` (ordinary text, no special tokens).

@@ -6,3 +6,5 @@ pub mod fallback;
 pub mod health;
 pub mod oauth;
 pub mod organization;
+pub mod particles;
+pub mod system_prompts;

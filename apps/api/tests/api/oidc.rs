@@ -185,6 +185,16 @@ async fn session_tokens_are_checked_like_our_own() {
                 .await,
         ),
         ("unconfigured provider", unconfigured.mint(&base).await),
+        (
+            "organization unknown here",
+            provider
+                .mint(&[
+                    ("sub", "user-1"),
+                    ("org_id", "org-the-provider-invented"),
+                    ("aud", "tessera-api"),
+                ])
+                .await,
+        ),
     ];
     for (label, token) in cases {
         let response = app

@@ -126,6 +126,23 @@ impl TestApp {
             .unwrap()
     }
 
+    /// Sends `method path` with a bearer token and a JSON body.
+    pub async fn call_json(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        token: &str,
+        body: &serde_json::Value,
+    ) -> reqwest::Response {
+        self.client
+            .request(method, self.url(path))
+            .bearer_auth(token)
+            .json(body)
+            .send()
+            .await
+            .unwrap()
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
     }
