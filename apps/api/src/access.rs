@@ -49,6 +49,20 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
         "/v1/clients/{client_id}",
         Access::Scope("org:admin"),
     ),
+    ("GET", "/v1/models/catalog", Access::Scope("models:read")),
+    ("POST", "/v1/models", Access::Scope("models:write")),
+    ("GET", "/v1/models", Access::Scope("models:read")),
+    ("GET", "/v1/models/{model_id}", Access::Scope("models:read")),
+    (
+        "PATCH",
+        "/v1/models/{model_id}",
+        Access::Scope("models:write"),
+    ),
+    (
+        "DELETE",
+        "/v1/models/{model_id}",
+        Access::Scope("models:delete"),
+    ),
     ("POST", "/v1/particles", Access::Scope("particles:write")),
     ("GET", "/v1/particles", Access::Scope("particles:read")),
     (

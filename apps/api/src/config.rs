@@ -211,6 +211,15 @@ impl Default for RateLimitSettings {
     }
 }
 
+/// The model catalog.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ModelsSettings {
+    /// A TOML catalog of base models replacing the built-in one
+    /// (`crates/models/catalog.toml` shows the format).
+    pub catalog_file: Option<PathBuf>,
+}
+
 /// `Idempotency-Key` handling.
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
@@ -257,6 +266,7 @@ pub struct Settings {
     pub redis_url: Option<String>,
     pub rate_limit: RateLimitSettings,
     pub idempotency: IdempotencySettings,
+    pub models: ModelsSettings,
 }
 
 impl Default for Settings {
@@ -276,6 +286,7 @@ impl Default for Settings {
             redis_url: None,
             rate_limit: RateLimitSettings::default(),
             idempotency: IdempotencySettings::default(),
+            models: ModelsSettings::default(),
         }
     }
 }

@@ -122,6 +122,7 @@ impl From<DomainError> for ApiError {
             DomainError::Conflict { code, message } => {
                 ApiError::new(StatusCode::CONFLICT, code, message)
             }
+            DomainError::Gone { code, message } => ApiError::new(StatusCode::GONE, code, message),
             DomainError::Validation(errors) => ApiError::validation(errors),
             DomainError::Unauthenticated { code, message } => {
                 ApiError::new(StatusCode::UNAUTHORIZED, code, message)

@@ -10,11 +10,12 @@ use tessera_identity::{ClientName, ClientSecret, IdentityService, NewClient, Tok
 use tessera_kernel::{DomainError, Scope, ScopeSet, SystemClock};
 use tessera_limits::{InProcessRateLimiter, Quota, RateLimiter};
 use tessera_limits_redis::RedisRateLimiter;
+use tessera_models::{Catalog, ModelService};
 use tessera_organizations::{Organization, OrganizationService};
 use tessera_prompts::{PromptService, SystemProfiles};
 use tessera_store::{
-    Database, PoolOptions, SqlClientStore, SqlIdempotencyStore, SqlOrganizationStore,
-    SqlPromptStore, StoreError,
+    Database, PoolOptions, SqlClientStore, SqlIdempotencyStore, SqlModelStore,
+    SqlOrganizationStore, SqlPromptStore, StoreError,
 };
 use tessera_tokenizer::{Encoding, TiktokenCounter};
 use utoipa::OpenApi;
@@ -59,6 +60,8 @@ pub enum StartupError {
     Tokenizer(#[from] tessera_tokenizer::LoadError),
     #[error("cannot seed the system profiles: {0}")]
     Profiles(String),
+    #[error("config key `models.catalog_file`: {0}")]
+    Catalog(String),
 }
 
 /// Registers every documented route on a utoipa-aware app.
@@ -83,6 +86,12 @@ where
         .service(routes::clients::get_client)
         .service(routes::clients::rotate_client)
         .service(routes::clients::revoke_client)
+        .service(routes::models::catalog)
+        .service(routes::models::create_model)
+        .service(routes::models::list_models)
+        .service(routes::models::get_model)
+        .service(routes::models::update_model)
+        .service(routes::models::delete_model)
         .service(routes::particles::create_particle)
         .service(routes::particles::list_particles)
         .service(routes::particles::get_particle)
@@ -195,6 +204,23 @@ pub async fn state(
         .seed_system_profiles(&profiles)
         .await
         .map_err(|e| StartupError::Profiles(DomainError::from(e).to_string()))?;
+    let catalog = match &settings.models.catalog_file {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                StartupError::Catalog(format!("cannot read {}: {e}", path.display()))
+            })?;
+            Catalog::parse(&text, |name| std::env::var(name).ok())
+        }
+        None => Catalog::builtin(|name| std::env::var(name).ok()),
+    }
+    .map_err(|e| StartupError::Catalog(e.to_string()))?;
+    let models = ModelService::new(
+        Arc::new(SqlModelStore::new(database.clone())),
+        Arc::new(catalog),
+        prompts.clone(),
+        clock.clone(),
+        cursors.clone(),
+    );
     let idempotency = IdempotencyService::new(
         Arc::new(SqlIdempotencyStore::new(database.clone())),
         clock.clone(),
@@ -202,6 +228,7 @@ pub async fn state(
     );
     Ok(AppState {
         idempotency,
+        models,
         database,
         organizations,
         identity,

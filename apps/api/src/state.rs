@@ -4,6 +4,7 @@ use tessera_auth::JwtKeys;
 use tessera_idempotency::IdempotencyService;
 use tessera_identity::IdentityService;
 use tessera_kernel::CursorCodec;
+use tessera_models::ModelService;
 use tessera_organizations::OrganizationService;
 use tessera_prompts::PromptService;
 use tessera_store::Database;
@@ -15,6 +16,7 @@ pub struct AppState {
     pub organizations: OrganizationService,
     pub identity: IdentityService,
     pub prompts: PromptService,
+    pub models: ModelService,
     pub idempotency: IdempotencyService,
     pub keys: Arc<JwtKeys>,
     /// The token issuer (this service's public base URL).

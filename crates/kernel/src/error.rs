@@ -76,6 +76,9 @@ pub enum DomainError {
     /// The request conflicts with the current state (e.g. a record still in use).
     #[error("{message}")]
     Conflict { code: &'static str, message: String },
+    /// The record existed but is retired for good (e.g. a model past its end of life).
+    #[error("{message}")]
+    Gone { code: &'static str, message: String },
     /// The input is invalid; each entry says where and why.
     #[error("invalid input: {}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
     Validation(Vec<FieldError>),

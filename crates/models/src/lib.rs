@@ -1,3 +1,30 @@
-//! Base-model catalog, user models, lifecycle and dataset links (pure domain; filled by issue 5).
-//!
-//! This crate is a placeholder that fixes its place in the workspace; it has no code yet.
+//! Models: the catalog of base models (declared in a TOML file: provider, provider model
+//! name, context window, capabilities, credit multiplier, tier, lifecycle), organizations'
+//! user models derived from a base model (own name, system prompt, metadata), the one
+//! lifecycle rule both the model endpoints and chats apply, and the `ChatModel` provider
+//! port that chats generate through. Pure domain: persistence through `ModelStore`,
+//! system prompts checked through the prompts domain.
+
+mod catalog;
+mod error;
+mod lifecycle;
+mod model;
+mod provider;
+mod service;
+mod store;
+
+pub use catalog::{BaseModel, Catalog, CatalogError, ModelTier, ProviderSettings};
+pub use error::ModelError;
+pub use lifecycle::{LifecycleState, Usability, lifecycle_state, usability};
+pub use model::{ModelChanges, ModelId, ModelView, NewUserModel, SystemPromptChoice, UserModel};
+#[cfg(any(test, feature = "mocks"))]
+pub use provider::MockChatModel;
+pub use provider::{
+    Capabilities, ChatEvent, ChatMessage, ChatModel, ChatRequest, ChatStream, Completion,
+    FinishReason, JsonSchemaFormat, ProviderError, ReasoningEffort, Role, ToolCall, ToolSpec,
+    Usage, complete,
+};
+pub use service::ModelService;
+#[cfg(any(test, feature = "mocks"))]
+pub use store::MockModelStore;
+pub use store::ModelStore;

@@ -90,6 +90,22 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    user_models (id) {
+        id -> Text,
+        organization_id -> Text,
+        parent_model_id -> Text,
+        display_name -> Text,
+        description -> Nullable<Text>,
+        system_prompt_id -> Nullable<Text>,
+        system_prompt -> Nullable<Text>,
+        metadata -> Text,
+        enabled -> Bool,
+        created_at -> Timestamp,
+        updated_at -> Timestamp,
+    }
+}
+
 diesel::joinable!(particle_versions -> particles (particle_id));
 diesel::joinable!(system_prompt_particles -> particles (particle_id));
 diesel::joinable!(system_prompt_particles -> system_prompts (system_prompt_id));

@@ -4,6 +4,7 @@
 pub mod clients;
 pub mod fallback;
 pub mod health;
+pub mod models;
 pub mod oauth;
 pub mod organization;
 pub mod particles;

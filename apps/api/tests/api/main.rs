@@ -10,6 +10,7 @@ mod deploy;
 mod extractors;
 mod http;
 mod idempotency;
+mod models;
 mod oidc;
 mod openapi;
 mod prompts;

@@ -1,0 +1,426 @@
+//! Models: the catalog of base models, and the organization's own models built on them.
+
+use actix_web::{HttpResponse, delete, get, http::header, patch, post, web};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value};
+use tessera_kernel::DomainError;
+use tessera_models::{BaseModel, LifecycleState, ModelChanges, ModelId, ModelView, NewUserModel};
+use tessera_prompts::{Description, Name, SystemPromptId};
+use utoipa::{IntoParams, ToSchema};
+use validator::Validate;
+
+use crate::{
+    access::Caller,
+    extract::{ValidJson, ValidQuery},
+    problem::{ApiError, Problem, ValidationProblem},
+    routes::particles::{page_limit, text_field},
+    state::AppState,
+};
+
+/// A model: a base model of the catalog (`isSystemModel: true`) or an organization's model
+/// built on one (provider, model name and credits inherited from `parentModelId`).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelOut {
+    #[schema(example = "mdl_0190f5c1a3e27c3d9b1e4a0c5d6e7f80")]
+    pub id: String,
+    pub display_name: String,
+    pub description: Option<String>,
+    /// `null` for user models (inherited from the parent).
+    pub provider: Option<String>,
+    /// `null` for user models.
+    pub model_name: Option<String>,
+    pub context_window: u32,
+    pub max_tokens_per_request: Option<u32>,
+    pub supports_streaming: bool,
+    pub supports_tools: bool,
+    pub supports_vision: bool,
+    pub supports_reasoning: bool,
+    pub supports_json_schema: bool,
+    pub enabled: bool,
+    pub is_system_model: bool,
+    /// Base models only; user models inherit their parent's.
+    pub credit_multiplier: Option<u32>,
+    /// `standard` (all plans) or `premium` (pro and enterprise plans).
+    pub model_tier: String,
+    /// `active`, `disabled`, `deprecated` or `end_of_life`, derived from `enabled` and
+    /// `endOfLifeAt` when read.
+    pub lifecycle_state: String,
+    pub end_of_life_at: Option<DateTime<Utc>>,
+    /// Present when deprecated or at end of life.
+    pub deprecation_message: Option<String>,
+    pub replacement_model_id: Option<String>,
+    pub is_recommended: bool,
+    pub metadata: Option<Map<String, Value>>,
+    pub parent_model_id: Option<String>,
+    pub system_prompt_id: Option<String>,
+    pub system_prompt: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+fn deprecation_message(base: &BaseModel, state: LifecycleState) -> Option<String> {
+    match state {
+        LifecycleState::Deprecated | LifecycleState::EndOfLife => {
+            Some(base.deprecation_message.clone().unwrap_or_else(|| {
+                let when = base
+                    .end_of_life_at
+                    .map(|at| at.to_rfc3339())
+                    .unwrap_or_default();
+                match &base.replacement_model_id {
+                    Some(next) => format!("{} retires at {when}; use {next}", base.id),
+                    None => format!("{} retires at {when}", base.id),
+                }
+            }))
+        }
+        _ => None,
+    }
+}
+
+impl ModelOut {
+    fn base(base: BaseModel, state: LifecycleState, loaded_at: DateTime<Utc>) -> Self {
+        Self {
+            deprecation_message: deprecation_message(&base, state),
+            id: base.id,
+            display_name: base.display_name,
+            description: base.description,
+            provider: Some(base.provider),
+            model_name: Some(base.model_name),
+            context_window: base.context_window,
+            max_tokens_per_request: base.max_tokens_per_request,
+            supports_streaming: base.capabilities.streaming,
+            supports_tools: base.capabilities.tools,
+            supports_vision: base.capabilities.vision,
+            supports_reasoning: base.capabilities.reasoning,
+            supports_json_schema: base.capabilities.json_schema,
+            enabled: base.enabled,
+            is_system_model: true,
+            credit_multiplier: Some(base.credit_multiplier),
+            model_tier: base.tier.as_str().to_owned(),
+            lifecycle_state: state.as_str().to_owned(),
+            end_of_life_at: base.end_of_life_at,
+            replacement_model_id: base.replacement_model_id,
+            is_recommended: base.is_recommended,
+            metadata: None,
+            parent_model_id: None,
+            system_prompt_id: None,
+            system_prompt: None,
+            created_at: loaded_at,
+            updated_at: loaded_at,
+        }
+    }
+
+    fn user(view: ModelView) -> Self {
+        let model = view.model;
+        let parent = view.parent;
+        let state = view.lifecycle;
+        let capabilities = parent.as_ref().map(|p| p.capabilities).unwrap_or_default();
+        Self {
+            deprecation_message: match &parent {
+                Some(base) => deprecation_message(base, state),
+                None => Some(format!(
+                    "the base model {} is no longer offered; choose another parentModelId",
+                    model.parent_model_id
+                )),
+            },
+            id: model.id.to_string(),
+            display_name: model.display_name,
+            description: model.description,
+            provider: None,
+            model_name: None,
+            context_window: parent.as_ref().map_or(0, |p| p.context_window),
+            max_tokens_per_request: parent.as_ref().and_then(|p| p.max_tokens_per_request),
+            supports_streaming: capabilities.streaming,
+            supports_tools: capabilities.tools,
+            supports_vision: capabilities.vision,
+            supports_reasoning: capabilities.reasoning,
+            supports_json_schema: capabilities.json_schema,
+            enabled: model.enabled,
+            is_system_model: false,
+            credit_multiplier: None,
+            model_tier: parent
+                .as_ref()
+                .map_or("standard", |p| p.tier.as_str())
+                .to_owned(),
+            lifecycle_state: state.as_str().to_owned(),
+            end_of_life_at: parent.as_ref().and_then(|p| p.end_of_life_at),
+            replacement_model_id: parent.as_ref().and_then(|p| p.replacement_model_id.clone()),
+            is_recommended: false,
+            metadata: Some(model.metadata),
+            parent_model_id: Some(model.parent_model_id),
+            system_prompt_id: model.system_prompt_id.map(|id| id.to_string()),
+            system_prompt: model.system_prompt,
+            created_at: model.created_at,
+            updated_at: model.updated_at,
+        }
+    }
+}
+
+/// The base models.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Catalog {
+    pub items: Vec<ModelOut>,
+}
+
+/// A page of the organization's models.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelPage {
+    pub items: Vec<ModelOut>,
+    pub next_cursor: Option<String>,
+    pub has_more: bool,
+    pub total_count: Option<u64>,
+}
+
+/// A new model built on a base model.
+#[derive(Debug, Deserialize, Validate, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CreateModel {
+    /// A base model's id from `GET /v1/models/catalog`.
+    #[validate(length(min = 1, max = 255))]
+    pub parent_model_id: String,
+    #[validate(length(min = 1, max = 255))]
+    pub display_name: String,
+    #[validate(length(max = 1000))]
+    pub description: Option<String>,
+    /// A system prompt of the organization, or a system profile.
+    #[schema(value_type = Option<String>)]
+    pub system_prompt_id: Option<SystemPromptId>,
+    /// A full system prompt; when set, the composition is bypassed.
+    pub system_prompt: Option<String>,
+    /// Free-form object (at most 64 keys).
+    #[schema(value_type = Option<Object>)]
+    pub metadata: Option<Map<String, Value>>,
+}
+
+/// Tells an absent field (`None`) from an explicit `null` (`Some(None)`).
+fn present<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(deserializer).map(Some)
+}
+
+/// Changes of a model; `null` clears `description`, `systemPromptId` or `systemPrompt`.
+#[derive(Debug, Deserialize, Validate, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UpdateModel {
+    /// Switches the base model; the model keeps its id (new chats use the new base).
+    #[validate(length(min = 1, max = 255))]
+    pub parent_model_id: Option<String>,
+    #[validate(length(min = 1, max = 255))]
+    pub display_name: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub description: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub system_prompt_id: Option<Option<SystemPromptId>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub system_prompt: Option<Option<String>>,
+    #[schema(value_type = Option<Object>)]
+    pub metadata: Option<Map<String, Value>>,
+    pub enabled: Option<bool>,
+}
+
+/// Page through models.
+#[derive(Debug, Deserialize, Validate, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ListModels {
+    /// 1 to 100, default 20.
+    #[validate(range(min = 1, max = 100))]
+    pub limit: Option<i64>,
+    /// `nextCursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+fn model_id(text: &str) -> Result<ModelId, ApiError> {
+    text.parse()
+        .map_err(|_| ApiError::from(DomainError::not_found("model", text)))
+}
+
+fn description(text: Option<&str>) -> Result<Option<Description>, ApiError> {
+    text.map(|d| text_field("description", d, Description::parse))
+        .transpose()
+}
+
+/// The base models organizations can build on.
+#[utoipa::path(
+    tag = "Models",
+    operation_id = "getModelCatalog",
+    responses((status = 200, description = "Every base model, with its lifecycle state", body = Catalog))
+)]
+#[get("/v1/models/catalog")]
+pub async fn catalog(state: web::Data<AppState>) -> web::Json<Catalog> {
+    let loaded_at = state.models.catalog_loaded_at();
+    web::Json(Catalog {
+        items: state
+            .models
+            .base_models()
+            .into_iter()
+            .map(|(base, lifecycle)| ModelOut::base(base, lifecycle, loaded_at))
+            .collect(),
+    })
+}
+
+/// Create a model built on a base model.
+#[utoipa::path(
+    tag = "Models",
+    operation_id = "createModel",
+    request_body = CreateModel,
+    responses(
+        (status = 201, description = "Created", body = ModelOut),
+        (status = 422, description = "Invalid request, unknown parent or system prompt", body = ValidationProblem, content_type = "application/problem+json")
+    )
+)]
+#[post("/v1/models")]
+pub async fn create_model(
+    caller: Caller,
+    state: web::Data<AppState>,
+    ValidJson(body): ValidJson<CreateModel>,
+) -> Result<HttpResponse, ApiError> {
+    let new = NewUserModel {
+        parent_model_id: body.parent_model_id,
+        display_name: text_field("displayName", &body.display_name, Name::parse)?,
+        description: description(body.description.as_deref())?,
+        system_prompt_id: body.system_prompt_id,
+        system_prompt: body.system_prompt,
+        metadata: body.metadata.unwrap_or_default(),
+    };
+    let view = state
+        .models
+        .create(&caller.0.organization_id, new)
+        .await
+        .map_err(DomainError::from)?;
+    Ok(HttpResponse::Created()
+        .insert_header((header::LOCATION, format!("/v1/models/{}", view.model.id)))
+        .json(ModelOut::user(view)))
+}
+
+/// The organization's models, oldest first.
+#[utoipa::path(
+    tag = "Models",
+    operation_id = "listModels",
+    params(ListModels),
+    responses(
+        (status = 200, description = "A page of models", body = ModelPage),
+        (status = 422, description = "Invalid limit or cursor", body = ValidationProblem, content_type = "application/problem+json")
+    )
+)]
+#[get("/v1/models")]
+pub async fn list_models(
+    caller: Caller,
+    state: web::Data<AppState>,
+    ValidQuery(query): ValidQuery<ListModels>,
+) -> Result<web::Json<ModelPage>, ApiError> {
+    let page = state
+        .models
+        .list(
+            &caller.0.organization_id,
+            page_limit(query.limit)?,
+            query.cursor.as_deref(),
+        )
+        .await
+        .map_err(DomainError::from)?;
+    Ok(web::Json(ModelPage {
+        items: page.items.into_iter().map(ModelOut::user).collect(),
+        next_cursor: page.next_cursor.map(|c| c.as_str().to_owned()),
+        has_more: page.has_more,
+        total_count: page.total_count,
+    }))
+}
+
+/// One of the organization's models.
+#[utoipa::path(
+    tag = "Models",
+    operation_id = "getModel",
+    params(("model_id" = String, Path, description = "The model id")),
+    responses(
+        (status = 200, description = "The model", body = ModelOut),
+        (status = 404, description = "No such model in this organization", body = Problem, content_type = "application/problem+json")
+    )
+)]
+#[get("/v1/models/{model_id}")]
+pub async fn get_model(
+    caller: Caller,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<web::Json<ModelOut>, ApiError> {
+    let view = state
+        .models
+        .get(&caller.0.organization_id, &model_id(&path)?)
+        .await
+        .map_err(DomainError::from)?;
+    Ok(web::Json(ModelOut::user(view)))
+}
+
+/// Change a model: name, description, base model, system prompt, metadata, enabled.
+#[utoipa::path(
+    tag = "Models",
+    operation_id = "updateModel",
+    params(("model_id" = String, Path, description = "The model id")),
+    request_body = UpdateModel,
+    responses(
+        (status = 200, description = "The model", body = ModelOut),
+        (status = 404, description = "No such model in this organization", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid request, unknown parent or system prompt", body = ValidationProblem, content_type = "application/problem+json")
+    )
+)]
+#[patch("/v1/models/{model_id}")]
+pub async fn update_model(
+    caller: Caller,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    ValidJson(body): ValidJson<UpdateModel>,
+) -> Result<web::Json<ModelOut>, ApiError> {
+    let id = model_id(&path)?;
+    let changes = ModelChanges {
+        display_name: body
+            .display_name
+            .as_deref()
+            .map(|n| text_field("displayName", n, Name::parse))
+            .transpose()?,
+        description: body
+            .description
+            .map(|d| description(d.as_deref()))
+            .transpose()?,
+        parent_model_id: body.parent_model_id,
+        system_prompt_id: body.system_prompt_id,
+        system_prompt: body.system_prompt,
+        metadata: body.metadata,
+        enabled: body.enabled,
+    };
+    let view = state
+        .models
+        .update(&caller.0.organization_id, &id, changes)
+        .await
+        .map_err(DomainError::from)?;
+    Ok(web::Json(ModelOut::user(view)))
+}
+
+/// Delete a model (existing chats keep their history).
+#[utoipa::path(
+    tag = "Models",
+    operation_id = "deleteModel",
+    params(("model_id" = String, Path, description = "The model id")),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 404, description = "No such model in this organization", body = Problem, content_type = "application/problem+json")
+    )
+)]
+#[delete("/v1/models/{model_id}")]
+pub async fn delete_model(
+    caller: Caller,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    state
+        .models
+        .delete(&caller.0.organization_id, &model_id(&path)?)
+        .await
+        .map_err(DomainError::from)?;
+    Ok(HttpResponse::NoContent().finish())
+}

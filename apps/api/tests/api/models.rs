@@ -1,0 +1,494 @@
+//! `/v1/models` and the catalog over HTTPS on both databases: lifecycle states, user models
+//! built on base models, validation and tenant isolation.
+
+use reqwest::Method;
+use serde_json::{Value, json};
+use tessera_store::Backend;
+
+use crate::support::{TestApp, problem};
+
+const LOCAL: &str = "local/smollm2-135m-instruct";
+
+/// A catalog with one model in each lifecycle state, relative to now.
+fn catalog_file(dir: &std::path::Path) -> std::path::PathBuf {
+    let future = (chrono::Utc::now() + chrono::Duration::days(30)).to_rfc3339();
+    let past = (chrono::Utc::now() - chrono::Duration::days(1)).to_rfc3339();
+    let text = format!(
+        r#"
+[providers.local]
+kind = "local"
+[providers.keyless]
+kind = "openai"
+base_url = "https://llm.example.com/v1"
+api_key_env = "TESSERA_TEST_KEY_THAT_IS_NEVER_SET"
+
+[[models]]
+id = "test/active"
+display_name = "Active"
+provider = "local"
+model_name = "active.gguf"
+context_window = 4096
+capabilities = {{ streaming = true, tools = true }}
+credit_multiplier = 2
+is_recommended = true
+
+[[models]]
+id = "test/deprecated"
+display_name = "Deprecated"
+provider = "local"
+model_name = "old.gguf"
+context_window = 2048
+end_of_life_at = "{future}"
+replacement_model_id = "test/active"
+
+[[models]]
+id = "test/retired"
+display_name = "Retired"
+provider = "local"
+model_name = "older.gguf"
+context_window = 1024
+end_of_life_at = "{past}"
+deprecation_message = "Retired; move to test/active."
+
+[[models]]
+id = "test/keyless"
+display_name = "Needs a key"
+provider = "keyless"
+model_name = "gpt-x"
+context_window = 8192
+tier = "premium"
+"#
+    );
+    let path = dir.join("catalog.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+async fn caller_token(app: &TestApp, scopes: &str) -> String {
+    let (_, client_id, secret) = app.organization_with_client(scopes).await;
+    app.token(&client_id, &secret).await
+}
+
+async fn ok(response: reqwest::Response, status: u16) -> Value {
+    let got = response.status().as_u16();
+    let body: Value = response.json().await.unwrap_or(Value::Null);
+    assert_eq!(got, status, "{body}");
+    body
+}
+
+async fn the_catalog_reports_lifecycle_states(backend: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = catalog_file(dir.path());
+    let app = TestApp::spawn_with(backend, |settings| {
+        settings.models.catalog_file = Some(path);
+    })
+    .await;
+    let token = caller_token(&app, "models:read").await;
+    let catalog = ok(
+        app.call(Method::GET, "/v1/models/catalog", &token).await,
+        200,
+    )
+    .await;
+    let items = catalog["items"].as_array().unwrap();
+    let by_id = |id: &str| items.iter().find(|m| m["id"] == id).unwrap().clone();
+    let active = by_id("test/active");
+    assert_eq!(
+        (
+            &active["lifecycleState"],
+            &active["isSystemModel"],
+            &active["provider"],
+            &active["creditMultiplier"],
+            &active["supportsTools"],
+            &active["deprecationMessage"],
+        ),
+        (
+            &json!("active"),
+            &json!(true),
+            &json!("local"),
+            &json!(2),
+            &json!(true),
+            &Value::Null
+        )
+    );
+    let deprecated = by_id("test/deprecated");
+    assert_eq!(deprecated["lifecycleState"], "deprecated");
+    assert!(
+        deprecated["deprecationMessage"]
+            .as_str()
+            .unwrap()
+            .contains("test/active")
+    );
+    let retired = by_id("test/retired");
+    assert_eq!(
+        (&retired["lifecycleState"], &retired["deprecationMessage"]),
+        (
+            &json!("end_of_life"),
+            &json!("Retired; move to test/active.")
+        )
+    );
+    let keyless = by_id("test/keyless");
+    assert_eq!(
+        (
+            &keyless["lifecycleState"],
+            &keyless["enabled"],
+            &keyless["modelTier"]
+        ),
+        (&json!("disabled"), &json!(false), &json!("premium"))
+    );
+
+    // A user model shows its parent's lifecycle.
+    let writer = caller_token(&app, "models:admin").await;
+    let created = ok(
+        app.call_json(
+            Method::POST,
+            "/v1/models",
+            &writer,
+            &json!({"parentModelId": "test/deprecated", "displayName": "Legacy bot"}),
+        )
+        .await,
+        201,
+    )
+    .await;
+    assert_eq!(created["lifecycleState"], "deprecated");
+    assert_eq!(created["replacementModelId"], "test/active");
+}
+
+async fn the_builtin_catalog_offers_the_embedded_model(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = caller_token(&app, "models:read").await;
+    let catalog = ok(
+        app.call(Method::GET, "/v1/models/catalog", &token).await,
+        200,
+    )
+    .await;
+    let local = catalog["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["id"] == LOCAL)
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (
+            &local["enabled"],
+            &local["isRecommended"],
+            &local["lifecycleState"]
+        ),
+        (&json!(true), &json!(true), &json!("active"))
+    );
+}
+
+async fn user_models_lifecycle_over_http(backend: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = catalog_file(dir.path());
+    let app = TestApp::spawn_with(backend, |settings| {
+        settings.models.catalog_file = Some(path);
+    })
+    .await;
+    let token = caller_token(&app, "models:admin system-prompts:read").await;
+    let profiles = ok(
+        app.call(Method::GET, "/v1/system-prompts?system=true", &token)
+            .await,
+        200,
+    )
+    .await;
+    let profile_id = profiles["items"][0]["id"].as_str().unwrap().to_owned();
+
+    let created = app
+        .call_json(
+            Method::POST,
+            "/v1/models",
+            &token,
+            &json!({
+                "parentModelId": "test/active",
+                "displayName": "Support bot",
+                "description": "Answers customers",
+                "systemPromptId": profile_id,
+                "metadata": {"team": "support", "tags": ["a", "b"]}
+            }),
+        )
+        .await;
+    assert_eq!(created.status(), 201);
+    let location = created.headers()["location"].to_str().unwrap().to_owned();
+    let model: Value = created.json().await.unwrap();
+    let id = model["id"].as_str().unwrap().to_owned();
+    assert_eq!(location, format!("/v1/models/{id}"));
+    assert_eq!(
+        (
+            &model["provider"],
+            &model["modelName"],
+            &model["isSystemModel"],
+            &model["parentModelId"],
+            &model["contextWindow"],
+            &model["creditMultiplier"],
+            &model["systemPromptId"],
+            &model["metadata"]["team"],
+        ),
+        (
+            &Value::Null,
+            &Value::Null,
+            &json!(false),
+            &json!("test/active"),
+            &json!(4096),
+            &Value::Null,
+            &json!(profile_id),
+            &json!("support"),
+        )
+    );
+    assert_eq!(
+        ok(app.call(Method::GET, &location, &token).await, 200).await,
+        model
+    );
+
+    // Switch the base model (same id), set an override, clear the description.
+    let updated = ok(
+        app.call_json(
+            Method::PATCH,
+            &location,
+            &token,
+            &json!({"parentModelId": "test/deprecated", "systemPrompt": "You are terse.", "description": null}),
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(
+        (
+            &updated["id"],
+            &updated["parentModelId"],
+            &updated["contextWindow"],
+            &updated["systemPrompt"],
+            &updated["description"],
+            &updated["systemPromptId"]
+        ),
+        (
+            &json!(id),
+            &json!("test/deprecated"),
+            &json!(2048),
+            &json!("You are terse."),
+            &Value::Null,
+            &json!(profile_id)
+        )
+    );
+    let cleared = ok(
+        app.call_json(
+            Method::PATCH,
+            &location,
+            &token,
+            &json!({"systemPromptId": null, "enabled": false}),
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(
+        (
+            &cleared["systemPromptId"],
+            &cleared["systemPrompt"],
+            &cleared["lifecycleState"]
+        ),
+        (&Value::Null, &json!("You are terse."), &json!("disabled"))
+    );
+
+    for index in 0..2 {
+        ok(
+            app.call_json(
+                Method::POST,
+                "/v1/models",
+                &token,
+                &json!({"parentModelId": "test/active", "displayName": format!("Bot {index}")}),
+            )
+            .await,
+            201,
+        )
+        .await;
+    }
+    let first = ok(
+        app.call(Method::GET, "/v1/models?limit=2", &token).await,
+        200,
+    )
+    .await;
+    assert_eq!(
+        (&first["totalCount"], &first["hasMore"]),
+        (&json!(3), &json!(true))
+    );
+    assert_eq!(first["items"][0]["id"], id.as_str());
+    let cursor = first["nextCursor"].as_str().unwrap();
+    let rest = ok(
+        app.call(
+            Method::GET,
+            &format!("/v1/models?limit=2&cursor={cursor}"),
+            &token,
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(
+        (rest["items"].as_array().unwrap().len(), &rest["hasMore"]),
+        (1, &json!(false))
+    );
+
+    assert_eq!(
+        app.call(Method::DELETE, &location, &token).await.status(),
+        204
+    );
+    problem(
+        app.call(Method::GET, &location, &token).await,
+        404,
+        "not_found",
+    )
+    .await;
+    problem(
+        app.call(Method::DELETE, &location, &token).await,
+        404,
+        "not_found",
+    )
+    .await;
+}
+
+async fn invalid_model_requests_are_422(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = caller_token(&app, "models:admin").await;
+    let locs = |body: &Value| -> Vec<Value> {
+        body["detail"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["loc"].clone())
+            .collect()
+    };
+    let unknown_prompt = "spr_0190f5c1a3e27c3d9b1e4a0c5d6e7f80";
+    let cases = [
+        (
+            json!({"parentModelId": "nope/none", "displayName": "x"}),
+            json!(["body", "parentModelId"]),
+        ),
+        (
+            json!({"parentModelId": LOCAL, "displayName": "  "}),
+            json!(["body", "displayName"]),
+        ),
+        (
+            json!({"parentModelId": LOCAL, "displayName": "x", "systemPromptId": unknown_prompt}),
+            json!(["body", "systemPromptId"]),
+        ),
+        (
+            json!({"parentModelId": LOCAL, "displayName": "x", "systemPromptId": "bogus"}),
+            json!(["body", "systemPromptId"]),
+        ),
+        (
+            json!({"parentModelId": LOCAL, "displayName": "x", "systemPrompt": " "}),
+            json!(["body", "systemPrompt"]),
+        ),
+        (
+            json!({"parentModelId": LOCAL, "displayName": "x", "metadata": [1]}),
+            json!(["body", "metadata"]),
+        ),
+        (
+            json!({"parentModelId": LOCAL, "displayName": "x", "provider": "openai"}),
+            json!(["body", "provider"]),
+        ),
+        (
+            json!({"displayName": "x"}),
+            json!(["body", "parentModelId"]),
+        ),
+    ];
+    for (body, loc) in cases {
+        let response = app
+            .call_json(Method::POST, "/v1/models", &token, &body)
+            .await;
+        let problem = problem(response, 422, "validation_failed").await;
+        assert_eq!(locs(&problem), [loc], "{body}");
+    }
+    let listed = ok(app.call(Method::GET, "/v1/models", &token).await, 200).await;
+    assert_eq!(listed["totalCount"], 0);
+    problem(
+        app.call(Method::GET, "/v1/models?cursor=forged", &token)
+            .await,
+        422,
+        "validation_failed",
+    )
+    .await;
+    problem(
+        app.call(Method::GET, "/v1/models/not-an-id", &token).await,
+        404,
+        "not_found",
+    )
+    .await;
+}
+
+async fn models_are_tenant_isolated(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let a = caller_token(&app, "models:admin system-prompts:admin").await;
+    let b = caller_token(&app, "models:admin system-prompts:admin").await;
+    let prompt = ok(
+        app.call_json(
+            Method::POST,
+            "/v1/system-prompts",
+            &a,
+            &json!({"name": "A's prompt"}),
+        )
+        .await,
+        201,
+    )
+    .await;
+    let model = ok(
+        app.call_json(
+            Method::POST,
+            "/v1/models",
+            &a,
+            &json!({"parentModelId": LOCAL, "displayName": "A's bot", "systemPromptId": prompt["id"]}),
+        )
+        .await,
+        201,
+    )
+    .await;
+    let path = format!("/v1/models/{}", model["id"].as_str().unwrap());
+    problem(app.call(Method::GET, &path, &b).await, 404, "not_found").await;
+    problem(
+        app.call_json(Method::PATCH, &path, &b, &json!({"displayName": "B's"}))
+            .await,
+        404,
+        "not_found",
+    )
+    .await;
+    problem(app.call(Method::DELETE, &path, &b).await, 404, "not_found").await;
+    let listed = ok(app.call(Method::GET, "/v1/models", &b).await, 200).await;
+    assert_eq!(
+        (&listed["items"], &listed["totalCount"]),
+        (&json!([]), &json!(0))
+    );
+    // B cannot point its model at A's system prompt.
+    let borrowed = app
+        .call_json(
+            Method::POST,
+            "/v1/models",
+            &b,
+            &json!({"parentModelId": LOCAL, "displayName": "B's bot", "systemPromptId": prompt["id"]}),
+        )
+        .await;
+    let refused = problem(borrowed, 422, "validation_failed").await;
+    assert_eq!(
+        refused["detail"][0]["loc"],
+        json!(["body", "systemPromptId"])
+    );
+    let unchanged = ok(app.call(Method::GET, &path, &a).await, 200).await;
+    assert_eq!(unchanged["displayName"], "A's bot");
+
+    // Deleting the system prompt detaches it from the model.
+    let prompt_path = format!("/v1/system-prompts/{}", prompt["id"].as_str().unwrap());
+    assert_eq!(
+        app.call(Method::DELETE, &prompt_path, &a).await.status(),
+        204
+    );
+    let detached = ok(app.call(Method::GET, &path, &a).await, 200).await;
+    assert_eq!(detached["systemPromptId"], Value::Null);
+}
+
+tessera_store::on_both_databases!(
+    the_catalog_reports_lifecycle_states,
+    the_builtin_catalog_offers_the_embedded_model,
+    user_models_lifecycle_over_http,
+    invalid_model_requests_are_422,
+    models_are_tenant_isolated,
+);

@@ -1,0 +1,282 @@
+//! The base-model catalog: system models declared in TOML (`catalog.toml` in this crate is
+//! the default; operators point `models.catalog_file` at their own). A model whose provider
+//! needs an API key that is not set is listed with `enabled: false`.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+
+use crate::Capabilities;
+
+const BUILTIN: &str = include_str!("../catalog.toml");
+
+/// Pricing tier: premium models need a pro or enterprise plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ModelTier {
+    #[default]
+    Standard,
+    Premium,
+}
+
+impl ModelTier {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ModelTier::Standard => "standard",
+            ModelTier::Premium => "premium",
+        }
+    }
+}
+
+/// Where a provider is reached.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub struct ProviderSettings {
+    /// `openai` (any OpenAI-compatible API) or `local` (the embedded engine).
+    pub kind: String,
+    /// Base URL of an OpenAI-compatible API, e.g. `https://api.openai.com/v1`.
+    #[serde(default)]
+    pub base_url: Option<String>,
+    /// Environment variable holding the API key; when set but empty or missing, the
+    /// provider's models are disabled.
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+}
+
+/// A system model organizations build on.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub struct BaseModel {
+    /// Stable id, e.g. `local/smollm2-135m`.
+    pub id: String,
+    pub display_name: String,
+    #[serde(default)]
+    pub description: Option<String>,
+    /// A key of the catalog's `providers`.
+    pub provider: String,
+    /// The provider's own identifier of the model.
+    pub model_name: String,
+    pub context_window: u32,
+    #[serde(default)]
+    pub max_tokens_per_request: Option<u32>,
+    #[serde(default)]
+    pub capabilities: Capabilities,
+    /// Credits per token (an integer, as the interface has it; 0 for free models).
+    #[serde(default = "one")]
+    pub credit_multiplier: u32,
+    #[serde(default)]
+    pub tier: ModelTier,
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    #[serde(default)]
+    pub end_of_life_at: Option<DateTime<Utc>>,
+    #[serde(default)]
+    pub replacement_model_id: Option<String>,
+    #[serde(default)]
+    pub deprecation_message: Option<String>,
+    #[serde(default)]
+    pub is_recommended: bool,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CatalogFile {
+    #[serde(default)]
+    providers: BTreeMap<String, ProviderSettings>,
+    #[serde(default)]
+    models: Vec<BaseModel>,
+}
+
+/// Why a catalog was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("model catalog: {0}")]
+pub struct CatalogError(String);
+
+/// The validated catalog.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Catalog {
+    providers: BTreeMap<String, ProviderSettings>,
+    models: Vec<BaseModel>,
+}
+
+impl Catalog {
+    /// The catalog shipped in this crate (the embedded local model).
+    pub fn builtin(env: impl Fn(&str) -> Option<String>) -> Result<Self, CatalogError> {
+        Self::parse(BUILTIN, env)
+    }
+
+    /// Parses and checks a catalog; `env` reads provider keys (models of a provider whose
+    /// key is absent are disabled).
+    pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<Self, CatalogError> {
+        let file: CatalogFile = toml::from_str(text).map_err(|e| CatalogError(e.to_string()))?;
+        let mut models = file.models;
+        let mut seen = std::collections::HashSet::new();
+        for model in &mut models {
+            let problem = |what: &str| CatalogError(format!("model `{}`: {what}", model.id));
+            if model.id.is_empty()
+                || !model
+                    .id
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-_./:".contains(&b))
+            {
+                return Err(problem(
+                    "id must be lowercase letters, digits and - _ . / :",
+                ));
+            }
+            if !seen.insert(model.id.clone()) {
+                return Err(problem("id is used twice"));
+            }
+            if model.context_window == 0 {
+                return Err(problem("context_window must be at least 1"));
+            }
+            let Some(provider) = file.providers.get(&model.provider) else {
+                return Err(problem(&format!("unknown provider `{}`", model.provider)));
+            };
+            if let Some(variable) = &provider.api_key_env {
+                let has_key = env(variable).is_some_and(|key| !key.trim().is_empty());
+                model.enabled &= has_key;
+            }
+        }
+        for model in &models {
+            if let Some(replacement) = &model.replacement_model_id
+                && !seen.contains(replacement)
+            {
+                return Err(CatalogError(format!(
+                    "model `{}`: replacement `{replacement}` is not in the catalog",
+                    model.id
+                )));
+            }
+        }
+        for (name, provider) in &file.providers {
+            if provider.kind != "openai" && provider.kind != "local" {
+                return Err(CatalogError(format!(
+                    "provider `{name}`: kind must be `openai` or `local`"
+                )));
+            }
+            if provider.kind == "openai" && provider.base_url.is_none() {
+                return Err(CatalogError(format!(
+                    "provider `{name}`: base_url is required"
+                )));
+            }
+        }
+        Ok(Self {
+            providers: file.providers,
+            models,
+        })
+    }
+
+    pub fn models(&self) -> &[BaseModel] {
+        &self.models
+    }
+
+    pub fn get(&self, id: &str) -> Option<&BaseModel> {
+        self.models.iter().find(|model| model.id == id)
+    }
+
+    pub fn provider(&self, name: &str) -> Option<&ProviderSettings> {
+        self.providers.get(name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CATALOG: &str = r#"
+        [providers.local]
+        kind = "local"
+        [providers.openai]
+        kind = "openai"
+        base_url = "https://api.openai.com/v1"
+        api_key_env = "OPENAI_API_KEY"
+
+        [[models]]
+        id = "local/smollm2-135m"
+        display_name = "SmolLM2 135M"
+        provider = "local"
+        model_name = "SmolLM2-135M-Instruct.Q4_1.gguf"
+        context_window = 2048
+        capabilities = { streaming = true, json_schema = true }
+
+        [[models]]
+        id = "openai/gpt-4o-mini"
+        display_name = "GPT-4o mini"
+        provider = "openai"
+        model_name = "gpt-4o-mini"
+        context_window = 128000
+        tier = "premium"
+        credit_multiplier = 3
+        replacement_model_id = "local/smollm2-135m"
+    "#;
+
+    #[test]
+    fn models_of_providers_without_a_key_are_disabled() {
+        let without = Catalog::parse(CATALOG, |_| None).unwrap();
+        assert!(without.get("local/smollm2-135m").unwrap().enabled);
+        assert!(!without.get("openai/gpt-4o-mini").unwrap().enabled);
+        let with = Catalog::parse(CATALOG, |name| {
+            (name == "OPENAI_API_KEY").then(|| "sk-test".to_owned())
+        })
+        .unwrap();
+        let gpt = with.get("openai/gpt-4o-mini").unwrap();
+        assert!(gpt.enabled);
+        assert_eq!((gpt.tier, gpt.credit_multiplier), (ModelTier::Premium, 3));
+    }
+
+    #[test]
+    fn inconsistent_catalogs_are_refused() {
+        for (broken, needle) in [
+            (
+                CATALOG.replace("provider = \"local\"", "provider = \"nope\""),
+                "unknown provider",
+            ),
+            (
+                CATALOG.replace("context_window = 2048", "context_window = 0"),
+                "context_window",
+            ),
+            (
+                CATALOG.replace("id = \"openai/gpt-4o-mini\"", "id = \"local/smollm2-135m\""),
+                "used twice",
+            ),
+            (
+                CATALOG.replace(
+                    "replacement_model_id = \"local/smollm2-135m\"",
+                    "replacement_model_id = \"gone\"",
+                ),
+                "replacement",
+            ),
+            (
+                CATALOG.replace("id = \"local/smollm2-135m\"\n", "id = \"Local Model\"\n"),
+                "lowercase",
+            ),
+        ] {
+            let error = Catalog::parse(&broken, |_| None).unwrap_err();
+            assert!(error.to_string().contains(needle), "{error}");
+        }
+    }
+
+    #[test]
+    fn the_builtin_catalog_has_the_embedded_model() {
+        let catalog = Catalog::builtin(|_| None).unwrap();
+        let local = catalog
+            .models()
+            .iter()
+            .find(|m| {
+                catalog
+                    .provider(&m.provider)
+                    .is_some_and(|p| p.kind == "local")
+            })
+            .unwrap();
+        assert!(local.enabled);
+        assert!(local.is_recommended);
+    }
+}

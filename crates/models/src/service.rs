@@ -1,0 +1,261 @@
+use std::sync::Arc;
+
+use tessera_kernel::{
+    Clock, CursorCodec, DomainError, FieldError, Limit, OrganizationId, Page, PageRequest,
+};
+use tessera_prompts::{PromptError, PromptService, SystemPromptId};
+
+use crate::{
+    BaseModel, Catalog, LifecycleState, ModelChanges, ModelError, ModelId, ModelStore, ModelView,
+    NewUserModel, UserModel, lifecycle_state,
+};
+
+const MODEL_LIST: &str = "models";
+
+/// The longest system prompt override, in characters.
+pub const MAX_SYSTEM_PROMPT_CHARS: usize = 32_768;
+/// The most metadata keys a model may carry.
+pub const MAX_METADATA_KEYS: usize = 64;
+
+/// The catalog and organizations' user models.
+#[derive(Clone)]
+pub struct ModelService {
+    store: Arc<dyn ModelStore>,
+    catalog: Arc<Catalog>,
+    prompts: PromptService,
+    clock: Arc<dyn Clock>,
+    cursors: CursorCodec,
+    /// When the catalog was loaded: the creation time shown for base models.
+    loaded_at: chrono::DateTime<chrono::Utc>,
+}
+
+impl ModelService {
+    pub fn new(
+        store: Arc<dyn ModelStore>,
+        catalog: Arc<Catalog>,
+        prompts: PromptService,
+        clock: Arc<dyn Clock>,
+        cursors: CursorCodec,
+    ) -> Self {
+        Self {
+            loaded_at: clock.now(),
+            store,
+            catalog,
+            prompts,
+            clock,
+            cursors,
+        }
+    }
+
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    /// When the catalog was loaded (base models' `createdAt`/`updatedAt`).
+    pub fn catalog_loaded_at(&self) -> chrono::DateTime<chrono::Utc> {
+        self.loaded_at
+    }
+
+    /// Every base model with its lifecycle state now.
+    pub fn base_models(&self) -> Vec<(BaseModel, LifecycleState)> {
+        let now = self.clock.now();
+        self.catalog
+            .models()
+            .iter()
+            .map(|model| {
+                let state = lifecycle_state(model.enabled, model.end_of_life_at, now);
+                (model.clone(), state)
+            })
+            .collect()
+    }
+
+    pub async fn create(
+        &self,
+        organization: &OrganizationId,
+        new: NewUserModel,
+    ) -> Result<ModelView, ModelError> {
+        let mut invalid = Vec::new();
+        invalid.extend(self.check_parent(&new.parent_model_id).err());
+        invalid.extend(self.check_override(new.system_prompt.as_deref()).err());
+        invalid.extend(check_metadata(&new.metadata).err());
+        if let Some(id) = &new.system_prompt_id {
+            invalid.extend(self.check_system_prompt(organization, id).await?.err());
+        }
+        if !invalid.is_empty() {
+            return Err(ModelError::Invalid(invalid));
+        }
+        let now = self.clock.now();
+        let model = UserModel {
+            id: ModelId::generate(),
+            organization_id: organization.clone(),
+            parent_model_id: new.parent_model_id,
+            display_name: new.display_name.into_inner(),
+            description: new.description.map(|d| d.into_inner()),
+            system_prompt_id: new.system_prompt_id,
+            system_prompt: new.system_prompt,
+            metadata: new.metadata,
+            enabled: true,
+            created_at: now,
+            updated_at: now,
+        };
+        self.store.insert(&model).await?;
+        Ok(self.view(model))
+    }
+
+    pub async fn get(
+        &self,
+        organization: &OrganizationId,
+        id: &ModelId,
+    ) -> Result<ModelView, ModelError> {
+        self.store
+            .get(organization, id)
+            .await?
+            .map(|model| self.view(model))
+            .ok_or_else(|| ModelError::NotFound(id.clone()))
+    }
+
+    pub async fn list(
+        &self,
+        organization: &OrganizationId,
+        limit: Limit,
+        cursor: Option<&str>,
+    ) -> Result<Page<ModelView>, ModelError> {
+        let after = cursor
+            .map(|c| self.cursors.decode::<ModelId>(MODEL_LIST, c))
+            .transpose()
+            .map_err(DomainError::from)?;
+        let rows = self
+            .store
+            .list(organization, &PageRequest { limit, after })
+            .await?;
+        let total = self.store.count(organization).await?;
+        let page = Page::from_overfetch(rows, limit, Some(total), |last| {
+            self.cursors.encode(MODEL_LIST, &last.id)
+        });
+        Ok(page.map(|model| self.view(model)))
+    }
+
+    /// Applies changes; switching `parentModelId` keeps the model's id (new chats use the
+    /// new base model, existing conversations keep their history).
+    pub async fn update(
+        &self,
+        organization: &OrganizationId,
+        id: &ModelId,
+        changes: ModelChanges,
+    ) -> Result<ModelView, ModelError> {
+        let mut model = self.get(organization, id).await?.model;
+        let mut invalid = Vec::new();
+        if let Some(parent) = &changes.parent_model_id {
+            invalid.extend(self.check_parent(parent).err());
+        }
+        if let Some(Some(text)) = &changes.system_prompt {
+            invalid.extend(self.check_override(Some(text)).err());
+        }
+        if let Some(metadata) = &changes.metadata {
+            invalid.extend(check_metadata(metadata).err());
+        }
+        if let Some(Some(prompt)) = &changes.system_prompt_id {
+            invalid.extend(self.check_system_prompt(organization, prompt).await?.err());
+        }
+        if !invalid.is_empty() {
+            return Err(ModelError::Invalid(invalid));
+        }
+        if let Some(name) = changes.display_name {
+            model.display_name = name.into_inner();
+        }
+        if let Some(description) = changes.description {
+            model.description = description.map(|d| d.into_inner());
+        }
+        if let Some(parent) = changes.parent_model_id {
+            model.parent_model_id = parent;
+        }
+        if let Some(prompt) = changes.system_prompt_id {
+            model.system_prompt_id = prompt;
+        }
+        if let Some(text) = changes.system_prompt {
+            model.system_prompt = text;
+        }
+        if let Some(metadata) = changes.metadata {
+            model.metadata = metadata;
+        }
+        if let Some(enabled) = changes.enabled {
+            model.enabled = enabled;
+        }
+        model.updated_at = self.clock.now();
+        if !self.store.update(&model).await? {
+            return Err(ModelError::NotFound(id.clone()));
+        }
+        Ok(self.view(model))
+    }
+
+    pub async fn delete(
+        &self,
+        organization: &OrganizationId,
+        id: &ModelId,
+    ) -> Result<(), ModelError> {
+        if self.store.delete(organization, id).await? {
+            Ok(())
+        } else {
+            Err(ModelError::NotFound(id.clone()))
+        }
+    }
+
+    fn view(&self, model: UserModel) -> ModelView {
+        let parent = self.catalog.get(&model.parent_model_id).cloned();
+        ModelView::new(model, parent, self.clock.now())
+    }
+
+    fn check_parent(&self, id: &str) -> Result<(), FieldError> {
+        match self.catalog.get(id) {
+            Some(_) => Ok(()),
+            None => Err(FieldError::new(
+                ["body".into(), "parentModelId".into()],
+                format!("`{id}` is not a model of the catalog (GET /v1/models/catalog)"),
+                "not_found",
+            )),
+        }
+    }
+
+    fn check_override(&self, text: Option<&str>) -> Result<(), FieldError> {
+        let Some(text) = text else { return Ok(()) };
+        let chars = text.chars().count();
+        if text.trim().is_empty() || chars > MAX_SYSTEM_PROMPT_CHARS {
+            return Err(FieldError::new(
+                ["body".into(), "systemPrompt".into()],
+                format!(
+                    "must be 1 to {MAX_SYSTEM_PROMPT_CHARS} characters and not blank (use null to remove it)"
+                ),
+                "value_error",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The system prompt must be the organization's or a system profile.
+    async fn check_system_prompt(
+        &self,
+        organization: &OrganizationId,
+        id: &SystemPromptId,
+    ) -> Result<Result<(), FieldError>, ModelError> {
+        match self.prompts.get_system_prompt(organization, id).await {
+            Ok(_) => Ok(Ok(())),
+            Err(PromptError::SystemPromptNotFound(_)) => Ok(Err(FieldError::new(
+                ["body".into(), "systemPromptId".into()],
+                format!("system prompt {id} was not found"),
+                "not_found",
+            ))),
+            Err(other) => Err(ModelError::Domain(other.into())),
+        }
+    }
+}
+
+fn check_metadata(metadata: &serde_json::Map<String, serde_json::Value>) -> Result<(), FieldError> {
+    if metadata.len() > MAX_METADATA_KEYS {
+        return Err(FieldError::new(
+            ["body".into(), "metadata".into()],
+            format!("at most {MAX_METADATA_KEYS} keys"),
+            "value_error",
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,305 @@
+//! User-model rules over an in-memory store, with the real prompt service for system prompts.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use chrono::{TimeZone, Utc};
+use tessera_kernel::{
+    CursorCodec, DomainError, Limit, LocSegment, ManualClock, OrganizationId, PageRequest,
+};
+use tessera_models::{
+    Catalog, LifecycleState, ModelChanges, ModelError, ModelId, ModelService, ModelStore,
+    NewUserModel, UserModel,
+};
+use tessera_prompts::{
+    Description, Name, NewSystemPrompt, PromptService, SystemProfiles, TokenCounter,
+    memory::InMemoryPromptStore,
+};
+
+#[derive(Default)]
+struct Models(Mutex<Vec<UserModel>>);
+
+#[async_trait]
+impl ModelStore for Models {
+    async fn insert(&self, model: &UserModel) -> Result<(), DomainError> {
+        self.0.lock().unwrap().push(model.clone());
+        Ok(())
+    }
+
+    async fn get(
+        &self,
+        organization: &OrganizationId,
+        id: &ModelId,
+    ) -> Result<Option<UserModel>, DomainError> {
+        Ok(self
+            .0
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|m| &m.organization_id == organization && &m.id == id)
+            .cloned())
+    }
+
+    async fn list(
+        &self,
+        organization: &OrganizationId,
+        page: &PageRequest<ModelId>,
+    ) -> Result<Vec<UserModel>, DomainError> {
+        Ok(self
+            .0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|m| &m.organization_id == organization)
+            .filter(|m| page.after.as_ref().is_none_or(|after| &m.id > after))
+            .take(page.limit.overfetch() as usize)
+            .cloned()
+            .collect())
+    }
+
+    async fn count(&self, organization: &OrganizationId) -> Result<u64, DomainError> {
+        Ok(self
+            .0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|m| &m.organization_id == organization)
+            .count() as u64)
+    }
+
+    async fn update(&self, model: &UserModel) -> Result<bool, DomainError> {
+        let mut models = self.0.lock().unwrap();
+        let Some(stored) = models
+            .iter_mut()
+            .find(|m| m.id == model.id && m.organization_id == model.organization_id)
+        else {
+            return Ok(false);
+        };
+        *stored = model.clone();
+        Ok(true)
+    }
+
+    async fn delete(
+        &self,
+        organization: &OrganizationId,
+        id: &ModelId,
+    ) -> Result<bool, DomainError> {
+        let mut models = self.0.lock().unwrap();
+        let before = models.len();
+        models.retain(|m| !(&m.organization_id == organization && &m.id == id));
+        Ok(models.len() < before)
+    }
+}
+
+struct Words;
+
+impl TokenCounter for Words {
+    fn encoding(&self) -> &str {
+        "words"
+    }
+
+    fn count(&self, text: &str) -> u32 {
+        text.split_whitespace().count() as u32
+    }
+}
+
+const CATALOG: &str = r#"
+[providers.local]
+kind = "local"
+[[models]]
+id = "local/a"
+display_name = "A"
+provider = "local"
+model_name = "a.gguf"
+context_window = 2048
+[[models]]
+id = "local/b"
+display_name = "B"
+provider = "local"
+model_name = "b.gguf"
+context_window = 4096
+"#;
+
+struct Fixture {
+    models: ModelService,
+    prompts: PromptService,
+    store: Arc<Models>,
+    clock: Arc<ManualClock>,
+    acme: OrganizationId,
+}
+
+fn service(
+    store: Arc<Models>,
+    prompts: PromptService,
+    clock: Arc<ManualClock>,
+    catalog: &str,
+) -> ModelService {
+    ModelService::new(
+        store,
+        Arc::new(Catalog::parse(catalog, |_| None).unwrap()),
+        prompts,
+        clock,
+        CursorCodec::new([3; 32]),
+    )
+}
+
+fn fixture() -> Fixture {
+    let clock = Arc::new(ManualClock::new(
+        Utc.with_ymd_and_hms(2026, 2, 3, 4, 5, 6).unwrap(),
+    ));
+    let prompt_store = Arc::new(InMemoryPromptStore::new());
+    let prompts = PromptService::new(
+        prompt_store.clone(),
+        prompt_store,
+        Arc::new(Words),
+        clock.clone(),
+        CursorCodec::new([4; 32]),
+    );
+    let store = Arc::new(Models::default());
+    Fixture {
+        models: service(store.clone(), prompts.clone(), clock.clone(), CATALOG),
+        prompts,
+        store,
+        clock,
+        acme: OrganizationId::generate(),
+    }
+}
+
+fn new_model(parent: &str) -> NewUserModel {
+    NewUserModel {
+        parent_model_id: parent.into(),
+        display_name: Name::parse("Bot").unwrap(),
+        description: None,
+        system_prompt_id: None,
+        system_prompt: None,
+        metadata: Default::default(),
+    }
+}
+
+fn locs(error: ModelError) -> Vec<Vec<LocSegment>> {
+    match error {
+        ModelError::Invalid(errors) => errors.into_iter().map(|e| e.loc).collect(),
+        other => panic!("expected invalid input, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn every_invalid_field_is_reported_at_once() {
+    let f = fixture();
+    let foreign = f
+        .prompts
+        .create_system_prompt(
+            &OrganizationId::generate(),
+            NewSystemPrompt {
+                name: Name::parse("Theirs").unwrap(),
+                description: Description::parse("").unwrap(),
+                enabled: true,
+                particles: vec![],
+            },
+        )
+        .await
+        .unwrap();
+    let error = f
+        .models
+        .create(
+            &f.acme,
+            NewUserModel {
+                system_prompt_id: Some(foreign.prompt.id),
+                system_prompt: Some("   ".into()),
+                ..new_model("local/none")
+            },
+        )
+        .await
+        .unwrap_err();
+    let field = |name: &str| vec![LocSegment::from("body"), name.into()];
+    assert_eq!(
+        locs(error),
+        [
+            field("parentModelId"),
+            field("systemPrompt"),
+            field("systemPromptId")
+        ]
+    );
+    assert_eq!(f.store.0.lock().unwrap().len(), 0);
+}
+
+#[tokio::test]
+async fn system_profiles_may_be_assigned_and_parents_switched_in_place() {
+    let f = fixture();
+    let profiles = SystemProfiles::parse(
+        r#"
+        [[profiles]]
+        slug = "p"
+        name = "P"
+        particles = []
+        "#,
+    )
+    .unwrap();
+    f.prompts.seed_system_profiles(&profiles).await.unwrap();
+    let profile = f
+        .prompts
+        .list_system_prompts(&f.acme, true, Limit::default(), None)
+        .await
+        .unwrap()
+        .items
+        .remove(0);
+    let created = f
+        .models
+        .create(
+            &f.acme,
+            NewUserModel {
+                system_prompt_id: Some(profile.prompt.id.clone()),
+                ..new_model("local/a")
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(created.lifecycle, LifecycleState::Active);
+    assert_eq!(created.parent.as_ref().unwrap().context_window, 2048);
+
+    f.clock.advance(chrono::Duration::seconds(1));
+    let switched = f
+        .models
+        .update(
+            &f.acme,
+            &created.model.id,
+            ModelChanges {
+                parent_model_id: Some("local/b".into()),
+                system_prompt_id: Some(None),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(switched.model.id, created.model.id);
+    assert_eq!(switched.parent.unwrap().context_window, 4096);
+    assert_eq!(switched.model.system_prompt_id, None);
+    assert!(switched.model.updated_at > created.model.updated_at);
+
+    let other = OrganizationId::generate();
+    assert!(matches!(
+        f.models.get(&other, &created.model.id).await,
+        Err(ModelError::NotFound(_))
+    ));
+}
+
+#[tokio::test]
+async fn a_parent_removed_from_the_catalog_means_end_of_life() {
+    let f = fixture();
+    let created = f
+        .models
+        .create(&f.acme, new_model("local/b"))
+        .await
+        .unwrap();
+    let only_a = CATALOG
+        .split("[[models]]\nid = \"local/b\"")
+        .next()
+        .unwrap();
+    let narrower = service(f.store.clone(), f.prompts.clone(), f.clock.clone(), only_a);
+    let view = narrower.get(&f.acme, &created.model.id).await.unwrap();
+    assert_eq!(
+        (view.parent, view.lifecycle),
+        (None, LifecycleState::EndOfLife)
+    );
+}
