@@ -121,6 +121,34 @@ pub fn parse_query<T: DeserializeOwned + Validate>(query: &str) -> Result<T, Api
     Ok(value)
 }
 
+/// Deserializes an optional field so that absent (`None`) and `null` (`Some(None)`) differ:
+/// `#[serde(default, deserialize_with = "extract::nullable")]` on an `Option<Option<T>>`.
+pub fn nullable<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de>,
+{
+    <Option<T> as serde::Deserialize>::deserialize(deserializer).map(Some)
+}
+
+/// The `limit` query parameter: 1 to 100, 20 when absent.
+pub fn page_limit(limit: Option<i64>) -> Result<tessera_kernel::Limit, ApiError> {
+    tessera_kernel::Limit::new(limit.unwrap_or(20)).map_err(|e| {
+        ApiError::validation(vec![FieldError::new(
+            ["query".into(), "limit".into()],
+            e.to_string(),
+            "range",
+        )])
+    })
+}
+
+/// An id from the path. A malformed one names no record of any organization, so it is
+/// answered like any other miss: 404.
+pub fn path_id<T: std::str::FromStr>(text: &str, resource: &'static str) -> Result<T, ApiError> {
+    text.parse()
+        .map_err(|_| ApiError::from(tessera_kernel::DomainError::not_found(resource, text)))
+}
+
 /// The values of the repeatable `expand[]` query parameter (`expand` is accepted too),
 /// each checked against what the operation can expand.
 pub fn expansions(query: &str, allowed: &[&str]) -> Result<Vec<String>, ApiError> {

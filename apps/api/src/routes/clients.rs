@@ -5,13 +5,13 @@ use actix_web::{HttpResponse, delete, get, http::header, post, web};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use tessera_identity::{Client, ClientId, ClientName, NewClient};
-use tessera_kernel::{DomainError, FieldError, Limit, Scope, ScopeSet};
+use tessera_kernel::{DomainError, FieldError, Scope, ScopeSet};
 use utoipa::{IntoParams, ToSchema};
 use validator::Validate;
 
 use crate::{
     access::Caller,
-    extract::{ValidJson, ValidQuery},
+    extract::{ValidJson, ValidQuery, page_limit, path_id},
     problem::{ApiError, Problem, ValidationProblem},
     state::AppState,
 };
@@ -86,9 +86,7 @@ pub struct ListClients {
 }
 
 fn client_id(text: &str) -> Result<ClientId, ApiError> {
-    // A malformed id names no client of any organization: not found, like any other miss.
-    text.parse()
-        .map_err(|_| ApiError::from(DomainError::not_found("client", text)))
+    path_id(text, "client")
 }
 
 /// Create an API client; the answer holds its secret, shown only this once.
@@ -166,9 +164,7 @@ pub async fn list_clients(
     state: web::Data<AppState>,
     ValidQuery(query): ValidQuery<ListClients>,
 ) -> Result<web::Json<ClientPage>, ApiError> {
-    let limit = Limit::new(query.limit.unwrap_or(20)).map_err(|e| {
-        DomainError::invalid(["query".into(), "limit".into()], e.to_string(), "range")
-    })?;
+    let limit = page_limit(query.limit)?;
     let page = state
         .identity
         .list(&caller.0.organization_id, limit, query.cursor.as_deref())

@@ -2,7 +2,7 @@
 
 use actix_web::{HttpResponse, delete, get, http::header, patch, post, web};
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tessera_kernel::DomainError;
 use tessera_models::{BaseModel, LifecycleState, ModelChanges, ModelId, ModelView, NewUserModel};
@@ -12,9 +12,9 @@ use validator::Validate;
 
 use crate::{
     access::Caller,
-    extract::{ValidJson, ValidQuery},
+    extract::{ValidJson, ValidQuery, page_limit, path_id},
     problem::{ApiError, Problem, ValidationProblem},
-    routes::particles::{page_limit, text_field},
+    routes::particles::text_field,
     state::AppState,
 };
 
@@ -194,15 +194,6 @@ pub struct CreateModel {
     pub metadata: Option<Map<String, Value>>,
 }
 
-/// Tells an absent field (`None`) from an explicit `null` (`Some(None)`).
-fn present<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    Option::<T>::deserialize(deserializer).map(Some)
-}
-
 /// Changes of a model; `null` clears `description`, `systemPromptId` or `systemPrompt`.
 #[derive(Debug, Deserialize, Validate, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -212,13 +203,13 @@ pub struct UpdateModel {
     pub parent_model_id: Option<String>,
     #[validate(length(min = 1, max = 255))]
     pub display_name: Option<String>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "crate::extract::nullable")]
     #[schema(value_type = Option<String>)]
     pub description: Option<Option<String>>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "crate::extract::nullable")]
     #[schema(value_type = Option<String>)]
     pub system_prompt_id: Option<Option<SystemPromptId>>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "crate::extract::nullable")]
     #[schema(value_type = Option<String>)]
     pub system_prompt: Option<Option<String>>,
     #[schema(value_type = Option<Object>)]
@@ -238,8 +229,7 @@ pub struct ListModels {
 }
 
 fn model_id(text: &str) -> Result<ModelId, ApiError> {
-    text.parse()
-        .map_err(|_| ApiError::from(DomainError::not_found("model", text)))
+    path_id(text, "model")
 }
 
 fn description(text: Option<&str>) -> Result<Option<Description>, ApiError> {

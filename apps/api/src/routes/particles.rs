@@ -3,7 +3,7 @@
 use actix_web::{HttpResponse, delete, get, http::header, patch, post, put, web};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use tessera_kernel::{DomainError, FieldError, Limit, Page};
+use tessera_kernel::{DomainError, FieldError, Page};
 use tessera_prompts::{
     Category, Content, Description, Name, NewParticle, Particle, ParticleChanges, ParticleId,
     ParticleVersion, TextError, Warning, particle_warnings,
@@ -13,7 +13,7 @@ use validator::Validate;
 
 use crate::{
     access::Caller,
-    extract::{ValidJson, ValidQuery},
+    extract::{ValidJson, ValidQuery, page_limit, path_id},
     problem::{ApiError, Problem, ValidationProblem},
     state::AppState,
 };
@@ -265,16 +265,8 @@ pub fn text_field<T>(
     })
 }
 
-pub fn page_limit(limit: Option<i64>) -> Result<Limit, ApiError> {
-    Limit::new(limit.unwrap_or(20)).map_err(|e| {
-        DomainError::invalid(["query".into(), "limit".into()], e.to_string(), "range").into()
-    })
-}
-
 fn particle_id(text: &str) -> Result<ParticleId, ApiError> {
-    // A malformed id names no particle of any organization: not found, like any other miss.
-    text.parse()
-        .map_err(|_| ApiError::from(DomainError::not_found("particle", text)))
+    path_id(text, "particle")
 }
 
 /// Create a particle (version 1).

@@ -3,7 +3,7 @@
 
 use actix_web::{HttpRequest, HttpResponse, delete, get, http::header, patch, post, web};
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 use tessera_kernel::DomainError;
 use tessera_prompts::{
     AssociationChanges, AssociationId, Composition, Description, Name, NewAssociation,
@@ -15,9 +15,9 @@ use validator::Validate;
 
 use crate::{
     access::Caller,
-    extract::{ValidJson, ValidQuery, expansions},
+    extract::{ValidJson, ValidQuery, expansions, page_limit, path_id},
     problem::{ApiError, Problem, ValidationProblem},
-    routes::particles::{CategoryDto, WarningOut, page_limit, text_field, warnings_out},
+    routes::particles::{CategoryDto, WarningOut, text_field, warnings_out},
     state::AppState,
 };
 
@@ -224,15 +224,6 @@ pub struct UpdateSystemPrompt {
     pub enabled: Option<bool>,
 }
 
-/// Tells an absent field (`None`) from an explicit `null` (`Some(None)`).
-fn present<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    Option::<T>::deserialize(deserializer).map(Some)
-}
-
 /// Moves a placement and/or pins or unpins it.
 #[derive(Debug, Deserialize, Validate, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -240,7 +231,7 @@ pub struct UpdatePlacement {
     #[validate(range(min = 0, max = 1000000))]
     pub order: Option<i64>,
     /// A version id pins it; `null` unpins (follow the latest); absent leaves it.
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "crate::extract::nullable")]
     #[schema(value_type = Option<String>)]
     pub particle_version_id: Option<Option<ParticleVersionId>>,
 }
@@ -267,14 +258,11 @@ pub struct ComposeQuery {
 }
 
 fn prompt_id(text: &str) -> Result<SystemPromptId, ApiError> {
-    // A malformed id names no system prompt of any organization: not found.
-    text.parse()
-        .map_err(|_| ApiError::from(DomainError::not_found("system prompt", text)))
+    path_id(text, "system prompt")
 }
 
 fn association_id(text: &str) -> Result<AssociationId, ApiError> {
-    text.parse()
-        .map_err(|_| ApiError::from(DomainError::not_found("particle placement", text)))
+    path_id(text, "particle placement")
 }
 
 fn expands_particles(req: &HttpRequest) -> Result<bool, ApiError> {
