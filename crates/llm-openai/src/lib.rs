@@ -1,3 +1,25 @@
-//! OpenAI-compatible chat provider over HTTP (adapter; filled by issue 5).
+//! The OpenAI-compatible chat provider: the models crate's `ChatModel` port over HTTP, for
+//! every server that speaks OpenAI's `POST /chat/completions` — OpenAI, vLLM, Ollama, the
+//! llama.cpp server, LM Studio, Groq, Together, a LiteLLM proxy — told apart only by base
+//! URL and API key ([`OpenAiConfig`]).
 //!
-//! This crate is a placeholder that fixes its place in the workspace; it has no code yet.
+//! This crate owns: the mapping of a `ChatRequest` to the upstream's JSON; the upstream
+//! call (always streamed, with usage), its timeouts (to first byte, and between chunks) and
+//! its retries (HTTP 429, 5xx and connection failures before the first byte, exponential
+//! backoff honouring `Retry-After`, never once the answer has begun); the translation of
+//! the upstream's server-sent events, odd ones included, into typed `ChatEvent`s; and the
+//! mapping of upstream failures to `ProviderError`. It holds the API key and never logs it.
+//! Token counting defaults to tiktoken's `o200k_base`.
+//!
+//! It relies on the process having installed a rustls crypto provider (the API installs
+//! aws-lc-rs at start-up); when none is installed yet, building an adapter installs
+//! aws-lc-rs.
+
+mod config;
+mod events;
+mod model;
+mod request;
+mod translate;
+
+pub use config::{ApiKey, ConfigError, OpenAiConfig, RetryPolicy};
+pub use model::OpenAiChatModel;
