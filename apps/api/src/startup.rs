@@ -10,7 +10,8 @@ use tessera_identity::{ClientName, ClientSecret, IdentityService, NewClient, Tok
 use tessera_kernel::{DomainError, Scope, ScopeSet, SystemClock};
 use tessera_limits::{InProcessRateLimiter, Quota, RateLimiter};
 use tessera_limits_redis::RedisRateLimiter;
-use tessera_models::{Catalog, ModelService};
+use tessera_llm_openai::{OpenAiChatModel, OpenAiConfig};
+use tessera_models::{Catalog, ModelService, Providers};
 use tessera_organizations::{Organization, OrganizationService};
 use tessera_prompts::{PromptService, SystemProfiles};
 use tessera_store::{
@@ -214,13 +215,15 @@ pub async fn state(
         None => Catalog::builtin(|name| std::env::var(name).ok()),
     }
     .map_err(|e| StartupError::Catalog(e.to_string()))?;
+    let providers = providers(&catalog)?;
     let models = ModelService::new(
         Arc::new(SqlModelStore::new(database.clone())),
         Arc::new(catalog),
         prompts.clone(),
         clock.clone(),
         cursors.clone(),
-    );
+    )
+    .with_providers(providers);
     let idempotency = IdempotencyService::new(
         Arc::new(SqlIdempotencyStore::new(database.clone())),
         clock.clone(),
@@ -238,6 +241,32 @@ pub async fn state(
         cursors,
         limits: limits(settings).await?,
     })
+}
+
+/// A chat model for every enabled base model an OpenAI-compatible provider serves (the
+/// embedded engine joins when `crates/llm-local` exists; until then its models answer 503).
+fn providers(catalog: &Catalog) -> Result<Providers, StartupError> {
+    let mut providers = Providers::default();
+    for model in catalog.models().iter().filter(|model| model.enabled) {
+        let Some(provider) = catalog.provider(&model.provider) else {
+            continue;
+        };
+        let (Some(base_url), "openai") = (&provider.base_url, provider.kind.as_str()) else {
+            continue;
+        };
+        let mut config = OpenAiConfig::new(base_url.clone()).with_capabilities(model.capabilities);
+        if let Some(key) = provider
+            .api_key_env
+            .as_deref()
+            .and_then(|name| std::env::var(name).ok())
+        {
+            config = config.with_api_key(key);
+        }
+        let chat_model = OpenAiChatModel::new(config)
+            .map_err(|e| StartupError::Catalog(format!("provider `{}`: {e}", model.provider)))?;
+        providers.insert(model.id.clone(), Arc::new(chat_model));
+    }
+    Ok(providers)
 }
 
 /// The rate limiter: on Redis when `redis_url` is set, in this process otherwise.

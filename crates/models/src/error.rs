@@ -16,6 +16,9 @@ pub enum ModelError {
     Disabled(String),
     #[error("model {0} needs a pro or enterprise plan")]
     PlanRequired(String),
+    /// No provider is configured for the base model (no key, or an engine not built in).
+    #[error("no provider is configured for base model {0}")]
+    ProviderUnavailable(String),
     #[error("invalid input")]
     Invalid(Vec<FieldError>),
     #[error(transparent)]
@@ -36,6 +39,9 @@ impl From<ModelError> for DomainError {
             },
             ModelError::PlanRequired(_) => DomainError::Forbidden {
                 code: "plan_required",
+                message: error.to_string(),
+            },
+            ModelError::ProviderUnavailable(_) => DomainError::Unavailable {
                 message: error.to_string(),
             },
             ModelError::Invalid(errors) => DomainError::Validation(errors),

@@ -10,6 +10,7 @@ mod error;
 mod lifecycle;
 mod model;
 mod provider;
+mod providers;
 mod service;
 mod store;
 
@@ -24,6 +25,7 @@ pub use provider::{
     FinishReason, JsonSchemaFormat, ProviderError, ReasoningEffort, Role, ToolCall, ToolSpec,
     Usage, complete,
 };
+pub use providers::{Providers, ResolvedModel};
 pub use service::ModelService;
 #[cfg(any(test, feature = "mocks"))]
 pub use store::MockModelStore;

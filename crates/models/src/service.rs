@@ -7,7 +7,7 @@ use tessera_prompts::{PromptError, PromptService, SystemPromptId};
 
 use crate::{
     BaseModel, Catalog, LifecycleState, ModelChanges, ModelError, ModelId, ModelStore, ModelView,
-    NewUserModel, UserModel, lifecycle_state,
+    NewUserModel, Providers, UserModel, lifecycle_state,
 };
 
 const MODEL_LIST: &str = "models";
@@ -27,6 +27,7 @@ pub struct ModelService {
     cursors: CursorCodec,
     /// When the catalog was loaded: the creation time shown for base models.
     loaded_at: chrono::DateTime<chrono::Utc>,
+    providers: Providers,
 }
 
 impl ModelService {
@@ -38,6 +39,7 @@ impl ModelService {
         cursors: CursorCodec,
     ) -> Self {
         Self {
+            providers: Providers::default(),
             loaded_at: clock.now(),
             store,
             catalog,
@@ -45,6 +47,20 @@ impl ModelService {
             clock,
             cursors,
         }
+    }
+
+    /// Generate through these providers (`resolve`).
+    pub fn with_providers(mut self, providers: Providers) -> Self {
+        self.providers = providers;
+        self
+    }
+
+    pub(crate) fn providers(&self) -> &Providers {
+        &self.providers
+    }
+
+    pub(crate) fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.clock.now()
     }
 
     pub fn catalog(&self) -> &Catalog {

@@ -303,3 +303,74 @@ async fn a_parent_removed_from_the_catalog_means_end_of_life() {
         (None, LifecycleState::EndOfLife)
     );
 }
+
+fn provider() -> Arc<dyn tessera_models::ChatModel> {
+    Arc::new(tessera_models::MockChatModel::new())
+}
+
+#[tokio::test]
+async fn resolution_applies_the_lifecycle_plan_and_provider_rules() {
+    use tessera_models::{Providers, Usability};
+    use tessera_organizations::Plan;
+
+    let f = fixture();
+    let premium = CATALOG.replace(
+        "id = \"local/b\"\ndisplay_name = \"B\"",
+        "id = \"local/b\"\ntier = \"premium\"\ndisplay_name = \"B\"",
+    );
+    let mut providers = Providers::default();
+    providers.insert("local/b", provider());
+    let models = service(
+        f.store.clone(),
+        f.prompts.clone(),
+        f.clock.clone(),
+        &premium,
+    )
+    .with_providers(providers);
+    let on_a = models.create(&f.acme, new_model("local/a")).await.unwrap();
+    let on_b = models.create(&f.acme, new_model("local/b")).await.unwrap();
+
+    let resolved = models
+        .resolve(&f.acme, &on_b.model.id, Plan::Pro)
+        .await
+        .unwrap();
+    assert_eq!(
+        (resolved.base.id.as_str(), resolved.usability),
+        ("local/b", Usability::Usable)
+    );
+    assert!(matches!(
+        models.resolve(&f.acme, &on_b.model.id, Plan::Free).await,
+        Err(ModelError::PlanRequired(_))
+    ));
+    let unserved = models
+        .resolve(&f.acme, &on_a.model.id, Plan::Pro)
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(unserved, ModelError::ProviderUnavailable("local/a".into()));
+    assert!(matches!(
+        DomainError::from(unserved),
+        DomainError::Unavailable { .. }
+    ));
+    let disabled = models
+        .update(
+            &f.acme,
+            &on_b.model.id,
+            ModelChanges {
+                enabled: Some(false),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert!(matches!(
+        models.resolve(&f.acme, &disabled.model.id, Plan::Pro).await,
+        Err(ModelError::Disabled(_))
+    ));
+    assert!(matches!(
+        models
+            .resolve(&OrganizationId::generate(), &on_b.model.id, Plan::Pro)
+            .await,
+        Err(ModelError::NotFound(_))
+    ));
+}

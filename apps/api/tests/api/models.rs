@@ -485,7 +485,81 @@ async fn models_are_tenant_isolated(backend: Backend) {
     assert_eq!(detached["systemPromptId"], Value::Null);
 }
 
+/// Start-up builds a provider for every enabled base model of an OpenAI-compatible
+/// provider; models without one (the embedded engine, for now) resolve to 503.
+async fn user_models_resolve_to_their_provider(backend: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("catalog.toml");
+    // `HOME` is set wherever tests run: it stands in for a provider key.
+    std::fs::write(
+        &path,
+        r#"
+[providers.local]
+kind = "local"
+[providers.gateway]
+kind = "openai"
+base_url = "http://127.0.0.1:9/v1"
+api_key_env = "HOME"
+
+[[models]]
+id = "gateway/chat"
+display_name = "Gateway chat"
+provider = "gateway"
+model_name = "chat-1"
+context_window = 8192
+capabilities = { streaming = true, tools = true, json_schema = true }
+
+[[models]]
+id = "local/tiny"
+display_name = "Tiny"
+provider = "local"
+model_name = "tiny.gguf"
+context_window = 2048
+"#,
+    )
+    .unwrap();
+    let app = TestApp::spawn_with(backend, |settings| {
+        settings.models.catalog_file = Some(path);
+    })
+    .await;
+    let token = caller_token(&app, "models:admin").await;
+    let mut ids: Vec<tessera_models::ModelId> = Vec::new();
+    for parent in ["gateway/chat", "local/tiny"] {
+        let body = json!({"parentModelId": parent, "displayName": parent});
+        let model = ok(
+            app.call_json(Method::POST, "/v1/models", &token, &body)
+                .await,
+            201,
+        )
+        .await;
+        ids.push(model["id"].as_str().unwrap().parse().unwrap());
+    }
+    let organization = ok(app.call(Method::GET, "/v1/organization", &token).await, 200).await;
+    let org_id = organization["id"].as_str().unwrap().parse().unwrap();
+    let resolved = app
+        .state
+        .models
+        .resolve(&org_id, &ids[0], tessera_organizations::Plan::Pro)
+        .await
+        .unwrap();
+    assert_eq!(resolved.base.model_name, "chat-1");
+    let capabilities = resolved.chat_model.capabilities();
+    assert!(capabilities.tools && capabilities.json_schema && !capabilities.vision);
+    let local = app
+        .state
+        .models
+        .resolve(&org_id, &ids[1], tessera_organizations::Plan::Pro)
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(
+        local,
+        tessera_models::ModelError::ProviderUnavailable("local/tiny".into())
+    );
+}
+
 tessera_store::on_both_databases!(
+    user_models_resolve_to_their_provider,
     the_catalog_reports_lifecycle_states,
     the_builtin_catalog_offers_the_embedded_model,
     user_models_lifecycle_over_http,
