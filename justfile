@@ -42,6 +42,9 @@ test:
     # Redis-backed tests use keys under a random prefix.
     export TESSERA_TEST_POSTGRES_URL="$url"
     export TESSERA_TEST_REDIS_URL="$redis"
+    # The embedded engine's tests: one compute thread per test process (nextest runs them in
+    # parallel on few cores; candle would otherwise start one thread per core in each).
+    export CANDLE_NUM_THREADS="${CANDLE_NUM_THREADS:-1}"
     cargo nextest run --workspace --no-fail-fast
     cargo test --doc --workspace --quiet
 

@@ -1,3 +1,427 @@
-//! Embedded CPU inference of a GGUF chat model (adapter; filled by issue 5).
+//! Embedded CPU inference of a GGUF chat model behind the `ChatModel` port: the llama
+//! architecture of `candle_transformers::models::quantized_llama` (SmolLM2-135M-Instruct is
+//! the model this is built and tested for), with the model's tokenizer rebuilt from the GGUF
+//! metadata and its ChatML chat template.
 //!
-//! This crate is a placeholder that fixes its place in the workspace; it has no code yet.
+//! Each [`LocalEngine`] owns one model on a dedicated thread that serves requests one at a
+//! time from a bounded queue (a full queue answers `ProviderError::Unavailable` with a retry
+//! delay), so the async runtime is never blocked. Tokens stream back as text deltas cut on
+//! character boundaries; dropping the stream cancels the generation before the next token.
+//! Generation stops on `<|im_end|>`, on the request's stop strings, at `max_tokens` or at the
+//! end of the context window, and finishes with exact token usage.
+//!
+//! Not in this slice: tools and JSON-schema output (both need constrained decoding, future
+//! work; the capabilities say so), interpreting the Jinja `tokenizer.chat_template` (ChatML is
+//! hard-coded; only the template's default system prompt is read), and prompt caching between
+//! requests. By default Q4_1 weights are re-quantized to Q8_0 at load (candle's Q4_1 kernels
+//! are scalar and several times slower) and the feed-forward down projections are kept in f32
+//! (8-bit quantization of their outlier inputs derails SmolLM2; see [`WeightFormat`]).
+//!
+//! The number of compute threads is not an engine option: candle fixes it process-wide at
+//! first use from `CANDLE_NUM_THREADS` (quantized products) and `RAYON_NUM_THREADS` (f32
+//! products), else the number of physical cores, and setting environment variables from
+//! inside the process needs `unsafe`. Set `CANDLE_NUM_THREADS=1` in the service's
+//! environment on a busy 2-core machine.
+
+mod template;
+mod text;
+mod tokenizer;
+
+use std::{
+    fs::File,
+    io::{BufReader, Cursor},
+    path::Path,
+    sync::{
+        Arc,
+        mpsc::{Receiver, SyncSender, TrySendError, sync_channel},
+    },
+    time::{Duration, SystemTime, UNIX_EPOCH},
+};
+
+use async_trait::async_trait;
+use candle_core::{
+    Device, Tensor,
+    quantized::{GgmlDType, QTensor, gguf_file},
+};
+use candle_transformers::{generation::LogitsProcessor, models::quantized_llama::ModelWeights};
+use tessera_models::{
+    Capabilities, ChatEvent, ChatModel, ChatRequest, ChatStream, FinishReason, ProviderError, Usage,
+};
+use tessera_prompts::TokenCounter;
+use tokio::sync::mpsc;
+
+pub use crate::tokenizer::LocalTokenCounter;
+use crate::{
+    text::{Step, TextOutput},
+    tokenizer::GgufTokenizer,
+};
+
+/// The token that ends an assistant turn in ChatML.
+const END_OF_TURN: &str = "<|im_end|>";
+
+/// Why a model could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("cannot read the model file: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("cannot load the model: {0}")]
+    Model(#[from] candle_core::Error),
+    #[error("invalid model metadata: {0}")]
+    Metadata(String),
+    #[error("cannot build the tokenizer: {0}")]
+    Tokenizer(String),
+    #[error("unsupported model: {0}")]
+    Unsupported(String),
+    #[error("cannot start the inference thread: {0}")]
+    Thread(String),
+}
+
+/// How weights are kept in memory.
+///
+/// candle (like llama.cpp) multiplies quantized weights by activations quantized to 8 bits
+/// per block of 32. SmolLM2-135M has outlier activations at the input of its feed-forward
+/// down projections, and quantizing them derails it: with the weights as stored (Q4_1) or
+/// all re-quantized to Q8_0, its greedy answer to "What is the capital of France?" is
+/// incoherent text; with `blk.*.ffn_down` kept in f32 it is "The capital of France is
+/// Paris.". (Keeping only `blk.0.ffn_down` in f32 is enough for that prompt; all of them are
+/// kept, to be safe.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WeightFormat {
+    /// As stored in the file (incoherent for SmolLM2's Q4_1 file; see above).
+    AsStored,
+    /// Q4_1 tensors re-quantized to Q8_0 (candle's Q4_1 kernels are scalar and several times
+    /// slower), the feed-forward down projections dequantized to f32, other tensors as stored.
+    #[default]
+    Q8_0,
+    /// Every quantized matrix dequantized to f32: f32 matrix products (gemm), about 4× the
+    /// memory of the file (some 540 MB for SmolLM2-135M) and about half the speed of `Q8_0`.
+    F32,
+}
+
+/// Options of a [`LocalEngine`].
+#[derive(Debug, Clone)]
+pub struct LocalEngineOptions {
+    pub weights: WeightFormat,
+    /// Tokens of the generation when the request sets no `max_tokens`.
+    pub default_max_tokens: u32,
+    /// Context window (prompt + generation); `None`: the model's trained length.
+    pub context_length: Option<usize>,
+    /// Requests that may wait while one is generated; beyond that `stream` answers
+    /// `Unavailable`.
+    pub queue_capacity: usize,
+    /// The delay suggested to callers when the queue is full.
+    pub retry_after: Duration,
+}
+
+impl Default for LocalEngineOptions {
+    fn default() -> Self {
+        Self {
+            weights: WeightFormat::default(),
+            default_max_tokens: 256,
+            context_length: None,
+            queue_capacity: 4,
+            retry_after: Duration::from_secs(1),
+        }
+    }
+}
+
+/// One generation handed to the worker thread.
+struct Job {
+    prompt: Vec<u32>,
+    max_tokens: usize,
+    sampling: LogitsProcessor,
+    stops: Vec<String>,
+    events: mpsc::UnboundedSender<Result<ChatEvent, ProviderError>>,
+}
+
+/// A GGUF chat model running on its own thread.
+pub struct LocalEngine {
+    jobs: SyncSender<Job>,
+    tokenizer: Arc<GgufTokenizer>,
+    default_system: Option<String>,
+    context_length: usize,
+    options: LocalEngineOptions,
+}
+
+impl std::fmt::Debug for LocalEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalEngine")
+            .field("context_length", &self.context_length)
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LocalEngine {
+    /// Loads a GGUF model and starts its inference thread. Blocking (reads the file): call it
+    /// at startup or from `spawn_blocking`.
+    pub fn load(path: impl AsRef<Path>, options: LocalEngineOptions) -> Result<Self, LoadError> {
+        let mut reader = BufReader::new(File::open(path.as_ref())?);
+        let content = gguf_file::Content::read(&mut reader)?;
+        let tokenizer = Arc::new(GgufTokenizer::from_gguf(&content)?);
+        let end_of_turn = tokenizer
+            .token_id(END_OF_TURN)
+            .ok_or_else(|| LoadError::Metadata(format!("no {END_OF_TURN} token")))?;
+        let default_system = match content.metadata.get("tokenizer.chat_template") {
+            Some(value) => value
+                .to_string()
+                .ok()
+                .and_then(|t| template::default_system_prompt(t)),
+            None => Some(template::FALLBACK_SYSTEM_PROMPT.to_owned()),
+        };
+        let trained = content
+            .metadata
+            .get("llama.context_length")
+            .and_then(|v| v.to_u32().ok())
+            .map_or(2048, |n| n as usize);
+        let context_length = options.context_length.unwrap_or(trained).min(trained);
+
+        let device = Device::Cpu;
+        let model = match options.weights {
+            WeightFormat::AsStored => ModelWeights::from_gguf(content, &mut reader, &device)?,
+            format => {
+                let converted = convert(&content, &mut reader, &device, format)?;
+                let content = gguf_file::Content::read(&mut Cursor::new(&converted))?;
+                ModelWeights::from_gguf(content, &mut Cursor::new(&converted), &device)?
+            }
+        };
+
+        let (jobs, queue) = sync_channel(options.queue_capacity);
+        let worker = Worker {
+            model,
+            tokenizer: tokenizer.clone(),
+            end_of_turn,
+            device,
+        };
+        std::thread::Builder::new()
+            .name("tessera-llm-local".into())
+            .spawn(move || worker.run(queue))
+            .map_err(|e| LoadError::Thread(e.to_string()))?;
+        Ok(Self {
+            jobs,
+            tokenizer,
+            default_system,
+            context_length,
+            options,
+        })
+    }
+
+    /// The context window (prompt and generation together), in tokens.
+    pub fn context_length(&self) -> usize {
+        self.context_length
+    }
+
+    /// The model's tokenizer.
+    pub fn token_counter(&self) -> LocalTokenCounter {
+        LocalTokenCounter {
+            tokenizer: self.tokenizer.clone(),
+        }
+    }
+}
+
+/// The file's tensors in `format`, as an in-memory GGUF (the loader reads only GGUF).
+fn convert(
+    content: &gguf_file::Content,
+    reader: &mut BufReader<File>,
+    device: &Device,
+    format: WeightFormat,
+) -> Result<Vec<u8>, LoadError> {
+    let mut tensors: Vec<(&str, QTensor)> = Vec::with_capacity(content.tensor_infos.len());
+    for name in content.tensor_infos.keys() {
+        let tensor = content.tensor(reader, name, device)?;
+        let target = match (format, tensor.dtype()) {
+            (WeightFormat::Q8_0, GgmlDType::F32) => None,
+            (WeightFormat::Q8_0, _) if name.ends_with("ffn_down.weight") => Some(GgmlDType::F32),
+            (WeightFormat::Q8_0, GgmlDType::Q4_1) => Some(GgmlDType::Q8_0),
+            (WeightFormat::F32, GgmlDType::F32) => None,
+            (WeightFormat::F32, _) if tensor.shape().rank() == 2 => Some(GgmlDType::F32),
+            _ => None,
+        };
+        let tensor = match target {
+            Some(dtype) => QTensor::quantize(&tensor.dequantize(device)?, dtype)?,
+            None => tensor,
+        };
+        tensors.push((name.as_str(), tensor));
+    }
+    // The tokenizer's arrays are not needed by the model loader.
+    let metadata: Vec<(&str, &gguf_file::Value)> = content
+        .metadata
+        .iter()
+        .filter(|(key, _)| !key.starts_with("tokenizer."))
+        .map(|(key, value)| (key.as_str(), value))
+        .collect();
+    let tensors: Vec<(&str, &QTensor)> = tensors.iter().map(|(n, t)| (*n, t)).collect();
+    let mut out = Cursor::new(Vec::new());
+    gguf_file::write(&mut out, &metadata, &tensors)?;
+    Ok(out.into_inner())
+}
+
+#[async_trait]
+impl ChatModel for LocalEngine {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            streaming: true,
+            tools: false,
+            vision: false,
+            reasoning: false,
+            json_schema: false,
+        }
+    }
+
+    fn tokenizer(&self) -> Arc<dyn TokenCounter> {
+        Arc::new(self.token_counter())
+    }
+
+    async fn stream(&self, request: ChatRequest) -> Result<ChatStream, ProviderError> {
+        if !request.tools.is_empty() || request.response_format.is_some() {
+            return Err(ProviderError::InvalidRequest(
+                "the local model supports neither tools nor structured output".into(),
+            ));
+        }
+        let text = template::render(&request.messages, self.default_system.as_deref());
+        let prompt = self
+            .tokenizer
+            .encode(&text)
+            .map_err(|message| ProviderError::Upstream {
+                status: None,
+                message,
+            })?;
+        if prompt.len() >= self.context_length {
+            return Err(ProviderError::InvalidRequest(format!(
+                "the prompt has {} tokens; the context window is {}",
+                prompt.len(),
+                self.context_length
+            )));
+        }
+        let requested = request
+            .max_tokens
+            .unwrap_or(self.options.default_max_tokens) as usize;
+        let max_tokens = requested.min(self.context_length - prompt.len());
+        let temperature = request.temperature.filter(|t| *t > 0.0).map(f64::from);
+        let top_p = request
+            .top_p
+            .filter(|p| *p > 0.0 && *p < 1.0)
+            .map(f64::from);
+        let seed = request.seed.unwrap_or_else(|| {
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64)
+        });
+        let (events, mut receiver) = mpsc::unbounded_channel();
+        let job = Job {
+            prompt,
+            max_tokens,
+            sampling: LogitsProcessor::new(seed, temperature, top_p),
+            stops: request.stop,
+            events,
+        };
+        match self.jobs.try_send(job) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) => {
+                return Err(ProviderError::Unavailable {
+                    message: "the local model is busy".into(),
+                    retry_after: Some(self.options.retry_after),
+                });
+            }
+            Err(TrySendError::Disconnected(_)) => {
+                return Err(ProviderError::Unavailable {
+                    message: "the local model stopped".into(),
+                    retry_after: None,
+                });
+            }
+        }
+        Ok(Box::pin(futures_util::stream::poll_fn(move |cx| {
+            receiver.poll_recv(cx)
+        })))
+    }
+}
+
+/// The model and what it needs, owned by the inference thread.
+struct Worker {
+    model: ModelWeights,
+    tokenizer: Arc<GgufTokenizer>,
+    end_of_turn: u32,
+    device: Device,
+}
+
+impl Worker {
+    fn run(mut self, queue: Receiver<Job>) {
+        while let Ok(mut job) = queue.recv() {
+            if job.events.is_closed() {
+                continue;
+            }
+            let result = self.generate(&mut job);
+            if let Err(e) = result {
+                tracing::warn!(error = %e, "local generation failed");
+                let _ = job.events.send(Err(ProviderError::Upstream {
+                    status: None,
+                    message: e.to_string(),
+                }));
+            }
+        }
+    }
+
+    /// Runs one generation; returns early (without error) when the stream was dropped.
+    fn generate(&mut self, job: &mut Job) -> candle_core::Result<()> {
+        self.model.clear_kv_cache();
+        let mut output = TextOutput::new(&job.stops);
+        let input = Tensor::new(job.prompt.as_slice(), &self.device)?.unsqueeze(0)?;
+        let mut logits = self.model.forward(&input, 0)?;
+        let mut position = job.prompt.len();
+        let mut generated = 0usize;
+        let mut stopped_by_string = false;
+        let reason = loop {
+            if generated >= job.max_tokens {
+                break FinishReason::Length;
+            }
+            let token = job.sampling.sample(&logits.squeeze(0)?)?;
+            generated += 1;
+            if token == self.end_of_turn {
+                break FinishReason::Stop;
+            }
+            let step = if self.tokenizer.is_special(token) {
+                Step::Continue(String::new())
+            } else {
+                output.push(self.tokenizer.token_bytes(token))
+            };
+            match step {
+                Step::Continue(text) => {
+                    if !text.is_empty() && job.events.send(Ok(ChatEvent::TextDelta(text))).is_err()
+                    {
+                        return Ok(());
+                    }
+                }
+                Step::Stopped(text) => {
+                    if !text.is_empty() {
+                        let _ = job.events.send(Ok(ChatEvent::TextDelta(text)));
+                    }
+                    stopped_by_string = true;
+                    break FinishReason::Stop;
+                }
+            }
+            if job.events.is_closed() {
+                return Ok(());
+            }
+            if generated >= job.max_tokens {
+                break FinishReason::Length;
+            }
+            let input = Tensor::new(&[token], &self.device)?.unsqueeze(0)?;
+            logits = self.model.forward(&input, position)?;
+            position += 1;
+        };
+        if !stopped_by_string {
+            // Text held back as a possible stop string, or an unfinished character.
+            let rest = output.finish();
+            if !rest.is_empty() {
+                let _ = job.events.send(Ok(ChatEvent::TextDelta(rest)));
+            }
+        }
+        let usage = Usage {
+            input_tokens: u32::try_from(job.prompt.len()).unwrap_or(u32::MAX),
+            output_tokens: u32::try_from(generated).unwrap_or(u32::MAX),
+            reasoning_tokens: 0,
+        };
+        let _ = job.events.send(Ok(ChatEvent::Finish { reason, usage }));
+        Ok(())
+    }
+}
