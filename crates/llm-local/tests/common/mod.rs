@@ -16,7 +16,11 @@ use tessera_llm_local::{LocalEngine, LocalEngineOptions};
 
 pub const MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
 
+/// The folder `just models` fills: `TESSERA_MODELS_DIR`, else `~/.cache/tessera-models`.
 fn cache_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("TESSERA_MODELS_DIR") {
+        return PathBuf::from(dir);
+    }
     let home = std::env::var_os("HOME").expect("HOME is not set: cannot locate the model cache");
     PathBuf::from(home).join(".cache").join("tessera-models")
 }
