@@ -15,7 +15,7 @@ default:
 
 # Run the service on its embedded defaults (SQLite, self-signed TLS) at https://127.0.0.1:8443
 run *args:
-    cargo run -p tessera-api -- {{ args }}
+    TESSERA_MODELS__LOCAL_DIR="${TESSERA_MODELS__LOCAL_DIR:-{{ models_dir }}}" CANDLE_NUM_THREADS="${CANDLE_NUM_THREADS:-1}" cargo run -p tessera-api -- {{ args }}
 
 # Run the operator CLI, e.g. `just admin org list`
 admin *args:

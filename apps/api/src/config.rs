@@ -218,6 +218,10 @@ pub struct ModelsSettings {
     /// A TOML catalog of base models replacing the built-in one
     /// (`crates/models/catalog.toml` shows the format).
     pub catalog_file: Option<PathBuf>,
+    /// Where the embedded engine finds the model files of `local` base models (searched
+    /// recursively by `model_name`; `just models` fills `~/.cache/tessera-models`). Unset or
+    /// without the file, those base models are disabled.
+    pub local_dir: Option<PathBuf>,
 }
 
 /// `Idempotency-Key` handling.

@@ -10,6 +10,7 @@ use tessera_identity::{ClientName, ClientSecret, IdentityService, NewClient, Tok
 use tessera_kernel::{DomainError, Scope, ScopeSet, SystemClock};
 use tessera_limits::{InProcessRateLimiter, Quota, RateLimiter};
 use tessera_limits_redis::RedisRateLimiter;
+use tessera_llm_local::{LocalEngine, LocalEngineOptions, find_model_file};
 use tessera_llm_openai::{OpenAiChatModel, OpenAiConfig};
 use tessera_models::{Catalog, ModelService, Providers};
 use tessera_organizations::{Organization, OrganizationService};
@@ -215,7 +216,11 @@ pub async fn state(
         None => Catalog::builtin(|name| std::env::var(name).ok()),
     }
     .map_err(|e| StartupError::Catalog(e.to_string()))?;
-    let providers = providers(&catalog)?;
+    let mut catalog = catalog;
+    let providers = providers(&catalog, settings).await?;
+    for id in catalog.disable_unserved(|id| providers.get(id).is_some()) {
+        tracing::warn!(model = %id, "base model disabled: no provider can run it (for the embedded engine: `just models`, then set models.local_dir)");
+    }
     let models = ModelService::new(
         Arc::new(SqlModelStore::new(database.clone())),
         Arc::new(catalog),
@@ -243,15 +248,21 @@ pub async fn state(
     })
 }
 
-/// A chat model for every enabled base model an OpenAI-compatible provider serves (the
-/// embedded engine joins when `crates/llm-local` exists; until then its models answer 503).
-fn providers(catalog: &Catalog) -> Result<Providers, StartupError> {
+/// A chat model for every enabled base model: an OpenAI-compatible client, or the embedded
+/// engine when its model file is in `models.local_dir` (loaded off the async runtime).
+async fn providers(catalog: &Catalog, settings: &Settings) -> Result<Providers, StartupError> {
     let mut providers = Providers::default();
     for model in catalog.models().iter().filter(|model| model.enabled) {
         let Some(provider) = catalog.provider(&model.provider) else {
             continue;
         };
-        let (Some(base_url), "openai") = (&provider.base_url, provider.kind.as_str()) else {
+        if provider.kind == "local" {
+            if let Some(engine) = local_engine(settings, &model.model_name).await? {
+                providers.insert(model.id.clone(), engine);
+            }
+            continue;
+        }
+        let Some(base_url) = &provider.base_url else {
             continue;
         };
         let mut config = OpenAiConfig::new(base_url.clone()).with_capabilities(model.capabilities);
@@ -267,6 +278,28 @@ fn providers(catalog: &Catalog) -> Result<Providers, StartupError> {
         providers.insert(model.id.clone(), Arc::new(chat_model));
     }
     Ok(providers)
+}
+
+/// The embedded engine for a model file, when `models.local_dir` holds it.
+async fn local_engine(
+    settings: &Settings,
+    file: &str,
+) -> Result<Option<Arc<dyn tessera_models::ChatModel>>, StartupError> {
+    let Some(dir) = &settings.models.local_dir else {
+        return Ok(None);
+    };
+    let Some(path) = find_model_file(dir, file) else {
+        return Ok(None);
+    };
+    let shown = path.display().to_string();
+    let engine = tokio::task::spawn_blocking(move || {
+        LocalEngine::load(&path, LocalEngineOptions::default())
+    })
+    .await
+    .map_err(|e| StartupError::Catalog(format!("loading {shown}: {e}")))?
+    .map_err(|e| StartupError::Catalog(format!("loading {shown}: {e}")))?;
+    tracing::info!(model = %shown, "embedded engine loaded");
+    Ok(Some(Arc::new(engine)))
 }
 
 /// The rate limiter: on Redis when `redis_url` is set, in this process otherwise.

@@ -23,9 +23,14 @@
 //! inside the process needs `unsafe`. Set `CANDLE_NUM_THREADS=1` in the service's
 //! environment on a busy 2-core machine.
 
+mod files;
 mod template;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod text;
 mod tokenizer;
+
+pub use files::find_model_file;
 
 use std::{
     fs::File,

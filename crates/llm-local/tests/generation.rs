@@ -2,12 +2,10 @@
 
 #![allow(clippy::expect_used, clippy::panic)]
 
-mod common;
-
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
-use tessera_llm_local::{LocalEngine, LocalEngineOptions, WeightFormat};
+use tessera_llm_local::{LocalEngine, LocalEngineOptions, WeightFormat, testing};
 use tessera_models::{
     ChatEvent, ChatMessage, ChatModel, ChatRequest, FinishReason, ProviderError, Role, Usage,
     complete,
@@ -50,7 +48,7 @@ async fn run(engine: &LocalEngine, request: ChatRequest) -> (String, usize, Fini
 
 #[tokio::test]
 async fn greedy_answer_streams_then_finishes_with_exact_usage() {
-    let engine = common::engine(LocalEngineOptions::default());
+    let engine = testing::engine(LocalEngineOptions::default());
     let started = Instant::now();
     let (text, deltas, reason, usage) = run(&engine, ask(QUESTION, None)).await;
     let elapsed = started.elapsed();
@@ -96,7 +94,7 @@ async fn greedy_answer_streams_then_finishes_with_exact_usage() {
 
 #[tokio::test]
 async fn max_tokens_and_stop_strings_end_the_answer() {
-    let engine = common::engine(LocalEngineOptions::default());
+    let engine = testing::engine(LocalEngineOptions::default());
     let (_, _, reason, usage) = run(&engine, ask(QUESTION, Some(3))).await;
     assert_eq!(reason, FinishReason::Length);
     assert_eq!(usage.output_tokens, 3);
@@ -136,7 +134,7 @@ fn long_story() -> ChatRequest {
 
 #[tokio::test]
 async fn dropping_the_stream_stops_the_generation() {
-    let engine = common::engine(LocalEngineOptions::default());
+    let engine = testing::engine(LocalEngineOptions::default());
     let mut stream = engine.stream(long_story()).await.expect("starts");
     let first = stream.next().await.expect("an event").expect("no error");
     assert!(matches!(first, ChatEvent::TextDelta(_)));
@@ -156,7 +154,7 @@ async fn dropping_the_stream_stops_the_generation() {
 
 #[tokio::test]
 async fn a_full_queue_answers_unavailable_with_a_retry_delay() {
-    let engine = common::engine(LocalEngineOptions {
+    let engine = testing::engine(LocalEngineOptions {
         queue_capacity: 1,
         ..LocalEngineOptions::default()
     });
@@ -173,7 +171,7 @@ async fn a_full_queue_answers_unavailable_with_a_retry_delay() {
 
 #[tokio::test]
 async fn a_prompt_beyond_the_context_window_is_refused() {
-    let engine = common::engine(LocalEngineOptions {
+    let engine = testing::engine(LocalEngineOptions {
         // The question's prompt is 37 tokens and its greedy answer 8.
         context_length: Some(40),
         ..LocalEngineOptions::default()
@@ -192,7 +190,7 @@ async fn a_prompt_beyond_the_context_window_is_refused() {
 
 #[tokio::test]
 async fn f32_weights_give_the_same_greedy_answer() {
-    let engine = common::engine(LocalEngineOptions {
+    let engine = testing::engine(LocalEngineOptions {
         weights: WeightFormat::F32,
         ..LocalEngineOptions::default()
     });

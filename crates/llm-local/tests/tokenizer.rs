@@ -1,13 +1,11 @@
 //! The tokenizer rebuilt from the GGUF metadata.
 
-mod common;
-
-use tessera_llm_local::LocalEngineOptions;
+use tessera_llm_local::{LocalEngineOptions, testing};
 use tessera_models::ChatModel;
 
 #[test]
 fn tokenizer_matches_the_vocabulary_and_round_trips() {
-    let engine = common::engine(LocalEngineOptions::default());
+    let engine = testing::engine(LocalEngineOptions::default());
     let counter = engine.token_counter();
 
     // SmolLM2's control tokens come first in its vocabulary.

@@ -174,6 +174,19 @@ impl Catalog {
         })
     }
 
+    /// Disables every enabled model that `served` says no provider can run (e.g. the embedded
+    /// engine without its model file), so the catalog never offers what cannot answer.
+    pub fn disable_unserved(&mut self, served: impl Fn(&str) -> bool) -> Vec<String> {
+        let mut disabled = Vec::new();
+        for model in self.models.iter_mut().filter(|model| model.enabled) {
+            if !served(&model.id) {
+                model.enabled = false;
+                disabled.push(model.id.clone());
+            }
+        }
+        disabled
+    }
+
     pub fn models(&self) -> &[BaseModel] {
         &self.models
     }
@@ -262,6 +275,15 @@ mod tests {
             let error = Catalog::parse(&broken, |_| None).unwrap_err();
             assert!(error.to_string().contains(needle), "{error}");
         }
+    }
+
+    #[test]
+    fn unserved_models_are_disabled() {
+        let mut catalog = Catalog::parse(CATALOG, |_| Some("key".into())).unwrap();
+        let disabled = catalog.disable_unserved(|id| id == "openai/gpt-4o-mini");
+        assert_eq!(disabled, ["local/smollm2-135m"]);
+        assert!(!catalog.get("local/smollm2-135m").unwrap().enabled);
+        assert!(catalog.get("openai/gpt-4o-mini").unwrap().enabled);
     }
 
     #[test]

@@ -15,8 +15,10 @@ fn catalog_file(dir: &std::path::Path) -> std::path::PathBuf {
     let past = (chrono::Utc::now() - chrono::Duration::days(1)).to_rfc3339();
     let text = format!(
         r#"
-[providers.local]
-kind = "local"
+[providers.gateway]
+kind = "openai"
+base_url = "http://127.0.0.1:9/v1"
+api_key_env = "HOME"
 [providers.keyless]
 kind = "openai"
 base_url = "https://llm.example.com/v1"
@@ -25,8 +27,8 @@ api_key_env = "TESSERA_TEST_KEY_THAT_IS_NEVER_SET"
 [[models]]
 id = "test/active"
 display_name = "Active"
-provider = "local"
-model_name = "active.gguf"
+provider = "gateway"
+model_name = "active"
 context_window = 4096
 capabilities = {{ streaming = true, tools = true }}
 credit_multiplier = 2
@@ -35,8 +37,8 @@ is_recommended = true
 [[models]]
 id = "test/deprecated"
 display_name = "Deprecated"
-provider = "local"
-model_name = "old.gguf"
+provider = "gateway"
+model_name = "old"
 context_window = 2048
 end_of_life_at = "{future}"
 replacement_model_id = "test/active"
@@ -44,8 +46,8 @@ replacement_model_id = "test/active"
 [[models]]
 id = "test/retired"
 display_name = "Retired"
-provider = "local"
-model_name = "older.gguf"
+provider = "gateway"
+model_name = "older"
 context_window = 1024
 end_of_life_at = "{past}"
 deprecation_message = "Retired; move to test/active."
@@ -104,7 +106,7 @@ async fn the_catalog_reports_lifecycle_states(backend: Backend) {
         (
             &json!("active"),
             &json!(true),
-            &json!("local"),
+            &json!("gateway"),
             &json!(2),
             &json!(true),
             &Value::Null
@@ -153,29 +155,83 @@ async fn the_catalog_reports_lifecycle_states(backend: Backend) {
     assert_eq!(created["replacementModelId"], "test/active");
 }
 
-async fn the_builtin_catalog_offers_the_embedded_model(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = caller_token(&app, "models:read").await;
+async fn local_catalog_entry(app: &TestApp, token: &str) -> Value {
     let catalog = ok(
-        app.call(Method::GET, "/v1/models/catalog", &token).await,
+        app.call(Method::GET, "/v1/models/catalog", token).await,
         200,
     )
     .await;
-    let local = catalog["items"]
+    catalog["items"]
         .as_array()
         .unwrap()
         .iter()
         .find(|m| m["id"] == LOCAL)
         .unwrap()
-        .clone();
+        .clone()
+}
+
+/// Without its model file the embedded model is listed, disabled; with it, a model built on
+/// it answers through the provider port with the real engine.
+async fn the_embedded_model_answers_when_its_file_is_there(backend: Backend) {
+    let without = TestApp::spawn(backend).await;
+    let token = caller_token(&without, "models:read").await;
+    let local = local_catalog_entry(&without, &token).await;
     assert_eq!(
         (
             &local["enabled"],
             &local["isRecommended"],
             &local["lifecycleState"]
         ),
-        (&json!(true), &json!(true), &json!("active"))
+        (&json!(false), &json!(true), &json!("disabled"))
     );
+    without.stop().await;
+
+    let model_dir = tessera_llm_local::testing::model_path()
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let app = TestApp::spawn_with(backend, |settings| {
+        settings.models.local_dir = Some(model_dir);
+    })
+    .await;
+    let token = caller_token(&app, "models:admin").await;
+    let local = local_catalog_entry(&app, &token).await;
+    assert_eq!(
+        (&local["enabled"], &local["lifecycleState"]),
+        (&json!(true), &json!("active"))
+    );
+    let body = json!({"parentModelId": LOCAL, "displayName": "Geography tutor"});
+    let model = ok(
+        app.call_json(Method::POST, "/v1/models", &token, &body)
+            .await,
+        201,
+    )
+    .await;
+    let organization = ok(app.call(Method::GET, "/v1/organization", &token).await, 200).await;
+    let resolved = app
+        .state
+        .models
+        .resolve(
+            &organization["id"].as_str().unwrap().parse().unwrap(),
+            &model["id"].as_str().unwrap().parse().unwrap(),
+            tessera_organizations::Plan::Free,
+        )
+        .await
+        .unwrap();
+    let request = tessera_models::ChatRequest {
+        model: resolved.base.model_name.clone(),
+        messages: vec![tessera_models::ChatMessage::new(
+            tessera_models::Role::User,
+            "What is the capital of France?",
+        )],
+        max_tokens: Some(24),
+        ..Default::default()
+    };
+    let answer = tessera_models::complete(resolved.chat_model.as_ref(), request)
+        .await
+        .unwrap();
+    assert!(answer.content.contains("Paris"), "{}", answer.content);
+    assert!(answer.usage.input_tokens > 0 && answer.usage.output_tokens > 0);
 }
 
 async fn user_models_lifecycle_over_http(backend: Backend) {
@@ -486,7 +542,7 @@ async fn models_are_tenant_isolated(backend: Backend) {
 }
 
 /// Start-up builds a provider for every enabled base model of an OpenAI-compatible
-/// provider; models without one (the embedded engine, for now) resolve to 503.
+/// provider; base models no provider can run are disabled.
 async fn user_models_resolve_to_their_provider(backend: Backend) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("catalog.toml");
@@ -552,16 +608,17 @@ context_window = 2048
         .await
         .err()
         .unwrap();
+    // No model file (`models.local_dir` unset): the base model is disabled at start-up.
     assert_eq!(
         local,
-        tessera_models::ModelError::ProviderUnavailable("local/tiny".into())
+        tessera_models::ModelError::Disabled("local/tiny".into())
     );
 }
 
 tessera_store::on_both_databases!(
     user_models_resolve_to_their_provider,
     the_catalog_reports_lifecycle_states,
-    the_builtin_catalog_offers_the_embedded_model,
+    the_embedded_model_answers_when_its_file_is_there,
     user_models_lifecycle_over_http,
     invalid_model_requests_are_422,
     models_are_tenant_isolated,

