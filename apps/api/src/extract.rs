@@ -131,6 +131,21 @@ where
     <Option<T> as serde::Deserialize>::deserialize(deserializer).map(Some)
 }
 
+/// A text field checked by the domain's rules, or a 422 at `body.<field>`.
+pub fn text_field<T, E: std::fmt::Display>(
+    field: &str,
+    text: &str,
+    parse: fn(&str) -> Result<T, E>,
+) -> Result<T, ApiError> {
+    parse(text).map_err(|e| {
+        ApiError::validation(vec![FieldError::new(
+            ["body".into(), field.into()],
+            e.to_string(),
+            "value_error",
+        )])
+    })
+}
+
 /// The `limit` query parameter: 1 to 100, 20 when absent.
 pub fn page_limit(limit: Option<i64>) -> Result<tessera_kernel::Limit, ApiError> {
     tessera_kernel::Limit::new(limit.unwrap_or(20)).map_err(|e| {

@@ -17,7 +17,7 @@ mod store;
 pub use catalog::{BaseModel, Catalog, CatalogError, ModelTier, ProviderSettings};
 pub use error::ModelError;
 pub use lifecycle::{LifecycleState, Usability, lifecycle_state, usability};
-pub use model::{ModelChanges, ModelId, ModelView, NewUserModel, SystemPromptChoice, UserModel};
+pub use model::{ModelChanges, ModelId, ModelView, NewUserModel, UserModel};
 #[cfg(any(test, feature = "mocks"))]
 pub use provider::MockChatModel;
 pub use provider::{

@@ -78,22 +78,3 @@ pub struct ModelChanges {
     pub metadata: Option<Map<String, Value>>,
     pub enabled: Option<bool>,
 }
-
-/// Where a user model's system prompt comes from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SystemPromptChoice {
-    None,
-    Composed(SystemPromptId),
-    Override(String),
-}
-
-impl UserModel {
-    /// The override wins over the composition, as the interface says.
-    pub fn system_prompt_choice(&self) -> SystemPromptChoice {
-        match (&self.system_prompt, &self.system_prompt_id) {
-            (Some(text), _) => SystemPromptChoice::Override(text.clone()),
-            (None, Some(id)) => SystemPromptChoice::Composed(id.clone()),
-            (None, None) => SystemPromptChoice::None,
-        }
-    }
-}

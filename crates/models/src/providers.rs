@@ -23,14 +23,6 @@ impl Providers {
     pub fn get(&self, base_model_id: &str) -> Option<Arc<dyn ChatModel>> {
         self.0.get(base_model_id).cloned()
     }
-
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
 }
 
 /// A user model ready to generate.

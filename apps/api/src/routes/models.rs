@@ -12,9 +12,8 @@ use validator::Validate;
 
 use crate::{
     access::Caller,
-    extract::{ValidJson, ValidQuery, page_limit, path_id},
+    extract::{ValidJson, ValidQuery, page_limit, path_id, text_field},
     problem::{ApiError, Problem, ValidationProblem},
-    routes::particles::text_field,
     state::AppState,
 };
 

@@ -3,17 +3,17 @@
 use actix_web::{HttpResponse, delete, get, http::header, patch, post, put, web};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use tessera_kernel::{DomainError, FieldError, Page};
+use tessera_kernel::{DomainError, Page};
 use tessera_prompts::{
     Category, Content, Description, Name, NewParticle, Particle, ParticleChanges, ParticleId,
-    ParticleVersion, TextError, Warning, particle_warnings,
+    ParticleVersion, Warning, particle_warnings,
 };
 use utoipa::{IntoParams, ToSchema};
 use validator::Validate;
 
 use crate::{
     access::Caller,
-    extract::{ValidJson, ValidQuery, page_limit, path_id},
+    extract::{ValidJson, ValidQuery, page_limit, path_id, text_field},
     problem::{ApiError, Problem, ValidationProblem},
     state::AppState,
 };
@@ -248,21 +248,6 @@ pub struct ListVersions {
     pub limit: Option<i64>,
     /// `nextCursor` of the previous page.
     pub cursor: Option<String>,
-}
-
-/// A text field checked by the domain's rules, or a 422 at `body.<field>`.
-pub fn text_field<T>(
-    field: &str,
-    text: &str,
-    parse: fn(&str) -> Result<T, TextError>,
-) -> Result<T, ApiError> {
-    parse(text).map_err(|e| {
-        ApiError::validation(vec![FieldError::new(
-            ["body".into(), field.into()],
-            e.to_string(),
-            "value_error",
-        )])
-    })
 }
 
 fn particle_id(text: &str) -> Result<ParticleId, ApiError> {

@@ -15,9 +15,9 @@ use validator::Validate;
 
 use crate::{
     access::Caller,
-    extract::{ValidJson, ValidQuery, expansions, page_limit, path_id},
+    extract::{ValidJson, ValidQuery, expansions, page_limit, path_id, text_field},
     problem::{ApiError, Problem, ValidationProblem},
-    routes::particles::{CategoryDto, WarningOut, text_field, warnings_out},
+    routes::particles::{CategoryDto, WarningOut, warnings_out},
     state::AppState,
 };
 

@@ -5,7 +5,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use tessera_store::Backend;
 
-use crate::support::{TestApp, problem};
+use crate::support::{TestApp, ok, problem};
 
 const LOCAL: &str = "local/smollm2-135m-instruct";
 
@@ -69,13 +69,6 @@ tier = "premium"
 async fn caller_token(app: &TestApp, scopes: &str) -> String {
     let (_, client_id, secret) = app.organization_with_client(scopes).await;
     app.token(&client_id, &secret).await
-}
-
-async fn ok(response: reqwest::Response, status: u16) -> Value {
-    let got = response.status().as_u16();
-    let body: Value = response.json().await.unwrap_or(Value::Null);
-    assert_eq!(got, status, "{body}");
-    body
 }
 
 async fn the_catalog_reports_lifecycle_states(backend: Backend) {

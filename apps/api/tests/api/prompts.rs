@@ -6,20 +6,13 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use tessera_store::Backend;
 
-use crate::support::{TestApp, problem};
+use crate::support::{TestApp, ok, problem};
 
 const SCOPES: &str = "particles:admin system-prompts:admin";
 
 async fn caller(app: &TestApp) -> String {
     let (_, client_id, secret) = app.organization_with_client(SCOPES).await;
     app.token(&client_id, &secret).await
-}
-
-async fn ok(response: reqwest::Response, status: u16) -> Value {
-    let got = response.status().as_u16();
-    let body: Value = response.json().await.unwrap_or(Value::Null);
-    assert_eq!(got, status, "{body}");
-    body
 }
 
 async fn particle(app: &TestApp, token: &str, category: &str, content: &str) -> Value {

@@ -156,6 +156,14 @@ impl TestApp {
     }
 }
 
+/// Asserts the status of a response and returns its JSON body (`null` when there is none).
+pub async fn ok(response: reqwest::Response, status: u16) -> serde_json::Value {
+    let got = response.status().as_u16();
+    let body: serde_json::Value = response.json().await.unwrap_or(serde_json::Value::Null);
+    assert_eq!(got, status, "{body}");
+    body
+}
+
 /// Asserts a problem+json response and returns its body.
 pub async fn problem(response: reqwest::Response, status: u16, code: &str) -> serde_json::Value {
     assert_eq!(response.status().as_u16(), status);
