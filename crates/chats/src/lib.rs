@@ -1,3 +1,34 @@
-//! Chats, messages, completion orchestration and the tool loop (pure domain; filled by issue 6).
-//!
-//! This crate is a placeholder that fixes its place in the workspace; it has no code yet.
+//! Chats: conversations of one principal with a model, their stored messages, and the
+//! orchestration of a completion: the model snapshot a chat keeps, message validation
+//! (roles, tool-call round trips), the context window (oldest-first truncation by exact
+//! token count), retrieval through the `Retriever` port, structured-output validation, and
+//! generation as a background task whose events are replayed to any number of listeners
+//! (`GenerationHub`). Pure domain: persistence through `ChatStore`, generation through the
+//! models domain's `ChatModel` port; the caller runs the generation future on its runtime.
+
+mod chat;
+mod context;
+mod error;
+mod hub;
+#[cfg(any(test, feature = "memory"))]
+pub mod memory;
+mod retriever;
+mod service;
+mod store;
+mod validate;
+
+pub use chat::{
+    Chat, ChatId, ChatRecord, ChatStatus, MAX_TITLE_CHARS, Message, MessageId, MessageUsage,
+    ModelSnapshot, Source, derive_title,
+};
+pub use context::{ContextOverflow, Fitted, MESSAGE_OVERHEAD_TOKENS, fit};
+pub use error::ChatError;
+pub use hub::{EventStream, GenerationEvent, GenerationHub};
+#[cfg(any(test, feature = "mocks"))]
+pub use retriever::MockRetriever;
+pub use retriever::{NoRetrieval, Retriever, with_sources};
+pub use service::{Caller, ChatService, CompletionRequest, INTERRUPTED, NewMessage, Started};
+#[cfg(any(test, feature = "mocks"))]
+pub use store::MockChatStore;
+pub use store::{ChatFilter, ChatStore};
+pub use validate::{check_schema, conformance_errors};

@@ -12,6 +12,9 @@ pub enum ModelError {
         model: String,
         replacement: Option<String>,
     },
+    /// A base-model id the catalog does not have.
+    #[error("model {0} was not found")]
+    UnknownBaseModel(String),
     #[error("model {0} is disabled")]
     Disabled(String),
     #[error("model {0} needs a pro or enterprise plan")]
@@ -29,6 +32,7 @@ impl From<ModelError> for DomainError {
     fn from(error: ModelError) -> Self {
         match error {
             ModelError::NotFound(id) => DomainError::not_found("model", id),
+            ModelError::UnknownBaseModel(id) => DomainError::not_found("model", id),
             ModelError::EndOfLife { .. } => DomainError::Gone {
                 code: "model_end_of_life",
                 message: error.to_string(),

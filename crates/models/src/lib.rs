@@ -8,6 +8,8 @@
 mod catalog;
 mod error;
 mod lifecycle;
+#[cfg(any(test, feature = "memory"))]
+pub mod memory;
 mod model;
 mod provider;
 mod providers;

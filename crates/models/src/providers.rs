@@ -25,10 +25,12 @@ impl Providers {
     }
 }
 
-/// A user model ready to generate.
+/// A model ready to generate: a user model with its base model, or a base model used
+/// directly.
 #[derive(Clone)]
 pub struct ResolvedModel {
-    pub model: UserModel,
+    /// `None` when a catalog base model is used directly.
+    pub model: Option<UserModel>,
     pub base: BaseModel,
     /// `Deprecated` carries the sunset to announce (`Deprecation`/`Sunset` headers).
     pub usability: Usability,
@@ -52,13 +54,51 @@ impl ModelService {
                 replacement: None,
             });
         };
-        let usability = usability(&base, view.model.enabled, plan, self.now())?;
+        let mut resolved = self.resolve_usable(base, view.model.enabled, plan)?;
+        resolved.model = Some(view.model);
+        Ok(resolved)
+    }
+
+    /// A catalog base model, used directly: unknown → 404, otherwise as `resolve`.
+    pub fn resolve_base(
+        &self,
+        base_model_id: &str,
+        plan: Plan,
+    ) -> Result<ResolvedModel, ModelError> {
+        let base = self
+            .catalog()
+            .get(base_model_id)
+            .cloned()
+            .ok_or_else(|| ModelError::UnknownBaseModel(base_model_id.to_owned()))?;
+        self.resolve_usable(base, true, plan)
+    }
+
+    /// What a chat names as its model: a user model id (`mdl_…`) or a catalog base-model id.
+    pub async fn resolve_any(
+        &self,
+        organization: &OrganizationId,
+        model_id: &str,
+        plan: Plan,
+    ) -> Result<ResolvedModel, ModelError> {
+        match model_id.parse::<ModelId>() {
+            Ok(id) => self.resolve(organization, &id, plan).await,
+            Err(_) => self.resolve_base(model_id, plan),
+        }
+    }
+
+    fn resolve_usable(
+        &self,
+        base: BaseModel,
+        enabled: bool,
+        plan: Plan,
+    ) -> Result<ResolvedModel, ModelError> {
+        let usability = usability(&base, enabled, plan, self.now())?;
         let chat_model = self
             .providers()
             .get(&base.id)
             .ok_or_else(|| ModelError::ProviderUnavailable(base.id.clone()))?;
         Ok(ResolvedModel {
-            model: view.model,
+            model: None,
             base,
             usability,
             chat_model,

@@ -1,96 +1,18 @@
 //! User-model rules over an in-memory store, with the real prompt service for system prompts.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use async_trait::async_trait;
 use chrono::{TimeZone, Utc};
-use tessera_kernel::{
-    CursorCodec, DomainError, Limit, LocSegment, ManualClock, OrganizationId, PageRequest,
-};
+use tessera_kernel::{CursorCodec, DomainError, Limit, LocSegment, ManualClock, OrganizationId};
 use tessera_models::{
-    Catalog, LifecycleState, ModelChanges, ModelError, ModelId, ModelService, ModelStore,
-    NewUserModel, UserModel,
+    Catalog, LifecycleState, ModelChanges, ModelError, ModelService, ModelStore, NewUserModel,
+    memory::InMemoryModelStore,
 };
 use tessera_prompts::{
     Description, Name, NewSystemPrompt, PromptService, SystemProfiles, TokenCounter,
     memory::InMemoryPromptStore,
 };
-
-#[derive(Default)]
-struct Models(Mutex<Vec<UserModel>>);
-
-#[async_trait]
-impl ModelStore for Models {
-    async fn insert(&self, model: &UserModel) -> Result<(), DomainError> {
-        self.0.lock().unwrap().push(model.clone());
-        Ok(())
-    }
-
-    async fn get(
-        &self,
-        organization: &OrganizationId,
-        id: &ModelId,
-    ) -> Result<Option<UserModel>, DomainError> {
-        Ok(self
-            .0
-            .lock()
-            .unwrap()
-            .iter()
-            .find(|m| &m.organization_id == organization && &m.id == id)
-            .cloned())
-    }
-
-    async fn list(
-        &self,
-        organization: &OrganizationId,
-        page: &PageRequest<ModelId>,
-    ) -> Result<Vec<UserModel>, DomainError> {
-        Ok(self
-            .0
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|m| &m.organization_id == organization)
-            .filter(|m| page.after.as_ref().is_none_or(|after| &m.id > after))
-            .take(page.limit.overfetch() as usize)
-            .cloned()
-            .collect())
-    }
-
-    async fn count(&self, organization: &OrganizationId) -> Result<u64, DomainError> {
-        Ok(self
-            .0
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|m| &m.organization_id == organization)
-            .count() as u64)
-    }
-
-    async fn update(&self, model: &UserModel) -> Result<bool, DomainError> {
-        let mut models = self.0.lock().unwrap();
-        let Some(stored) = models
-            .iter_mut()
-            .find(|m| m.id == model.id && m.organization_id == model.organization_id)
-        else {
-            return Ok(false);
-        };
-        *stored = model.clone();
-        Ok(true)
-    }
-
-    async fn delete(
-        &self,
-        organization: &OrganizationId,
-        id: &ModelId,
-    ) -> Result<bool, DomainError> {
-        let mut models = self.0.lock().unwrap();
-        let before = models.len();
-        models.retain(|m| !(&m.organization_id == organization && &m.id == id));
-        Ok(models.len() < before)
-    }
-}
 
 struct Words;
 
@@ -124,13 +46,13 @@ context_window = 4096
 struct Fixture {
     models: ModelService,
     prompts: PromptService,
-    store: Arc<Models>,
+    store: Arc<InMemoryModelStore>,
     clock: Arc<ManualClock>,
     acme: OrganizationId,
 }
 
 fn service(
-    store: Arc<Models>,
+    store: Arc<InMemoryModelStore>,
     prompts: PromptService,
     clock: Arc<ManualClock>,
     catalog: &str,
@@ -156,7 +78,7 @@ fn fixture() -> Fixture {
         clock.clone(),
         CursorCodec::new([4; 32]),
     );
-    let store = Arc::new(Models::default());
+    let store = Arc::new(InMemoryModelStore::new());
     Fixture {
         models: service(store.clone(), prompts.clone(), clock.clone(), CATALOG),
         prompts,
@@ -221,7 +143,7 @@ async fn every_invalid_field_is_reported_at_once() {
             field("systemPromptId")
         ]
     );
-    assert_eq!(f.store.0.lock().unwrap().len(), 0);
+    assert_eq!(f.store.count(&f.acme).await.unwrap(), 0);
 }
 
 #[tokio::test]
@@ -372,5 +294,28 @@ async fn resolution_applies_the_lifecycle_plan_and_provider_rules() {
             .resolve(&OrganizationId::generate(), &on_b.model.id, Plan::Pro)
             .await,
         Err(ModelError::NotFound(_))
+    ));
+
+    // Chats may name a base model directly, or a user model by id.
+    let direct = models
+        .resolve_any(&f.acme, "local/b", Plan::Pro)
+        .await
+        .unwrap();
+    assert!(direct.model.is_none());
+    assert_eq!(direct.base.id, "local/b");
+    let on_a_id = on_a.model.id.to_string();
+    assert_eq!(
+        models.resolve_any(&f.acme, &on_a_id, Plan::Pro).await.err(),
+        Some(ModelError::ProviderUnavailable("local/a".into()))
+    );
+    let unknown = models
+        .resolve_any(&f.acme, "local/none", Plan::Pro)
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(unknown, ModelError::UnknownBaseModel("local/none".into()));
+    assert!(matches!(
+        DomainError::from(unknown),
+        DomainError::NotFound { .. }
     ));
 }

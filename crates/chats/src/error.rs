@@ -1,0 +1,60 @@
+use tessera_kernel::{DomainError, FieldError};
+use tessera_models::{ModelError, ProviderError};
+
+use crate::ChatId;
+
+/// Errors of chat operations.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ChatError {
+    #[error("chat {0} was not found")]
+    NotFound(ChatId),
+    /// A completion is already running on the chat.
+    #[error("chat {0} is generating a completion; wait for it or re-attach to its stream")]
+    Generating(ChatId),
+    /// The chat is deleted; restore it to continue.
+    #[error("chat {0} is deleted; restore it to continue")]
+    Deleted(ChatId),
+    #[error("invalid input")]
+    Invalid(Vec<FieldError>),
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    /// The provider failed (unavailable, timeout, bad answer).
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+    /// A strict `json_schema` answer that does not conform; each entry is one violation.
+    #[error("the model's answer does not conform to the response schema: {}", .0.join("; "))]
+    SchemaMismatch(Vec<String>),
+    #[error(transparent)]
+    Domain(#[from] DomainError),
+}
+
+impl ChatError {
+    pub(crate) fn invalid(error: FieldError) -> Self {
+        Self::Invalid(vec![error])
+    }
+}
+
+impl From<ChatError> for DomainError {
+    fn from(error: ChatError) -> Self {
+        match error {
+            ChatError::NotFound(id) => DomainError::not_found("chat", id),
+            ChatError::Generating(_) => DomainError::Conflict {
+                code: "chat_generating",
+                message: error.to_string(),
+            },
+            ChatError::Deleted(_) => DomainError::Conflict {
+                code: "chat_deleted",
+                message: error.to_string(),
+            },
+            ChatError::Invalid(errors) => DomainError::Validation(errors),
+            ChatError::Model(error) => error.into(),
+            ChatError::Provider(error) => DomainError::Unavailable {
+                message: error.to_string(),
+            },
+            ChatError::SchemaMismatch(_) => DomainError::Internal {
+                message: error.to_string(),
+            },
+            ChatError::Domain(error) => error,
+        }
+    }
+}

@@ -1,0 +1,177 @@
+//! Running generations and their listeners. A generation publishes its events here; any
+//! number of listeners (the request that started it, clients re-attaching later) receive
+//! everything published so far, then the rest live. Listeners come and go without
+//! affecting the generation: it outlives every HTTP connection.
+
+use std::{
+    collections::HashMap,
+    pin::Pin,
+    sync::{Arc, Mutex},
+};
+
+use futures_channel::mpsc::{UnboundedSender, unbounded};
+use futures_util::{Stream, StreamExt, stream};
+use tessera_models::ChatEvent;
+
+use crate::{ChatError, ChatId, Message, Source};
+
+/// One step of a generation as listeners see it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GenerationEvent {
+    /// Retrieved passages the answer is grounded on (first, when there are any).
+    Sources(Vec<Source>),
+    /// Text, reasoning or tool-call progress (never `ChatEvent::Finish`).
+    Delta(ChatEvent),
+    /// The answer is complete and stored: the assistant message, with its usage.
+    Finished(Box<Message>),
+    /// The generation failed; the chat's status is `error`.
+    Failed(ChatError),
+}
+
+impl GenerationEvent {
+    pub fn is_final(&self) -> bool {
+        matches!(self, Self::Finished(_) | Self::Failed(_))
+    }
+}
+
+/// A listener's view of a generation: the replay, then live events, then the end.
+pub type EventStream = Pin<Box<dyn Stream<Item = Arc<GenerationEvent>> + Send>>;
+
+#[derive(Default)]
+struct Channel {
+    published: Vec<Arc<GenerationEvent>>,
+    listeners: Vec<UnboundedSender<Arc<GenerationEvent>>>,
+    closed: bool,
+}
+
+type Channels = Arc<Mutex<HashMap<ChatId, Arc<Mutex<Channel>>>>>;
+
+/// The generations running in this process, by chat.
+#[derive(Clone, Default)]
+pub struct GenerationHub {
+    running: Channels,
+}
+
+impl GenerationHub {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Starts publishing for a chat. The caller has made sure (through the store) that no
+    /// other generation runs on it.
+    pub(crate) fn open(&self, chat: &ChatId) -> Publisher {
+        let channel = Arc::new(Mutex::new(Channel::default()));
+        lock(&self.running).insert(chat.clone(), channel.clone());
+        Publisher {
+            running: self.running.clone(),
+            chat: chat.clone(),
+            channel,
+        }
+    }
+
+    /// Listens to the chat's running generation from its first event; `None` when nothing
+    /// runs on the chat in this process.
+    pub fn subscribe(&self, chat: &ChatId) -> Option<EventStream> {
+        let channel = lock(&self.running).get(chat).cloned()?;
+        let mut channel = lock(&channel);
+        let replay = stream::iter(channel.published.clone());
+        if channel.closed {
+            return Some(Box::pin(replay));
+        }
+        let (sender, receiver) = unbounded();
+        channel.listeners.push(sender);
+        Some(Box::pin(replay.chain(receiver)))
+    }
+
+    /// How many generations run in this process.
+    pub fn running(&self) -> usize {
+        lock(&self.running).len()
+    }
+}
+
+/// The generation's end of its channel. Dropping it (the generation ended, or its task
+/// was aborted) ends every listener's stream.
+pub(crate) struct Publisher {
+    running: Channels,
+    chat: ChatId,
+    channel: Arc<Mutex<Channel>>,
+}
+
+impl Publisher {
+    pub(crate) fn publish(&self, event: GenerationEvent) {
+        let event = Arc::new(event);
+        let mut channel = lock(&self.channel);
+        channel
+            .listeners
+            .retain(|listener| listener.unbounded_send(event.clone()).is_ok());
+        channel.published.push(event);
+    }
+}
+
+impl Drop for Publisher {
+    fn drop(&mut self) {
+        let mut channel = lock(&self.channel);
+        channel.closed = true;
+        channel.listeners.clear();
+        drop(channel);
+        let mut running = lock(&self.running);
+        if running
+            .get(&self.chat)
+            .is_some_and(|current| Arc::ptr_eq(current, &self.channel))
+        {
+            running.remove(&self.chat);
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A listener that panicked must not stop the others: the data is still consistent
+    // (every update is a single push or removal).
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use futures_util::StreamExt;
+
+    use super::*;
+
+    fn text(delta: &str) -> GenerationEvent {
+        GenerationEvent::Delta(ChatEvent::TextDelta(delta.into()))
+    }
+
+    #[tokio::test]
+    async fn late_listeners_get_the_replay_then_live_events() {
+        let hub = GenerationHub::new();
+        let chat = ChatId::generate();
+        assert!(hub.subscribe(&chat).is_none());
+        let publisher = hub.open(&chat);
+        let early = hub.subscribe(&chat).unwrap();
+        publisher.publish(text("Hel"));
+        let late = hub.subscribe(&chat).unwrap();
+        publisher.publish(text("lo"));
+        assert_eq!(hub.running(), 1);
+        drop(publisher);
+        assert_eq!(hub.running(), 0);
+        assert!(hub.subscribe(&chat).is_none());
+        let early: Vec<_> = early.collect().await;
+        let late: Vec<_> = late.collect().await;
+        assert_eq!(early, late);
+        assert_eq!(*early[1], text("lo"));
+    }
+
+    #[tokio::test]
+    async fn a_dropped_listener_does_not_disturb_the_others() {
+        let hub = GenerationHub::new();
+        let chat = ChatId::generate();
+        let publisher = hub.open(&chat);
+        let gone = hub.subscribe(&chat).unwrap();
+        let kept = hub.subscribe(&chat).unwrap();
+        drop(gone);
+        publisher.publish(text("a"));
+        drop(publisher);
+        assert_eq!(kept.count().await, 1);
+    }
+}

@@ -1,0 +1,208 @@
+//! The in-memory reference `ChatStore`: the executable statement of the port's contract,
+//! used by the domain's tests and run through the same contract suite as the SQL stores.
+
+use std::{collections::BTreeMap, sync::Mutex};
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use tessera_kernel::{DomainError, OrganizationId, PageRequest};
+
+use crate::{Chat, ChatFilter, ChatId, ChatStatus, ChatStore, Message};
+
+#[derive(Default)]
+struct State {
+    chats: BTreeMap<ChatId, Chat>,
+    messages: BTreeMap<ChatId, Vec<Message>>,
+}
+
+/// Chats held in memory.
+#[derive(Default)]
+pub struct InMemoryChatStore {
+    state: Mutex<State>,
+}
+
+impl InMemoryChatStore {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
+        f(&mut self
+            .state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()))
+    }
+}
+
+fn matches(filter: &ChatFilter, chat: &Chat) -> bool {
+    chat.organization_id == filter.organization
+        && filter
+            .owner
+            .as_ref()
+            .is_none_or(|owner| owner == &chat.owner)
+        && (filter.include_deleted || chat.deleted_at.is_none())
+}
+
+fn owned<'a>(
+    state: &'a mut State,
+    organization: &OrganizationId,
+    id: &ChatId,
+) -> Option<&'a mut Chat> {
+    state
+        .chats
+        .get_mut(id)
+        .filter(|chat| &chat.organization_id == organization)
+}
+
+#[async_trait]
+impl ChatStore for InMemoryChatStore {
+    async fn insert(&self, chat: &Chat) -> Result<(), DomainError> {
+        self.with(|state| {
+            if state.chats.contains_key(&chat.id) {
+                return Err(DomainError::internal(format!("chat {} exists", chat.id)));
+            }
+            state.chats.insert(chat.id.clone(), chat.clone());
+            Ok(())
+        })
+    }
+
+    async fn get(
+        &self,
+        organization: &OrganizationId,
+        id: &ChatId,
+    ) -> Result<Option<Chat>, DomainError> {
+        Ok(self.with(|state| owned(state, organization, id).map(|chat| chat.clone())))
+    }
+
+    async fn messages(
+        &self,
+        organization: &OrganizationId,
+        id: &ChatId,
+    ) -> Result<Vec<Message>, DomainError> {
+        Ok(self.with(|state| {
+            if owned(state, organization, id).is_none() {
+                return Vec::new();
+            }
+            state.messages.get(id).cloned().unwrap_or_default()
+        }))
+    }
+
+    async fn list(
+        &self,
+        filter: &ChatFilter,
+        page: &PageRequest<ChatId>,
+    ) -> Result<Vec<Chat>, DomainError> {
+        Ok(self.with(|state| {
+            state
+                .chats
+                .values()
+                .rev()
+                .filter(|chat| matches(filter, chat))
+                .filter(|chat| page.after.as_ref().is_none_or(|after| &chat.id < after))
+                .take(page.limit.overfetch() as usize)
+                .cloned()
+                .collect()
+        }))
+    }
+
+    async fn count(&self, filter: &ChatFilter) -> Result<u64, DomainError> {
+        Ok(self.with(|state| {
+            state
+                .chats
+                .values()
+                .filter(|chat| matches(filter, chat))
+                .count() as u64
+        }))
+    }
+
+    async fn begin_generation(
+        &self,
+        organization: &OrganizationId,
+        id: &ChatId,
+        at: DateTime<Utc>,
+    ) -> Result<bool, DomainError> {
+        Ok(self.with(|state| match owned(state, organization, id) {
+            Some(chat)
+                if chat.deleted_at.is_none() && chat.status != Some(ChatStatus::Generating) =>
+            {
+                chat.status = Some(ChatStatus::Generating);
+                chat.error = None;
+                chat.updated_at = at;
+                true
+            }
+            _ => false,
+        }))
+    }
+
+    async fn finish_generation(
+        &self,
+        organization: &OrganizationId,
+        id: &ChatId,
+        messages: &[Message],
+        at: DateTime<Utc>,
+    ) -> Result<(), DomainError> {
+        self.with(|state| {
+            let chat =
+                owned(state, organization, id).ok_or_else(|| DomainError::not_found("chat", id))?;
+            chat.status = None;
+            chat.error = None;
+            chat.updated_at = at;
+            let stored = state.messages.entry(id.clone()).or_default();
+            if messages.iter().any(|m| {
+                stored
+                    .iter()
+                    .any(|s| s.sequence == m.sequence || s.id == m.id)
+            }) {
+                return Err(DomainError::internal("message sequence taken"));
+            }
+            stored.extend(messages.iter().cloned());
+            Ok(())
+        })
+    }
+
+    async fn fail_generation(
+        &self,
+        organization: &OrganizationId,
+        id: &ChatId,
+        error: &str,
+        at: DateTime<Utc>,
+    ) -> Result<(), DomainError> {
+        self.with(|state| {
+            let chat =
+                owned(state, organization, id).ok_or_else(|| DomainError::not_found("chat", id))?;
+            chat.status = Some(ChatStatus::Error);
+            chat.error = Some(error.to_owned());
+            chat.updated_at = at;
+            Ok(())
+        })
+    }
+
+    async fn fail_interrupted(&self, error: &str, at: DateTime<Utc>) -> Result<u64, DomainError> {
+        Ok(self.with(|state| {
+            let mut failed = 0;
+            for chat in state.chats.values_mut() {
+                if chat.status == Some(ChatStatus::Generating) {
+                    chat.status = Some(ChatStatus::Error);
+                    chat.error = Some(error.to_owned());
+                    chat.updated_at = at;
+                    failed += 1;
+                }
+            }
+            failed
+        }))
+    }
+
+    async fn update(&self, chat: &Chat) -> Result<bool, DomainError> {
+        Ok(self.with(
+            |state| match owned(state, &chat.organization_id, &chat.id) {
+                Some(stored) => {
+                    stored.title = chat.title.clone();
+                    stored.deleted_at = chat.deleted_at;
+                    stored.updated_at = chat.updated_at;
+                    true
+                }
+                None => false,
+            },
+        ))
+    }
+}

@@ -1,0 +1,598 @@
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use futures_util::{StreamExt, future::BoxFuture};
+use tessera_kernel::{
+    Clock, CursorCodec, DomainError, FieldError, Limit, OrganizationId, Page, PageRequest,
+};
+use tessera_models::{
+    ChatEvent, ChatMessage, ChatModel, ChatRequest, Completion, JsonSchemaFormat, ModelService,
+    ProviderError, ResolvedModel, Role, ToolCall, ToolSpec, Usability,
+};
+use tessera_organizations::Plan;
+use tessera_prompts::PromptService;
+
+use crate::{
+    Chat, ChatError, ChatFilter, ChatId, ChatRecord, ChatStatus, ChatStore, EventStream,
+    GenerationEvent, GenerationHub, MAX_TITLE_CHARS, Message, MessageId, MessageUsage,
+    ModelSnapshot, Retriever, Source,
+    context::{ContextOverflow, fit},
+    derive_title,
+    hub::Publisher,
+    retriever::with_sources,
+    validate::{Requirements, check_messages, check_requirements, conformance_errors},
+};
+
+const CHAT_LIST: &str = "chats";
+/// Recorded on chats a restart found `generating`.
+pub const INTERRUPTED: &str = "the generation was interrupted: the server stopped while it ran";
+
+/// Who asks, within their organization.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub organization: OrganizationId,
+    /// The principal's subject: chats belong to it.
+    pub subject: String,
+    pub plan: Plan,
+    /// May see and manage every chat of the organization (`chats:admin`).
+    pub sees_all: bool,
+}
+
+/// One message of a completion request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewMessage {
+    pub role: Role,
+    pub content: String,
+    pub tool_calls: Vec<ToolCall>,
+    pub tool_call_id: Option<String>,
+}
+
+impl From<&NewMessage> for ChatMessage {
+    fn from(message: &NewMessage) -> Self {
+        ChatMessage {
+            role: message.role,
+            content: message.content.clone(),
+            tool_calls: message.tool_calls.clone(),
+            tool_call_id: message.tool_call_id.clone(),
+        }
+    }
+}
+
+impl From<&Message> for ChatMessage {
+    fn from(message: &Message) -> Self {
+        ChatMessage {
+            role: message.role,
+            content: message.content.clone(),
+            tool_calls: message.tool_calls.clone(),
+            tool_call_id: message.tool_call_id.clone(),
+        }
+    }
+}
+
+/// A request for a completion: a new chat (`model_id`) or the next turn of one (`chat_id`).
+#[derive(Debug, Clone, Default)]
+pub struct CompletionRequest {
+    pub model_id: Option<String>,
+    pub chat_id: Option<ChatId>,
+    pub messages: Vec<NewMessage>,
+    pub tools: Vec<ToolSpec>,
+    pub response_format: Option<JsonSchemaFormat>,
+    pub enable_reasoning: bool,
+    pub reasoning_budget: Option<u32>,
+    pub max_tokens: Option<u32>,
+    pub temperature: Option<f32>,
+    pub seed: Option<u64>,
+}
+
+/// A generation that has begun: the chat is `generating` and `events` will carry
+/// everything it produces. The caller must run `generation` (it owns no runtime here);
+/// it stores the answer and ends the events whether or not anyone still listens.
+pub struct Started {
+    pub chat: Chat,
+    pub created: bool,
+    /// Earlier messages left out to fit the context window.
+    pub truncated_messages: usize,
+    pub usability: Usability,
+    pub events: EventStream,
+    pub generation: BoxFuture<'static, ()>,
+}
+
+/// Chats and completions.
+#[derive(Clone)]
+pub struct ChatService {
+    store: Arc<dyn ChatStore>,
+    models: ModelService,
+    prompts: PromptService,
+    retriever: Arc<dyn Retriever>,
+    hub: GenerationHub,
+    clock: Arc<dyn Clock>,
+    cursors: CursorCodec,
+}
+
+impl ChatService {
+    pub fn new(
+        store: Arc<dyn ChatStore>,
+        models: ModelService,
+        prompts: PromptService,
+        retriever: Arc<dyn Retriever>,
+        clock: Arc<dyn Clock>,
+        cursors: CursorCodec,
+    ) -> Self {
+        Self {
+            store,
+            models,
+            prompts,
+            retriever,
+            hub: GenerationHub::new(),
+            clock,
+            cursors,
+        }
+    }
+
+    pub fn hub(&self) -> &GenerationHub {
+        &self.hub
+    }
+
+    /// Start-up recovery: chats a stopped process left `generating` become `error`.
+    pub async fn recover_interrupted(&self) -> Result<u64, ChatError> {
+        Ok(self
+            .store
+            .fail_interrupted(INTERRUPTED, self.clock.now())
+            .await?)
+    }
+
+    /// Validates a completion request, builds its context and begins the generation.
+    pub async fn start(
+        &self,
+        caller: &Caller,
+        request: CompletionRequest,
+    ) -> Result<Started, ChatError> {
+        let existing = match &request.chat_id {
+            Some(id) => Some(
+                self.continuable(caller, id, request.model_id.as_deref())
+                    .await?,
+            ),
+            None => None,
+        };
+        let resolved = match (&existing, &request.model_id) {
+            (Some(chat), _) => self
+                .models
+                .resolve_base(&chat.model.base_model_id, caller.plan)?,
+            (None, Some(model_id)) => {
+                self.models
+                    .resolve_any(&caller.organization, model_id, caller.plan)
+                    .await?
+            }
+            (None, None) => {
+                return Err(ChatError::invalid(FieldError::new(
+                    ["body".into(), "modelId".into()],
+                    "a new chat needs a modelId (or give chatId to continue a chat)",
+                    "missing",
+                )));
+            }
+        };
+        let stored: Vec<Message> = match &existing {
+            Some(chat) => self.store.messages(&caller.organization, &chat.id).await?,
+            None => Vec::new(),
+        };
+        let next_sequence = stored.last().map_or(0, |m| m.sequence + 1);
+        let history: Vec<ChatMessage> = stored.iter().map(ChatMessage::from).collect();
+        let turn: Vec<ChatMessage> = request.messages.iter().map(ChatMessage::from).collect();
+        let mut invalid = check_messages(&history, &turn);
+        invalid.extend(check_requirements(
+            &resolved.base,
+            &Requirements {
+                tools: &request.tools,
+                response_format: request.response_format.as_ref(),
+                reasoning: request.enable_reasoning,
+                reasoning_budget: request.reasoning_budget,
+                max_tokens: request.max_tokens,
+            },
+        ));
+        if !invalid.is_empty() {
+            return Err(ChatError::Invalid(invalid));
+        }
+
+        let snapshot = match &existing {
+            Some(chat) => chat.model.clone(),
+            None => self.snapshot(caller, &request, &resolved).await?,
+        };
+        let sources = match request.messages.iter().rev().find(|m| m.role == Role::User) {
+            Some(question) => {
+                self.retriever
+                    .retrieve(&caller.organization, &snapshot.model_id, &question.content)
+                    .await?
+            }
+            None => Vec::new(),
+        };
+        let system = with_sources(snapshot.system_prompt.clone(), &sources);
+        let window = resolved.base.context_window;
+        let reserve = request.max_tokens.unwrap_or_else(|| {
+            (window / 4).min(resolved.base.max_tokens_per_request.unwrap_or(u32::MAX))
+        });
+        let counter = resolved.chat_model.tokenizer();
+        let fitted = fit(
+            system.as_deref(),
+            history,
+            turn,
+            counter.as_ref(),
+            window.saturating_sub(reserve),
+        )
+        .map_err(|overflow| context_error(overflow, window))?;
+        let max_tokens = request.max_tokens.unwrap_or_else(|| {
+            window
+                .saturating_sub(fitted.prompt_tokens)
+                .min(resolved.base.max_tokens_per_request.unwrap_or(u32::MAX))
+        });
+
+        let now = self.clock.now();
+        let (chat, created) = match existing {
+            Some(mut chat) => {
+                if !self
+                    .store
+                    .begin_generation(&caller.organization, &chat.id, now)
+                    .await?
+                {
+                    return Err(ChatError::Generating(chat.id));
+                }
+                chat.status = Some(ChatStatus::Generating);
+                chat.error = None;
+                chat.updated_at = now;
+                (chat, false)
+            }
+            None => {
+                let chat = Chat {
+                    id: ChatId::generate(),
+                    organization_id: caller.organization.clone(),
+                    owner: caller.subject.clone(),
+                    model: snapshot,
+                    title: request
+                        .messages
+                        .iter()
+                        .find(|m| m.role == Role::User)
+                        .and_then(|m| derive_title(&m.content)),
+                    status: Some(ChatStatus::Generating),
+                    error: None,
+                    deleted_at: None,
+                    created_at: now,
+                    updated_at: now,
+                };
+                self.store.insert(&chat).await?;
+                (chat, true)
+            }
+        };
+
+        let publisher = self.hub.open(&chat.id);
+        let events = self
+            .hub
+            .subscribe(&chat.id)
+            .ok_or_else(|| DomainError::internal("a generation vanished as it opened"))?;
+        let generation = Generation {
+            store: self.store.clone(),
+            clock: self.clock.clone(),
+            organization: caller.organization.clone(),
+            chat: chat.id.clone(),
+            turn: request.messages,
+            next_sequence,
+            sources,
+            strict_schema: request
+                .response_format
+                .as_ref()
+                .filter(|format| format.strict)
+                .map(|format| format.schema.clone()),
+            model: resolved.chat_model.clone(),
+            request: ChatRequest {
+                model: resolved.base.model_name.clone(),
+                messages: fitted.messages,
+                tools: request.tools,
+                response_format: request.response_format,
+                max_tokens: Some(max_tokens),
+                temperature: request.temperature,
+                top_p: None,
+                seed: request.seed,
+                stop: Vec::new(),
+                reasoning: request
+                    .enable_reasoning
+                    .then_some((None, request.reasoning_budget)),
+            },
+        };
+        Ok(Started {
+            chat,
+            created,
+            truncated_messages: fitted.dropped,
+            usability: resolved.usability,
+            events,
+            generation: Box::pin(generation.run(publisher)),
+        })
+    }
+
+    /// The chat a request continues: the caller's, live and idle.
+    async fn continuable(
+        &self,
+        caller: &Caller,
+        id: &ChatId,
+        model_id: Option<&str>,
+    ) -> Result<Chat, ChatError> {
+        let chat = self.visible(caller, id).await?;
+        if chat.deleted_at.is_some() {
+            return Err(ChatError::Deleted(chat.id));
+        }
+        if chat.status == Some(ChatStatus::Generating) {
+            return Err(ChatError::Generating(chat.id));
+        }
+        if let Some(model_id) = model_id
+            && model_id != chat.model.model_id
+        {
+            return Err(ChatError::invalid(FieldError::new(
+                ["body".into(), "modelId".into()],
+                format!(
+                    "chat {} uses model {}; a chat keeps the model it was created with",
+                    chat.id, chat.model.model_id
+                ),
+                "value_error",
+            )));
+        }
+        Ok(chat)
+    }
+
+    /// What a new chat keeps of its model: the base model and the system prompt as of now.
+    async fn snapshot(
+        &self,
+        caller: &Caller,
+        request: &CompletionRequest,
+        resolved: &ResolvedModel,
+    ) -> Result<ModelSnapshot, ChatError> {
+        let model_id = request.model_id.clone().unwrap_or_default();
+        let (system_prompt, system_prompt_id) = match &resolved.model {
+            Some(model) => match (&model.system_prompt, &model.system_prompt_id) {
+                (Some(text), _) => (Some(text.clone()), None),
+                (None, Some(id)) => {
+                    let composition = self
+                        .prompts
+                        .compose(&caller.organization, id, None)
+                        .await
+                        .map_err(DomainError::from)?;
+                    let text = Some(composition.text).filter(|text| !text.is_empty());
+                    (text, Some(id.clone()))
+                }
+                (None, None) => (None, None),
+            },
+            None => (None, None),
+        };
+        Ok(ModelSnapshot {
+            model_id,
+            base_model_id: resolved.base.id.clone(),
+            system_prompt,
+            system_prompt_id,
+        })
+    }
+
+    /// A chat the caller may see (deleted ones included).
+    pub async fn visible(&self, caller: &Caller, id: &ChatId) -> Result<Chat, ChatError> {
+        self.store
+            .get(&caller.organization, id)
+            .await?
+            .filter(|chat| caller.sees_all || chat.owner == caller.subject)
+            .ok_or_else(|| ChatError::NotFound(id.clone()))
+    }
+
+    /// The chat with its messages.
+    pub async fn get(&self, caller: &Caller, id: &ChatId) -> Result<ChatRecord, ChatError> {
+        let chat = self.visible(caller, id).await?;
+        let messages = self.store.messages(&caller.organization, id).await?;
+        Ok(ChatRecord { chat, messages })
+    }
+
+    /// The caller's chats (every chat of the organization for `sees_all`), newest first.
+    pub async fn list(
+        &self,
+        caller: &Caller,
+        include_deleted: bool,
+        limit: Limit,
+        cursor: Option<&str>,
+    ) -> Result<Page<Chat>, ChatError> {
+        let after = cursor
+            .map(|c| self.cursors.decode::<ChatId>(CHAT_LIST, c))
+            .transpose()
+            .map_err(DomainError::from)?;
+        let filter = ChatFilter {
+            organization: caller.organization.clone(),
+            owner: (!caller.sees_all).then(|| caller.subject.clone()),
+            include_deleted,
+        };
+        let rows = self
+            .store
+            .list(&filter, &PageRequest { limit, after })
+            .await?;
+        let total = self.store.count(&filter).await?;
+        Ok(Page::from_overfetch(rows, limit, Some(total), |chat| {
+            self.cursors.encode(CHAT_LIST, &chat.id)
+        }))
+    }
+
+    /// Sets or clears the title (at most 500 characters).
+    pub async fn rename(
+        &self,
+        caller: &Caller,
+        id: &ChatId,
+        title: Option<String>,
+    ) -> Result<Chat, ChatError> {
+        if let Some(title) = &title
+            && title.chars().count() > MAX_TITLE_CHARS
+        {
+            return Err(ChatError::invalid(FieldError::new(
+                ["body".into(), "title".into()],
+                format!("must be at most {MAX_TITLE_CHARS} characters"),
+                "string_too_long",
+            )));
+        }
+        self.save(caller, id, |chat| chat.title = title).await
+    }
+
+    /// Soft-deletes: the chat leaves lists (unless asked for) and can be restored.
+    pub async fn delete(&self, caller: &Caller, id: &ChatId) -> Result<Chat, ChatError> {
+        let now = self.clock.now();
+        self.save(caller, id, |chat| {
+            chat.deleted_at.get_or_insert(now);
+        })
+        .await
+    }
+
+    pub async fn restore(&self, caller: &Caller, id: &ChatId) -> Result<Chat, ChatError> {
+        self.save(caller, id, |chat| chat.deleted_at = None).await
+    }
+
+    /// Re-attaches to the chat's running generation; `None` when none runs.
+    pub async fn attach(
+        &self,
+        caller: &Caller,
+        id: &ChatId,
+    ) -> Result<Option<EventStream>, ChatError> {
+        self.visible(caller, id).await?;
+        Ok(self.hub.subscribe(id))
+    }
+
+    async fn save(
+        &self,
+        caller: &Caller,
+        id: &ChatId,
+        change: impl FnOnce(&mut Chat),
+    ) -> Result<Chat, ChatError> {
+        let mut chat = self.visible(caller, id).await?;
+        change(&mut chat);
+        chat.updated_at = self.clock.now();
+        if !self.store.update(&chat).await? {
+            return Err(ChatError::NotFound(id.clone()));
+        }
+        Ok(chat)
+    }
+}
+
+fn context_error(overflow: ContextOverflow, window: u32) -> ChatError {
+    ChatError::invalid(FieldError::new(
+        ["body".into(), "messages".into()],
+        format!(
+            "the system prompt and this turn need {} tokens, but the model's context window \
+             ({window} tokens) leaves {} beside the answer",
+            overflow.needed, overflow.available
+        ),
+        "context_window_exceeded",
+    ))
+}
+
+/// Everything a background generation needs, owned.
+struct Generation {
+    store: Arc<dyn ChatStore>,
+    clock: Arc<dyn Clock>,
+    organization: OrganizationId,
+    chat: ChatId,
+    turn: Vec<NewMessage>,
+    next_sequence: u32,
+    sources: Vec<Source>,
+    strict_schema: Option<serde_json::Value>,
+    model: Arc<dyn ChatModel>,
+    request: ChatRequest,
+}
+
+impl Generation {
+    async fn run(self, publisher: Publisher) {
+        if !self.sources.is_empty() {
+            publisher.publish(GenerationEvent::Sources(self.sources.clone()));
+        }
+        let outcome = match self.generate(&publisher).await {
+            Ok(completion) => self.store_answer(completion).await,
+            Err(error) => Err(error),
+        };
+        let event = match outcome {
+            Ok(message) => GenerationEvent::Finished(Box::new(message)),
+            Err(error) => {
+                let at = self.clock.now();
+                if let Err(store) = self
+                    .store
+                    .fail_generation(&self.organization, &self.chat, &error.to_string(), at)
+                    .await
+                {
+                    // The chat stays `generating` until the next start-up recovery.
+                    tracing::error!(chat = %self.chat, error = %store, "could not record a failed generation");
+                }
+                GenerationEvent::Failed(error)
+            }
+        };
+        publisher.publish(event);
+    }
+
+    async fn generate(&self, publisher: &Publisher) -> Result<Completion, ChatError> {
+        let mut stream = self.model.stream(self.request.clone()).await?;
+        let mut completion = Completion::default();
+        while let Some(event) = stream.next().await {
+            let event = event?;
+            if !matches!(event, ChatEvent::Finish { .. }) {
+                publisher.publish(GenerationEvent::Delta(event.clone()));
+            }
+            completion.apply(event);
+        }
+        if completion.finish_reason.is_none() {
+            return Err(ProviderError::Upstream {
+                status: None,
+                message: "the answer ended without a finish event".into(),
+            }
+            .into());
+        }
+        if let Some(schema) = &self.strict_schema
+            && completion.tool_calls.is_empty()
+        {
+            let violations = conformance_errors(schema, &completion.content);
+            if !violations.is_empty() {
+                return Err(ChatError::SchemaMismatch(violations));
+            }
+        }
+        Ok(completion)
+    }
+
+    async fn store_answer(&self, completion: Completion) -> Result<Message, ChatError> {
+        let at = self.clock.now();
+        let message = |sequence: u32, role: Role, created_at: DateTime<Utc>| Message {
+            id: MessageId::generate(),
+            chat_id: self.chat.clone(),
+            sequence,
+            role,
+            content: String::new(),
+            reasoning: None,
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            sources: Vec::new(),
+            usage: None,
+            created_at,
+        };
+        let mut messages: Vec<Message> = self
+            .turn
+            .iter()
+            .zip(self.next_sequence..)
+            .map(|(new, sequence)| Message {
+                content: new.content.clone(),
+                tool_calls: new.tool_calls.clone(),
+                tool_call_id: new.tool_call_id.clone(),
+                ..message(sequence, new.role, at)
+            })
+            .collect();
+        let sequence = self.next_sequence + messages.len() as u32;
+        let answer = Message {
+            content: completion.content,
+            reasoning: Some(completion.reasoning).filter(|r| !r.is_empty()),
+            tool_calls: completion.tool_calls,
+            sources: self.sources.clone(),
+            usage: Some(MessageUsage {
+                usage: completion.usage,
+                finish_reason: completion
+                    .finish_reason
+                    .unwrap_or(tessera_models::FinishReason::Stop),
+            }),
+            ..message(sequence, Role::Assistant, at)
+        };
+        messages.push(answer.clone());
+        self.store
+            .finish_generation(&self.organization, &self.chat, &messages, at)
+            .await?;
+        Ok(answer)
+    }
+}

@@ -1,0 +1,834 @@
+//! Completion orchestration over the in-memory stores, the real prompt and model services,
+//! and a scripted model that records what it was asked.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use chrono::{TimeZone, Utc};
+use futures_channel::oneshot;
+use futures_util::{StreamExt, stream};
+use serde_json::json;
+use tessera_chats::{
+    Caller, ChatError, ChatId, ChatService, ChatStatus, CompletionRequest, GenerationEvent,
+    NewMessage, NoRetrieval, Started, memory::InMemoryChatStore,
+};
+use tessera_kernel::{CursorCodec, Limit, ManualClock, OrganizationId};
+use tessera_models::{
+    Capabilities, Catalog, ChatEvent, ChatModel, ChatRequest, ChatStream, FinishReason,
+    JsonSchemaFormat, ModelChanges, ModelService, NewUserModel, ProviderError, Providers, Role,
+    ToolCall, ToolSpec, Usage, memory::InMemoryModelStore,
+};
+use tessera_organizations::Plan;
+use tessera_prompts::{Name, PromptService, TokenCounter, memory::InMemoryPromptStore};
+
+struct Words;
+
+impl TokenCounter for Words {
+    fn encoding(&self) -> &str {
+        "words"
+    }
+
+    fn count(&self, text: &str) -> u32 {
+        text.split_whitespace().count() as u32
+    }
+}
+
+/// Answers every request with `reply` (or an error), after `gate` opens when one is set.
+#[derive(Default)]
+struct Scripted {
+    requests: Mutex<Vec<ChatRequest>>,
+    reply: Mutex<Vec<Result<ChatEvent, ProviderError>>>,
+    gate: Mutex<Option<oneshot::Receiver<()>>>,
+}
+
+impl Scripted {
+    fn answer(&self, text: &str) {
+        *self.reply.lock().unwrap() = vec![
+            Ok(ChatEvent::TextDelta(text[..text.len() / 2].into())),
+            Ok(ChatEvent::TextDelta(text[text.len() / 2..].into())),
+            Ok(finish(FinishReason::Stop)),
+        ];
+    }
+
+    fn hold(&self) -> oneshot::Sender<()> {
+        let (open, gate) = oneshot::channel();
+        *self.gate.lock().unwrap() = Some(gate);
+        open
+    }
+
+    fn last_request(&self) -> ChatRequest {
+        self.requests.lock().unwrap().last().cloned().unwrap()
+    }
+}
+
+fn finish(reason: FinishReason) -> ChatEvent {
+    ChatEvent::Finish {
+        reason,
+        usage: Usage {
+            input_tokens: 7,
+            output_tokens: 3,
+            reasoning_tokens: 0,
+        },
+    }
+}
+
+#[async_trait]
+impl ChatModel for Scripted {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::default()
+    }
+
+    fn tokenizer(&self) -> Arc<dyn TokenCounter> {
+        Arc::new(Words)
+    }
+
+    async fn stream(&self, request: ChatRequest) -> Result<ChatStream, ProviderError> {
+        self.requests.lock().unwrap().push(request);
+        let events = self.reply.lock().unwrap().clone();
+        let gate = self.gate.lock().unwrap().take();
+        let wait = stream::once(async move {
+            if let Some(gate) = gate {
+                let _ = gate.await;
+            }
+        })
+        .filter_map(|()| async { None });
+        Ok(Box::pin(wait.chain(stream::iter(events))))
+    }
+}
+
+const CATALOG: &str = r#"
+[providers.local]
+kind = "local"
+[[models]]
+id = "local/small"
+display_name = "Small"
+provider = "local"
+model_name = "small.gguf"
+context_window = 64
+max_tokens_per_request = 16
+capabilities = { streaming = true, tools = true, json_schema = true }
+[[models]]
+id = "local/plain"
+display_name = "Plain"
+provider = "local"
+model_name = "plain.gguf"
+context_window = 4096
+"#;
+
+struct Fixture {
+    chats: ChatService,
+    models: ModelService,
+    prompts: PromptService,
+    model: Arc<Scripted>,
+    alice: Caller,
+}
+
+fn fixture() -> Fixture {
+    let clock = Arc::new(ManualClock::new(
+        Utc.with_ymd_and_hms(2026, 3, 4, 5, 6, 7).unwrap(),
+    ));
+    let prompt_store = Arc::new(InMemoryPromptStore::new());
+    let prompts = PromptService::new(
+        prompt_store.clone(),
+        prompt_store,
+        Arc::new(Words),
+        clock.clone(),
+        CursorCodec::new([1; 32]),
+    );
+    let model = Arc::new(Scripted::default());
+    model.answer("Hello there");
+    let mut providers = Providers::default();
+    providers.insert("local/small", model.clone());
+    providers.insert("local/plain", model.clone());
+    let models = ModelService::new(
+        Arc::new(InMemoryModelStore::new()),
+        Arc::new(Catalog::parse(CATALOG, |_| None).unwrap()),
+        prompts.clone(),
+        clock.clone(),
+        CursorCodec::new([2; 32]),
+    )
+    .with_providers(providers);
+    let chats = ChatService::new(
+        Arc::new(InMemoryChatStore::new()),
+        models.clone(),
+        prompts.clone(),
+        Arc::new(NoRetrieval),
+        clock,
+        CursorCodec::new([3; 32]),
+    );
+    Fixture {
+        chats,
+        models,
+        prompts,
+        model,
+        alice: Caller {
+            organization: OrganizationId::generate(),
+            subject: "alice".into(),
+            plan: Plan::Free,
+            sees_all: false,
+        },
+    }
+}
+
+fn user(text: &str) -> NewMessage {
+    NewMessage {
+        role: Role::User,
+        content: text.into(),
+        tool_calls: Vec::new(),
+        tool_call_id: None,
+    }
+}
+
+fn ask(model: &str, text: &str) -> CompletionRequest {
+    CompletionRequest {
+        model_id: Some(model.into()),
+        messages: vec![user(text)],
+        ..Default::default()
+    }
+}
+
+fn follow_up(chat: &ChatId, text: &str) -> CompletionRequest {
+    CompletionRequest {
+        chat_id: Some(chat.clone()),
+        messages: vec![user(text)],
+        ..Default::default()
+    }
+}
+
+/// Runs the generation to its end and returns what a listener saw.
+async fn run(started: Started) -> Vec<GenerationEvent> {
+    started.generation.await;
+    started.events.map(|event| (*event).clone()).collect().await
+}
+
+fn invalid_locs(error: ChatError) -> Vec<String> {
+    let ChatError::Invalid(errors) = error else {
+        panic!("expected a validation error, got {error:?}");
+    };
+    errors.iter().map(|e| e.to_string()).collect()
+}
+
+#[tokio::test]
+async fn a_completion_streams_then_stores_both_messages() {
+    let f = fixture();
+    let started = f
+        .chats
+        .start(&f.alice, ask("local/plain", "Hi  there\nfriend"))
+        .await
+        .unwrap();
+    assert!(started.created);
+    assert_eq!(started.chat.status, Some(ChatStatus::Generating));
+    assert_eq!(started.chat.title.as_deref(), Some("Hi there friend"));
+    let id = started.chat.id.clone();
+    let events = run(started).await;
+    assert_eq!(
+        events[..2],
+        [
+            GenerationEvent::Delta(ChatEvent::TextDelta("Hello".into())),
+            GenerationEvent::Delta(ChatEvent::TextDelta(" there".into())),
+        ]
+    );
+    let GenerationEvent::Finished(answer) = &events[2] else {
+        panic!("{events:?}")
+    };
+    assert_eq!(answer.content, "Hello there");
+    assert_eq!(answer.usage.as_ref().unwrap().usage.total_tokens(), 10);
+
+    let record = f.chats.get(&f.alice, &id).await.unwrap();
+    assert_eq!(record.chat.status, None);
+    let stored: Vec<_> = record
+        .messages
+        .iter()
+        .map(|m| (m.sequence, m.role, m.content.as_str()))
+        .collect();
+    assert_eq!(
+        stored,
+        [
+            (0, Role::User, "Hi  there\nfriend"),
+            (1, Role::Assistant, "Hello there")
+        ]
+    );
+    // The base model's own name reaches the provider.
+    assert_eq!(f.model.last_request().model, "plain.gguf");
+}
+
+#[tokio::test]
+async fn a_continuation_sends_the_history_and_keeps_the_model_snapshot() {
+    let f = fixture();
+    let created = f
+        .models
+        .create(
+            &f.alice.organization,
+            NewUserModel {
+                parent_model_id: "local/plain".into(),
+                display_name: Name::parse("Helper").unwrap(),
+                description: None,
+                system_prompt_id: None,
+                system_prompt: Some("Be terse.".into()),
+                metadata: Default::default(),
+            },
+        )
+        .await
+        .unwrap();
+    let model_id = created.model.id.to_string();
+    let first = f
+        .chats
+        .start(&f.alice, ask(&model_id, "one"))
+        .await
+        .unwrap();
+    let chat = first.chat.id.clone();
+    run(first).await;
+    assert_eq!(f.model.last_request().messages[0].content, "Be terse.");
+
+    // Changing the model affects new chats only.
+    f.models
+        .update(
+            &f.alice.organization,
+            &created.model.id,
+            ModelChanges {
+                system_prompt: Some(Some("Be verbose.".into())),
+                parent_model_id: Some("local/small".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    run(f
+        .chats
+        .start(&f.alice, follow_up(&chat, "two"))
+        .await
+        .unwrap())
+    .await;
+    let request = f.model.last_request();
+    let sent: Vec<_> = request
+        .messages
+        .iter()
+        .map(|m| m.content.as_str())
+        .collect();
+    assert_eq!(sent, ["Be terse.", "one", "Hello there", "two"]);
+    assert_eq!(request.model, "plain.gguf");
+    assert_eq!(
+        f.chats.get(&f.alice, &chat).await.unwrap().messages.len(),
+        4
+    );
+
+    // A different model on an existing chat is refused.
+    let mut other = follow_up(&chat, "three");
+    other.model_id = Some("local/small".into());
+    assert_eq!(
+        invalid_locs(f.chats.start(&f.alice, other).await.err().unwrap()),
+        [format!(
+            "body.modelId: chat {chat} uses model {model_id}; a chat keeps the model it was created with"
+        )]
+    );
+}
+
+#[tokio::test]
+async fn a_composed_system_prompt_is_frozen_at_creation() {
+    let f = fixture();
+    let particle = f
+        .prompts
+        .create_particle(
+            &f.alice.organization,
+            tessera_prompts::NewParticle {
+                name: Name::parse("role").unwrap(),
+                category: tessera_prompts::Category::Role,
+                content: tessera_prompts::Content::parse("You are a pirate.").unwrap(),
+                description: tessera_prompts::Description::parse("").unwrap(),
+            },
+        )
+        .await
+        .unwrap();
+    let prompt = f
+        .prompts
+        .create_system_prompt(
+            &f.alice.organization,
+            tessera_prompts::NewSystemPrompt {
+                name: Name::parse("pirate").unwrap(),
+                description: tessera_prompts::Description::parse("").unwrap(),
+                enabled: true,
+                particles: vec![tessera_prompts::NewAssociation {
+                    particle_id: particle.id.clone(),
+                    order: 0,
+                    pin: None,
+                }],
+            },
+        )
+        .await
+        .unwrap();
+    let created = f
+        .models
+        .create(
+            &f.alice.organization,
+            NewUserModel {
+                parent_model_id: "local/plain".into(),
+                display_name: Name::parse("Pirate").unwrap(),
+                description: None,
+                system_prompt_id: Some(prompt.prompt.id.clone()),
+                system_prompt: None,
+                metadata: Default::default(),
+            },
+        )
+        .await
+        .unwrap();
+    let started = f
+        .chats
+        .start(&f.alice, ask(created.model.id.as_str(), "ahoy"))
+        .await
+        .unwrap();
+    assert_eq!(
+        started.chat.model.system_prompt_id.as_ref(),
+        Some(&prompt.prompt.id)
+    );
+    let chat = started.chat.id.clone();
+    run(started).await;
+    assert_eq!(
+        f.model.last_request().messages[0].content,
+        "You are a pirate."
+    );
+
+    f.prompts
+        .update_content(
+            &f.alice.organization,
+            &particle.id,
+            tessera_prompts::Content::parse("You are a robot.").unwrap(),
+        )
+        .await
+        .unwrap();
+    run(f
+        .chats
+        .start(&f.alice, follow_up(&chat, "again"))
+        .await
+        .unwrap())
+    .await;
+    assert_eq!(
+        f.model.last_request().messages[0].content,
+        "You are a pirate."
+    );
+}
+
+#[tokio::test]
+async fn one_generation_at_a_time_per_chat_and_it_outlives_its_listeners() {
+    let f = fixture();
+    let first = f
+        .chats
+        .start(&f.alice, ask("local/plain", "one"))
+        .await
+        .unwrap();
+    let chat = first.chat.id.clone();
+    run(first).await;
+
+    let open = f.model.hold();
+    let second = f
+        .chats
+        .start(&f.alice, follow_up(&chat, "two"))
+        .await
+        .unwrap();
+    // The client went away: nobody listens any more.
+    drop(second.events);
+    let generation = tokio::spawn(second.generation);
+    assert_eq!(
+        f.chats
+            .start(&f.alice, follow_up(&chat, "three"))
+            .await
+            .err(),
+        Some(ChatError::Generating(chat.clone()))
+    );
+    let attached = f.chats.attach(&f.alice, &chat).await.unwrap().unwrap();
+    open.send(()).unwrap();
+    generation.await.unwrap();
+    let seen: Vec<_> = attached.collect().await;
+    assert!(matches!(
+        *seen[seen.len() - 1],
+        GenerationEvent::Finished(_)
+    ));
+    assert!(f.chats.attach(&f.alice, &chat).await.unwrap().is_none());
+    let record = f.chats.get(&f.alice, &chat).await.unwrap();
+    assert_eq!(record.chat.status, None);
+    assert_eq!(record.messages.len(), 4);
+}
+
+#[tokio::test]
+async fn failures_are_recorded_and_store_nothing() {
+    let f = fixture();
+    *f.model.reply.lock().unwrap() = vec![
+        Ok(ChatEvent::TextDelta("partial".into())),
+        Err(ProviderError::Timeout),
+    ];
+    let started = f
+        .chats
+        .start(&f.alice, ask("local/plain", "q"))
+        .await
+        .unwrap();
+    let chat = started.chat.id.clone();
+    let events = run(started).await;
+    assert_eq!(
+        events.last(),
+        Some(&GenerationEvent::Failed(ChatError::Provider(
+            ProviderError::Timeout
+        )))
+    );
+    let record = f.chats.get(&f.alice, &chat).await.unwrap();
+    assert_eq!(record.chat.status, Some(ChatStatus::Error));
+    assert!(
+        record
+            .chat
+            .error
+            .unwrap()
+            .contains("did not answer in time")
+    );
+    assert!(record.messages.is_empty());
+
+    // The chat can be continued after a failure.
+    f.model.answer("ok");
+    run(f
+        .chats
+        .start(&f.alice, follow_up(&chat, "again"))
+        .await
+        .unwrap())
+    .await;
+    assert_eq!(
+        f.chats.get(&f.alice, &chat).await.unwrap().chat.status,
+        None
+    );
+}
+
+#[tokio::test]
+async fn strict_structured_output_is_validated() {
+    let f = fixture();
+    let schema = json!({
+        "type": "object",
+        "properties": {"answer": {"type": "integer"}},
+        "required": ["answer"]
+    });
+    let request = |strict: bool| CompletionRequest {
+        response_format: Some(JsonSchemaFormat {
+            name: "result".into(),
+            strict,
+            schema: schema.clone(),
+        }),
+        ..ask("local/small", "q")
+    };
+    f.model.answer("{\"answer\": \"many\"}");
+    let events = run(f.chats.start(&f.alice, request(true)).await.unwrap()).await;
+    let Some(GenerationEvent::Failed(ChatError::SchemaMismatch(violations))) = events.last() else {
+        panic!("{events:?}")
+    };
+    assert!(violations[0].starts_with("/answer:"), "{violations:?}");
+
+    // Not strict: stored as answered.
+    let events = run(f.chats.start(&f.alice, request(false)).await.unwrap()).await;
+    assert!(matches!(events.last(), Some(GenerationEvent::Finished(_))));
+
+    f.model.answer("{\"answer\": 42}");
+    let events = run(f.chats.start(&f.alice, request(true)).await.unwrap()).await;
+    assert!(matches!(events.last(), Some(GenerationEvent::Finished(_))));
+
+    let mut invalid = request(true);
+    invalid.response_format.as_mut().unwrap().schema = json!({"type": 12});
+    assert_eq!(
+        invalid_locs(f.chats.start(&f.alice, invalid).await.err().unwrap()).len(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn the_context_window_drops_the_oldest_turns() {
+    let f = fixture();
+    // local/small: 64-token window, 16 reserved for the answer → 48 for the prompt.
+    f.model.answer("a b c d e f g h");
+    let first = f
+        .chats
+        .start(&f.alice, ask("local/small", "w w w w w w w w w w"))
+        .await
+        .unwrap();
+    assert_eq!(first.truncated_messages, 0);
+    let chat = first.chat.id.clone();
+    run(first).await;
+    let second = f
+        .chats
+        .start(&f.alice, follow_up(&chat, "x x x x"))
+        .await
+        .unwrap();
+    // 3 + (4+10) + (4+8) + (4+4) = 37 ≤ 48: everything fits.
+    assert_eq!(second.truncated_messages, 0);
+    run(second).await;
+    let third = f
+        .chats
+        .start(&f.alice, follow_up(&chat, "y y y y"))
+        .await
+        .unwrap();
+    // 3 + 8 (turn) + 12 + 8 + 12 + 14 = 57 > 48: the first question goes.
+    assert_eq!(third.truncated_messages, 1);
+    run(third).await;
+    let sent = f.model.last_request();
+    assert_eq!(sent.messages[0].content, "a b c d e f g h");
+    assert_eq!(sent.max_tokens, Some(16));
+
+    let too_long = "z ".repeat(60);
+    assert_eq!(
+        invalid_locs(
+            f.chats
+                .start(&f.alice, follow_up(&chat, &too_long))
+                .await
+                .err()
+                .unwrap()
+        )
+        .len(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn tools_round_trip_and_capabilities_are_checked() {
+    let f = fixture();
+    *f.model.reply.lock().unwrap() = vec![
+        Ok(ChatEvent::ToolCallStart {
+            index: 0,
+            id: "call_1".into(),
+            name: "weather".into(),
+        }),
+        Ok(ChatEvent::ToolCallArgumentsDelta {
+            index: 0,
+            delta: "{\"city\":\"Oslo\"}".into(),
+        }),
+        Ok(ChatEvent::ToolCallEnd { index: 0 }),
+        Ok(finish(FinishReason::ToolCalls)),
+    ];
+    let tools = vec![ToolSpec {
+        name: "weather".into(),
+        description: None,
+        parameters: json!({"type": "object", "properties": {"city": {"type": "string"}}}),
+    }];
+    let started = f
+        .chats
+        .start(
+            &f.alice,
+            CompletionRequest {
+                tools: tools.clone(),
+                ..ask("local/small", "weather?")
+            },
+        )
+        .await
+        .unwrap();
+    let chat = started.chat.id.clone();
+    let events = run(started).await;
+    let Some(GenerationEvent::Finished(answer)) = events.last() else {
+        panic!("{events:?}")
+    };
+    assert_eq!(answer.tool_calls[0].id, "call_1");
+
+    // The client answers the call; the model continues.
+    f.model.answer("It is sunny");
+    let result = NewMessage {
+        role: Role::Tool,
+        content: "sunny".into(),
+        tool_calls: Vec::new(),
+        tool_call_id: Some("call_1".into()),
+    };
+    let mut wrong = result.clone();
+    wrong.tool_call_id = Some("call_9".into());
+    let next = |message: NewMessage| CompletionRequest {
+        chat_id: Some(chat.clone()),
+        messages: vec![message],
+        tools: tools.clone(),
+        ..Default::default()
+    };
+    assert_eq!(
+        invalid_locs(f.chats.start(&f.alice, next(wrong)).await.err().unwrap()),
+        [
+            "body.messages.0.toolCallId: `call_9` does not match a tool call of an earlier assistant message"
+        ]
+    );
+    run(f.chats.start(&f.alice, next(result)).await.unwrap()).await;
+    let sent = f.model.last_request();
+    assert_eq!(
+        sent.messages[1].tool_calls,
+        [ToolCall {
+            id: "call_1".into(),
+            name: "weather".into(),
+            arguments: "{\"city\":\"Oslo\"}".into()
+        }]
+    );
+    assert_eq!(sent.messages[2].tool_call_id.as_deref(), Some("call_1"));
+
+    // Models without tools or reasoning refuse them.
+    let refused = f
+        .chats
+        .start(
+            &f.alice,
+            CompletionRequest {
+                tools,
+                enable_reasoning: true,
+                ..ask("local/plain", "q")
+            },
+        )
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(
+        invalid_locs(refused),
+        [
+            "body.tools: model local/plain does not support tools",
+            "body.enableReasoning: model local/plain does not support reasoning"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn chats_are_private_listed_newest_first_deleted_and_restored() {
+    let f = fixture();
+    let mut ids = Vec::new();
+    for n in 0..3 {
+        let started = f
+            .chats
+            .start(&f.alice, ask("local/plain", &format!("q{n}")))
+            .await
+            .unwrap();
+        ids.push(started.chat.id.clone());
+        run(started).await;
+    }
+    let bob = Caller {
+        subject: "bob".into(),
+        ..f.alice.clone()
+    };
+    assert_eq!(
+        f.chats.get(&bob, &ids[0]).await.err(),
+        Some(ChatError::NotFound(ids[0].clone()))
+    );
+    assert_eq!(
+        f.chats
+            .list(&bob, false, Limit::DEFAULT, None)
+            .await
+            .unwrap()
+            .total_count,
+        Some(0)
+    );
+    let admin = Caller {
+        sees_all: true,
+        ..bob
+    };
+    assert!(f.chats.get(&admin, &ids[0]).await.is_ok());
+
+    let page = f
+        .chats
+        .list(&f.alice, false, Limit::new(2).unwrap(), None)
+        .await
+        .unwrap();
+    assert_eq!(page.items[0].id, ids[2]);
+    assert_eq!(page.total_count, Some(3));
+    let rest = f
+        .chats
+        .list(
+            &f.alice,
+            false,
+            Limit::new(2).unwrap(),
+            page.next_cursor.as_ref().map(|c| c.as_str()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        rest.items.iter().map(|c| &c.id).collect::<Vec<_>>(),
+        [&ids[0]]
+    );
+
+    let deleted = f.chats.delete(&f.alice, &ids[1]).await.unwrap();
+    assert!(deleted.deleted_at.is_some());
+    assert_eq!(
+        f.chats
+            .list(&f.alice, false, Limit::DEFAULT, None)
+            .await
+            .unwrap()
+            .items
+            .len(),
+        2
+    );
+    assert_eq!(
+        f.chats
+            .list(&f.alice, true, Limit::DEFAULT, None)
+            .await
+            .unwrap()
+            .items
+            .len(),
+        3
+    );
+    assert_eq!(
+        f.chats
+            .start(&f.alice, follow_up(&ids[1], "more"))
+            .await
+            .err(),
+        Some(ChatError::Deleted(ids[1].clone()))
+    );
+    let restored = f.chats.restore(&f.alice, &ids[1]).await.unwrap();
+    assert_eq!(restored.deleted_at, None);
+    assert!(
+        f.chats
+            .start(&f.alice, follow_up(&ids[1], "more"))
+            .await
+            .is_ok()
+    );
+
+    let renamed = f
+        .chats
+        .rename(&f.alice, &ids[0], Some("Trip".into()))
+        .await
+        .unwrap();
+    assert_eq!(renamed.title.as_deref(), Some("Trip"));
+    assert_eq!(
+        invalid_locs(
+            f.chats
+                .rename(&f.alice, &ids[0], Some("x".repeat(501)))
+                .await
+                .err()
+                .unwrap()
+        ),
+        ["body.title: must be at most 500 characters"]
+    );
+}
+
+#[tokio::test]
+async fn interrupted_generations_become_errors_at_start_up() {
+    let f = fixture();
+    let started = f
+        .chats
+        .start(&f.alice, ask("local/plain", "q"))
+        .await
+        .unwrap();
+    let chat = started.chat.id.clone();
+    drop(started); // the process died before the generation ran
+    assert_eq!(f.chats.recover_interrupted().await.unwrap(), 1);
+    let record = f.chats.get(&f.alice, &chat).await.unwrap();
+    assert_eq!(record.chat.status, Some(ChatStatus::Error));
+    assert_eq!(
+        record.chat.error.as_deref(),
+        Some(tessera_chats::INTERRUPTED)
+    );
+}
+
+#[tokio::test]
+async fn unknown_models_and_new_chats_without_a_model_are_refused() {
+    let f = fixture();
+    assert!(matches!(
+        f.chats.start(&f.alice, ask("local/none", "q")).await.err(),
+        Some(ChatError::Model(
+            tessera_models::ModelError::UnknownBaseModel(_)
+        ))
+    ));
+    let request = CompletionRequest {
+        messages: vec![user("q")],
+        ..Default::default()
+    };
+    assert_eq!(
+        invalid_locs(f.chats.start(&f.alice, request).await.err().unwrap()),
+        ["body.modelId: a new chat needs a modelId (or give chatId to continue a chat)"]
+    );
+    assert_eq!(
+        f.chats
+            .start(&f.alice, follow_up(&ChatId::generate(), "q"))
+            .await
+            .err()
+            .map(|e| matches!(e, ChatError::NotFound(_))),
+        Some(true)
+    );
+}

@@ -1,0 +1,90 @@
+//! The in-memory reference `ModelStore`, for the domain's tests and other crates' tests.
+
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+use tessera_kernel::{DomainError, OrganizationId, PageRequest};
+
+use crate::{ModelId, ModelStore, UserModel};
+
+/// User models held in memory.
+#[derive(Default)]
+pub struct InMemoryModelStore(Mutex<Vec<UserModel>>);
+
+impl InMemoryModelStore {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn models(&self) -> std::sync::MutexGuard<'_, Vec<UserModel>> {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+#[async_trait]
+impl ModelStore for InMemoryModelStore {
+    async fn insert(&self, model: &UserModel) -> Result<(), DomainError> {
+        self.models().push(model.clone());
+        Ok(())
+    }
+
+    async fn get(
+        &self,
+        organization: &OrganizationId,
+        id: &ModelId,
+    ) -> Result<Option<UserModel>, DomainError> {
+        Ok(self
+            .models()
+            .iter()
+            .find(|m| &m.organization_id == organization && &m.id == id)
+            .cloned())
+    }
+
+    async fn list(
+        &self,
+        organization: &OrganizationId,
+        page: &PageRequest<ModelId>,
+    ) -> Result<Vec<UserModel>, DomainError> {
+        Ok(self
+            .models()
+            .iter()
+            .filter(|m| &m.organization_id == organization)
+            .filter(|m| page.after.as_ref().is_none_or(|after| &m.id > after))
+            .take(page.limit.overfetch() as usize)
+            .cloned()
+            .collect())
+    }
+
+    async fn count(&self, organization: &OrganizationId) -> Result<u64, DomainError> {
+        Ok(self
+            .models()
+            .iter()
+            .filter(|m| &m.organization_id == organization)
+            .count() as u64)
+    }
+
+    async fn update(&self, model: &UserModel) -> Result<bool, DomainError> {
+        let mut models = self.models();
+        let Some(stored) = models
+            .iter_mut()
+            .find(|m| m.id == model.id && m.organization_id == model.organization_id)
+        else {
+            return Ok(false);
+        };
+        *stored = model.clone();
+        Ok(true)
+    }
+
+    async fn delete(
+        &self,
+        organization: &OrganizationId,
+        id: &ModelId,
+    ) -> Result<bool, DomainError> {
+        let mut models = self.models();
+        let before = models.len();
+        models.retain(|m| !(&m.organization_id == organization && &m.id == id));
+        Ok(models.len() < before)
+    }
+}
