@@ -23,6 +23,7 @@ use crate::problem::{Problem, ValidationErrorItem, ValidationProblem};
         (name = "Authentication", description = "Access tokens for API clients (OAuth 2.0 client credentials) and discovery documents"),
         (name = "Organization", description = "The caller's organization"),
         (name = "Clients", description = "API clients (OAuth 2.0 client credentials) of the caller's organization; needs `org:admin`"),
+        (name = "Chats", description = "Chat completions (JSON or Server-Sent Events, in Tessera's format or the Vercel AI SDK's), background generation, and chat records"),
         (name = "Models", description = "The catalog of base models, and the organization's models built on them"),
         (name = "Particles", description = "Reusable system-prompt components in five categories, with immutable numbered versions"),
         (name = "System prompts", description = "Ordered compositions of particles, pinned or following the latest versions, and their rendering; system profiles are read-only templates")

@@ -27,6 +27,10 @@ pub struct ApiError {
     pub status: StatusCode,
     pub code: &'static str,
     pub detail: ProblemDetail,
+    /// Extra members of the problem object (e.g. `replacementModelId`, `errors`).
+    pub extensions: serde_json::Map<String, serde_json::Value>,
+    /// Seconds for a `Retry-After` header.
+    pub retry_after: Option<u64>,
 }
 
 /// The problem body (the schema every error response documents).
@@ -79,7 +83,20 @@ impl ApiError {
             status,
             code,
             detail: ProblemDetail::Text(detail.into()),
+            extensions: serde_json::Map::new(),
+            retry_after: None,
         }
+    }
+
+    /// Adds a member to the problem object.
+    pub fn with(mut self, name: &str, value: impl Into<serde_json::Value>) -> Self {
+        self.extensions.insert(name.to_owned(), value.into());
+        self
+    }
+
+    pub fn with_retry_after(mut self, seconds: u64) -> Self {
+        self.retry_after = Some(seconds);
+        self
     }
 
     pub fn validation(errors: Vec<FieldError>) -> Self {
@@ -87,17 +104,25 @@ impl ApiError {
             status: StatusCode::UNPROCESSABLE_ENTITY,
             code: "validation_failed",
             detail: ProblemDetail::Fields(errors),
+            extensions: serde_json::Map::new(),
+            retry_after: None,
         }
     }
 
     pub fn body(&self) -> serde_json::Value {
-        serde_json::json!({
+        let mut body = serde_json::json!({
             "type": format!("urn:tessera:problem:{}", self.code),
             "title": self.status.canonical_reason().unwrap_or("Error"),
             "status": self.status.as_u16(),
             "detail": self.detail,
             "code": self.code,
-        })
+        });
+        if let Some(members) = body.as_object_mut() {
+            for (name, value) in &self.extensions {
+                members.entry(name.clone()).or_insert_with(|| value.clone());
+            }
+        }
+        body
     }
 }
 
@@ -107,9 +132,12 @@ impl ResponseError for ApiError {
     }
 
     fn error_response(&self) -> HttpResponse {
-        HttpResponse::build(self.status)
-            .insert_header((header::CONTENT_TYPE, PROBLEM_JSON))
-            .body(self.body().to_string())
+        let mut response = HttpResponse::build(self.status);
+        response.insert_header((header::CONTENT_TYPE, PROBLEM_JSON));
+        if let Some(seconds) = self.retry_after {
+            response.insert_header((header::RETRY_AFTER, seconds.to_string()));
+        }
+        response.body(self.body().to_string())
     }
 }
 

@@ -5,6 +5,7 @@ use std::{net::TcpListener, sync::Arc, time::Duration};
 
 use actix_web::{App, dev::Server, middleware::from_fn, web};
 use tessera_auth::{Argon2SecretHasher, JwtKeys, KeyError, OidcProvider, OidcVerifier, TokenRules};
+use tessera_chats::{ChatService, NoRetrieval};
 use tessera_idempotency::IdempotencyService;
 use tessera_identity::{ClientName, ClientSecret, IdentityService, NewClient, TokenSettings};
 use tessera_kernel::{DomainError, Scope, ScopeSet, SystemClock};
@@ -16,7 +17,7 @@ use tessera_models::{Catalog, ModelService, Providers};
 use tessera_organizations::{Organization, OrganizationService};
 use tessera_prompts::{PromptService, SystemProfiles};
 use tessera_store::{
-    Database, PoolOptions, SqlClientStore, SqlIdempotencyStore, SqlModelStore,
+    Database, PoolOptions, SqlChatStore, SqlClientStore, SqlIdempotencyStore, SqlModelStore,
     SqlOrganizationStore, SqlPromptStore, StoreError,
 };
 use tessera_tokenizer::{Encoding, TiktokenCounter};
@@ -64,6 +65,8 @@ pub enum StartupError {
     Profiles(String),
     #[error("config key `models.catalog_file`: {0}")]
     Catalog(String),
+    #[error("cannot recover chats interrupted by the last stop: {0}")]
+    Recovery(String),
 }
 
 /// Registers every documented route on a utoipa-aware app.
@@ -88,6 +91,13 @@ where
         .service(routes::clients::get_client)
         .service(routes::clients::rotate_client)
         .service(routes::clients::revoke_client)
+        .service(routes::chats::create_completion)
+        .service(routes::chats::list_chats)
+        .service(routes::chats::get_chat)
+        .service(routes::chats::update_chat)
+        .service(routes::chats::delete_chat)
+        .service(routes::chats::restore_chat)
+        .service(routes::chats::stream_chat)
         .service(routes::models::catalog)
         .service(routes::models::create_model)
         .service(routes::models::list_models)
@@ -234,7 +244,28 @@ pub async fn state(
         clock.clone(),
         Duration::from_secs(settings.idempotency.retention_secs),
     );
+    let chats = ChatService::new(
+        Arc::new(SqlChatStore::new(database.clone())),
+        models.clone(),
+        prompts.clone(),
+        Arc::new(NoRetrieval),
+        clock.clone(),
+        cursors.clone(),
+    );
+    // This process starts with no generation running: any chat still marked `generating`
+    // was left by a process that stopped mid-answer.
+    let interrupted = chats
+        .recover_interrupted()
+        .await
+        .map_err(|e| StartupError::Recovery(e.to_string()))?;
+    if interrupted > 0 {
+        tracing::warn!(
+            chats = interrupted,
+            "chats left generating by a stopped process marked as failed"
+        );
+    }
     Ok(AppState {
+        chats,
         idempotency,
         models,
         database,

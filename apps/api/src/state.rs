@@ -1,6 +1,7 @@
 use std::sync::Arc;
 
 use tessera_auth::JwtKeys;
+use tessera_chats::ChatService;
 use tessera_idempotency::IdempotencyService;
 use tessera_identity::IdentityService;
 use tessera_kernel::CursorCodec;
@@ -17,6 +18,7 @@ pub struct AppState {
     pub identity: IdentityService,
     pub prompts: PromptService,
     pub models: ModelService,
+    pub chats: ChatService,
     pub idempotency: IdempotencyService,
     pub keys: Arc<JwtKeys>,
     /// The token issuer (this service's public base URL).

@@ -13,7 +13,7 @@ use futures_channel::mpsc::{UnboundedSender, unbounded};
 use futures_util::{Stream, StreamExt, stream};
 use tessera_models::ChatEvent;
 
-use crate::{ChatError, ChatId, Message, Source};
+use crate::{ChatError, ChatId, Message, MessageId, Source};
 
 /// One step of a generation as listeners see it.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,8 +37,16 @@ impl GenerationEvent {
 /// A listener's view of a generation: the replay, then live events, then the end.
 pub type EventStream = Pin<Box<dyn Stream<Item = Arc<GenerationEvent>> + Send>>;
 
-#[derive(Default)]
+/// A listener attached to a running generation.
+pub struct Attached {
+    /// The id the answer will be stored under.
+    pub message: MessageId,
+    pub events: EventStream,
+}
+
 struct Channel {
+    /// The id the answer will be stored under.
+    message: MessageId,
     published: Vec<Arc<GenerationEvent>>,
     listeners: Vec<UnboundedSender<Arc<GenerationEvent>>>,
     closed: bool,
@@ -59,8 +67,13 @@ impl GenerationHub {
 
     /// Starts publishing for a chat. The caller has made sure (through the store) that no
     /// other generation runs on it.
-    pub(crate) fn open(&self, chat: &ChatId) -> Publisher {
-        let channel = Arc::new(Mutex::new(Channel::default()));
+    pub(crate) fn open(&self, chat: &ChatId, message: &MessageId) -> Publisher {
+        let channel = Arc::new(Mutex::new(Channel {
+            message: message.clone(),
+            published: Vec::new(),
+            listeners: Vec::new(),
+            closed: false,
+        }));
         lock(&self.running).insert(chat.clone(), channel.clone());
         Publisher {
             running: self.running.clone(),
@@ -71,16 +84,23 @@ impl GenerationHub {
 
     /// Listens to the chat's running generation from its first event; `None` when nothing
     /// runs on the chat in this process.
-    pub fn subscribe(&self, chat: &ChatId) -> Option<EventStream> {
+    pub fn subscribe(&self, chat: &ChatId) -> Option<Attached> {
         let channel = lock(&self.running).get(chat).cloned()?;
         let mut channel = lock(&channel);
         let replay = stream::iter(channel.published.clone());
+        let message = channel.message.clone();
         if channel.closed {
-            return Some(Box::pin(replay));
+            return Some(Attached {
+                message,
+                events: Box::pin(replay),
+            });
         }
         let (sender, receiver) = unbounded();
         channel.listeners.push(sender);
-        Some(Box::pin(replay.chain(receiver)))
+        Some(Attached {
+            message,
+            events: Box::pin(replay.chain(receiver)),
+        })
     }
 
     /// How many generations run in this process.
@@ -147,10 +167,10 @@ mod tests {
         let hub = GenerationHub::new();
         let chat = ChatId::generate();
         assert!(hub.subscribe(&chat).is_none());
-        let publisher = hub.open(&chat);
-        let early = hub.subscribe(&chat).unwrap();
+        let publisher = hub.open(&chat, &MessageId::generate());
+        let early = hub.subscribe(&chat).unwrap().events;
         publisher.publish(text("Hel"));
-        let late = hub.subscribe(&chat).unwrap();
+        let late = hub.subscribe(&chat).unwrap().events;
         publisher.publish(text("lo"));
         assert_eq!(hub.running(), 1);
         drop(publisher);
@@ -166,9 +186,9 @@ mod tests {
     async fn a_dropped_listener_does_not_disturb_the_others() {
         let hub = GenerationHub::new();
         let chat = ChatId::generate();
-        let publisher = hub.open(&chat);
-        let gone = hub.subscribe(&chat).unwrap();
-        let kept = hub.subscribe(&chat).unwrap();
+        let publisher = hub.open(&chat, &MessageId::generate());
+        let gone = hub.subscribe(&chat).unwrap().events;
+        let kept = hub.subscribe(&chat).unwrap().events;
         drop(gone);
         publisher.publish(text("a"));
         drop(publisher);

@@ -23,7 +23,7 @@ pub use chat::{
 };
 pub use context::{ContextOverflow, Fitted, MESSAGE_OVERHEAD_TOKENS, fit};
 pub use error::ChatError;
-pub use hub::{EventStream, GenerationEvent, GenerationHub};
+pub use hub::{Attached, EventStream, GenerationEvent, GenerationHub};
 #[cfg(any(test, feature = "mocks"))]
 pub use retriever::MockRetriever;
 pub use retriever::{NoRetrieval, Retriever, with_sources};

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use tessera_kernel::{DomainError, OrganizationId, PageRequest};
 
-use crate::{Chat, ChatFilter, ChatId, ChatStatus, ChatStore, Message};
+use crate::{Chat, ChatFilter, ChatId, ChatStatus, ChatStore, Message, MessageId};
 
 #[derive(Default)]
 struct State {
@@ -142,20 +142,36 @@ impl ChatStore for InMemoryChatStore {
         at: DateTime<Utc>,
     ) -> Result<(), DomainError> {
         self.with(|state| {
-            let chat =
-                owned(state, organization, id).ok_or_else(|| DomainError::not_found("chat", id))?;
-            chat.status = None;
-            chat.error = None;
-            chat.updated_at = at;
-            let stored = state.messages.entry(id.clone()).or_default();
-            if messages.iter().any(|m| {
-                stored
-                    .iter()
-                    .any(|s| s.sequence == m.sequence || s.id == m.id)
-            }) {
-                return Err(DomainError::internal("message sequence taken"));
+            owned(state, organization, id).ok_or_else(|| DomainError::not_found("chat", id))?;
+            // Check everything before changing anything: the transaction is all or nothing.
+            let stored = state
+                .messages
+                .get(id)
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            let mut sequences: Vec<u32> = stored.iter().map(|m| m.sequence).collect();
+            let mut ids: Vec<&MessageId> = stored.iter().map(|m| &m.id).collect();
+            for message in messages {
+                if &message.chat_id != id
+                    || sequences.contains(&message.sequence)
+                    || ids.contains(&&message.id)
+                {
+                    return Err(DomainError::Conflict {
+                        code: "already_exists",
+                        message: format!("message {} cannot be appended", message.id),
+                    });
+                }
+                sequences.push(message.sequence);
+                ids.push(&message.id);
             }
+            let stored = state.messages.entry(id.clone()).or_default();
             stored.extend(messages.iter().cloned());
+            stored.sort_by_key(|m| m.sequence);
+            if let Some(chat) = owned(state, organization, id) {
+                chat.status = None;
+                chat.error = None;
+                chat.updated_at = at;
+            }
             Ok(())
         })
     }

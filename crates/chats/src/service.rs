@@ -13,7 +13,7 @@ use tessera_organizations::Plan;
 use tessera_prompts::PromptService;
 
 use crate::{
-    Chat, ChatError, ChatFilter, ChatId, ChatRecord, ChatStatus, ChatStore, EventStream,
+    Attached, Chat, ChatError, ChatFilter, ChatId, ChatRecord, ChatStatus, ChatStore, EventStream,
     GenerationEvent, GenerationHub, MAX_TITLE_CHARS, Message, MessageId, MessageUsage,
     ModelSnapshot, Retriever, Source,
     context::{ContextOverflow, fit},
@@ -90,6 +90,8 @@ pub struct CompletionRequest {
 pub struct Started {
     pub chat: Chat,
     pub created: bool,
+    /// The id the answer will be stored under.
+    pub message_id: MessageId,
     /// Earlier messages left out to fit the context window.
     pub truncated_messages: usize,
     pub usability: Usability,
@@ -262,12 +264,15 @@ impl ChatService {
             }
         };
 
-        let publisher = self.hub.open(&chat.id);
+        let message_id = MessageId::generate();
+        let publisher = self.hub.open(&chat.id, &message_id);
         let events = self
             .hub
             .subscribe(&chat.id)
-            .ok_or_else(|| DomainError::internal("a generation vanished as it opened"))?;
+            .ok_or_else(|| DomainError::internal("a generation vanished as it opened"))?
+            .events;
         let generation = Generation {
+            answer_id: message_id.clone(),
             store: self.store.clone(),
             clock: self.clock.clone(),
             organization: caller.organization.clone(),
@@ -299,6 +304,7 @@ impl ChatService {
         Ok(Started {
             chat,
             created,
+            message_id,
             truncated_messages: fitted.dropped,
             usability: resolved.usability,
             events,
@@ -447,7 +453,7 @@ impl ChatService {
         &self,
         caller: &Caller,
         id: &ChatId,
-    ) -> Result<Option<EventStream>, ChatError> {
+    ) -> Result<Option<Attached>, ChatError> {
         self.visible(caller, id).await?;
         Ok(self.hub.subscribe(id))
     }
@@ -482,6 +488,7 @@ fn context_error(overflow: ContextOverflow, window: u32) -> ChatError {
 
 /// Everything a background generation needs, owned.
 struct Generation {
+    answer_id: MessageId,
     store: Arc<dyn ChatStore>,
     clock: Arc<dyn Clock>,
     organization: OrganizationId,
@@ -587,6 +594,7 @@ impl Generation {
                     .finish_reason
                     .unwrap_or(tessera_models::FinishReason::Stop),
             }),
+            id: self.answer_id.clone(),
             ..message(sequence, Role::Assistant, at)
         };
         messages.push(answer.clone());

@@ -55,7 +55,9 @@ pub trait ChatStore: Send + Sync {
     ) -> Result<bool, DomainError>;
 
     /// Ends a generation in one transaction: appends `messages` (the turn's input and the
-    /// answer), clears the status and error, and sets `updated_at`.
+    /// answer), clears the status and error, and sets `updated_at`. A message of another
+    /// chat, or whose id or sequence is taken, refuses the whole call (a conflict) and
+    /// changes nothing.
     async fn finish_generation(
         &self,
         organization: &OrganizationId,

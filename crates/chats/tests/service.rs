@@ -221,6 +221,7 @@ async fn a_completion_streams_then_stores_both_messages() {
     assert_eq!(started.chat.status, Some(ChatStatus::Generating));
     assert_eq!(started.chat.title.as_deref(), Some("Hi there friend"));
     let id = started.chat.id.clone();
+    let message_id = started.message_id.clone();
     let events = run(started).await;
     assert_eq!(
         events[..2],
@@ -233,6 +234,7 @@ async fn a_completion_streams_then_stores_both_messages() {
         panic!("{events:?}")
     };
     assert_eq!(answer.content, "Hello there");
+    assert_eq!(answer.id, message_id);
     assert_eq!(answer.usage.as_ref().unwrap().usage.total_tokens(), 10);
 
     let record = f.chats.get(&f.alice, &id).await.unwrap();
@@ -435,7 +437,13 @@ async fn one_generation_at_a_time_per_chat_and_it_outlives_its_listeners() {
             .err(),
         Some(ChatError::Generating(chat.clone()))
     );
-    let attached = f.chats.attach(&f.alice, &chat).await.unwrap().unwrap();
+    let attached = f
+        .chats
+        .attach(&f.alice, &chat)
+        .await
+        .unwrap()
+        .unwrap()
+        .events;
     open.send(()).unwrap();
     generation.await.unwrap();
     let seen: Vec<_> = attached.collect().await;

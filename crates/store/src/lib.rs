@@ -5,6 +5,7 @@
 //! migration folders, `migrations/postgres` and `migrations/sqlite`, embedded in the binary.
 //! Database errors are mapped into `tessera_kernel::DomainError` here and nowhere else.
 
+mod chats;
 mod clients;
 mod database;
 mod error;
@@ -16,6 +17,7 @@ mod schema;
 #[cfg(feature = "testing")]
 pub mod testing;
 
+pub use chats::SqlChatStore;
 pub use clients::SqlClientStore;
 pub use database::{Backend, Database, DatabaseUrl, DatabaseUrlError, PoolOptions};
 pub use error::StoreError;

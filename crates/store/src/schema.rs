@@ -106,6 +106,44 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    chats (id) {
+        id -> Text,
+        organization_id -> Text,
+        owner -> Text,
+        model_id -> Text,
+        base_model_id -> Text,
+        system_prompt -> Nullable<Text>,
+        system_prompt_id -> Nullable<Text>,
+        title -> Nullable<Text>,
+        status -> Nullable<Text>,
+        error -> Nullable<Text>,
+        deleted_at -> Nullable<Timestamp>,
+        created_at -> Timestamp,
+        updated_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    chat_messages (id) {
+        id -> Text,
+        chat_id -> Text,
+        organization_id -> Text,
+        sequence -> Integer,
+        role -> Text,
+        content -> Text,
+        reasoning -> Nullable<Text>,
+        tool_calls -> Text,
+        tool_call_id -> Nullable<Text>,
+        sources -> Text,
+        input_tokens -> Nullable<BigInt>,
+        output_tokens -> Nullable<BigInt>,
+        reasoning_tokens -> Nullable<BigInt>,
+        finish_reason -> Nullable<Text>,
+        created_at -> Timestamp,
+    }
+}
+
 diesel::joinable!(particle_versions -> particles (particle_id));
 diesel::joinable!(system_prompt_particles -> particles (particle_id));
 diesel::joinable!(system_prompt_particles -> system_prompts (system_prompt_id));

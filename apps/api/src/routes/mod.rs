@@ -1,6 +1,7 @@
 //! HTTP handlers, one module per resource group. Handlers are thin: parse, call a domain
 //! service, map the result. Every operation is listed in `crate::access::ROUTES`.
 
+pub mod chats;
 pub mod clients;
 pub mod fallback;
 pub mod health;

@@ -78,7 +78,7 @@ fn deprecation_message(base: &BaseModel, state: LifecycleState) -> Option<String
 }
 
 impl ModelOut {
-    fn base(base: BaseModel, state: LifecycleState, loaded_at: DateTime<Utc>) -> Self {
+    pub(crate) fn base(base: BaseModel, state: LifecycleState, loaded_at: DateTime<Utc>) -> Self {
         Self {
             deprecation_message: deprecation_message(&base, state),
             id: base.id,
@@ -110,7 +110,7 @@ impl ModelOut {
         }
     }
 
-    fn user(view: ModelView) -> Self {
+    pub(crate) fn user(view: ModelView) -> Self {
         let model = view.model;
         let parent = view.parent;
         let state = view.lifecycle;

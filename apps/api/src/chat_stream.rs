@@ -1,0 +1,390 @@
+//! Server-Sent Events for chat generations, in the two wire formats clients choose with
+//! `X-Stream-Format`: Tessera's own chunks (`{id, delta, finished}`, the interface's
+//! default) and the Vercel AI SDK UI message stream (`ai-sdk`). Both end with
+//! `data: [DONE]`; comment lines keep idle connections open through proxies.
+
+use std::{convert::Infallible, sync::Arc, time::Duration};
+
+use actix_web::{HttpResponse, http::header, web::Bytes};
+use futures_util::{Stream, StreamExt, stream};
+use serde::Serialize;
+use serde_json::{Value, json};
+use tessera_chats::{ChatId, EventStream, GenerationEvent, Message, MessageId};
+use tessera_models::ChatEvent;
+use utoipa::ToSchema;
+
+use crate::{
+    problem::ApiError,
+    routes::chats::{SourceOut, ToolCallOut, UsageOut, chat_error},
+};
+
+/// The header that selects the stream format, and its one alternative value.
+pub const STREAM_FORMAT: &str = "x-stream-format";
+pub const AI_SDK: &str = "ai-sdk";
+/// How long a stream may stay silent before a keep-alive comment is sent.
+pub const HEARTBEAT: Duration = Duration::from_secs(15);
+
+/// The wire format of a stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Tessera,
+    AiSdk,
+}
+
+impl Format {
+    pub fn of(request: &actix_web::HttpRequest) -> Result<Self, ApiError> {
+        match request.headers().get(STREAM_FORMAT).map(|v| v.to_str()) {
+            None => Ok(Format::Tessera),
+            Some(Ok(value)) if value.eq_ignore_ascii_case(AI_SDK) => Ok(Format::AiSdk),
+            Some(Ok(value)) if value.eq_ignore_ascii_case("default") => Ok(Format::Tessera),
+            Some(_) => Err(ApiError::validation(vec![tessera_kernel::FieldError::new(
+                ["header".into(), "X-Stream-Format".into()],
+                "must be `ai-sdk` (or absent for the default format)",
+                "enum",
+            )])),
+        }
+    }
+}
+
+/// One chunk of the default format.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StreamChunk {
+    /// The chat's id.
+    pub id: String,
+    /// New answer text; empty on every other kind of chunk and on the final one.
+    pub delta: String,
+    /// True on the last chunk (followed by `data: [DONE]`).
+    pub finished: bool,
+    /// New reasoning text (`enableReasoning`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<String>,
+    /// Progress of a tool call: `index`, and `id` and `name` when it starts, then
+    /// `arguments` deltas.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub tool_call: Option<Value>,
+    /// Retrieved passages the answer is grounded on (one chunk, before the answer).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sources: Option<Vec<SourceOut>>,
+    /// Final chunk: the stored answer's id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message_id: Option<String>,
+    /// Final chunk: the complete tool calls of the answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<Vec<ToolCallOut>>,
+    /// Final chunk: `stop`, `length`, `tool_calls`, ...
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<String>,
+    /// Final chunk of a successful answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<UsageOut>,
+    /// Final chunk of a failed generation: the problem, as an error response would carry it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub error: Option<Value>,
+}
+
+impl StreamChunk {
+    fn new(chat: &ChatId) -> Self {
+        Self {
+            id: chat.to_string(),
+            delta: String::new(),
+            finished: false,
+            reasoning: None,
+            tool_call: None,
+            sources: None,
+            message_id: None,
+            tool_calls: None,
+            finish_reason: None,
+            usage: None,
+            error: None,
+        }
+    }
+}
+
+fn data(value: &impl Serialize) -> Bytes {
+    let json = serde_json::to_string(value).unwrap_or_else(|_| "{}".into());
+    Bytes::from(format!("data: {json}\n\n"))
+}
+
+const DONE: &[u8] = b"data: [DONE]\n\n";
+
+/// Encodes generation events as default-format chunks.
+pub struct TesseraEncoder {
+    chat: ChatId,
+}
+
+impl TesseraEncoder {
+    fn encode(&mut self, event: &GenerationEvent) -> Vec<Bytes> {
+        let mut chunk = StreamChunk::new(&self.chat);
+        match event {
+            GenerationEvent::Sources(sources) => {
+                chunk.sources = Some(sources.iter().map(SourceOut::from).collect());
+            }
+            GenerationEvent::Delta(ChatEvent::TextDelta(text)) => chunk.delta.clone_from(text),
+            GenerationEvent::Delta(ChatEvent::ReasoningDelta(text)) => {
+                chunk.reasoning = Some(text.clone());
+            }
+            GenerationEvent::Delta(ChatEvent::ToolCallStart { index, id, name }) => {
+                chunk.tool_call = Some(json!({"index": index, "id": id, "name": name}));
+            }
+            GenerationEvent::Delta(ChatEvent::ToolCallArgumentsDelta { index, delta }) => {
+                chunk.tool_call = Some(json!({"index": index, "arguments": delta}));
+            }
+            GenerationEvent::Delta(ChatEvent::ToolCallEnd { .. } | ChatEvent::Finish { .. }) => {
+                return Vec::new();
+            }
+            GenerationEvent::Finished(message) => {
+                chunk.finished = true;
+                chunk.message_id = Some(message.id.to_string());
+                if !message.tool_calls.is_empty() {
+                    chunk.tool_calls =
+                        Some(message.tool_calls.iter().map(ToolCallOut::from).collect());
+                }
+                if let Some(usage) = &message.usage {
+                    chunk.finish_reason = Some(finish_reason(usage));
+                    chunk.usage = Some(UsageOut::from(&usage.usage));
+                }
+                return vec![data(&chunk), Bytes::from_static(DONE)];
+            }
+            GenerationEvent::Failed(error) => {
+                chunk.finished = true;
+                chunk.error = Some(chat_error(error.clone()).body());
+                return vec![data(&chunk), Bytes::from_static(DONE)];
+            }
+        }
+        vec![data(&chunk)]
+    }
+}
+
+/// The finish reason as the API spells it.
+pub fn finish_reason(usage: &tessera_chats::MessageUsage) -> String {
+    match serde_json::to_value(&usage.finish_reason) {
+        Ok(Value::String(text)) => text,
+        Ok(Value::Object(map)) => map
+            .get("other")
+            .and_then(Value::as_str)
+            .unwrap_or("other")
+            .to_owned(),
+        _ => "other".to_owned(),
+    }
+}
+
+/// What the AI SDK stream has open: a text or reasoning part receives deltas until
+/// something else starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    None,
+    Text(u32),
+    Reasoning(u32),
+}
+
+/// Encodes generation events as the AI SDK UI message stream (protocol v1 of `ai` v5+).
+pub struct AiSdkEncoder {
+    message: MessageId,
+    started: bool,
+    open: Part,
+    parts: u32,
+    /// Tool calls by stream index: id, name and the arguments so far.
+    tools: Vec<(u32, String, String, String)>,
+}
+
+impl AiSdkEncoder {
+    fn close(&mut self, out: &mut Vec<Bytes>) {
+        match self.open {
+            Part::Text(n) => out.push(data(&json!({"type": "text-end", "id": format!("t{n}")}))),
+            Part::Reasoning(n) => {
+                out.push(data(
+                    &json!({"type": "reasoning-end", "id": format!("r{n}")}),
+                ));
+            }
+            Part::None => {}
+        }
+        self.open = Part::None;
+    }
+
+    fn begin(&mut self, out: &mut Vec<Bytes>) {
+        if !self.started {
+            self.started = true;
+            out.push(data(
+                &json!({"type": "start", "messageId": self.message.to_string()}),
+            ));
+            out.push(data(&json!({"type": "start-step"})));
+        }
+    }
+
+    fn encode(&mut self, event: &GenerationEvent) -> Vec<Bytes> {
+        let mut out = Vec::new();
+        self.begin(&mut out);
+        match event {
+            GenerationEvent::Sources(sources) => {
+                self.close(&mut out);
+                for source in sources {
+                    out.push(data(&json!({
+                        "type": "source-document",
+                        "sourceId": source.id,
+                        "mediaType": "text/plain",
+                        "title": source.title.clone().unwrap_or_else(|| source.file_id.clone()),
+                    })));
+                }
+            }
+            GenerationEvent::Delta(ChatEvent::TextDelta(text)) => {
+                let id = match self.open {
+                    Part::Text(n) => n,
+                    _ => {
+                        self.close(&mut out);
+                        let n = self.next_part();
+                        self.open = Part::Text(n);
+                        out.push(data(&json!({"type": "text-start", "id": format!("t{n}")})));
+                        n
+                    }
+                };
+                out.push(data(
+                    &json!({"type": "text-delta", "id": format!("t{id}"), "delta": text}),
+                ));
+            }
+            GenerationEvent::Delta(ChatEvent::ReasoningDelta(text)) => {
+                let id = match self.open {
+                    Part::Reasoning(n) => n,
+                    _ => {
+                        self.close(&mut out);
+                        let n = self.next_part();
+                        self.open = Part::Reasoning(n);
+                        out.push(data(
+                            &json!({"type": "reasoning-start", "id": format!("r{n}")}),
+                        ));
+                        n
+                    }
+                };
+                out.push(data(
+                    &json!({"type": "reasoning-delta", "id": format!("r{id}"), "delta": text}),
+                ));
+            }
+            GenerationEvent::Delta(ChatEvent::ToolCallStart { index, id, name }) => {
+                self.close(&mut out);
+                self.tools
+                    .push((*index, id.clone(), name.clone(), String::new()));
+                out.push(data(&json!({
+                    "type": "tool-input-start", "toolCallId": id, "toolName": name
+                })));
+            }
+            GenerationEvent::Delta(ChatEvent::ToolCallArgumentsDelta { index, delta }) => {
+                if let Some(tool) = self.tools.iter_mut().find(|t| t.0 == *index) {
+                    tool.3.push_str(delta);
+                    out.push(data(&json!({
+                        "type": "tool-input-delta", "toolCallId": tool.1, "inputTextDelta": delta
+                    })));
+                }
+            }
+            GenerationEvent::Delta(ChatEvent::ToolCallEnd { index }) => {
+                if let Some(tool) = self.tools.iter().find(|t| t.0 == *index) {
+                    out.push(tool_available(&tool.1, &tool.2, &tool.3));
+                }
+            }
+            GenerationEvent::Delta(ChatEvent::Finish { .. }) => {}
+            GenerationEvent::Finished(message) => {
+                self.close(&mut out);
+                out.push(data(&json!({"type": "finish-step"})));
+                out.push(data(&json!({
+                    "type": "finish",
+                    "messageMetadata": finish_metadata(message),
+                })));
+                out.push(Bytes::from_static(DONE));
+            }
+            GenerationEvent::Failed(error) => {
+                self.close(&mut out);
+                out.push(data(
+                    &json!({"type": "error", "errorText": error.to_string()}),
+                ));
+                out.push(Bytes::from_static(DONE));
+            }
+        }
+        out
+    }
+
+    fn next_part(&mut self) -> u32 {
+        self.parts += 1;
+        self.parts - 1
+    }
+}
+
+fn tool_available(id: &str, name: &str, arguments: &str) -> Bytes {
+    let input: Value = serde_json::from_str(arguments).unwrap_or(Value::String(arguments.into()));
+    data(&json!({
+        "type": "tool-input-available", "toolCallId": id, "toolName": name, "input": input
+    }))
+}
+
+fn finish_metadata(message: &Message) -> Value {
+    json!({
+        "chatId": message.chat_id.to_string(),
+        "finishReason": message.usage.as_ref().map(finish_reason),
+        "usage": message.usage.as_ref().map(|u| UsageOut::from(&u.usage)),
+    })
+}
+
+/// A stream's encoder, by format.
+pub enum Encoder {
+    Tessera(TesseraEncoder),
+    AiSdk(AiSdkEncoder),
+}
+
+impl Encoder {
+    pub fn new(format: Format, chat: &ChatId, message: &MessageId) -> Self {
+        match format {
+            Format::Tessera => Encoder::Tessera(TesseraEncoder { chat: chat.clone() }),
+            Format::AiSdk => Encoder::AiSdk(AiSdkEncoder {
+                message: message.clone(),
+                started: false,
+                open: Part::None,
+                parts: 0,
+                tools: Vec::new(),
+            }),
+        }
+    }
+
+    fn encode(&mut self, event: &GenerationEvent) -> Vec<Bytes> {
+        match self {
+            Encoder::Tessera(encoder) => encoder.encode(event),
+            Encoder::AiSdk(encoder) => encoder.encode(event),
+        }
+    }
+}
+
+/// The body of an SSE response: the events encoded, with a keep-alive comment whenever
+/// the generation is silent for `heartbeat`. A listener that disconnects only drops its
+/// own subscription; the generation goes on.
+pub fn body(
+    events: EventStream,
+    mut encoder: Encoder,
+    heartbeat: Duration,
+) -> impl Stream<Item = Result<Bytes, Infallible>> {
+    let encoded = events.flat_map(move |event: Arc<GenerationEvent>| {
+        stream::iter(encoder.encode(&event).into_iter().map(Some))
+    });
+    stream::unfold(Box::pin(encoded), move |mut encoded| async move {
+        let next = tokio::time::timeout(heartbeat, encoded.next()).await;
+        match next {
+            Ok(Some(Some(bytes))) => Some((Ok(bytes), encoded)),
+            Ok(Some(None) | None) => None,
+            Err(_) => Some((Ok(Bytes::from_static(b": keep-alive\n\n")), encoded)),
+        }
+    })
+}
+
+/// An SSE response with the headers that keep proxies from buffering it.
+pub fn sse(
+    format: Format,
+    builder: &mut actix_web::HttpResponseBuilder,
+    body: impl Stream<Item = Result<Bytes, Infallible>> + 'static,
+) -> HttpResponse {
+    builder
+        .content_type("text/event-stream")
+        .insert_header((header::CACHE_CONTROL, "no-cache, no-transform"))
+        .insert_header(("X-Accel-Buffering", "no"));
+    if format == Format::AiSdk {
+        builder.insert_header(("x-vercel-ai-ui-message-stream", "v1"));
+    }
+    builder.streaming(body)
+}

@@ -1,0 +1,952 @@
+//! Chats: completions (JSON, or streamed in either SSE format), running generations to
+//! re-attach to, and the chat records (list, get, rename, soft delete, restore).
+
+use std::str::FromStr;
+
+use actix_web::{
+    HttpRequest, HttpResponse, HttpResponseBuilder, delete, get, http::StatusCode, patch, post, web,
+};
+use chrono::{DateTime, Utc};
+use futures_util::StreamExt;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tessera_chats::{
+    Caller as ChatCaller, Chat, ChatError, ChatId, ChatStatus, CompletionRequest, GenerationEvent,
+    Message, NewMessage, Source,
+};
+use tessera_kernel::{DomainError, Scope};
+use tessera_models::{
+    JsonSchemaFormat, ModelError, ModelId, ProviderError, Role, ToolCall, ToolSpec, Usability,
+    Usage,
+};
+use utoipa::{IntoParams, ToSchema};
+use validator::Validate;
+
+use crate::{
+    access::Caller,
+    chat_stream::{self, Encoder, Format, HEARTBEAT},
+    extract::{ValidJson, ValidQuery, expansions, page_limit, path_id},
+    problem::{ApiError, Problem, ValidationProblem},
+    routes::models::ModelOut,
+    state::AppState,
+};
+
+/// Who wrote a message of a request.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum RoleIn {
+    User,
+    Assistant,
+    Tool,
+}
+
+/// A function call: its name and its arguments as a JSON document in a string.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FunctionCall {
+    pub name: String,
+    /// JSON text, e.g. `{"city":"Oslo"}`.
+    pub arguments: String,
+}
+
+/// A tool call of an assistant message.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolCallOut {
+    pub id: String,
+    /// Always `function`.
+    #[serde(rename = "type", default = "function_type")]
+    pub kind: String,
+    pub function: FunctionCall,
+}
+
+fn function_type() -> String {
+    "function".into()
+}
+
+impl From<&ToolCall> for ToolCallOut {
+    fn from(call: &ToolCall) -> Self {
+        Self {
+            id: call.id.clone(),
+            kind: function_type(),
+            function: FunctionCall {
+                name: call.name.clone(),
+                arguments: call.arguments.clone(),
+            },
+        }
+    }
+}
+
+/// One message of a completion request.
+#[derive(Debug, Serialize, Deserialize, Validate, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MessageIn {
+    pub role: RoleIn,
+    /// The text (may be empty on an assistant message that only calls tools).
+    #[serde(default)]
+    #[validate(length(max = 1_000_000))]
+    pub content: String,
+    /// Assistant messages: the calls the model made.
+    #[validate(length(max = 128))]
+    pub tool_calls: Option<Vec<ToolCallOut>>,
+    /// Tool messages: the id of the call this result answers.
+    #[validate(length(min = 1, max = 255))]
+    pub tool_call_id: Option<String>,
+}
+
+/// A function the model may call.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FunctionSpec {
+    pub name: String,
+    pub description: Option<String>,
+    /// JSON Schema of the arguments (default: an object without properties).
+    #[schema(value_type = Option<Object>)]
+    pub parameters: Option<Value>,
+}
+
+/// Only `function` tools exist.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolType {
+    Function,
+}
+
+/// A tool the model may call.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolIn {
+    #[serde(rename = "type")]
+    pub kind: ToolType,
+    pub function: FunctionSpec,
+}
+
+/// The JSON Schema an answer must conform to.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct JsonSchemaSpec {
+    pub name: String,
+    /// A non-conforming answer is an error (502) instead of being returned as is.
+    #[serde(default)]
+    pub strict: bool,
+    #[schema(value_type = Object)]
+    pub schema: Value,
+}
+
+/// Only `json_schema` response formats exist.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ResponseFormatType {
+    JsonSchema,
+}
+
+/// Structured output.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResponseFormat {
+    #[serde(rename = "type")]
+    pub kind: ResponseFormatType,
+    pub json_schema: JsonSchemaSpec,
+}
+
+/// A completion: a new chat (`modelId`) or the next turn of one (`chatId`).
+#[derive(Debug, Deserialize, Validate, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CreateCompletion {
+    /// A model of the organization (`mdl_…`) or a base model of the catalog. Needed for a
+    /// new chat; an existing chat keeps its model.
+    #[validate(length(min = 1, max = 255))]
+    pub model_id: Option<String>,
+    /// Continues this chat: its earlier messages are included automatically.
+    pub chat_id: Option<String>,
+    /// This turn's messages (earlier ones come from the chat).
+    #[validate(length(min = 1, max = 1000), nested)]
+    pub messages: Vec<MessageIn>,
+    /// Answer with Server-Sent Events (format chosen by `X-Stream-Format`).
+    #[serde(default)]
+    pub stream: bool,
+    /// Return the model's reasoning (models with `supportsReasoning`).
+    #[serde(default)]
+    pub enable_reasoning: bool,
+    /// Caps the reasoning tokens.
+    #[validate(range(min = 1))]
+    pub reasoning_budget: Option<u32>,
+    pub response_format: Option<ResponseFormat>,
+    #[validate(length(max = 128))]
+    pub tools: Option<Vec<ToolIn>>,
+    /// Caps the answer's length (at most the model's `maxTokensPerRequest`).
+    #[validate(range(min = 1))]
+    pub max_tokens: Option<u32>,
+    #[validate(range(min = 0.0, max = 2.0))]
+    pub temperature: Option<f32>,
+    /// Makes sampling repeatable where the provider supports it.
+    pub seed: Option<u64>,
+}
+
+impl CreateCompletion {
+    fn into_request(self) -> Result<(CompletionRequest, bool), ApiError> {
+        let chat_id = self
+            .chat_id
+            .as_deref()
+            .map(|id| path_id::<ChatId>(id, "chat"))
+            .transpose()?;
+        let messages = self
+            .messages
+            .into_iter()
+            .map(|m| NewMessage {
+                role: match m.role {
+                    RoleIn::User => Role::User,
+                    RoleIn::Assistant => Role::Assistant,
+                    RoleIn::Tool => Role::Tool,
+                },
+                content: m.content,
+                tool_calls: m
+                    .tool_calls
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|call| ToolCall {
+                        id: call.id,
+                        name: call.function.name,
+                        arguments: call.function.arguments,
+                    })
+                    .collect(),
+                tool_call_id: m.tool_call_id,
+            })
+            .collect();
+        let tools = self
+            .tools
+            .unwrap_or_default()
+            .into_iter()
+            .map(|tool| ToolSpec {
+                name: tool.function.name,
+                description: tool.function.description,
+                parameters: tool
+                    .function
+                    .parameters
+                    .unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}})),
+            })
+            .collect();
+        let request = CompletionRequest {
+            model_id: self.model_id,
+            chat_id,
+            messages,
+            tools,
+            response_format: self.response_format.map(|format| JsonSchemaFormat {
+                name: format.json_schema.name,
+                strict: format.json_schema.strict,
+                schema: format.json_schema.schema,
+            }),
+            enable_reasoning: self.enable_reasoning,
+            reasoning_budget: self.reasoning_budget,
+            max_tokens: self.max_tokens,
+            temperature: self.temperature,
+            seed: self.seed,
+        };
+        Ok((request, self.stream))
+    }
+}
+
+/// Tokens a completion used.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UsageOut {
+    pub input_tokens: u32,
+    pub output_tokens: u32,
+    pub total_tokens: u32,
+    /// Part of `outputTokens` spent on reasoning, when the provider says.
+    pub reasoning_tokens: u32,
+}
+
+impl From<&Usage> for UsageOut {
+    fn from(usage: &Usage) -> Self {
+        Self {
+            input_tokens: usage.input_tokens,
+            output_tokens: usage.output_tokens,
+            total_tokens: usage.total_tokens(),
+            reasoning_tokens: usage.reasoning_tokens,
+        }
+    }
+}
+
+/// A retrieved passage an answer is grounded on.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SourceOut {
+    pub id: String,
+    pub file_id: String,
+    pub dataset_id: Option<String>,
+    pub title: Option<String>,
+    pub text: String,
+    pub score: f32,
+}
+
+impl From<&Source> for SourceOut {
+    fn from(source: &Source) -> Self {
+        Self {
+            id: source.id.clone(),
+            file_id: source.file_id.clone(),
+            dataset_id: source.dataset_id.clone(),
+            title: source.title.clone(),
+            text: source.text.clone(),
+            score: source.score,
+        }
+    }
+}
+
+/// The answer of a completion.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AnswerOut {
+    /// Always `assistant`.
+    pub role: String,
+    pub content: String,
+    /// Present when the model called tools.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCallOut>,
+    /// Present when reasoning was requested and the model reasoned.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<String>,
+    /// Present when passages were retrieved (RAG).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<SourceOut>,
+}
+
+/// A non-streamed completion.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CompletionOut {
+    /// The chat's id (pass it as `chatId` to continue).
+    pub id: String,
+    /// The stored answer's id.
+    pub message_id: String,
+    pub message: AnswerOut,
+    pub usage: UsageOut,
+    /// `stop`, `length`, `tool_calls`, `content_filter`, or the provider's own reason.
+    pub finish_reason: String,
+    /// Earlier messages left out to fit the model's context window (also in the
+    /// `X-Truncated-Messages` header).
+    pub truncated_messages: usize,
+}
+
+/// A stored message.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageOut {
+    pub id: String,
+    /// `user`, `assistant` or `tool`.
+    pub role: String,
+    pub content: String,
+    pub reasoning: Option<String>,
+    pub tool_calls: Vec<ToolCallOut>,
+    pub tool_call_id: Option<String>,
+    pub sources: Vec<SourceOut>,
+    /// Assistant answers only.
+    pub usage: Option<UsageOut>,
+    pub finish_reason: Option<String>,
+    pub created_at: DateTime<Utc>,
+}
+
+fn role_name(role: Role) -> &'static str {
+    match role {
+        Role::System => "system",
+        Role::User => "user",
+        Role::Assistant => "assistant",
+        Role::Tool => "tool",
+    }
+}
+
+impl From<&Message> for MessageOut {
+    fn from(message: &Message) -> Self {
+        Self {
+            id: message.id.to_string(),
+            role: role_name(message.role).to_owned(),
+            content: message.content.clone(),
+            reasoning: message.reasoning.clone(),
+            tool_calls: message.tool_calls.iter().map(ToolCallOut::from).collect(),
+            tool_call_id: message.tool_call_id.clone(),
+            sources: message.sources.iter().map(SourceOut::from).collect(),
+            usage: message.usage.as_ref().map(|u| UsageOut::from(&u.usage)),
+            finish_reason: message.usage.as_ref().map(chat_stream::finish_reason),
+            created_at: message.created_at,
+        }
+    }
+}
+
+/// A particle version of the chat's system prompt composition (`expand[]=versions`).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ComposedVersionOut {
+    pub particle_id: String,
+    pub particle_version_id: String,
+    pub version: u32,
+}
+
+/// A particle of the chat's system prompt composition (`expand[]=particles`).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ComposedParticleOut {
+    pub id: String,
+    pub category: String,
+    pub version: u32,
+    pub token_count: u32,
+}
+
+/// A chat without its messages.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ChatSummary {
+    pub id: String,
+    pub organization_id: String,
+    /// The model the chat was created with (a user model or a base model).
+    pub model_id: String,
+    /// With `expand[]=model`; `null` if the model was deleted since.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<Option<ModelOut>>,
+    /// The system prompt the chat was created with, when it came from a composition.
+    pub system_prompt_id: Option<String>,
+    /// With `expand[]=versions`: the particle versions of that composition.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub versions: Option<Vec<ComposedVersionOut>>,
+    /// With `expand[]=particles`: the particles of that composition.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub particles: Option<Vec<ComposedParticleOut>>,
+    /// At most 500 characters; derived from the first message until set.
+    pub title: Option<String>,
+    /// `generating` while a completion runs, `error` when the last one failed, else null.
+    pub status: Option<String>,
+    /// Why the last completion failed (with `status: error`).
+    pub error: Option<String>,
+    pub deleted_at: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A chat with its messages.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ChatOut {
+    #[serde(flatten)]
+    pub chat: ChatSummary,
+    pub messages: Vec<MessageOut>,
+}
+
+/// A page of chats.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ChatSummaryPage {
+    pub items: Vec<ChatSummary>,
+    pub next_cursor: Option<String>,
+    pub has_more: bool,
+    pub total_count: Option<u64>,
+}
+
+/// Page through chats, newest first.
+#[derive(Debug, Deserialize, Validate, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(rename_all = "camelCase")]
+pub struct ListChats {
+    /// 1 to 100, default 20.
+    #[validate(range(min = 1, max = 100))]
+    pub limit: Option<i64>,
+    /// `nextCursor` of the previous page.
+    pub cursor: Option<String>,
+    /// Include soft-deleted chats.
+    pub include_deleted: Option<bool>,
+    /// `model`, `versions`, `particles`; repeatable.
+    #[serde(rename = "expand[]", default)]
+    #[param(rename = "expand[]")]
+    pub expand: Option<Vec<String>>,
+}
+
+/// Which related objects to expand on a chat (`expand[]`).
+#[derive(Debug, Serialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ExpandChat {
+    /// `model`, `versions`, `particles`; repeatable.
+    #[param(rename = "expand[]")]
+    pub expand: Option<Vec<String>>,
+}
+
+/// Sets the title; `null` clears it.
+#[derive(Debug, Deserialize, Validate, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UpdateChat {
+    #[validate(length(max = 500))]
+    pub title: Option<String>,
+}
+
+const EXPANSIONS: &[&str] = &["model", "versions", "particles"];
+
+fn chat_id(text: &str) -> Result<ChatId, ApiError> {
+    path_id(text, "chat")
+}
+
+/// The caller as the chats domain sees them: organization, subject, plan, admin or not.
+async fn chat_caller(state: &AppState, caller: &Caller) -> Result<ChatCaller, ApiError> {
+    let principal = &caller.0;
+    let admin = Scope::from_str("chats:admin")
+        .map(|scope| principal.can(&scope))
+        .unwrap_or(false);
+    let plan = state
+        .organizations
+        .get(&principal.organization_id)
+        .await
+        .map_err(DomainError::from)?
+        .plan;
+    Ok(ChatCaller {
+        organization: principal.organization_id.clone(),
+        subject: principal.subject.clone(),
+        plan,
+        sees_all: admin,
+    })
+}
+
+/// The problem a chat failure answers with: provider failures are 502/503/504 with the
+/// provider's message, a strict-schema mismatch is 502 with the violations, a retired
+/// model names its replacement.
+pub fn chat_error(error: ChatError) -> ApiError {
+    match error {
+        ChatError::Provider(provider) => match provider {
+            ProviderError::Unavailable {
+                message,
+                retry_after,
+            } => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "provider_unavailable",
+                format!("the model provider is unavailable: {message}"),
+            )
+            .with_retry_after(retry_after.map_or(1, |d| d.as_secs().max(1))),
+            ProviderError::Timeout => ApiError::new(
+                StatusCode::GATEWAY_TIMEOUT,
+                "provider_timeout",
+                "the model provider did not answer in time",
+            ),
+            ProviderError::Upstream { status, message } => ApiError::new(
+                StatusCode::BAD_GATEWAY,
+                "provider_error",
+                format!("the model provider failed: {message}"),
+            )
+            .with("upstreamStatus", status),
+            ProviderError::InvalidRequest(message) => ApiError::new(
+                StatusCode::BAD_GATEWAY,
+                "provider_refused",
+                format!("the model provider refused the request: {message}"),
+            ),
+        },
+        ChatError::SchemaMismatch(violations) => ApiError::new(
+            StatusCode::BAD_GATEWAY,
+            "response_schema_mismatch",
+            "the model's answer does not conform to the response schema",
+        )
+        .with("errors", violations),
+        ChatError::Model(ModelError::EndOfLife { model, replacement }) => {
+            let message = ModelError::EndOfLife {
+                model,
+                replacement: replacement.clone(),
+            }
+            .to_string();
+            ApiError::new(StatusCode::GONE, "model_end_of_life", message)
+                .with("replacementModelId", replacement)
+        }
+        other => DomainError::from(other).into(),
+    }
+}
+
+/// Headers every completion answer carries.
+fn completion_headers(
+    builder: &mut HttpResponseBuilder,
+    chat: &ChatId,
+    truncated: usize,
+    usability: &Usability,
+) {
+    builder
+        .insert_header(("Location", format!("/v1/chats/{chat}")))
+        .insert_header(("X-Chat-Id", chat.to_string()))
+        .insert_header(("X-Truncated-Messages", truncated.to_string()))
+        .insert_header(("Cache-Control", "no-cache"));
+    if let Usability::Deprecated {
+        sunset,
+        replacement_model_id,
+    } = usability
+    {
+        builder
+            .insert_header(("Deprecation", format!("@{}", Utc::now().timestamp())))
+            .insert_header((
+                "Sunset",
+                sunset.format("%a, %d %b %Y %H:%M:%S GMT").to_string(),
+            ));
+        if let Some(next) = replacement_model_id {
+            builder.insert_header((
+                "Link",
+                format!("</v1/models/catalog>; rel=\"successor-version\"; title=\"{next}\""),
+            ));
+        }
+    }
+}
+
+/// Create a completion, or continue a chat.
+///
+/// The generation runs in the background: a client that disconnects loses nothing (poll
+/// `GET /v1/chats/{chat_id}` or re-attach with `GET /v1/chats/{chat_id}/stream`). With
+/// `stream: true` the answer is Server-Sent Events: by default `data: {id, delta,
+/// finished}` chunks (reasoning, tool calls, sources and usage in extra fields) ending with
+/// `data: [DONE]`; with `X-Stream-Format: ai-sdk`, the Vercel AI SDK UI message stream.
+#[utoipa::path(
+    tag = "Chats",
+    operation_id = "createChatCompletion",
+    request_body = CreateCompletion,
+    params(
+        ("X-Stream-Format" = Option<String>, Header, description = "`ai-sdk` selects the Vercel AI SDK UI message stream for `stream: true`")
+    ),
+    responses(
+        (status = 200, description = "The completion of an existing chat; with `stream: true`, the event stream (`text/event-stream`) of any completion", body = CompletionOut,
+            headers(
+                ("X-Chat-Id" = String, description = "The chat's id"),
+                ("X-Truncated-Messages" = u32, description = "Earlier messages left out to fit the context window"),
+                ("Deprecation" = String, description = "Present when the model is deprecated"),
+                ("Sunset" = String, description = "When a deprecated model retires")
+            )),
+        (status = 201, description = "The completion of a new chat (not streamed)", body = CompletionOut),
+        (status = 403, description = "Missing scope, or a premium model on a free plan", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such chat or model", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The chat is generating, deleted, or the model is disabled", body = Problem, content_type = "application/problem+json"),
+        (status = 410, description = "The model reached its end of life (`replacementModelId` in the problem)", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid request: messages, tools, schema, or what the model supports", body = ValidationProblem, content_type = "application/problem+json"),
+        (status = 502, description = "The provider failed, or a strict answer does not conform to its schema (`errors`)", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The provider is unavailable or busy (`Retry-After`)", body = Problem, content_type = "application/problem+json"),
+        (status = 504, description = "The provider did not answer in time", body = Problem, content_type = "application/problem+json")
+    )
+)]
+#[post("/v1/chats")]
+pub async fn create_completion(
+    req: HttpRequest,
+    caller: Caller,
+    state: web::Data<AppState>,
+    ValidJson(body): ValidJson<CreateCompletion>,
+) -> Result<HttpResponse, ApiError> {
+    let format = Format::of(&req)?;
+    let (request, stream) = body.into_request()?;
+    let who = chat_caller(&state, &caller).await?;
+    let started = state.chats.start(&who, request).await.map_err(chat_error)?;
+    let chat = started.chat.id.clone();
+    tokio::spawn(started.generation);
+
+    if stream {
+        let mut builder = HttpResponse::Ok();
+        completion_headers(
+            &mut builder,
+            &chat,
+            started.truncated_messages,
+            &started.usability,
+        );
+        let encoder = Encoder::new(format, &chat, &started.message_id);
+        let body = chat_stream::body(started.events, encoder, HEARTBEAT);
+        return Ok(chat_stream::sse(format, &mut builder, body));
+    }
+
+    let mut events = started.events;
+    let mut outcome = None;
+    while let Some(event) = events.next().await {
+        if event.is_final() {
+            outcome = Some(event);
+            break;
+        }
+    }
+    let message = match outcome.as_deref() {
+        Some(GenerationEvent::Finished(message)) => message,
+        Some(GenerationEvent::Failed(error)) => return Err(chat_error(error.clone())),
+        _ => {
+            return Err(DomainError::internal("the generation ended without an answer").into());
+        }
+    };
+    let mut builder = if started.created {
+        HttpResponse::Created()
+    } else {
+        HttpResponse::Ok()
+    };
+    completion_headers(
+        &mut builder,
+        &chat,
+        started.truncated_messages,
+        &started.usability,
+    );
+    let usage = message.usage.as_ref();
+    Ok(builder.json(CompletionOut {
+        id: chat.to_string(),
+        message_id: message.id.to_string(),
+        message: AnswerOut {
+            role: "assistant".into(),
+            content: message.content.clone(),
+            tool_calls: message.tool_calls.iter().map(ToolCallOut::from).collect(),
+            reasoning: message.reasoning.clone(),
+            sources: message.sources.iter().map(SourceOut::from).collect(),
+        },
+        usage: usage.map_or_else(
+            || UsageOut::from(&Usage::default()),
+            |u| UsageOut::from(&u.usage),
+        ),
+        finish_reason: usage.map_or_else(|| "stop".into(), chat_stream::finish_reason),
+        truncated_messages: started.truncated_messages,
+    }))
+}
+
+/// Expands a chat's summary as asked.
+async fn summary(state: &AppState, chat: Chat, expand: &[String]) -> Result<ChatSummary, ApiError> {
+    let wants = |name: &str| expand.iter().any(|value| value == name);
+    let model = if wants("model") {
+        Some(match chat.model.model_id.parse::<ModelId>() {
+            Ok(id) => match state.models.get(&chat.organization_id, &id).await {
+                Ok(view) => Some(ModelOut::user(view)),
+                Err(ModelError::NotFound(_)) => None,
+                Err(error) => return Err(DomainError::from(error).into()),
+            },
+            Err(_) => state
+                .models
+                .base_models()
+                .into_iter()
+                .find(|(base, _)| base.id == chat.model.model_id)
+                .map(|(base, lifecycle)| {
+                    ModelOut::base(base, lifecycle, state.models.catalog_loaded_at())
+                }),
+        })
+    } else {
+        None
+    };
+    let composition = match (
+        &chat.model.system_prompt_id,
+        wants("versions") || wants("particles"),
+    ) {
+        (Some(id), true) => Some(
+            state
+                .prompts
+                .compose(&chat.organization_id, id, Some(chat.created_at))
+                .await
+                .map(|c| c.particles)
+                // The prompt was deleted since: nothing left to expand.
+                .unwrap_or_default(),
+        ),
+        (None, true) => Some(Vec::new()),
+        _ => None,
+    };
+    let versions = composition.as_ref().filter(|_| wants("versions")).map(|c| {
+        c.iter()
+            .map(|p| ComposedVersionOut {
+                particle_id: p.id.to_string(),
+                particle_version_id: p.version_id.to_string(),
+                version: p.version,
+            })
+            .collect()
+    });
+    let particles = composition
+        .as_ref()
+        .filter(|_| wants("particles"))
+        .map(|c| {
+            c.iter()
+                .map(|p| ComposedParticleOut {
+                    id: p.id.to_string(),
+                    category: p.category.as_str().to_owned(),
+                    version: p.version,
+                    token_count: p.token_count,
+                })
+                .collect()
+        });
+    Ok(ChatSummary {
+        id: chat.id.to_string(),
+        organization_id: chat.organization_id.to_string(),
+        model_id: chat.model.model_id,
+        model,
+        system_prompt_id: chat.model.system_prompt_id.map(|id| id.to_string()),
+        versions,
+        particles,
+        title: chat.title,
+        status: chat.status.map(|s: ChatStatus| s.as_str().to_owned()),
+        error: chat.error,
+        deleted_at: chat.deleted_at,
+        created_at: chat.created_at,
+        updated_at: chat.updated_at,
+    })
+}
+
+/// The caller's chats, newest first (every chat of the organization with `chats:admin`).
+#[utoipa::path(
+    tag = "Chats",
+    operation_id = "listChats",
+    params(ListChats),
+    responses(
+        (status = 200, description = "A page of chats", body = ChatSummaryPage),
+        (status = 422, description = "Invalid limit, cursor or expansion", body = ValidationProblem, content_type = "application/problem+json")
+    )
+)]
+#[get("/v1/chats")]
+pub async fn list_chats(
+    req: HttpRequest,
+    caller: Caller,
+    state: web::Data<AppState>,
+    ValidQuery(query): ValidQuery<ListChats>,
+) -> Result<web::Json<ChatSummaryPage>, ApiError> {
+    let expand = expansions(req.query_string(), EXPANSIONS)?;
+    let who = chat_caller(&state, &caller).await?;
+    let page = state
+        .chats
+        .list(
+            &who,
+            query.include_deleted.unwrap_or(false),
+            page_limit(query.limit)?,
+            query.cursor.as_deref(),
+        )
+        .await
+        .map_err(chat_error)?;
+    let mut items = Vec::with_capacity(page.items.len());
+    for chat in page.items {
+        items.push(summary(&state, chat, &expand).await?);
+    }
+    Ok(web::Json(ChatSummaryPage {
+        items,
+        next_cursor: page.next_cursor.map(|c| c.as_str().to_owned()),
+        has_more: page.has_more,
+        total_count: page.total_count,
+    }))
+}
+
+/// A chat with its messages (soft-deleted chats too).
+#[utoipa::path(
+    tag = "Chats",
+    operation_id = "getChat",
+    params(("chat_id" = String, Path, description = "The chat id"), ExpandChat),
+    responses(
+        (status = 200, description = "The chat", body = ChatOut),
+        (status = 404, description = "No such chat of the caller", body = Problem, content_type = "application/problem+json")
+    )
+)]
+#[get("/v1/chats/{chat_id}")]
+pub async fn get_chat(
+    req: HttpRequest,
+    caller: Caller,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<web::Json<ChatOut>, ApiError> {
+    let expand = expansions(req.query_string(), EXPANSIONS)?;
+    let who = chat_caller(&state, &caller).await?;
+    let record = state
+        .chats
+        .get(&who, &chat_id(&path)?)
+        .await
+        .map_err(chat_error)?;
+    Ok(web::Json(ChatOut {
+        messages: record.messages.iter().map(MessageOut::from).collect(),
+        chat: summary(&state, record.chat, &expand).await?,
+    }))
+}
+
+/// Rename a chat.
+#[utoipa::path(
+    tag = "Chats",
+    operation_id = "updateChat",
+    params(("chat_id" = String, Path, description = "The chat id")),
+    request_body = UpdateChat,
+    responses(
+        (status = 200, description = "The chat", body = ChatSummary),
+        (status = 404, description = "No such chat of the caller", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Title longer than 500 characters", body = ValidationProblem, content_type = "application/problem+json")
+    )
+)]
+#[patch("/v1/chats/{chat_id}")]
+pub async fn update_chat(
+    caller: Caller,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    ValidJson(body): ValidJson<UpdateChat>,
+) -> Result<web::Json<ChatSummary>, ApiError> {
+    let who = chat_caller(&state, &caller).await?;
+    let chat = state
+        .chats
+        .rename(&who, &chat_id(&path)?, body.title)
+        .await
+        .map_err(chat_error)?;
+    Ok(web::Json(summary(&state, chat, &[]).await?))
+}
+
+/// Soft-delete a chat: it leaves the list (see `includeDeleted`) and can be restored.
+#[utoipa::path(
+    tag = "Chats",
+    operation_id = "deleteChat",
+    params(("chat_id" = String, Path, description = "The chat id")),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 404, description = "No such chat of the caller", body = Problem, content_type = "application/problem+json")
+    )
+)]
+#[delete("/v1/chats/{chat_id}")]
+pub async fn delete_chat(
+    caller: Caller,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let who = chat_caller(&state, &caller).await?;
+    state
+        .chats
+        .delete(&who, &chat_id(&path)?)
+        .await
+        .map_err(chat_error)?;
+    Ok(HttpResponse::NoContent().finish())
+}
+
+/// Restore a soft-deleted chat.
+#[utoipa::path(
+    tag = "Chats",
+    operation_id = "restoreChat",
+    params(("chat_id" = String, Path, description = "The chat id")),
+    responses(
+        (status = 200, description = "The chat", body = ChatSummary),
+        (status = 404, description = "No such chat of the caller", body = Problem, content_type = "application/problem+json")
+    )
+)]
+#[post("/v1/chats/{chat_id}/restore")]
+pub async fn restore_chat(
+    caller: Caller,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<web::Json<ChatSummary>, ApiError> {
+    let who = chat_caller(&state, &caller).await?;
+    let chat = state
+        .chats
+        .restore(&who, &chat_id(&path)?)
+        .await
+        .map_err(chat_error)?;
+    Ok(web::Json(summary(&state, chat, &[]).await?))
+}
+
+/// Re-attach to the chat's running generation: everything produced so far, then live, in
+/// the format `X-Stream-Format` selects. 204 when nothing is running.
+#[utoipa::path(
+    tag = "Chats",
+    operation_id = "streamChat",
+    params(
+        ("chat_id" = String, Path, description = "The chat id"),
+        ("X-Stream-Format" = Option<String>, Header, description = "`ai-sdk` selects the Vercel AI SDK UI message stream")
+    ),
+    responses(
+        (status = 200, description = "The running generation's events (`text/event-stream`)"),
+        (status = 204, description = "No generation is running on the chat"),
+        (status = 404, description = "No such chat of the caller", body = Problem, content_type = "application/problem+json")
+    )
+)]
+#[get("/v1/chats/{chat_id}/stream")]
+pub async fn stream_chat(
+    req: HttpRequest,
+    caller: Caller,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let format = Format::of(&req)?;
+    let who = chat_caller(&state, &caller).await?;
+    let id = chat_id(&path)?;
+    let Some(attached) = state.chats.attach(&who, &id).await.map_err(chat_error)? else {
+        return Ok(HttpResponse::NoContent().finish());
+    };
+    let encoder = Encoder::new(format, &id, &attached.message);
+    let body = chat_stream::body(attached.events, encoder, HEARTBEAT);
+    let mut builder = HttpResponse::Ok();
+    builder.insert_header(("X-Chat-Id", id.to_string()));
+    Ok(chat_stream::sse(format, &mut builder, body))
+}

@@ -1,0 +1,515 @@
+//! `ChatStore` on PostgreSQL or SQLite: one row per chat in `chats` (its model snapshot
+//! flattened into columns) and one per message in `chat_messages`, numbered per chat.
+//! Tool calls and sources are serialized JSON arrays; a message's usage is four columns set
+//! together. A generation starts with one conditional `UPDATE` (of concurrent starts, one
+//! changes the row) and finishes in one transaction (messages and status together, or
+//! neither: a taken sequence number rolls everything back).
+
+use async_trait::async_trait;
+use chrono::{DateTime, NaiveDateTime, Utc};
+use diesel::{dsl, prelude::*};
+use diesel_async::RunQueryDsl;
+use tessera_chats::{
+    Chat, ChatFilter, ChatId, ChatStatus, ChatStore, Message, MessageUsage, ModelSnapshot, Source,
+};
+use tessera_kernel::{DomainError, OrganizationId, PageRequest};
+use tessera_models::{FinishReason, Role, ToolCall, Usage};
+
+use crate::{
+    Database,
+    database::{with_connection, with_transaction},
+    error::{Rollback, query_error},
+    schema::{chat_messages, chats},
+};
+
+/// `ChatStore` on PostgreSQL or SQLite.
+#[derive(Clone)]
+pub struct SqlChatStore {
+    db: Database,
+}
+
+impl SqlChatStore {
+    pub fn new(db: Database) -> Self {
+        Self { db }
+    }
+}
+
+#[derive(Debug, Queryable, Selectable, Insertable)]
+#[diesel(table_name = chats, treat_none_as_default_value = false)]
+struct ChatRow {
+    id: String,
+    organization_id: String,
+    owner: String,
+    model_id: String,
+    base_model_id: String,
+    system_prompt: Option<String>,
+    system_prompt_id: Option<String>,
+    title: Option<String>,
+    status: Option<String>,
+    error: Option<String>,
+    deleted_at: Option<NaiveDateTime>,
+    created_at: NaiveDateTime,
+    updated_at: NaiveDateTime,
+}
+
+#[derive(Debug, Queryable, Selectable, Insertable)]
+#[diesel(table_name = chat_messages, treat_none_as_default_value = false)]
+struct MessageRow {
+    id: String,
+    chat_id: String,
+    organization_id: String,
+    sequence: i32,
+    role: String,
+    content: String,
+    reasoning: Option<String>,
+    tool_calls: String,
+    tool_call_id: Option<String>,
+    sources: String,
+    input_tokens: Option<i64>,
+    output_tokens: Option<i64>,
+    reasoning_tokens: Option<i64>,
+    finish_reason: Option<String>,
+    created_at: NaiveDateTime,
+}
+
+fn utc(at: NaiveDateTime) -> DateTime<Utc> {
+    DateTime::<Utc>::from_naive_utc_and_offset(at, Utc)
+}
+
+/// Builds the error for a row that does not read back as a domain value.
+fn corrupt(table: &str, id: &str, what: impl std::fmt::Display) -> DomainError {
+    DomainError::internal(format!("{table} row {id}: {what}"))
+}
+
+fn role_column(role: Role) -> &'static str {
+    match role {
+        Role::System => "system",
+        Role::User => "user",
+        Role::Assistant => "assistant",
+        Role::Tool => "tool",
+    }
+}
+
+fn role(text: &str) -> Option<Role> {
+    match text {
+        "system" => Some(Role::System),
+        "user" => Some(Role::User),
+        "assistant" => Some(Role::Assistant),
+        "tool" => Some(Role::Tool),
+        _ => None,
+    }
+}
+
+/// A finish reason as stored: snake_case, or the provider's own text for `Other`.
+fn finish_reason_column(reason: &FinishReason) -> &str {
+    match reason {
+        FinishReason::Stop => "stop",
+        FinishReason::Length => "length",
+        FinishReason::ToolCalls => "tool_calls",
+        FinishReason::ContentFilter => "content_filter",
+        FinishReason::Other(text) => text,
+    }
+}
+
+/// The stored text as a finish reason; any text but the known ones is `Other`.
+fn finish_reason(text: String) -> FinishReason {
+    match text.as_str() {
+        "stop" => FinishReason::Stop,
+        "length" => FinishReason::Length,
+        "tool_calls" => FinishReason::ToolCalls,
+        "content_filter" => FinishReason::ContentFilter,
+        _ => FinishReason::Other(text),
+    }
+}
+
+impl From<&Chat> for ChatRow {
+    fn from(chat: &Chat) -> Self {
+        Self {
+            id: chat.id.to_string(),
+            organization_id: chat.organization_id.as_str().to_owned(),
+            owner: chat.owner.clone(),
+            model_id: chat.model.model_id.clone(),
+            base_model_id: chat.model.base_model_id.clone(),
+            system_prompt: chat.model.system_prompt.clone(),
+            system_prompt_id: chat
+                .model
+                .system_prompt_id
+                .as_ref()
+                .map(|id| id.to_string()),
+            title: chat.title.clone(),
+            status: chat.status.map(|status| status.as_str().to_owned()),
+            error: chat.error.clone(),
+            deleted_at: chat.deleted_at.map(|at| at.naive_utc()),
+            created_at: chat.created_at.naive_utc(),
+            updated_at: chat.updated_at.naive_utc(),
+        }
+    }
+}
+
+impl TryFrom<ChatRow> for Chat {
+    type Error = DomainError;
+
+    fn try_from(row: ChatRow) -> Result<Self, Self::Error> {
+        let corrupt = |what: String| corrupt("chats", &row.id, what);
+        let status = row
+            .status
+            .as_deref()
+            .map(|text| ChatStatus::parse(text).ok_or_else(|| corrupt(format!("status {text}"))))
+            .transpose()?;
+        Ok(Chat {
+            id: row.id.parse().map_err(|e| corrupt(format!("{e}")))?,
+            organization_id: row
+                .organization_id
+                .parse()
+                .map_err(|e| corrupt(format!("organization_id: {e}")))?,
+            model: ModelSnapshot {
+                system_prompt_id: row
+                    .system_prompt_id
+                    .as_deref()
+                    .map(str::parse)
+                    .transpose()
+                    .map_err(|e| corrupt(format!("system_prompt_id: {e}")))?,
+                model_id: row.model_id,
+                base_model_id: row.base_model_id,
+                system_prompt: row.system_prompt,
+            },
+            owner: row.owner,
+            title: row.title,
+            status,
+            error: row.error,
+            deleted_at: row.deleted_at.map(utc),
+            created_at: utc(row.created_at),
+            updated_at: utc(row.updated_at),
+        })
+    }
+}
+
+impl MessageRow {
+    /// The row of a message appended to chat `chat` of `organization`.
+    fn new(
+        organization: &OrganizationId,
+        chat: &ChatId,
+        message: &Message,
+    ) -> Result<Self, DomainError> {
+        let refused =
+            |what: String| DomainError::internal(format!("message {}: {what}", message.id));
+        if &message.chat_id != chat {
+            return Err(refused(format!(
+                "belongs to chat {}, not {chat}",
+                message.chat_id
+            )));
+        }
+        let sequence = i32::try_from(message.sequence).map_err(|_| {
+            refused(format!(
+                "sequence {} exceeds the column's range",
+                message.sequence
+            ))
+        })?;
+        // serde_json writes a non-finite number as `null`, which would not read back.
+        if let Some(source) = message.sources.iter().find(|s| !s.score.is_finite()) {
+            return Err(refused(format!(
+                "source {} has the score {}",
+                source.id, source.score
+            )));
+        }
+        let tool_calls = serde_json::to_string(&message.tool_calls)
+            .map_err(|e| refused(format!("tool calls: {e}")))?;
+        let sources = serde_json::to_string(&message.sources)
+            .map_err(|e| refused(format!("sources: {e}")))?;
+        let usage = message.usage.as_ref();
+        Ok(Self {
+            id: message.id.to_string(),
+            chat_id: chat.to_string(),
+            organization_id: organization.as_str().to_owned(),
+            sequence,
+            role: role_column(message.role).to_owned(),
+            content: message.content.clone(),
+            reasoning: message.reasoning.clone(),
+            tool_calls,
+            tool_call_id: message.tool_call_id.clone(),
+            sources,
+            input_tokens: usage.map(|u| i64::from(u.usage.input_tokens)),
+            output_tokens: usage.map(|u| i64::from(u.usage.output_tokens)),
+            reasoning_tokens: usage.map(|u| i64::from(u.usage.reasoning_tokens)),
+            finish_reason: usage.map(|u| finish_reason_column(&u.finish_reason).to_owned()),
+            created_at: message.created_at.naive_utc(),
+        })
+    }
+}
+
+impl TryFrom<MessageRow> for Message {
+    type Error = DomainError;
+
+    fn try_from(row: MessageRow) -> Result<Self, Self::Error> {
+        let corrupt = |what: String| corrupt("chat_messages", &row.id, what);
+        let tokens = |column: &str, value: i64| {
+            u32::try_from(value).map_err(|e| corrupt(format!("{column} {value}: {e}")))
+        };
+        let usage = match (
+            row.input_tokens,
+            row.output_tokens,
+            row.reasoning_tokens,
+            row.finish_reason,
+        ) {
+            (Some(input), Some(output), Some(reasoning), Some(reason)) => Some(MessageUsage {
+                usage: Usage {
+                    input_tokens: tokens("input_tokens", input)?,
+                    output_tokens: tokens("output_tokens", output)?,
+                    reasoning_tokens: tokens("reasoning_tokens", reasoning)?,
+                },
+                finish_reason: finish_reason(reason),
+            }),
+            (None, None, None, None) => None,
+            _ => return Err(corrupt("part of a usage".to_owned())),
+        };
+        let tool_calls: Vec<ToolCall> = serde_json::from_str(&row.tool_calls)
+            .map_err(|e| corrupt(format!("tool_calls: {e}")))?;
+        let sources: Vec<Source> =
+            serde_json::from_str(&row.sources).map_err(|e| corrupt(format!("sources: {e}")))?;
+        Ok(Message {
+            id: row.id.parse().map_err(|e| corrupt(format!("{e}")))?,
+            chat_id: row
+                .chat_id
+                .parse()
+                .map_err(|e| corrupt(format!("chat_id: {e}")))?,
+            sequence: u32::try_from(row.sequence)
+                .map_err(|e| corrupt(format!("sequence {}: {e}", row.sequence)))?,
+            role: role(&row.role).ok_or_else(|| corrupt(format!("role {}", row.role)))?,
+            content: row.content,
+            reasoning: row.reasoning,
+            tool_calls,
+            tool_call_id: row.tool_call_id,
+            sources,
+            usage,
+            created_at: utc(row.created_at),
+        })
+    }
+}
+
+type OneChat<'a> = dsl::Filter<
+    dsl::Filter<chats::table, dsl::Eq<chats::organization_id, &'a str>>,
+    dsl::Eq<chats::id, &'a str>,
+>;
+
+/// The chat `id` if it is the organization's.
+fn one_chat<'a>(organization: &'a OrganizationId, id: &'a ChatId) -> OneChat<'a> {
+    chats::table
+        .filter(chats::organization_id.eq(organization.as_str()))
+        .filter(chats::id.eq(id.as_str()))
+}
+
+/// The chats `$filter` (a `&ChatFilter`) shows, as a boxed query.
+macro_rules! shown_by {
+    ($filter:expr) => {{
+        let filter: &ChatFilter = $filter;
+        let mut query = chats::table
+            .filter(chats::organization_id.eq(filter.organization.as_str()))
+            .into_boxed();
+        if let Some(owner) = &filter.owner {
+            query = query.filter(chats::owner.eq(owner.as_str()));
+        }
+        if !filter.include_deleted {
+            query = query.filter(chats::deleted_at.is_null());
+        }
+        query
+    }};
+}
+
+#[async_trait]
+impl ChatStore for SqlChatStore {
+    async fn insert(&self, chat: &Chat) -> Result<(), DomainError> {
+        let row = ChatRow::from(chat);
+        with_connection!(&self.db, conn => {
+            diesel::insert_into(chats::table)
+                .values(&row)
+                .execute(conn)
+                .await
+                .map_err(query_error)?;
+        });
+        Ok(())
+    }
+
+    async fn get(
+        &self,
+        organization: &OrganizationId,
+        id: &ChatId,
+    ) -> Result<Option<Chat>, DomainError> {
+        let row: Option<ChatRow> = with_connection!(&self.db, conn => {
+            one_chat(organization, id)
+                .select(ChatRow::as_select())
+                .first(conn)
+                .await
+                .optional()
+                .map_err(query_error)?
+        });
+        row.map(Chat::try_from).transpose()
+    }
+
+    async fn messages(
+        &self,
+        organization: &OrganizationId,
+        id: &ChatId,
+    ) -> Result<Vec<Message>, DomainError> {
+        // A message's organization is its chat's (the composite foreign key sees to it).
+        let rows: Vec<MessageRow> = with_connection!(&self.db, conn => {
+            chat_messages::table
+                .filter(chat_messages::chat_id.eq(id.as_str()))
+                .filter(chat_messages::organization_id.eq(organization.as_str()))
+                .order(chat_messages::sequence.asc())
+                .select(MessageRow::as_select())
+                .load(conn)
+                .await
+                .map_err(query_error)?
+        });
+        rows.into_iter().map(Message::try_from).collect()
+    }
+
+    async fn list(
+        &self,
+        filter: &ChatFilter,
+        page: &PageRequest<ChatId>,
+    ) -> Result<Vec<Chat>, DomainError> {
+        let rows: Vec<ChatRow> = with_connection!(&self.db, conn => {
+            let mut query = shown_by!(filter);
+            if let Some(after) = &page.after {
+                query = query.filter(chats::id.lt(after.as_str()));
+            }
+            query
+                .order(chats::id.desc())
+                .limit(page.limit.overfetch())
+                .select(ChatRow::as_select())
+                .load(conn)
+                .await
+                .map_err(query_error)?
+        });
+        rows.into_iter().map(Chat::try_from).collect()
+    }
+
+    async fn count(&self, filter: &ChatFilter) -> Result<u64, DomainError> {
+        let count: i64 = with_connection!(&self.db, conn => {
+            shown_by!(filter).count().get_result(conn).await.map_err(query_error)?
+        });
+        Ok(u64::try_from(count).unwrap_or_default())
+    }
+
+    async fn begin_generation(
+        &self,
+        organization: &OrganizationId,
+        id: &ChatId,
+        at: DateTime<Utc>,
+    ) -> Result<bool, DomainError> {
+        let generating = ChatStatus::Generating.as_str();
+        let at = at.naive_utc();
+        // One statement: on PostgreSQL a concurrent start waits for the row lock and then
+        // re-checks the condition against the committed row; SQLite has a single writer.
+        let changed: usize = with_connection!(&self.db, conn => {
+            diesel::update(
+                one_chat(organization, id)
+                    .filter(chats::deleted_at.is_null())
+                    .filter(chats::status.is_null().or(chats::status.ne(generating))),
+            )
+            .set((
+                chats::status.eq(generating),
+                chats::error.eq(None::<String>),
+                chats::updated_at.eq(at),
+            ))
+            .execute(conn)
+            .await
+            .map_err(query_error)?
+        });
+        Ok(changed > 0)
+    }
+
+    async fn finish_generation(
+        &self,
+        organization: &OrganizationId,
+        id: &ChatId,
+        messages: &[Message],
+        at: DateTime<Utc>,
+    ) -> Result<(), DomainError> {
+        let rows = messages
+            .iter()
+            .map(|message| MessageRow::new(organization, id, message))
+            .collect::<Result<Vec<_>, _>>()?;
+        let at = at.naive_utc();
+        with_transaction!(&self.db, conn => {
+            let changed = diesel::update(one_chat(organization, id))
+                .set((
+                    chats::status.eq(None::<String>),
+                    chats::error.eq(None::<String>),
+                    chats::updated_at.eq(at),
+                ))
+                .execute(conn)
+                .await?;
+            if changed == 0 {
+                return Err(Rollback::Fail(DomainError::not_found("chat", id)));
+            }
+            // A taken sequence number (or message id) fails here and rolls back the update.
+            // One statement per row: diesel-async's SQLite connection has no batch insert.
+            for row in &rows {
+                diesel::insert_into(chat_messages::table)
+                    .values(row)
+                    .execute(conn)
+                    .await?;
+            }
+            Ok(())
+        })
+    }
+
+    async fn fail_generation(
+        &self,
+        organization: &OrganizationId,
+        id: &ChatId,
+        error: &str,
+        at: DateTime<Utc>,
+    ) -> Result<(), DomainError> {
+        let at = at.naive_utc();
+        let changed: usize = with_connection!(&self.db, conn => {
+            diesel::update(one_chat(organization, id))
+                .set((
+                    chats::status.eq(ChatStatus::Error.as_str()),
+                    chats::error.eq(error),
+                    chats::updated_at.eq(at),
+                ))
+                .execute(conn)
+                .await
+                .map_err(query_error)?
+        });
+        if changed == 0 {
+            return Err(DomainError::not_found("chat", id));
+        }
+        Ok(())
+    }
+
+    async fn fail_interrupted(&self, error: &str, at: DateTime<Utc>) -> Result<u64, DomainError> {
+        let at = at.naive_utc();
+        let changed: usize = with_connection!(&self.db, conn => {
+            diesel::update(chats::table.filter(chats::status.eq(ChatStatus::Generating.as_str())))
+                .set((
+                    chats::status.eq(ChatStatus::Error.as_str()),
+                    chats::error.eq(error),
+                    chats::updated_at.eq(at),
+                ))
+                .execute(conn)
+                .await
+                .map_err(query_error)?
+        });
+        Ok(u64::try_from(changed).unwrap_or(u64::MAX))
+    }
+
+    async fn update(&self, chat: &Chat) -> Result<bool, DomainError> {
+        let row = ChatRow::from(chat);
+        let changed: usize = with_connection!(&self.db, conn => {
+            diesel::update(one_chat(&chat.organization_id, &chat.id))
+                .set((
+                    chats::title.eq(&row.title),
+                    chats::deleted_at.eq(row.deleted_at),
+                    chats::updated_at.eq(row.updated_at),
+                ))
+                .execute(conn)
+                .await
+                .map_err(query_error)?
+        });
+        Ok(changed > 0)
+    }
+}
