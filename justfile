@@ -40,6 +40,10 @@ test:
     if [ ! -d tests/oidc/node_modules/oauth2-mock-server ]; then
         npm ci --prefix tests/oidc --no-audit --no-fund --loglevel=error
     fi
+    # The Vercel AI SDK (npm `ai`) whose own parser checks Tessera's `ai-sdk` streams.
+    if [ ! -d tests/ai-sdk/node_modules/ai ]; then
+        npm ci --prefix tests/ai-sdk --no-audit --no-fund --loglevel=error
+    fi
     # Each Postgres-backed test creates its own throwaway database on this server and drops it;
     # Redis-backed tests use keys under a random prefix.
     export TESSERA_TEST_POSTGRES_URL="$url"

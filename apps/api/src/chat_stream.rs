@@ -288,15 +288,17 @@ impl AiSdkEncoder {
                 out.push(data(&json!({"type": "finish-step"})));
                 out.push(data(&json!({
                     "type": "finish",
+                    "finishReason": ai_sdk_finish_reason(message),
                     "messageMetadata": finish_metadata(message),
                 })));
                 out.push(Bytes::from_static(DONE));
             }
             GenerationEvent::Failed(error) => {
                 self.close(&mut out);
-                out.push(data(
-                    &json!({"type": "error", "errorText": error.to_string()}),
-                ));
+                out.push(data(&json!({
+                    "type": "error",
+                    "errorText": error.to_string(),
+                })));
                 out.push(Bytes::from_static(DONE));
             }
         }
@@ -314,6 +316,17 @@ fn tool_available(id: &str, name: &str, arguments: &str) -> Bytes {
     data(&json!({
         "type": "tool-input-available", "toolCallId": id, "toolName": name, "input": input
     }))
+}
+
+/// The AI SDK's spelling of why an answer ended (a closed set).
+fn ai_sdk_finish_reason(message: &Message) -> &'static str {
+    match message.usage.as_ref().map(finish_reason).as_deref() {
+        Some("stop") | None => "stop",
+        Some("length") => "length",
+        Some("tool_calls") => "tool-calls",
+        Some("content_filter") => "content-filter",
+        Some(_) => "other",
+    }
 }
 
 fn finish_metadata(message: &Message) -> Value {

@@ -452,8 +452,8 @@ pub struct ListChats {
     pub cursor: Option<String>,
     /// Include soft-deleted chats.
     pub include_deleted: Option<bool>,
-    /// `model`, `versions`, `particles`; repeatable.
-    #[serde(rename = "expand[]", default)]
+    /// `model`, `versions`, `particles`; repeatable (read from the raw query string).
+    #[serde(skip)]
     #[param(rename = "expand[]")]
     pub expand: Option<Vec<String>>,
 }

@@ -5,6 +5,7 @@
 
 mod auth;
 mod binary;
+mod chats;
 mod clients;
 mod deploy;
 mod extractors;

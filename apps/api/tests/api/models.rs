@@ -66,11 +66,6 @@ tier = "premium"
     path
 }
 
-async fn caller_token(app: &TestApp, scopes: &str) -> String {
-    let (_, client_id, secret) = app.organization_with_client(scopes).await;
-    app.token(&client_id, &secret).await
-}
-
 async fn the_catalog_reports_lifecycle_states(backend: Backend) {
     let dir = tempfile::tempdir().unwrap();
     let path = catalog_file(dir.path());
@@ -78,7 +73,7 @@ async fn the_catalog_reports_lifecycle_states(backend: Backend) {
         settings.models.catalog_file = Some(path);
     })
     .await;
-    let token = caller_token(&app, "models:read").await;
+    let token = app.caller_token("models:read").await;
     let catalog = ok(
         app.call(Method::GET, "/v1/models/catalog", &token).await,
         200,
@@ -132,7 +127,7 @@ async fn the_catalog_reports_lifecycle_states(backend: Backend) {
     );
 
     // A user model shows its parent's lifecycle.
-    let writer = caller_token(&app, "models:admin").await;
+    let writer = app.caller_token("models:admin").await;
     let created = ok(
         app.call_json(
             Method::POST,
@@ -167,7 +162,7 @@ async fn local_catalog_entry(app: &TestApp, token: &str) -> Value {
 /// it answers through the provider port with the real engine.
 async fn the_embedded_model_answers_when_its_file_is_there(backend: Backend) {
     let without = TestApp::spawn(backend).await;
-    let token = caller_token(&without, "models:read").await;
+    let token = without.caller_token("models:read").await;
     let local = local_catalog_entry(&without, &token).await;
     assert_eq!(
         (
@@ -187,7 +182,7 @@ async fn the_embedded_model_answers_when_its_file_is_there(backend: Backend) {
         settings.models.local_dir = Some(model_dir);
     })
     .await;
-    let token = caller_token(&app, "models:admin").await;
+    let token = app.caller_token("models:admin").await;
     let local = local_catalog_entry(&app, &token).await;
     assert_eq!(
         (&local["enabled"], &local["lifecycleState"]),
@@ -234,7 +229,7 @@ async fn user_models_lifecycle_over_http(backend: Backend) {
         settings.models.catalog_file = Some(path);
     })
     .await;
-    let token = caller_token(&app, "models:admin system-prompts:read").await;
+    let token = app.caller_token("models:admin system-prompts:read").await;
     let profiles = ok(
         app.call(Method::GET, "/v1/system-prompts?system=true", &token)
             .await,
@@ -398,7 +393,7 @@ async fn user_models_lifecycle_over_http(backend: Backend) {
 
 async fn invalid_model_requests_are_422(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let token = caller_token(&app, "models:admin").await;
+    let token = app.caller_token("models:admin").await;
     let locs = |body: &Value| -> Vec<Value> {
         body["detail"]
             .as_array()
@@ -468,8 +463,8 @@ async fn invalid_model_requests_are_422(backend: Backend) {
 
 async fn models_are_tenant_isolated(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let a = caller_token(&app, "models:admin system-prompts:admin").await;
-    let b = caller_token(&app, "models:admin system-prompts:admin").await;
+    let a = app.caller_token("models:admin system-prompts:admin").await;
+    let b = app.caller_token("models:admin system-prompts:admin").await;
     let prompt = ok(
         app.call_json(
             Method::POST,
@@ -571,7 +566,7 @@ context_window = 2048
         settings.models.catalog_file = Some(path);
     })
     .await;
-    let token = caller_token(&app, "models:admin").await;
+    let token = app.caller_token("models:admin").await;
     let mut ids: Vec<tessera_models::ModelId> = Vec::new();
     for parent in ["gateway/chat", "local/tiny"] {
         let body = json!({"parentModelId": parent, "displayName": parent});

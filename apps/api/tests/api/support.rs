@@ -93,6 +93,12 @@ impl TestApp {
         )
     }
 
+    /// A token of a new organization's client holding `scopes`.
+    pub async fn caller_token(&self, scopes: &str) -> String {
+        let (_, client_id, secret) = self.organization_with_client(scopes).await;
+        self.token(&client_id, &secret).await
+    }
+
     /// A token for the client, from the real token endpoint.
     pub async fn token(&self, client_id: &str, client_secret: &str) -> String {
         let response = self
