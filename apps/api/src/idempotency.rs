@@ -5,7 +5,9 @@
 //! runs is 409 `idempotency_key_in_flight`. Responses marked `Cache-Control: no-store`
 //! (they carry secrets) are recorded without their body: a retry then gets 409
 //! `idempotent_response_withheld` with the created record's `Location`, never a second
-//! record and never a stored secret. Public POSTs (token requests) ignore the header.
+//! record and never a stored secret. Event streams are passed through unbuffered and
+//! recorded the same way (a retry learns the chat's `Location` and can re-attach). Public
+//! POSTs (token requests) ignore the header.
 
 use actix_web::{
     Error, FromRequest, HttpMessage, HttpResponse, ResponseError,
@@ -90,6 +92,15 @@ async fn run(
             return Err(error);
         }
     };
+    if is_event_stream(response.response()) {
+        // A stream is not buffered (that would hold it back until it ends) nor stored: its
+        // record withholds the body, so a retry is told where the chat is and can re-attach.
+        let stored = stored_response(response.response(), None);
+        if let Err(error) = state.idempotency.finish(owner, key, stored).await {
+            tracing::warn!(%error, "idempotency record not stored");
+        }
+        return Ok(response);
+    }
     let (http, response) = response.into_parts();
     let status = response.status();
     let headers = response.headers().clone();
@@ -112,27 +123,42 @@ async fn run(
         .get(header::CACHE_CONTROL)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.contains("no-store"));
-    let stored = StoredResponse {
-        status: status.as_u16(),
-        headers: REPLAYED_HEADERS
-            .iter()
-            .filter_map(|name| {
-                let value = headers.get(name)?.to_str().ok()?;
-                Some((name.as_str().to_owned(), value.to_owned()))
-            })
-            .collect(),
-        body: (!withheld).then(|| body.to_vec()),
-    };
+    let mut rebuilt = HttpResponse::build(status);
+    for (name, value) in &headers {
+        rebuilt.append_header((name.clone(), value.clone()));
+    }
+    let rebuilt = rebuilt.body(body.clone());
+    let stored = stored_response(&rebuilt, (!withheld).then(|| body.to_vec()));
     if let Err(error) = state.idempotency.finish(owner, key, stored).await {
         // The request succeeded; only its replay is lost. A retry then sees "in flight"
         // until the key expires, which is safer than running it twice.
         tracing::warn!(%error, "idempotency record not stored");
     }
-    let mut rebuilt = HttpResponse::build(status);
-    for (name, value) in &headers {
-        rebuilt.append_header((name.clone(), value.clone()));
+    Ok(ServiceResponse::new(http, rebuilt))
+}
+
+fn is_event_stream<B>(response: &HttpResponse<B>) -> bool {
+    response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"))
+}
+
+/// What a replay needs of a response: status, the replayed headers, and the body unless
+/// it is withheld.
+fn stored_response<B>(response: &HttpResponse<B>, body: Option<Vec<u8>>) -> StoredResponse {
+    StoredResponse {
+        status: response.status().as_u16(),
+        headers: REPLAYED_HEADERS
+            .iter()
+            .filter_map(|name| {
+                let value = response.headers().get(name)?.to_str().ok()?;
+                Some((name.as_str().to_owned(), value.to_owned()))
+            })
+            .collect(),
+        body,
     }
-    Ok(ServiceResponse::new(http, rebuilt.body(body)))
 }
 
 async fn release(state: &AppState, owner: &KeyOwner, key: &IdempotencyKey) {

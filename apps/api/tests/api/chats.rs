@@ -765,7 +765,50 @@ async fn chats_are_private_to_their_owner_and_organization(backend: Backend) {
     .await;
 }
 
+async fn completions_honour_idempotency_keys(backend: Backend) {
+    let (app, _dir) = local_app(backend, None).await;
+    let token = app.caller_token(ALL).await;
+    let send = |key: &str, body: &Value| {
+        app.client
+            .post(app.url("/v1/chats"))
+            .bearer_auth(&token)
+            .header("Idempotency-Key", key)
+            .json(body)
+            .send()
+    };
+    // A retried completion replays the first answer: one chat, billed once.
+    let first = ok(send("k-1", &ask("Hi")).await.unwrap(), 201).await;
+    let retry = send("k-1", &ask("Hi")).await.unwrap();
+    assert_eq!(retry.headers()["idempotent-replayed"], "true");
+    assert_eq!(ok(retry, 201).await, first);
+
+    // A stream is delivered as it is produced, and a retry points at the chat.
+    let mut long = streamed(ask("Count from 1 to 100."));
+    long["maxTokens"] = json!(48);
+    let response = send("k-2", &long).await.unwrap();
+    let chat = response.headers()["x-chat-id"].to_str().unwrap().to_owned();
+    let mut body = response.bytes_stream();
+    body.next().await.unwrap().unwrap();
+    let record = chat_record(&app, &token, &chat).await;
+    assert_eq!(
+        record["status"],
+        json!("generating"),
+        "the first chunk came before the end"
+    );
+    drop(body);
+    settled(&app, &token, &chat).await;
+    let retry = send("k-2", &long).await.unwrap();
+    assert_eq!(
+        retry.headers()["location"],
+        format!("/v1/chats/{chat}").as_str()
+    );
+    problem(retry, 409, "idempotent_response_withheld").await;
+    let page = ok(app.call(Method::GET, "/v1/chats", &token).await, 200).await;
+    assert_eq!(page["totalCount"], json!(2));
+}
+
 tessera_store::on_both_databases!(
+    completions_honour_idempotency_keys,
     conversations_in_json_and_both_stream_formats,
     generation_outlives_the_connection,
     the_context_window_truncates_old_turns,
