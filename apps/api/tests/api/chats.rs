@@ -818,3 +818,152 @@ tessera_store::on_both_databases!(
     model_lifecycle_decides_what_chats_may_use,
     chats_are_private_to_their_owner_and_organization,
 );
+
+/// Every kind of event, in both wire formats: snapshots of the bytes, and the AI SDK one
+/// accepted and assembled by the real `ai` package.
+#[tokio::test]
+async fn both_wire_formats_carry_reasoning_sources_and_tool_calls() {
+    use std::sync::Arc;
+
+    use tessera_api::chat_stream::{Encoder, Format, body};
+    use tessera_chats::{ChatError, ChatId, GenerationEvent, Message, MessageUsage, Source};
+    use tessera_models::{ChatEvent, FinishReason, ProviderError, Role, ToolCall, Usage};
+
+    let chat: ChatId = "cht_0190f5c1a3e27c3d9b1e4a0c5d6e7f80".parse().unwrap();
+    let message_id: tessera_chats::MessageId =
+        "msg_0190f5c1a3e27c3d9b1e4a0c5d6e7f81".parse().unwrap();
+    let call = ToolCall {
+        id: "call_1".into(),
+        name: "weather".into(),
+        arguments: "{\"city\":\"Oslo\"}".into(),
+    };
+    let answer = Message {
+        id: message_id.clone(),
+        chat_id: chat.clone(),
+        sequence: 1,
+        role: Role::Assistant,
+        content: "Let me check.".into(),
+        reasoning: Some("The user wants weather.".into()),
+        tool_calls: vec![call.clone()],
+        tool_call_id: None,
+        sources: Vec::new(),
+        usage: Some(MessageUsage {
+            usage: Usage {
+                input_tokens: 20,
+                output_tokens: 9,
+                reasoning_tokens: 4,
+            },
+            finish_reason: FinishReason::ToolCalls,
+        }),
+        created_at: chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap(),
+    };
+    let events = vec![
+        GenerationEvent::Sources(vec![Source {
+            id: "chk_1".into(),
+            file_id: "fil_1".into(),
+            dataset_id: Some("dst_1".into()),
+            title: Some("Climate handbook".into()),
+            text: "Oslo is mild in May.".into(),
+            score: 0.5,
+        }]),
+        GenerationEvent::Delta(ChatEvent::ReasoningDelta("The user ".into())),
+        GenerationEvent::Delta(ChatEvent::ReasoningDelta("wants weather.".into())),
+        GenerationEvent::Delta(ChatEvent::TextDelta("Let me ".into())),
+        GenerationEvent::Delta(ChatEvent::TextDelta("check.".into())),
+        GenerationEvent::Delta(ChatEvent::ToolCallStart {
+            index: 0,
+            id: "call_1".into(),
+            name: "weather".into(),
+        }),
+        GenerationEvent::Delta(ChatEvent::ToolCallArgumentsDelta {
+            index: 0,
+            delta: "{\"city\":".into(),
+        }),
+        GenerationEvent::Delta(ChatEvent::ToolCallArgumentsDelta {
+            index: 0,
+            delta: "\"Oslo\"}".into(),
+        }),
+        GenerationEvent::Delta(ChatEvent::ToolCallEnd { index: 0 }),
+        GenerationEvent::Finished(Box::new(answer)),
+    ];
+    let encode = |format: Format, events: Vec<GenerationEvent>| {
+        let chat = chat.clone();
+        let message_id = message_id.clone();
+        async move {
+            let stream = futures_util::stream::iter(events.into_iter().map(Arc::new));
+            let bytes: Vec<_> = body(
+                Box::pin(stream),
+                Encoder::new(format, &chat, &message_id),
+                Duration::from_secs(15),
+            )
+            .map(|chunk| chunk.unwrap())
+            .collect()
+            .await;
+            String::from_utf8(bytes.concat()).unwrap()
+        }
+    };
+
+    let tessera = encode(Format::Tessera, events.clone()).await;
+    insta::assert_snapshot!("tessera_stream", tessera);
+    let last = chunks(&tessera).pop().unwrap();
+    assert_eq!(
+        last["toolCalls"][0]["function"]["arguments"],
+        json!(call.arguments)
+    );
+
+    let ai_sdk = encode(Format::AiSdk, events).await;
+    insta::assert_snapshot!("ai_sdk_stream", ai_sdk);
+    let parsed = ai_sdk_check(&ai_sdk).await;
+    let parts = parsed["message"]["parts"].as_array().unwrap();
+    let kinds: Vec<&str> = parts.iter().map(|p| p["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "step-start",
+            "source-document",
+            "reasoning",
+            "text",
+            "tool-weather"
+        ]
+    );
+    assert_eq!(parts[2]["text"], json!("The user wants weather."));
+    assert_eq!(parts[3]["text"], json!("Let me check."));
+    assert_eq!(parts[4]["state"], json!("input-available"));
+    assert_eq!(parts[4]["input"], json!({"city": "Oslo"}));
+    assert_eq!(
+        parsed["message"]["metadata"]["usage"]["reasoningTokens"],
+        json!(4)
+    );
+
+    // A failure ends both formats with an error the clients understand.
+    let failed = vec![
+        GenerationEvent::Delta(ChatEvent::TextDelta("par".into())),
+        GenerationEvent::Failed(ChatError::Provider(ProviderError::Timeout)),
+    ];
+    let tessera = encode(Format::Tessera, failed.clone()).await;
+    let last = chunks(&tessera).pop().unwrap();
+    assert_eq!(last["finished"], json!(true));
+    assert_eq!(last["error"]["status"], json!(504));
+    assert_eq!(last["error"]["code"], json!("provider_timeout"));
+    let ai_sdk = encode(Format::AiSdk, failed).await;
+    assert!(ai_sdk.contains(r#""type":"error""#), "{ai_sdk}");
+}
+
+/// A silent generation still sends keep-alive comments.
+#[tokio::test]
+async fn silent_streams_get_keep_alive_comments() {
+    use tessera_api::chat_stream::{Encoder, Format, body};
+    let chat = tessera_chats::ChatId::generate();
+    let silent = futures_util::stream::pending();
+    let mut stream = Box::pin(body(
+        Box::pin(silent),
+        Encoder::new(
+            Format::Tessera,
+            &chat,
+            &tessera_chats::MessageId::generate(),
+        ),
+        Duration::from_millis(50),
+    ));
+    let first = stream.next().await.unwrap().unwrap();
+    assert_eq!(&first[..], b": keep-alive\n\n");
+}
