@@ -19,6 +19,8 @@ mod config;
 mod events;
 mod model;
 mod request;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod translate;
 
 pub use config::{ApiKey, ConfigError, OpenAiConfig, RetryPolicy};

@@ -807,7 +807,133 @@ async fn completions_honour_idempotency_keys(backend: Backend) {
     assert_eq!(page["totalCount"], json!(2));
 }
 
+async fn structured_output_is_validated_against_its_schema(backend: Backend) {
+    let config = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/api/litellm.yaml");
+    let proxy =
+        tessera_llm_openai::testing::LiteLlm::start_without_key(std::path::Path::new(config)).await;
+    let model = |id: &str, name: &str| {
+        format!(
+            "[[models]]\nid = \"{id}\"\ndisplay_name = \"{id}\"\nprovider = \"gateway\"\nmodel_name = \"{name}\"\ncontext_window = 4096\ncapabilities = {{ streaming = true, json_schema = true }}\n"
+        )
+    };
+    let catalog = format!(
+        "[providers.gateway]\nkind = \"openai\"\nbase_url = \"{}/v1\"\n{}{}",
+        proxy.base_url,
+        model("test/json", "mock-json"),
+        model("test/bad", "mock-bad-json"),
+    );
+    let (app, _dir) = local_app(backend, Some(catalog)).await;
+    let token = app.caller_token(ALL).await;
+    let ask_for = |model: &str, strict: bool| {
+        json!({
+            "modelId": model,
+            "messages": [{"role": "user", "content": "How many?"}],
+            "responseFormat": {"type": "json_schema", "json_schema": {
+                "name": "count",
+                "strict": strict,
+                "schema": {
+                    "type": "object",
+                    "properties": {"answer": {"type": "integer"}},
+                    "required": ["answer"],
+                    "additionalProperties": false
+                }
+            }}
+        })
+    };
+
+    // A conforming answer, through the OpenAI-compatible adapter.
+    let good = ok(
+        app.call_json(
+            Method::POST,
+            "/v1/chats",
+            &token,
+            &ask_for("test/json", true),
+        )
+        .await,
+        201,
+    )
+    .await;
+    let content: Value =
+        serde_json::from_str(good["message"]["content"].as_str().unwrap()).unwrap();
+    assert_eq!(content, json!({"answer": 42}));
+
+    // Strict and non-conforming: 502 with the violations, and nothing stored.
+    let bad = problem(
+        app.call_json(
+            Method::POST,
+            "/v1/chats",
+            &token,
+            &ask_for("test/bad", true),
+        )
+        .await,
+        502,
+        "response_schema_mismatch",
+    )
+    .await;
+    assert!(
+        bad["errors"][0].as_str().unwrap().starts_with("/answer:"),
+        "{bad}"
+    );
+    let page = ok(app.call(Method::GET, "/v1/chats", &token).await, 200).await;
+    let failed = page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|chat| chat["status"] == json!("error"))
+        .expect("the failed chat is recorded");
+    let record = chat_record(&app, &token, failed["id"].as_str().unwrap()).await;
+    assert_eq!(record["messages"], json!([]));
+    assert!(
+        record["error"]
+            .as_str()
+            .unwrap()
+            .contains("does not conform")
+    );
+
+    // Streamed: the failure ends the stream.
+    let response = app
+        .call_json(
+            Method::POST,
+            "/v1/chats",
+            &token,
+            &streamed(ask_for("test/bad", true)),
+        )
+        .await;
+    let last = chunks(&response.text().await.unwrap()).pop().unwrap();
+    assert_eq!(last["error"]["code"], json!("response_schema_mismatch"));
+
+    // Not strict: the answer is returned as the model gave it.
+    let loose = ok(
+        app.call_json(
+            Method::POST,
+            "/v1/chats",
+            &token,
+            &ask_for("test/bad", false),
+        )
+        .await,
+        201,
+    )
+    .await;
+    assert_eq!(loose["message"]["content"], json!("{\"answer\": \"many\"}"));
+
+    // A schema that is not a JSON Schema is refused before anything runs.
+    let mut invalid = ask_for("test/json", true);
+    invalid["responseFormat"]["json_schema"]["schema"] = json!({"type": "integer-ish"});
+    let refused = problem(
+        app.call_json(Method::POST, "/v1/chats", &token, &invalid)
+            .await,
+        422,
+        "validation_failed",
+    )
+    .await;
+    assert_eq!(
+        refused["detail"][0]["loc"],
+        json!(["body", "responseFormat", "json_schema", "schema"])
+    );
+}
+
 tessera_store::on_both_databases!(
+    structured_output_is_validated_against_its_schema,
     completions_honour_idempotency_keys,
     conversations_in_json_and_both_stream_formats,
     generation_outlives_the_connection,

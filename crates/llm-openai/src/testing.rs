@@ -1,0 +1,210 @@
+//! A real LiteLLM proxy (Python) for tests: OpenAI-compatible models that answer from
+//! `mock_response`, so no provider is called. [`LiteLlm::start`] installs LiteLLM when
+//! missing (`tests/litellm/setup.sh`: a virtual environment at `$HOME/.cache/tessera-venvs/litellm`
+//! or `$TESSERA_LITELLM_VENV`, a minute or two the first time), starts the proxy on a free
+//! loopback port with the given config, waits until it is ready, and kills its process group
+//! when dropped. When LiteLLM cannot be installed or started, it panics with the reason: a
+//! test never passes without having talked to the proxy.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::{
+    fs::File,
+    hash::{BuildHasher, RandomState},
+    os::unix::process::CommandExt,
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+fn manifest_dir() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Where LiteLLM is installed: `$TESSERA_LITELLM_VENV`, or `~/.cache/tessera-venvs/litellm`.
+pub fn venv() -> PathBuf {
+    if let Some(path) = std::env::var_os("TESSERA_LITELLM_VENV") {
+        return PathBuf::from(path);
+    }
+    let home = std::env::var_os("HOME")
+        .expect("LiteLLM tests: HOME is not set, so there is no place for the LiteLLM venv");
+    PathBuf::from(home).join(".cache/tessera-venvs/litellm")
+}
+
+/// Runs `setup.sh`, which installs LiteLLM unless it is already there.
+async fn install(venv: &Path) {
+    let script = manifest_dir().join("tests/litellm/setup.sh");
+    eprintln!(
+        "litellm: running {} {} (installs 'litellm[proxy]' with pip when missing)",
+        script.display(),
+        venv.display()
+    );
+    let started = Instant::now();
+    let output = tokio::time::timeout(
+        Duration::from_secs(900),
+        tokio::process::Command::new("bash")
+            .arg(&script)
+            .arg(venv)
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .unwrap_or_else(|_| {
+        panic!(
+            "LiteLLM tests FAILED: {} did not finish within 15 minutes",
+            script.display()
+        )
+    })
+    .unwrap_or_else(|e| panic!("LiteLLM tests FAILED: cannot run {}: {e}", script.display()));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    eprint!("{stdout}{stderr}");
+    assert!(
+        output.status.success(),
+        "LiteLLM tests FAILED: LiteLLM could not be installed into {} ({}; is PyPI reachable?):\n{stderr}",
+        venv.display(),
+        output.status,
+    );
+    eprintln!(
+        "litellm: setup took {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+fn random_hex(bytes: usize) -> String {
+    (0..bytes.div_ceil(8))
+        .map(|_| format!("{:016x}", RandomState::new().hash_one(Instant::now())))
+        .collect::<String>()[..bytes * 2]
+        .to_owned()
+}
+
+/// A running proxy; dropping it kills its process group.
+pub struct LiteLlm {
+    child: Child,
+    /// `http://127.0.0.1:<port>` (the OpenAI API is under `/v1`).
+    pub base_url: String,
+    /// The key clients authenticate with (empty for a proxy started without one).
+    pub master_key: String,
+    log: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl LiteLlm {
+    /// Installs LiteLLM when missing and starts a proxy serving the models of `config`.
+    pub async fn start(config: &Path) -> Self {
+        Self::launch(config, Some(format!("sk-{}", random_hex(32)))).await
+    }
+
+    /// As [`LiteLlm::start`], but the proxy asks for no key (for clients configured
+    /// without one, such as a catalog provider without `api_key_env`).
+    pub async fn start_without_key(config: &Path) -> Self {
+        Self::launch(config, None).await
+    }
+
+    async fn launch(config: &Path, master_key: Option<String>) -> Self {
+        let venv = venv();
+        install(&venv).await;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .expect("a free loopback port")
+            .port();
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let log = dir.path().join("litellm.log");
+        let log_file = File::create(&log).expect("the proxy's log file");
+        let litellm = venv.join("bin/litellm");
+        eprintln!(
+            "litellm: starting {} --config {} --host 127.0.0.1 --port {port} (log: {})",
+            litellm.display(),
+            config.display(),
+            log.display()
+        );
+        // `timeout` bounds the proxy's life even if this process dies without dropping it.
+        let mut command = Command::new("timeout");
+        command
+            .args(["--kill-after=5s", "600s"])
+            .arg(&litellm)
+            .arg("--config")
+            .arg(config)
+            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+            .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+            .env("NO_DOCS", "True")
+            .env("PYTHONUNBUFFERED", "1")
+            .stdin(Stdio::null())
+            .stdout(log_file.try_clone().expect("the log file"))
+            .stderr(log_file)
+            .process_group(0);
+        match &master_key {
+            Some(key) => command.env("LITELLM_MASTER_KEY", key),
+            None => command.env(
+                "LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY",
+                "true",
+            ),
+        };
+        let child = command.spawn().unwrap_or_else(|e| {
+            panic!(
+                "LiteLLM tests FAILED: cannot start {}: {e}",
+                litellm.display()
+            )
+        });
+        let mut proxy = Self {
+            child,
+            base_url: format!("http://127.0.0.1:{port}"),
+            master_key: master_key.unwrap_or_default(),
+            log,
+            _dir: dir,
+        };
+        proxy.wait_until_ready().await;
+        proxy
+    }
+
+    fn log_tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<_> = text.lines().collect();
+        lines[lines.len().saturating_sub(40)..].join("\n")
+    }
+
+    async fn wait_until_ready(&mut self) {
+        let started = Instant::now();
+        // As the API does at start-up (reqwest's rustls needs a process-wide provider).
+        let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(2))
+            .build()
+            .expect("an HTTP client");
+        let url = format!("{}/health/liveliness", self.base_url);
+        loop {
+            if let Some(status) = self.child.try_wait().expect("the proxy's status") {
+                panic!(
+                    "LiteLLM tests FAILED: the proxy exited during start-up ({status}):\n{}",
+                    self.log_tail()
+                );
+            }
+            if let Ok(response) = http.get(&url).send().await
+                && response.status().is_success()
+            {
+                eprintln!(
+                    "litellm: ready at {} after {:.1} s",
+                    self.base_url,
+                    started.elapsed().as_secs_f64()
+                );
+                return;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(180),
+                "LiteLLM tests FAILED: the proxy was not ready within 180 s:\n{}",
+                self.log_tail()
+            );
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+}
+impl Drop for LiteLlm {
+    fn drop(&mut self) {
+        // The group: `timeout`, the proxy, and anything the proxy started.
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", self.child.id())])
+            .status();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
