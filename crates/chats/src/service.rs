@@ -1,7 +1,7 @@
-use std::sync::Arc;
+use std::{panic::AssertUnwindSafe, sync::Arc};
 
 use chrono::{DateTime, Utc};
-use futures_util::{StreamExt, future::BoxFuture};
+use futures_util::{FutureExt, StreamExt, future::BoxFuture};
 use tessera_kernel::{
     Clock, CursorCodec, DomainError, FieldError, Limit, OrganizationId, Page, PageRequest,
 };
@@ -506,7 +506,15 @@ impl Generation {
         if !self.sources.is_empty() {
             publisher.publish(GenerationEvent::Sources(self.sources.clone()));
         }
-        let outcome = match self.generate(&publisher).await {
+        // A panic in a provider must not leave the chat `generating` for good: it fails the
+        // generation like any other error.
+        let generated = AssertUnwindSafe(self.generate(&publisher))
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|_| {
+                Err(DomainError::internal("the model provider panicked while generating").into())
+            });
+        let outcome = match generated {
             Ok(completion) => self.store_answer(completion).await,
             Err(error) => Err(error),
         };

@@ -503,6 +503,60 @@ async fn failures_are_recorded_and_store_nothing() {
 }
 
 #[tokio::test]
+async fn a_panicking_provider_fails_the_generation() {
+    struct Panicking;
+
+    #[async_trait]
+    impl ChatModel for Panicking {
+        fn capabilities(&self) -> Capabilities {
+            Capabilities::default()
+        }
+
+        fn tokenizer(&self) -> Arc<dyn TokenCounter> {
+            Arc::new(Words)
+        }
+
+        async fn stream(&self, _: ChatRequest) -> Result<ChatStream, ProviderError> {
+            Ok(Box::pin(stream::once(async {
+                panic!("engine bug");
+            })))
+        }
+    }
+
+    let f = fixture();
+    let mut providers = Providers::default();
+    providers.insert("local/plain", Arc::new(Panicking));
+    let models = f.models.clone().with_providers(providers);
+    let chats = ChatService::new(
+        Arc::new(InMemoryChatStore::new()),
+        models,
+        f.prompts.clone(),
+        Arc::new(NoRetrieval),
+        Arc::new(ManualClock::new(Utc::now())),
+        CursorCodec::new([3; 32]),
+    );
+    let started = chats
+        .start(&f.alice, ask("local/plain", "q"))
+        .await
+        .unwrap();
+    let chat = started.chat.id.clone();
+    let events = run(started).await;
+    assert!(matches!(
+        events.last(),
+        Some(GenerationEvent::Failed(ChatError::Domain(_)))
+    ));
+    let record = chats.get(&f.alice, &chat).await.unwrap();
+    assert_eq!(record.chat.status, Some(ChatStatus::Error));
+    // The chat is usable again.
+    assert!(
+        chats
+            .start(&f.alice, follow_up(&chat, "again"))
+            .await
+            .is_ok()
+    );
+}
+
+#[tokio::test]
 async fn strict_structured_output_is_validated() {
     let f = fixture();
     let schema = json!({
