@@ -28,7 +28,7 @@ pub struct ApiError {
     pub code: &'static str,
     pub detail: ProblemDetail,
     /// Extra members of the problem object (e.g. `replacementModelId`, `errors`).
-    pub extensions: serde_json::Map<String, serde_json::Value>,
+    pub extensions: Vec<(String, serde_json::Value)>,
     /// Seconds for a `Retry-After` header.
     pub retry_after: Option<u64>,
 }
@@ -83,14 +83,14 @@ impl ApiError {
             status,
             code,
             detail: ProblemDetail::Text(detail.into()),
-            extensions: serde_json::Map::new(),
+            extensions: Vec::new(),
             retry_after: None,
         }
     }
 
     /// Adds a member to the problem object.
     pub fn with(mut self, name: &str, value: impl Into<serde_json::Value>) -> Self {
-        self.extensions.insert(name.to_owned(), value.into());
+        self.extensions.push((name.to_owned(), value.into()));
         self
     }
 
@@ -104,7 +104,7 @@ impl ApiError {
             status: StatusCode::UNPROCESSABLE_ENTITY,
             code: "validation_failed",
             detail: ProblemDetail::Fields(errors),
-            extensions: serde_json::Map::new(),
+            extensions: Vec::new(),
             retry_after: None,
         }
     }

@@ -10,8 +10,12 @@
 //! Generation stops on `<|im_end|>`, on the request's stop strings, at `max_tokens` or at the
 //! end of the context window, and finishes with exact token usage.
 //!
-//! Not in this slice: tools and JSON-schema output (both need constrained decoding, future
-//! work; the capabilities say so), interpreting the Jinja `tokenizer.chat_template` (ChatML is
+//! A `json_schema` response format is enforced by constrained decoding (`constraint`: the
+//! schema compiled by llguidance masks every token that cannot continue a conforming
+//! document), so such answers always parse and validate.
+//!
+//! Not in this slice: tools (they need the same constraint over a tool-call format; the
+//! capabilities say so), interpreting the Jinja `tokenizer.chat_template` (ChatML is
 //! hard-coded; only the template's default system prompt is read), and prompt caching between
 //! requests. By default Q4_1 weights are re-quantized to Q8_0 at load (candle's Q4_1 kernels
 //! are scalar and several times slower) and the feed-forward down projections are kept in f32
@@ -23,6 +27,7 @@
 //! inside the process needs `unsafe`. Set `CANDLE_NUM_THREADS=1` in the service's
 //! environment on a busy 2-core machine.
 
+mod constraint;
 mod files;
 mod template;
 #[cfg(feature = "testing")]
@@ -45,7 +50,7 @@ use std::{
 
 use async_trait::async_trait;
 use candle_core::{
-    Device, Tensor,
+    DType, Device, Tensor,
     quantized::{GgmlDType, QTensor, gguf_file},
 };
 use candle_transformers::{generation::LogitsProcessor, models::quantized_llama::ModelWeights};
@@ -57,6 +62,7 @@ use tokio::sync::mpsc;
 
 pub use crate::tokenizer::LocalTokenCounter;
 use crate::{
+    constraint::{Grammars, mask_logits},
     text::{Step, TextOutput},
     tokenizer::GgufTokenizer,
 };
@@ -133,6 +139,8 @@ impl Default for LocalEngineOptions {
 /// One generation handed to the worker thread.
 struct Job {
     prompt: Vec<u32>,
+    /// Structured output: only tokens that keep the answer valid against the schema.
+    constraint: Option<llguidance::Matcher>,
     max_tokens: usize,
     sampling: LogitsProcessor,
     stops: Vec<String>,
@@ -143,6 +151,7 @@ struct Job {
 pub struct LocalEngine {
     jobs: SyncSender<Job>,
     tokenizer: Arc<GgufTokenizer>,
+    grammars: Arc<Grammars>,
     default_system: Option<String>,
     context_length: usize,
     options: LocalEngineOptions,
@@ -167,6 +176,8 @@ impl LocalEngine {
         let end_of_turn = tokenizer
             .token_id(END_OF_TURN)
             .ok_or_else(|| LoadError::Metadata(format!("no {END_OF_TURN} token")))?;
+        let grammars =
+            Arc::new(Grammars::new(&tokenizer, end_of_turn).map_err(LoadError::Metadata)?);
         let default_system = match content.metadata.get("tokenizer.chat_template") {
             Some(value) => value
                 .to_string()
@@ -205,6 +216,7 @@ impl LocalEngine {
         Ok(Self {
             jobs,
             tokenizer,
+            grammars,
             default_system,
             context_length,
             options,
@@ -269,7 +281,7 @@ impl ChatModel for LocalEngine {
             tools: false,
             vision: false,
             reasoning: false,
-            json_schema: false,
+            json_schema: true,
         }
     }
 
@@ -278,11 +290,17 @@ impl ChatModel for LocalEngine {
     }
 
     async fn stream(&self, request: ChatRequest) -> Result<ChatStream, ProviderError> {
-        if !request.tools.is_empty() || request.response_format.is_some() {
+        if !request.tools.is_empty() {
             return Err(ProviderError::InvalidRequest(
-                "the local model supports neither tools nor structured output".into(),
+                "the local model does not support tools".into(),
             ));
         }
+        let constraint = request
+            .response_format
+            .as_ref()
+            .map(|format| self.grammars.json_schema(&format.schema))
+            .transpose()
+            .map_err(ProviderError::InvalidRequest)?;
         let text = template::render(&request.messages, self.default_system.as_deref());
         let prompt = self
             .tokenizer
@@ -315,6 +333,7 @@ impl ChatModel for LocalEngine {
         let (events, mut receiver) = mpsc::unbounded_channel();
         let job = Job {
             prompt,
+            constraint,
             max_tokens,
             sampling: LogitsProcessor::new(seed, temperature, top_p),
             stops: request.stop,
@@ -379,10 +398,23 @@ impl Worker {
             if generated >= job.max_tokens {
                 break FinishReason::Length;
             }
-            let token = job.sampling.sample(&logits.squeeze(0)?)?;
+            let mut scores = logits.squeeze(0)?;
+            if let Some(matcher) = job.constraint.as_mut() {
+                let mut values = scores.to_dtype(DType::F32)?.to_vec1::<f32>()?;
+                mask_logits(matcher, &mut values).map_err(candle_core::Error::Msg)?;
+                scores = Tensor::new(values, &self.device)?;
+            }
+            let token = job.sampling.sample(&scores)?;
             generated += 1;
             if token == self.end_of_turn {
                 break FinishReason::Stop;
+            }
+            let mut complete = false;
+            if let Some(matcher) = job.constraint.as_mut() {
+                matcher
+                    .consume_token(token)
+                    .map_err(|e| candle_core::Error::Msg(e.to_string()))?;
+                complete = matcher.is_stopped();
             }
             let step = if self.tokenizer.is_special(token) {
                 Step::Continue(String::new())
@@ -406,6 +438,9 @@ impl Worker {
             }
             if job.events.is_closed() {
                 return Ok(());
+            }
+            if complete {
+                break FinishReason::Stop;
             }
             if generated >= job.max_tokens {
                 break FinishReason::Length;

@@ -131,6 +131,16 @@ impl GgufTokenizer {
         self.bytes.get(id as usize).map_or(&[], Vec::as_slice)
     }
 
+    /// How many token ids the vocabulary has.
+    pub(crate) fn vocab_size(&self) -> u32 {
+        u32::try_from(self.bytes.len()).unwrap_or(u32::MAX)
+    }
+
+    /// The token's text as the vocabulary spells it (e.g. `<|im_end|>`).
+    pub(crate) fn token_name(&self, id: u32) -> String {
+        self.inner.id_to_token(id).unwrap_or_default()
+    }
+
     pub(crate) fn is_special(&self, id: u32) -> bool {
         self.special.get(id as usize).copied().unwrap_or(false)
     }

@@ -580,13 +580,13 @@ async fn requests_are_validated(backend: Backend) {
     )
     .await;
     assert_eq!(locs(&body), [json!(["body", "messages", 1, "toolCallId"])]);
-    // The embedded model supports neither tools nor structured output yet.
+    // The embedded model offers neither tools nor reasoning; invalid schemas are refused.
     let body = problem(
         post(json!({
             "modelId": LOCAL,
             "messages": [{"role": "user", "content": "x"}],
             "tools": [{"type": "function", "function": {"name": "f"}}],
-            "responseFormat": {"type": "json_schema", "json_schema": {"name": "r", "schema": {"type": "object"}}},
+            "responseFormat": {"type": "json_schema", "json_schema": {"name": "r", "schema": {"type": 7}}},
             "enableReasoning": true,
             "maxTokens": 5000
         }))
@@ -599,7 +599,7 @@ async fn requests_are_validated(backend: Backend) {
         locs(&body),
         [
             json!(["body", "tools"]),
-            json!(["body", "responseFormat"]),
+            json!(["body", "responseFormat", "json_schema", "schema"]),
             json!(["body", "enableReasoning"]),
             json!(["body", "maxTokens"])
         ]
@@ -932,7 +932,40 @@ async fn structured_output_is_validated_against_its_schema(backend: Backend) {
     );
 }
 
+async fn the_embedded_model_answers_in_json_when_asked(backend: Backend) {
+    let (app, _dir) = local_app(backend, None).await;
+    let token = app.caller_token(ALL).await;
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "city": {"type": "string", "maxLength": 30},
+            "country": {"type": "string", "maxLength": 30}
+        },
+        "required": ["city", "country"],
+        "additionalProperties": false
+    });
+    let mut body = ask("What is the capital of France?");
+    body["maxTokens"] = json!(64);
+    body["responseFormat"] = json!({"type": "json_schema", "json_schema": {
+        "name": "capital", "strict": true, "schema": schema
+    }});
+    let answer = ok(
+        app.call_json(Method::POST, "/v1/chats", &token, &body)
+            .await,
+        201,
+    )
+    .await;
+    let document: Value =
+        serde_json::from_str(answer["message"]["content"].as_str().unwrap()).unwrap();
+    assert!(
+        document["city"].is_string() && document["country"].is_string(),
+        "{document}"
+    );
+    assert_eq!(answer["finishReason"], json!("stop"));
+}
+
 tessera_store::on_both_databases!(
+    the_embedded_model_answers_in_json_when_asked,
     structured_output_is_validated_against_its_schema,
     completions_honour_idempotency_keys,
     conversations_in_json_and_both_stream_formats,

@@ -1,0 +1,115 @@
+//! Constrained decoding on the real SmolLM2 GGUF: whatever the small model would have said,
+//! a JSON-schema answer always parses and validates against its schema.
+
+#![allow(clippy::expect_used, clippy::panic)]
+
+use serde_json::{Value, json};
+use tessera_llm_local::{LocalEngineOptions, testing};
+use tessera_models::{
+    ChatMessage, ChatModel, ChatRequest, FinishReason, JsonSchemaFormat, ProviderError, Role,
+    ToolSpec, complete,
+};
+
+fn schemas() -> Vec<(&'static str, Value)> {
+    vec![
+        (
+            "Describe a person.",
+            json!({"type": "object", "properties": {
+                "name": {"type": "string", "maxLength": 20},
+                "age": {"type": "integer", "minimum": 0, "maximum": 120}
+            }, "required": ["name", "age"], "additionalProperties": false}),
+        ),
+        (
+            "Is the sky blue?",
+            json!({"type": "object", "properties": {"answer": {"type": "boolean"}},
+                   "required": ["answer"], "additionalProperties": false}),
+        ),
+        (
+            "Pick a colour.",
+            json!({"type": "object", "properties": {"colour": {"enum": ["red", "green", "blue"]}},
+                   "required": ["colour"], "additionalProperties": false}),
+        ),
+        (
+            "List three fruits.",
+            json!({"type": "array", "items": {"type": "string", "maxLength": 12},
+                   "minItems": 3, "maxItems": 3}),
+        ),
+        (
+            "What is the capital of France?",
+            json!({"type": "object", "properties": {
+                "city": {"type": "string", "maxLength": 30},
+                "country": {"type": "string", "maxLength": 30},
+                "population": {"type": "number"}
+            }, "required": ["city", "country"], "additionalProperties": false}),
+        ),
+        (
+            "Give a score.",
+            json!({"type": "integer", "minimum": 1, "maximum": 10}),
+        ),
+        (
+            "Describe a book.",
+            json!({"type": "object", "properties": {
+                "title": {"type": "string", "maxLength": 25},
+                "tags": {"type": "array", "items": {"enum": ["fiction", "history", "science"]}, "maxItems": 2},
+                "author": {"type": "object", "properties": {"name": {"type": "string", "maxLength": 20}},
+                           "required": ["name"], "additionalProperties": false}
+            }, "required": ["title", "tags", "author"], "additionalProperties": false}),
+        ),
+        (
+            "Name a planet.",
+            json!({"type": "string", "pattern": "^[A-Z][a-z]{2,9}$"}),
+        ),
+    ]
+}
+
+#[tokio::test]
+async fn every_structured_answer_conforms_to_its_schema() {
+    let engine = testing::engine(LocalEngineOptions::default());
+    for (question, schema) in schemas() {
+        let request = ChatRequest {
+            model: "smollm2".into(),
+            messages: vec![ChatMessage::new(Role::User, question)],
+            response_format: Some(JsonSchemaFormat {
+                name: "answer".into(),
+                strict: true,
+                schema: schema.clone(),
+            }),
+            max_tokens: Some(160),
+            temperature: Some(0.0),
+            ..ChatRequest::default()
+        };
+        let answer = complete(&engine, request).await.expect("an answer");
+        assert_eq!(
+            answer.finish_reason,
+            Some(FinishReason::Stop),
+            "{question}: {}",
+            answer.content
+        );
+        let document: Value = serde_json::from_str(&answer.content)
+            .unwrap_or_else(|e| panic!("{question}: not JSON ({e}): {}", answer.content));
+        let validator = jsonschema::validator_for(&schema).expect("a valid schema");
+        let errors: Vec<String> = validator
+            .iter_errors(&document)
+            .map(|e| e.to_string())
+            .collect();
+        assert!(errors.is_empty(), "{question}: {document} → {errors:?}");
+    }
+}
+
+#[tokio::test]
+async fn bad_schemas_and_tools_are_refused_before_generating() {
+    let engine = testing::engine(LocalEngineOptions::default());
+    assert!(engine.capabilities().json_schema && !engine.capabilities().tools);
+    let tools = ChatRequest {
+        tools: vec![ToolSpec {
+            name: "f".into(),
+            description: None,
+            parameters: json!({"type": "object"}),
+        }],
+        ..ChatRequest::default()
+    };
+    assert!(matches!(
+        engine.stream(tools).await.err(),
+        Some(ProviderError::InvalidRequest(_))
+    ));
+}
