@@ -14,8 +14,11 @@
 //! schema compiled by llguidance masks every token that cannot continue a conforming
 //! document), so such answers always parse and validate.
 //!
-//! Not in this slice: tools (they need the same constraint over a tool-call format; the
-//! capabilities say so), interpreting the Jinja `tokenizer.chat_template` (ChatML is
+//! Tools work the same way: with tools, an answer to a user turn is constrained to one call
+//! `{"name", "arguments"}` of one of them and returned as tool-call events (`tools`); an
+//! answer after tool results is text.
+//!
+//! Not in this slice: interpreting the Jinja `tokenizer.chat_template` (ChatML is
 //! hard-coded; only the template's default system prompt is read), and prompt caching between
 //! requests. By default Q4_1 weights are re-quantized to Q8_0 at load (candle's Q4_1 kernels
 //! are scalar and several times slower) and the feed-forward down projections are kept in f32
@@ -34,6 +37,7 @@ mod template;
 pub mod testing;
 mod text;
 mod tokenizer;
+mod tools;
 
 pub use files::find_model_file;
 
@@ -55,7 +59,8 @@ use candle_core::{
 };
 use candle_transformers::{generation::LogitsProcessor, models::quantized_llama::ModelWeights};
 use tessera_models::{
-    Capabilities, ChatEvent, ChatModel, ChatRequest, ChatStream, FinishReason, ProviderError, Usage,
+    Capabilities, ChatEvent, ChatModel, ChatRequest, ChatStream, FinishReason, ProviderError, Role,
+    Usage,
 };
 use tessera_prompts::TokenCounter;
 use tokio::sync::mpsc;
@@ -278,7 +283,7 @@ impl ChatModel for LocalEngine {
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             streaming: true,
-            tools: false,
+            tools: true,
             vision: false,
             reasoning: false,
             json_schema: true,
@@ -290,18 +295,27 @@ impl ChatModel for LocalEngine {
     }
 
     async fn stream(&self, request: ChatRequest) -> Result<ChatStream, ProviderError> {
-        if !request.tools.is_empty() {
-            return Err(ProviderError::InvalidRequest(
-                "the local model does not support tools".into(),
-            ));
-        }
-        let constraint = request
-            .response_format
-            .as_ref()
-            .map(|format| self.grammars.json_schema(&format.schema))
+        // With tools, a turn that answers the user is a tool call (the small model cannot be
+        // trusted to choose well); a turn after tool results answers in text.
+        let calls_tool = !request.tools.is_empty()
+            && request
+                .messages
+                .last()
+                .is_some_and(|m| matches!(m.role, Role::User | Role::System));
+        let schema = if calls_tool {
+            Some(tools::call_schema(&request.tools))
+        } else {
+            request.response_format.as_ref().map(|f| f.schema.clone())
+        };
+        let constraint = schema
+            .map(|schema| self.grammars.json_schema(&schema))
             .transpose()
             .map_err(ProviderError::InvalidRequest)?;
-        let text = template::render(&request.messages, self.default_system.as_deref());
+        let text = template::render(
+            &request.messages,
+            self.default_system.as_deref(),
+            &request.tools,
+        );
         let prompt = self
             .tokenizer
             .encode(&text)
@@ -354,9 +368,11 @@ impl ChatModel for LocalEngine {
                 });
             }
         }
-        Ok(Box::pin(futures_util::stream::poll_fn(move |cx| {
-            receiver.poll_recv(cx)
-        })))
+        let events = futures_util::stream::poll_fn(move |cx| receiver.poll_recv(cx));
+        if calls_tool {
+            return Ok(tools::as_tool_call(events, seed));
+        }
+        Ok(Box::pin(events))
     }
 }
 

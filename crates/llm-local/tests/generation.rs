@@ -116,8 +116,8 @@ async fn max_tokens_and_stop_strings_end_the_answer() {
     assert_eq!(first.0, second.0);
     assert_eq!(first.3, second.3);
 
-    // Tools are not supported yet; structured output is (see tests/structured.rs).
-    assert!(!engine.capabilities().tools);
+    // Tools and structured output: tests/structured.rs.
+    assert!(engine.capabilities().tools);
     assert!(engine.capabilities().json_schema);
     assert!(engine.capabilities().streaming);
 }

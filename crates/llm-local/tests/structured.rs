@@ -97,19 +97,76 @@ async fn every_structured_answer_conforms_to_its_schema() {
 }
 
 #[tokio::test]
-async fn bad_schemas_and_tools_are_refused_before_generating() {
+async fn tools_are_called_with_conforming_arguments_then_answered() {
     let engine = testing::engine(LocalEngineOptions::default());
-    assert!(engine.capabilities().json_schema && !engine.capabilities().tools);
-    let tools = ChatRequest {
-        tools: vec![ToolSpec {
-            name: "f".into(),
-            description: None,
-            parameters: json!({"type": "object"}),
-        }],
+    assert!(engine.capabilities().json_schema && engine.capabilities().tools);
+    let weather = ToolSpec {
+        name: "get_weather".into(),
+        description: Some("The current weather in a city.".into()),
+        parameters: json!({"type": "object", "properties": {
+            "city": {"type": "string", "maxLength": 30},
+            "unit": {"enum": ["celsius", "fahrenheit"]}
+        }, "required": ["city", "unit"], "additionalProperties": false}),
+    };
+    let time = ToolSpec {
+        name: "get_time".into(),
+        description: Some("The current time in a time zone.".into()),
+        parameters: json!({"type": "object", "properties": {"zone": {"type": "string", "maxLength": 30}},
+                           "required": ["zone"], "additionalProperties": false}),
+    };
+    let mut messages = vec![ChatMessage::new(Role::User, "What is the weather in Oslo?")];
+    let request = |messages: Vec<ChatMessage>| ChatRequest {
+        model: "smollm2".into(),
+        messages,
+        tools: vec![weather.clone(), time.clone()],
+        max_tokens: Some(96),
+        temperature: Some(0.0),
+        ..ChatRequest::default()
+    };
+    let answer = complete(&engine, request(messages.clone()))
+        .await
+        .expect("a call");
+    assert_eq!(answer.finish_reason, Some(FinishReason::ToolCalls));
+    assert_eq!(answer.tool_calls.len(), 1, "{answer:?}");
+    let call = &answer.tool_calls[0];
+    let schema = if call.name == "get_weather" {
+        &weather
+    } else {
+        &time
+    }
+    .parameters
+    .clone();
+    let arguments: Value = serde_json::from_str(&call.arguments).expect("JSON arguments");
+    let validator = jsonschema::validator_for(&schema).expect("a valid schema");
+    assert!(validator.is_valid(&arguments), "{arguments}");
+
+    // With the result, the model answers in text.
+    let mut assistant = ChatMessage::new(Role::Assistant, "");
+    assistant.tool_calls = answer.tool_calls.clone();
+    let mut result = ChatMessage::new(Role::Tool, "{\"temperature\": 18, \"sky\": \"clear\"}");
+    result.tool_call_id = Some(call.id.clone());
+    messages.extend([assistant, result]);
+    let reply = complete(&engine, request(messages))
+        .await
+        .expect("an answer");
+    assert!(reply.tool_calls.is_empty());
+    assert!(!reply.content.is_empty());
+}
+
+#[tokio::test]
+async fn schemas_that_cannot_be_compiled_are_refused_before_generating() {
+    let engine = testing::engine(LocalEngineOptions::default());
+    let request = ChatRequest {
+        messages: vec![ChatMessage::new(Role::User, "x")],
+        response_format: Some(JsonSchemaFormat {
+            name: "x".into(),
+            strict: true,
+            schema: json!({"type": "object", "properties": {"a": {"$ref": "#/nowhere"}}}),
+        }),
         ..ChatRequest::default()
     };
     assert!(matches!(
-        engine.stream(tools).await.err(),
+        engine.stream(request).await.err(),
         Some(ProviderError::InvalidRequest(_))
     ));
 }

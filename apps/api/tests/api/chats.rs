@@ -580,12 +580,12 @@ async fn requests_are_validated(backend: Backend) {
     )
     .await;
     assert_eq!(locs(&body), [json!(["body", "messages", 1, "toolCallId"])]);
-    // The embedded model offers neither tools nor reasoning; invalid schemas are refused.
+    // The embedded model does not reason; invalid schemas and tool names are refused.
     let body = problem(
         post(json!({
             "modelId": LOCAL,
             "messages": [{"role": "user", "content": "x"}],
-            "tools": [{"type": "function", "function": {"name": "f"}}],
+            "tools": [{"type": "function", "function": {"name": "no spaces"}}],
             "responseFormat": {"type": "json_schema", "json_schema": {"name": "r", "schema": {"type": 7}}},
             "enableReasoning": true,
             "maxTokens": 5000
@@ -598,7 +598,7 @@ async fn requests_are_validated(backend: Backend) {
     assert_eq!(
         locs(&body),
         [
-            json!(["body", "tools"]),
+            json!(["body", "tools", 0, "function", "name"]),
             json!(["body", "responseFormat", "json_schema", "schema"]),
             json!(["body", "enableReasoning"]),
             json!(["body", "maxTokens"])
@@ -964,7 +964,78 @@ async fn the_embedded_model_answers_in_json_when_asked(backend: Backend) {
     assert_eq!(answer["finishReason"], json!("stop"));
 }
 
+async fn the_tool_round_trip_with_the_embedded_model(backend: Backend) {
+    let (app, _dir) = local_app(backend, None).await;
+    let token = app.caller_token(ALL).await;
+    let tools = json!([{"type": "function", "function": {
+        "name": "get_weather",
+        "description": "The current weather in a city.",
+        "parameters": {"type": "object", "properties": {
+            "city": {"type": "string", "maxLength": 30}
+        }, "required": ["city"], "additionalProperties": false}
+    }}]);
+    let mut body = ask("What is the weather in Oslo?");
+    body["tools"] = tools.clone();
+    body["maxTokens"] = json!(64);
+    let first = ok(
+        app.call_json(Method::POST, "/v1/chats", &token, &body)
+            .await,
+        201,
+    )
+    .await;
+    let chat = first["id"].as_str().unwrap().to_owned();
+    assert_eq!(first["finishReason"], json!("tool_calls"));
+    let call = &first["message"]["toolCalls"][0];
+    assert_eq!(call["type"], json!("function"));
+    assert_eq!(call["function"]["name"], json!("get_weather"));
+    let arguments: Value =
+        serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
+    assert!(arguments["city"].is_string(), "{arguments}");
+
+    // The client runs the tool and sends its result; the model answers in text, streamed
+    // in the AI SDK format and assembled by the `ai` package.
+    let result = json!({
+        "chatId": chat,
+        "messages": [{"role": "tool", "toolCallId": call["id"], "content": "{\"temperature\": 18}"}],
+        "tools": tools,
+        "maxTokens": 24,
+        "temperature": 0,
+        "stream": true
+    });
+    let response = app
+        .client
+        .post(app.url("/v1/chats"))
+        .bearer_auth(&token)
+        .header("X-Stream-Format", "ai-sdk")
+        .json(&result)
+        .send()
+        .await
+        .unwrap();
+    let parsed = ai_sdk_check(&response.text().await.unwrap()).await;
+    let text: String = parsed["message"]["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|part| part["type"] == json!("text"))
+        .map(|part| part["text"].as_str().unwrap())
+        .collect();
+    assert!(!text.is_empty());
+
+    let record = chat_record(&app, &token, &chat).await;
+    let roles: Vec<&str> = record["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "tool", "assistant"]);
+    assert_eq!(record["messages"][1]["toolCalls"][0]["id"], call["id"]);
+    assert_eq!(record["messages"][2]["toolCallId"], call["id"]);
+    assert_eq!(json!(text), record["messages"][3]["content"]);
+}
+
 tessera_store::on_both_databases!(
+    the_tool_round_trip_with_the_embedded_model,
     the_embedded_model_answers_in_json_when_asked,
     structured_output_is_validated_against_its_schema,
     completions_honour_idempotency_keys,
