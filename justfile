@@ -73,6 +73,11 @@ bench:
     cp "$vocab" "$TIKTOKEN_CACHE_DIR/$key"
     export TESSERA_BENCH_PYTHON="$PWD/$venv/bin/python"
     cargo bench -p tessera-api --bench prompt_compose
+    # Tessera against LiteLLM and TensorZero in front of one upstream stub: the release
+    # binaries run as their own processes (with a throwaway database on the PostgreSQL
+    # server of `postgres_url`); the peers are installed into ~/.cache/tessera-venvs when missing.
+    cargo build --release -p tessera-api -p tessera-admin
+    TESSERA_BENCH_POSTGRES_URL='{{ postgres_url }}' cargo bench -p tessera-api --bench chat_gateway
 
 # Format the code
 fmt:

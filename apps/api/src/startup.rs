@@ -424,6 +424,14 @@ impl Application {
             addr: settings.listen,
             source,
         })?;
+        // Accepted sockets inherit TCP_NODELAY from the listener (Linux): without it, each
+        // small write of a stream after the first waits for the client's delayed ACK (~40 ms).
+        socket2::SockRef::from(&listener)
+            .set_tcp_nodelay(true)
+            .map_err(|source| StartupError::Bind {
+                addr: settings.listen,
+                source,
+            })?;
         let port = listener
             .local_addr()
             .map_err(|source| StartupError::Bind {

@@ -1,0 +1,1344 @@
+//! Chat-gateway overhead (issue 6): Tessera's `POST /v1/chats` against two other gateways,
+//! LiteLLM's proxy (Python) and TensorZero's gateway (Rust), all in front of the same
+//! OpenAI-compatible upstream stub, which is also measured alone as the baseline.
+//!
+//! - The stub (`POST /v1/chat/completions`, plain HTTP on 127.0.0.1, actix-web inside this
+//!   process) answers at once: JSON with `usage`, or SSE `chat.completion.chunk` events (five
+//!   content deltas, a chunk with `finish_reason`, a usage chunk when
+//!   `stream_options.include_usage` is set, `data: [DONE]`). A second stub on another port
+//!   sends the five content events `SPACING` apart, for time to first byte.
+//! - Each gateway runs as its own process: the release `tessera-api` binary (on a fresh,
+//!   throwaway PostgreSQL database, rate limiting on with budgets no run can exhaust,
+//!   `log = "warn"`), `litellm` from `$HOME/.cache/tessera-venvs/litellm` (one worker), and
+//!   TensorZero's gateway from the `tensorzero` wheel in `$HOME/.cache/tessera-venvs/tensorzero`
+//!   (`chat_gateway/tensorzero_gateway.py`; the gateway runs on threads of that Python process).
+//!   CPU time per request is the process tree's utime+stime (`/proc/<pid>/stat`) over the
+//!   measured window divided by the requests served in it.
+//! - One load generator drives every target: `concurrency` keep-alive HTTP/1.1 clients (tokio
+//!   tasks sharing one `reqwest::Client`) for `WARM_UP`, then `BENCH_SECONDS` (default 5)
+//!   measured, in three modes: a non-streaming answer, a streamed one, and a streamed one from
+//!   the spaced stub. Tessera is reached over HTTPS (it only speaks TLS; the client trusts
+//!   its self-signed certificate), the peers and the stub over plain HTTP.
+//!
+//! Nothing here asserts on timings; it prints two tables. Run with `just bench` (which builds
+//! the release binaries first) or `cargo build --release -p tessera-api -p tessera-admin &&
+//! cargo bench -p tessera-api --bench chat_gateway`.
+//!
+//! Environment: `BENCH_SECONDS`; `TESSERA_BENCH_POSTGRES_URL` (default
+//! `postgres://postgres@127.0.0.1:5432/postgres`: the server the throwaway database is created
+//! on); `TESSERA_BENCH_BIN_DIR` (where `tessera-api` and `tessera-admin` are; default the
+//! directory of this benchmark's `deps`, i.e. `target/release`); `TESSERA_BENCH_SKIP`
+//! (comma-separated targets to leave out: `tessera`, `litellm`, `tensorzero`).
+
+use std::{
+    collections::HashMap,
+    convert::Infallible,
+    fs,
+    io::{BufRead, BufReader},
+    net::{SocketAddr, TcpListener},
+    os::unix::process::CommandExt,
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    sync::Arc,
+    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+};
+
+use actix_web::{App, HttpResponse, HttpServer, dev::ServerHandle, web, web::Bytes};
+use anyhow::{Context, anyhow, bail};
+use serde_json::{Value, json};
+
+/// Concurrent clients of each run.
+const CONCURRENCY: [usize; 2] = [16, 100];
+/// Unmeasured time before each measurement (connections open, caches warm).
+const WARM_UP: Duration = Duration::from_secs(1);
+/// Measured time per run unless `BENCH_SECONDS` says otherwise.
+const DEFAULT_SECONDS: f64 = 5.0;
+/// Delay before each content event of the spaced stub.
+const SPACING: Duration = Duration::from_millis(20);
+/// The stub's answer, one content delta per piece.
+const ANSWER: [&str; 5] = ["Hello", " there", ", how", " can I", " help?"];
+/// The upstream model name every gateway asks the stub for.
+const STUB_MODEL: &str = "stub-model";
+/// A dummy upstream key (the stub ignores it).
+const STUB_KEY: &str = "sk-bench";
+/// The prompt of every request.
+const PROMPT: &str = "Hello";
+
+// ---------------------------------------------------------------------------------------
+// The upstream stub.
+
+/// Pre-encoded answers of the stub.
+struct StubAnswers {
+    json: Bytes,
+    sse: Bytes,
+    sse_with_usage: Bytes,
+    events: Vec<Bytes>,
+    events_with_usage: Vec<Bytes>,
+}
+
+fn usage() -> Value {
+    json!({"prompt_tokens": 8, "completion_tokens": 5, "total_tokens": 13})
+}
+
+fn sse_chunk(choices: Value, usage: Option<Value>) -> Bytes {
+    let mut chunk = json!({
+        "id": "chatcmpl-bench",
+        "object": "chat.completion.chunk",
+        "created": 1_700_000_000,
+        "model": STUB_MODEL,
+        "choices": choices,
+    });
+    if let Some(usage) = usage {
+        chunk["usage"] = usage;
+    }
+    Bytes::from(format!("data: {chunk}\n\n"))
+}
+
+/// The SSE events of one streamed answer, in order.
+fn sse_events(include_usage: bool) -> Vec<Bytes> {
+    let mut events = Vec::new();
+    for (index, piece) in ANSWER.iter().enumerate() {
+        let delta = if index == 0 {
+            json!({"role": "assistant", "content": piece})
+        } else {
+            json!({"content": piece})
+        };
+        events.push(sse_chunk(
+            json!([{"index": 0, "delta": delta, "finish_reason": null}]),
+            None,
+        ));
+    }
+    events.push(sse_chunk(
+        json!([{"index": 0, "delta": {}, "finish_reason": "stop"}]),
+        None,
+    ));
+    if include_usage {
+        events.push(sse_chunk(json!([]), Some(usage())));
+    }
+    events.push(Bytes::from_static(b"data: [DONE]\n\n"));
+    events
+}
+
+impl StubAnswers {
+    fn new() -> Self {
+        let json = json!({
+            "id": "chatcmpl-bench",
+            "object": "chat.completion",
+            "created": 1_700_000_000,
+            "model": STUB_MODEL,
+            "choices": [{
+                "index": 0,
+                "message": {"role": "assistant", "content": ANSWER.concat()},
+                "finish_reason": "stop",
+            }],
+            "usage": usage(),
+        });
+        let events = sse_events(false);
+        let events_with_usage = sse_events(true);
+        Self {
+            json: Bytes::from(json.to_string()),
+            sse: Bytes::from(events.concat()),
+            sse_with_usage: Bytes::from(events_with_usage.concat()),
+            events,
+            events_with_usage,
+        }
+    }
+}
+
+#[derive(Clone)]
+struct Stub {
+    answers: Arc<StubAnswers>,
+    /// `None`: the whole answer at once; `Some(d)`: each content event `d` after the previous.
+    spacing: Option<Duration>,
+}
+
+async fn stub_completions(stub: web::Data<Stub>, body: Bytes) -> HttpResponse {
+    let request: Value = match serde_json::from_slice(&body) {
+        Ok(request) => request,
+        Err(error) => return HttpResponse::BadRequest().body(error.to_string()),
+    };
+    if request.get("stream").and_then(Value::as_bool) != Some(true) {
+        return HttpResponse::Ok()
+            .content_type("application/json")
+            .body(stub.answers.json.clone());
+    }
+    let include_usage = request
+        .pointer("/stream_options/include_usage")
+        .and_then(Value::as_bool)
+        == Some(true);
+    let Some(spacing) = stub.spacing else {
+        let body = if include_usage {
+            &stub.answers.sse_with_usage
+        } else {
+            &stub.answers.sse
+        };
+        return HttpResponse::Ok()
+            .content_type("text/event-stream")
+            .insert_header(("cache-control", "no-cache"))
+            .body(body.clone());
+    };
+    let events = if include_usage {
+        stub.answers.events_with_usage.clone()
+    } else {
+        stub.answers.events.clone()
+    };
+    // Each content event waits `spacing`; the tail (finish, usage, [DONE]) follows the last.
+    let body = futures_util::stream::unfold(
+        (events.into_iter(), 0usize),
+        move |(mut events, sent)| async move {
+            let event = events.next()?;
+            if sent < ANSWER.len() {
+                tokio::time::sleep(spacing).await;
+            }
+            Some((Ok::<_, Infallible>(event), (events, sent + 1)))
+        },
+    );
+    HttpResponse::Ok()
+        .content_type("text/event-stream")
+        .insert_header(("cache-control", "no-cache"))
+        .streaming(body)
+}
+
+/// Starts a stub on 127.0.0.1:0 with two actix workers (as many as this machine's cores, so
+/// the stub is never the bottleneck).
+fn start_stub(
+    answers: Arc<StubAnswers>,
+    spacing: Option<Duration>,
+) -> anyhow::Result<(u16, ServerHandle)> {
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    let port = listener.local_addr()?.port();
+    let stub = web::Data::new(Stub { answers, spacing });
+    let server = HttpServer::new(move || {
+        App::new()
+            .app_data(stub.clone())
+            .route("/v1/chat/completions", web::post().to(stub_completions))
+    })
+    .workers(2)
+    // Without it, Nagle's algorithm and the client's delayed ACK hold back spaced events
+    // (about 40 ms on Linux).
+    .tcp_nodelay(true)
+    .shutdown_timeout(1)
+    .listen(listener)?
+    .run();
+    let handle = server.handle();
+    tokio::spawn(server);
+    Ok((port, handle))
+}
+
+// ---------------------------------------------------------------------------------------
+// Processes and their CPU time.
+
+/// Clock ticks per second of `/proc/<pid>/stat` times.
+fn clock_ticks() -> f64 {
+    Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|out| String::from_utf8_lossy(&out.stdout).trim().parse().ok())
+        .unwrap_or(100.0)
+}
+
+/// utime+stime, in clock ticks, of `root` and every process descending from it.
+fn tree_cpu_ticks(root: u32) -> anyhow::Result<u64> {
+    let mut processes: HashMap<u32, (u32, u64)> = HashMap::new();
+    for entry in fs::read_dir("/proc")? {
+        let entry = entry?;
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = fs::read_to_string(entry.path().join("stat")) else {
+            continue; // exited meanwhile
+        };
+        // Fields after the command name (which may hold spaces): state ppid ... utime stime.
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let (Some(ppid), Some(utime), Some(stime)) = (
+            fields.get(1).and_then(|v| v.parse::<u32>().ok()),
+            fields.get(11).and_then(|v| v.parse::<u64>().ok()),
+            fields.get(12).and_then(|v| v.parse::<u64>().ok()),
+        ) else {
+            continue;
+        };
+        processes.insert(pid, (ppid, utime + stime));
+    }
+    if !processes.contains_key(&root) {
+        bail!("process {root} is gone");
+    }
+    let mut total = 0;
+    for (&pid, &(_, ticks)) in &processes {
+        let mut current = pid;
+        loop {
+            if current == root {
+                total += ticks;
+                break;
+            }
+            match processes.get(&current) {
+                Some(&(ppid, _)) if ppid != 0 && ppid != current => current = ppid,
+                _ => break,
+            }
+        }
+    }
+    Ok(total)
+}
+
+/// A server process this benchmark started, in its own process group; killed (the whole
+/// group) when dropped.
+struct Process {
+    name: &'static str,
+    child: Child,
+    log: PathBuf,
+}
+
+impl Process {
+    fn spawn(name: &'static str, mut command: Command, log: PathBuf) -> anyhow::Result<Self> {
+        let out = fs::File::create(&log)?;
+        command
+            .stdout(out.try_clone()?)
+            .stderr(out)
+            .stdin(Stdio::null())
+            .process_group(0);
+        let child = command
+            .spawn()
+            .with_context(|| format!("cannot start {name} ({command:?})"))?;
+        Ok(Self { name, child, log })
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// An error if the process has exited, with the end of its log.
+    fn check_alive(&mut self) -> anyhow::Result<()> {
+        if let Some(status) = self.child.try_wait()? {
+            bail!("{} exited ({status}); {}", self.name, self.log_tail());
+        }
+        Ok(())
+    }
+
+    fn log_tail(&self) -> String {
+        let text = fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        let tail = lines[lines.len().saturating_sub(15)..].join("\n  ");
+        format!("end of its log ({}):\n  {tail}", self.log.display())
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .arg("-KILL")
+            .arg(format!("-{}", self.child.id()))
+            .stderr(Stdio::null())
+            .status();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A command with an empty environment but `PATH`, `HOME` and `LANG` (Tessera refuses
+/// unknown `TESSERA_*` variables, and no inherited setting should change a server).
+fn clean_command(program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut command = Command::new(program);
+    command.env_clear();
+    for key in ["PATH", "HOME", "LANG"] {
+        if let Some(value) = std::env::var_os(key) {
+            command.env(key, value);
+        }
+    }
+    command
+}
+
+fn free_port() -> anyhow::Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+fn localhost(port: u16) -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], port))
+}
+
+fn manifest_dir() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A helper file under `benches/chat_gateway/` with the stub URLs filled in.
+fn template(name: &str, fast_base: &str, spaced_base: &str) -> anyhow::Result<String> {
+    let path = manifest_dir().join("benches/chat_gateway").join(name);
+    let text =
+        fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(text
+        .replace("{fast_base}", fast_base)
+        .replace("{spaced_base}", spaced_base))
+}
+
+fn home() -> anyhow::Result<PathBuf> {
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .ok_or_else(|| anyhow!("HOME is not set"))
+}
+
+fn run_checked(command: &mut Command) -> anyhow::Result<String> {
+    let output = command
+        .output()
+        .with_context(|| format!("cannot run {command:?}"))?;
+    if !output.status.success() {
+        bail!(
+            "{command:?} failed ({}): {}{}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// Polls `ready` every 100 ms until it is true, the process exits, or `limit` passes.
+async fn wait_until<F, Fut>(
+    process: &mut Process,
+    limit: Duration,
+    mut ready: F,
+) -> anyhow::Result<()>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + limit;
+    loop {
+        process.check_alive()?;
+        if ready().await {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "{} was not ready within {} s; {}",
+                process.name,
+                limit.as_secs(),
+                process.log_tail()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Targets.
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// A non-streaming answer, fast stub.
+    Json,
+    /// A streamed answer, fast stub.
+    Stream,
+    /// A streamed answer from the spaced stub (time to first byte).
+    Spaced,
+}
+
+const MODES: [Mode; 3] = [Mode::Json, Mode::Stream, Mode::Spaced];
+
+impl Mode {
+    fn label(self) -> &'static str {
+        match self {
+            Mode::Json => "json",
+            Mode::Stream => "stream",
+            Mode::Spaced => "stream, spaced",
+        }
+    }
+
+    fn streams(self) -> bool {
+        self != Mode::Json
+    }
+}
+
+/// One server under load: how to reach it in each mode.
+struct Target {
+    name: &'static str,
+    client: reqwest::Client,
+    /// `Authorization` header value, if any.
+    authorization: Option<String>,
+    /// URL and JSON body per mode (`MODES` order).
+    requests: [(String, Bytes); 3],
+    /// The process whose tree's CPU time is read (none for the in-process stub).
+    cpu_pid: Option<u32>,
+    /// Tessera's database (admin URL, name): its PostgreSQL backends' CPU time is read too.
+    database: Option<(String, String)>,
+}
+
+impl Target {
+    fn request(&self, mode: Mode) -> &(String, Bytes) {
+        match mode {
+            Mode::Json => &self.requests[0],
+            Mode::Stream => &self.requests[1],
+            Mode::Spaced => &self.requests[2],
+        }
+    }
+}
+
+/// The OpenAI-style request body for `model` (streamed ones ask for usage, as Tessera does).
+fn openai_body(model: &str, stream: bool) -> Bytes {
+    let mut body = json!({"model": model, "messages": [{"role": "user", "content": PROMPT}]});
+    if stream {
+        body["stream"] = json!(true);
+        body["stream_options"] = json!({"include_usage": true});
+    }
+    Bytes::from(body.to_string())
+}
+
+fn openai_requests(url: &str, fast_model: &str, spaced_model: &str) -> [(String, Bytes); 3] {
+    [
+        (url.to_owned(), openai_body(fast_model, false)),
+        (url.to_owned(), openai_body(fast_model, true)),
+        (url.to_owned(), openai_body(spaced_model, true)),
+    ]
+}
+
+fn plain_client(concurrency: usize) -> anyhow::Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .http1_only()
+        .pool_max_idle_per_host(concurrency)
+        .timeout(Duration::from_secs(60))
+        .build()
+        .context("cannot build the HTTP client")
+}
+
+/// What one request gave: total time and time to the first body chunk.
+struct Timing {
+    total: Duration,
+    first_byte: Duration,
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|window| window == needle)
+}
+
+/// One request, body read to the end. Anything but a 2xx carrying the stub's answer (and,
+/// when streamed, ending with `data: [DONE]`) is an error.
+async fn call(target: &Target, mode: Mode, body: &mut Vec<u8>) -> anyhow::Result<Timing> {
+    let (url, payload) = target.request(mode);
+    let mut builder = target
+        .client
+        .post(url)
+        .header("content-type", "application/json")
+        .body(payload.clone());
+    if let Some(authorization) = &target.authorization {
+        builder = builder.header("authorization", authorization);
+    }
+    body.clear();
+    let sent = Instant::now();
+    let mut response = builder.send().await?;
+    let status = response.status();
+    let mut first_byte = None;
+    while let Some(chunk) = response.chunk().await? {
+        if first_byte.is_none() {
+            first_byte = Some(sent.elapsed());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    let total = sent.elapsed();
+    if !status.is_success() {
+        bail!("{status}: {}", String::from_utf8_lossy(body));
+    }
+    if !contains(body, b"help?") {
+        bail!(
+            "the answer lacks the stub's text: {}",
+            String::from_utf8_lossy(body)
+        );
+    }
+    if mode.streams() && !body.trim_ascii_end().ends_with(b"[DONE]") {
+        bail!(
+            "the stream does not end with [DONE]: {}",
+            String::from_utf8_lossy(body)
+        );
+    }
+    Ok(Timing {
+        total,
+        first_byte: first_byte.unwrap_or(total),
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// Load generation.
+
+/// What one (target, mode, concurrency) run did in its measured window.
+struct Run {
+    target: &'static str,
+    mode: Mode,
+    concurrency: usize,
+    requests: usize,
+    errors: usize,
+    elapsed: Duration,
+    /// Sorted ascending.
+    latencies: Vec<Duration>,
+    /// Sorted ascending.
+    first_bytes: Vec<Duration>,
+    cpu_ms_per_request: Option<f64>,
+    /// CPU time of the database backends serving the target, per request.
+    db_ms_per_request: Option<f64>,
+}
+
+/// utime+stime, in clock ticks, of each PostgreSQL backend connected to `name`.
+fn database_backend_ticks(admin_url: &str, name: &str) -> anyhow::Result<HashMap<u32, u64>> {
+    let pids = run_checked(
+        Command::new("psql")
+            .args(["-X", "-A", "-t", admin_url, "-c"])
+            .arg(format!(
+                "SELECT pid FROM pg_stat_activity WHERE datname = '{name}'"
+            )),
+    )?;
+    let mut ticks = HashMap::new();
+    for pid in pids
+        .lines()
+        .filter_map(|line| line.trim().parse::<u32>().ok())
+    {
+        if let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat"))
+            && let Some((_, rest)) = stat.rsplit_once(')')
+        {
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            let time = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok());
+            if let (Some(utime), Some(stime)) = (time(11), time(12)) {
+                ticks.insert(pid, utime + stime);
+            }
+        }
+    }
+    Ok(ticks)
+}
+
+/// Nearest-rank percentile, in milliseconds.
+fn percentile_ms(sorted: &[Duration], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = (p / 100.0 * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1].as_secs_f64() * 1e3
+}
+
+impl Run {
+    fn requests_per_second(&self) -> f64 {
+        self.requests as f64 / self.elapsed.as_secs_f64()
+    }
+}
+
+async fn drive(
+    target: &Arc<Target>,
+    mode: Mode,
+    concurrency: usize,
+    measure: Duration,
+    ticks_per_second: f64,
+) -> anyhow::Result<Run> {
+    let start = Instant::now() + WARM_UP;
+    let end = start + measure;
+    let mut tasks = Vec::with_capacity(concurrency);
+    for _ in 0..concurrency {
+        let target = Arc::clone(target);
+        tasks.push(tokio::spawn(async move {
+            let mut latencies = Vec::with_capacity(4096);
+            let mut first_bytes = Vec::with_capacity(4096);
+            let mut errors = 0usize;
+            let mut first_error = None;
+            let mut body = Vec::with_capacity(4096);
+            loop {
+                let sent = Instant::now();
+                if sent >= end {
+                    break;
+                }
+                match call(&target, mode, &mut body).await {
+                    Ok(timing) if sent >= start => {
+                        latencies.push(timing.total);
+                        first_bytes.push(timing.first_byte);
+                    }
+                    Ok(_) => {}
+                    Err(error) => {
+                        if sent >= start {
+                            errors += 1;
+                        }
+                        first_error.get_or_insert_with(|| format!("{error:#}"));
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                }
+            }
+            (latencies, first_bytes, errors, first_error, Instant::now())
+        }));
+    }
+    tokio::time::sleep_until(start.into()).await;
+    let cpu_before = target.cpu_pid.map(tree_cpu_ticks).transpose()?;
+    let db_before = target
+        .database
+        .as_ref()
+        .map(|(url, name)| database_backend_ticks(url, name))
+        .transpose()?;
+    let mut latencies = Vec::new();
+    let mut first_bytes = Vec::new();
+    let mut errors = 0;
+    let mut finished = end;
+    for task in tasks {
+        let (mine, firsts, failed, first_error, done) =
+            task.await.context("a client task stopped")?;
+        latencies.extend(mine);
+        first_bytes.extend(firsts);
+        errors += failed;
+        finished = finished.max(done);
+        if let Some(error) = first_error {
+            eprintln!(
+                "  {} {} c={concurrency}: error: {error}",
+                target.name,
+                mode.label()
+            );
+        }
+    }
+    let cpu_after = target.cpu_pid.map(tree_cpu_ticks).transpose()?;
+    let db_after = target
+        .database
+        .as_ref()
+        .map(|(url, name)| database_backend_ticks(url, name))
+        .transpose()?;
+    latencies.sort_unstable();
+    first_bytes.sort_unstable();
+    let requests = latencies.len();
+    let cpu_ms_per_request = match (cpu_before, cpu_after) {
+        (Some(before), Some(after)) if requests > 0 => {
+            Some((after - before) as f64 / ticks_per_second * 1e3 / requests as f64)
+        }
+        _ => None,
+    };
+    // Backends opened during the run count from zero; those closed during it are lost.
+    let db_ms_per_request = match (db_before, db_after) {
+        (Some(before), Some(after)) if requests > 0 => {
+            let ticks: u64 = after
+                .iter()
+                .map(|(pid, t)| t.saturating_sub(before.get(pid).copied().unwrap_or(0)))
+                .sum();
+            Some(ticks as f64 / ticks_per_second * 1e3 / requests as f64)
+        }
+        _ => None,
+    };
+    Ok(Run {
+        target: target.name,
+        mode,
+        concurrency,
+        requests,
+        errors,
+        elapsed: finished.saturating_duration_since(start),
+        latencies,
+        first_bytes,
+        cpu_ms_per_request,
+        db_ms_per_request,
+    })
+}
+
+/// Checks one request of each mode, then runs every mode at every concurrency.
+async fn measure_target(
+    target: Target,
+    measure: Duration,
+    ticks_per_second: f64,
+    runs: &mut Vec<Run>,
+) -> anyhow::Result<()> {
+    let target = Arc::new(target);
+    let mut body = Vec::new();
+    for mode in MODES {
+        call(&target, mode, &mut body).await.with_context(|| {
+            format!("{} does not answer in mode `{}`", target.name, mode.label())
+        })?;
+        let text = String::from_utf8_lossy(&body);
+        let shown: String = text.chars().take(160).collect();
+        eprintln!(
+            "{:<10} {:<14} -> {}",
+            target.name,
+            mode.label(),
+            shown.replace('\n', "⏎")
+        );
+    }
+    for mode in MODES {
+        for concurrency in CONCURRENCY {
+            let run = drive(&target, mode, concurrency, measure, ticks_per_second).await?;
+            eprintln!(
+                "  {:<10} {:<14} c={:<3} {:>6} requests, {:>8.0} req/s, p50 {:.2} ms, p99 {:.2} ms",
+                run.target,
+                mode.label(),
+                concurrency,
+                run.requests,
+                run.requests_per_second(),
+                percentile_ms(&run.latencies, 50.0),
+                percentile_ms(&run.latencies, 99.0),
+            );
+            runs.push(run);
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// Tessera.
+
+/// A throwaway PostgreSQL database, dropped when this is dropped.
+struct Database {
+    admin_url: String,
+    name: String,
+    url: String,
+}
+
+impl Database {
+    fn create(admin_url: &str) -> anyhow::Result<Self> {
+        let nanos = SystemTime::now().duration_since(UNIX_EPOCH)?.subsec_nanos();
+        let name = format!("tessera_bench_{}_{nanos}", std::process::id());
+        let (server, _) = admin_url
+            .split_once('?')
+            .map_or((admin_url, ""), |(url, query)| (url, query));
+        let Some((base, _)) = server
+            .rsplit_once('/')
+            .filter(|(base, _)| base.contains("://"))
+        else {
+            bail!("TESSERA_BENCH_POSTGRES_URL must be postgres://…/<database>, got {admin_url}");
+        };
+        run_checked(
+            Command::new("psql")
+                .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", admin_url, "-c"])
+                .arg(format!("CREATE DATABASE {name}")),
+        )
+        .context("cannot create the benchmark's PostgreSQL database (is PostgreSQL running?)")?;
+        Ok(Self {
+            admin_url: admin_url.to_owned(),
+            url: format!("{base}/{name}"),
+            name,
+        })
+    }
+}
+
+impl Drop for Database {
+    fn drop(&mut self) {
+        let result = run_checked(
+            Command::new("psql")
+                .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", &self.admin_url, "-c"])
+                .arg(format!(
+                    "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                    self.name
+                )),
+        );
+        if let Err(error) = result {
+            eprintln!("could not drop database {}: {error:#}", self.name);
+        }
+    }
+}
+
+fn bin_dir() -> anyhow::Result<PathBuf> {
+    if let Some(dir) = std::env::var_os("TESSERA_BENCH_BIN_DIR") {
+        return Ok(PathBuf::from(dir));
+    }
+    // This benchmark runs from `<target>/release/deps/`.
+    let exe = std::env::current_exe()?;
+    exe.parent()
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+        .ok_or_else(|| anyhow!("cannot locate the target directory from {}", exe.display()))
+}
+
+struct Tessera {
+    process: Process,
+    _database: Database,
+    _data_dir: tempfile::TempDir,
+}
+
+/// Sets Tessera's configuration on `command`.
+fn tessera_env(command: &mut Command, data_dir: &Path, database: &Database, listen: SocketAddr) {
+    command
+        .env("TESSERA_DATA_DIR", data_dir)
+        .env("DATABASE_URL", &database.url)
+        .env("TESSERA_LISTEN", listen.to_string())
+        .env("TESSERA_LOG", "warn")
+        .env(
+            "TESSERA_MODELS__CATALOG_FILE",
+            data_dir.join("catalog.toml"),
+        )
+        .env("BENCH_STUB_KEY", STUB_KEY)
+        .env("TESSERA_RATE_LIMIT__ENABLED", "true")
+        .env("TESSERA_RATE_LIMIT__ORGANIZATION_PER_MINUTE", "100000000")
+        .env("TESSERA_RATE_LIMIT__PRINCIPAL_PER_MINUTE", "100000000")
+        .env("TESSERA_RATE_LIMIT__ANONYMOUS_PER_MINUTE", "100000000");
+}
+
+async fn start_tessera(
+    fast_base: &str,
+    spaced_base: &str,
+    max_concurrency: usize,
+) -> anyhow::Result<(Tessera, Target)> {
+    let bins = bin_dir()?;
+    let api = bins.join("tessera-api");
+    let admin = bins.join("tessera-admin");
+    for binary in [&api, &admin] {
+        if !binary.is_file() {
+            bail!(
+                "{} is missing: run `cargo build --release -p tessera-api -p tessera-admin` \
+                 first (or set TESSERA_BENCH_BIN_DIR)",
+                binary.display()
+            );
+        }
+    }
+    let postgres = std::env::var("TESSERA_BENCH_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
+    let database = Database::create(&postgres)?;
+    let data_dir = tempfile::tempdir()?;
+    fs::write(
+        data_dir.path().join("catalog.toml"),
+        template("catalog.toml", fast_base, spaced_base)?,
+    )?;
+    let listen = localhost(free_port()?);
+
+    let admin_json = |args: &[&str]| -> anyhow::Result<Value> {
+        let mut command = clean_command(&admin);
+        tessera_env(&mut command, data_dir.path(), &database, listen);
+        let out = run_checked(command.args(args))?;
+        Ok(serde_json::from_str(&out).unwrap_or(Value::Null))
+    };
+    admin_json(&["migrate"])?;
+    let org = admin_json(&[
+        "org",
+        "create",
+        "--name",
+        "Benchmark",
+        "--plan",
+        "pro",
+        "--json",
+    ])?;
+    let org_id = org["id"]
+        .as_str()
+        .ok_or_else(|| anyhow!("`org create` printed no id: {org}"))?
+        .to_owned();
+    let client = admin_json(&[
+        "client",
+        "create",
+        "--org",
+        &org_id,
+        "--scopes",
+        "chats:invoke",
+        "--json",
+    ])?;
+    let (Some(client_id), Some(client_secret)) =
+        (client["clientId"].as_str(), client["clientSecret"].as_str())
+    else {
+        bail!("`client create` printed no credentials: {client}");
+    };
+
+    let mut command = clean_command(&api);
+    tessera_env(&mut command, data_dir.path(), &database, listen);
+    let mut process = Process::spawn("tessera-api", command, data_dir.path().join("api.log"))?;
+    let cert_path = data_dir.path().join("tls/cert.pem");
+    wait_until(&mut process, Duration::from_secs(60), || async {
+        cert_path.is_file() && tokio::net::TcpStream::connect(listen).await.is_ok()
+    })
+    .await?;
+    let cert = fs::read(&cert_path)?;
+    let client = reqwest::Client::builder()
+        .add_root_certificate(reqwest::Certificate::from_pem(&cert)?)
+        .http1_only()
+        .resolve("localhost", listen)
+        .pool_max_idle_per_host(max_concurrency)
+        .timeout(Duration::from_secs(60))
+        .build()
+        .context("cannot build the HTTPS client")?;
+    let base = format!("https://localhost:{}", listen.port());
+    let token: Value = client
+        .post(format!("{base}/oauth/token"))
+        .json(&json!({
+            "grant_type": "client_credentials",
+            "client_id": client_id,
+            "client_secret": client_secret,
+            "scope": "chats:invoke",
+        }))
+        .send()
+        .await?
+        .error_for_status()
+        .context("POST /oauth/token failed")?
+        .json()
+        .await?;
+    let access_token = token["access_token"]
+        .as_str()
+        .ok_or_else(|| anyhow!("no access_token in {token}"))?;
+    let chats = format!("{base}/v1/chats");
+    let body = |model: &str, stream: bool| {
+        let mut body = json!({"modelId": model, "messages": [{"role": "user", "content": PROMPT}]});
+        if stream {
+            body["stream"] = json!(true);
+        }
+        Bytes::from(body.to_string())
+    };
+    let target = Target {
+        name: "tessera",
+        client,
+        authorization: Some(format!("Bearer {access_token}")),
+        requests: [
+            (chats.clone(), body("bench/stub", false)),
+            (chats.clone(), body("bench/stub", true)),
+            (chats, body("bench/stub-spaced", true)),
+        ],
+        cpu_pid: Some(process.pid()),
+        database: Some((database.admin_url.clone(), database.name.clone())),
+    };
+    Ok((
+        Tessera {
+            process,
+            _database: database,
+            _data_dir: data_dir,
+        },
+        target,
+    ))
+}
+
+// ---------------------------------------------------------------------------------------
+// LiteLLM and TensorZero.
+
+async fn http_ok(client: &reqwest::Client, url: &str) -> bool {
+    matches!(client.get(url).send().await, Ok(r) if r.status().is_success())
+}
+
+async fn start_litellm(
+    fast_base: &str,
+    spaced_base: &str,
+    work: &Path,
+    max_concurrency: usize,
+) -> anyhow::Result<(Process, Target)> {
+    let venv = home()?.join(".cache/tessera-venvs/litellm");
+    let setup = manifest_dir().join("../../crates/llm-openai/tests/litellm/setup.sh");
+    run_checked(Command::new("bash").arg(&setup).arg(&venv)).context("cannot install LiteLLM")?;
+    let config = work.join("litellm.yaml");
+    fs::write(&config, template("litellm.yaml", fast_base, spaced_base)?)?;
+    let port = free_port()?;
+    let master_key = "sk-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    let mut command = clean_command(venv.join("bin/litellm"));
+    command
+        .arg("--config")
+        .arg(&config)
+        .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+        .args(["--num_workers", "1"])
+        .env("LITELLM_MASTER_KEY", master_key)
+        .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        .env("LITELLM_LOG", "ERROR");
+    let mut process = Process::spawn("litellm", command, work.join("litellm.log"))?;
+    let client = plain_client(max_concurrency)?;
+    let health = format!("http://127.0.0.1:{port}/health/liveliness");
+    wait_until(&mut process, Duration::from_secs(180), || {
+        http_ok(&client, &health)
+    })
+    .await?;
+    let url = format!("http://127.0.0.1:{port}/v1/chat/completions");
+    let target = Target {
+        name: "litellm",
+        client,
+        authorization: Some(format!("Bearer {master_key}")),
+        requests: openai_requests(&url, "stub", "stub-spaced"),
+        cpu_pid: Some(process.pid()),
+        database: None,
+    };
+    Ok((process, target))
+}
+
+async fn start_tensorzero(
+    fast_base: &str,
+    spaced_base: &str,
+    work: &Path,
+    max_concurrency: usize,
+) -> anyhow::Result<(Process, Target)> {
+    let venv = home()?.join(".cache/tessera-venvs/tensorzero");
+    let helpers = manifest_dir().join("benches/chat_gateway");
+    run_checked(
+        Command::new("bash")
+            .arg(helpers.join("setup_tensorzero.sh"))
+            .arg(&venv),
+    )
+    .context("cannot install TensorZero")?;
+    let config = work.join("tensorzero.toml");
+    fs::write(
+        &config,
+        template(
+            "tensorzero.toml",
+            &format!("{fast_base}/"),
+            &format!("{spaced_base}/"),
+        )?,
+    )?;
+    let mut command = clean_command(venv.join("bin/python"));
+    command
+        .arg(helpers.join("tensorzero_gateway.py"))
+        .arg(&config)
+        .env("OPENAI_API_KEY", STUB_KEY)
+        .env("RUST_LOG", "warn");
+    // The helper prints `READY <base_url> <pid>` on stdout and runs until stdin closes; its
+    // stdout is read here, its stderr goes to the log.
+    let log = work.join("tensorzero.log");
+    command
+        .stdout(Stdio::piped())
+        .stderr(fs::File::create(&log)?)
+        .stdin(Stdio::piped())
+        .process_group(0);
+    let mut child = command
+        .spawn()
+        .context("cannot start the TensorZero helper")?;
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or_else(|| anyhow!("no stdout of the TensorZero helper"))?;
+    let mut process = Process {
+        name: "tensorzero",
+        child,
+        log,
+    };
+    let line = tokio::task::spawn_blocking(move || {
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).map(|_| line)
+    });
+    let line = tokio::time::timeout(Duration::from_secs(60), line)
+        .await
+        .context("the TensorZero gateway did not start within 60 s")???;
+    let mut words = line.split_whitespace();
+    let (Some("READY"), Some(base_url), Some(pid)) = (words.next(), words.next(), words.next())
+    else {
+        process.check_alive()?;
+        bail!("unexpected line from the TensorZero helper: {line:?}");
+    };
+    let pid: u32 = pid.parse()?;
+    let url = format!("{}/chat/completions", base_url.trim_end_matches('/'));
+    let target = Target {
+        name: "tensorzero",
+        client: plain_client(max_concurrency)?,
+        authorization: None,
+        requests: openai_requests(
+            &url,
+            "tensorzero::model_name::stub",
+            "tensorzero::model_name::stub-spaced",
+        ),
+        cpu_pid: Some(pid),
+        database: None,
+    };
+    Ok((process, target))
+}
+
+// ---------------------------------------------------------------------------------------
+// Report.
+
+fn measured_duration() -> anyhow::Result<Duration> {
+    match std::env::var("BENCH_SECONDS") {
+        Ok(text) => {
+            let seconds: f64 = text.trim().parse().with_context(|| {
+                format!("BENCH_SECONDS must be a number of seconds, got `{text}`")
+            })?;
+            if !(seconds.is_finite() && seconds > 0.0) {
+                bail!("BENCH_SECONDS must be positive, got `{text}`");
+            }
+            Ok(Duration::from_secs_f64(seconds))
+        }
+        Err(_) => Ok(Duration::from_secs_f64(DEFAULT_SECONDS)),
+    }
+}
+
+fn cell(value: Option<f64>, decimals: usize) -> String {
+    match value {
+        Some(v) if v.is_finite() => format!("{v:.decimals$}"),
+        _ => "–".to_owned(),
+    }
+}
+
+fn print_tables(runs: &[Run], measure: Duration) {
+    let find = |target: &str, mode: Mode, concurrency: usize| {
+        runs.iter()
+            .find(|r| r.target == target && r.mode == mode && r.concurrency == concurrency)
+    };
+    println!();
+    println!(
+        "Chat gateways in front of one upstream stub: keep-alive HTTP/1.1 clients, {:.1} s \
+         warm-up, {:.1} s measured per run; spaced stub: {} content events {} ms apart",
+        WARM_UP.as_secs_f64(),
+        measure.as_secs_f64(),
+        ANSWER.len(),
+        SPACING.as_millis()
+    );
+    println!();
+    println!(
+        "| {:<10} | {:<14} | {:>4} | {:>8} | {:>6} | {:>7} | {:>7} | {:>7} | {:>8} | {:>8} | {:>10} | {:>9} |",
+        "server",
+        "mode",
+        "conc",
+        "requests",
+        "errors",
+        "req/s",
+        "p50 ms",
+        "p99 ms",
+        "TTFB p50",
+        "TTFB p99",
+        "CPU ms/req",
+        "DB ms/req"
+    );
+    println!(
+        "|{:-<12}|{:-<16}|{:->6}|{:->10}|{:->8}|{:->9}|{:->9}|{:->9}|{:->10}|{:->10}|{:->12}|{:->11}|",
+        ":", ":", ":", ":", ":", ":", ":", ":", ":", ":", ":", ":"
+    );
+    for run in runs {
+        let ttfb = |p| {
+            run.mode
+                .streams()
+                .then(|| percentile_ms(&run.first_bytes, p))
+        };
+        println!(
+            "| {:<10} | {:<14} | {:>4} | {:>8} | {:>6} | {:>7.0} | {:>7.2} | {:>7.2} | {:>8} | {:>8} | {:>10} | {:>9} |",
+            run.target,
+            run.mode.label(),
+            run.concurrency,
+            run.requests,
+            run.errors,
+            run.requests_per_second(),
+            percentile_ms(&run.latencies, 50.0),
+            percentile_ms(&run.latencies, 99.0),
+            cell(ttfb(50.0), 2),
+            cell(ttfb(99.0), 2),
+            cell(run.cpu_ms_per_request, 3),
+            cell(run.db_ms_per_request, 3),
+        );
+    }
+    println!();
+    println!(
+        "Added latency is the server's percentile minus the stub's (same mode and concurrency); \
+         ratios are the server's figure over the peer's; CPU+DB counts Tessera's PostgreSQL \
+         backends too."
+    );
+    println!();
+    println!(
+        "| {:<10} | {:<14} | {:>4} | {:>8} | {:>8} | {:>13} | {:>10} | {:>15} | {:>8} | {:>11} |",
+        "server",
+        "mode",
+        "conc",
+        "+p50 ms",
+        "+p99 ms",
+        "+TTFB p99 ms",
+        "req/s / TZ",
+        "req/s / LiteLLM",
+        "CPU / TZ",
+        "CPU+DB / TZ"
+    );
+    println!(
+        "|{:-<12}|{:-<16}|{:->6}|{:->10}|{:->10}|{:->15}|{:->12}|{:->17}|{:->10}|{:->13}|",
+        ":", ":", ":", ":", ":", ":", ":", ":", ":", ":"
+    );
+    for run in runs.iter().filter(|r| r.target != "stub") {
+        let stub = find("stub", run.mode, run.concurrency);
+        let added = |p: f64| {
+            stub.map(|s| percentile_ms(&run.latencies, p) - percentile_ms(&s.latencies, p))
+        };
+        let added_ttfb = run
+            .mode
+            .streams()
+            .then(|| {
+                stub.map(|s| {
+                    percentile_ms(&run.first_bytes, 99.0) - percentile_ms(&s.first_bytes, 99.0)
+                })
+            })
+            .flatten();
+        let ratio = |peer: &str| {
+            find(peer, run.mode, run.concurrency)
+                .map(|p| run.requests_per_second() / p.requests_per_second())
+        };
+        let tz_cpu =
+            find("tensorzero", run.mode, run.concurrency).and_then(|p| p.cpu_ms_per_request);
+        let cpu_ratio = tz_cpu.and_then(|tz| Some(run.cpu_ms_per_request? / tz));
+        let with_db = tz_cpu.and_then(|tz| {
+            Some((run.cpu_ms_per_request? + run.db_ms_per_request.unwrap_or(0.0)) / tz)
+        });
+        println!(
+            "| {:<10} | {:<14} | {:>4} | {:>8} | {:>8} | {:>13} | {:>10} | {:>15} | {:>8} | {:>11} |",
+            run.target,
+            run.mode.label(),
+            run.concurrency,
+            cell(added(50.0), 2),
+            cell(added(99.0), 2),
+            cell(added_ttfb, 2),
+            cell(ratio("tensorzero"), 2),
+            cell(ratio("litellm"), 1),
+            cell(cpu_ratio, 2),
+            cell(with_db, 2),
+        );
+    }
+    println!();
+}
+
+// ---------------------------------------------------------------------------------------
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let measure = measured_duration()?;
+    let ticks_per_second = clock_ticks();
+    let skip = std::env::var("TESSERA_BENCH_SKIP").unwrap_or_default();
+    let skipped = |name: &str| skip.split(',').any(|s| s.trim() == name);
+    // reqwest is built without a default crypto provider.
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    let max_concurrency = CONCURRENCY.into_iter().max().unwrap_or(1);
+    let work = tempfile::tempdir()?;
+
+    let answers = Arc::new(StubAnswers::new());
+    let (fast_port, fast_handle) = start_stub(Arc::clone(&answers), None)?;
+    let (spaced_port, spaced_handle) = start_stub(answers, Some(SPACING))?;
+    let fast_base = format!("http://127.0.0.1:{fast_port}/v1");
+    let spaced_base = format!("http://127.0.0.1:{spaced_port}/v1");
+
+    let mut runs = Vec::new();
+
+    let stub = Target {
+        name: "stub",
+        client: plain_client(max_concurrency)?,
+        authorization: None,
+        requests: [
+            (
+                format!("{fast_base}/chat/completions"),
+                openai_body(STUB_MODEL, false),
+            ),
+            (
+                format!("{fast_base}/chat/completions"),
+                openai_body(STUB_MODEL, true),
+            ),
+            (
+                format!("{spaced_base}/chat/completions"),
+                openai_body(STUB_MODEL, true),
+            ),
+        ],
+        cpu_pid: None,
+        database: None,
+    };
+    measure_target(stub, measure, ticks_per_second, &mut runs).await?;
+
+    if !skipped("tessera") {
+        let (tessera, target) = start_tessera(&fast_base, &spaced_base, max_concurrency).await?;
+        let result = measure_target(target, measure, ticks_per_second, &mut runs).await;
+        if let Err(error) = &result {
+            eprintln!("{}", tessera.process.log_tail());
+            eprintln!("tessera: {error:#}");
+        }
+        drop(tessera);
+        result?;
+    }
+    for peer in ["tensorzero", "litellm"] {
+        if skipped(peer) {
+            continue;
+        }
+        let started = if peer == "tensorzero" {
+            start_tensorzero(&fast_base, &spaced_base, work.path(), max_concurrency).await
+        } else {
+            start_litellm(&fast_base, &spaced_base, work.path(), max_concurrency).await
+        };
+        // A peer that cannot run is reported and left out; the others are still measured.
+        match started {
+            Ok((process, target)) => {
+                if let Err(error) =
+                    measure_target(target, measure, ticks_per_second, &mut runs).await
+                {
+                    eprintln!("{peer}: {error:#}; {}", process.log_tail());
+                }
+            }
+            Err(error) => eprintln!("{peer} left out: {error:#}"),
+        }
+    }
+
+    fast_handle.stop(true).await;
+    spaced_handle.stop(true).await;
+    print_tables(&runs, measure);
+    Ok(())
+}
