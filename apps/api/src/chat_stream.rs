@@ -143,7 +143,7 @@ impl TesseraEncoder {
                         Some(message.tool_calls.iter().map(ToolCallOut::from).collect());
                 }
                 if let Some(usage) = &message.usage {
-                    chunk.finish_reason = Some(finish_reason(usage));
+                    chunk.finish_reason = Some(usage.finish_reason.as_str().to_owned());
                     chunk.usage = Some(UsageOut::from(&usage.usage));
                 }
                 return vec![data(&chunk), Bytes::from_static(DONE)];
@@ -155,19 +155,6 @@ impl TesseraEncoder {
             }
         }
         vec![data(&chunk)]
-    }
-}
-
-/// The finish reason as the API spells it.
-pub fn finish_reason(usage: &tessera_chats::MessageUsage) -> String {
-    match serde_json::to_value(&usage.finish_reason) {
-        Ok(Value::String(text)) => text,
-        Ok(Value::Object(map)) => map
-            .get("other")
-            .and_then(Value::as_str)
-            .unwrap_or("other")
-            .to_owned(),
-        _ => "other".to_owned(),
     }
 }
 
@@ -320,7 +307,7 @@ fn tool_available(id: &str, name: &str, arguments: &str) -> Bytes {
 
 /// The AI SDK's spelling of why an answer ended (a closed set).
 fn ai_sdk_finish_reason(message: &Message) -> &'static str {
-    match message.usage.as_ref().map(finish_reason).as_deref() {
+    match message.usage.as_ref().map(|u| u.finish_reason.as_str()) {
         Some("stop") | None => "stop",
         Some("length") => "length",
         Some("tool_calls") => "tool-calls",
@@ -332,7 +319,7 @@ fn ai_sdk_finish_reason(message: &Message) -> &'static str {
 fn finish_metadata(message: &Message) -> Value {
     json!({
         "chatId": message.chat_id.to_string(),
-        "finishReason": message.usage.as_ref().map(finish_reason),
+        "finishReason": message.usage.as_ref().map(|u| u.finish_reason.as_str()),
         "usage": message.usage.as_ref().map(|u| UsageOut::from(&u.usage)),
     })
 }

@@ -33,6 +33,28 @@ pub enum Role {
     Tool,
 }
 
+impl Role {
+    /// The lowercase name (`system`, `user`, `assistant`, `tool`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "system" => Some(Role::System),
+            "user" => Some(Role::User),
+            "assistant" => Some(Role::Assistant),
+            "tool" => Some(Role::Tool),
+            _ => None,
+        }
+    }
+}
+
 /// A tool call the model made: `arguments` is a JSON document as text.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolCall {
@@ -115,6 +137,31 @@ pub enum FinishReason {
     ContentFilter,
     /// Whatever else a provider reported.
     Other(String),
+}
+
+impl FinishReason {
+    /// snake_case (`stop`, `length`, `tool_calls`, `content_filter`), or the provider's
+    /// own text for `Other`.
+    pub fn as_str(&self) -> &str {
+        match self {
+            FinishReason::Stop => "stop",
+            FinishReason::Length => "length",
+            FinishReason::ToolCalls => "tool_calls",
+            FinishReason::ContentFilter => "content_filter",
+            FinishReason::Other(text) => text,
+        }
+    }
+
+    /// The reason `as_str` spells `text`; any other text is `Other`.
+    pub fn parse(text: String) -> Self {
+        match text.as_str() {
+            "stop" => FinishReason::Stop,
+            "length" => FinishReason::Length,
+            "tool_calls" => FinishReason::ToolCalls,
+            "content_filter" => FinishReason::ContentFilter,
+            _ => FinishReason::Other(text),
+        }
+    }
 }
 
 /// Tokens a generation used.

@@ -81,47 +81,6 @@ fn corrupt(table: &str, id: &str, what: impl std::fmt::Display) -> DomainError {
     DomainError::internal(format!("{table} row {id}: {what}"))
 }
 
-fn role_column(role: Role) -> &'static str {
-    match role {
-        Role::System => "system",
-        Role::User => "user",
-        Role::Assistant => "assistant",
-        Role::Tool => "tool",
-    }
-}
-
-fn role(text: &str) -> Option<Role> {
-    match text {
-        "system" => Some(Role::System),
-        "user" => Some(Role::User),
-        "assistant" => Some(Role::Assistant),
-        "tool" => Some(Role::Tool),
-        _ => None,
-    }
-}
-
-/// A finish reason as stored: snake_case, or the provider's own text for `Other`.
-fn finish_reason_column(reason: &FinishReason) -> &str {
-    match reason {
-        FinishReason::Stop => "stop",
-        FinishReason::Length => "length",
-        FinishReason::ToolCalls => "tool_calls",
-        FinishReason::ContentFilter => "content_filter",
-        FinishReason::Other(text) => text,
-    }
-}
-
-/// The stored text as a finish reason; any text but the known ones is `Other`.
-fn finish_reason(text: String) -> FinishReason {
-    match text.as_str() {
-        "stop" => FinishReason::Stop,
-        "length" => FinishReason::Length,
-        "tool_calls" => FinishReason::ToolCalls,
-        "content_filter" => FinishReason::ContentFilter,
-        _ => FinishReason::Other(text),
-    }
-}
-
 impl From<&Chat> for ChatRow {
     fn from(chat: &Chat) -> Self {
         Self {
@@ -222,7 +181,7 @@ impl MessageRow {
             chat_id: chat.to_string(),
             organization_id: organization.as_str().to_owned(),
             sequence,
-            role: role_column(message.role).to_owned(),
+            role: message.role.as_str().to_owned(),
             content: message.content.clone(),
             reasoning: message.reasoning.clone(),
             tool_calls,
@@ -231,7 +190,7 @@ impl MessageRow {
             input_tokens: usage.map(|u| i64::from(u.usage.input_tokens)),
             output_tokens: usage.map(|u| i64::from(u.usage.output_tokens)),
             reasoning_tokens: usage.map(|u| i64::from(u.usage.reasoning_tokens)),
-            finish_reason: usage.map(|u| finish_reason_column(&u.finish_reason).to_owned()),
+            finish_reason: usage.map(|u| u.finish_reason.as_str().to_owned()),
             created_at: message.created_at.naive_utc(),
         })
     }
@@ -257,7 +216,7 @@ impl TryFrom<MessageRow> for Message {
                     output_tokens: tokens("output_tokens", output)?,
                     reasoning_tokens: tokens("reasoning_tokens", reasoning)?,
                 },
-                finish_reason: finish_reason(reason),
+                finish_reason: FinishReason::parse(reason),
             }),
             (None, None, None, None) => None,
             _ => return Err(corrupt("part of a usage".to_owned())),
@@ -274,7 +233,7 @@ impl TryFrom<MessageRow> for Message {
                 .map_err(|e| corrupt(format!("chat_id: {e}")))?,
             sequence: u32::try_from(row.sequence)
                 .map_err(|e| corrupt(format!("sequence {}: {e}", row.sequence)))?,
-            role: role(&row.role).ok_or_else(|| corrupt(format!("role {}", row.role)))?,
+            role: Role::parse(&row.role).ok_or_else(|| corrupt(format!("role {}", row.role)))?,
             content: row.content,
             reasoning: row.reasoning,
             tool_calls,

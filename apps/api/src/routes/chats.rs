@@ -19,6 +19,7 @@ use tessera_models::{
     JsonSchemaFormat, ModelError, ModelId, ProviderError, Role, ToolCall, ToolSpec, Usability,
     Usage,
 };
+use tessera_organizations::Plan;
 use utoipa::{IntoParams, ToSchema};
 use validator::Validate;
 
@@ -346,27 +347,21 @@ pub struct MessageOut {
     pub created_at: DateTime<Utc>,
 }
 
-fn role_name(role: Role) -> &'static str {
-    match role {
-        Role::System => "system",
-        Role::User => "user",
-        Role::Assistant => "assistant",
-        Role::Tool => "tool",
-    }
-}
-
 impl From<&Message> for MessageOut {
     fn from(message: &Message) -> Self {
         Self {
             id: message.id.to_string(),
-            role: role_name(message.role).to_owned(),
+            role: message.role.as_str().to_owned(),
             content: message.content.clone(),
             reasoning: message.reasoning.clone(),
             tool_calls: message.tool_calls.iter().map(ToolCallOut::from).collect(),
             tool_call_id: message.tool_call_id.clone(),
             sources: message.sources.iter().map(SourceOut::from).collect(),
             usage: message.usage.as_ref().map(|u| UsageOut::from(&u.usage)),
-            finish_reason: message.usage.as_ref().map(chat_stream::finish_reason),
+            finish_reason: message
+                .usage
+                .as_ref()
+                .map(|u| u.finish_reason.as_str().to_owned()),
             created_at: message.created_at,
         }
     }
@@ -481,24 +476,19 @@ fn chat_id(text: &str) -> Result<ChatId, ApiError> {
     path_id(text, "chat")
 }
 
-/// The caller as the chats domain sees them: organization, subject, plan, admin or not.
-async fn chat_caller(state: &AppState, caller: &Caller) -> Result<ChatCaller, ApiError> {
+/// The caller as the chats domain sees them: organization, subject, admin or not.
+fn chat_caller(caller: &Caller) -> ChatCaller {
     let principal = &caller.0;
     let admin = Scope::from_str("chats:admin")
         .map(|scope| principal.can(&scope))
         .unwrap_or(false);
-    let plan = state
-        .organizations
-        .get(&principal.organization_id)
-        .await
-        .map_err(DomainError::from)?
-        .plan;
-    Ok(ChatCaller {
+    ChatCaller {
         organization: principal.organization_id.clone(),
         subject: principal.subject.clone(),
-        plan,
+        // Only completions depend on the plan; `create_completion` reads it.
+        plan: Plan::default(),
         sees_all: admin,
-    })
+    }
 }
 
 /// The problem a chat failure answers with: provider failures are 502/503/504 with the
@@ -626,7 +616,13 @@ pub async fn create_completion(
 ) -> Result<HttpResponse, ApiError> {
     let format = Format::of(&req)?;
     let (request, stream) = body.into_request()?;
-    let who = chat_caller(&state, &caller).await?;
+    let mut who = chat_caller(&caller);
+    who.plan = state
+        .organizations
+        .get(&who.organization)
+        .await
+        .map_err(DomainError::from)?
+        .plan;
     let started = state.chats.start(&who, request).await.map_err(chat_error)?;
     let chat = started.chat.id.clone();
     tokio::spawn(started.generation);
@@ -685,7 +681,9 @@ pub async fn create_completion(
             || UsageOut::from(&Usage::default()),
             |u| UsageOut::from(&u.usage),
         ),
-        finish_reason: usage.map_or_else(|| "stop".into(), chat_stream::finish_reason),
+        finish_reason: usage
+            .map_or("stop", |u| u.finish_reason.as_str())
+            .to_owned(),
         truncated_messages: started.truncated_messages,
     }))
 }
@@ -785,7 +783,7 @@ pub async fn list_chats(
     ValidQuery(query): ValidQuery<ListChats>,
 ) -> Result<web::Json<ChatSummaryPage>, ApiError> {
     let expand = expansions(req.query_string(), EXPANSIONS)?;
-    let who = chat_caller(&state, &caller).await?;
+    let who = chat_caller(&caller);
     let page = state
         .chats
         .list(
@@ -826,7 +824,7 @@ pub async fn get_chat(
     path: web::Path<String>,
 ) -> Result<web::Json<ChatOut>, ApiError> {
     let expand = expansions(req.query_string(), EXPANSIONS)?;
-    let who = chat_caller(&state, &caller).await?;
+    let who = chat_caller(&caller);
     let record = state
         .chats
         .get(&who, &chat_id(&path)?)
@@ -857,7 +855,7 @@ pub async fn update_chat(
     path: web::Path<String>,
     ValidJson(body): ValidJson<UpdateChat>,
 ) -> Result<web::Json<ChatSummary>, ApiError> {
-    let who = chat_caller(&state, &caller).await?;
+    let who = chat_caller(&caller);
     let chat = state
         .chats
         .rename(&who, &chat_id(&path)?, body.title)
@@ -882,7 +880,7 @@ pub async fn delete_chat(
     state: web::Data<AppState>,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let who = chat_caller(&state, &caller).await?;
+    let who = chat_caller(&caller);
     state
         .chats
         .delete(&who, &chat_id(&path)?)
@@ -907,7 +905,7 @@ pub async fn restore_chat(
     state: web::Data<AppState>,
     path: web::Path<String>,
 ) -> Result<web::Json<ChatSummary>, ApiError> {
-    let who = chat_caller(&state, &caller).await?;
+    let who = chat_caller(&caller);
     let chat = state
         .chats
         .restore(&who, &chat_id(&path)?)
@@ -939,7 +937,7 @@ pub async fn stream_chat(
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let format = Format::of(&req)?;
-    let who = chat_caller(&state, &caller).await?;
+    let who = chat_caller(&caller);
     let id = chat_id(&path)?;
     let Some(attached) = state.chats.attach(&who, &id).await.map_err(chat_error)? else {
         return Ok(HttpResponse::NoContent().finish());
