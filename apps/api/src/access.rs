@@ -68,6 +68,18 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
         "/v1/chats/{chat_id}/stream",
         Access::Scope("chats:read"),
     ),
+    ("GET", "/v1/artifacts", Access::Scope("chats:read")),
+    (
+        "GET",
+        "/v1/artifacts/{artifact_id}",
+        Access::Scope("chats:read"),
+    ),
+    (
+        "GET",
+        "/v1/artifacts/{artifact_id}/content",
+        Access::Scope("chats:read"),
+    ),
+    ("GET", "/v1/usage", Access::Scope("usage:read")),
     ("GET", "/v1/models/catalog", Access::Scope("models:read")),
     ("POST", "/v1/models", Access::Scope("models:write")),
     ("GET", "/v1/models", Access::Scope("models:read")),

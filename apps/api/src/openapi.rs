@@ -26,7 +26,9 @@ use crate::problem::{Problem, ValidationErrorItem, ValidationProblem};
         (name = "Chats", description = "Chat completions (JSON or Server-Sent Events, in Tessera's format or the Vercel AI SDK's), background generation, and chat records"),
         (name = "Models", description = "The catalog of base models, and the organization's models built on them"),
         (name = "Particles", description = "Reusable system-prompt components in five categories, with immutable numbered versions"),
-        (name = "System prompts", description = "Ordered compositions of particles, pinned or following the latest versions, and their rendering; system profiles are read-only templates")
+        (name = "System prompts", description = "Ordered compositions of particles, pinned or following the latest versions, and their rendering; system profiles are read-only templates"),
+        (name = "Usage", description = "Tokens and credits of the organization's completions, by period, model and user"),
+        (name = "Artifacts", description = "Rich content found in assistant answers (markdown, code, HTML, SVG, Mermaid), versioned per chat; needs `chats:read`")
     )
 )]
 pub struct ApiDoc;

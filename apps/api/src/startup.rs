@@ -5,7 +5,7 @@ use std::{net::TcpListener, sync::Arc, time::Duration};
 
 use actix_web::{App, dev::Server, middleware::from_fn, web};
 use tessera_auth::{Argon2SecretHasher, JwtKeys, KeyError, OidcProvider, OidcVerifier, TokenRules};
-use tessera_chats::{ChatService, NoRetrieval};
+use tessera_chats::{ArtifactService, ChatService, NoRetrieval};
 use tessera_idempotency::IdempotencyService;
 use tessera_identity::{ClientName, ClientSecret, IdentityService, NewClient, TokenSettings};
 use tessera_kernel::{DomainError, Scope, ScopeSet, SystemClock};
@@ -17,10 +17,11 @@ use tessera_models::{Catalog, ModelService, Providers};
 use tessera_organizations::{Organization, OrganizationService};
 use tessera_prompts::{PromptService, SystemProfiles};
 use tessera_store::{
-    Database, PoolOptions, SqlChatStore, SqlClientStore, SqlIdempotencyStore, SqlModelStore,
-    SqlOrganizationStore, SqlPromptStore, StoreError,
+    Database, PoolOptions, SqlArtifactStore, SqlChatStore, SqlClientStore, SqlIdempotencyStore,
+    SqlModelStore, SqlOrganizationStore, SqlPromptStore, SqlUsageStore, StoreError,
 };
 use tessera_tokenizer::{Encoding, TiktokenCounter};
+use tessera_usage::UsageService;
 use utoipa::OpenApi;
 use utoipa_actix_web::{AppExt, UtoipaApp};
 use utoipa_swagger_ui::SwaggerUi;
@@ -121,6 +122,10 @@ where
         .service(routes::system_prompts::update_particle_placement)
         .service(routes::system_prompts::remove_particle)
         .service(routes::system_prompts::compose)
+        .service(routes::usage::get_usage)
+        .service(routes::artifacts::list_artifacts)
+        .service(routes::artifacts::get_artifact)
+        .service(routes::artifacts::get_artifact_content)
 }
 
 /// The OpenAPI document of the routes this build serves.
@@ -244,6 +249,15 @@ pub async fn state(
         clock.clone(),
         Duration::from_secs(settings.idempotency.retention_secs),
     );
+    let artifacts = ArtifactService::new(
+        Arc::new(SqlArtifactStore::new(database.clone())),
+        cursors.clone(),
+    );
+    let usage = UsageService::new(
+        Arc::new(SqlUsageStore::new(database.clone())),
+        clock.clone(),
+        cursors.clone(),
+    );
     let chats = ChatService::new(
         Arc::new(SqlChatStore::new(database.clone())),
         models.clone(),
@@ -266,6 +280,8 @@ pub async fn state(
     }
     Ok(AppState {
         chats,
+        artifacts,
+        usage,
         idempotency,
         models,
         database,

@@ -1,7 +1,7 @@
 use std::sync::Arc;
 
 use tessera_auth::JwtKeys;
-use tessera_chats::ChatService;
+use tessera_chats::{ArtifactService, ChatService};
 use tessera_idempotency::IdempotencyService;
 use tessera_identity::IdentityService;
 use tessera_kernel::CursorCodec;
@@ -9,6 +9,7 @@ use tessera_models::ModelService;
 use tessera_organizations::OrganizationService;
 use tessera_prompts::PromptService;
 use tessera_store::Database;
+use tessera_usage::UsageService;
 
 /// What handlers share: the database and the domain services built over it.
 #[derive(Clone)]
@@ -19,6 +20,8 @@ pub struct AppState {
     pub prompts: PromptService,
     pub models: ModelService,
     pub chats: ChatService,
+    pub artifacts: ArtifactService,
+    pub usage: UsageService,
     pub idempotency: IdempotencyService,
     pub keys: Arc<JwtKeys>,
     /// The token issuer (this service's public base URL).

@@ -6,9 +6,11 @@
 //! (`GenerationHub`). Pure domain: persistence through `ChatStore`, generation through the
 //! models domain's `ChatModel` port; the caller runs the generation future on its runtime.
 
+mod artifact;
 mod chat;
 mod context;
 mod error;
+mod extract;
 mod hub;
 #[cfg(any(test, feature = "memory"))]
 pub mod memory;
@@ -17,12 +19,18 @@ mod service;
 mod store;
 mod validate;
 
+#[cfg(any(test, feature = "mocks"))]
+pub use artifact::MockArtifactStore;
+pub use artifact::{
+    Artifact, ArtifactFilter, ArtifactId, ArtifactService, ArtifactStore, versioned,
+};
 pub use chat::{
     Chat, ChatId, ChatRecord, ChatStatus, MAX_TITLE_CHARS, Message, MessageId, MessageUsage,
     ModelSnapshot, Source, derive_title,
 };
 pub use context::{ContextOverflow, Fitted, MESSAGE_OVERHEAD_TOKENS, fit};
 pub use error::ChatError;
+pub use extract::{ArtifactKind, ExtractedArtifact, extract_artifacts};
 pub use hub::{Attached, EventStream, GenerationEvent, GenerationHub};
 #[cfg(any(test, feature = "mocks"))]
 pub use retriever::MockRetriever;
@@ -30,5 +38,5 @@ pub use retriever::{NoRetrieval, Retriever, with_sources};
 pub use service::{Caller, ChatService, CompletionRequest, INTERRUPTED, NewMessage, Started};
 #[cfg(any(test, feature = "mocks"))]
 pub use store::MockChatStore;
-pub use store::{ChatFilter, ChatStore};
+pub use store::{ChatFilter, ChatStore, FinishedTurn};
 pub use validate::{check_schema, conformance_errors};

@@ -1,18 +1,28 @@
 //! The in-memory reference `ChatStore`: the executable statement of the port's contract,
 //! used by the domain's tests and run through the same contract suite as the SQL stores.
 
-use std::{collections::BTreeMap, sync::Mutex};
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::Mutex,
+};
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use tessera_kernel::{DomainError, OrganizationId, PageRequest};
 
-use crate::{Chat, ChatFilter, ChatId, ChatStatus, ChatStore, Message, MessageId};
+use tessera_usage::UsageRecord;
+
+use crate::{
+    Artifact, ArtifactFilter, ArtifactId, ArtifactStore, Chat, ChatFilter, ChatId, ChatStatus,
+    ChatStore, FinishedTurn, Message, MessageId,
+};
 
 #[derive(Default)]
 struct State {
     chats: BTreeMap<ChatId, Chat>,
     messages: BTreeMap<ChatId, Vec<Message>>,
+    usage: Vec<UsageRecord>,
+    artifacts: BTreeMap<ArtifactId, Artifact>,
 }
 
 /// Chats held in memory.
@@ -24,6 +34,11 @@ pub struct InMemoryChatStore {
 impl InMemoryChatStore {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Every usage record written, in order.
+    pub fn usage_records(&self) -> Vec<UsageRecord> {
+        self.with(|state| state.usage.clone())
     }
 
     fn with<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
@@ -138,9 +153,10 @@ impl ChatStore for InMemoryChatStore {
         &self,
         organization: &OrganizationId,
         id: &ChatId,
-        messages: &[Message],
+        turn: &FinishedTurn,
         at: DateTime<Utc>,
     ) -> Result<(), DomainError> {
+        let messages = &turn.messages;
         self.with(|state| {
             owned(state, organization, id).ok_or_else(|| DomainError::not_found("chat", id))?;
             // Check everything before changing anything: the transaction is all or nothing.
@@ -164,6 +180,28 @@ impl ChatStore for InMemoryChatStore {
                 sequences.push(message.sequence);
                 ids.push(&message.id);
             }
+            check_usage(state, &turn.usage)?;
+            for (index, artifact) in turn.artifacts.iter().enumerate() {
+                let same = |a: &Artifact| {
+                    a.chat_id == artifact.chat_id
+                        && a.identifier == artifact.identifier
+                        && a.version == artifact.version
+                };
+                let taken =
+                    state.artifacts.values().any(same) || turn.artifacts[..index].iter().any(same);
+                if taken || &artifact.chat_id != id {
+                    return Err(DomainError::Conflict {
+                        code: "already_exists",
+                        message: format!("artifact {} cannot be stored", artifact.id),
+                    });
+                }
+            }
+            state.usage.push(turn.usage.clone());
+            for artifact in &turn.artifacts {
+                state
+                    .artifacts
+                    .insert(artifact.id.clone(), artifact.clone());
+            }
             let stored = state.messages.entry(id.clone()).or_default();
             stored.extend(messages.iter().cloned());
             stored.sort_by_key(|m| m.sequence);
@@ -181,9 +219,15 @@ impl ChatStore for InMemoryChatStore {
         organization: &OrganizationId,
         id: &ChatId,
         error: &str,
+        usage: Option<UsageRecord>,
         at: DateTime<Utc>,
     ) -> Result<(), DomainError> {
         self.with(|state| {
+            owned(state, organization, id).ok_or_else(|| DomainError::not_found("chat", id))?;
+            if let Some(usage) = usage {
+                check_usage(state, &usage)?;
+                state.usage.push(usage);
+            }
             let chat =
                 owned(state, organization, id).ok_or_else(|| DomainError::not_found("chat", id))?;
             chat.status = Some(ChatStatus::Error);
@@ -191,6 +235,25 @@ impl ChatStore for InMemoryChatStore {
             chat.updated_at = at;
             Ok(())
         })
+    }
+
+    async fn artifact_versions(
+        &self,
+        organization: &OrganizationId,
+        id: &ChatId,
+    ) -> Result<HashMap<String, u32>, DomainError> {
+        Ok(self.with(|state| {
+            let mut latest = HashMap::new();
+            for artifact in state
+                .artifacts
+                .values()
+                .filter(|a| &a.organization_id == organization && &a.chat_id == id)
+            {
+                let version = latest.entry(artifact.identifier.clone()).or_insert(0);
+                *version = artifact.version.max(*version);
+            }
+            latest
+        }))
     }
 
     async fn fail_interrupted(&self, error: &str, at: DateTime<Utc>) -> Result<u64, DomainError> {
@@ -220,5 +283,74 @@ impl ChatStore for InMemoryChatStore {
                 None => false,
             },
         ))
+    }
+}
+
+/// A message's usage is recorded once.
+fn check_usage(state: &State, usage: &UsageRecord) -> Result<(), DomainError> {
+    if state
+        .usage
+        .iter()
+        .any(|r| r.id == usage.id || r.message_id == usage.message_id)
+    {
+        return Err(DomainError::Conflict {
+            code: "already_exists",
+            message: format!("usage of message {} is already recorded", usage.message_id),
+        });
+    }
+    Ok(())
+}
+
+fn shows(filter: &ArtifactFilter, artifact: &Artifact) -> bool {
+    artifact.organization_id == filter.organization
+        && filter.owner.as_ref().is_none_or(|o| o == &artifact.owner)
+        && filter
+            .chat_id
+            .as_ref()
+            .is_none_or(|c| c == &artifact.chat_id)
+}
+
+#[async_trait]
+impl ArtifactStore for InMemoryChatStore {
+    async fn get(
+        &self,
+        organization: &OrganizationId,
+        id: &ArtifactId,
+    ) -> Result<Option<Artifact>, DomainError> {
+        Ok(self.with(|state| {
+            state
+                .artifacts
+                .get(id)
+                .filter(|a| &a.organization_id == organization)
+                .cloned()
+        }))
+    }
+
+    async fn list(
+        &self,
+        filter: &ArtifactFilter,
+        page: &PageRequest<ArtifactId>,
+    ) -> Result<Vec<Artifact>, DomainError> {
+        Ok(self.with(|state| {
+            state
+                .artifacts
+                .values()
+                .rev()
+                .filter(|a| shows(filter, a))
+                .filter(|a| page.after.as_ref().is_none_or(|after| &a.id < after))
+                .take(page.limit.overfetch() as usize)
+                .cloned()
+                .collect()
+        }))
+    }
+
+    async fn count(&self, filter: &ArtifactFilter) -> Result<u64, DomainError> {
+        Ok(self.with(|state| {
+            state
+                .artifacts
+                .values()
+                .filter(|a| shows(filter, a))
+                .count() as u64
+        }))
     }
 }

@@ -4,20 +4,23 @@ use chrono::{DateTime, Utc};
 use futures_util::{FutureExt, StreamExt, future::BoxFuture};
 use tessera_kernel::{
     Clock, CursorCodec, DomainError, FieldError, Limit, OrganizationId, Page, PageRequest,
+    PrincipalKind,
 };
 use tessera_models::{
     ChatEvent, ChatMessage, ChatModel, ChatRequest, Completion, JsonSchemaFormat, ModelService,
-    ProviderError, ResolvedModel, Role, ToolCall, ToolSpec, Usability,
+    ProviderError, ResolvedModel, Role, ToolCall, ToolSpec, Usability, Usage,
 };
 use tessera_organizations::Plan;
-use tessera_prompts::PromptService;
+use tessera_prompts::{PromptService, TokenCounter};
+use tessera_usage::{FAILED, Tokens, UsageId, UsageRecord};
 
 use crate::{
-    Attached, Chat, ChatError, ChatFilter, ChatId, ChatRecord, ChatStatus, ChatStore, EventStream,
-    GenerationEvent, GenerationHub, MAX_TITLE_CHARS, Message, MessageId, MessageUsage,
-    ModelSnapshot, Retriever, Source,
+    Artifact, ArtifactId, Attached, Chat, ChatError, ChatFilter, ChatId, ChatRecord, ChatStatus,
+    ChatStore, EventStream, FinishedTurn, GenerationEvent, GenerationHub, MAX_TITLE_CHARS, Message,
+    MessageId, MessageUsage, ModelSnapshot, Retriever, Source,
+    artifact::versioned,
     context::{ContextOverflow, fit},
-    derive_title,
+    derive_title, extract_artifacts,
     hub::Publisher,
     retriever::with_sources,
     validate::{Requirements, check_messages, check_requirements, conformance_errors},
@@ -33,6 +36,8 @@ pub struct Caller {
     pub organization: OrganizationId,
     /// The principal's subject: chats belong to it.
     pub subject: String,
+    /// Recorded with the usage of the caller's completions.
+    pub kind: PrincipalKind,
     pub plan: Plan,
     /// May see and manage every chat of the organization (`chats:admin`).
     pub sees_all: bool,
@@ -277,6 +282,18 @@ impl ChatService {
             clock: self.clock.clone(),
             organization: caller.organization.clone(),
             chat: chat.id.clone(),
+            owner: chat.owner.clone(),
+            billing: Billing {
+                principal: caller.subject.clone(),
+                principal_kind: caller.kind,
+                model_id: chat.model.model_id.clone(),
+                parent_model_id: resolved.base.id.clone(),
+                provider: resolved.base.provider.clone(),
+                credit_multiplier: resolved.base.credit_multiplier,
+                accepted_at: now,
+                prompt_tokens: fitted.prompt_tokens,
+                counter: counter.clone(),
+            },
             turn: request.messages,
             next_sequence,
             sources,
@@ -486,6 +503,80 @@ fn context_error(overflow: ContextOverflow, window: u32) -> ChatError {
     ))
 }
 
+/// What a completion's usage record is made of, besides its tokens.
+struct Billing {
+    principal: String,
+    principal_kind: PrincipalKind,
+    model_id: String,
+    parent_model_id: String,
+    provider: String,
+    credit_multiplier: u32,
+    accepted_at: DateTime<Utc>,
+    /// The prompt as counted for the context window.
+    prompt_tokens: u32,
+    counter: Arc<dyn TokenCounter>,
+}
+
+impl Billing {
+    /// What a completion consumed: the provider's figures when it reported any, else the
+    /// prompt as counted and the output counted by the model's tokenizer. `None` for an
+    /// attempt that produced nothing and reported nothing (it failed before generating).
+    fn consumed(&self, completion: &Completion, failed: bool) -> Option<Usage> {
+        if completion.usage.total_tokens() > 0 {
+            return Some(completion.usage);
+        }
+        let count = |text: &str| self.counter.count(text);
+        let reasoning = count(&completion.reasoning);
+        let output = count(&completion.content)
+            + reasoning
+            + completion
+                .tool_calls
+                .iter()
+                .map(|call| count(&call.name) + count(&call.arguments))
+                .sum::<u32>();
+        if failed && output == 0 {
+            return None;
+        }
+        Some(Usage {
+            input_tokens: self.prompt_tokens,
+            output_tokens: output,
+            reasoning_tokens: reasoning,
+        })
+    }
+
+    fn record(
+        &self,
+        organization: &OrganizationId,
+        chat: &ChatId,
+        message: &MessageId,
+        usage: Usage,
+        finish_reason: &str,
+        at: DateTime<Utc>,
+    ) -> UsageRecord {
+        let tokens = Tokens {
+            input: usage.input_tokens.into(),
+            output: usage.output_tokens.into(),
+            reasoning: usage.reasoning_tokens.into(),
+        };
+        UsageRecord {
+            id: UsageId::generate(),
+            organization_id: organization.clone(),
+            principal: self.principal.clone(),
+            principal_kind: self.principal_kind,
+            chat_id: chat.to_string(),
+            message_id: message.to_string(),
+            model_id: self.model_id.clone(),
+            parent_model_id: self.parent_model_id.clone(),
+            provider: self.provider.clone(),
+            credits: tokens.credits(self.credit_multiplier),
+            tokens,
+            latency_ms: u64::try_from((at - self.accepted_at).num_milliseconds()).unwrap_or(0),
+            finish_reason: finish_reason.to_owned(),
+            created_at: at,
+        }
+    }
+}
+
 /// Everything a background generation needs, owned.
 struct Generation {
     answer_id: MessageId,
@@ -493,6 +584,9 @@ struct Generation {
     clock: Arc<dyn Clock>,
     organization: OrganizationId,
     chat: ChatId,
+    /// The chat's owner, whom its artifacts belong to.
+    owner: String,
+    billing: Billing,
     turn: Vec<NewMessage>,
     next_sequence: u32,
     sources: Vec<Source>,
@@ -508,23 +602,40 @@ impl Generation {
         }
         // A panic in a provider must not leave the chat `generating` for good: it fails the
         // generation like any other error.
-        let generated = AssertUnwindSafe(self.generate(&publisher))
+        let mut completion = Completion::default();
+        let generated = AssertUnwindSafe(self.generate(&publisher, &mut completion))
             .catch_unwind()
             .await
             .unwrap_or_else(|_| {
                 Err(DomainError::internal("the model provider panicked while generating").into())
             });
         let outcome = match generated {
-            Ok(completion) => self.store_answer(completion).await,
+            Ok(()) => self.store_answer(&completion).await,
             Err(error) => Err(error),
         };
         let event = match outcome {
             Ok(message) => GenerationEvent::Finished(Box::new(message)),
             Err(error) => {
                 let at = self.clock.now();
+                let usage = self.billing.consumed(&completion, true).map(|usage| {
+                    self.billing.record(
+                        &self.organization,
+                        &self.chat,
+                        &self.answer_id,
+                        usage,
+                        FAILED,
+                        at,
+                    )
+                });
                 if let Err(store) = self
                     .store
-                    .fail_generation(&self.organization, &self.chat, &error.to_string(), at)
+                    .fail_generation(
+                        &self.organization,
+                        &self.chat,
+                        &error.to_string(),
+                        usage,
+                        at,
+                    )
                     .await
                 {
                     // The chat stays `generating` until the next start-up recovery.
@@ -536,9 +647,13 @@ impl Generation {
         publisher.publish(event);
     }
 
-    async fn generate(&self, publisher: &Publisher) -> Result<Completion, ChatError> {
+    /// Streams the answer into `completion` (which keeps what was produced when it fails).
+    async fn generate(
+        &self,
+        publisher: &Publisher,
+        completion: &mut Completion,
+    ) -> Result<(), ChatError> {
         let mut stream = self.model.stream(self.request.clone()).await?;
-        let mut completion = Completion::default();
         while let Some(event) = stream.next().await {
             let event = event?;
             if !matches!(event, ChatEvent::Finish { .. }) {
@@ -561,10 +676,10 @@ impl Generation {
                 return Err(ChatError::SchemaMismatch(violations));
             }
         }
-        Ok(completion)
+        Ok(())
     }
 
-    async fn store_answer(&self, completion: Completion) -> Result<Message, ChatError> {
+    async fn store_answer(&self, completion: &Completion) -> Result<Message, ChatError> {
         let at = self.clock.now();
         let message = |sequence: u32, role: Role, created_at: DateTime<Utc>| Message {
             id: MessageId::generate(),
@@ -591,24 +706,69 @@ impl Generation {
             })
             .collect();
         let sequence = self.next_sequence + messages.len() as u32;
+        let usage = self.billing.consumed(completion, false).unwrap_or_default();
+        let finish_reason = completion
+            .finish_reason
+            .clone()
+            .unwrap_or(tessera_models::FinishReason::Stop);
         let answer = Message {
-            content: completion.content,
-            reasoning: Some(completion.reasoning).filter(|r| !r.is_empty()),
-            tool_calls: completion.tool_calls,
+            content: completion.content.clone(),
+            reasoning: Some(completion.reasoning.clone()).filter(|r| !r.is_empty()),
+            tool_calls: completion.tool_calls.clone(),
             sources: self.sources.clone(),
             usage: Some(MessageUsage {
-                usage: completion.usage,
-                finish_reason: completion
-                    .finish_reason
-                    .unwrap_or(tessera_models::FinishReason::Stop),
+                usage,
+                finish_reason: finish_reason.clone(),
             }),
             id: self.answer_id.clone(),
             ..message(sequence, Role::Assistant, at)
         };
         messages.push(answer.clone());
+        let usage = self.billing.record(
+            &self.organization,
+            &self.chat,
+            &self.answer_id,
+            usage,
+            finish_reason.as_str(),
+            at,
+        );
+        let artifacts = self.artifacts(&answer).await?;
+        let turn = FinishedTurn {
+            messages,
+            usage,
+            artifacts,
+        };
         self.store
-            .finish_generation(&self.organization, &self.chat, &messages, at)
+            .finish_generation(&self.organization, &self.chat, &turn, at)
             .await?;
         Ok(answer)
+    }
+
+    /// The answer's artifacts, numbered after the chat's earlier versions. No other
+    /// generation runs on the chat meanwhile, so the versions read here stay the latest.
+    async fn artifacts(&self, answer: &Message) -> Result<Vec<Artifact>, ChatError> {
+        let extracted = extract_artifacts(&answer.content);
+        if extracted.is_empty() {
+            return Ok(Vec::new());
+        }
+        let latest = self
+            .store
+            .artifact_versions(&self.organization, &self.chat)
+            .await?;
+        let template = Artifact {
+            id: ArtifactId::generate(),
+            organization_id: self.organization.clone(),
+            owner: self.owner.clone(),
+            chat_id: self.chat.clone(),
+            message_id: answer.id.clone(),
+            kind: crate::ArtifactKind::Markdown,
+            language: None,
+            title: String::new(),
+            identifier: String::new(),
+            version: 1,
+            content: String::new(),
+            created_at: answer.created_at,
+        };
+        Ok(versioned(extracted, &latest, &template))
     }
 }

@@ -1,8 +1,20 @@
+use std::collections::HashMap;
+
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use tessera_kernel::{DomainError, OrganizationId, PageRequest};
+use tessera_usage::UsageRecord;
 
-use crate::{Chat, ChatId, Message};
+use crate::{Artifact, Chat, ChatId, Message};
+
+/// What a finished generation stores, together.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FinishedTurn {
+    /// The turn's input messages and the answer, in sequence order.
+    pub messages: Vec<Message>,
+    pub usage: UsageRecord,
+    pub artifacts: Vec<Artifact>,
+}
 
 /// Which chats a list shows.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,26 +66,36 @@ pub trait ChatStore: Send + Sync {
         at: DateTime<Utc>,
     ) -> Result<bool, DomainError>;
 
-    /// Ends a generation in one transaction: appends `messages` (the turn's input and the
-    /// answer), clears the status and error, and sets `updated_at`. A message of another
-    /// chat, or whose id or sequence is taken, refuses the whole call (a conflict) and
-    /// changes nothing.
+    /// Ends a generation in one transaction: appends the turn's messages (its input and the
+    /// answer), its usage record and its artifacts, clears the status and error, and sets
+    /// `updated_at`. A message of another chat, or whose id or sequence is taken, a usage
+    /// record of a message already recorded, or an artifact version already taken refuses
+    /// the whole call (a conflict) and changes nothing.
     async fn finish_generation(
         &self,
         organization: &OrganizationId,
         id: &ChatId,
-        messages: &[Message],
+        turn: &FinishedTurn,
         at: DateTime<Utc>,
     ) -> Result<(), DomainError>;
 
-    /// Ends a generation as failed: status `error` with the reason; nothing is appended.
+    /// Ends a generation as failed, in one transaction: status `error` with the reason and,
+    /// when the failed attempt consumed tokens, its usage record; no message is appended.
     async fn fail_generation(
         &self,
         organization: &OrganizationId,
         id: &ChatId,
         error: &str,
+        usage: Option<UsageRecord>,
         at: DateTime<Utc>,
     ) -> Result<(), DomainError>;
+
+    /// The latest version of each artifact identifier of the chat.
+    async fn artifact_versions(
+        &self,
+        organization: &OrganizationId,
+        id: &ChatId,
+    ) -> Result<HashMap<String, u32>, DomainError>;
 
     /// Marks every chat still `generating` as failed with `error` (start-up recovery after
     /// a crash); returns how many.

@@ -13,7 +13,7 @@ use tessera_chats::{
     Caller, ChatError, ChatId, ChatService, ChatStatus, CompletionRequest, GenerationEvent,
     NewMessage, NoRetrieval, Started, memory::InMemoryChatStore,
 };
-use tessera_kernel::{CursorCodec, Limit, ManualClock, OrganizationId};
+use tessera_kernel::{CursorCodec, Limit, ManualClock, OrganizationId, PrincipalKind};
 use tessera_models::{
     Capabilities, Catalog, ChatEvent, ChatModel, ChatRequest, ChatStream, FinishReason,
     JsonSchemaFormat, ModelChanges, ModelService, NewUserModel, ProviderError, Providers, Role,
@@ -114,10 +114,12 @@ display_name = "Plain"
 provider = "local"
 model_name = "plain.gguf"
 context_window = 4096
+credit_multiplier = 3
 "#;
 
 struct Fixture {
     chats: ChatService,
+    store: Arc<InMemoryChatStore>,
     models: ModelService,
     prompts: PromptService,
     model: Arc<Scripted>,
@@ -149,8 +151,9 @@ fn fixture() -> Fixture {
         CursorCodec::new([2; 32]),
     )
     .with_providers(providers);
+    let store = Arc::new(InMemoryChatStore::new());
     let chats = ChatService::new(
-        Arc::new(InMemoryChatStore::new()),
+        store.clone(),
         models.clone(),
         prompts.clone(),
         Arc::new(NoRetrieval),
@@ -159,12 +162,14 @@ fn fixture() -> Fixture {
     );
     Fixture {
         chats,
+        store,
         models,
         prompts,
         model,
         alice: Caller {
             organization: OrganizationId::generate(),
             subject: "alice".into(),
+            kind: PrincipalKind::User,
             plan: Plan::Free,
             sees_all: false,
         },
@@ -893,4 +898,220 @@ async fn unknown_models_and_new_chats_without_a_model_are_refused() {
             .map(|e| matches!(e, ChatError::NotFound(_))),
         Some(true)
     );
+}
+
+#[tokio::test]
+async fn every_completion_writes_one_usage_record_with_its_answer() {
+    let f = fixture();
+    let started = f
+        .chats
+        .start(&f.alice, ask("local/plain", "Hi there"))
+        .await
+        .unwrap();
+    let chat = started.chat.id.clone();
+    let answer_id = started.message_id.clone();
+    run(started).await;
+    let records = f.store.usage_records();
+    assert_eq!(records.len(), 1);
+    let record = &records[0];
+    assert_eq!(record.organization_id, f.alice.organization);
+    assert_eq!(record.principal, "alice");
+    assert_eq!(record.principal_kind, PrincipalKind::User);
+    assert_eq!(record.chat_id, chat.to_string());
+    assert_eq!(record.message_id, answer_id.to_string());
+    assert_eq!(record.model_id, "local/plain");
+    assert_eq!(record.parent_model_id, "local/plain");
+    assert_eq!(record.provider, "local");
+    assert_eq!((record.tokens.input, record.tokens.output), (7, 3));
+    // (7 + 3) tokens × the catalog's credit multiplier of 3.
+    assert_eq!(record.credits, 30);
+    assert_eq!(record.finish_reason, "stop");
+    // The manual clock does not move: no time passed between acceptance and storage.
+    assert_eq!(record.latency_ms, 0);
+
+    // A user model is recorded under its own id, with its base model as the parent.
+    let model = f
+        .models
+        .create(
+            &f.alice.organization,
+            NewUserModel {
+                parent_model_id: "local/plain".into(),
+                display_name: Name::parse("Bot").unwrap(),
+                description: None,
+                system_prompt_id: None,
+                system_prompt: None,
+                metadata: Default::default(),
+            },
+        )
+        .await
+        .unwrap()
+        .model;
+    run(f
+        .chats
+        .start(&f.alice, ask(model.id.as_str(), "Hi"))
+        .await
+        .unwrap())
+    .await;
+    let records = f.store.usage_records();
+    assert_eq!(records.len(), 2);
+    assert_eq!(records[1].model_id, model.id.to_string());
+    assert_eq!(records[1].parent_model_id, "local/plain");
+}
+
+#[tokio::test]
+async fn failed_attempts_are_billed_only_when_they_consumed_tokens() {
+    let f = fixture();
+    // Refused before producing anything: nothing to bill.
+    *f.model.reply.lock().unwrap() = vec![Err(ProviderError::Timeout)];
+    run(f
+        .chats
+        .start(&f.alice, ask("local/plain", "one two three"))
+        .await
+        .unwrap())
+    .await;
+    assert!(f.store.usage_records().is_empty());
+
+    // Failed mid-answer without a usage report: the prompt as counted and the output so
+    // far, counted by the model's tokenizer (here: words).
+    *f.model.reply.lock().unwrap() = vec![
+        Ok(ChatEvent::TextDelta("four five".into())),
+        Err(ProviderError::Timeout),
+    ];
+    run(f
+        .chats
+        .start(&f.alice, ask("local/plain", "one two three"))
+        .await
+        .unwrap())
+    .await;
+    let records = f.store.usage_records();
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0].finish_reason, "error");
+    assert_eq!(records[0].tokens.output, 2);
+    assert!(records[0].tokens.input >= 3, "{:?}", records[0].tokens);
+    assert_eq!(records[0].credits, records[0].tokens.total() * 3);
+
+    // A strict-schema mismatch consumed everything the provider reports.
+    f.model.answer("{\"answer\": \"many\"}");
+    let strict = CompletionRequest {
+        response_format: Some(JsonSchemaFormat {
+            name: "result".into(),
+            strict: true,
+            schema: json!({"type": "object", "properties": {"answer": {"type": "integer"}}}),
+        }),
+        ..ask("local/small", "q")
+    };
+    run(f.chats.start(&f.alice, strict).await.unwrap()).await;
+    let records = f.store.usage_records();
+    assert_eq!(records.len(), 2);
+    assert_eq!(records[1].finish_reason, "error");
+    assert_eq!((records[1].tokens.input, records[1].tokens.output), (7, 3));
+}
+
+#[tokio::test]
+async fn an_answer_without_reported_usage_is_counted_and_says_so() {
+    let f = fixture();
+    *f.model.reply.lock().unwrap() = vec![
+        Ok(ChatEvent::TextDelta("one two three four".into())),
+        Ok(ChatEvent::Finish {
+            reason: FinishReason::Stop,
+            usage: Usage::default(),
+        }),
+    ];
+    let events = run(f
+        .chats
+        .start(&f.alice, ask("local/plain", "a b"))
+        .await
+        .unwrap())
+    .await;
+    let GenerationEvent::Finished(answer) = events.last().unwrap() else {
+        panic!("{events:?}")
+    };
+    let usage = answer.usage.as_ref().unwrap().usage;
+    assert_eq!(usage.output_tokens, 4);
+    assert!(usage.input_tokens >= 2);
+    let record = &f.store.usage_records()[0];
+    assert_eq!(
+        (record.tokens.input, record.tokens.output),
+        (
+            u64::from(usage.input_tokens),
+            u64::from(usage.output_tokens)
+        )
+    );
+}
+
+#[tokio::test]
+async fn answers_yield_artifacts_and_revisions_add_versions() {
+    use tessera_chats::{ArtifactKind, ArtifactService};
+
+    let f = fixture();
+    f.model.answer(
+        "## Parser\n\n```rust\nfn parse() {}\n```\n\n```mermaid\nsequenceDiagram\n  A->>B: hi\n```\n",
+    );
+    let started = f
+        .chats
+        .start(&f.alice, ask("local/plain", "Write it"))
+        .await
+        .unwrap();
+    let chat = started.chat.id.clone();
+    let first_answer = started.message_id.clone();
+    run(started).await;
+    f.model
+        .answer("Revised:\n\n## Parser\n\n```rust\nfn parse() -> u8 { 1 }\n```\n");
+    run(f
+        .chats
+        .start(&f.alice, follow_up(&chat, "Return a number"))
+        .await
+        .unwrap())
+    .await;
+
+    let artifacts = ArtifactService::new(f.store.clone(), CursorCodec::new([4; 32]));
+    let page = artifacts
+        .list(&f.alice, Some(chat.clone()), Limit::DEFAULT, None)
+        .await
+        .unwrap();
+    let found: Vec<(ArtifactKind, &str, u32, &str)> = page
+        .items
+        .iter()
+        .map(|a| (a.kind, a.identifier.as_str(), a.version, a.content.as_str()))
+        .collect();
+    // Newest first.
+    assert_eq!(
+        found,
+        [
+            (ArtifactKind::Code, "parser", 2, "fn parse() -> u8 { 1 }"),
+            (
+                ArtifactKind::Mermaid,
+                "sequence-diagram",
+                1,
+                "sequenceDiagram\n  A->>B: hi"
+            ),
+            (ArtifactKind::Code, "parser", 1, "fn parse() {}"),
+        ]
+    );
+    assert_eq!(page.items[2].message_id, first_answer);
+    assert_eq!(page.items[0].language.as_deref(), Some("rust"));
+    assert_eq!(page.total_count, Some(3));
+
+    // Another principal does not see them; the chat's admin does.
+    let bob = Caller {
+        subject: "bob".into(),
+        ..f.alice.clone()
+    };
+    assert!(artifacts.get(&bob, &page.items[0].id).await.is_err());
+    let bobs = artifacts
+        .list(&bob, None, Limit::DEFAULT, None)
+        .await
+        .unwrap();
+    assert_eq!(bobs.total_count, Some(0));
+    let admin = Caller {
+        sees_all: true,
+        ..bob
+    };
+    assert!(artifacts.get(&admin, &page.items[0].id).await.is_ok());
+    // Another organization's admin sees nothing.
+    let stranger = Caller {
+        organization: OrganizationId::generate(),
+        ..admin
+    };
+    assert!(artifacts.get(&stranger, &page.items[0].id).await.is_err());
 }

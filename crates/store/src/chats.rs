@@ -5,21 +5,27 @@
 //! changes the row) and finishes in one transaction (messages and status together, or
 //! neither: a taken sequence number rolls everything back).
 
+use std::collections::HashMap;
+
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::{dsl, prelude::*};
 use diesel_async::RunQueryDsl;
 use tessera_chats::{
-    Chat, ChatFilter, ChatId, ChatStatus, ChatStore, Message, MessageUsage, ModelSnapshot, Source,
+    Chat, ChatFilter, ChatId, ChatStatus, ChatStore, FinishedTurn, Message, MessageUsage,
+    ModelSnapshot, Source,
 };
 use tessera_kernel::{DomainError, OrganizationId, PageRequest};
 use tessera_models::{FinishReason, Role, ToolCall, Usage};
+use tessera_usage::UsageRecord;
 
 use crate::{
     Database,
+    artifacts::ArtifactRow,
     database::{with_connection, with_transaction},
     error::{Rollback, query_error},
-    schema::{chat_messages, chats},
+    schema::{artifacts, chat_messages, chats, usage_records},
+    usage::UsageRow,
 };
 
 /// `ChatStore` on PostgreSQL or SQLite.
@@ -383,13 +389,22 @@ impl ChatStore for SqlChatStore {
         &self,
         organization: &OrganizationId,
         id: &ChatId,
-        messages: &[Message],
+        turn: &FinishedTurn,
         at: DateTime<Utc>,
     ) -> Result<(), DomainError> {
-        let rows = messages
+        let rows = turn
+            .messages
             .iter()
             .map(|message| MessageRow::new(organization, id, message))
             .collect::<Result<Vec<_>, _>>()?;
+        let usage = UsageRow::from(&turn.usage);
+        let artifacts: Vec<ArtifactRow> = turn.artifacts.iter().map(ArtifactRow::from).collect();
+        if turn.artifacts.iter().any(|a| &a.chat_id != id) {
+            return Err(DomainError::Conflict {
+                code: "already_exists",
+                message: format!("an artifact of another chat cannot be stored with chat {id}"),
+            });
+        }
         let at = at.naive_utc();
         with_transaction!(&self.db, conn => {
             let changed = diesel::update(one_chat(organization, id))
@@ -411,6 +426,16 @@ impl ChatStore for SqlChatStore {
                     .execute(conn)
                     .await?;
             }
+            diesel::insert_into(usage_records::table)
+                .values(&usage)
+                .execute(conn)
+                .await?;
+            for artifact in &artifacts {
+                diesel::insert_into(artifacts::table)
+                    .values(artifact)
+                    .execute(conn)
+                    .await?;
+            }
             Ok(())
         })
     }
@@ -420,24 +445,57 @@ impl ChatStore for SqlChatStore {
         organization: &OrganizationId,
         id: &ChatId,
         error: &str,
+        usage: Option<UsageRecord>,
         at: DateTime<Utc>,
     ) -> Result<(), DomainError> {
         let at = at.naive_utc();
-        let changed: usize = with_connection!(&self.db, conn => {
-            diesel::update(one_chat(organization, id))
+        let usage = usage.as_ref().map(UsageRow::from);
+        with_transaction!(&self.db, conn => {
+            let changed = diesel::update(one_chat(organization, id))
                 .set((
                     chats::status.eq(ChatStatus::Error.as_str()),
                     chats::error.eq(error),
                     chats::updated_at.eq(at),
                 ))
                 .execute(conn)
+                .await?;
+            if changed == 0 {
+                return Err(Rollback::Fail(DomainError::not_found("chat", id)));
+            }
+            if let Some(usage) = &usage {
+                diesel::insert_into(usage_records::table)
+                    .values(usage)
+                    .execute(conn)
+                    .await?;
+            }
+            Ok(())
+        })
+    }
+
+    async fn artifact_versions(
+        &self,
+        organization: &OrganizationId,
+        id: &ChatId,
+    ) -> Result<HashMap<String, u32>, DomainError> {
+        let rows: Vec<(String, Option<i32>)> = with_connection!(&self.db, conn => {
+            artifacts::table
+                .filter(artifacts::organization_id.eq(organization.as_str()))
+                .filter(artifacts::chat_id.eq(id.as_str()))
+                .group_by(artifacts::identifier)
+                .select((artifacts::identifier, dsl::max(artifacts::version)))
+                .load(conn)
                 .await
                 .map_err(query_error)?
         });
-        if changed == 0 {
-            return Err(DomainError::not_found("chat", id));
-        }
-        Ok(())
+        Ok(rows
+            .into_iter()
+            .map(|(identifier, version)| {
+                (
+                    identifier,
+                    version.and_then(|v| u32::try_from(v).ok()).unwrap_or(0),
+                )
+            })
+            .collect())
     }
 
     async fn fail_interrupted(&self, error: &str, at: DateTime<Utc>) -> Result<u64, DomainError> {

@@ -5,6 +5,7 @@
 //! migration folders, `migrations/postgres` and `migrations/sqlite`, embedded in the binary.
 //! Database errors are mapped into `tessera_kernel::DomainError` here and nowhere else.
 
+mod artifacts;
 mod chats;
 mod clients;
 mod database;
@@ -16,7 +17,9 @@ mod prompts;
 mod schema;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod usage;
 
+pub use artifacts::SqlArtifactStore;
 pub use chats::SqlChatStore;
 pub use clients::SqlClientStore;
 pub use database::{Backend, Database, DatabaseUrl, DatabaseUrlError, PoolOptions};
@@ -25,3 +28,4 @@ pub use idempotency::SqlIdempotencyStore;
 pub use models::SqlModelStore;
 pub use organizations::SqlOrganizationStore;
 pub use prompts::SqlPromptStore;
+pub use usage::SqlUsageStore;

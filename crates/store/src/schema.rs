@@ -144,6 +144,44 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    usage_records (id) {
+        id -> Text,
+        organization_id -> Text,
+        principal -> Text,
+        principal_kind -> Text,
+        chat_id -> Text,
+        message_id -> Text,
+        model_id -> Text,
+        parent_model_id -> Text,
+        provider -> Text,
+        input_tokens -> BigInt,
+        output_tokens -> BigInt,
+        reasoning_tokens -> BigInt,
+        credits -> BigInt,
+        latency_ms -> BigInt,
+        finish_reason -> Text,
+        created_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    artifacts (id) {
+        id -> Text,
+        organization_id -> Text,
+        owner -> Text,
+        chat_id -> Text,
+        message_id -> Text,
+        kind -> Text,
+        language -> Nullable<Text>,
+        title -> Text,
+        identifier -> Text,
+        version -> Integer,
+        content -> Text,
+        created_at -> Timestamp,
+    }
+}
+
 diesel::joinable!(particle_versions -> particles (particle_id));
 diesel::joinable!(system_prompt_particles -> particles (particle_id));
 diesel::joinable!(system_prompt_particles -> system_prompts (system_prompt_id));

@@ -3,19 +3,27 @@
 //! the behaviour it stands for.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::{collections::HashSet, sync::Arc};
+use std::{
+    collections::{HashMap, HashSet},
+    sync::Arc,
+};
 
-use chrono::{DateTime, Duration, TimeZone, Utc};
+use chrono::{DateTime, Duration, NaiveDateTime, TimeZone, Utc};
+use diesel::sql_types::{BigInt, Text, Timestamp};
 use diesel_async::RunQueryDsl;
 use tessera_chats::{
-    Chat, ChatFilter, ChatId, ChatStatus, ChatStore, Message, MessageId, MessageUsage,
-    ModelSnapshot, Source, memory::InMemoryChatStore,
+    Artifact, ArtifactFilter, ArtifactId, ArtifactKind, ArtifactStore, Chat, ChatFilter, ChatId,
+    ChatStatus, ChatStore, FinishedTurn, Message, MessageId, MessageUsage, ModelSnapshot, Source,
+    memory::InMemoryChatStore,
 };
-use tessera_kernel::{DomainError, Limit, OrganizationId, PageRequest};
+use tessera_kernel::{DomainError, Limit, OrganizationId, PageRequest, PrincipalKind};
 use tessera_models::{FinishReason, Role, ToolCall, Usage};
 use tessera_organizations::{Organization, OrganizationStore, Plan};
 use tessera_prompts::SystemPromptId;
-use tessera_store::{Backend, Database, SqlChatStore, SqlOrganizationStore, testing::TestDatabase};
+use tessera_store::{
+    Backend, Database, SqlArtifactStore, SqlChatStore, SqlOrganizationStore, testing::TestDatabase,
+};
+use tessera_usage::{FAILED, Tokens, UsageId, UsageRecord};
 
 // ----- fixture -----
 
@@ -31,10 +39,80 @@ impl From<Backend> for Target {
     }
 }
 
-/// A chat store over one empty database (or one in-memory state).
+/// A chat store and the artifact store reading what it wrote, over one empty database (or
+/// one in-memory state).
 struct Fixture {
     store: Arc<dyn ChatStore>,
+    artifacts: Arc<dyn ArtifactStore>,
+    memory: Option<Arc<InMemoryChatStore>>,
     db: Option<TestDatabase>,
+}
+
+/// A `usage_records` row as stored, read with plain SQL.
+#[derive(diesel::QueryableByName)]
+struct StoredUsage {
+    #[diesel(sql_type = Text)]
+    id: String,
+    #[diesel(sql_type = Text)]
+    organization_id: String,
+    #[diesel(sql_type = Text)]
+    principal: String,
+    #[diesel(sql_type = Text)]
+    principal_kind: String,
+    #[diesel(sql_type = Text)]
+    chat_id: String,
+    #[diesel(sql_type = Text)]
+    message_id: String,
+    #[diesel(sql_type = Text)]
+    model_id: String,
+    #[diesel(sql_type = Text)]
+    parent_model_id: String,
+    #[diesel(sql_type = Text)]
+    provider: String,
+    #[diesel(sql_type = BigInt)]
+    input_tokens: i64,
+    #[diesel(sql_type = BigInt)]
+    output_tokens: i64,
+    #[diesel(sql_type = BigInt)]
+    reasoning_tokens: i64,
+    #[diesel(sql_type = BigInt)]
+    credits: i64,
+    #[diesel(sql_type = BigInt)]
+    latency_ms: i64,
+    #[diesel(sql_type = Text)]
+    finish_reason: String,
+    #[diesel(sql_type = Timestamp)]
+    created_at: NaiveDateTime,
+}
+
+impl From<StoredUsage> for UsageRecord {
+    fn from(row: StoredUsage) -> Self {
+        let count = |value: i64| u64::try_from(value).unwrap();
+        UsageRecord {
+            id: row.id.parse().unwrap(),
+            organization_id: row.organization_id.parse().unwrap(),
+            principal: row.principal,
+            principal_kind: match row.principal_kind.as_str() {
+                "user" => PrincipalKind::User,
+                "client" => PrincipalKind::Client,
+                other => panic!("principal_kind {other}"),
+            },
+            chat_id: row.chat_id,
+            message_id: row.message_id,
+            model_id: row.model_id,
+            parent_model_id: row.parent_model_id,
+            provider: row.provider,
+            tokens: Tokens {
+                input: count(row.input_tokens),
+                output: count(row.output_tokens),
+                reasoning: count(row.reasoning_tokens),
+            },
+            credits: count(row.credits),
+            latency_ms: count(row.latency_ms),
+            finish_reason: row.finish_reason,
+            created_at: DateTime::<Utc>::from_naive_utc_and_offset(row.created_at, Utc),
+        }
+    }
 }
 
 impl Fixture {
@@ -44,13 +122,20 @@ impl Fixture {
                 let db = TestDatabase::of(backend).await;
                 Self {
                     store: Arc::new(SqlChatStore::new(db.database.clone())),
+                    artifacts: Arc::new(SqlArtifactStore::new(db.database.clone())),
+                    memory: None,
                     db: Some(db),
                 }
             }
-            Target::Memory => Self {
-                store: Arc::new(InMemoryChatStore::new()),
-                db: None,
-            },
+            Target::Memory => {
+                let memory = Arc::new(InMemoryChatStore::new());
+                Self {
+                    store: memory.clone(),
+                    artifacts: memory.clone(),
+                    memory: Some(memory),
+                    db: None,
+                }
+            }
         }
     }
 
@@ -113,11 +198,56 @@ impl Fixture {
             .unwrap()
     }
 
+    /// Finishes a generation with `messages`, the usage of its answer and no artifacts.
     async fn finish(&self, chat: &Chat, messages: &[Message], when: DateTime<Utc>) {
+        self.finish_turn(chat, &turn_of(chat, messages, when), when)
+            .await;
+    }
+
+    async fn finish_turn(&self, chat: &Chat, turn: &FinishedTurn, when: DateTime<Utc>) {
         self.store
-            .finish_generation(&chat.organization_id, &chat.id, messages, when)
+            .finish_generation(&chat.organization_id, &chat.id, turn, when)
             .await
             .unwrap();
+    }
+
+    /// Every usage record stored (by any organization), ordered by id.
+    async fn recorded_usage(&self) -> Vec<UsageRecord> {
+        let mut records: Vec<UsageRecord> = match (&self.memory, &self.db) {
+            (Some(memory), _) => memory.usage_records(),
+            (None, Some(db)) => {
+                let sql = "SELECT * FROM usage_records";
+                let rows: Vec<StoredUsage> = match &db.database {
+                    Database::Postgres(pool) => {
+                        let mut conn = pool.get().await.unwrap();
+                        diesel::sql_query(sql).load(&mut *conn).await.unwrap()
+                    }
+                    Database::Sqlite(pool) => {
+                        let mut conn = pool.get().await.unwrap();
+                        diesel::sql_query(sql).load(&mut *conn).await.unwrap()
+                    }
+                };
+                rows.into_iter().map(UsageRecord::from).collect()
+            }
+            (None, None) => unreachable!("a fixture has a store"),
+        };
+        records.sort_by(|a, b| a.id.cmp(&b.id));
+        records
+    }
+
+    /// Every artifact the filter shows, newest first.
+    async fn all_artifacts(&self, filter: &ArtifactFilter) -> Vec<Artifact> {
+        self.artifacts
+            .list(filter, &PageRequest::first(Limit::new(100).unwrap()))
+            .await
+            .unwrap()
+    }
+
+    async fn versions(&self, chat: &Chat) -> HashMap<String, u32> {
+        self.store
+            .artifact_versions(&chat.organization_id, &chat.id)
+            .await
+            .unwrap()
     }
 
     /// Every chat of the filter, newest first.
@@ -219,6 +349,108 @@ fn usage(input: u32, output: u32, reasoning: u32, finish_reason: FinishReason) -
             reasoning_tokens: reasoning,
         },
         finish_reason,
+    }
+}
+
+/// What an answer of `chat` consumed (answer `message_id`), as the chat service records it.
+fn usage_record(chat: &Chat, message_id: &MessageId, when: DateTime<Utc>) -> UsageRecord {
+    let tokens = Tokens {
+        input: 1_200,
+        output: 345,
+        reasoning: 67,
+    };
+    UsageRecord {
+        id: UsageId::generate(),
+        organization_id: chat.organization_id.clone(),
+        principal: chat.owner.clone(),
+        principal_kind: PrincipalKind::User,
+        chat_id: chat.id.to_string(),
+        message_id: message_id.to_string(),
+        model_id: chat.model.model_id.clone(),
+        parent_model_id: chat.model.base_model_id.clone(),
+        provider: "local".to_owned(),
+        credits: tokens.credits(3),
+        tokens,
+        latency_ms: 1_234,
+        finish_reason: "stop".to_owned(),
+        created_at: when,
+    }
+}
+
+/// A finished turn: `messages`, the usage of its answer (the last message, or an answer
+/// that was not stored when there are none), no artifacts.
+fn turn_of(chat: &Chat, messages: &[Message], when: DateTime<Utc>) -> FinishedTurn {
+    let answer = messages
+        .last()
+        .map_or_else(MessageId::generate, |m| m.id.clone());
+    FinishedTurn {
+        messages: messages.to_vec(),
+        usage: usage_record(chat, &answer, when),
+        artifacts: Vec::new(),
+    }
+}
+
+/// Version `version` of artifact `identifier`, found in `answer` of `chat`.
+fn artifact(chat: &Chat, answer: &Message, identifier: &str, version: u32) -> Artifact {
+    Artifact {
+        id: ArtifactId::generate(),
+        organization_id: chat.organization_id.clone(),
+        owner: chat.owner.clone(),
+        chat_id: chat.id.clone(),
+        message_id: answer.id.clone(),
+        kind: ArtifactKind::Code,
+        language: Some("rust".to_owned()),
+        title: format!("Skript – {identifier} ✓"),
+        identifier: identifier.to_owned(),
+        version,
+        content: format!("fn main() {{\n    println!(\"{identifier} v{version} – 你好\");\n}}\n"),
+        created_at: answer.created_at + Duration::microseconds(1),
+    }
+}
+
+/// A markdown artifact without a language.
+fn document(chat: &Chat, answer: &Message, identifier: &str, version: u32) -> Artifact {
+    Artifact {
+        kind: ArtifactKind::Markdown,
+        language: None,
+        content: format!("# {identifier}\n\n*Version {version}* — «zitiert»"),
+        ..artifact(chat, answer, identifier, version)
+    }
+}
+
+/// A user message and an answer from `sequence` on, with `artifacts` (identifier, version)
+/// found in the answer.
+fn turn_with_artifacts(
+    chat: &Chat,
+    sequence: u32,
+    artifacts: &[(&str, u32)],
+    when: DateTime<Utc>,
+) -> FinishedTurn {
+    let messages = vec![
+        Message {
+            created_at: when,
+            ..message(chat, sequence, Role::User, "Schreib mir ein Skript.")
+        },
+        Message {
+            usage: Some(usage(100, 50, 0, FinishReason::Stop)),
+            created_at: when,
+            ..message(chat, sequence + 1, Role::Assistant, "Hier ist es.")
+        },
+    ];
+    let artifacts = artifacts
+        .iter()
+        .enumerate()
+        .map(|(i, (identifier, version))| {
+            if i % 2 == 0 {
+                artifact(chat, &messages[1], identifier, *version)
+            } else {
+                document(chat, &messages[1], identifier, *version)
+            }
+        })
+        .collect();
+    FinishedTurn {
+        artifacts,
+        ..turn_of(chat, &messages, when)
     }
 }
 
@@ -330,7 +562,7 @@ fn with_deleted(filter: ChatFilter) -> ChatFilter {
     }
 }
 
-fn page(limit: i64, after: Option<&ChatId>) -> PageRequest<ChatId> {
+fn page<K: Clone>(limit: i64, after: Option<&K>) -> PageRequest<K> {
     PageRequest {
         limit: Limit::new(limit).unwrap(),
         after: after.cloned(),
@@ -349,6 +581,32 @@ fn is_not_found<T: std::fmt::Debug>(result: &Result<T, DomainError>) -> bool {
 
 fn is_internal<T: std::fmt::Debug>(result: &Result<T, DomainError>) -> bool {
     matches!(result, Err(DomainError::Internal { .. }))
+}
+
+fn is_conflict<T: std::fmt::Debug>(result: &Result<T, DomainError>) -> bool {
+    matches!(result, Err(DomainError::Conflict { .. }))
+}
+
+/// A filter of an organization's artifacts.
+fn artifacts_of(
+    organization: &OrganizationId,
+    owner: Option<&str>,
+    chat: Option<&ChatId>,
+) -> ArtifactFilter {
+    ArtifactFilter {
+        organization: organization.clone(),
+        owner: owner.map(str::to_owned),
+        chat_id: chat.cloned(),
+    }
+}
+
+fn newest_artifacts_first(mut artifacts: Vec<Artifact>) -> Vec<Artifact> {
+    artifacts.sort_by(|a, b| b.id.cmp(&a.id));
+    artifacts
+}
+
+fn versions(pairs: &[(&str, u32)]) -> HashMap<String, u32> {
+    pairs.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect()
 }
 
 // ----- chats -----
@@ -407,8 +665,13 @@ async fn another_organization_cannot_reach_a_chat(target: impl Into<Target>) {
     let globex = f.organization("Globex").await;
     let chat = f.chat(&acme, "alice").await;
     let turn = rich_turn(&chat, 0);
-    f.finish(&chat, &turn, at(20)).await;
+    let finished = FinishedTurn {
+        artifacts: vec![artifact(&chat, &turn[9], "plan", 1)],
+        ..turn_of(&chat, &turn, at(20))
+    };
+    f.finish_turn(&chat, &finished, at(20)).await;
     let stored = f.get(&chat).await.unwrap();
+    let theirs = artifacts_of(&globex, None, None);
 
     assert_eq!(f.store.get(&globex, &chat.id).await.unwrap(), None);
     assert!(
@@ -434,15 +697,47 @@ async fn another_organization_cannot_reach_a_chat(target: impl Into<Target>) {
             .await
             .unwrap()
     );
-    let more = vec![message(&chat, 10, Role::User, "hijacked")];
-    let finished = f
+    assert!(
+        f.store
+            .artifact_versions(&globex, &chat.id)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let artifact_id = &finished.artifacts[0].id;
+    assert_eq!(f.artifacts.get(&globex, artifact_id).await.unwrap(), None);
+    assert!(f.all_artifacts(&theirs).await.is_empty());
+    assert!(
+        f.all_artifacts(&artifacts_of(&globex, Some("alice"), Some(&chat.id)))
+            .await
+            .is_empty()
+    );
+    assert_eq!(f.artifacts.count(&theirs).await.unwrap(), 0);
+
+    // Writes in another organization's name (its usage and artifacts) change nothing.
+    let as_globex = Chat {
+        organization_id: globex.clone(),
+        ..chat.clone()
+    };
+    let more = vec![message(&chat, 10, Role::Assistant, "hijacked")];
+    let hijack = FinishedTurn {
+        artifacts: vec![artifact(&as_globex, &more[0], "plan", 2)],
+        ..turn_of(&as_globex, &more, at(41))
+    };
+    let refused = f
         .store
-        .finish_generation(&globex, &chat.id, &more, at(41))
+        .finish_generation(&globex, &chat.id, &hijack, at(41))
         .await;
-    assert!(is_not_found(&finished), "{finished:?}");
+    assert!(is_not_found(&refused), "{refused:?}");
+    let spent = usage_record(&as_globex, &MessageId::generate(), at(42));
     let failed = f
         .store
-        .fail_generation(&globex, &chat.id, "hijacked", at(42))
+        .fail_generation(&globex, &chat.id, "hijacked", Some(spent.clone()), at(42))
+        .await;
+    assert!(is_not_found(&failed), "{failed:?}");
+    let failed = f
+        .store
+        .fail_generation(&globex, &chat.id, "hijacked", None, at(42))
         .await;
     assert!(is_not_found(&failed), "{failed:?}");
     let hijacked = Chat {
@@ -461,6 +756,13 @@ async fn another_organization_cannot_reach_a_chat(target: impl Into<Target>) {
     );
     assert_eq!(f.messages(&chat).await, turn);
     assert_eq!(f.all(&live(&acme)).await, vec![stored]);
+    assert_eq!(f.recorded_usage().await, vec![finished.usage.clone()]);
+    assert_eq!(
+        f.all_artifacts(&artifacts_of(&acme, None, None)).await,
+        finished.artifacts
+    );
+    assert!(f.all_artifacts(&theirs).await.is_empty());
+    assert_eq!(f.versions(&chat).await, versions(&[("plan", 1)]));
 }
 
 async fn lists_are_newest_first_and_filtered(target: impl Into<Target>) {
@@ -691,7 +993,7 @@ async fn one_generation_runs_at_a_time(target: impl Into<Target>) {
 
     // A failed generation may be retried; the new start clears the error.
     f.store
-        .fail_generation(&acme, &chat.id, "boom", at(14))
+        .fail_generation(&acme, &chat.id, "boom", None, at(14))
         .await
         .unwrap();
     assert!(f.begin(&chat, at(15)).await);
@@ -720,7 +1022,7 @@ async fn finishing_appends_messages_and_clears_the_status(target: impl Into<Targ
     let acme = f.organization("Acme").await;
     let chat = f.chat(&acme, "alice").await;
     f.store
-        .fail_generation(&acme, &chat.id, "old failure", at(5))
+        .fail_generation(&acme, &chat.id, "old failure", None, at(5))
         .await
         .unwrap();
     assert!(f.begin(&chat, at(10)).await);
@@ -739,7 +1041,7 @@ async fn finishing_appends_messages_and_clears_the_status(target: impl Into<Targ
 
     // Finishing also clears a failure (whatever the status was).
     f.store
-        .fail_generation(&acme, &chat.id, "late failure", at(21))
+        .fail_generation(&acme, &chat.id, "late failure", None, at(21))
         .await
         .unwrap();
     f.finish(&chat, &[], at(22)).await;
@@ -752,7 +1054,7 @@ async fn finishing_appends_messages_and_clears_the_status(target: impl Into<Targ
     let unknown = chat_of(&acme);
     let finished = f
         .store
-        .finish_generation(&acme, &unknown.id, &[], at(23))
+        .finish_generation(&acme, &unknown.id, &turn_of(&unknown, &[], at(23)), at(23))
         .await;
     assert!(is_not_found(&finished), "{finished:?}");
 }
@@ -769,6 +1071,9 @@ async fn a_taken_sequence_number_rolls_the_whole_finish_back(target: impl Into<T
     f.finish(&chat, &first, at(11)).await;
     assert!(f.begin(&chat, at(12)).await);
     let generating = f.get(&chat).await.unwrap();
+    let recorded = f.recorded_usage().await;
+    assert_eq!(recorded.len(), 1);
+    assert_eq!(recorded[0].message_id, first[1].id.to_string());
 
     // The new messages come first, the taken number last: nothing of the batch stays.
     let colliding = vec![
@@ -778,7 +1083,7 @@ async fn a_taken_sequence_number_rolls_the_whole_finish_back(target: impl Into<T
     ];
     let refused = f
         .store
-        .finish_generation(&acme, &chat.id, &colliding, at(13))
+        .finish_generation(&acme, &chat.id, &turn_of(&chat, &colliding, at(13)), at(13))
         .await;
     assert!(refused.is_err(), "{refused:?}");
     assert_eq!(f.messages(&chat).await, first, "no new messages");
@@ -787,6 +1092,7 @@ async fn a_taken_sequence_number_rolls_the_whole_finish_back(target: impl Into<T
         Some(generating.clone()),
         "status and time unchanged"
     );
+    assert_eq!(f.recorded_usage().await, recorded, "no usage recorded");
 
     // A message id that is taken is refused the same way.
     let reused = vec![
@@ -798,17 +1104,19 @@ async fn a_taken_sequence_number_rolls_the_whole_finish_back(target: impl Into<T
     ];
     let refused = f
         .store
-        .finish_generation(&acme, &chat.id, &reused, at(14))
+        .finish_generation(&acme, &chat.id, &turn_of(&chat, &reused, at(14)), at(14))
         .await;
     assert!(refused.is_err(), "{refused:?}");
     assert_eq!(f.messages(&chat).await, first);
     assert_eq!(f.get(&chat).await, Some(generating));
+    assert_eq!(f.recorded_usage().await, recorded);
 
     // The generation can still finish properly.
     let next = vec![message(&chat, 2, Role::User, "three")];
     f.finish(&chat, &next, at(15)).await;
     assert_eq!(f.messages(&chat).await, [first, next].concat());
     assert_eq!(f.get(&chat).await.unwrap().status, None);
+    assert_eq!(f.recorded_usage().await.len(), 2);
 }
 
 async fn failing_records_the_error(target: impl Into<Target>) {
@@ -821,7 +1129,7 @@ async fn failing_records_the_error(target: impl Into<Target>) {
     let before = f.messages(&chat).await;
     assert!(f.begin(&chat, at(10)).await);
     f.store
-        .fail_generation(&acme, &chat.id, "provider said 500 – 错误", at(11))
+        .fail_generation(&acme, &chat.id, "provider said 500 – 错误", None, at(11))
         .await
         .unwrap();
     assert_eq!(
@@ -834,17 +1142,22 @@ async fn failing_records_the_error(target: impl Into<Target>) {
         })
     );
     assert_eq!(f.messages(&chat).await, before, "nothing is appended");
+    assert_eq!(
+        f.recorded_usage().await.len(),
+        1,
+        "only the first turn's usage"
+    );
 
     // A later failure replaces the reason.
     f.store
-        .fail_generation(&acme, &chat.id, "again", at(12))
+        .fail_generation(&acme, &chat.id, "again", None, at(12))
         .await
         .unwrap();
     assert_eq!(f.get(&chat).await.unwrap().error.as_deref(), Some("again"));
 
     let failed = f
         .store
-        .fail_generation(&acme, &ChatId::generate(), "nobody", at(13))
+        .fail_generation(&acme, &ChatId::generate(), "nobody", None, at(13))
         .await;
     assert!(is_not_found(&failed), "{failed:?}");
     assert_eq!(f.get(&untouched).await, Some(untouched));
@@ -872,7 +1185,7 @@ async fn interrupted_generations_fail_in_every_organization(target: impl Into<Ta
     let idle = f.chat(&acme, "alice").await;
     let failed = f.chat(&globex, "alice").await;
     f.store
-        .fail_generation(&globex, &failed.id, "earlier", at(11))
+        .fail_generation(&globex, &failed.id, "earlier", None, at(11))
         .await
         .unwrap();
     let failed = f.get(&failed).await.unwrap();
@@ -990,6 +1303,474 @@ async fn concurrent_starts_have_one_winner(target: impl Into<Target>) {
     assert_eq!(f.messages(&chat).await.len(), 5);
 }
 
+// ----- usage and artifacts -----
+
+async fn finishing_stores_the_usage_and_the_artifacts(target: impl Into<Target>) {
+    let f = Fixture::new(target).await;
+    let acme = f.organization("Acme").await;
+    let globex = f.organization("Globex").await;
+    let chat = f.chat(&acme, "alice").await;
+    let other = f.chat(&acme, "alice").await;
+    assert!(f.versions(&chat).await.is_empty());
+
+    assert!(f.begin(&chat, at(10)).await);
+    let first = turn_with_artifacts(&chat, 0, &[("plan", 1), ("readme", 1)], at(11));
+    f.finish_turn(&chat, &first, at(11)).await;
+    assert_eq!(f.messages(&chat).await, first.messages);
+    assert_eq!(f.recorded_usage().await, vec![first.usage.clone()]);
+    for artifact in &first.artifacts {
+        assert_eq!(
+            f.artifacts.get(&acme, &artifact.id).await.unwrap().as_ref(),
+            Some(artifact),
+            "read back unchanged"
+        );
+    }
+    assert_eq!(
+        f.versions(&chat).await,
+        versions(&[("plan", 1), ("readme", 1)])
+    );
+    assert_eq!(f.get(&chat).await.unwrap().status, None);
+
+    // The next turn revises one artifact and adds another.
+    assert!(f.begin(&chat, at(12)).await);
+    let second = turn_with_artifacts(&chat, 2, &[("plan", 2), ("diagram", 1)], at(13));
+    f.finish_turn(&chat, &second, at(13)).await;
+    assert_eq!(
+        f.messages(&chat).await,
+        [first.messages.clone(), second.messages.clone()].concat()
+    );
+    assert_eq!(
+        f.recorded_usage().await,
+        vec![first.usage.clone(), second.usage.clone()]
+    );
+    assert_eq!(
+        f.versions(&chat).await,
+        versions(&[("plan", 2), ("readme", 1), ("diagram", 1)])
+    );
+    let of_chat = artifacts_of(&acme, None, Some(&chat.id));
+    let both = newest_artifacts_first([first.artifacts.clone(), second.artifacts.clone()].concat());
+    assert_eq!(f.all_artifacts(&of_chat).await, both);
+    assert_eq!(f.artifacts.count(&of_chat).await.unwrap(), 4);
+
+    // Versions are per chat and per organization.
+    assert!(f.versions(&other).await.is_empty());
+    assert!(
+        f.store
+            .artifact_versions(&globex, &chat.id)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(f.versions(&chat_of(&acme)).await.is_empty());
+    let theirs = turn_with_artifacts(&other, 0, &[("plan", 1)], at(14));
+    f.finish_turn(&other, &theirs, at(14)).await;
+    assert_eq!(f.versions(&other).await, versions(&[("plan", 1)]));
+    assert_eq!(
+        f.versions(&chat).await,
+        versions(&[("plan", 2), ("readme", 1), ("diagram", 1)])
+    );
+    assert_eq!(f.recorded_usage().await.len(), 3);
+    assert_eq!(
+        f.all_artifacts(&artifacts_of(&acme, None, Some(&other.id)))
+            .await,
+        theirs.artifacts
+    );
+}
+
+/// The chat is still `generating` with `before`'s messages, usage and artifacts only.
+async fn assert_unchanged(f: &Fixture, generating: &Chat, before: &FinishedTurn, case: &str) {
+    assert_eq!(f.get(generating).await.as_ref(), Some(generating), "{case}");
+    assert_eq!(f.messages(generating).await, before.messages, "{case}");
+    assert_eq!(
+        f.recorded_usage().await,
+        vec![before.usage.clone()],
+        "{case}"
+    );
+    assert_eq!(
+        f.all_artifacts(&artifacts_of(&generating.organization_id, None, None))
+            .await,
+        newest_artifacts_first(before.artifacts.clone()),
+        "{case}"
+    );
+    assert_eq!(
+        f.versions(generating).await,
+        versions(&[("plan", 1)]),
+        "{case}"
+    );
+}
+
+async fn a_recorded_usage_or_a_taken_artifact_version_rolls_the_finish_back(
+    target: impl Into<Target>,
+) {
+    let f = Fixture::new(target).await;
+    let acme = f.organization("Acme").await;
+    let chat = f.chat(&acme, "alice").await;
+    let elsewhere = f.chat(&acme, "alice").await;
+    let first = turn_with_artifacts(&chat, 0, &[("plan", 1)], at(11));
+    f.finish_turn(&chat, &first, at(11)).await;
+    assert!(f.begin(&chat, at(12)).await);
+    let generating = f.get(&chat).await.unwrap();
+
+    let mut cases = Vec::new();
+    // The usage of an answer already recorded.
+    let mut recorded_message = turn_with_artifacts(&chat, 2, &[("readme", 1)], at(13));
+    recorded_message.usage.message_id = first.usage.message_id.clone();
+    cases.push(("usage of a recorded message", recorded_message));
+    // A usage record id already taken.
+    let mut recorded_id = turn_with_artifacts(&chat, 2, &[("readme", 1)], at(13));
+    recorded_id.usage.id = first.usage.id.clone();
+    cases.push(("usage id taken", recorded_id));
+    // A new artifact first, the taken version last.
+    cases.push((
+        "artifact version taken",
+        turn_with_artifacts(&chat, 2, &[("readme", 1), ("plan", 1)], at(13)),
+    ));
+    // An artifact of another chat.
+    let mut stray = turn_with_artifacts(&chat, 2, &[("readme", 1)], at(13));
+    stray.artifacts.push(Artifact {
+        chat_id: elsewhere.id.clone(),
+        ..artifact(&chat, &stray.messages[1], "stray", 1)
+    });
+    cases.push(("artifact of another chat", stray));
+
+    for (case, turn) in &cases {
+        let refused = f
+            .store
+            .finish_generation(&acme, &chat.id, turn, at(13))
+            .await;
+        assert!(is_conflict(&refused), "{case}: {refused:?}");
+        assert_unchanged(&f, &generating, &first, case).await;
+    }
+    assert!(f.versions(&elsewhere).await.is_empty());
+
+    // The generation can still finish properly.
+    let next = turn_with_artifacts(&chat, 2, &[("readme", 1), ("plan", 2)], at(14));
+    f.finish_turn(&chat, &next, at(14)).await;
+    assert_eq!(
+        f.versions(&chat).await,
+        versions(&[("plan", 2), ("readme", 1)])
+    );
+    assert_eq!(
+        f.messages(&chat).await,
+        [first.messages.clone(), next.messages.clone()].concat()
+    );
+    assert_eq!(f.recorded_usage().await, vec![first.usage, next.usage]);
+    assert_eq!(f.get(&chat).await.unwrap().status, None);
+}
+
+async fn one_turn_cannot_store_an_artifact_version_twice(target: impl Into<Target>) {
+    let f = Fixture::new(target).await;
+    let acme = f.organization("Acme").await;
+    let chat = f.chat(&acme, "alice").await;
+    let first = turn_with_artifacts(&chat, 0, &[("plan", 1)], at(11));
+    f.finish_turn(&chat, &first, at(11)).await;
+    assert!(f.begin(&chat, at(12)).await);
+    let generating = f.get(&chat).await.unwrap();
+
+    let twice = turn_with_artifacts(&chat, 2, &[("readme", 1), ("readme", 1)], at(13));
+    let refused = f
+        .store
+        .finish_generation(&acme, &chat.id, &twice, at(13))
+        .await;
+    assert!(is_conflict(&refused), "{refused:?}");
+    assert_unchanged(&f, &generating, &first, "one version twice").await;
+}
+
+async fn failing_records_the_usage_of_a_failed_attempt(target: impl Into<Target>) {
+    let f = Fixture::new(target).await;
+    let acme = f.organization("Acme").await;
+    let chat = f.chat(&acme, "alice").await;
+    let untouched = f.chat(&acme, "alice").await;
+    assert!(f.begin(&chat, at(10)).await);
+    let tokens = Tokens {
+        input: 900,
+        output: 12,
+        reasoning: 0,
+    };
+    let spent = UsageRecord {
+        tokens,
+        credits: tokens.credits(1),
+        finish_reason: FAILED.to_owned(),
+        ..usage_record(&chat, &MessageId::generate(), at(11))
+    };
+    f.store
+        .fail_generation(
+            &acme,
+            &chat.id,
+            "provider said 500",
+            Some(spent.clone()),
+            at(11),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        f.get(&chat).await,
+        Some(Chat {
+            status: Some(ChatStatus::Error),
+            error: Some("provider said 500".to_owned()),
+            updated_at: at(11),
+            ..chat.clone()
+        })
+    );
+    assert!(f.messages(&chat).await.is_empty(), "nothing is appended");
+    assert_eq!(f.recorded_usage().await, vec![spent.clone()]);
+
+    // Without tokens spent, nothing is recorded.
+    assert!(f.begin(&chat, at(12)).await);
+    f.store
+        .fail_generation(&acme, &chat.id, "timed out", None, at(13))
+        .await
+        .unwrap();
+    let failed = f.get(&chat).await.unwrap();
+    assert_eq!(
+        (failed.status, failed.error.as_deref(), failed.updated_at),
+        (Some(ChatStatus::Error), Some("timed out"), at(13))
+    );
+    assert_eq!(f.recorded_usage().await, vec![spent.clone()]);
+
+    // The same answer's usage twice is refused, and the chat keeps generating.
+    assert!(f.begin(&chat, at(14)).await);
+    let generating = f.get(&chat).await.unwrap();
+    let twice = UsageRecord {
+        id: UsageId::generate(),
+        ..spent.clone()
+    };
+    let refused = f
+        .store
+        .fail_generation(&acme, &chat.id, "again", Some(twice.clone()), at(15))
+        .await;
+    assert!(is_conflict(&refused), "{refused:?}");
+    assert_eq!(f.get(&chat).await, Some(generating));
+    assert_eq!(f.recorded_usage().await, vec![spent.clone()]);
+
+    // An unknown chat records nothing.
+    let unknown = chat_of(&acme);
+    let lost = usage_record(&unknown, &MessageId::generate(), at(16));
+    let refused = f
+        .store
+        .fail_generation(&acme, &unknown.id, "nobody", Some(lost.clone()), at(16))
+        .await;
+    assert!(is_not_found(&refused), "{refused:?}");
+    assert_eq!(f.recorded_usage().await, vec![spent.clone()]);
+
+    // A later finish records its own answer's usage.
+    let turn = vec![
+        message(&chat, 0, Role::User, "noch einmal"),
+        message(&chat, 1, Role::Assistant, "gern"),
+    ];
+    f.finish(&chat, &turn, at(17)).await;
+    let recorded = f.recorded_usage().await;
+    assert_eq!(recorded.len(), 2);
+    assert_eq!(recorded[0], spent);
+    assert_eq!(recorded[1].message_id, turn[1].id.to_string());
+    assert_eq!(f.get(&chat).await.unwrap().status, None);
+    assert_eq!(f.get(&untouched).await, Some(untouched));
+}
+
+async fn artifacts_are_scoped_to_the_organization_and_filtered(target: impl Into<Target>) {
+    let f = Fixture::new(target).await;
+    let acme = f.organization("Acme").await;
+    let globex = f.organization("Globex").await;
+    let first = f.chat(&acme, "alice").await;
+    let second = f.chat(&acme, "alice").await;
+    let bobs = f.chat(&acme, "bob").await;
+    let theirs = f.chat(&globex, "alice").await;
+
+    // Interleaved turns: every chat's artifacts are spread over the id order.
+    let mut stored: Vec<Artifact> = Vec::new();
+    for round in 0..3_u32 {
+        for (chat, count) in [(&first, 2), (&second, 1), (&bobs, 2), (&theirs, 1)] {
+            let found: Vec<(&str, u32)> = ["plan", "readme"][..count]
+                .iter()
+                .map(|identifier| (*identifier, round + 1))
+                .collect();
+            let turn = turn_with_artifacts(chat, round * 2, &found, at(20 + i64::from(round)));
+            f.finish_turn(chat, &turn, at(20 + i64::from(round))).await;
+            stored.extend(turn.artifacts);
+        }
+    }
+    let expect = |keep: &dyn Fn(&Artifact) -> bool| {
+        newest_artifacts_first(stored.iter().filter(|a| keep(a)).cloned().collect())
+    };
+
+    for artifact in &stored {
+        let (mine, other) = if artifact.organization_id == acme {
+            (&acme, &globex)
+        } else {
+            (&globex, &acme)
+        };
+        assert_eq!(
+            f.artifacts.get(mine, &artifact.id).await.unwrap().as_ref(),
+            Some(artifact)
+        );
+        assert_eq!(f.artifacts.get(other, &artifact.id).await.unwrap(), None);
+    }
+    assert_eq!(
+        f.artifacts
+            .get(&acme, &ArtifactId::generate())
+            .await
+            .unwrap(),
+        None
+    );
+
+    let cases: Vec<(ArtifactFilter, Vec<Artifact>, u64)> = vec![
+        (
+            artifacts_of(&acme, None, None),
+            expect(&|a| a.organization_id == acme),
+            15,
+        ),
+        (
+            artifacts_of(&acme, Some("alice"), None),
+            expect(&|a| a.chat_id == first.id || a.chat_id == second.id),
+            9,
+        ),
+        (
+            artifacts_of(&acme, Some("bob"), None),
+            expect(&|a| a.chat_id == bobs.id),
+            6,
+        ),
+        (
+            artifacts_of(&acme, None, Some(&first.id)),
+            expect(&|a| a.chat_id == first.id),
+            6,
+        ),
+        (
+            artifacts_of(&acme, Some("alice"), Some(&second.id)),
+            expect(&|a| a.chat_id == second.id),
+            3,
+        ),
+        (
+            artifacts_of(&acme, Some("bob"), Some(&first.id)),
+            Vec::new(),
+            0,
+        ),
+        (artifacts_of(&acme, Some("carol"), None), Vec::new(), 0),
+        (artifacts_of(&acme, None, Some(&theirs.id)), Vec::new(), 0),
+        (
+            artifacts_of(&globex, None, None),
+            expect(&|a| a.chat_id == theirs.id),
+            3,
+        ),
+        (artifacts_of(&globex, Some("bob"), None), Vec::new(), 0),
+        (artifacts_of(&globex, None, Some(&first.id)), Vec::new(), 0),
+        (
+            artifacts_of(&OrganizationId::generate(), None, None),
+            Vec::new(),
+            0,
+        ),
+    ];
+    for (filter, expected, count) in &cases {
+        assert_eq!(expected.len() as u64, *count, "{filter:?}");
+        assert_eq!(&f.all_artifacts(filter).await, expected, "{filter:?}");
+        assert_eq!(
+            f.artifacts.count(filter).await.unwrap(),
+            *count,
+            "{filter:?}"
+        );
+    }
+
+    // A page fetches one extra row; `after` is exclusive, and a cursor of another
+    // organization's artifact still pages by id.
+    let everything = artifacts_of(&acme, None, None);
+    let all = expect(&|a| a.organization_id == acme);
+    assert_eq!(
+        f.artifacts.list(&everything, &page(2, None)).await.unwrap(),
+        all[..3]
+    );
+    assert_eq!(
+        f.artifacts
+            .list(&everything, &page(2, Some(&all[1].id)))
+            .await
+            .unwrap(),
+        all[2..5]
+    );
+    assert!(
+        f.artifacts
+            .list(&everything, &page(2, Some(&all[14].id)))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let cursor = &stored.iter().find(|a| a.chat_id == theirs.id).unwrap().id;
+    let after_theirs: Vec<Artifact> = all
+        .iter()
+        .filter(|a| &a.id < cursor)
+        .take(3)
+        .cloned()
+        .collect();
+    assert_eq!(after_theirs.len(), 3, "the cursor is not the oldest");
+    assert_eq!(
+        f.artifacts
+            .list(&everything, &page(2, Some(cursor)))
+            .await
+            .unwrap(),
+        after_theirs
+    );
+}
+
+async fn artifact_keyset_pages_have_no_gaps_or_duplicates(target: impl Into<Target>) {
+    let f = Fixture::new(target).await;
+    let acme = f.organization("Acme").await;
+    let chat = f.chat(&acme, "alice").await;
+    let bobs = f.chat(&acme, "bob").await;
+    let mut mine = Vec::new();
+    for round in 0..5_u32 {
+        let version = round + 1;
+        let found = [
+            ("a", version),
+            ("b", version),
+            ("c", version),
+            ("d", version),
+            ("e", version),
+        ];
+        let when = at(20 + i64::from(round));
+        let turn = turn_with_artifacts(&chat, round * 2, &found, when);
+        f.finish_turn(&chat, &turn, when).await;
+        mine.extend(turn.artifacts);
+        // Another owner's artifacts are skipped, not counted against a page.
+        let turn = turn_with_artifacts(&bobs, round * 2, &[("x", version)], when);
+        f.finish_turn(&bobs, &turn, when).await;
+    }
+    let expected = newest_artifacts_first(mine);
+    let filter = artifacts_of(&acme, Some("alice"), None);
+
+    let mut seen: Vec<Artifact> = Vec::new();
+    let mut sizes = Vec::new();
+    let mut after: Option<ArtifactId> = None;
+    loop {
+        let mut rows = f
+            .artifacts
+            .list(&filter, &page(10, after.as_ref()))
+            .await
+            .unwrap();
+        let has_more = rows.len() > 10;
+        rows.truncate(10);
+        sizes.push(rows.len());
+        after = rows.last().map(|a| a.id.clone());
+        seen.extend(rows);
+        if sizes.len() == 1 {
+            // An artifact stored while paging is newer than every cursor: later pages skip it.
+            let turn = turn_with_artifacts(&chat, 10, &[("late", 1)], at(30));
+            f.finish_turn(&chat, &turn, at(30)).await;
+        }
+        if !has_more {
+            break;
+        }
+    }
+    assert_eq!(sizes, [10, 10, 5]);
+    let unique: HashSet<&ArtifactId> = seen.iter().map(|a| &a.id).collect();
+    assert_eq!(unique.len(), seen.len(), "no duplicates");
+    assert_eq!(seen, expected, "no gaps, newest first");
+    assert_eq!(f.artifacts.count(&filter).await.unwrap(), 26);
+    assert_eq!(
+        f.artifacts
+            .count(&artifacts_of(&acme, None, None))
+            .await
+            .unwrap(),
+        31
+    );
+}
+
 // ----- database only -----
 
 async fn references_must_exist(backend: Backend) {
@@ -1020,11 +1801,77 @@ async fn references_must_exist(backend: Backend) {
     ];
     let refused = f
         .store
-        .finish_generation(&acme, &chat.id, &stray, at(11))
+        .finish_generation(&acme, &chat.id, &turn_of(&chat, &stray, at(11)), at(11))
         .await;
     assert!(is_internal(&refused), "{refused:?}");
     assert!(f.messages(&chat).await.is_empty());
     assert!(f.messages(&other).await.is_empty());
+    assert_eq!(
+        f.get(&chat).await.unwrap().status,
+        Some(ChatStatus::Generating)
+    );
+    assert!(f.recorded_usage().await.is_empty());
+
+    // A usage record of an organization that does not exist rolls the finish back.
+    let messages = vec![message(&chat, 0, Role::User, "mine")];
+    let mut orphan_usage = turn_of(&chat, &messages, at(12));
+    orphan_usage.usage.organization_id = OrganizationId::generate();
+    let refused = f
+        .store
+        .finish_generation(&acme, &chat.id, &orphan_usage, at(12))
+        .await;
+    assert!(
+        matches!(
+            refused,
+            Err(DomainError::Conflict {
+                code: "missing_reference",
+                ..
+            })
+        ),
+        "{refused:?}"
+    );
+    assert!(f.messages(&chat).await.is_empty());
+    assert!(f.recorded_usage().await.is_empty());
+    let spent = usage_record(&chat, &MessageId::generate(), at(12));
+    let refused = f
+        .store
+        .fail_generation(
+            &acme,
+            &chat.id,
+            "boom",
+            Some(UsageRecord {
+                organization_id: OrganizationId::generate(),
+                ..spent
+            }),
+            at(12),
+        )
+        .await;
+    assert!(is_conflict(&refused), "{refused:?}");
+    assert!(f.recorded_usage().await.is_empty());
+
+    // An artifact names the stored message it was found in.
+    let unstored = message(&chat, 5, Role::Assistant, "never stored");
+    let stray_artifact = FinishedTurn {
+        artifacts: vec![artifact(&chat, &unstored, "plan", 1)],
+        ..turn_of(&chat, &messages, at(13))
+    };
+    let refused = f
+        .store
+        .finish_generation(&acme, &chat.id, &stray_artifact, at(13))
+        .await;
+    assert!(
+        matches!(
+            refused,
+            Err(DomainError::Conflict {
+                code: "missing_reference",
+                ..
+            })
+        ),
+        "{refused:?}"
+    );
+    assert!(f.messages(&chat).await.is_empty());
+    assert!(f.recorded_usage().await.is_empty());
+    assert!(f.versions(&chat).await.is_empty());
     assert_eq!(
         f.get(&chat).await.unwrap().status,
         Some(ChatStatus::Generating)
@@ -1104,6 +1951,12 @@ tessera_store::on_both_databases!(
     interrupted_generations_fail_in_every_organization,
     update_saves_title_deletion_and_time_only,
     concurrent_starts_have_one_winner,
+    finishing_stores_the_usage_and_the_artifacts,
+    a_recorded_usage_or_a_taken_artifact_version_rolls_the_finish_back,
+    one_turn_cannot_store_an_artifact_version_twice,
+    failing_records_the_usage_of_a_failed_attempt,
+    artifacts_are_scoped_to_the_organization_and_filtered,
+    artifact_keyset_pages_have_no_gaps_or_duplicates,
     references_must_exist,
     corrupt_rows_are_internal_errors,
 );
@@ -1134,5 +1987,11 @@ mod memory {
         interrupted_generations_fail_in_every_organization,
         update_saves_title_deletion_and_time_only,
         concurrent_starts_have_one_winner,
+        finishing_stores_the_usage_and_the_artifacts,
+        a_recorded_usage_or_a_taken_artifact_version_rolls_the_finish_back,
+        one_turn_cannot_store_an_artifact_version_twice,
+        failing_records_the_usage_of_a_failed_attempt,
+        artifacts_are_scoped_to_the_organization_and_filtered,
+        artifact_keyset_pages_have_no_gaps_or_duplicates,
     );
 }

@@ -1,3 +1,26 @@
-//! Usage records and their aggregation (pure domain; filled by issue 8).
-//!
-//! This crate is a placeholder that fixes its place in the workspace; it has no code yet.
+//! Usage accounting: one `UsageRecord` per completion (who, which model and base model,
+//! which provider, tokens, credits, latency, finish reason) and reports over them: totals
+//! and groups by period (hour, day or month in any IANA time zone), model and principal,
+//! paged by group key. Pure domain: records are written through the chats store in the
+//! transaction that stores the answer, and aggregated by a `UsageStore`, which computes
+//! local periods from the UTC offset spans this crate derives (`zone`).
+
+#[cfg(any(test, feature = "memory"))]
+pub mod memory;
+mod query;
+mod record;
+mod service;
+mod store;
+pub mod zone;
+
+pub use query::{
+    Aggregate, GroupKey, GroupQuery, Grouping, OffsetSpan, Period, UsageFilter, UsageGroup,
+    UsageTotals,
+};
+pub use record::{FAILED, Tokens, UsageId, UsageRecord};
+pub use service::{
+    MAX_RANGE_DAYS, ReportGroup, UsageCaller, UsageReport, UsageRequest, UsageService,
+};
+#[cfg(any(test, feature = "mocks"))]
+pub use store::MockUsageStore;
+pub use store::UsageStore;

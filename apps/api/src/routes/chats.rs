@@ -477,7 +477,7 @@ fn chat_id(text: &str) -> Result<ChatId, ApiError> {
 }
 
 /// The caller as the chats domain sees them: organization, subject, admin or not.
-fn chat_caller(caller: &Caller) -> ChatCaller {
+pub fn chat_caller(caller: &Caller) -> ChatCaller {
     let principal = &caller.0;
     let admin = Scope::from_str("chats:admin")
         .map(|scope| principal.can(&scope))
@@ -485,6 +485,7 @@ fn chat_caller(caller: &Caller) -> ChatCaller {
     ChatCaller {
         organization: principal.organization_id.clone(),
         subject: principal.subject.clone(),
+        kind: principal.kind,
         // Only completions depend on the plan; `create_completion` reads it.
         plan: Plan::default(),
         sees_all: admin,

@@ -1,6 +1,7 @@
 //! HTTP handlers, one module per resource group. Handlers are thin: parse, call a domain
 //! service, map the result. Every operation is listed in `crate::access::ROUTES`.
 
+pub mod artifacts;
 pub mod chats;
 pub mod clients;
 pub mod fallback;
@@ -10,3 +11,4 @@ pub mod oauth;
 pub mod organization;
 pub mod particles;
 pub mod system_prompts;
+pub mod usage;

@@ -23,7 +23,7 @@ fn model_dir() -> std::path::PathBuf {
 }
 
 /// The app with the embedded engine, and optionally its own catalog.
-async fn local_app(backend: Backend, catalog: Option<String>) -> (TestApp, tempfile::TempDir) {
+pub async fn local_app(backend: Backend, catalog: Option<String>) -> (TestApp, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let catalog = catalog.map(|text| {
         let path = dir.path().join("catalog.toml");
@@ -65,7 +65,7 @@ fn streamed(mut body: Value) -> Value {
 }
 
 /// The JSON chunks of a default-format stream, checking it ends with `data: [DONE]`.
-fn chunks(body: &str) -> Vec<Value> {
+pub fn chunks(body: &str) -> Vec<Value> {
     let data: Vec<&str> = body
         .split("\n\n")
         .filter_map(|event| event.strip_prefix("data: "))
@@ -118,7 +118,7 @@ async fn chat_record(app: &TestApp, token: &str, chat: &str) -> Value {
 }
 
 /// Polls the chat until no generation runs on it.
-async fn settled(app: &TestApp, token: &str, chat: &str) -> Value {
+pub async fn settled(app: &TestApp, token: &str, chat: &str) -> Value {
     for _ in 0..1200 {
         let record = chat_record(app, token, chat).await;
         if record["status"] != json!("generating") {

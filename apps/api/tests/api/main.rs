@@ -3,6 +3,7 @@
 //! link time down.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod artifacts;
 mod auth;
 mod binary;
 mod chats;
@@ -17,3 +18,4 @@ mod openapi;
 mod prompts;
 mod rate_limits;
 mod support;
+mod usage;

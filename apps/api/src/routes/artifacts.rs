@@ -1,0 +1,217 @@
+//! Artifacts: rich content found in assistant answers (markdown documents, code, HTML
+//! pages, SVG images, Mermaid diagrams), versioned per chat, listed and served for the
+//! chats the caller sees. Content is served inert: HTML and SVG under a sandboxing
+//! Content-Security-Policy, everything with `nosniff`.
+
+use actix_web::{HttpResponse, get, http::header, web};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use tessera_chats::{Artifact, ArtifactId, ArtifactKind, ChatId};
+use utoipa::{IntoParams, ToSchema};
+use validator::Validate;
+
+use crate::{
+    access::Caller,
+    extract::{ValidQuery, page_limit, path_id},
+    problem::{ApiError, Problem, ValidationProblem},
+    routes::chats::chat_caller,
+    state::AppState,
+};
+
+/// No scripts, no plugins, no requests anywhere but inline styles and embedded images,
+/// and a unique origin (`sandbox`): an artifact cannot act on the service's origin.
+pub const ARTIFACT_CSP: &str = "sandbox; default-src 'none'; style-src 'unsafe-inline'; \
+    img-src data:; font-src data:; media-src data:; form-action 'none'; frame-ancestors 'none'";
+
+/// An artifact without its content.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ArtifactSummary {
+    pub id: String,
+    pub chat_id: String,
+    /// The assistant message it was found in.
+    pub message_id: String,
+    /// `markdown`, `code`, `html`, `svg` or `mermaid`.
+    pub kind: String,
+    /// The code's language (`code` only, when the answer named one).
+    pub language: Option<String>,
+    pub title: String,
+    /// Names the artifact within its chat; a later answer with the same identifier is a
+    /// new version of it.
+    pub identifier: String,
+    pub version: u32,
+    /// The media type `GET …/content` serves it with.
+    pub media_type: String,
+    pub size: usize,
+    pub created_at: DateTime<Utc>,
+}
+
+/// An artifact with its content.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ArtifactOut {
+    #[serde(flatten)]
+    pub artifact: ArtifactSummary,
+    pub content: String,
+}
+
+/// A page of artifacts.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ArtifactPage {
+    pub items: Vec<ArtifactSummary>,
+    pub next_cursor: Option<String>,
+    pub has_more: bool,
+    pub total_count: Option<u64>,
+}
+
+/// Page through artifacts, newest first.
+#[derive(Debug, Deserialize, Validate, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(rename_all = "camelCase")]
+pub struct ListArtifacts {
+    /// Only this chat's artifacts.
+    pub chat_id: Option<String>,
+    /// 1 to 100, default 20.
+    #[validate(range(min = 1, max = 100))]
+    pub limit: Option<i64>,
+    /// `nextCursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+fn summary(artifact: &Artifact) -> ArtifactSummary {
+    ArtifactSummary {
+        id: artifact.id.to_string(),
+        chat_id: artifact.chat_id.to_string(),
+        message_id: artifact.message_id.to_string(),
+        kind: artifact.kind.as_str().to_owned(),
+        language: artifact.language.clone(),
+        title: artifact.title.clone(),
+        identifier: artifact.identifier.clone(),
+        version: artifact.version,
+        media_type: artifact.kind.media_type().to_owned(),
+        size: artifact.content.len(),
+        created_at: artifact.created_at,
+    }
+}
+
+/// Artifacts of the caller's chats (every chat of the organization with `chats:admin`),
+/// newest first; of one chat with `chatId`.
+#[utoipa::path(
+    tag = "Artifacts",
+    operation_id = "listArtifacts",
+    params(ListArtifacts),
+    responses(
+        (status = 200, description = "A page of artifacts", body = ArtifactPage),
+        (status = 404, description = "No such chat of the caller", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid limit or cursor", body = ValidationProblem, content_type = "application/problem+json")
+    )
+)]
+#[get("/v1/artifacts")]
+pub async fn list_artifacts(
+    caller: Caller,
+    state: web::Data<AppState>,
+    ValidQuery(query): ValidQuery<ListArtifacts>,
+) -> Result<web::Json<ArtifactPage>, ApiError> {
+    let who = chat_caller(&caller);
+    let chat_id = match &query.chat_id {
+        Some(text) => {
+            let id: ChatId = path_id(text, "chat")?;
+            // Another principal's or organization's chat is not found, not an empty list.
+            state
+                .chats
+                .visible(&who, &id)
+                .await
+                .map_err(crate::routes::chats::chat_error)?;
+            Some(id)
+        }
+        None => None,
+    };
+    let page = state
+        .artifacts
+        .list(
+            &who,
+            chat_id,
+            page_limit(query.limit)?,
+            query.cursor.as_deref(),
+        )
+        .await?;
+    Ok(web::Json(ArtifactPage {
+        items: page.items.iter().map(summary).collect(),
+        next_cursor: page.next_cursor.map(|c| c.as_str().to_owned()),
+        has_more: page.has_more,
+        total_count: page.total_count,
+    }))
+}
+
+async fn artifact(state: &AppState, caller: &Caller, id: &str) -> Result<Artifact, ApiError> {
+    let id: ArtifactId = path_id(id, "artifact")?;
+    Ok(state.artifacts.get(&chat_caller(caller), &id).await?)
+}
+
+/// An artifact with its content.
+#[utoipa::path(
+    tag = "Artifacts",
+    operation_id = "getArtifact",
+    params(("artifact_id" = String, Path, description = "The artifact id")),
+    responses(
+        (status = 200, description = "The artifact", body = ArtifactOut),
+        (status = 404, description = "No such artifact of the caller", body = Problem, content_type = "application/problem+json")
+    )
+)]
+#[get("/v1/artifacts/{artifact_id}")]
+pub async fn get_artifact(
+    caller: Caller,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<web::Json<ArtifactOut>, ApiError> {
+    let artifact = artifact(&state, &caller, &path).await?;
+    Ok(web::Json(ArtifactOut {
+        artifact: summary(&artifact),
+        content: artifact.content,
+    }))
+}
+
+/// The artifact's content with its media type (`text/html` for pages, `image/svg+xml`
+/// for images, text types otherwise), safe to open in a browser: HTML and SVG are
+/// sandboxed by `Content-Security-Policy` (no scripts, no outside requests).
+#[utoipa::path(
+    tag = "Artifacts",
+    operation_id = "getArtifactContent",
+    params(("artifact_id" = String, Path, description = "The artifact id")),
+    responses(
+        (status = 200, description = "The content", content(
+            (String = "text/markdown"), (String = "text/plain"), (String = "text/html"),
+            (String = "image/svg+xml"), (String = "text/vnd.mermaid")
+        )),
+        (status = 404, description = "No such artifact of the caller", body = Problem, content_type = "application/problem+json")
+    )
+)]
+#[get("/v1/artifacts/{artifact_id}/content")]
+pub async fn get_artifact_content(
+    caller: Caller,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let artifact = artifact(&state, &caller, &path).await?;
+    let extension = match artifact.kind {
+        ArtifactKind::Markdown => "md",
+        ArtifactKind::Html => "html",
+        ArtifactKind::Svg => "svg",
+        ArtifactKind::Mermaid => "mmd",
+        ArtifactKind::Code => "txt",
+    };
+    Ok(HttpResponse::Ok()
+        .content_type(artifact.kind.media_type())
+        .insert_header((header::CONTENT_SECURITY_POLICY, ARTIFACT_CSP))
+        .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
+        .insert_header(("Cross-Origin-Resource-Policy", "same-origin"))
+        .insert_header((
+            header::CONTENT_DISPOSITION,
+            format!(
+                "inline; filename=\"{}-v{}.{extension}\"",
+                artifact.identifier, artifact.version
+            ),
+        ))
+        .body(artifact.content))
+}

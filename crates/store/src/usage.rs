@@ -1,0 +1,417 @@
+//! `UsageStore` on PostgreSQL or SQLite: one row per completion in `usage_records`, and
+//! reports computed by the database in one statement. Local periods come from `created_at`
+//! shifted by the report's UTC offset for the span the record falls in (a `CASE` over the
+//! offset spans the domain computed), truncated as text (`YYYY-MM-DD HH:MM:SS`), so both
+//! databases group by the same keys without time-zone support of their own. The statement
+//! groups once (a CTE), then answers the totals, the number of groups and one page of
+//! groups after the cursor key, in byte order of the keys.
+
+use async_trait::async_trait;
+use chrono::NaiveDateTime;
+use diesel::{
+    backend::Backend,
+    prelude::*,
+    query_builder::{BoxedSqlQuery, SqlQuery},
+    serialize::ToSql,
+    sql_types::{BigInt, HasSqlType, Nullable, Text, Timestamp},
+};
+use diesel_async::RunQueryDsl;
+use tessera_kernel::{DomainError, PrincipalKind};
+use tessera_usage::{
+    Aggregate, GroupKey, GroupQuery, Period, UsageGroup, UsageRecord, UsageStore, UsageTotals,
+};
+
+use crate::{
+    Backend as DatabaseBackend, Database,
+    database::with_connection,
+    error::{pool_error, query_error},
+    schema::usage_records,
+};
+
+/// How local periods are written as keys.
+const PERIOD_FORMAT: &str = "%Y-%m-%d %H:%M:%S";
+
+/// `UsageStore` on PostgreSQL or SQLite.
+#[derive(Clone)]
+pub struct SqlUsageStore {
+    db: Database,
+}
+
+impl SqlUsageStore {
+    pub fn new(db: Database) -> Self {
+        Self { db }
+    }
+}
+
+#[derive(Debug, Insertable)]
+#[diesel(table_name = usage_records)]
+pub(crate) struct UsageRow {
+    id: String,
+    organization_id: String,
+    principal: String,
+    principal_kind: String,
+    chat_id: String,
+    message_id: String,
+    model_id: String,
+    parent_model_id: String,
+    provider: String,
+    input_tokens: i64,
+    output_tokens: i64,
+    reasoning_tokens: i64,
+    credits: i64,
+    latency_ms: i64,
+    finish_reason: String,
+    created_at: NaiveDateTime,
+}
+
+fn signed(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+fn unsigned(value: i64) -> u64 {
+    u64::try_from(value).unwrap_or(0)
+}
+
+impl From<&UsageRecord> for UsageRow {
+    fn from(record: &UsageRecord) -> Self {
+        Self {
+            id: record.id.to_string(),
+            organization_id: record.organization_id.as_str().to_owned(),
+            principal: record.principal.clone(),
+            principal_kind: match record.principal_kind {
+                PrincipalKind::User => "user",
+                PrincipalKind::Client => "client",
+            }
+            .to_owned(),
+            chat_id: record.chat_id.clone(),
+            message_id: record.message_id.clone(),
+            model_id: record.model_id.clone(),
+            parent_model_id: record.parent_model_id.clone(),
+            provider: record.provider.clone(),
+            input_tokens: signed(record.tokens.input),
+            output_tokens: signed(record.tokens.output),
+            reasoning_tokens: signed(record.tokens.reasoning),
+            credits: signed(record.credits),
+            latency_ms: signed(record.latency_ms),
+            finish_reason: record.finish_reason.clone(),
+            created_at: record.created_at.naive_utc(),
+        }
+    }
+}
+
+/// A value bound into the report statement.
+enum Bind {
+    Text(String),
+    BigInt(i64),
+    Timestamp(NaiveDateTime),
+}
+
+/// The report statement's text for one backend and its values, in placeholder order.
+struct Statement {
+    backend: DatabaseBackend,
+    sql: String,
+    binds: Vec<Bind>,
+}
+
+impl Statement {
+    fn bind(&mut self, value: Bind) -> String {
+        self.binds.push(value);
+        match self.backend {
+            DatabaseBackend::Postgres => format!("${}", self.binds.len()),
+            DatabaseBackend::Sqlite => "?".to_owned(),
+        }
+    }
+
+    /// `created_at` in the report's local time.
+    fn local_time(&mut self, query: &GroupQuery) -> String {
+        let spans = &query.offsets;
+        if spans.iter().all(|span| span.offset_seconds == 0) {
+            return "created_at".to_owned();
+        }
+        let last = spans.last().map_or(0, |span| span.offset_seconds);
+        let offset = if spans.len() < 2 {
+            self.bind(Bind::BigInt(last.into()))
+        } else {
+            let mut offset = "CASE".to_owned();
+            for pair in spans.windows(2) {
+                let until = self.bind(Bind::Timestamp(pair[1].since.naive_utc()));
+                let seconds = self.bind(Bind::BigInt(pair[0].offset_seconds.into()));
+                offset.push_str(&format!(" WHEN created_at < {until} THEN {seconds}"));
+            }
+            let seconds = self.bind(Bind::BigInt(last.into()));
+            offset.push_str(&format!(" ELSE {seconds} END"));
+            offset
+        };
+        match self.backend {
+            DatabaseBackend::Postgres => {
+                format!("(created_at + CAST({offset} AS DOUBLE PRECISION) * INTERVAL '1 second')")
+            }
+            DatabaseBackend::Sqlite => format!("datetime(created_at, ({offset}) || ' seconds')"),
+        }
+    }
+
+    /// The local period start as text, or '' when not grouped by period.
+    fn period(&mut self, query: &GroupQuery) -> String {
+        let Some(period) = query.grouping.period else {
+            return self.key("''");
+        };
+        let local = self.local_time(query);
+        let expression = match self.backend {
+            DatabaseBackend::Postgres => {
+                let unit = match period {
+                    Period::Hour => "hour",
+                    Period::Day => "day",
+                    Period::Month => "month",
+                };
+                format!("to_char(date_trunc('{unit}', {local}), 'YYYY-MM-DD HH24:MI:SS')")
+            }
+            DatabaseBackend::Sqlite => {
+                let format = match period {
+                    Period::Hour => "%Y-%m-%d %H:00:00",
+                    Period::Day => "%Y-%m-%d 00:00:00",
+                    Period::Month => "%Y-%m-01 00:00:00",
+                };
+                format!("strftime('{format}', {local})")
+            }
+        };
+        self.key(&expression)
+    }
+
+    /// A group key column: text compared byte by byte on both databases.
+    fn key(&self, expression: &str) -> String {
+        match self.backend {
+            DatabaseBackend::Postgres => format!("CAST({expression} AS TEXT) COLLATE \"C\""),
+            DatabaseBackend::Sqlite => format!("CAST({expression} AS TEXT)"),
+        }
+    }
+
+    fn build(backend: DatabaseBackend, query: &GroupQuery) -> Self {
+        let mut statement = Statement {
+            backend,
+            sql: String::new(),
+            binds: Vec::new(),
+        };
+        let filter = &query.filter;
+        let period = statement.period(query);
+        let model = statement.key(if query.grouping.model {
+            "model_id"
+        } else {
+            "''"
+        });
+        let user = statement.key(if query.grouping.user {
+            "principal"
+        } else {
+            "''"
+        });
+        let organization = statement.bind(Bind::Text(filter.organization.as_str().to_owned()));
+        let from = statement.bind(Bind::Timestamp(filter.from.naive_utc()));
+        let to = statement.bind(Bind::Timestamp(filter.to.naive_utc()));
+        let mut conditions = format!(
+            "organization_id = {organization} AND created_at >= {from} AND created_at < {to}"
+        );
+        for (column, value) in [
+            ("model_id", &filter.model_id),
+            ("principal", &filter.user_id),
+            ("chat_id", &filter.chat_id),
+        ] {
+            if let Some(value) = value {
+                let value = statement.bind(Bind::Text(value.clone()));
+                conditions.push_str(&format!(" AND {column} = {value}"));
+            }
+        }
+        let after = match &query.after {
+            Some(key) => {
+                let period = statement.bind(Bind::Text(
+                    key.period
+                        .map(|p| p.format(PERIOD_FORMAT).to_string())
+                        .unwrap_or_default(),
+                ));
+                let model = statement.bind(Bind::Text(key.model_id.clone().unwrap_or_default()));
+                let user = statement.bind(Bind::Text(key.user_id.clone().unwrap_or_default()));
+                format!("WHERE (period, model_key, user_key) > ({period}, {model}, {user})")
+            }
+            None => String::new(),
+        };
+        let limit = statement.bind(Bind::BigInt(query.limit.into()));
+        let sum = |column: &str| format!("CAST(SUM({column}) AS BIGINT) AS {column}");
+        let total =
+            |column: &str| format!("CAST(COALESCE(SUM({column}), 0) AS BIGINT) AS total_{column}");
+        let columns = [
+            "input_tokens",
+            "output_tokens",
+            "reasoning_tokens",
+            "credits",
+            "requests",
+        ];
+        statement.sql = format!(
+            "WITH g AS (\
+               SELECT {period} AS period, {model} AS model_key, {user} AS user_key, \
+                 {}, {}, {}, {}, COUNT(*) AS requests \
+               FROM usage_records WHERE {conditions} GROUP BY 1, 2, 3) \
+             SELECT t.*, p.* FROM \
+               (SELECT COUNT(*) AS group_count, {} FROM g) t \
+             LEFT JOIN \
+               (SELECT * FROM g {after} ORDER BY period, model_key, user_key LIMIT {limit}) p \
+             ON 1 = 1 \
+             ORDER BY p.period, p.model_key, p.user_key",
+            sum("input_tokens"),
+            sum("output_tokens"),
+            sum("reasoning_tokens"),
+            sum("credits"),
+            columns.map(total).join(", "),
+        );
+        statement
+    }
+}
+
+/// One row of the report statement: the totals, then one group (absent when the page is
+/// empty).
+#[derive(QueryableByName)]
+struct ReportRow {
+    #[diesel(sql_type = BigInt)]
+    group_count: i64,
+    #[diesel(sql_type = BigInt)]
+    total_input_tokens: i64,
+    #[diesel(sql_type = BigInt)]
+    total_output_tokens: i64,
+    #[diesel(sql_type = BigInt)]
+    total_reasoning_tokens: i64,
+    #[diesel(sql_type = BigInt)]
+    total_credits: i64,
+    #[diesel(sql_type = BigInt)]
+    total_requests: i64,
+    #[diesel(sql_type = Nullable<Text>)]
+    period: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
+    model_key: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
+    user_key: Option<String>,
+    #[diesel(sql_type = Nullable<BigInt>)]
+    input_tokens: Option<i64>,
+    #[diesel(sql_type = Nullable<BigInt>)]
+    output_tokens: Option<i64>,
+    #[diesel(sql_type = Nullable<BigInt>)]
+    reasoning_tokens: Option<i64>,
+    #[diesel(sql_type = Nullable<BigInt>)]
+    credits: Option<i64>,
+    #[diesel(sql_type = Nullable<BigInt>)]
+    requests: Option<i64>,
+}
+
+fn totals(input: i64, output: i64, reasoning: i64, credits: i64, requests: i64) -> UsageTotals {
+    UsageTotals {
+        input_tokens: unsigned(input),
+        output_tokens: unsigned(output),
+        reasoning_tokens: unsigned(reasoning),
+        total_tokens: unsigned(input) + unsigned(output),
+        credits: unsigned(credits),
+        requests: unsigned(requests),
+    }
+}
+
+impl ReportRow {
+    fn group(&self, query: &GroupQuery) -> Result<Option<UsageGroup>, DomainError> {
+        let (Some(period), Some(model), Some(user)) =
+            (&self.period, &self.model_key, &self.user_key)
+        else {
+            return Ok(None);
+        };
+        let period = match query.grouping.period {
+            Some(_) => Some(
+                NaiveDateTime::parse_from_str(period, PERIOD_FORMAT).map_err(|e| {
+                    DomainError::internal(format!("usage report period `{period}`: {e}"))
+                })?,
+            ),
+            None => None,
+        };
+        Ok(Some(UsageGroup {
+            key: GroupKey {
+                period,
+                model_id: query.grouping.model.then(|| model.clone()),
+                user_id: query.grouping.user.then(|| user.clone()),
+            },
+            totals: totals(
+                self.input_tokens.unwrap_or(0),
+                self.output_tokens.unwrap_or(0),
+                self.reasoning_tokens.unwrap_or(0),
+                self.credits.unwrap_or(0),
+                self.requests.unwrap_or(0),
+            ),
+        }))
+    }
+}
+
+fn bind_all<'f, DB>(
+    mut query: BoxedSqlQuery<'f, DB, SqlQuery>,
+    binds: Vec<Bind>,
+) -> BoxedSqlQuery<'f, DB, SqlQuery>
+where
+    DB: Backend + HasSqlType<Text> + HasSqlType<BigInt> + HasSqlType<Timestamp>,
+    String: ToSql<Text, DB>,
+    i64: ToSql<BigInt, DB>,
+    NaiveDateTime: ToSql<Timestamp, DB>,
+{
+    for bind in binds {
+        query = match bind {
+            Bind::Text(value) => query.bind::<Text, _>(value),
+            Bind::BigInt(value) => query.bind::<BigInt, _>(value),
+            Bind::Timestamp(value) => query.bind::<Timestamp, _>(value),
+        };
+    }
+    query
+}
+
+#[async_trait]
+impl UsageStore for SqlUsageStore {
+    async fn record(&self, record: &UsageRecord) -> Result<(), DomainError> {
+        let row = UsageRow::from(record);
+        with_connection!(&self.db, conn => {
+            diesel::insert_into(usage_records::table)
+                .values(&row)
+                .execute(conn)
+                .await
+                .map_err(query_error)?;
+        });
+        Ok(())
+    }
+
+    async fn aggregate(&self, query: &GroupQuery) -> Result<Aggregate, DomainError> {
+        let Statement { sql, binds, .. } = Statement::build(self.db.backend(), query);
+        let rows: Vec<ReportRow> = match &self.db {
+            Database::Postgres(pool) => {
+                let mut conn = pool.get().await.map_err(pool_error)?;
+                bind_all::<diesel::pg::Pg>(diesel::sql_query(sql).into_boxed(), binds)
+                    .load(&mut *conn)
+                    .await
+            }
+            Database::Sqlite(pool) => {
+                let mut conn = pool.get().await.map_err(pool_error)?;
+                bind_all::<diesel::sqlite::Sqlite>(diesel::sql_query(sql).into_boxed(), binds)
+                    .load(&mut *conn)
+                    .await
+            }
+        }
+        .map_err(query_error)?;
+        let Some(first) = <[ReportRow]>::first(&rows) else {
+            return Err(DomainError::internal(
+                "the usage report returned no totals row",
+            ));
+        };
+        let totals = totals(
+            first.total_input_tokens,
+            first.total_output_tokens,
+            first.total_reasoning_tokens,
+            first.total_credits,
+            first.total_requests,
+        );
+        let groups = rows
+            .iter()
+            .filter_map(|row| row.group(query).transpose())
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Aggregate {
+            totals,
+            group_count: unsigned(first.group_count),
+            groups,
+        })
+    }
+}

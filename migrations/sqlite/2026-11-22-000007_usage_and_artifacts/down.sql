@@ -1,0 +1,2 @@
+DROP TABLE artifacts;
+DROP TABLE usage_records;
