@@ -241,6 +241,60 @@ impl Default for IdempotencySettings {
     }
 }
 
+/// Monthly credit budgets (UTC calendar months; credits = tokens × the base model's credit
+/// multiplier). Unset budgets are unlimited. When an organization's spend this month
+/// reaches its budget, completions get 402 `credit_budget_exhausted` until the month ends.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct QuotaSettings {
+    /// Budget of organizations on the free plan.
+    #[serde(deserialize_with = "lenient::parse_option")]
+    pub free_monthly_credits: Option<u64>,
+    /// Budget of organizations on the pro plan.
+    #[serde(deserialize_with = "lenient::parse_option")]
+    pub pro_monthly_credits: Option<u64>,
+    /// Budget of organizations on the enterprise plan.
+    #[serde(deserialize_with = "lenient::parse_option")]
+    pub enterprise_monthly_credits: Option<u64>,
+    /// Budgets of single organizations (by id), overriding their plan's (config file only).
+    pub organizations: std::collections::BTreeMap<String, u64>,
+    /// How long an organization's spend is cached between reads (seconds): a budget can be
+    /// overshot by what completes within this period.
+    #[serde(deserialize_with = "lenient::parse")]
+    pub cache_secs: u64,
+}
+
+impl Default for QuotaSettings {
+    fn default() -> Self {
+        Self {
+            free_monthly_credits: None,
+            pro_monthly_credits: None,
+            enterprise_monthly_credits: None,
+            organizations: Default::default(),
+            cache_secs: 10,
+        }
+    }
+}
+
+impl QuotaSettings {
+    /// The organization's monthly budget, if it has one.
+    pub fn monthly_credits(
+        &self,
+        organization: &tessera_kernel::OrganizationId,
+        plan: tessera_organizations::Plan,
+    ) -> Option<u64> {
+        use tessera_organizations::Plan;
+        self.organizations
+            .get(organization.as_str())
+            .copied()
+            .or(match plan {
+                Plan::Free => self.free_monthly_credits,
+                Plan::Pro => self.pro_monthly_credits,
+                Plan::Enterprise => self.enterprise_monthly_credits,
+            })
+    }
+}
+
 /// The whole configuration of `tessera-api` and `tessera-admin`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -271,6 +325,7 @@ pub struct Settings {
     pub rate_limit: RateLimitSettings,
     pub idempotency: IdempotencySettings,
     pub models: ModelsSettings,
+    pub quotas: QuotaSettings,
 }
 
 impl Default for Settings {
@@ -291,6 +346,7 @@ impl Default for Settings {
             rate_limit: RateLimitSettings::default(),
             idempotency: IdempotencySettings::default(),
             models: ModelsSettings::default(),
+            quotas: QuotaSettings::default(),
         }
     }
 }
@@ -685,6 +741,35 @@ mod tests {
             settings.database(),
             DatabaseUrl::Sqlite("tessera-data/tessera.sqlite".into())
         );
+    }
+
+    #[test]
+    fn budgets_come_from_the_organization_then_its_plan() {
+        let settings = load_toml(
+            "[quotas]\nfree_monthly_credits = 1000\n[quotas.organizations]\norg_big = 50000\n",
+            &[("TESSERA_QUOTAS__PRO_MONTHLY_CREDITS", "20000")],
+        )
+        .unwrap();
+        let quotas = &settings.quotas;
+        let org = |id: &str| id.parse::<tessera_kernel::OrganizationId>().unwrap();
+        use tessera_organizations::Plan;
+        assert_eq!(
+            quotas.monthly_credits(&org("org_big"), Plan::Free),
+            Some(50000)
+        );
+        assert_eq!(
+            quotas.monthly_credits(&org("org_small"), Plan::Free),
+            Some(1000)
+        );
+        assert_eq!(
+            quotas.monthly_credits(&org("org_small"), Plan::Pro),
+            Some(20000)
+        );
+        assert_eq!(
+            quotas.monthly_credits(&org("org_small"), Plan::Enterprise),
+            None
+        );
+        assert_eq!(quotas.cache_secs, 10);
     }
 
     #[test]

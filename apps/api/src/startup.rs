@@ -21,7 +21,7 @@ use tessera_store::{
     SqlModelStore, SqlOrganizationStore, SqlPromptStore, SqlUsageStore, StoreError,
 };
 use tessera_tokenizer::{Encoding, TiktokenCounter};
-use tessera_usage::UsageService;
+use tessera_usage::{BudgetGuard, UsageService};
 use utoipa::OpenApi;
 use utoipa_actix_web::{AppExt, UtoipaApp};
 use utoipa_swagger_ui::SwaggerUi;
@@ -253,10 +253,12 @@ pub async fn state(
         Arc::new(SqlArtifactStore::new(database.clone())),
         cursors.clone(),
     );
-    let usage = UsageService::new(
-        Arc::new(SqlUsageStore::new(database.clone())),
+    let usage_store = Arc::new(SqlUsageStore::new(database.clone()));
+    let usage = UsageService::new(usage_store.clone(), clock.clone(), cursors.clone());
+    let budgets = BudgetGuard::new(
+        usage_store,
         clock.clone(),
-        cursors.clone(),
+        chrono::Duration::seconds(i64::try_from(settings.quotas.cache_secs).unwrap_or(i64::MAX)),
     );
     let chats = ChatService::new(
         Arc::new(SqlChatStore::new(database.clone())),
@@ -282,6 +284,8 @@ pub async fn state(
         chats,
         artifacts,
         usage,
+        budgets,
+        quotas: settings.quotas.clone(),
         idempotency,
         models,
         database,

@@ -9,7 +9,7 @@ use tessera_models::ModelService;
 use tessera_organizations::OrganizationService;
 use tessera_prompts::PromptService;
 use tessera_store::Database;
-use tessera_usage::UsageService;
+use tessera_usage::{BudgetGuard, UsageService};
 
 /// What handlers share: the database and the domain services built over it.
 #[derive(Clone)]
@@ -22,6 +22,9 @@ pub struct AppState {
     pub chats: ChatService,
     pub artifacts: ArtifactService,
     pub usage: UsageService,
+    /// Spend this month against monthly credit budgets (`quotas`).
+    pub budgets: BudgetGuard,
+    pub quotas: crate::config::QuotaSettings,
     pub idempotency: IdempotencyService,
     pub keys: Arc<JwtKeys>,
     /// The token issuer (this service's public base URL).

@@ -3,8 +3,10 @@
 //! and groups by period (hour, day or month in any IANA time zone), model and principal,
 //! paged by group key. Pure domain: records are written through the chats store in the
 //! transaction that stores the answer, and aggregated by a `UsageStore`, which computes
-//! local periods from the UTC offset spans this crate derives (`zone`).
+//! local periods from the UTC offset spans this crate derives (`zone`). `BudgetGuard`
+//! compares an organization's spend this month with its monthly credit budget.
 
+mod budget;
 #[cfg(any(test, feature = "memory"))]
 pub mod memory;
 mod query;
@@ -13,6 +15,7 @@ mod service;
 mod store;
 pub mod zone;
 
+pub use budget::{BudgetGuard, BudgetStatus, utc_month};
 pub use query::{
     Aggregate, GroupKey, GroupQuery, Grouping, OffsetSpan, Period, UsageFilter, UsageGroup,
     UsageTotals,

@@ -20,6 +20,7 @@ use tessera_models::{
     Usage,
 };
 use tessera_organizations::Plan;
+use tessera_usage::BudgetStatus;
 use utoipa::{IntoParams, ToSchema};
 use validator::Validate;
 
@@ -492,6 +493,23 @@ pub fn chat_caller(caller: &Caller) -> ChatCaller {
     }
 }
 
+/// 402: the organization spent its monthly credits; the body says how much and until when.
+fn budget_exhausted(status: BudgetStatus) -> ApiError {
+    ApiError::new(
+        StatusCode::PAYMENT_REQUIRED,
+        "credit_budget_exhausted",
+        format!(
+            "the organization has used {} of its {} credits this month; completions resume at {}",
+            status.used,
+            status.monthly_credits,
+            status.resets_at.to_rfc3339()
+        ),
+    )
+    .with("monthlyCredits", status.monthly_credits)
+    .with("usedCredits", status.used)
+    .with("resetsAt", status.resets_at.to_rfc3339())
+}
+
 /// The problem a chat failure answers with: provider failures are 502/503/504 with the
 /// provider's message, a strict-schema mismatch is 502 with the violations, a retired
 /// model names its replacement.
@@ -598,6 +616,7 @@ fn completion_headers(
                 ("Sunset" = String, description = "When a deprecated model retires")
             )),
         (status = 201, description = "The completion of a new chat (not streamed)", body = CompletionOut),
+        (status = 402, description = "The organization's monthly credit budget is spent (`credit_budget_exhausted`, with `monthlyCredits`, `usedCredits`, `resetsAt`)", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "Missing scope, or a premium model on a free plan", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such chat or model", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The chat is generating, deleted, or the model is disabled", body = Problem, content_type = "application/problem+json"),
@@ -624,6 +643,12 @@ pub async fn create_completion(
         .await
         .map_err(DomainError::from)?
         .plan;
+    if let Some(budget) = state.quotas.monthly_credits(&who.organization, who.plan) {
+        let status = state.budgets.status(&who.organization, budget).await?;
+        if status.exhausted() {
+            return Err(budget_exhausted(status));
+        }
+    }
     let started = state.chats.start(&who, request).await.map_err(chat_error)?;
     let chat = started.chat.id.clone();
     tokio::spawn(started.generation);

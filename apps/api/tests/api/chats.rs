@@ -15,7 +15,7 @@ use crate::support::{TestApp, ok, problem};
 const LOCAL: &str = "local/smollm2-135m-instruct";
 const ALL: &str = "chats:admin chats:invoke models:read";
 
-fn model_dir() -> std::path::PathBuf {
+pub fn model_dir() -> std::path::PathBuf {
     tessera_llm_local::testing::model_path()
         .parent()
         .unwrap()

@@ -360,8 +360,63 @@ async fn bad_usage_queries_are_422(backend: Backend) {
     assert_eq!(day["to"], json!("2026-03-30T00:00:00+02:00"));
 }
 
+async fn a_spent_monthly_budget_stops_completions(backend: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog_file = dir.path().join("catalog.toml");
+    std::fs::write(&catalog_file, catalog()).unwrap();
+    let models = crate::chats::model_dir();
+    let app = TestApp::spawn_with(backend, |settings| {
+        settings.models.local_dir = Some(models);
+        settings.models.catalog_file = Some(catalog_file);
+        settings.rate_limit.enabled = false;
+        // Test organizations are on the pro plan; read the spend afresh on every request.
+        settings.quotas.pro_monthly_credits = Some(5);
+        settings.quotas.cache_secs = 0;
+    })
+    .await;
+    let token = app.caller_token("chats:invoke usage:read").await;
+    let ask = json!({
+        "modelId": "test/three",
+        "messages": [{"role": "user", "content": "Hi"}],
+        "maxTokens": 2
+    });
+    // Under budget: the completion runs (and spends at least 3 × its tokens).
+    let first = ok(
+        app.call_json(Method::POST, "/v1/chats", &token, &ask).await,
+        201,
+    )
+    .await;
+    let spent = first["usage"]["totalTokens"].as_u64().unwrap() * 3;
+    assert!(spent >= 5, "{first}");
+    let refused = problem(
+        app.call_json(Method::POST, "/v1/chats", &token, &ask).await,
+        402,
+        "credit_budget_exhausted",
+    )
+    .await;
+    assert_eq!(refused["monthlyCredits"], json!(5));
+    assert_eq!(refused["usedCredits"], json!(spent));
+    assert!(
+        refused["resetsAt"]
+            .as_str()
+            .unwrap()
+            .ends_with("T00:00:00+00:00"),
+        "{refused}"
+    );
+    // Nothing was billed for the refusal; another organization still has its budget.
+    let (totals, _) = all_groups(&app, &token, "").await;
+    assert_eq!(totals.requests, 1);
+    let other = app.caller_token("chats:invoke").await;
+    ok(
+        app.call_json(Method::POST, "/v1/chats", &other, &ask).await,
+        201,
+    )
+    .await;
+}
+
 tessera_store::on_both_databases!(
     usage_totals_equal_the_completions_own_usage,
     per_user_figures_need_usage_admin,
     bad_usage_queries_are_422,
+    a_spent_monthly_budget_stops_completions,
 );
