@@ -7,10 +7,10 @@
 //! models domain's `ChatModel` port; the caller runs the generation future on its runtime.
 
 mod artifact;
+mod artifacts;
 mod chat;
 mod context;
 mod error;
-mod extract;
 mod hub;
 #[cfg(any(test, feature = "memory"))]
 pub mod memory;
@@ -24,13 +24,13 @@ pub use artifact::MockArtifactStore;
 pub use artifact::{
     Artifact, ArtifactFilter, ArtifactId, ArtifactService, ArtifactStore, versioned,
 };
+pub use artifacts::{ArtifactKind, ExtractedArtifact, extract_artifacts};
 pub use chat::{
     Chat, ChatId, ChatRecord, ChatStatus, MAX_TITLE_CHARS, Message, MessageId, MessageUsage,
     ModelSnapshot, Source, derive_title,
 };
 pub use context::{ContextOverflow, Fitted, MESSAGE_OVERHEAD_TOKENS, fit};
 pub use error::ChatError;
-pub use extract::{ArtifactKind, ExtractedArtifact, extract_artifacts};
 pub use hub::{Attached, EventStream, GenerationEvent, GenerationHub};
 #[cfg(any(test, feature = "mocks"))]
 pub use retriever::MockRetriever;
