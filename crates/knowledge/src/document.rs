@@ -1,0 +1,76 @@
+//! Turning a stored document into chunks: the first step of processing.
+
+use async_trait::async_trait;
+
+use crate::FileFormat;
+
+/// How documents are cut into chunks, in tokens of the embedding tokenizer's kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChunkingSettings {
+    /// The most tokens one chunk holds.
+    pub max_tokens: usize,
+    /// Tokens the end of one chunk shares with the start of the next (less than `max_tokens`).
+    pub overlap_tokens: usize,
+}
+
+impl Default for ChunkingSettings {
+    fn default() -> Self {
+        // all-MiniLM-L6-v2 reads at most 256 word pieces; 200 tiktoken tokens stay below that
+        // for ordinary prose.
+        Self {
+            max_tokens: 200,
+            overlap_tokens: 30,
+        }
+    }
+}
+
+/// Where a chunk came from in its document.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ChunkLocation {
+    /// 1-based page number (PDF).
+    pub page: Option<u32>,
+    /// The heading path (markdown, docx), the JSON path, or the CSV row range, when known.
+    pub section: Option<String>,
+    /// Character offsets (Unicode scalar values, end exclusive) of the chunk in the
+    /// document's extracted text.
+    pub char_start: u64,
+    pub char_end: u64,
+}
+
+/// One chunk of a document's extracted text, ready to be embedded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChunkDraft {
+    pub text: String,
+    pub token_count: u32,
+    pub location: ChunkLocation,
+}
+
+/// Why a document cannot be processed. Each is a final answer about the content (retrying
+/// does not help), shown to the user as the file's `error`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DocumentError {
+    #[error("the document is damaged and cannot be read: {0}")]
+    Corrupt(String),
+    #[error("the document is encrypted or password-protected")]
+    Encrypted,
+    #[error("the document contains no text")]
+    Empty,
+    /// A decompression bomb, or extracted text beyond what processing allows.
+    #[error("the document expands to too much content: {0}")]
+    TooLarge(String),
+    #[error("{0} files are not extracted")]
+    Unsupported(&'static str),
+}
+
+/// Extracts a document's text (format-aware: pages, headings, rows, JSON paths) and chunks it.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+#[async_trait]
+pub trait DocumentProcessor: Send + Sync {
+    /// The document's chunks in document order. CPU-bound work runs off the async runtime.
+    async fn chunks(
+        &self,
+        format: FileFormat,
+        content: Vec<u8>,
+        settings: ChunkingSettings,
+    ) -> Result<Vec<ChunkDraft>, DocumentError>;
+}

@@ -1,0 +1,28 @@
+//! Dense text embeddings for semantic search.
+
+use async_trait::async_trait;
+
+/// Why texts could not be embedded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EmbedError {
+    /// The engine or service failed or is unreachable; retrying later may help.
+    #[error("the embedding model is unavailable: {0}")]
+    Unavailable(String),
+    /// The input cannot be embedded (retrying does not help).
+    #[error("the text cannot be embedded: {0}")]
+    Invalid(String),
+}
+
+/// Turns texts into unit-length vectors whose dot product is their cosine similarity.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+#[async_trait]
+pub trait Embedder: Send + Sync {
+    /// The model's name, stored with the index so vectors of different models never mix.
+    fn model(&self) -> &str;
+
+    /// The length of every vector.
+    fn dimensions(&self) -> usize;
+
+    /// One vector per text, in order. Long texts are truncated to what the model reads.
+    async fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, EmbedError>;
+}

@@ -1,0 +1,84 @@
+//! The vector index: dense and sparse vectors of every chunk, searched within one
+//! organization and dataset by the engine itself.
+
+use async_trait::async_trait;
+use tessera_kernel::OrganizationId;
+
+use crate::{ChunkLocation, DatasetId, FileId};
+
+/// One chunk as indexed: its text (also the source of its sparse BM25 vector, which the
+/// index computes) and its dense embedding.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexedChunk {
+    pub organization: OrganizationId,
+    pub file_id: FileId,
+    /// The chunk's position in its file, 0-based; with the file id it identifies the chunk.
+    pub ordinal: u32,
+    /// The datasets the file belongs to (search filters on them).
+    pub datasets: Vec<DatasetId>,
+    pub text: String,
+    pub location: ChunkLocation,
+    pub dense: Vec<f32>,
+}
+
+/// A hybrid search within one organization and dataset.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VectorQuery {
+    pub organization: OrganizationId,
+    pub dataset: DatasetId,
+    /// Only chunks of these files (a snapshot's files, or the caller's file filter).
+    pub files: Option<Vec<FileId>>,
+    /// The query's text, for the sparse (BM25) side.
+    pub text: String,
+    /// The query's dense embedding.
+    pub dense: Vec<f32>,
+    pub limit: usize,
+}
+
+/// A search hit: reciprocal-rank fusion of the dense and sparse rankings, best first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScoredChunk {
+    pub file_id: FileId,
+    pub ordinal: u32,
+    pub score: f32,
+    pub text: String,
+    pub location: ChunkLocation,
+}
+
+/// Why the index failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IndexError {
+    /// The engine or server failed or is unreachable; retrying later may help.
+    #[error("the vector index is unavailable: {0}")]
+    Unavailable(String),
+    /// A vector of the wrong length, or another request the index refuses.
+    #[error("the vector index refused the request: {0}")]
+    Invalid(String),
+}
+
+/// Stores chunk vectors and searches them, filtering by organization, dataset and file in the
+/// engine (never after the fact).
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+#[async_trait]
+pub trait VectorIndex: Send + Sync {
+    /// Adds or replaces chunks (keyed by file id and ordinal).
+    async fn upsert(&self, chunks: Vec<IndexedChunk>) -> Result<(), IndexError>;
+
+    /// Replaces the dataset list of every chunk of a file (after an association changes).
+    async fn set_datasets(
+        &self,
+        organization: &OrganizationId,
+        file_id: &FileId,
+        datasets: Vec<DatasetId>,
+    ) -> Result<(), IndexError>;
+
+    /// Removes every chunk of a file.
+    async fn delete_file(
+        &self,
+        organization: &OrganizationId,
+        file_id: &FileId,
+    ) -> Result<(), IndexError>;
+
+    /// The best chunks for a query: dense and sparse rankings fused by reciprocal rank.
+    async fn search(&self, query: VectorQuery) -> Result<Vec<ScoredChunk>, IndexError>;
+}
