@@ -1,0 +1,1 @@
+//! Text extraction and chunking of uploaded documents (adapter; being written for issue 7).
