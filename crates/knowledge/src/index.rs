@@ -21,11 +21,13 @@ pub struct IndexedChunk {
     pub dense: Vec<f32>,
 }
 
-/// A hybrid search within one organization and dataset.
+/// A hybrid search within one organization, and within one dataset or set of files.
 #[derive(Debug, Clone, PartialEq)]
 pub struct VectorQuery {
     pub organization: OrganizationId,
-    pub dataset: DatasetId,
+    /// Only chunks of files in this dataset now; `None` searches `files` whatever datasets
+    /// they are in (a snapshot's files).
+    pub dataset: Option<DatasetId>,
     /// Only chunks of these files (a snapshot's files, or the caller's file filter).
     pub files: Option<Vec<FileId>>,
     /// The query's text, for the sparse (BM25) side.

@@ -1,18 +1,47 @@
 //! Files, datasets and the knowledge they hold (pure domain). It owns what an upload may be
-//! (formats, size limits, content signatures), file and dataset records, the processing
-//! pipeline's steps (extract and chunk, embed, index) as ports, and retrieval for chats. It
-//! knows nothing of HTTP, SQL, candle or Qdrant: adapters implement [`DocumentProcessor`],
-//! [`Embedder`], [`VectorIndex`] and the stores.
+//! (formats, size limits, content signatures, checked while the content streams), file and
+//! dataset records with versions and snapshots, the processing pipeline a worker runs
+//! (extract and chunk, embed, index; retries and leases), and search. It knows nothing of
+//! HTTP, SQL, candle or Qdrant: adapters implement [`BlobStore`], [`DocumentProcessor`],
+//! [`Embedder`], [`VectorIndex`], [`FileStore`] and [`DatasetStore`].
 
+mod blob;
+mod dataset;
+mod dataset_service;
 mod document;
 mod embedding;
+mod file;
+mod file_service;
 mod format;
 mod index;
+mod processing;
+mod store;
+mod upload;
 
+pub use blob::{BlobError, BlobRef, BlobStore, BlobWriter};
+pub use dataset::{Dataset, DatasetFile, FileReference, Snapshot};
+pub use dataset_service::{
+    DatasetService, MAX_DATASET_DESCRIPTION_CHARS, MAX_DATASET_NAME_CHARS, MAX_QUERY_CHARS,
+    MAX_SEARCH_LIMIT, SearchHit, SearchRequest,
+};
 pub use document::{ChunkDraft, ChunkLocation, ChunkingSettings, DocumentError, DocumentProcessor};
 pub use embedding::{EmbedError, Embedder};
+pub use file::{FileFilter, FileStatus, StoredChunk, StoredFile};
+pub use file_service::{FileService, KnowledgeCaller};
 pub use format::{FileFormat, FormatError, MAX_DOCUMENT_BYTES, MAX_IMAGE_BYTES, TextCheck};
 pub use index::{IndexError, IndexedChunk, ScoredChunk, VectorIndex, VectorQuery};
+pub use processing::{JobOutcome, Pipeline, ProcessingSettings, Processor};
+pub use store::{ClaimedJob, DatasetStore, FileDeletion, FileStore};
+pub use upload::{MAX_FILE_NAME_CHARS, Upload, UploadError, clean_file_name};
+
+#[cfg(any(test, feature = "mocks"))]
+pub use document::MockDocumentProcessor;
+#[cfg(any(test, feature = "mocks"))]
+pub use embedding::MockEmbedder;
+#[cfg(any(test, feature = "mocks"))]
+pub use index::MockVectorIndex;
+#[cfg(any(test, feature = "mocks"))]
+pub use store::{MockDatasetStore, MockFileStore};
 
 tessera_kernel::entity_id!(
     /// An uploaded file's id.

@@ -1,0 +1,368 @@
+//! Datasets as the API offers them: create, read, list, rename, delete, add and remove
+//! files, snapshots, and hybrid search.
+
+use std::{collections::HashSet, sync::Arc};
+
+use tessera_kernel::{Clock, CursorCodec, DomainError, Limit, Page, PageRequest};
+
+use crate::{
+    Dataset, DatasetFile, DatasetId, DatasetStore, Embedder, FileId, FileStore, KnowledgeCaller,
+    ScoredChunk, Snapshot, VectorIndex, VectorQuery,
+};
+
+const DATASET_LIST: &str = "datasets";
+const DATASET_FILE_LIST: &str = "dataset-files";
+/// The longest dataset name, in characters.
+pub const MAX_DATASET_NAME_CHARS: usize = 200;
+/// The longest description, in characters.
+pub const MAX_DATASET_DESCRIPTION_CHARS: usize = 2000;
+/// The longest search query, in characters.
+pub const MAX_QUERY_CHARS: usize = 2000;
+/// The most hits one search returns.
+pub const MAX_SEARCH_LIMIT: usize = 50;
+
+/// A search within a dataset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchRequest {
+    pub query: String,
+    pub limit: usize,
+    /// Search this snapshot's files instead of the current ones.
+    pub version: Option<u64>,
+    /// Only these files (of the dataset or snapshot).
+    pub files: Option<Vec<FileId>>,
+}
+
+/// A search hit with its file's name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchHit {
+    pub chunk: ScoredChunk,
+    pub file_name: String,
+}
+
+/// Datasets of organizations.
+#[derive(Clone)]
+pub struct DatasetService {
+    datasets: Arc<dyn DatasetStore>,
+    files: Arc<dyn FileStore>,
+    embedder: Arc<dyn Embedder>,
+    index: Arc<dyn VectorIndex>,
+    clock: Arc<dyn Clock>,
+    cursors: CursorCodec,
+}
+
+fn check_name(name: &str) -> Result<String, DomainError> {
+    let name = name.trim();
+    if name.is_empty() || name.chars().count() > MAX_DATASET_NAME_CHARS {
+        return Err(DomainError::invalid(
+            ["body".into(), "name".into()],
+            format!("the name must have 1 to {MAX_DATASET_NAME_CHARS} characters"),
+            "string_length",
+        ));
+    }
+    Ok(name.to_owned())
+}
+
+fn check_description(description: Option<String>) -> Result<Option<String>, DomainError> {
+    match description {
+        Some(text) if text.chars().count() > MAX_DATASET_DESCRIPTION_CHARS => {
+            Err(DomainError::invalid(
+                ["body".into(), "description".into()],
+                format!(
+                    "the description must have at most {MAX_DATASET_DESCRIPTION_CHARS} characters"
+                ),
+                "string_length",
+            ))
+        }
+        other => Ok(other),
+    }
+}
+
+impl DatasetService {
+    pub fn new(
+        datasets: Arc<dyn DatasetStore>,
+        files: Arc<dyn FileStore>,
+        embedder: Arc<dyn Embedder>,
+        index: Arc<dyn VectorIndex>,
+        clock: Arc<dyn Clock>,
+        cursors: CursorCodec,
+    ) -> Self {
+        Self {
+            datasets,
+            files,
+            embedder,
+            index,
+            clock,
+            cursors,
+        }
+    }
+
+    pub async fn create(
+        &self,
+        caller: &KnowledgeCaller,
+        name: &str,
+        description: Option<String>,
+    ) -> Result<Dataset, DomainError> {
+        let now = self.clock.now();
+        let dataset = Dataset {
+            id: DatasetId::generate(),
+            organization: caller.organization.clone(),
+            name: check_name(name)?,
+            description: check_description(description)?,
+            version: 1,
+            file_count: 0,
+            created_by: caller.subject.clone(),
+            created_at: now,
+            updated_at: now,
+        };
+        self.datasets.insert(&dataset).await?;
+        Ok(dataset)
+    }
+
+    pub async fn get(
+        &self,
+        caller: &KnowledgeCaller,
+        id: &DatasetId,
+    ) -> Result<Dataset, DomainError> {
+        self.datasets
+            .get(&caller.organization, id)
+            .await?
+            .ok_or_else(|| DomainError::not_found("dataset", id))
+    }
+
+    pub async fn list(
+        &self,
+        caller: &KnowledgeCaller,
+        limit: Limit,
+        cursor: Option<&str>,
+    ) -> Result<Page<Dataset>, DomainError> {
+        let after = cursor
+            .map(|c| self.cursors.decode::<DatasetId>(DATASET_LIST, c))
+            .transpose()?;
+        let rows = self
+            .datasets
+            .list(&caller.organization, &PageRequest { limit, after })
+            .await?;
+        let total = self.datasets.count(&caller.organization).await?;
+        Ok(Page::from_overfetch(rows, limit, Some(total), |dataset| {
+            self.cursors.encode(DATASET_LIST, &dataset.id)
+        }))
+    }
+
+    /// Renames or re-describes a dataset (`Some(None)` clears the description). Its
+    /// version counts content changes only, so it stays.
+    pub async fn update(
+        &self,
+        caller: &KnowledgeCaller,
+        id: &DatasetId,
+        name: Option<&str>,
+        description: Option<Option<String>>,
+    ) -> Result<Dataset, DomainError> {
+        let mut dataset = self.get(caller, id).await?;
+        if let Some(name) = name {
+            dataset.name = check_name(name)?;
+        }
+        if let Some(description) = description {
+            dataset.description = check_description(description)?;
+        }
+        dataset.updated_at = self.clock.now();
+        if !self.datasets.update(&dataset).await? {
+            return Err(DomainError::not_found("dataset", id));
+        }
+        Ok(dataset)
+    }
+
+    /// Deletes a dataset and its snapshots; its files stay, out of its search.
+    pub async fn delete(
+        &self,
+        caller: &KnowledgeCaller,
+        id: &DatasetId,
+    ) -> Result<(), DomainError> {
+        let files = self
+            .datasets
+            .delete(&caller.organization, id)
+            .await?
+            .ok_or_else(|| DomainError::not_found("dataset", id))?;
+        for file in files {
+            self.sync_index(caller, &file).await?;
+        }
+        Ok(())
+    }
+
+    /// Adds a file to a dataset (idempotent). Its chunks become searchable in the dataset
+    /// once it is `ready`.
+    pub async fn add_file(
+        &self,
+        caller: &KnowledgeCaller,
+        dataset: &DatasetId,
+        file: &FileId,
+    ) -> Result<(Dataset, bool), DomainError> {
+        let now = self.clock.now();
+        let (dataset, added) = self
+            .datasets
+            .add_file(&caller.organization, dataset, file, now)
+            .await?;
+        if added {
+            self.sync_index(caller, file).await?;
+        }
+        Ok((dataset, added))
+    }
+
+    /// Removes a file from a dataset; 404 when it is not in it.
+    pub async fn remove_file(
+        &self,
+        caller: &KnowledgeCaller,
+        dataset: &DatasetId,
+        file: &FileId,
+    ) -> Result<Dataset, DomainError> {
+        let now = self.clock.now();
+        let (dataset, removed) = self
+            .datasets
+            .remove_file(&caller.organization, dataset, file, now)
+            .await?
+            .ok_or_else(|| DomainError::not_found("dataset", dataset))?;
+        if !removed {
+            return Err(DomainError::not_found("dataset file", file));
+        }
+        self.sync_index(caller, file).await?;
+        Ok(dataset)
+    }
+
+    /// Writes the file's current datasets into its index entries.
+    async fn sync_index(&self, caller: &KnowledgeCaller, file: &FileId) -> Result<(), DomainError> {
+        let datasets = self.files.datasets_of(&caller.organization, file).await?;
+        self.index
+            .set_datasets(&caller.organization, file, datasets)
+            .await
+            .map_err(|error| DomainError::Unavailable {
+                message: error.to_string(),
+            })
+    }
+
+    pub async fn files(
+        &self,
+        caller: &KnowledgeCaller,
+        dataset: &DatasetId,
+        limit: Limit,
+        cursor: Option<&str>,
+    ) -> Result<Page<DatasetFile>, DomainError> {
+        let found = self.get(caller, dataset).await?;
+        let after = cursor
+            .map(|c| self.cursors.decode::<FileId>(DATASET_FILE_LIST, c))
+            .transpose()?;
+        let rows = self
+            .datasets
+            .files(&caller.organization, dataset, &PageRequest { limit, after })
+            .await?;
+        Ok(Page::from_overfetch(
+            rows,
+            limit,
+            Some(found.file_count),
+            |entry| self.cursors.encode(DATASET_FILE_LIST, &entry.file.id),
+        ))
+    }
+
+    pub async fn snapshot(
+        &self,
+        caller: &KnowledgeCaller,
+        dataset: &DatasetId,
+    ) -> Result<Snapshot, DomainError> {
+        self.datasets
+            .snapshot(&caller.organization, dataset, self.clock.now())
+            .await
+    }
+
+    pub async fn snapshots(
+        &self,
+        caller: &KnowledgeCaller,
+        dataset: &DatasetId,
+    ) -> Result<Vec<Snapshot>, DomainError> {
+        self.get(caller, dataset).await?;
+        self.datasets.snapshots(&caller.organization, dataset).await
+    }
+
+    /// Hybrid (dense + BM25, reciprocal-rank fused) search of the dataset's ready files,
+    /// or of a snapshot's files.
+    pub async fn search(
+        &self,
+        caller: &KnowledgeCaller,
+        dataset: &DatasetId,
+        request: SearchRequest,
+    ) -> Result<Vec<SearchHit>, DomainError> {
+        let query = request.query.trim().to_owned();
+        if query.is_empty() || query.chars().count() > MAX_QUERY_CHARS {
+            return Err(DomainError::invalid(
+                ["body".into(), "query".into()],
+                format!("the query must have 1 to {MAX_QUERY_CHARS} characters"),
+                "string_length",
+            ));
+        }
+        if request.limit == 0 || request.limit > MAX_SEARCH_LIMIT {
+            return Err(DomainError::invalid(
+                ["body".into(), "limit".into()],
+                format!("the limit must be 1 to {MAX_SEARCH_LIMIT}"),
+                "range",
+            ));
+        }
+        let found = self.get(caller, dataset).await?;
+        let (scope, files) = match request.version {
+            Some(version) if version != found.version => {
+                let snapshot = self
+                    .datasets
+                    .snapshots(&caller.organization, dataset)
+                    .await?
+                    .into_iter()
+                    .find(|snapshot| snapshot.version == version)
+                    .ok_or_else(|| {
+                        DomainError::not_found("snapshot", format!("v{version} of {dataset}"))
+                    })?;
+                let frozen: Vec<FileId> = snapshot.files.into_iter().map(|(id, _)| id).collect();
+                let files = match request.files {
+                    Some(wanted) => {
+                        let wanted: HashSet<FileId> = wanted.into_iter().collect();
+                        frozen
+                            .into_iter()
+                            .filter(|id| wanted.contains(id))
+                            .collect()
+                    }
+                    None => frozen,
+                };
+                (None, Some(files))
+            }
+            _ => (Some(dataset.clone()), request.files),
+        };
+        if files.as_ref().is_some_and(Vec::is_empty) {
+            return Ok(Vec::new());
+        }
+        let unavailable = |message: String| DomainError::Unavailable { message };
+        let dense = self
+            .embedder
+            .embed(vec![query.clone()])
+            .await
+            .map_err(|error| unavailable(error.to_string()))?
+            .pop()
+            .ok_or_else(|| DomainError::internal("the embedder returned no vector"))?;
+        let chunks = self
+            .index
+            .search(VectorQuery {
+                organization: caller.organization.clone(),
+                dataset: scope,
+                files,
+                text: query,
+                dense,
+                limit: request.limit,
+            })
+            .await
+            .map_err(|error| unavailable(error.to_string()))?;
+        let mut hits = Vec::with_capacity(chunks.len());
+        for chunk in chunks {
+            // A file deleted since it was indexed is skipped, never shown half-gone.
+            if let Some(file) = self.files.get(&caller.organization, &chunk.file_id).await? {
+                hits.push(SearchHit {
+                    chunk,
+                    file_name: file.name,
+                });
+            }
+        }
+        Ok(hits)
+    }
+}

@@ -1,0 +1,71 @@
+//! Uploaded files as stored: what they are, where their content lies, and how far
+//! processing got.
+
+use chrono::{DateTime, Utc};
+use tessera_kernel::OrganizationId;
+
+use crate::{FileFormat, FileId};
+
+/// Where a file is in processing (the seed's `processing`, `ready`, `failed`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FileStatus {
+    Processing,
+    Ready,
+    Failed,
+}
+
+impl FileStatus {
+    pub const ALL: [Self; 3] = [Self::Processing, Self::Ready, Self::Failed];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Processing => "processing",
+            Self::Ready => "ready",
+            Self::Failed => "failed",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|status| status.as_str() == text)
+    }
+}
+
+/// A file record. Its content is a blob named by `sha256`; files with the same content
+/// share one blob.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredFile {
+    pub id: FileId,
+    pub organization: OrganizationId,
+    /// The principal (user or client) that uploaded it.
+    pub created_by: String,
+    /// The name it was uploaded under (path components removed).
+    pub name: String,
+    pub format: FileFormat,
+    pub size: u64,
+    /// Lowercase hex SHA-256 of the content.
+    pub sha256: String,
+    pub status: FileStatus,
+    /// 0 to 100.
+    pub progress: u8,
+    /// Why processing failed (`failed` only).
+    pub error: Option<String>,
+    pub chunk_count: u32,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A chunk of a processed file as kept in the database (the index holds its vectors).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredChunk {
+    pub ordinal: u32,
+    pub text: String,
+    pub token_count: u32,
+    pub location: crate::ChunkLocation,
+}
+
+/// Which files a list shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileFilter {
+    pub organization: OrganizationId,
+    pub status: Option<FileStatus>,
+}

@@ -1,0 +1,300 @@
+//! The processing pipeline a worker runs for each queued file: read the blob, extract and
+//! chunk, embed in batches, index, then mark the file `ready` with its chunks. Content
+//! errors fail the file for good; infrastructure errors retry with exponential backoff;
+//! a crashed worker's job is taken over when its lease expires.
+
+use std::{sync::Arc, time::Duration};
+
+use chrono::{DateTime, TimeDelta, Utc};
+use tessera_kernel::{Clock, DomainError};
+
+use crate::{
+    BlobStore, ChunkingSettings, ClaimedJob, DocumentError, DocumentProcessor, Embedder, FileStore,
+    IndexedChunk, StoredChunk, VectorIndex,
+};
+
+/// How workers process files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcessingSettings {
+    pub chunking: ChunkingSettings,
+    /// How long a claimed job stays a worker's without progress before another takes over.
+    pub lease: Duration,
+    /// Attempts before a file fails for good on infrastructure errors.
+    pub max_attempts: u32,
+    /// The first retry's delay; each further retry doubles it (at most 10 minutes).
+    pub retry_delay: Duration,
+    /// Chunks per embedding call.
+    pub embed_batch: usize,
+}
+
+impl Default for ProcessingSettings {
+    fn default() -> Self {
+        Self {
+            chunking: ChunkingSettings::default(),
+            lease: Duration::from_secs(120),
+            max_attempts: 5,
+            retry_delay: Duration::from_secs(5),
+            embed_batch: 32,
+        }
+    }
+}
+
+/// The parts of the pipeline.
+#[derive(Clone)]
+pub struct Pipeline {
+    pub files: Arc<dyn FileStore>,
+    pub blobs: Arc<dyn BlobStore>,
+    pub documents: Arc<dyn DocumentProcessor>,
+    pub embedder: Arc<dyn Embedder>,
+    pub index: Arc<dyn VectorIndex>,
+    pub clock: Arc<dyn Clock>,
+}
+
+/// How one job ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobOutcome {
+    Ready {
+        chunks: usize,
+    },
+    Failed {
+        reason: String,
+    },
+    /// To be retried at the given time.
+    Retrying {
+        at: DateTime<Utc>,
+        reason: String,
+    },
+    /// Another worker took the job over (this one was too slow); nothing was written.
+    LeaseLost,
+}
+
+/// Why a step failed: for good (the content) or for now (a service).
+enum StepError {
+    Content(String),
+    Transient(String),
+    LeaseLost,
+}
+
+impl From<DomainError> for StepError {
+    fn from(error: DomainError) -> Self {
+        Self::Transient(error.to_string())
+    }
+}
+
+/// One worker of the pipeline.
+pub struct Processor {
+    pipeline: Pipeline,
+    settings: ProcessingSettings,
+    worker: String,
+}
+
+fn delta(duration: Duration) -> TimeDelta {
+    TimeDelta::from_std(duration).unwrap_or(TimeDelta::MAX)
+}
+
+impl Processor {
+    /// `worker` names this worker in job leases (unique per process and task).
+    pub fn new(
+        pipeline: Pipeline,
+        settings: ProcessingSettings,
+        worker: impl Into<String>,
+    ) -> Self {
+        Self {
+            pipeline,
+            settings,
+            worker: worker.into(),
+        }
+    }
+
+    /// Claims and runs the next due job; `None` when none is due.
+    pub async fn process_next(&self) -> Result<Option<(ClaimedJob, JobOutcome)>, DomainError> {
+        let now = self.pipeline.clock.now();
+        let lease_until = now + delta(self.settings.lease);
+        let Some(job) = self
+            .pipeline
+            .files
+            .claim_job(&self.worker, now, lease_until)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let outcome = self.run(&job).await?;
+        Ok(Some((job, outcome)))
+    }
+
+    async fn run(&self, job: &ClaimedJob) -> Result<JobOutcome, DomainError> {
+        let files = &self.pipeline.files;
+        let id = &job.file.id;
+        match self.steps(job).await {
+            Ok(chunks) => {
+                let count = chunks.len();
+                let now = self.pipeline.clock.now();
+                if files.complete_job(id, &self.worker, &chunks, now).await? {
+                    Ok(JobOutcome::Ready { chunks: count })
+                } else {
+                    Ok(JobOutcome::LeaseLost)
+                }
+            }
+            Err(StepError::LeaseLost) => Ok(JobOutcome::LeaseLost),
+            Err(StepError::Content(reason)) => self.fail(job, reason).await,
+            Err(StepError::Transient(reason)) if job.attempt >= self.settings.max_attempts => {
+                let reason = format!(
+                    "processing failed {} times; the last error: {reason}",
+                    job.attempt
+                );
+                self.fail(job, reason).await
+            }
+            Err(StepError::Transient(reason)) => {
+                let exponent = job.attempt.saturating_sub(1).min(16);
+                let wait = self
+                    .settings
+                    .retry_delay
+                    .saturating_mul(1 << exponent)
+                    .min(Duration::from_secs(600));
+                let at = self.pipeline.clock.now() + delta(wait);
+                if files.retry_job(id, &self.worker, &reason, at).await? {
+                    Ok(JobOutcome::Retrying { at, reason })
+                } else {
+                    Ok(JobOutcome::LeaseLost)
+                }
+            }
+        }
+    }
+
+    async fn fail(&self, job: &ClaimedJob, reason: String) -> Result<JobOutcome, DomainError> {
+        let now = self.pipeline.clock.now();
+        let kept = self
+            .pipeline
+            .files
+            .fail_job(&job.file.id, &self.worker, &reason, now)
+            .await?;
+        if kept {
+            // Whatever an earlier attempt indexed must not stay searchable.
+            if let Err(error) = self
+                .pipeline
+                .index
+                .delete_file(&job.file.organization, &job.file.id)
+                .await
+            {
+                tracing::warn!(file = %job.file.id, %error, "index entries of a failed file remain");
+            }
+            Ok(JobOutcome::Failed { reason })
+        } else {
+            Ok(JobOutcome::LeaseLost)
+        }
+    }
+
+    /// Reports progress and extends the lease.
+    async fn progress(&self, job: &ClaimedJob, percent: u8) -> Result<(), StepError> {
+        let now = self.pipeline.clock.now();
+        let kept = self
+            .pipeline
+            .files
+            .report_progress(
+                &job.file.id,
+                &self.worker,
+                percent,
+                now,
+                now + delta(self.settings.lease),
+            )
+            .await?;
+        if kept {
+            Ok(())
+        } else {
+            Err(StepError::LeaseLost)
+        }
+    }
+
+    async fn steps(&self, job: &ClaimedJob) -> Result<Vec<StoredChunk>, StepError> {
+        let file = &job.file;
+        let pipeline = &self.pipeline;
+        let content = pipeline
+            .blobs
+            .read(&file.sha256)
+            .await
+            .map_err(|error| StepError::Transient(error.to_string()))?;
+        self.progress(job, 10).await?;
+        let drafts = pipeline
+            .documents
+            .chunks(file.format, content, self.settings.chunking)
+            .await
+            .map_err(|error| match error {
+                DocumentError::Corrupt(_)
+                | DocumentError::Encrypted
+                | DocumentError::Empty
+                | DocumentError::TooLarge(_)
+                | DocumentError::Unsupported(_) => StepError::Content(error.to_string()),
+            })?;
+        self.progress(job, 30).await?;
+        let datasets = pipeline
+            .files
+            .datasets_of(&file.organization, &file.id)
+            .await?;
+        let total = drafts.len().max(1);
+        let mut chunks = Vec::with_capacity(drafts.len());
+        let batch_size = self.settings.embed_batch.max(1);
+        for (batch_index, batch) in drafts.chunks(batch_size).enumerate() {
+            let texts: Vec<String> = batch.iter().map(|draft| draft.text.clone()).collect();
+            let vectors = pipeline
+                .embedder
+                .embed(texts)
+                .await
+                .map_err(|error| match error {
+                    crate::EmbedError::Invalid(reason) => StepError::Content(reason),
+                    crate::EmbedError::Unavailable(reason) => StepError::Transient(reason),
+                })?;
+            if vectors.len() != batch.len() {
+                return Err(StepError::Transient(format!(
+                    "the embedder returned {} vectors for {} texts",
+                    vectors.len(),
+                    batch.len()
+                )));
+            }
+            let first = batch_index * batch_size;
+            let indexed: Vec<IndexedChunk> = batch
+                .iter()
+                .zip(vectors)
+                .enumerate()
+                .map(|(offset, (draft, dense))| IndexedChunk {
+                    organization: file.organization.clone(),
+                    file_id: file.id.clone(),
+                    ordinal: u32::try_from(first + offset).unwrap_or(u32::MAX),
+                    datasets: datasets.clone(),
+                    text: draft.text.clone(),
+                    location: draft.location.clone(),
+                    dense,
+                })
+                .collect();
+            pipeline
+                .index
+                .upsert(indexed)
+                .await
+                .map_err(|error| StepError::Transient(error.to_string()))?;
+            for (offset, draft) in batch.iter().enumerate() {
+                chunks.push(StoredChunk {
+                    ordinal: u32::try_from(first + offset).unwrap_or(u32::MAX),
+                    text: draft.text.clone(),
+                    token_count: draft.token_count,
+                    location: draft.location.clone(),
+                });
+            }
+            let done = (first + batch.len()) * 60 / total;
+            self.progress(job, 30 + u8::try_from(done).unwrap_or(60))
+                .await?;
+        }
+        // An association made while this job ran found no index entries to update; write
+        // the file's datasets as they are now.
+        let now_in = pipeline
+            .files
+            .datasets_of(&file.organization, &file.id)
+            .await?;
+        if now_in != datasets {
+            pipeline
+                .index
+                .set_datasets(&file.organization, &file.id, now_in)
+                .await
+                .map_err(|error| StepError::Transient(error.to_string()))?;
+        }
+        Ok(chunks)
+    }
+}

@@ -1,0 +1,199 @@
+//! The storage ports of files, processing jobs and datasets. One database implements them
+//! all, so the checks that span them (a file still in a dataset cannot be deleted) are
+//! atomic.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use tessera_kernel::{DomainError, OrganizationId, PageRequest};
+
+use crate::{
+    Dataset, DatasetFile, DatasetId, FileFilter, FileId, FileReference, Snapshot, StoredChunk,
+    StoredFile,
+};
+
+/// A processing job handed to a worker: the file and which attempt this is (1-based).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimedJob {
+    pub file: StoredFile,
+    pub attempt: u32,
+}
+
+/// What deleting a file did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileDeletion {
+    /// Deleted; `orphaned_blob` names its content when no other file shares it any more.
+    Deleted {
+        orphaned_blob: Option<String>,
+    },
+    /// Refused: datasets (or their snapshots) still hold it.
+    InUse(Vec<FileReference>),
+    NotFound,
+}
+
+/// Files, their chunks and their processing jobs.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+#[async_trait]
+pub trait FileStore: Send + Sync {
+    /// Stores a new file; with `queue_job` also its processing job, in the same transaction.
+    async fn insert(&self, file: &StoredFile, queue_job: bool) -> Result<(), DomainError>;
+
+    async fn get(
+        &self,
+        organization: &OrganizationId,
+        id: &FileId,
+    ) -> Result<Option<StoredFile>, DomainError>;
+
+    /// Newest first (descending ids), after `page.after`.
+    async fn list(
+        &self,
+        filter: &FileFilter,
+        page: &PageRequest<FileId>,
+    ) -> Result<Vec<StoredFile>, DomainError>;
+
+    async fn count(&self, filter: &FileFilter) -> Result<u64, DomainError>;
+
+    /// Deletes a file with its chunks and job unless a dataset or snapshot holds it.
+    async fn delete(
+        &self,
+        organization: &OrganizationId,
+        id: &FileId,
+    ) -> Result<FileDeletion, DomainError>;
+
+    /// The datasets a file is in now.
+    async fn datasets_of(
+        &self,
+        organization: &OrganizationId,
+        id: &FileId,
+    ) -> Result<Vec<DatasetId>, DomainError>;
+
+    /// The chunks of a file, in order.
+    async fn chunks(
+        &self,
+        organization: &OrganizationId,
+        id: &FileId,
+    ) -> Result<Vec<StoredChunk>, DomainError>;
+
+    /// Leases the oldest due job to `worker` until `lease_until` and counts the attempt.
+    /// Due: `run_after <= now` and no live lease (an expired lease is a crashed worker's).
+    async fn claim_job(
+        &self,
+        worker: &str,
+        now: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
+    ) -> Result<Option<ClaimedJob>, DomainError>;
+
+    /// Records progress (0-100) of a job `worker` holds and extends its lease to
+    /// `lease_until`; false when the lease was lost.
+    async fn report_progress(
+        &self,
+        id: &FileId,
+        worker: &str,
+        progress: u8,
+        now: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
+    ) -> Result<bool, DomainError>;
+
+    /// Ends a job `worker` holds successfully: stores the chunks, marks the file `ready`,
+    /// removes the job. False (and nothing changed) when the lease was lost.
+    async fn complete_job(
+        &self,
+        id: &FileId,
+        worker: &str,
+        chunks: &[StoredChunk],
+        now: DateTime<Utc>,
+    ) -> Result<bool, DomainError>;
+
+    /// Releases a job `worker` holds to run again at `run_after`, recording the error.
+    async fn retry_job(
+        &self,
+        id: &FileId,
+        worker: &str,
+        error: &str,
+        run_after: DateTime<Utc>,
+    ) -> Result<bool, DomainError>;
+
+    /// Ends a job `worker` holds for good: the file is `failed` with `error`.
+    async fn fail_job(
+        &self,
+        id: &FileId,
+        worker: &str,
+        error: &str,
+        now: DateTime<Utc>,
+    ) -> Result<bool, DomainError>;
+}
+
+/// Datasets, their files and snapshots.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+#[async_trait]
+pub trait DatasetStore: Send + Sync {
+    async fn insert(&self, dataset: &Dataset) -> Result<(), DomainError>;
+
+    async fn get(
+        &self,
+        organization: &OrganizationId,
+        id: &DatasetId,
+    ) -> Result<Option<Dataset>, DomainError>;
+
+    /// Newest first (descending ids), after `page.after`.
+    async fn list(
+        &self,
+        organization: &OrganizationId,
+        page: &PageRequest<DatasetId>,
+    ) -> Result<Vec<Dataset>, DomainError>;
+
+    async fn count(&self, organization: &OrganizationId) -> Result<u64, DomainError>;
+
+    /// Saves name and description; false when the dataset does not exist.
+    async fn update(&self, dataset: &Dataset) -> Result<bool, DomainError>;
+
+    /// Deletes a dataset with its associations and snapshots; returns the files it held.
+    async fn delete(
+        &self,
+        organization: &OrganizationId,
+        id: &DatasetId,
+    ) -> Result<Option<Vec<FileId>>, DomainError>;
+
+    /// Adds a file (both must exist in the organization, else `NotFound`); the dataset's
+    /// version is incremented when the file was not in it. Returns the dataset after.
+    async fn add_file(
+        &self,
+        organization: &OrganizationId,
+        dataset: &DatasetId,
+        file: &FileId,
+        at: DateTime<Utc>,
+    ) -> Result<(Dataset, bool), DomainError>;
+
+    /// Removes a file; the version is incremented when it was there. `None` when the
+    /// dataset does not exist; `Some((dataset, false))` when the file was not in it.
+    async fn remove_file(
+        &self,
+        organization: &OrganizationId,
+        dataset: &DatasetId,
+        file: &FileId,
+        at: DateTime<Utc>,
+    ) -> Result<Option<(Dataset, bool)>, DomainError>;
+
+    /// The dataset's files, newest file first (descending file ids), after `page.after`.
+    async fn files(
+        &self,
+        organization: &OrganizationId,
+        dataset: &DatasetId,
+        page: &PageRequest<FileId>,
+    ) -> Result<Vec<DatasetFile>, DomainError>;
+
+    /// Freezes the current file set at the current version (returns the existing snapshot
+    /// when that version is already frozen).
+    async fn snapshot(
+        &self,
+        organization: &OrganizationId,
+        dataset: &DatasetId,
+        at: DateTime<Utc>,
+    ) -> Result<Snapshot, DomainError>;
+
+    /// The dataset's snapshots, newest version first.
+    async fn snapshots(
+        &self,
+        organization: &OrganizationId,
+        dataset: &DatasetId,
+    ) -> Result<Vec<Snapshot>, DomainError>;
+}
