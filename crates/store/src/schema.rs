@@ -182,9 +182,107 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    files (id) {
+        id -> Text,
+        organization_id -> Text,
+        created_by -> Text,
+        name -> Text,
+        format -> Text,
+        size -> BigInt,
+        sha256 -> Text,
+        status -> Text,
+        progress -> Integer,
+        error -> Nullable<Text>,
+        chunk_count -> Integer,
+        created_at -> Timestamp,
+        updated_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    file_chunks (file_id, ordinal) {
+        file_id -> Text,
+        ordinal -> Integer,
+        text -> Text,
+        token_count -> Integer,
+        page -> Nullable<Integer>,
+        section -> Nullable<Text>,
+        char_start -> BigInt,
+        char_end -> BigInt,
+    }
+}
+
+diesel::table! {
+    file_jobs (file_id) {
+        file_id -> Text,
+        attempts -> Integer,
+        run_after -> Timestamp,
+        leased_by -> Nullable<Text>,
+        leased_until -> Nullable<Timestamp>,
+        last_error -> Nullable<Text>,
+        created_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    datasets (id) {
+        id -> Text,
+        organization_id -> Text,
+        name -> Text,
+        description -> Nullable<Text>,
+        version -> BigInt,
+        created_by -> Text,
+        created_at -> Timestamp,
+        updated_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    dataset_files (dataset_id, file_id) {
+        dataset_id -> Text,
+        file_id -> Text,
+        added_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    dataset_snapshots (dataset_id, version) {
+        dataset_id -> Text,
+        version -> BigInt,
+        created_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    snapshot_files (dataset_id, version, file_id) {
+        dataset_id -> Text,
+        version -> BigInt,
+        file_id -> Text,
+        sha256 -> Text,
+    }
+}
+
 diesel::joinable!(particle_versions -> particles (particle_id));
 diesel::joinable!(system_prompt_particles -> particles (particle_id));
 diesel::joinable!(system_prompt_particles -> system_prompts (system_prompt_id));
+
+diesel::joinable!(file_chunks -> files (file_id));
+diesel::joinable!(file_jobs -> files (file_id));
+diesel::joinable!(dataset_files -> files (file_id));
+diesel::joinable!(dataset_files -> datasets (dataset_id));
+diesel::joinable!(snapshot_files -> files (file_id));
+diesel::joinable!(dataset_snapshots -> datasets (dataset_id));
+
+diesel::allow_tables_to_appear_in_same_query!(
+    files,
+    file_chunks,
+    file_jobs,
+    datasets,
+    dataset_files,
+    dataset_snapshots,
+    snapshot_files,
+);
 
 diesel::allow_tables_to_appear_in_same_query!(
     particles,

@@ -1,0 +1,477 @@
+//! `DatasetStore` on PostgreSQL or SQLite: datasets, their files (`dataset_files`) and
+//! snapshots (`dataset_snapshots`, `snapshot_files`). The version is bumped in the statement
+//! that changes the content, so concurrent changes never lose a step.
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use chrono::{DateTime, NaiveDateTime, Utc};
+use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
+use tessera_kernel::{DomainError, OrganizationId, PageRequest};
+use tessera_knowledge::{
+    Dataset, DatasetFile, DatasetId, DatasetStore, FileId, Snapshot, StoredFile,
+};
+
+use crate::{
+    Database,
+    database::{with_connection, with_transaction},
+    error::{Rollback, query_error},
+    files::FileRow,
+    schema::{dataset_files, dataset_snapshots, datasets, files, snapshot_files},
+};
+
+/// `DatasetStore` on PostgreSQL or SQLite.
+#[derive(Clone)]
+pub struct SqlDatasetStore {
+    db: Database,
+}
+
+impl SqlDatasetStore {
+    pub fn new(db: Database) -> Self {
+        Self { db }
+    }
+}
+
+#[derive(Debug, Queryable, Selectable, Insertable)]
+#[diesel(table_name = datasets, treat_none_as_default_value = false)]
+struct DatasetRow {
+    id: String,
+    organization_id: String,
+    name: String,
+    description: Option<String>,
+    version: i64,
+    created_by: String,
+    created_at: NaiveDateTime,
+    updated_at: NaiveDateTime,
+}
+
+fn utc(at: NaiveDateTime) -> DateTime<Utc> {
+    DateTime::<Utc>::from_naive_utc_and_offset(at, Utc)
+}
+
+fn corrupt(table: &str, id: &str, what: impl std::fmt::Display) -> DomainError {
+    DomainError::internal(format!("{table} row {id}: {what}"))
+}
+
+impl DatasetRow {
+    fn into_dataset(self, file_count: i64) -> Result<Dataset, DomainError> {
+        Ok(Dataset {
+            id: self
+                .id
+                .parse()
+                .map_err(|e| corrupt("datasets", &self.id, e))?,
+            organization: self
+                .organization_id
+                .parse()
+                .map_err(|e| corrupt("datasets", &self.id, e))?,
+            version: u64::try_from(self.version).map_err(|e| corrupt("datasets", &self.id, e))?,
+            file_count: u64::try_from(file_count).unwrap_or_default(),
+            name: self.name,
+            description: self.description,
+            created_by: self.created_by,
+            created_at: utc(self.created_at),
+            updated_at: utc(self.updated_at),
+        })
+    }
+}
+
+/// The dataset of an organization, in a query's `FROM`.
+macro_rules! one_dataset {
+    ($organization:expr, $id:expr) => {
+        datasets::table
+            .filter(datasets::organization_id.eq($organization.as_str()))
+            .filter(datasets::id.eq($id.as_str()))
+    };
+}
+
+/// Loads a dataset with its file count on `$conn`; `None` when it does not exist.
+macro_rules! load_dataset {
+    ($conn:ident, $organization:expr, $id:expr) => {{
+        let row: Option<DatasetRow> = one_dataset!($organization, $id)
+            .select(DatasetRow::as_select())
+            .first($conn)
+            .await
+            .optional()?;
+        match row {
+            None => None,
+            Some(row) => {
+                let count: i64 = dataset_files::table
+                    .filter(dataset_files::dataset_id.eq(&row.id))
+                    .count()
+                    .get_result($conn)
+                    .await?;
+                Some((row, count))
+            }
+        }
+    }};
+}
+
+fn snapshot_from(
+    dataset: &DatasetId,
+    version: i64,
+    created_at: NaiveDateTime,
+    files: Vec<(String, String)>,
+) -> Result<Snapshot, DomainError> {
+    Ok(Snapshot {
+        dataset_id: dataset.clone(),
+        version: u64::try_from(version)
+            .map_err(|e| corrupt("dataset_snapshots", dataset.as_str(), e))?,
+        files: files
+            .into_iter()
+            .map(|(file, sha256)| {
+                file.parse::<FileId>()
+                    .map(|id| (id, sha256))
+                    .map_err(|e| corrupt("snapshot_files", &file, e))
+            })
+            .collect::<Result<_, _>>()?,
+        created_at: utc(created_at),
+    })
+}
+
+#[async_trait]
+impl DatasetStore for SqlDatasetStore {
+    async fn insert(&self, dataset: &Dataset) -> Result<(), DomainError> {
+        let row = DatasetRow {
+            id: dataset.id.to_string(),
+            organization_id: dataset.organization.as_str().to_owned(),
+            name: dataset.name.clone(),
+            description: dataset.description.clone(),
+            version: i64::try_from(dataset.version).unwrap_or(i64::MAX),
+            created_by: dataset.created_by.clone(),
+            created_at: dataset.created_at.naive_utc(),
+            updated_at: dataset.updated_at.naive_utc(),
+        };
+        with_connection!(&self.db, conn => {
+            diesel::insert_into(datasets::table)
+                .values(&row)
+                .execute(conn)
+                .await
+                .map_err(query_error)?;
+        });
+        Ok(())
+    }
+
+    async fn get(
+        &self,
+        organization: &OrganizationId,
+        id: &DatasetId,
+    ) -> Result<Option<Dataset>, DomainError> {
+        let found: Option<(DatasetRow, i64)> = with_connection!(&self.db, conn => {
+            (async { Ok::<_, diesel::result::Error>(load_dataset!(conn, organization, id)) })
+                .await
+                .map_err(query_error)?
+        });
+        found
+            .map(|(row, count)| row.into_dataset(count))
+            .transpose()
+    }
+
+    async fn list(
+        &self,
+        organization: &OrganizationId,
+        page: &PageRequest<DatasetId>,
+    ) -> Result<Vec<Dataset>, DomainError> {
+        let (rows, counts): (Vec<DatasetRow>, Vec<(String, i64)>) = with_connection!(&self.db, conn => {
+            let mut query = datasets::table
+                .filter(datasets::organization_id.eq(organization.as_str()))
+                .into_boxed();
+            if let Some(after) = &page.after {
+                query = query.filter(datasets::id.lt(after.as_str().to_owned()));
+            }
+            let rows: Vec<DatasetRow> = query
+                .order(datasets::id.desc())
+                .limit(page.limit.overfetch())
+                .select(DatasetRow::as_select())
+                .load(conn)
+                .await
+                .map_err(query_error)?;
+            let ids: Vec<&str> = rows.iter().map(|row| row.id.as_str()).collect();
+            let counts: Vec<(String, i64)> = dataset_files::table
+                .filter(dataset_files::dataset_id.eq_any(&ids))
+                .group_by(dataset_files::dataset_id)
+                .select((dataset_files::dataset_id, diesel::dsl::count_star()))
+                .load(conn)
+                .await
+                .map_err(query_error)?;
+            (rows, counts)
+        });
+        let counts: HashMap<String, i64> = counts.into_iter().collect();
+        rows.into_iter()
+            .map(|row| {
+                let count = counts.get(&row.id).copied().unwrap_or_default();
+                row.into_dataset(count)
+            })
+            .collect()
+    }
+
+    async fn count(&self, organization: &OrganizationId) -> Result<u64, DomainError> {
+        let count: i64 = with_connection!(&self.db, conn => {
+            datasets::table
+                .filter(datasets::organization_id.eq(organization.as_str()))
+                .count()
+                .get_result(conn)
+                .await
+                .map_err(query_error)?
+        });
+        Ok(u64::try_from(count).unwrap_or_default())
+    }
+
+    async fn update(&self, dataset: &Dataset) -> Result<bool, DomainError> {
+        let changed: usize = with_connection!(&self.db, conn => {
+            diesel::update(one_dataset!(dataset.organization, dataset.id))
+                .set((
+                    datasets::name.eq(&dataset.name),
+                    datasets::description.eq(&dataset.description),
+                    datasets::updated_at.eq(dataset.updated_at.naive_utc()),
+                ))
+                .execute(conn)
+                .await
+                .map_err(query_error)?
+        });
+        Ok(changed > 0)
+    }
+
+    async fn delete(
+        &self,
+        organization: &OrganizationId,
+        id: &DatasetId,
+    ) -> Result<Option<Vec<FileId>>, DomainError> {
+        let held: Option<Vec<String>> = with_transaction!(&self.db, conn => {
+            let files: Vec<String> = dataset_files::table
+                .inner_join(datasets::table)
+                .filter(datasets::organization_id.eq(organization.as_str()))
+                .filter(dataset_files::dataset_id.eq(id.as_str()))
+                .select(dataset_files::file_id)
+                .load(conn)
+                .await?;
+            let deleted = diesel::delete(one_dataset!(organization, id)).execute(conn).await?;
+            Ok((deleted > 0).then_some(files))
+        })?;
+        held.map(|files| {
+            files
+                .iter()
+                .map(|file| file.parse().map_err(|e| corrupt("dataset_files", file, e)))
+                .collect()
+        })
+        .transpose()
+    }
+
+    async fn add_file(
+        &self,
+        organization: &OrganizationId,
+        dataset: &DatasetId,
+        file: &FileId,
+        at: DateTime<Utc>,
+    ) -> Result<(Dataset, bool), DomainError> {
+        let at = at.naive_utc();
+        let (row, count, added): (DatasetRow, i64, bool) = with_transaction!(&self.db, conn => {
+            let file_exists: i64 = files::table
+                .filter(files::organization_id.eq(organization.as_str()))
+                .filter(files::id.eq(file.as_str()))
+                .count()
+                .get_result(conn)
+                .await?;
+            if file_exists == 0 {
+                return Err(Rollback::Fail(DomainError::not_found("file", file)));
+            }
+            let exists: i64 = one_dataset!(organization, dataset).count().get_result(conn).await?;
+            if exists == 0 {
+                return Err(Rollback::Fail(DomainError::not_found("dataset", dataset)));
+            }
+            let inserted = diesel::insert_into(dataset_files::table)
+                .values((
+                    dataset_files::dataset_id.eq(dataset.as_str()),
+                    dataset_files::file_id.eq(file.as_str()),
+                    dataset_files::added_at.eq(at),
+                ))
+                .on_conflict_do_nothing()
+                .execute(conn)
+                .await?;
+            if inserted > 0 {
+                diesel::update(one_dataset!(organization, dataset))
+                    .set((
+                        datasets::version.eq(datasets::version + 1),
+                        datasets::updated_at.eq(at),
+                    ))
+                    .execute(conn)
+                    .await?;
+            }
+            match load_dataset!(conn, organization, dataset) {
+                Some((row, count)) => Ok((row, count, inserted > 0)),
+                None => Err(Rollback::Fail(DomainError::not_found("dataset", dataset))),
+            }
+        })?;
+        Ok((row.into_dataset(count)?, added))
+    }
+
+    async fn remove_file(
+        &self,
+        organization: &OrganizationId,
+        dataset: &DatasetId,
+        file: &FileId,
+        at: DateTime<Utc>,
+    ) -> Result<Option<(Dataset, bool)>, DomainError> {
+        let at = at.naive_utc();
+        let found: Option<(DatasetRow, i64, bool)> = with_transaction!(&self.db, conn => {
+            let exists: i64 = one_dataset!(organization, dataset).count().get_result(conn).await?;
+            if exists == 0 {
+                return Ok(None);
+            }
+            let removed = diesel::delete(
+                dataset_files::table
+                    .filter(dataset_files::dataset_id.eq(dataset.as_str()))
+                    .filter(dataset_files::file_id.eq(file.as_str())),
+            )
+            .execute(conn)
+            .await?;
+            if removed > 0 {
+                diesel::update(one_dataset!(organization, dataset))
+                    .set((
+                        datasets::version.eq(datasets::version + 1),
+                        datasets::updated_at.eq(at),
+                    ))
+                    .execute(conn)
+                    .await?;
+            }
+            Ok(load_dataset!(conn, organization, dataset).map(|(row, count)| (row, count, removed > 0)))
+        })?;
+        found
+            .map(|(row, count, removed)| Ok((row.into_dataset(count)?, removed)))
+            .transpose()
+    }
+
+    async fn files(
+        &self,
+        organization: &OrganizationId,
+        dataset: &DatasetId,
+        page: &PageRequest<FileId>,
+    ) -> Result<Vec<DatasetFile>, DomainError> {
+        let rows: Vec<(FileRow, NaiveDateTime)> = with_connection!(&self.db, conn => {
+            let mut query = dataset_files::table
+                .inner_join(files::table)
+                .filter(files::organization_id.eq(organization.as_str()))
+                .filter(dataset_files::dataset_id.eq(dataset.as_str()))
+                .into_boxed();
+            if let Some(after) = &page.after {
+                query = query.filter(files::id.lt(after.as_str().to_owned()));
+            }
+            query
+                .order(files::id.desc())
+                .limit(page.limit.overfetch())
+                .select((FileRow::as_select(), dataset_files::added_at))
+                .load(conn)
+                .await
+                .map_err(query_error)?
+        });
+        rows.into_iter()
+            .map(|(file, added_at)| {
+                Ok(DatasetFile {
+                    file: StoredFile::try_from(file)?,
+                    added_at: utc(added_at),
+                })
+            })
+            .collect()
+    }
+
+    async fn snapshot(
+        &self,
+        organization: &OrganizationId,
+        dataset: &DatasetId,
+        at: DateTime<Utc>,
+    ) -> Result<Snapshot, DomainError> {
+        let at = at.naive_utc();
+        let (version, created_at, frozen): (i64, NaiveDateTime, Vec<(String, String)>) = with_transaction!(&self.db, conn => {
+            let version: Option<i64> = one_dataset!(organization, dataset)
+                .select(datasets::version)
+                .first(conn)
+                .await
+                .optional()?;
+            let Some(version) = version else {
+                return Err(Rollback::Fail(DomainError::not_found("dataset", dataset)));
+            };
+            let existing: Option<NaiveDateTime> = dataset_snapshots::table
+                .filter(dataset_snapshots::dataset_id.eq(dataset.as_str()))
+                .filter(dataset_snapshots::version.eq(version))
+                .select(dataset_snapshots::created_at)
+                .first(conn)
+                .await
+                .optional()?;
+            if let Some(created_at) = existing {
+                let frozen: Vec<(String, String)> = snapshot_files::table
+                    .filter(snapshot_files::dataset_id.eq(dataset.as_str()))
+                    .filter(snapshot_files::version.eq(version))
+                    .order(snapshot_files::file_id.asc())
+                    .select((snapshot_files::file_id, snapshot_files::sha256))
+                    .load(conn)
+                    .await?;
+                return Ok((version, created_at, frozen));
+            }
+            let frozen: Vec<(String, String)> = dataset_files::table
+                .inner_join(files::table)
+                .filter(dataset_files::dataset_id.eq(dataset.as_str()))
+                .order(files::id.asc())
+                .select((files::id, files::sha256))
+                .load(conn)
+                .await?;
+            diesel::insert_into(dataset_snapshots::table)
+                .values((
+                    dataset_snapshots::dataset_id.eq(dataset.as_str()),
+                    dataset_snapshots::version.eq(version),
+                    dataset_snapshots::created_at.eq(at),
+                ))
+                .execute(conn)
+                .await?;
+            for (file, sha256) in &frozen {
+                diesel::insert_into(snapshot_files::table)
+                    .values((
+                        snapshot_files::dataset_id.eq(dataset.as_str()),
+                        snapshot_files::version.eq(version),
+                        snapshot_files::file_id.eq(file),
+                        snapshot_files::sha256.eq(sha256),
+                    ))
+                    .execute(conn)
+                    .await?;
+            }
+            Ok((version, at, frozen))
+        })?;
+        snapshot_from(dataset, version, created_at, frozen)
+    }
+
+    async fn snapshots(
+        &self,
+        organization: &OrganizationId,
+        dataset: &DatasetId,
+    ) -> Result<Vec<Snapshot>, DomainError> {
+        let (heads, members): (Vec<(i64, NaiveDateTime)>, Vec<(i64, String, String)>) = with_connection!(&self.db, conn => {
+            let heads: Vec<(i64, NaiveDateTime)> = dataset_snapshots::table
+                .inner_join(datasets::table)
+                .filter(datasets::organization_id.eq(organization.as_str()))
+                .filter(dataset_snapshots::dataset_id.eq(dataset.as_str()))
+                .order(dataset_snapshots::version.desc())
+                .select((dataset_snapshots::version, dataset_snapshots::created_at))
+                .load(conn)
+                .await
+                .map_err(query_error)?;
+            let members: Vec<(i64, String, String)> = snapshot_files::table
+                .filter(snapshot_files::dataset_id.eq(dataset.as_str()))
+                .order((snapshot_files::version.desc(), snapshot_files::file_id.asc()))
+                .select((snapshot_files::version, snapshot_files::file_id, snapshot_files::sha256))
+                .load(conn)
+                .await
+                .map_err(query_error)?;
+            (heads, members)
+        });
+        let mut by_version: HashMap<i64, Vec<(String, String)>> = HashMap::new();
+        for (version, file, sha256) in members {
+            by_version.entry(version).or_default().push((file, sha256));
+        }
+        heads
+            .into_iter()
+            .map(|(version, created_at)| {
+                let files = by_version.remove(&version).unwrap_or_default();
+                snapshot_from(dataset, version, created_at, files)
+            })
+            .collect()
+    }
+}
