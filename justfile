@@ -78,6 +78,7 @@ bench:
     # server of `postgres_url`); the peers are installed into ~/.cache/tessera-venvs when missing.
     cargo build --release -p tessera-api -p tessera-admin
     TESSERA_BENCH_POSTGRES_URL='{{ postgres_url }}' cargo bench -p tessera-api --bench chat_gateway
+    TESSERA_BENCH_POSTGRES_URL='{{ postgres_url }}' cargo bench -p tessera-api --bench usage_report
 
 # Format the code
 fmt:
