@@ -172,9 +172,10 @@ const CLAIM_POSTGRES: &str = "UPDATE file_jobs SET attempts = attempts + 1, leas
      AND (leased_until IS NULL OR leased_until <= $2) ORDER BY run_after, file_id LIMIT 1 \
      FOR UPDATE SKIP LOCKED) RETURNING file_id, attempts";
 
-const CLAIM_SQLITE: &str = "UPDATE file_jobs SET attempts = attempts + 1, leased_by = $1, \
-     leased_until = $3 WHERE file_id = (SELECT file_id FROM file_jobs WHERE run_after <= $2 \
-     AND (leased_until IS NULL OR leased_until <= $2) ORDER BY run_after, file_id LIMIT 1) \
+/// SQLite numbers `$N` parameters by first appearance, so this one uses `?N`.
+const CLAIM_SQLITE: &str = "UPDATE file_jobs SET attempts = attempts + 1, leased_by = ?1, \
+     leased_until = ?3 WHERE file_id = (SELECT file_id FROM file_jobs WHERE run_after <= ?2 \
+     AND (leased_until IS NULL OR leased_until <= ?2) ORDER BY run_after, file_id LIMIT 1) \
      RETURNING file_id, attempts";
 
 /// The job of `id` while `worker` holds a live lease on it.
