@@ -26,3 +26,25 @@ pub trait Embedder: Send + Sync {
     /// One vector per text, in order. Long texts are truncated to what the model reads.
     async fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, EmbedError>;
 }
+
+/// Stands in when no embedding model is configured: every call says so, so searches answer
+/// 503 and processing workers are not started (queued files wait, nothing is lost).
+#[derive(Debug, Clone, Default)]
+pub struct NoEmbedder;
+
+#[async_trait]
+impl Embedder for NoEmbedder {
+    fn model(&self) -> &str {
+        "none"
+    }
+
+    fn dimensions(&self) -> usize {
+        0
+    }
+
+    async fn embed(&self, _: Vec<String>) -> Result<Vec<Vec<f32>>, EmbedError> {
+        Err(EmbedError::Unavailable(
+            "no embedding model is configured (run `just models` and set models.local_dir)".into(),
+        ))
+    }
+}

@@ -25,7 +25,7 @@ pub use dataset_service::{
     MAX_SEARCH_LIMIT, SearchHit, SearchRequest,
 };
 pub use document::{ChunkDraft, ChunkLocation, ChunkingSettings, DocumentError, DocumentProcessor};
-pub use embedding::{EmbedError, Embedder};
+pub use embedding::{EmbedError, Embedder, NoEmbedder};
 pub use file::{FileFilter, FileStatus, StoredChunk, StoredFile};
 pub use file_service::{FileService, KnowledgeCaller};
 pub use format::{FileFormat, FormatError, MAX_DOCUMENT_BYTES, MAX_IMAGE_BYTES, TextCheck};
