@@ -28,6 +28,9 @@ use crate::{
     schema::usage_records,
 };
 
+/// `work_mem` of a report's transaction on PostgreSQL (see `aggregate`).
+const REPORT_WORK_MEM: &str = "SET LOCAL work_mem = '64MB'";
+
 /// How local periods are written as keys.
 const PERIOD_FORMAT: &str = "%Y-%m-%d %H:%M:%S";
 
@@ -150,20 +153,21 @@ impl Statement {
         }
     }
 
-    /// The local period start as text, or '' when not grouped by period.
+    /// The local period start (a timestamp on PostgreSQL, text on SQLite), or '' when not
+    /// grouped by period: what records are grouped by.
     fn period(&mut self, query: &GroupQuery) -> String {
         let Some(period) = query.grouping.period else {
-            return self.key("''");
+            return "''".to_owned();
         };
         let local = self.local_time(query);
-        let expression = match self.backend {
+        match self.backend {
             DatabaseBackend::Postgres => {
                 let unit = match period {
                     Period::Hour => "hour",
                     Period::Day => "day",
                     Period::Month => "month",
                 };
-                format!("to_char(date_trunc('{unit}', {local}), 'YYYY-MM-DD HH24:MI:SS')")
+                format!("date_trunc('{unit}', {local})")
             }
             DatabaseBackend::Sqlite => {
                 let format = match period {
@@ -173,8 +177,17 @@ impl Statement {
                 };
                 format!("strftime('{format}', {local})")
             }
-        };
-        self.key(&expression)
+        }
+    }
+
+    /// A grouped period as the text key of the report (formatted once per group).
+    fn period_key(&self, query: &GroupQuery) -> String {
+        match (self.backend, query.grouping.period) {
+            (DatabaseBackend::Postgres, Some(_)) => {
+                self.key("to_char(period_at, 'YYYY-MM-DD HH24:MI:SS')")
+            }
+            _ => self.key("period_at"),
+        }
     }
 
     /// A group key column: text compared byte by byte on both databases.
@@ -192,17 +205,21 @@ impl Statement {
             binds: Vec::new(),
         };
         let filter = &query.filter;
+        // Records are grouped by the raw expressions (no per-record formatting or collation);
+        // the groups' keys become byte-ordered text afterwards.
         let period = statement.period(query);
-        let model = statement.key(if query.grouping.model {
+        let model = if query.grouping.model {
             "model_id"
         } else {
             "''"
-        });
-        let user = statement.key(if query.grouping.user {
+        };
+        let user = if query.grouping.user {
             "principal"
         } else {
             "''"
-        });
+        };
+        let period_key = statement.period_key(query);
+        let (model_key, user_key) = (statement.key("model_at"), statement.key("user_at"));
         let organization = statement.bind(Bind::Text(filter.organization.as_str().to_owned()));
         let from = statement.bind(Bind::Timestamp(filter.from.naive_utc()));
         let to = statement.bind(Bind::Timestamp(filter.to.naive_utc()));
@@ -244,10 +261,13 @@ impl Statement {
             "requests",
         ];
         statement.sql = format!(
-            "WITH g AS (\
-               SELECT {period} AS period, {model} AS model_key, {user} AS user_key, \
+            "WITH r AS (\
+               SELECT {period} AS period_at, {model} AS model_at, {user} AS user_at, \
                  {}, {}, {}, {}, COUNT(*) AS requests \
-               FROM usage_records WHERE {conditions} GROUP BY 1, 2, 3) \
+               FROM usage_records WHERE {conditions} GROUP BY 1, 2, 3), \
+             g AS (SELECT {period_key} AS period, {model_key} AS model_key, \
+               {user_key} AS user_key, input_tokens, output_tokens, reasoning_tokens, credits, \
+               requests FROM r) \
              SELECT t.*, p.* FROM \
                (SELECT COUNT(*) AS group_count, {} FROM g) t \
              LEFT JOIN \
@@ -380,9 +400,16 @@ impl UsageStore for SqlUsageStore {
         let rows: Vec<ReportRow> = match &self.db {
             Database::Postgres(pool) => {
                 let mut conn = pool.get().await.map_err(pool_error)?;
-                bind_all::<diesel::pg::Pg>(diesel::sql_query(sql).into_boxed(), binds)
-                    .load(&mut *conn)
-                    .await
+                // The planner expects about one group per record (it cannot see that a day
+                // holds thousands); with the default 4 MB `work_mem` it then sorts on disk
+                // instead of hashing the few real groups. Raised for this statement only.
+                diesel_async::AsyncConnection::transaction(&mut *conn, async |conn| {
+                    diesel::sql_query(REPORT_WORK_MEM).execute(conn).await?;
+                    bind_all::<diesel::pg::Pg>(diesel::sql_query(sql).into_boxed(), binds)
+                        .load(conn)
+                        .await
+                })
+                .await
             }
             Database::Sqlite(pool) => {
                 let mut conn = pool.get().await.map_err(pool_error)?;
