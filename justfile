@@ -36,6 +36,8 @@ test:
         echo "Redis is not reachable at $redis; start it or set REDIS_URL (the shared rate-limit tests need it)" >&2
         exit 1
     fi
+    # The local models (SmolLM2 GGUF, all-MiniLM-L6-v2) the engine and knowledge tests use.
+    {{ just_executable() }} models >/dev/null
     # The OpenID Connect provider the session-token tests start (npm oauth2-mock-server).
     if [ ! -d tests/oidc/node_modules/oauth2-mock-server ]; then
         npm ci --prefix tests/oidc --no-audit --no-fund --loglevel=error

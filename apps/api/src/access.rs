@@ -94,6 +94,66 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
         "/v1/models/{model_id}",
         Access::Scope("models:delete"),
     ),
+    ("POST", "/v1/files", Access::Scope("files:write")),
+    ("GET", "/v1/files", Access::Scope("files:read")),
+    ("GET", "/v1/files/{file_id}", Access::Scope("files:read")),
+    (
+        "GET",
+        "/v1/files/{file_id}/content",
+        Access::Scope("files:read"),
+    ),
+    (
+        "DELETE",
+        "/v1/files/{file_id}",
+        Access::Scope("files:delete"),
+    ),
+    (
+        "POST",
+        "/v1/files/{file_id}/associations",
+        Access::Scope("files:write"),
+    ),
+    (
+        "DELETE",
+        "/v1/files/{file_id}/associations/{dataset_id}",
+        Access::Scope("files:write"),
+    ),
+    ("POST", "/v1/datasets", Access::Scope("datasets:write")),
+    ("GET", "/v1/datasets", Access::Scope("datasets:read")),
+    (
+        "GET",
+        "/v1/datasets/{dataset_id}",
+        Access::Scope("datasets:read"),
+    ),
+    (
+        "PATCH",
+        "/v1/datasets/{dataset_id}",
+        Access::Scope("datasets:write"),
+    ),
+    (
+        "DELETE",
+        "/v1/datasets/{dataset_id}",
+        Access::Scope("datasets:delete"),
+    ),
+    (
+        "GET",
+        "/v1/datasets/{dataset_id}/files",
+        Access::Scope("datasets:read"),
+    ),
+    (
+        "POST",
+        "/v1/datasets/{dataset_id}/snapshots",
+        Access::Scope("datasets:write"),
+    ),
+    (
+        "GET",
+        "/v1/datasets/{dataset_id}/snapshots",
+        Access::Scope("datasets:read"),
+    ),
+    (
+        "POST",
+        "/v1/datasets/{dataset_id}/search",
+        Access::Scope("datasets:read"),
+    ),
     ("POST", "/v1/particles", Access::Scope("particles:write")),
     ("GET", "/v1/particles", Access::Scope("particles:read")),
     (

@@ -241,6 +241,56 @@ impl Default for IdempotencySettings {
     }
 }
 
+/// Files, datasets and their processing (issue 7).
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct KnowledgeSettings {
+    /// Processing workers in this process (0: none; another replica's `worker` mode or
+    /// workers process the queue). Each embeds on the CPU, so one per two cores is plenty.
+    #[serde(deserialize_with = "lenient::parse")]
+    pub workers: usize,
+    /// Where uploaded content is kept (default `<data_dir>/blobs`).
+    pub blobs_dir: Option<PathBuf>,
+    /// Where the embedded vector index lives (default `<data_dir>/vectors`).
+    pub vectors_dir: Option<PathBuf>,
+    /// Where the embedding model's files (all-MiniLM-L6-v2: `model.safetensors`,
+    /// `tokenizer.json`, `config.json`) are searched for, recursively (default
+    /// `models.local_dir`). Without them files are stored but not processed.
+    pub embedding_model_dir: Option<PathBuf>,
+    /// The most tokens one chunk holds.
+    #[serde(deserialize_with = "lenient::parse")]
+    pub chunk_tokens: usize,
+    /// Tokens shared by neighbouring chunks.
+    #[serde(deserialize_with = "lenient::parse")]
+    pub chunk_overlap_tokens: usize,
+    /// Attempts before a file fails on infrastructure errors (content errors fail at once).
+    #[serde(deserialize_with = "lenient::parse")]
+    pub max_attempts: u32,
+    /// Seconds a worker holds a job without reporting progress before another takes it over.
+    #[serde(deserialize_with = "lenient::parse")]
+    pub lease_secs: u64,
+    /// Seconds an idle worker waits before looking for due jobs again (new uploads in this
+    /// process wake it at once).
+    #[serde(deserialize_with = "lenient::parse")]
+    pub poll_secs: u64,
+}
+
+impl Default for KnowledgeSettings {
+    fn default() -> Self {
+        Self {
+            workers: 1,
+            blobs_dir: None,
+            vectors_dir: None,
+            embedding_model_dir: None,
+            chunk_tokens: 200,
+            chunk_overlap_tokens: 30,
+            max_attempts: 5,
+            lease_secs: 120,
+            poll_secs: 2,
+        }
+    }
+}
+
 /// Monthly credit budgets (UTC calendar months; credits = tokens × the base model's credit
 /// multiplier). Unset budgets are unlimited. When an organization's spend this month
 /// reaches its budget, completions get 402 `credit_budget_exhausted` until the month ends.
@@ -326,6 +376,7 @@ pub struct Settings {
     pub idempotency: IdempotencySettings,
     pub models: ModelsSettings,
     pub quotas: QuotaSettings,
+    pub knowledge: KnowledgeSettings,
 }
 
 impl Default for Settings {
@@ -347,6 +398,7 @@ impl Default for Settings {
             idempotency: IdempotencySettings::default(),
             models: ModelsSettings::default(),
             quotas: QuotaSettings::default(),
+            knowledge: KnowledgeSettings::default(),
         }
     }
 }

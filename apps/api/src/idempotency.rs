@@ -6,7 +6,8 @@
 //! (they carry secrets) are recorded without their body: a retry then gets 409
 //! `idempotent_response_withheld` with the created record's `Location`, never a second
 //! record and never a stored secret. Event streams are passed through unbuffered and
-//! recorded the same way (a retry learns the chat's `Location` and can re-attach). Public
+//! recorded the same way (a retry learns the chat's `Location` and can re-attach). Uploads
+//! (`multipart/form-data`) are not buffered: the key alone identifies them. Public
 //! POSTs (token requests) ignore the header.
 
 use actix_web::{
@@ -52,22 +53,31 @@ pub async fn idempotent(
         Some(Err(e)) => return Ok(refuse(req, invalid_key(e.to_string()))),
         None => return Ok(refuse(req, invalid_key("must be visible ASCII".into()))),
     };
-    let (http, mut payload) = req.into_parts();
-    let body = match web::Bytes::from_request(&http, &mut payload).await {
-        Ok(body) => body,
-        Err(error) => return Ok(ServiceResponse::from_err(error, http)),
-    };
-    let path = http
+    let path = req
         .uri()
         .path_and_query()
         .map_or("", |p| p.as_str())
         .to_owned();
-    let fingerprint = Fingerprint::of("POST", &path, &canonical_body(&body));
+    let (req, fingerprint) = if is_multipart(&req) {
+        // An upload (up to 50 MB) is never buffered to be fingerprinted: the key alone
+        // identifies it, so a retry of an upload gets the first upload's record back.
+        (req, Fingerprint::of("POST", &path, b"multipart/form-data"))
+    } else {
+        let (http, mut payload) = req.into_parts();
+        let body = match web::Bytes::from_request(&http, &mut payload).await {
+            Ok(body) => body,
+            Err(error) => return Ok(ServiceResponse::from_err(error, http)),
+        };
+        let fingerprint = Fingerprint::of("POST", &path, &canonical_body(&body));
+        (
+            ServiceRequest::from_parts(http, Payload::from(body)),
+            fingerprint,
+        )
+    };
     let owner = KeyOwner {
         organization_id: principal.organization_id.clone(),
         principal: principal.subject.clone(),
     };
-    let req = ServiceRequest::from_parts(http, Payload::from(body));
     let refusal = match state.idempotency.begin(&owner, &key, &fingerprint).await {
         Err(error) => ApiError::from(error),
         Ok(Begin::Replay(stored)) => return Ok(req.into_response(replay(stored))),
@@ -135,6 +145,18 @@ async fn run(
         tracing::warn!(%error, "idempotency record not stored");
     }
     Ok(ServiceResponse::new(http, rebuilt))
+}
+
+fn is_multipart(req: &ServiceRequest) -> bool {
+    req.headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| {
+            value
+                .trim_start()
+                .get(..10)
+                .is_some_and(|start| start.eq_ignore_ascii_case("multipart/"))
+        })
 }
 
 fn is_event_stream<B>(response: &HttpResponse<B>) -> bool {

@@ -8,6 +8,7 @@ pub mod chat_stream;
 pub mod config;
 pub mod extract;
 pub mod idempotency;
+pub mod knowledge;
 pub mod middleware;
 pub mod openapi;
 pub mod problem;

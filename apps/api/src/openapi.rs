@@ -28,6 +28,8 @@ use crate::problem::{Problem, ValidationErrorItem, ValidationProblem};
         (name = "Particles", description = "Reusable system-prompt components in five categories, with immutable numbered versions"),
         (name = "System prompts", description = "Ordered compositions of particles, pinned or following the latest versions, and their rendering; system profiles are read-only templates"),
         (name = "Usage", description = "Tokens and credits of the organization's completions, by period, model and user"),
+        (name = "Files", description = "Uploads (documents up to 50 MB, images up to 20 MB), processed in the background into searchable chunks; needs `files:*`"),
+        (name = "Datasets", description = "Sets of files searched together (hybrid dense + BM25), versioned, with snapshots; needs `datasets:*`"),
         (name = "Artifacts", description = "Rich content found in assistant answers (markdown, code, HTML, SVG, Mermaid), versioned per chat; needs `chats:read`")
     )
 )]

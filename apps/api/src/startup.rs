@@ -54,6 +54,8 @@ pub enum StartupError {
     },
     #[error("cannot create the default organization: {0}")]
     Bootstrap(DomainError),
+    #[error("{0}")]
+    Knowledge(String),
     #[error("config key `data_dir`: {0}")]
     DataDir(String),
     #[error("config key `auth.keys_dir`: {0}")]
@@ -126,6 +128,22 @@ where
         .service(routes::artifacts::list_artifacts)
         .service(routes::artifacts::get_artifact)
         .service(routes::artifacts::get_artifact_content)
+        .service(routes::files::upload_file)
+        .service(routes::files::list_files)
+        .service(routes::files::get_file)
+        .service(routes::files::get_file_content)
+        .service(routes::files::delete_file)
+        .service(routes::files::create_association)
+        .service(routes::files::delete_association)
+        .service(routes::datasets::create_dataset)
+        .service(routes::datasets::list_datasets)
+        .service(routes::datasets::get_dataset)
+        .service(routes::datasets::update_dataset)
+        .service(routes::datasets::delete_dataset)
+        .service(routes::datasets::list_dataset_files)
+        .service(routes::datasets::create_snapshot)
+        .service(routes::datasets::list_snapshots)
+        .service(routes::datasets::search_dataset)
 }
 
 /// The OpenAPI document of the routes this build serves.
@@ -280,10 +298,14 @@ pub async fn state(
             "chats left generating by a stopped process marked as failed"
         );
     }
+    let knowledge =
+        crate::knowledge::Knowledge::build(settings, &database, clock.clone(), cursors.clone())
+            .await?;
     Ok(AppState {
         chats,
         artifacts,
         usage,
+        knowledge,
         budgets,
         quotas: settings.quotas.clone(),
         idempotency,
@@ -512,6 +534,7 @@ impl Application {
             })?
             .run();
         tokio::spawn(purge_idempotency_keys(state.idempotency.clone()));
+        state.knowledge.start_workers(settings.knowledge.workers);
         tracing::info!(address = %settings.listen, port, database = %settings.database(), issuer = %state.issuer, "tessera-api listening (HTTPS only)");
         Ok(Self {
             port,

@@ -22,6 +22,8 @@ pub struct AppState {
     pub chats: ChatService,
     pub artifacts: ArtifactService,
     pub usage: UsageService,
+    /// Files, datasets and their processing workers.
+    pub knowledge: crate::knowledge::Knowledge,
     /// Spend this month against monthly credit budgets (`quotas`).
     pub budgets: BudgetGuard,
     pub quotas: crate::config::QuotaSettings,

@@ -84,3 +84,40 @@ pub trait VectorIndex: Send + Sync {
     /// The best chunks for a query: dense and sparse rankings fused by reciprocal rank.
     async fn search(&self, query: VectorQuery) -> Result<Vec<ScoredChunk>, IndexError>;
 }
+
+/// The index of deployments without an embedding model: nothing is ever indexed there, so
+/// changes have nothing to update, and a search says the index is unavailable.
+#[derive(Debug, Clone, Default)]
+pub struct NoIndex;
+
+#[async_trait]
+impl VectorIndex for NoIndex {
+    async fn upsert(&self, chunks: Vec<IndexedChunk>) -> Result<(), IndexError> {
+        if chunks.is_empty() {
+            Ok(())
+        } else {
+            Err(IndexError::Unavailable(
+                "no vector index is configured".into(),
+            ))
+        }
+    }
+
+    async fn set_datasets(
+        &self,
+        _: &OrganizationId,
+        _: &FileId,
+        _: Vec<DatasetId>,
+    ) -> Result<(), IndexError> {
+        Ok(())
+    }
+
+    async fn delete_file(&self, _: &OrganizationId, _: &FileId) -> Result<(), IndexError> {
+        Ok(())
+    }
+
+    async fn search(&self, _: VectorQuery) -> Result<Vec<ScoredChunk>, IndexError> {
+        Err(IndexError::Unavailable(
+            "no vector index is configured".into(),
+        ))
+    }
+}

@@ -29,7 +29,7 @@ pub use embedding::{EmbedError, Embedder, NoEmbedder};
 pub use file::{FileFilter, FileStatus, StoredChunk, StoredFile};
 pub use file_service::{FileService, KnowledgeCaller};
 pub use format::{FileFormat, FormatError, MAX_DOCUMENT_BYTES, MAX_IMAGE_BYTES, TextCheck};
-pub use index::{IndexError, IndexedChunk, ScoredChunk, VectorIndex, VectorQuery};
+pub use index::{IndexError, IndexedChunk, NoIndex, ScoredChunk, VectorIndex, VectorQuery};
 pub use processing::{JobOutcome, Pipeline, ProcessingSettings, Processor};
 pub use store::{ClaimedJob, DatasetStore, FileDeletion, FileStore};
 pub use upload::{MAX_FILE_NAME_CHARS, Upload, UploadError, clean_file_name};

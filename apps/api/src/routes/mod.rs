@@ -4,7 +4,9 @@
 pub mod artifacts;
 pub mod chats;
 pub mod clients;
+pub mod datasets;
 pub mod fallback;
+pub mod files;
 pub mod health;
 pub mod models;
 pub mod oauth;

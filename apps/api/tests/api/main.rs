@@ -10,6 +10,7 @@ mod chats;
 mod clients;
 mod deploy;
 mod extractors;
+mod files;
 mod http;
 mod idempotency;
 mod models;

@@ -1,0 +1,170 @@
+//! Wiring of files and datasets: blob storage, the embedded vector index, the embedding
+//! model, the services, and the processing workers that run inside this process.
+
+use std::{path::PathBuf, sync::Arc, time::Duration};
+
+use tessera_blobs_local::LocalBlobStore;
+use tessera_kernel::{Clock, CursorCodec};
+use tessera_knowledge::{
+    ChunkingSettings, DatasetService, DocumentProcessor, Embedder, FileService, JobOutcome,
+    NoEmbedder, NoIndex, Pipeline, ProcessingSettings, Processor, VectorIndex,
+};
+use tessera_store::{Database, SqlDatasetStore, SqlFileStore};
+use tokio::sync::Notify;
+
+use crate::{config::Settings, startup::StartupError};
+
+/// The knowledge services and what their workers need.
+#[derive(Clone)]
+pub struct Knowledge {
+    pub files: FileService,
+    pub datasets: DatasetService,
+    /// Wakes idle workers when an upload queues a job in this process.
+    pub wake: Arc<Notify>,
+    /// `None` without an embedding model: no worker can process files.
+    pipeline: Option<Pipeline>,
+    processing: ProcessingSettings,
+    poll: Duration,
+}
+
+fn knowledge_error(message: String) -> StartupError {
+    StartupError::Knowledge(message)
+}
+
+/// What processing needs beyond storage.
+struct Engines {
+    documents: Arc<dyn DocumentProcessor>,
+    embedder: Arc<dyn Embedder>,
+    index: Arc<dyn VectorIndex>,
+}
+
+/// The document processor, the embedding model (from `knowledge.embedding_model_dir`, else
+/// `models.local_dir`) and the vector index its vectors go to; `None` when the model's files
+/// are not there.
+async fn engines(settings: &Settings) -> Result<Option<Engines>, StartupError> {
+    let Some(dir) = (settings.knowledge.embedding_model_dir.clone())
+        .or_else(|| settings.models.local_dir.clone())
+    else {
+        return Ok(None);
+    };
+    tracing::warn!(dir = %dir.display(), "this build has no embedding engine yet: files are stored and queued but not processed");
+    Ok(None)
+}
+
+impl Knowledge {
+    pub async fn build(
+        settings: &Settings,
+        database: &Database,
+        clock: Arc<dyn Clock>,
+        cursors: CursorCodec,
+    ) -> Result<Self, StartupError> {
+        let knowledge = &settings.knowledge;
+        if knowledge.chunk_tokens == 0 || knowledge.chunk_overlap_tokens >= knowledge.chunk_tokens {
+            return Err(knowledge_error(
+                "knowledge.chunk_overlap_tokens must be less than knowledge.chunk_tokens (> 0)"
+                    .into(),
+            ));
+        }
+        let in_data_dir = |dir: &Option<PathBuf>, name: &str| {
+            dir.clone().unwrap_or_else(|| settings.data_dir.join(name))
+        };
+        let blobs = LocalBlobStore::open(in_data_dir(&knowledge.blobs_dir, "blobs"))
+            .await
+            .map_err(|e| knowledge_error(format!("knowledge.blobs_dir: {e}")))?;
+        let engines = engines(settings).await?;
+        let index: Arc<dyn VectorIndex> = match &engines {
+            Some(engines) => engines.index.clone(),
+            None => Arc::new(NoIndex),
+        };
+        let blobs = Arc::new(blobs);
+        let files_store = Arc::new(SqlFileStore::new(database.clone()));
+        let files = FileService::new(
+            files_store.clone(),
+            blobs.clone(),
+            index.clone(),
+            clock.clone(),
+            cursors.clone(),
+        );
+        let datasets = DatasetService::new(
+            Arc::new(SqlDatasetStore::new(database.clone())),
+            files_store.clone(),
+            engines.as_ref().map_or_else(
+                || Arc::new(NoEmbedder) as Arc<dyn Embedder>,
+                |e| e.embedder.clone(),
+            ),
+            index.clone(),
+            clock.clone(),
+            cursors,
+        );
+        let pipeline = engines.map(|engines| Pipeline {
+            files: files_store,
+            blobs,
+            documents: engines.documents,
+            embedder: engines.embedder,
+            index: engines.index,
+            clock,
+        });
+        Ok(Self {
+            files,
+            datasets,
+            wake: Arc::new(Notify::new()),
+            pipeline,
+            processing: ProcessingSettings {
+                chunking: ChunkingSettings {
+                    max_tokens: knowledge.chunk_tokens,
+                    overlap_tokens: knowledge.chunk_overlap_tokens,
+                },
+                lease: Duration::from_secs(knowledge.lease_secs.max(1)),
+                max_attempts: knowledge.max_attempts.max(1),
+                ..ProcessingSettings::default()
+            },
+            poll: Duration::from_secs(knowledge.poll_secs.max(1)),
+        })
+    }
+
+    /// Starts `count` workers on the current runtime; they run until it stops. A job a
+    /// stopped worker held is taken over by another when its lease expires.
+    pub fn start_workers(&self, count: usize) {
+        let Some(pipeline) = &self.pipeline else {
+            if count > 0 {
+                tracing::warn!("file processing workers not started: no embedding model");
+            }
+            return;
+        };
+        let process = std::process::id();
+        for number in 0..count {
+            let worker = format!("{process}-{number}-{}", uuid::Uuid::now_v7().simple());
+            let processor = Processor::new(pipeline.clone(), self.processing, worker);
+            tokio::spawn(run_worker(processor, self.wake.clone(), self.poll));
+        }
+    }
+}
+
+/// Processes due jobs until none is left, then waits for a wake-up or the poll interval.
+async fn run_worker(processor: Processor, wake: Arc<Notify>, poll: Duration) {
+    loop {
+        match processor.process_next().await {
+            Ok(Some((job, outcome))) => match outcome {
+                JobOutcome::Ready { chunks } => {
+                    tracing::info!(file = %job.file.id, chunks, attempt = job.attempt, "file ready");
+                }
+                JobOutcome::Failed { reason } => {
+                    tracing::warn!(file = %job.file.id, %reason, "file processing failed");
+                }
+                JobOutcome::Retrying { at, reason } => {
+                    tracing::warn!(file = %job.file.id, %reason, %at, attempt = job.attempt, "file processing will be retried");
+                }
+                JobOutcome::LeaseLost => {
+                    tracing::warn!(file = %job.file.id, "file processing taken over by another worker");
+                }
+            },
+            Ok(None) => {
+                let _ = tokio::time::timeout(poll, wake.notified()).await;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "file processing queue unavailable");
+                tokio::time::sleep(poll).await;
+            }
+        }
+    }
+}

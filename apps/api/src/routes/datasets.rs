@@ -1,0 +1,508 @@
+//! Datasets: named sets of files searched together, with a version that counts content
+//! changes, snapshots that freeze a version, and hybrid (dense + BM25) search.
+
+use actix_web::{HttpResponse, delete, get, http::header, patch, post, web};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use tessera_knowledge::{Dataset, DatasetId, FileId, SearchHit, SearchRequest, Snapshot};
+use utoipa::{IntoParams, ToSchema};
+use validator::Validate;
+
+use crate::{
+    access::Caller,
+    extract::{ValidJson, ValidQuery, nullable, page_limit, path_id},
+    problem::{ApiError, Problem, ValidationProblem},
+    routes::files::{FileOut, knowledge_caller},
+    state::AppState,
+};
+
+/// A dataset record.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DatasetOut {
+    pub id: String,
+    pub name: String,
+    pub description: Option<String>,
+    /// Starts at 1; incremented whenever a file is added or removed.
+    pub version: u64,
+    pub file_count: u64,
+    pub created_by: String,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<&Dataset> for DatasetOut {
+    fn from(dataset: &Dataset) -> Self {
+        Self {
+            id: dataset.id.to_string(),
+            name: dataset.name.clone(),
+            description: dataset.description.clone(),
+            version: dataset.version,
+            file_count: dataset.file_count,
+            created_by: dataset.created_by.clone(),
+            created_at: dataset.created_at,
+            updated_at: dataset.updated_at,
+        }
+    }
+}
+
+/// A page of datasets.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DatasetPage {
+    pub items: Vec<DatasetOut>,
+    pub next_cursor: Option<String>,
+    pub has_more: bool,
+    pub total_count: Option<u64>,
+}
+
+/// A file of a dataset.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DatasetFileOut {
+    #[serde(flatten)]
+    pub file: FileOut,
+    pub added_at: DateTime<Utc>,
+}
+
+/// A page of a dataset's files.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DatasetFilePage {
+    pub items: Vec<DatasetFileOut>,
+    pub next_cursor: Option<String>,
+    pub has_more: bool,
+    pub total_count: Option<u64>,
+}
+
+/// Page through datasets (newest first) or a dataset's files.
+#[derive(Debug, Deserialize, Validate, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(rename_all = "camelCase")]
+pub struct ListDatasets {
+    /// 1 to 100, default 20.
+    #[validate(range(min = 1, max = 100))]
+    pub limit: Option<i64>,
+    /// `nextCursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+/// A new dataset.
+#[derive(Debug, Deserialize, Validate, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CreateDataset {
+    /// 1 to 200 characters.
+    pub name: String,
+    /// At most 2000 characters.
+    pub description: Option<String>,
+}
+
+/// Changes to a dataset; absent fields stay, `description: null` clears it.
+#[derive(Debug, Deserialize, Validate, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UpdateDataset {
+    pub name: Option<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<String>)]
+    pub description: Option<Option<String>>,
+}
+
+/// A snapshot: the dataset's files frozen at a version.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SnapshotOut {
+    pub dataset_id: String,
+    pub version: u64,
+    pub files: Vec<SnapshotFileOut>,
+    pub created_at: DateTime<Utc>,
+}
+
+/// A file of a snapshot with the hash of its content then.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SnapshotFileOut {
+    pub file_id: String,
+    pub sha256: String,
+}
+
+/// A dataset's snapshots, newest first.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SnapshotList {
+    pub items: Vec<SnapshotOut>,
+}
+
+impl From<Snapshot> for SnapshotOut {
+    fn from(snapshot: Snapshot) -> Self {
+        Self {
+            dataset_id: snapshot.dataset_id.to_string(),
+            version: snapshot.version,
+            files: snapshot
+                .files
+                .into_iter()
+                .map(|(id, sha256)| SnapshotFileOut {
+                    file_id: id.to_string(),
+                    sha256,
+                })
+                .collect(),
+            created_at: snapshot.created_at,
+        }
+    }
+}
+
+/// A search of the dataset.
+#[derive(Debug, Deserialize, Validate, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SearchDataset {
+    /// 1 to 2000 characters.
+    pub query: String,
+    /// 1 to 50, default 10.
+    #[validate(range(min = 1, max = 50))]
+    pub limit: Option<u32>,
+    /// Search this snapshot's files (its version) instead of the current ones.
+    pub version: Option<u64>,
+    /// Only these files.
+    pub file_ids: Option<Vec<String>>,
+}
+
+/// A passage found by search.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchHitOut {
+    pub file_id: String,
+    pub file_name: String,
+    /// The chunk's position in its file (0-based).
+    pub chunk_index: u32,
+    /// Reciprocal-rank fusion of the dense and BM25 rankings; higher is better.
+    pub score: f32,
+    pub text: String,
+    /// 1-based page (PDF).
+    pub page: Option<u32>,
+    /// Heading path, JSON path or CSV row range.
+    pub section: Option<String>,
+    /// Character offsets of the passage in the file's extracted text.
+    pub char_start: u64,
+    pub char_end: u64,
+}
+
+/// Search results, best first.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SearchResults {
+    pub items: Vec<SearchHitOut>,
+}
+
+impl From<SearchHit> for SearchHitOut {
+    fn from(hit: SearchHit) -> Self {
+        Self {
+            file_id: hit.chunk.file_id.to_string(),
+            file_name: hit.file_name,
+            chunk_index: hit.chunk.ordinal,
+            score: hit.chunk.score,
+            text: hit.chunk.text,
+            page: hit.chunk.location.page,
+            section: hit.chunk.location.section,
+            char_start: hit.chunk.location.char_start,
+            char_end: hit.chunk.location.char_end,
+        }
+    }
+}
+
+fn dataset_id(text: &str) -> Result<DatasetId, ApiError> {
+    path_id(text, "dataset")
+}
+
+/// Create a dataset.
+#[utoipa::path(
+    tag = "Datasets",
+    operation_id = "createDataset",
+    request_body = CreateDataset,
+    responses(
+        (status = 201, description = "Created", body = DatasetOut),
+        (status = 422, description = "Invalid request", body = ValidationProblem, content_type = "application/problem+json")
+    )
+)]
+#[post("/v1/datasets")]
+pub async fn create_dataset(
+    caller: Caller,
+    state: web::Data<AppState>,
+    ValidJson(body): ValidJson<CreateDataset>,
+) -> Result<HttpResponse, ApiError> {
+    let dataset = state
+        .knowledge
+        .datasets
+        .create(&knowledge_caller(&caller), &body.name, body.description)
+        .await?;
+    Ok(HttpResponse::Created()
+        .insert_header((header::LOCATION, format!("/v1/datasets/{}", dataset.id)))
+        .json(DatasetOut::from(&dataset)))
+}
+
+/// The organization's datasets, newest first.
+#[utoipa::path(
+    tag = "Datasets",
+    operation_id = "listDatasets",
+    params(ListDatasets),
+    responses(
+        (status = 200, description = "A page of datasets", body = DatasetPage),
+        (status = 422, description = "Invalid limit or cursor", body = ValidationProblem, content_type = "application/problem+json")
+    )
+)]
+#[get("/v1/datasets")]
+pub async fn list_datasets(
+    caller: Caller,
+    state: web::Data<AppState>,
+    ValidQuery(query): ValidQuery<ListDatasets>,
+) -> Result<web::Json<DatasetPage>, ApiError> {
+    let page = state
+        .knowledge
+        .datasets
+        .list(
+            &knowledge_caller(&caller),
+            page_limit(query.limit)?,
+            query.cursor.as_deref(),
+        )
+        .await?;
+    Ok(web::Json(DatasetPage {
+        items: page.items.iter().map(DatasetOut::from).collect(),
+        next_cursor: page.next_cursor.map(|c| c.as_str().to_owned()),
+        has_more: page.has_more,
+        total_count: page.total_count,
+    }))
+}
+
+/// A dataset.
+#[utoipa::path(
+    tag = "Datasets",
+    operation_id = "getDataset",
+    params(("dataset_id" = String, Path, description = "The dataset id")),
+    responses(
+        (status = 200, description = "The dataset", body = DatasetOut),
+        (status = 404, description = "No such dataset in the organization", body = Problem, content_type = "application/problem+json")
+    )
+)]
+#[get("/v1/datasets/{dataset_id}")]
+pub async fn get_dataset(
+    caller: Caller,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<web::Json<DatasetOut>, ApiError> {
+    let dataset = state
+        .knowledge
+        .datasets
+        .get(&knowledge_caller(&caller), &dataset_id(&path)?)
+        .await?;
+    Ok(web::Json(DatasetOut::from(&dataset)))
+}
+
+/// Rename or re-describe a dataset (its version counts content changes only).
+#[utoipa::path(
+    tag = "Datasets",
+    operation_id = "updateDataset",
+    params(("dataset_id" = String, Path, description = "The dataset id")),
+    request_body = UpdateDataset,
+    responses(
+        (status = 200, description = "Updated", body = DatasetOut),
+        (status = 404, description = "No such dataset in the organization", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid request", body = ValidationProblem, content_type = "application/problem+json")
+    )
+)]
+#[patch("/v1/datasets/{dataset_id}")]
+pub async fn update_dataset(
+    caller: Caller,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    ValidJson(body): ValidJson<UpdateDataset>,
+) -> Result<web::Json<DatasetOut>, ApiError> {
+    let dataset = state
+        .knowledge
+        .datasets
+        .update(
+            &knowledge_caller(&caller),
+            &dataset_id(&path)?,
+            body.name.as_deref(),
+            body.description,
+        )
+        .await?;
+    Ok(web::Json(DatasetOut::from(&dataset)))
+}
+
+/// Delete a dataset with its snapshots and its search entries; its files stay.
+#[utoipa::path(
+    tag = "Datasets",
+    operation_id = "deleteDataset",
+    params(("dataset_id" = String, Path, description = "The dataset id")),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 404, description = "No such dataset in the organization", body = Problem, content_type = "application/problem+json")
+    )
+)]
+#[delete("/v1/datasets/{dataset_id}")]
+pub async fn delete_dataset(
+    caller: Caller,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    state
+        .knowledge
+        .datasets
+        .delete(&knowledge_caller(&caller), &dataset_id(&path)?)
+        .await?;
+    Ok(HttpResponse::NoContent().finish())
+}
+
+/// The dataset's files, newest first.
+#[utoipa::path(
+    tag = "Datasets",
+    operation_id = "listDatasetFiles",
+    params(("dataset_id" = String, Path, description = "The dataset id"), ListDatasets),
+    responses(
+        (status = 200, description = "A page of files", body = DatasetFilePage),
+        (status = 404, description = "No such dataset in the organization", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid limit or cursor", body = ValidationProblem, content_type = "application/problem+json")
+    )
+)]
+#[get("/v1/datasets/{dataset_id}/files")]
+pub async fn list_dataset_files(
+    caller: Caller,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    ValidQuery(query): ValidQuery<ListDatasets>,
+) -> Result<web::Json<DatasetFilePage>, ApiError> {
+    let page = state
+        .knowledge
+        .datasets
+        .files(
+            &knowledge_caller(&caller),
+            &dataset_id(&path)?,
+            page_limit(query.limit)?,
+            query.cursor.as_deref(),
+        )
+        .await?;
+    Ok(web::Json(DatasetFilePage {
+        items: page
+            .items
+            .iter()
+            .map(|entry| DatasetFileOut {
+                file: FileOut::from(&entry.file),
+                added_at: entry.added_at,
+            })
+            .collect(),
+        next_cursor: page.next_cursor.map(|c| c.as_str().to_owned()),
+        has_more: page.has_more,
+        total_count: page.total_count,
+    }))
+}
+
+/// Freeze the dataset's current files (with their content hashes) at its current version.
+/// Freezing a version twice returns the existing snapshot.
+#[utoipa::path(
+    tag = "Datasets",
+    operation_id = "createDatasetSnapshot",
+    params(("dataset_id" = String, Path, description = "The dataset id")),
+    responses(
+        (status = 201, description = "The snapshot of the current version", body = SnapshotOut),
+        (status = 404, description = "No such dataset in the organization", body = Problem, content_type = "application/problem+json")
+    )
+)]
+#[post("/v1/datasets/{dataset_id}/snapshots")]
+pub async fn create_snapshot(
+    caller: Caller,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let id = dataset_id(&path)?;
+    let snapshot = state
+        .knowledge
+        .datasets
+        .snapshot(&knowledge_caller(&caller), &id)
+        .await?;
+    Ok(HttpResponse::Created()
+        .insert_header((
+            header::LOCATION,
+            format!("/v1/datasets/{id}/snapshots/{}", snapshot.version),
+        ))
+        .json(SnapshotOut::from(snapshot)))
+}
+
+/// The dataset's snapshots, newest version first.
+#[utoipa::path(
+    tag = "Datasets",
+    operation_id = "listDatasetSnapshots",
+    params(("dataset_id" = String, Path, description = "The dataset id")),
+    responses(
+        (status = 200, description = "Its snapshots", body = SnapshotList),
+        (status = 404, description = "No such dataset in the organization", body = Problem, content_type = "application/problem+json")
+    )
+)]
+#[get("/v1/datasets/{dataset_id}/snapshots")]
+pub async fn list_snapshots(
+    caller: Caller,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<web::Json<SnapshotList>, ApiError> {
+    let snapshots = state
+        .knowledge
+        .datasets
+        .snapshots(&knowledge_caller(&caller), &dataset_id(&path)?)
+        .await?;
+    Ok(web::Json(SnapshotList {
+        items: snapshots.into_iter().map(SnapshotOut::from).collect(),
+    }))
+}
+
+/// Hybrid search of the dataset's ready files (or of a snapshot's files with `version`):
+/// dense embeddings and BM25, fused by reciprocal rank, best first.
+#[utoipa::path(
+    tag = "Datasets",
+    operation_id = "searchDataset",
+    params(("dataset_id" = String, Path, description = "The dataset id")),
+    request_body = SearchDataset,
+    responses(
+        (status = 200, description = "The best passages", body = SearchResults),
+        (status = 404, description = "No such dataset or snapshot in the organization", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid request", body = ValidationProblem, content_type = "application/problem+json"),
+        (status = 503, description = "The embedding model or index is unavailable", body = Problem, content_type = "application/problem+json")
+    )
+)]
+#[post("/v1/datasets/{dataset_id}/search")]
+pub async fn search_dataset(
+    caller: Caller,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    ValidJson(body): ValidJson<SearchDataset>,
+) -> Result<web::Json<SearchResults>, ApiError> {
+    let id = dataset_id(&path)?;
+    let files = body
+        .file_ids
+        .map(|ids| {
+            ids.iter()
+                .enumerate()
+                .map(|(index, text)| {
+                    text.parse::<FileId>().map_err(|_| {
+                        ApiError::validation(vec![tessera_kernel::FieldError::new(
+                            ["body".into(), "fileIds".into(), index.into()],
+                            "not a file id",
+                            "value_error",
+                        )])
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .transpose()?;
+    let hits = state
+        .knowledge
+        .datasets
+        .search(
+            &knowledge_caller(&caller),
+            &id,
+            SearchRequest {
+                query: body.query,
+                limit: body.limit.unwrap_or(10) as usize,
+                version: body.version,
+                files,
+            },
+        )
+        .await?;
+    Ok(web::Json(SearchResults {
+        items: hits.into_iter().map(SearchHitOut::from).collect(),
+    }))
+}

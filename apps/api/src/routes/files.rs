@@ -1,0 +1,470 @@
+//! Files: multipart uploads checked while they stream into content-addressed storage,
+//! processed in the background (extract, chunk, embed, index), listed, downloaded, deleted
+//! (refused while a dataset holds them), and added to or removed from datasets.
+
+use actix_multipart::{Multipart, MultipartError};
+use actix_web::{
+    HttpRequest, HttpResponse, delete, get, http::StatusCode, http::header, post, web,
+};
+use chrono::{DateTime, Utc};
+use futures_util::{StreamExt, TryStreamExt};
+use serde::{Deserialize, Serialize};
+use tessera_kernel::FieldError;
+use tessera_knowledge::{
+    DatasetId, FileId, FileStatus, FormatError, KnowledgeCaller, StoredFile, Upload, UploadError,
+};
+use utoipa::{IntoParams, ToSchema};
+use validator::Validate;
+
+use crate::{
+    access::Caller,
+    extract::{ValidJson, ValidQuery, page_limit, path_id},
+    problem::{ApiError, Problem, ValidationProblem},
+    routes::artifacts::ARTIFACT_CSP,
+    state::AppState,
+};
+
+/// A file record.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FileOut {
+    pub id: String,
+    /// The name it was uploaded under (without any directory).
+    pub name: String,
+    /// `pdf`, `docx`, `txt`, `csv`, `json`, `md`, `png`, `jpeg`, `gif` or `webp`.
+    pub format: String,
+    pub mime_type: String,
+    /// Bytes.
+    pub size: u64,
+    /// Lowercase hex SHA-256 of the content.
+    pub sha256: String,
+    /// `processing`, `ready` or `failed`.
+    pub status: String,
+    /// 0 to 100.
+    pub progress: u8,
+    /// Why processing failed (`failed` only).
+    pub error: Option<String>,
+    /// Chunks indexed for search (0 for images, which are not embedded).
+    pub chunk_count: u32,
+    /// The user or client that uploaded it.
+    pub created_by: String,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<&StoredFile> for FileOut {
+    fn from(file: &StoredFile) -> Self {
+        Self {
+            id: file.id.to_string(),
+            name: file.name.clone(),
+            format: file.format.as_str().to_owned(),
+            mime_type: file.format.media_type().to_owned(),
+            size: file.size,
+            sha256: file.sha256.clone(),
+            status: file.status.as_str().to_owned(),
+            progress: file.progress,
+            error: file.error.clone(),
+            chunk_count: file.chunk_count,
+            created_by: file.created_by.clone(),
+            created_at: file.created_at,
+            updated_at: file.updated_at,
+        }
+    }
+}
+
+/// A page of files.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FilePage {
+    pub items: Vec<FileOut>,
+    pub next_cursor: Option<String>,
+    pub has_more: bool,
+    pub total_count: Option<u64>,
+}
+
+/// Page through files, newest first.
+#[derive(Debug, Deserialize, Validate, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(rename_all = "camelCase")]
+pub struct ListFiles {
+    /// Only files in this state: `processing`, `ready` or `failed`.
+    pub status: Option<String>,
+    /// 1 to 100, default 20.
+    #[validate(range(min = 1, max = 100))]
+    pub limit: Option<i64>,
+    /// `nextCursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+/// The upload form: one part named `file`, with a file name.
+#[derive(Debug, ToSchema)]
+#[allow(dead_code)]
+pub struct UploadForm {
+    /// Documents (`.pdf .docx .txt .csv .json .md`) up to 50 MB, images (`.png .jpg .jpeg
+    /// .gif .webp`) up to 20 MB. The content must match the extension.
+    #[schema(value_type = String, format = Binary)]
+    pub file: Vec<u8>,
+}
+
+/// Adds the file to a dataset.
+#[derive(Debug, Deserialize, Validate, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CreateAssociation {
+    pub dataset_id: String,
+}
+
+/// A file's membership of a dataset.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AssociationOut {
+    pub file_id: String,
+    pub dataset_id: String,
+    /// The dataset's version after the change.
+    pub dataset_version: u64,
+}
+
+pub fn knowledge_caller(caller: &Caller) -> KnowledgeCaller {
+    KnowledgeCaller {
+        organization: caller.0.organization_id.clone(),
+        subject: caller.0.subject.clone(),
+    }
+}
+
+fn file_id(text: &str) -> Result<FileId, ApiError> {
+    path_id(text, "file")
+}
+
+fn upload_error(error: UploadError) -> ApiError {
+    let field = |msg: String, kind: &str| {
+        ApiError::validation(vec![FieldError::new(
+            ["body".into(), "file".into()],
+            msg,
+            kind,
+        )])
+    };
+    match error {
+        UploadError::BadName => field(error.to_string(), "file_name"),
+        UploadError::Empty => field(error.to_string(), "file_empty"),
+        UploadError::Format(
+            FormatError::UnsupportedExtension(_) | FormatError::MissingExtension,
+        ) => ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_file_type",
+            error.to_string(),
+        ),
+        UploadError::Format(FormatError::ContentMismatch(_)) => ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "content_mismatch",
+            format!("{error}; the content must match the file name's extension"),
+        ),
+        UploadError::TooLarge { limit, .. } => ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "file_too_large",
+            error.to_string(),
+        )
+        .with("limitBytes", limit),
+        UploadError::Interrupted(_) => ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "upload_interrupted",
+            error.to_string(),
+        ),
+        UploadError::Storage(_) => {
+            tracing::error!(%error, "upload not stored");
+            ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "service_unavailable",
+                "the file could not be stored; retry later",
+            )
+        }
+    }
+}
+
+fn multipart_error(error: MultipartError) -> ApiError {
+    match error {
+        MultipartError::ContentTypeMissing
+        | MultipartError::ContentTypeParse
+        | MultipartError::ContentTypeIncompatible
+        | MultipartError::BoundaryMissing => ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            "send multipart/form-data with one part named `file`",
+        ),
+        other => ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "malformed_multipart",
+            format!("the multipart body cannot be read: {other}"),
+        ),
+    }
+}
+
+/// Upload a file. Documents are processed in the background (`status: processing`, then
+/// `ready` or `failed`; poll `GET /v1/files/{file_id}`); images are `ready` at once.
+#[utoipa::path(
+    tag = "Files",
+    operation_id = "uploadFile",
+    request_body(content = UploadForm, content_type = "multipart/form-data"),
+    responses(
+        (status = 201, description = "Stored; processing has started", body = FileOut),
+        (status = 400, description = "The upload was interrupted or the multipart body is malformed", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "Larger than the format's limit", body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "Extension not accepted, content not matching it, or not multipart", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "No `file` part, no file name, or an empty file", body = ValidationProblem, content_type = "application/problem+json")
+    )
+)]
+#[post("/v1/files")]
+pub async fn upload_file(
+    caller: Caller,
+    state: web::Data<AppState>,
+    request: HttpRequest,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    let mut form = Multipart::new(request.headers(), payload);
+    while let Some(field) = form.try_next().await.map_err(multipart_error)? {
+        if field.name() != Some("file") {
+            // Other parts are skipped (drained), not refused.
+            continue;
+        }
+        let file_name = field
+            .content_disposition()
+            .and_then(|disposition| disposition.get_filename())
+            .map(str::to_owned)
+            .ok_or_else(|| {
+                ApiError::validation(vec![FieldError::new(
+                    ["body".into(), "file".into()],
+                    "the `file` part needs a file name (Content-Disposition filename)",
+                    "file_name",
+                )])
+            })?;
+        let content = field
+            .map(|piece| {
+                piece
+                    .map(|bytes| bytes.to_vec())
+                    .map_err(|error| UploadError::Interrupted(error.to_string()))
+            })
+            .boxed_local();
+        let file = state
+            .knowledge
+            .files
+            .upload(&knowledge_caller(&caller), Upload { file_name, content })
+            .await
+            .map_err(upload_error)?;
+        if file.status == FileStatus::Processing {
+            state.knowledge.wake.notify_one();
+        }
+        return Ok(HttpResponse::Created()
+            .insert_header((header::LOCATION, format!("/v1/files/{}", file.id)))
+            .json(FileOut::from(&file)));
+    }
+    Err(ApiError::validation(vec![FieldError::new(
+        ["body".into(), "file".into()],
+        "the form has no part named `file`",
+        "missing",
+    )]))
+}
+
+/// The organization's files, newest first.
+#[utoipa::path(
+    tag = "Files",
+    operation_id = "listFiles",
+    params(ListFiles),
+    responses(
+        (status = 200, description = "A page of files", body = FilePage),
+        (status = 422, description = "Invalid status, limit or cursor", body = ValidationProblem, content_type = "application/problem+json")
+    )
+)]
+#[get("/v1/files")]
+pub async fn list_files(
+    caller: Caller,
+    state: web::Data<AppState>,
+    ValidQuery(query): ValidQuery<ListFiles>,
+) -> Result<web::Json<FilePage>, ApiError> {
+    let status = query
+        .status
+        .as_deref()
+        .map(|text| {
+            FileStatus::parse(text).ok_or_else(|| {
+                ApiError::validation(vec![FieldError::new(
+                    ["query".into(), "status".into()],
+                    "must be `processing`, `ready` or `failed`",
+                    "enum",
+                )])
+            })
+        })
+        .transpose()?;
+    let page = state
+        .knowledge
+        .files
+        .list(
+            &knowledge_caller(&caller),
+            status,
+            page_limit(query.limit)?,
+            query.cursor.as_deref(),
+        )
+        .await?;
+    Ok(web::Json(FilePage {
+        items: page.items.iter().map(FileOut::from).collect(),
+        next_cursor: page.next_cursor.map(|c| c.as_str().to_owned()),
+        has_more: page.has_more,
+        total_count: page.total_count,
+    }))
+}
+
+/// A file record with its processing status.
+#[utoipa::path(
+    tag = "Files",
+    operation_id = "getFile",
+    params(("file_id" = String, Path, description = "The file id")),
+    responses(
+        (status = 200, description = "The file", body = FileOut),
+        (status = 404, description = "No such file in the organization", body = Problem, content_type = "application/problem+json")
+    )
+)]
+#[get("/v1/files/{file_id}")]
+pub async fn get_file(
+    caller: Caller,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<web::Json<FileOut>, ApiError> {
+    let file = state
+        .knowledge
+        .files
+        .get(&knowledge_caller(&caller), &file_id(&path)?)
+        .await?;
+    Ok(web::Json(FileOut::from(&file)))
+}
+
+/// Download a file's content, as uploaded, with its media type, as an attachment.
+#[utoipa::path(
+    tag = "Files",
+    operation_id = "getFileContent",
+    params(("file_id" = String, Path, description = "The file id")),
+    responses(
+        (status = 200, description = "The content", content_type = "application/octet-stream", body = Vec<u8>),
+        (status = 404, description = "No such file in the organization", body = Problem, content_type = "application/problem+json")
+    )
+)]
+#[get("/v1/files/{file_id}/content")]
+pub async fn get_file_content(
+    caller: Caller,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let (file, content) = state
+        .knowledge
+        .files
+        .content(&knowledge_caller(&caller), &file_id(&path)?)
+        .await?;
+    let body = content.map(|piece| {
+        piece
+            .map(web::Bytes::from)
+            .map_err(|error| std::io::Error::other(error.to_string()))
+    });
+    Ok(HttpResponse::Ok()
+        .content_type(file.format.media_type())
+        .insert_header(header::ContentDisposition::attachment(file.name.clone()))
+        .insert_header((header::CONTENT_LENGTH, file.size))
+        .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
+        .insert_header((header::CONTENT_SECURITY_POLICY, ARTIFACT_CSP))
+        .streaming(body))
+}
+
+/// Delete a file, its chunks and its index entries. Refused with 409 `file_in_use` while a
+/// dataset (or a dataset snapshot) holds it; the problem names them.
+#[utoipa::path(
+    tag = "Files",
+    operation_id = "deleteFile",
+    params(("file_id" = String, Path, description = "The file id")),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 404, description = "No such file in the organization", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "Still in a dataset or snapshot", body = Problem, content_type = "application/problem+json")
+    )
+)]
+#[delete("/v1/files/{file_id}")]
+pub async fn delete_file(
+    caller: Caller,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    state
+        .knowledge
+        .files
+        .delete(&knowledge_caller(&caller), &file_id(&path)?)
+        .await?;
+    Ok(HttpResponse::NoContent().finish())
+}
+
+/// Add the file to a dataset, making it searchable there once it is `ready`. Adding it
+/// again changes nothing (200 instead of 201).
+#[utoipa::path(
+    tag = "Files",
+    operation_id = "createFileAssociation",
+    params(("file_id" = String, Path, description = "The file id")),
+    request_body = CreateAssociation,
+    responses(
+        (status = 201, description = "Added; the dataset's version was incremented", body = AssociationOut),
+        (status = 200, description = "Already in the dataset", body = AssociationOut),
+        (status = 404, description = "No such file or dataset in the organization", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid request", body = ValidationProblem, content_type = "application/problem+json")
+    )
+)]
+#[post("/v1/files/{file_id}/associations")]
+pub async fn create_association(
+    caller: Caller,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    ValidJson(body): ValidJson<CreateAssociation>,
+) -> Result<HttpResponse, ApiError> {
+    let file = file_id(&path)?;
+    let dataset: DatasetId = path_id(&body.dataset_id, "dataset")?;
+    let (dataset, added) = state
+        .knowledge
+        .datasets
+        .add_file(&knowledge_caller(&caller), &dataset, &file)
+        .await?;
+    let out = AssociationOut {
+        file_id: file.to_string(),
+        dataset_id: dataset.id.to_string(),
+        dataset_version: dataset.version,
+    };
+    Ok(if added {
+        HttpResponse::Created()
+            .insert_header((
+                header::LOCATION,
+                format!("/v1/files/{file}/associations/{}", dataset.id),
+            ))
+            .json(out)
+    } else {
+        HttpResponse::Ok().json(out)
+    })
+}
+
+/// Remove the file from a dataset (the file stays).
+#[utoipa::path(
+    tag = "Files",
+    operation_id = "deleteFileAssociation",
+    params(
+        ("file_id" = String, Path, description = "The file id"),
+        ("dataset_id" = String, Path, description = "The dataset id")
+    ),
+    responses(
+        (status = 204, description = "Removed; the dataset's version was incremented"),
+        (status = 404, description = "No such dataset, or the file is not in it", body = Problem, content_type = "application/problem+json")
+    )
+)]
+#[delete("/v1/files/{file_id}/associations/{dataset_id}")]
+pub async fn delete_association(
+    caller: Caller,
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, ApiError> {
+    let (file, dataset) = path.into_inner();
+    let file = file_id(&file)?;
+    let dataset: DatasetId = path_id(&dataset, "dataset")?;
+    state
+        .knowledge
+        .datasets
+        .remove_file(&knowledge_caller(&caller), &dataset, &file)
+        .await?;
+    Ok(HttpResponse::NoContent().finish())
+}
