@@ -95,6 +95,11 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
         Access::Scope("models:delete"),
     ),
     ("POST", "/v1/files", Access::Scope("files:write")),
+    (
+        "POST",
+        "/v1/files/bulk-delete",
+        Access::Scope("files:delete"),
+    ),
     ("GET", "/v1/files", Access::Scope("files:read")),
     ("GET", "/v1/files/{file_id}", Access::Scope("files:read")),
     (

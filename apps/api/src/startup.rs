@@ -129,6 +129,7 @@ where
         .service(routes::artifacts::get_artifact)
         .service(routes::artifacts::get_artifact_content)
         .service(routes::files::upload_file)
+        .service(routes::files::bulk_delete_files)
         .service(routes::files::list_files)
         .service(routes::files::get_file)
         .service(routes::files::get_file_content)

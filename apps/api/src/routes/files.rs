@@ -394,6 +394,83 @@ pub async fn delete_file(
     Ok(HttpResponse::NoContent().finish())
 }
 
+/// Delete several files at once.
+#[derive(Debug, Deserialize, Validate, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BulkDelete {
+    /// 1 to 100 file ids.
+    #[validate(length(min = 1, max = 100))]
+    pub file_ids: Vec<String>,
+}
+
+/// What a bulk delete did, file by file.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BulkDeleteOut {
+    /// The files deleted.
+    pub deleted: Vec<String>,
+    /// The files not deleted, each with the problem a single delete would have answered.
+    pub failed: Vec<BulkDeleteFailure>,
+}
+
+/// A file a bulk delete left in place.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BulkDeleteFailure {
+    pub file_id: String,
+    pub status: u16,
+    pub code: String,
+    pub detail: String,
+}
+
+/// Delete up to 100 files; each is deleted or refused on its own (unknown: 404, held by a
+/// dataset: 409 `file_in_use`), as `DELETE /v1/files/{file_id}` would.
+#[utoipa::path(
+    tag = "Files",
+    operation_id = "bulkDeleteFiles",
+    request_body = BulkDelete,
+    responses(
+        (status = 200, description = "What was deleted and what was not", body = BulkDeleteOut),
+        (status = 422, description = "No ids, or more than 100", body = ValidationProblem, content_type = "application/problem+json")
+    )
+)]
+#[post("/v1/files/bulk-delete")]
+pub async fn bulk_delete_files(
+    caller: Caller,
+    state: web::Data<AppState>,
+    ValidJson(body): ValidJson<BulkDelete>,
+) -> Result<web::Json<BulkDeleteOut>, ApiError> {
+    let who = knowledge_caller(&caller);
+    let mut out = BulkDeleteOut {
+        deleted: Vec::new(),
+        failed: Vec::new(),
+    };
+    for text in body.file_ids {
+        let result = match file_id(&text) {
+            Ok(id) => state
+                .knowledge
+                .files
+                .delete(&who, &id)
+                .await
+                .map_err(ApiError::from),
+            Err(error) => Err(error),
+        };
+        match result {
+            Ok(()) => out.deleted.push(text),
+            Err(error) => {
+                let body = error.body();
+                out.failed.push(BulkDeleteFailure {
+                    file_id: text,
+                    status: error.status.as_u16(),
+                    code: error.code.to_owned(),
+                    detail: body["detail"].as_str().unwrap_or_default().to_owned(),
+                });
+            }
+        }
+    }
+    Ok(web::Json(out))
+}
+
 /// Add the file to a dataset, making it searchable there once it is `ready`. Adding it
 /// again changes nothing (200 instead of 201).
 #[utoipa::path(

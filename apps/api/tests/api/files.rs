@@ -231,6 +231,105 @@ async fn uploads_with_an_idempotency_key_are_stored_once(backend: Backend) {
     app.stop().await;
 }
 
+async fn bulk_delete_reports_each_file(backend: Backend) {
+    let app = storage_app(backend).await;
+    let token = app.caller_token(FILES_SCOPES).await;
+    let free = ok(
+        upload(&app, &token, "free.md", b"# free".to_vec()).await,
+        201,
+    )
+    .await;
+    let held = ok(
+        upload(&app, &token, "held.md", b"# held".to_vec()).await,
+        201,
+    )
+    .await;
+    let dataset = ok(
+        app.call_json(
+            Method::POST,
+            "/v1/datasets",
+            &token,
+            &json!({"name": "Keep"}),
+        )
+        .await,
+        201,
+    )
+    .await;
+    ok(
+        app.call_json(
+            Method::POST,
+            &format!("/v1/files/{}/associations", held["id"].as_str().unwrap()),
+            &token,
+            &json!({"datasetId": dataset["id"]}),
+        )
+        .await,
+        201,
+    )
+    .await;
+    let foreign = app.caller_token(FILES_SCOPES).await;
+    let theirs = ok(
+        upload(&app, &foreign, "theirs.md", b"# theirs".to_vec()).await,
+        201,
+    )
+    .await;
+    let report = ok(
+        app.call_json(
+            Method::POST,
+            "/v1/files/bulk-delete",
+            &token,
+            &json!({"fileIds": [free["id"], held["id"], theirs["id"], "file_nonsense"]}),
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(report["deleted"], json!([free["id"]]));
+    let failed: Vec<(Value, Value)> = report["failed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["fileId"].clone(), f["code"].clone()))
+        .collect();
+    assert_eq!(
+        failed,
+        vec![
+            (held["id"].clone(), json!("file_in_use")),
+            (theirs["id"].clone(), json!("not_found")),
+            (json!("file_nonsense"), json!("not_found")),
+        ]
+    );
+    let mine = ok(app.call(Method::GET, "/v1/files", &token).await, 200).await;
+    assert_eq!(mine["totalCount"], 1);
+    let still = ok(app.call(Method::GET, "/v1/files", &foreign).await, 200).await;
+    assert_eq!(still["totalCount"], 1, "another organization's file stays");
+    problem(
+        app.call_json(
+            Method::POST,
+            "/v1/files/bulk-delete",
+            &token,
+            &json!({"fileIds": []}),
+        )
+        .await,
+        422,
+        "validation_failed",
+    )
+    .await;
+    let reader = app.caller_token("files:read files:write").await;
+    problem(
+        app.call_json(
+            Method::POST,
+            "/v1/files/bulk-delete",
+            &reader,
+            &json!({"fileIds": [free["id"]]}),
+        )
+        .await,
+        403,
+        "insufficient_scope",
+    )
+    .await;
+    app.stop().await;
+}
+
 async fn scopes_and_organizations_fence_files_and_datasets(backend: Backend) {
     let app = storage_app(backend).await;
     let token = app.caller_token(FILES_SCOPES).await;
@@ -374,5 +473,6 @@ async fn scopes_and_organizations_fence_files_and_datasets(backend: Backend) {
 tessera_store::on_both_databases!(
     uploads_are_checked_before_anything_is_stored,
     uploads_with_an_idempotency_key_are_stored_once,
+    bulk_delete_reports_each_file,
     scopes_and_organizations_fence_files_and_datasets,
 );
