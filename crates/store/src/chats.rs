@@ -24,7 +24,7 @@ use crate::{
     artifacts::ArtifactRow,
     database::{with_connection, with_transaction},
     error::{Rollback, query_error},
-    schema::{artifacts, chat_messages, chats, usage_records},
+    schema::{artifacts, chat_messages, chats},
     usage::UsageRow,
 };
 
@@ -426,10 +426,7 @@ impl ChatStore for SqlChatStore {
                     .execute(conn)
                     .await?;
             }
-            diesel::insert_into(usage_records::table)
-                .values(&usage)
-                .execute(conn)
-                .await?;
+            crate::usage::insert_usage!(conn, &usage);
             for artifact in &artifacts {
                 diesel::insert_into(artifacts::table)
                     .values(artifact)
@@ -463,10 +460,7 @@ impl ChatStore for SqlChatStore {
                 return Err(Rollback::Fail(DomainError::not_found("chat", id)));
             }
             if let Some(usage) = &usage {
-                diesel::insert_into(usage_records::table)
-                    .values(usage)
-                    .execute(conn)
-                    .await?;
+                crate::usage::insert_usage!(conn, usage);
             }
             Ok(())
         })

@@ -166,6 +166,19 @@ diesel::table! {
 }
 
 diesel::table! {
+    usage_hourly (organization_id, hour, model_id) {
+        organization_id -> Text,
+        hour -> Timestamp,
+        model_id -> Text,
+        input_tokens -> BigInt,
+        output_tokens -> BigInt,
+        reasoning_tokens -> BigInt,
+        credits -> BigInt,
+        requests -> BigInt,
+    }
+}
+
+diesel::table! {
     artifacts (id) {
         id -> Text,
         organization_id -> Text,

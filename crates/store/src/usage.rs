@@ -7,7 +7,7 @@
 //! groups after the cursor key, in byte order of the keys.
 
 use async_trait::async_trait;
-use chrono::NaiveDateTime;
+use chrono::{DateTime, NaiveDateTime, Timelike, Utc};
 use diesel::{
     backend::Backend,
     prelude::*,
@@ -23,9 +23,9 @@ use tessera_usage::{
 
 use crate::{
     Backend as DatabaseBackend, Database,
-    database::with_connection,
-    error::{pool_error, query_error},
-    schema::usage_records,
+    database::with_transaction,
+    error::pool_error,
+    schema::{usage_hourly, usage_records},
 };
 
 /// `work_mem` of a report's transaction on PostgreSQL (see `aggregate`).
@@ -102,6 +102,64 @@ impl From<&UsageRecord> for UsageRow {
     }
 }
 
+/// A record's contribution to its UTC hour's rollup (`usage_hourly`).
+#[derive(Debug, Insertable)]
+#[diesel(table_name = usage_hourly)]
+pub(crate) struct HourlyRow {
+    organization_id: String,
+    hour: NaiveDateTime,
+    model_id: String,
+    input_tokens: i64,
+    output_tokens: i64,
+    reasoning_tokens: i64,
+    credits: i64,
+    requests: i64,
+}
+
+impl UsageRow {
+    pub(crate) fn hourly(&self) -> HourlyRow {
+        let at = self.created_at;
+        HourlyRow {
+            organization_id: self.organization_id.clone(),
+            hour: at.date().and_hms_opt(at.hour(), 0, 0).unwrap_or(at),
+            model_id: self.model_id.clone(),
+            input_tokens: self.input_tokens,
+            output_tokens: self.output_tokens,
+            reasoning_tokens: self.reasoning_tokens,
+            credits: self.credits,
+            requests: 1,
+        }
+    }
+}
+
+/// Inserts a usage record and adds it to its hour's rollup, on `$conn` inside a transaction
+/// (`?` rolls both back).
+macro_rules! insert_usage {
+    ($conn:ident, $row:expr) => {{
+        use diesel::upsert::excluded;
+        use $crate::schema::{usage_hourly as h, usage_records as r};
+        let row: &$crate::usage::UsageRow = $row;
+        diesel::insert_into(r::table)
+            .values(row)
+            .execute($conn)
+            .await?;
+        diesel::insert_into(h::table)
+            .values(row.hourly())
+            .on_conflict((h::organization_id, h::hour, h::model_id))
+            .do_update()
+            .set((
+                h::input_tokens.eq(h::input_tokens + excluded(h::input_tokens)),
+                h::output_tokens.eq(h::output_tokens + excluded(h::output_tokens)),
+                h::reasoning_tokens.eq(h::reasoning_tokens + excluded(h::reasoning_tokens)),
+                h::credits.eq(h::credits + excluded(h::credits)),
+                h::requests.eq(h::requests + excluded(h::requests)),
+            ))
+            .execute($conn)
+            .await?;
+    }};
+}
+pub(crate) use insert_usage;
+
 /// A value bound into the report statement.
 enum Bind {
     Text(String),
@@ -114,6 +172,58 @@ struct Statement {
     backend: DatabaseBackend,
     sql: String,
     binds: Vec<Bind>,
+    /// Where the report reads: `usage_records`, or the hourly rollup when it gives the
+    /// same answer (see `reads_rollup`).
+    source: Source,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    Records,
+    Hourly,
+}
+
+impl Source {
+    fn table(self) -> &'static str {
+        match self {
+            Self::Records => "usage_records",
+            Self::Hourly => "usage_hourly",
+        }
+    }
+
+    fn time(self) -> &'static str {
+        match self {
+            Self::Records => "created_at",
+            Self::Hourly => "hour",
+        }
+    }
+
+    fn requests(self) -> &'static str {
+        match self {
+            Self::Records => "COUNT(*)",
+            Self::Hourly => "CAST(SUM(requests) AS BIGINT)",
+        }
+    }
+}
+
+fn whole_hour(at: &DateTime<Utc>) -> bool {
+    at.timestamp().rem_euclid(3600) == 0 && at.timestamp_subsec_nanos() == 0
+}
+
+/// Whether the hourly rollup answers `query` exactly: no user or chat in it, a range of
+/// whole UTC hours, and a time zone whose offsets are whole hours changing on whole hours
+/// (then every record's local period is its UTC hour's).
+fn reads_rollup(query: &GroupQuery) -> bool {
+    let filter = &query.filter;
+    !query.grouping.user
+        && filter.user_id.is_none()
+        && filter.chat_id.is_none()
+        && whole_hour(&filter.from)
+        && whole_hour(&filter.to)
+        && query
+            .offsets
+            .iter()
+            .all(|span| span.offset_seconds % 3600 == 0 && whole_hour(&span.since))
 }
 
 impl Statement {
@@ -128,8 +238,9 @@ impl Statement {
     /// `created_at` in the report's local time.
     fn local_time(&mut self, query: &GroupQuery) -> String {
         let spans = &query.offsets;
+        let time = self.source.time();
         if spans.iter().all(|span| span.offset_seconds == 0) {
-            return "created_at".to_owned();
+            return time.to_owned();
         }
         let last = spans.last().map_or(0, |span| span.offset_seconds);
         let offset = if spans.len() < 2 {
@@ -139,7 +250,8 @@ impl Statement {
             for pair in spans.windows(2) {
                 let until = self.bind(Bind::Timestamp(pair[1].since.naive_utc()));
                 let seconds = self.bind(Bind::BigInt(pair[0].offset_seconds.into()));
-                offset.push_str(&format!(" WHEN created_at < {until} THEN {seconds}"));
+                let time = self.source.time();
+                offset.push_str(&format!(" WHEN {time} < {until} THEN {seconds}"));
             }
             let seconds = self.bind(Bind::BigInt(last.into()));
             offset.push_str(&format!(" ELSE {seconds} END"));
@@ -147,9 +259,9 @@ impl Statement {
         };
         match self.backend {
             DatabaseBackend::Postgres => {
-                format!("(created_at + CAST({offset} AS DOUBLE PRECISION) * INTERVAL '1 second')")
+                format!("({time} + CAST({offset} AS DOUBLE PRECISION) * INTERVAL '1 second')")
             }
-            DatabaseBackend::Sqlite => format!("datetime(created_at, ({offset}) || ' seconds')"),
+            DatabaseBackend::Sqlite => format!("datetime({time}, ({offset}) || ' seconds')"),
         }
     }
 
@@ -203,6 +315,11 @@ impl Statement {
             backend,
             sql: String::new(),
             binds: Vec::new(),
+            source: if reads_rollup(query) {
+                Source::Hourly
+            } else {
+                Source::Records
+            },
         };
         let filter = &query.filter;
         // Records are grouped by the raw expressions (no per-record formatting or collation);
@@ -223,9 +340,9 @@ impl Statement {
         let organization = statement.bind(Bind::Text(filter.organization.as_str().to_owned()));
         let from = statement.bind(Bind::Timestamp(filter.from.naive_utc()));
         let to = statement.bind(Bind::Timestamp(filter.to.naive_utc()));
-        let mut conditions = format!(
-            "organization_id = {organization} AND created_at >= {from} AND created_at < {to}"
-        );
+        let time = statement.source.time();
+        let mut conditions =
+            format!("organization_id = {organization} AND {time} >= {from} AND {time} < {to}");
         for (column, value) in [
             ("model_id", &filter.model_id),
             ("principal", &filter.user_id),
@@ -260,11 +377,12 @@ impl Statement {
             "credits",
             "requests",
         ];
+        let (table, requests) = (statement.source.table(), statement.source.requests());
         statement.sql = format!(
             "WITH r AS (\
                SELECT {period} AS period_at, {model} AS model_at, {user} AS user_at, \
-                 {}, {}, {}, {}, COUNT(*) AS requests \
-               FROM usage_records WHERE {conditions} GROUP BY 1, 2, 3), \
+                 {}, {}, {}, {}, {requests} AS requests \
+               FROM {table} WHERE {conditions} GROUP BY 1, 2, 3), \
              g AS (SELECT {period_key} AS period, {model_key} AS model_key, \
                {user_key} AS user_key, input_tokens, output_tokens, reasoning_tokens, credits, \
                requests FROM r) \
@@ -385,14 +503,10 @@ where
 impl UsageStore for SqlUsageStore {
     async fn record(&self, record: &UsageRecord) -> Result<(), DomainError> {
         let row = UsageRow::from(record);
-        with_connection!(&self.db, conn => {
-            diesel::insert_into(usage_records::table)
-                .values(&row)
-                .execute(conn)
-                .await
-                .map_err(query_error)?;
-        });
-        Ok(())
+        with_transaction!(&self.db, conn => {
+            insert_usage!(conn, &row);
+            Ok(())
+        })
     }
 
     async fn aggregate(&self, query: &GroupQuery) -> Result<Aggregate, DomainError> {
@@ -418,7 +532,7 @@ impl UsageStore for SqlUsageStore {
                     .await
             }
         }
-        .map_err(query_error)?;
+        .map_err(crate::error::query_error)?;
         let Some(first) = <[ReportRow]>::first(&rows) else {
             return Err(DomainError::internal(
                 "the usage report returned no totals row",
