@@ -848,7 +848,16 @@ async fn main() -> anyhow::Result<()> {
     }
     let loaded = loading.elapsed();
     let vacuuming = Instant::now();
+    // The records were inserted directly, so their hourly rollup is built the way the
+    // migration backfills it (the application keeps it in each record's transaction).
+    sql.execute(
+        "INSERT INTO usage_hourly SELECT organization_id, date_trunc('hour', created_at), \
+         model_id, SUM(input_tokens), SUM(output_tokens), SUM(reasoning_tokens), SUM(credits), \
+         COUNT(*) FROM usage_records GROUP BY 1, 2, 3",
+    )
+    .await?;
     sql.execute("VACUUM ANALYZE usage_records").await?;
+    sql.execute("VACUUM ANALYZE usage_hourly").await?;
     let vacuumed = vacuuming.elapsed();
     let info = sql
         .query(
