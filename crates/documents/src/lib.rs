@@ -1,1 +1,163 @@
-//! Text extraction and chunking of uploaded documents (adapter; being written for issue 7).
+//! Text extraction and chunking of uploaded documents: [`DocumentChunker`] implements the
+//! knowledge domain's [`DocumentProcessor`] port for pdf (text layer, per page), docx
+//! (paragraphs, heading paths, tables), txt, md (heading paths, fences kept whole when they
+//! fit), csv (whole rows under a repeated header) and json (flattened `path: value` lines),
+//! and cuts the text into chunks sized in `cl100k_base` tokens with overlap. It owns the
+//! defences against hostile files (decompression bombs, encrypted or damaged files, panicking
+//! parsers, oversized text) and runs all CPU-bound work on tokio's blocking pool; images are
+//! refused as not extracted.
+
+mod chunking;
+mod docx;
+mod json;
+mod markdown;
+mod pdf;
+mod tabular;
+mod text;
+
+use async_trait::async_trait;
+use tessera_knowledge::{
+    ChunkDraft, ChunkingSettings, DocumentError, DocumentProcessor, FileFormat,
+};
+
+use crate::chunking::Chunker;
+
+/// How much a document may expand to while it is processed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// The most bytes a document may decompress to: the sum of a docx's `word/document.xml`
+    /// and `word/styles.xml`, or of a pdf's compressed (Flate) non-image streams. Checked while
+    /// decompressing, never trusted from headers. Beyond it: [`DocumentError::TooLarge`].
+    pub max_expanded_bytes: u64,
+    /// The most characters (Unicode scalar values) of extracted text; for json, of the
+    /// flattened `path: value` lines. Beyond it: [`DocumentError::TooLarge`].
+    pub max_text_chars: usize,
+}
+
+impl Limits {
+    /// 200 MB expanded, 20 million characters of text.
+    pub const DEFAULT: Self = Self {
+        max_expanded_bytes: 200 * 1024 * 1024,
+        max_text_chars: 20_000_000,
+    };
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+/// The [`DocumentProcessor`]: extracts a document's text format-aware and chunks it, sized in
+/// `cl100k_base` tokens.
+///
+/// What each chunk's [`tessera_knowledge::ChunkLocation`] holds:
+/// - `char_start..char_end`: character offsets (Unicode scalar values, end exclusive) of the
+///   chunk's text in the document's extracted text, which is
+///   - txt, md, csv: the file's text itself (without a leading UTF-8 byte order mark);
+///   - pdf: each page's text layer, pages joined by a blank line (`"\n\n"`);
+///   - docx: paragraphs one per line, table rows one per line with cells joined by `" | "`,
+///     a blank line around each table;
+///   - json: the flattened lines `path: value` joined by `"\n"`.
+///
+///   For txt, md, pdf and docx, slicing the extracted text by the offsets gives the chunk's
+///   text exactly. A csv chunk repeats the header line above its rows: its offsets span the
+///   rows only (from the first row's start to the last row's end), so slicing gives the rows
+///   as the file has them (its line endings; the chunk joins rows with `"\n"`).
+/// - `page`: pdf only, the 1-based page the chunk is on (chunks never span pages).
+/// - `section`: md and docx, the heading path in effect where the chunk starts
+///   (`"Intro > Setup"`; a docx `Title` paragraph is the outermost level; none before the
+///   first heading); docx chunks never span a heading. csv: the record range `"rows 2-40"` or `"row 7"`, numbered from 1 with the
+///   header as row 1 (these are line numbers unless a quoted field holds a line break). json:
+///   the longest path all of the chunk's lines share (`"$.items[3]"`, at least `"$"`).
+#[derive(Debug, Clone, Default)]
+pub struct DocumentChunker {
+    limits: Limits,
+}
+
+impl DocumentChunker {
+    pub fn new(limits: Limits) -> Self {
+        Self { limits }
+    }
+
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// The synchronous work behind [`DocumentProcessor::chunks`]: call it off the async
+    /// runtime.
+    pub fn chunks_blocking(
+        &self,
+        format: FileFormat,
+        content: &[u8],
+        settings: ChunkingSettings,
+    ) -> Result<Vec<ChunkDraft>, DocumentError> {
+        if format.is_image() {
+            return Err(DocumentError::Unsupported(format.as_str()));
+        }
+        let chunker = Chunker::new(tiktoken_rs::cl100k_base_singleton(), settings);
+        let limits = &self.limits;
+        let chunks = match format {
+            FileFormat::Txt => {
+                let text = text::utf8(content)?;
+                text::check(text, limits)?;
+                chunker.prose(text, 0, None, None)
+            }
+            FileFormat::Md => {
+                let text = text::utf8(content)?;
+                text::check(text, limits)?;
+                markdown::chunks(text, &chunker)
+            }
+            FileFormat::Csv => {
+                let text = text::utf8(content)?;
+                text::check(text, limits)?;
+                tabular::chunks(text, &chunker)?
+            }
+            FileFormat::Json => {
+                let text = text::utf8(content)?;
+                text::check(text, limits)?;
+                json::chunks(text, &chunker, limits)?
+            }
+            FileFormat::Pdf => pdf::extract(content, limits)?.chunks(&chunker, limits)?,
+            FileFormat::Docx => docx::extract(content, limits)?.chunks(&chunker, limits)?,
+            FileFormat::Png | FileFormat::Jpeg | FileFormat::Gif | FileFormat::Webp => {
+                return Err(DocumentError::Unsupported(format.as_str()));
+            }
+        };
+        if chunks.is_empty() {
+            return Err(DocumentError::Empty);
+        }
+        // Overlapping pieces of a text cut at character boundaries can come out of order.
+        let mut chunks = chunks;
+        chunks.sort_by_key(|chunk| (chunk.location.char_start, chunk.location.char_end));
+        Ok(chunks)
+    }
+}
+
+#[async_trait]
+impl DocumentProcessor for DocumentChunker {
+    async fn chunks(
+        &self,
+        format: FileFormat,
+        content: Vec<u8>,
+        settings: ChunkingSettings,
+    ) -> Result<Vec<ChunkDraft>, DocumentError> {
+        if format.is_image() {
+            return Err(DocumentError::Unsupported(format.as_str()));
+        }
+        let this = self.clone();
+        let task =
+            tokio::task::spawn_blocking(move || this.chunks_blocking(format, &content, settings));
+        match task.await {
+            Ok(result) => result,
+            Err(error) => {
+                // Third-party parsers' panics are caught where they run; reaching this is a bug
+                // here, reported as a damaged document because the port has no other answer.
+                tracing::error!(%error, format = format.as_str(), "document processing failed");
+                Err(DocumentError::Corrupt(
+                    "the document could not be processed".to_owned(),
+                ))
+            }
+        }
+    }
+}

@@ -1,0 +1,12 @@
+//! The embedded qdrant-edge adapter: a blocking engine over one shard, and the async port
+//! that runs it off the runtime.
+
+mod config;
+mod engine;
+mod error;
+mod filter;
+mod index;
+mod points;
+mod query;
+
+pub use index::EdgeVectorIndex;
