@@ -75,6 +75,15 @@ bench:
     cp "$vocab" "$TIKTOKEN_CACHE_DIR/$key"
     export TESSERA_BENCH_PYTHON="$PWD/$venv/bin/python"
     cargo bench -p tessera-api --bench prompt_compose
+    # sentence-transformers (PyTorch on the CPU) is the embedding benchmark's baseline: a venv
+    # under ~/.cache/tessera-venvs (about 6 GB with PyTorch's CUDA wheels, 5 minutes once).
+    st="$HOME/.cache/tessera-venvs/sentence-transformers"
+    [ -x "$st/bin/python" ] || python3 -m venv "$st"
+    "$st/bin/python" -c 'import sentence_transformers' 2>/dev/null || "$st/bin/python" -m pip install -q 'sentence-transformers>=5,<7'
+    {{ just_executable() }} models >/dev/null
+    TESSERA_MODELS_DIR='{{ models_dir }}' TESSERA_BENCH_ST_PYTHON="$st/bin/python" cargo bench -p tessera-embed-local --bench embedding_throughput
+    cargo bench -p tessera-vectors-qdrant --bench search_latency
+    TESSERA_MODELS_DIR='{{ models_dir }}' cargo bench -p tessera-vectors-qdrant --bench retrieval_quality
     # Tessera against LiteLLM and TensorZero in front of one upstream stub: the release
     # binaries run as their own processes (with a throwaway database on the PostgreSQL
     # server of `postgres_url`); the peers are installed into ~/.cache/tessera-venvs when missing.

@@ -94,6 +94,21 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
         "/v1/models/{model_id}",
         Access::Scope("models:delete"),
     ),
+    (
+        "POST",
+        "/v1/models/{model_id}/datasets",
+        Access::Scope("models:write"),
+    ),
+    (
+        "GET",
+        "/v1/models/{model_id}/datasets",
+        Access::Scope("models:read"),
+    ),
+    (
+        "DELETE",
+        "/v1/models/{model_id}/datasets/{dataset_id}",
+        Access::Scope("models:write"),
+    ),
     ("POST", "/v1/files", Access::Scope("files:write")),
     (
         "POST",

@@ -4,12 +4,15 @@
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
 use tessera_blobs_local::LocalBlobStore;
+use tessera_documents::DocumentChunker;
+use tessera_embed_local::{LocalEmbedder, LocalEmbedderOptions, find_model_dir};
 use tessera_kernel::{Clock, CursorCodec};
 use tessera_knowledge::{
     ChunkingSettings, DatasetService, DocumentProcessor, Embedder, FileService, JobOutcome,
     NoEmbedder, NoIndex, Pipeline, ProcessingSettings, Processor, VectorIndex,
 };
 use tessera_store::{Database, SqlDatasetStore, SqlFileStore};
+use tessera_vectors_qdrant::EdgeVectorIndex;
 use tokio::sync::Notify;
 
 use crate::{config::Settings, startup::StartupError};
@@ -38,17 +41,50 @@ struct Engines {
     index: Arc<dyn VectorIndex>,
 }
 
-/// The document processor, the embedding model (from `knowledge.embedding_model_dir`, else
-/// `models.local_dir`) and the vector index its vectors go to; `None` when the model's files
-/// are not there.
+/// The document processor, the embedding model (searched for under
+/// `knowledge.embedding_model_dir`, else `models.local_dir`) and the vector index its vectors
+/// go to; `None` when the model's files are not there (files are then stored and queued, and
+/// processed once a process with the model runs).
 async fn engines(settings: &Settings) -> Result<Option<Engines>, StartupError> {
-    let Some(dir) = (settings.knowledge.embedding_model_dir.clone())
+    let Some(root) = (settings.knowledge.embedding_model_dir.clone())
         .or_else(|| settings.models.local_dir.clone())
     else {
+        tracing::warn!(
+            "no embedding model configured (knowledge.embedding_model_dir or models.local_dir): files are stored and queued but not processed"
+        );
         return Ok(None);
     };
-    tracing::warn!(dir = %dir.display(), "this build has no embedding engine yet: files are stored and queued but not processed");
-    Ok(None)
+    let loaded = tokio::task::spawn_blocking(move || {
+        let Some(dir) = find_model_dir(&root) else {
+            return Ok(Err(root));
+        };
+        LocalEmbedder::load(&dir, LocalEmbedderOptions::default()).map(Ok)
+    })
+    .await
+    .map_err(|e| knowledge_error(format!("loading the embedding model: {e}")))?
+    .map_err(|e| knowledge_error(format!("knowledge.embedding_model_dir: {e}")))?;
+    let embedder = match loaded {
+        Ok(embedder) => embedder,
+        Err(root) => {
+            tracing::warn!(dir = %root.display(), "no embedding model (all-MiniLM-L6-v2; `just models` fetches it) under this folder: files are stored and queued but not processed");
+            return Ok(None);
+        }
+    };
+    let vectors_dir = (settings.knowledge.vectors_dir.clone())
+        .unwrap_or_else(|| settings.data_dir.join("vectors"));
+    let index = EdgeVectorIndex::open(&vectors_dir, embedder.dimensions())
+        .await
+        .map_err(|e| {
+            knowledge_error(format!(
+                "knowledge.vectors_dir ({}): {e}",
+                vectors_dir.display()
+            ))
+        })?;
+    Ok(Some(Engines {
+        documents: Arc::new(DocumentChunker::default()),
+        embedder: Arc::new(embedder),
+        index: Arc::new(index),
+    }))
 }
 
 impl Knowledge {

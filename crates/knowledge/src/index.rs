@@ -21,7 +21,19 @@ pub struct IndexedChunk {
     pub dense: Vec<f32>,
 }
 
-/// A hybrid search within one organization, and within one dataset or set of files.
+/// Which rankings a search uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SearchMode {
+    /// Dense and sparse rankings fused by reciprocal rank (the default).
+    #[default]
+    Hybrid,
+    /// Nearest dense embeddings only (meaning).
+    Dense,
+    /// BM25 over the words only (exact terms, names, codes).
+    Sparse,
+}
+
+/// A search within one organization, and within one dataset or set of files.
 #[derive(Debug, Clone, PartialEq)]
 pub struct VectorQuery {
     pub organization: OrganizationId,
@@ -32,9 +44,10 @@ pub struct VectorQuery {
     pub files: Option<Vec<FileId>>,
     /// The query's text, for the sparse (BM25) side.
     pub text: String,
-    /// The query's dense embedding.
+    /// The query's dense embedding (empty for `Sparse`).
     pub dense: Vec<f32>,
     pub limit: usize,
+    pub mode: SearchMode,
 }
 
 /// A search hit: reciprocal-rank fusion of the dense and sparse rankings, best first.

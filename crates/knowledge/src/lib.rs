@@ -7,6 +7,7 @@
 
 mod blob;
 mod dataset;
+mod dataset_content;
 mod dataset_service;
 mod document;
 mod embedding;
@@ -20,6 +21,7 @@ mod upload;
 
 pub use blob::{BlobError, BlobRef, BlobStore, BlobWriter};
 pub use dataset::{Dataset, DatasetFile, FileReference, Snapshot};
+pub use dataset_content::{DatasetContent, DatasetPassage};
 pub use dataset_service::{
     DatasetService, MAX_DATASET_DESCRIPTION_CHARS, MAX_DATASET_NAME_CHARS, MAX_QUERY_CHARS,
     MAX_SEARCH_LIMIT, SearchHit, SearchRequest,
@@ -29,7 +31,9 @@ pub use embedding::{EmbedError, Embedder, NoEmbedder};
 pub use file::{FileFilter, FileStatus, StoredChunk, StoredFile};
 pub use file_service::{FileService, KnowledgeCaller};
 pub use format::{FileFormat, FormatError, MAX_DOCUMENT_BYTES, MAX_IMAGE_BYTES, TextCheck};
-pub use index::{IndexError, IndexedChunk, NoIndex, ScoredChunk, VectorIndex, VectorQuery};
+pub use index::{
+    IndexError, IndexedChunk, NoIndex, ScoredChunk, SearchMode, VectorIndex, VectorQuery,
+};
 pub use processing::{JobOutcome, Pipeline, ProcessingSettings, Processor};
 pub use store::{ClaimedJob, DatasetStore, FileDeletion, FileStore};
 pub use upload::{MAX_FILE_NAME_CHARS, Upload, UploadError, clean_file_name};

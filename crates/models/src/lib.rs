@@ -1,11 +1,13 @@
 //! Models: the catalog of base models (declared in a TOML file: provider, provider model
 //! name, context window, capabilities, credit multiplier, tier, lifecycle), organizations'
 //! user models derived from a base model (own name, system prompt, metadata), the one
-//! lifecycle rule both the model endpoints and chats apply, and the `ChatModel` provider
+//! lifecycle rule both the model endpoints and chats apply, the datasets linked to user models
+//! (`rag` or `context`), and the `ChatModel` provider
 //! port that chats generate through. Pure domain: persistence through `ModelStore`,
 //! system prompts checked through the prompts domain.
 
 mod catalog;
+mod dataset_links;
 mod error;
 mod lifecycle;
 #[cfg(any(test, feature = "memory"))]
@@ -17,6 +19,12 @@ mod service;
 mod store;
 
 pub use catalog::{BaseModel, Catalog, CatalogError, ModelTier, ProviderSettings};
+pub use dataset_links::{
+    CONTEXT_SHARE_PERCENT, DatasetDirectory, DatasetLink, DatasetLinkStore, DatasetLinks,
+    DatasetUsage,
+};
+#[cfg(any(test, feature = "mocks"))]
+pub use dataset_links::{MockDatasetDirectory, MockDatasetLinkStore};
 pub use error::ModelError;
 pub use lifecycle::{LifecycleState, Usability, lifecycle_state, usability};
 pub use model::{ModelChanges, ModelId, ModelView, NewUserModel, UserModel};

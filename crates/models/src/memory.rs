@@ -88,3 +88,70 @@ impl ModelStore for InMemoryModelStore {
         Ok(models.len() < before)
     }
 }
+
+/// Dataset links held in memory (no cascade: the reference of what the SQL store keeps).
+#[derive(Default)]
+pub struct InMemoryDatasetLinkStore(Mutex<Vec<(OrganizationId, crate::DatasetLink)>>);
+
+impl InMemoryDatasetLinkStore {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn links(&self) -> std::sync::MutexGuard<'_, Vec<(OrganizationId, crate::DatasetLink)>> {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+#[async_trait]
+impl crate::DatasetLinkStore for InMemoryDatasetLinkStore {
+    async fn upsert(
+        &self,
+        organization: &OrganizationId,
+        link: &crate::DatasetLink,
+    ) -> Result<(crate::DatasetLink, bool), DomainError> {
+        let mut links = self.links();
+        let existing = links.iter_mut().find(|(org, l)| {
+            org == organization && l.model_id == link.model_id && l.dataset_id == link.dataset_id
+        });
+        Ok(match existing {
+            Some((_, stored)) => {
+                stored.usage = link.usage;
+                (stored.clone(), false)
+            }
+            None => {
+                links.push((organization.clone(), link.clone()));
+                (link.clone(), true)
+            }
+        })
+    }
+
+    async fn links(
+        &self,
+        organization: &OrganizationId,
+        model: &ModelId,
+    ) -> Result<Vec<crate::DatasetLink>, DomainError> {
+        Ok(self
+            .links()
+            .iter()
+            .filter(|(org, link)| org == organization && &link.model_id == model)
+            .map(|(_, link)| link.clone())
+            .collect())
+    }
+
+    async fn delete(
+        &self,
+        organization: &OrganizationId,
+        model: &ModelId,
+        dataset_id: &str,
+    ) -> Result<bool, DomainError> {
+        let mut links = self.links();
+        let before = links.len();
+        links.retain(|(org, link)| {
+            !(org == organization && &link.model_id == model && link.dataset_id == dataset_id)
+        });
+        Ok(links.len() != before)
+    }
+}

@@ -107,6 +107,16 @@ diesel::table! {
 }
 
 diesel::table! {
+    model_datasets (model_id, dataset_id) {
+        organization_id -> Text,
+        model_id -> Text,
+        dataset_id -> Text,
+        usage_type -> Text,
+        created_at -> Timestamp,
+    }
+}
+
+diesel::table! {
     chats (id) {
         id -> Text,
         organization_id -> Text,

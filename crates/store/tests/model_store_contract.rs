@@ -5,11 +5,13 @@ use chrono::{DateTime, Duration, TimeZone, Utc};
 use diesel_async::RunQueryDsl;
 use serde_json::{Map, Value, json};
 use tessera_kernel::{DomainError, Limit, OrganizationId, PageRequest};
-use tessera_models::{ModelId, ModelStore, UserModel};
+use tessera_knowledge::{Dataset, DatasetId, DatasetStore};
+use tessera_models::{DatasetLink, DatasetLinkStore, DatasetUsage, ModelId, ModelStore, UserModel};
 use tessera_organizations::{Organization, OrganizationStore, Plan};
 use tessera_prompts::{Owner, SystemPrompt, SystemPromptId, SystemPromptStore};
 use tessera_store::{
-    Backend, Database, SqlModelStore, SqlOrganizationStore, SqlPromptStore, testing::TestDatabase,
+    Backend, Database, SqlDatasetLinkStore, SqlDatasetStore, SqlModelStore, SqlOrganizationStore,
+    SqlPromptStore, testing::TestDatabase,
 };
 
 /// Microsecond precision, as the domain's clock produces; `at(s)` is `s` seconds later.
@@ -493,6 +495,126 @@ async fn corrupt_rows_are_internal_errors(backend: Backend) {
     assert_eq!(store.count(&acme).await.unwrap(), 1);
 }
 
+/// A dataset of the organization, inserted through the knowledge store.
+async fn dataset(db: &Database, organization: &OrganizationId) -> DatasetId {
+    let dataset = Dataset {
+        id: DatasetId::generate(),
+        organization: organization.clone(),
+        name: "Handbook".into(),
+        description: None,
+        version: 1,
+        file_count: 0,
+        created_by: "alice".into(),
+        created_at: at(0),
+        updated_at: at(0),
+    };
+    SqlDatasetStore::new(db.clone())
+        .insert(&dataset)
+        .await
+        .unwrap();
+    dataset.id
+}
+
+fn link(model: &UserModel, dataset: &DatasetId, usage: DatasetUsage, seconds: i64) -> DatasetLink {
+    DatasetLink {
+        model_id: model.id.clone(),
+        dataset_id: dataset.to_string(),
+        usage,
+        created_at: at(seconds),
+    }
+}
+
+async fn dataset_links_upsert_list_and_go_with_their_model_or_dataset(backend: Backend) {
+    let db = TestDatabase::of(backend).await;
+    let (acme, other) = (
+        organization(&db.database, "Acme").await,
+        organization(&db.database, "Other").await,
+    );
+    let models = SqlModelStore::new(db.database.clone());
+    let links = SqlDatasetLinkStore::new(db.database.clone());
+    let bot = model(&acme, "bot");
+    let helper = model(&acme, "helper");
+    models.insert(&bot).await.unwrap();
+    models.insert(&helper).await.unwrap();
+    let (handbook, faq) = (
+        dataset(&db.database, &acme).await,
+        dataset(&db.database, &acme).await,
+    );
+
+    let first = link(&bot, &handbook, DatasetUsage::Rag, 1);
+    assert_eq!(
+        links.upsert(&acme, &first).await.unwrap(),
+        (first.clone(), true)
+    );
+    let second = link(&bot, &faq, DatasetUsage::Context, 2);
+    assert_eq!(
+        links.upsert(&acme, &second).await.unwrap(),
+        (second.clone(), true)
+    );
+    // The same model and dataset again: the usage changes, the link keeps its creation time.
+    let (changed, created) = links
+        .upsert(&acme, &link(&bot, &handbook, DatasetUsage::Context, 9))
+        .await
+        .unwrap();
+    assert!(!created);
+    assert_eq!(
+        (changed.usage, changed.created_at),
+        (DatasetUsage::Context, at(1))
+    );
+    let listed = links.links(&acme, &bot.id).await.unwrap();
+    assert_eq!(
+        listed
+            .iter()
+            .map(|l| l.dataset_id.clone())
+            .collect::<Vec<_>>(),
+        vec![handbook.to_string(), faq.to_string()],
+        "oldest first"
+    );
+    assert!(links.links(&other, &bot.id).await.unwrap().is_empty());
+    assert!(!links.delete(&other, &bot.id, faq.as_str()).await.unwrap());
+
+    // A link may not name a model or dataset that does not exist.
+    let ghost = model(&acme, "ghost");
+    assert!(
+        links
+            .upsert(&acme, &link(&ghost, &faq, DatasetUsage::Rag, 3))
+            .await
+            .is_err()
+    );
+    assert!(
+        links
+            .upsert(
+                &acme,
+                &link(&helper, &DatasetId::generate(), DatasetUsage::Rag, 3)
+            )
+            .await
+            .is_err()
+    );
+
+    // Links go with their dataset and with their model.
+    links
+        .upsert(&acme, &link(&helper, &faq, DatasetUsage::Rag, 4))
+        .await
+        .unwrap();
+    assert!(
+        SqlDatasetStore::new(db.database.clone())
+            .delete(&acme, &faq)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert_eq!(links.links(&acme, &bot.id).await.unwrap().len(), 1);
+    assert!(links.links(&acme, &helper.id).await.unwrap().is_empty());
+    assert!(models.delete(&acme, &bot.id).await.unwrap());
+    assert!(links.links(&acme, &bot.id).await.unwrap().is_empty());
+    assert!(
+        !links
+            .delete(&acme, &bot.id, handbook.as_str())
+            .await
+            .unwrap()
+    );
+}
+
 tessera_store::on_both_databases!(
     models_read_back_unchanged,
     duplicate_ids_conflict,
@@ -503,4 +625,5 @@ tessera_store::on_both_databases!(
     delete_happens_once,
     deleting_the_system_prompt_detaches_it,
     corrupt_rows_are_internal_errors,
+    dataset_links_upsert_list_and_go_with_their_model_or_dataset,
 );

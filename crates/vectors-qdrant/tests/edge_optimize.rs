@@ -7,7 +7,9 @@ use std::path::Path;
 use std::time::Instant;
 
 use tessera_kernel::OrganizationId;
-use tessera_knowledge::{ChunkLocation, DatasetId, FileId, IndexedChunk, VectorIndex, VectorQuery};
+use tessera_knowledge::{
+    ChunkLocation, DatasetId, FileId, IndexedChunk, SearchMode, VectorIndex, VectorQuery,
+};
 use tessera_vectors_qdrant::EdgeVectorIndex;
 
 const DIMENSIONS: usize = 1024;
@@ -98,6 +100,7 @@ async fn large_upserts_build_the_hnsw_index_and_search_still_filters() {
             text: format!("number {n}"),
             dense: vector(u64::from(n)),
             limit: 5,
+            mode: SearchMode::Hybrid,
         })
     };
     for n in [0, 7, 640, 1299] {
@@ -125,6 +128,7 @@ async fn large_upserts_build_the_hnsw_index_and_search_still_filters() {
             text: String::new(),
             dense: vector(0),
             limit: 50,
+            mode: SearchMode::Hybrid,
         })
         .await
         .unwrap();

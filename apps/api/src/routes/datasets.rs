@@ -4,7 +4,9 @@
 use actix_web::{HttpResponse, delete, get, http::header, patch, post, web};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use tessera_knowledge::{Dataset, DatasetId, FileId, SearchHit, SearchRequest, Snapshot};
+use tessera_knowledge::{
+    Dataset, DatasetId, FileId, SearchHit, SearchMode, SearchRequest, Snapshot,
+};
 use utoipa::{IntoParams, ToSchema};
 use validator::Validate;
 
@@ -162,6 +164,29 @@ pub struct SearchDataset {
     pub version: Option<u64>,
     /// Only these files.
     pub file_ids: Option<Vec<String>>,
+    /// `hybrid` (default): meaning and words, fused by reciprocal rank; `dense`: meaning
+    /// only; `sparse`: words only (BM25; names, codes, exact terms).
+    pub mode: Option<SearchModeDto>,
+}
+
+/// Which rankings a search uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+#[schema(as = SearchMode)]
+pub enum SearchModeDto {
+    Hybrid,
+    Dense,
+    Sparse,
+}
+
+impl From<SearchModeDto> for SearchMode {
+    fn from(mode: SearchModeDto) -> Self {
+        match mode {
+            SearchModeDto::Hybrid => SearchMode::Hybrid,
+            SearchModeDto::Dense => SearchMode::Dense,
+            SearchModeDto::Sparse => SearchMode::Sparse,
+        }
+    }
 }
 
 /// A passage found by search.
@@ -172,7 +197,7 @@ pub struct SearchHitOut {
     pub file_name: String,
     /// The chunk's position in its file (0-based).
     pub chunk_index: u32,
-    /// Reciprocal-rank fusion of the dense and BM25 rankings; higher is better.
+    /// Reciprocal-rank fusion score of the rankings the mode uses; higher is better.
     pub score: f32,
     pub text: String,
     /// 1-based page (PDF).
@@ -499,6 +524,7 @@ pub async fn search_dataset(
                 limit: body.limit.unwrap_or(10) as usize,
                 version: body.version,
                 files,
+                mode: body.mode.map_or(SearchMode::Hybrid, SearchMode::from),
             },
         )
         .await?;

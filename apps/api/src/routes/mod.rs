@@ -8,6 +8,7 @@ pub mod datasets;
 pub mod fallback;
 pub mod files;
 pub mod health;
+pub mod model_datasets;
 pub mod models;
 pub mod oauth;
 pub mod organization;

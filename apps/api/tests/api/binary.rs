@@ -38,9 +38,9 @@ fn run_to_exit(command: &mut Command) -> (i32, String) {
     )
 }
 
-struct Running {
-    child: Child,
-    port: u16,
+pub struct Running {
+    pub child: Child,
+    pub port: u16,
     stdout: std::thread::JoinHandle<String>,
     /// Every stdout and stderr line so far.
     stdout_lines: Arc<Mutex<Vec<String>>>,
@@ -53,7 +53,13 @@ fn start(data_dir: &std::path::Path) -> Running {
 }
 
 fn start_logging(data_dir: &std::path::Path, filter: &str) -> Running {
+    start_with(data_dir, filter, &[])
+}
+
+/// Starts the binary with JSON logs at `filter` and extra environment variables.
+pub fn start_with(data_dir: &std::path::Path, filter: &str, env: &[(&str, &str)]) -> Running {
     let mut child = command(data_dir)
+        .envs(env.iter().copied())
         .env("TESSERA_LOG_FORMAT", "json")
         .env("TESSERA_LOG", filter)
         .stdout(Stdio::piped())
@@ -104,7 +110,7 @@ fn start_logging(data_dir: &std::path::Path, filter: &str) -> Running {
     }
 }
 
-fn terminate(child: &mut Child) -> i32 {
+pub fn terminate(child: &mut Child) -> i32 {
     let status = Command::new("kill")
         .arg("-TERM")
         .arg(child.id().to_string())
@@ -212,7 +218,7 @@ fn unreachable_database_stops_start_up() {
 }
 
 /// The value printed after `label` on the first-run announcement.
-fn announced(running: &Running, label: &str) -> String {
+pub fn announced(running: &Running, label: &str) -> String {
     for _ in 0..100 {
         let lines = running.stdout_lines.lock().unwrap().clone();
         if let Some(value) = lines.iter().find_map(|l| l.trim().strip_prefix(label)) {

@@ -12,7 +12,7 @@ use tessera_store::Backend;
 
 use crate::support::{TestApp, ok, problem};
 
-const LOCAL: &str = "local/smollm2-135m-instruct";
+pub const LOCAL: &str = "local/smollm2-135m-instruct";
 const ALL: &str = "chats:admin chats:invoke models:read";
 
 pub fn model_dir() -> std::path::PathBuf {
@@ -78,7 +78,7 @@ pub fn chunks(body: &str) -> Vec<Value> {
 }
 
 /// Parses an AI SDK stream with the real `ai` package; returns its chunks and message.
-async fn ai_sdk_check(body: &str) -> Value {
+pub async fn ai_sdk_check(body: &str) -> Value {
     let body = body.to_owned();
     tokio::task::spawn_blocking(move || {
         use std::io::Write;

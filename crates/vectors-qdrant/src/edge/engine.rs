@@ -16,7 +16,9 @@ use qdrant_edge::{
     UpdateOperation,
 };
 use tessera_kernel::OrganizationId;
-use tessera_knowledge::{DatasetId, FileId, IndexError, IndexedChunk, ScoredChunk, VectorQuery};
+use tessera_knowledge::{
+    DatasetId, FileId, IndexError, IndexedChunk, ScoredChunk, SearchMode, VectorQuery,
+};
 
 use super::config::{check_config, ensure_payload_indexes, shard_config};
 use super::error::index_error;
@@ -125,7 +127,9 @@ impl Engine {
     }
 
     pub fn search(&self, query: VectorQuery) -> Result<Vec<ScoredChunk>, IndexError> {
-        check_dense(&query.dense, self.dimensions)?;
+        if query.mode != SearchMode::Sparse {
+            check_dense(&query.dense, self.dimensions)?;
+        }
         if query.limit == 0 || query.files.as_ref().is_some_and(Vec::is_empty) {
             return Ok(Vec::new());
         }
@@ -134,8 +138,16 @@ impl Engine {
             query.dataset.as_ref(),
             query.files.as_deref(),
         )?;
-        let sparse = sparse_query(&self.bm25, &query.text);
-        let request = hybrid_request(query.dense, sparse, filter, query.limit);
+        let dense = (query.mode != SearchMode::Sparse).then_some(query.dense);
+        let sparse = match query.mode {
+            SearchMode::Dense => None,
+            SearchMode::Hybrid | SearchMode::Sparse => sparse_query(&self.bm25, &query.text),
+        };
+        if dense.is_none() && sparse.is_none() {
+            // A words-only search for words the index has never seen.
+            return Ok(Vec::new());
+        }
+        let request = hybrid_request(dense, sparse, filter, query.limit);
         let points = shard(&self.read())?.query(request).map_err(index_error)?;
         points
             .into_iter()

@@ -1,4 +1,4 @@
-//! The hybrid query: dense and BM25 prefetches fused by reciprocal rank.
+//! The query: dense and BM25 prefetches (either or both) fused by reciprocal rank.
 
 use qdrant_edge::{
     Filter, Fusion, NamedQuery, Prefetch, QueryEnum, QueryRequest, ScoringQuery, SparseVector,
@@ -18,18 +18,22 @@ pub(crate) fn prefetch_limit(limit: usize) -> usize {
 
 /// The request. The filter sits on the root, which qdrant-edge applies to every prefetch,
 /// so both rankings only ever see the allowed chunks.
+/// With one ranking the fusion keeps its order.
 pub(crate) fn hybrid_request(
-    dense: Vec<f32>,
+    dense: Option<Vec<f32>>,
     sparse: Option<SparseVector>,
     filter: Filter,
     limit: usize,
 ) -> QueryRequest {
     let candidates = prefetch_limit(limit);
-    let mut prefetches = vec![prefetch(
-        VectorInternal::Dense(dense),
-        DENSE_VECTOR,
-        candidates,
-    )];
+    let mut prefetches = Vec::with_capacity(2);
+    if let Some(dense) = dense {
+        prefetches.push(prefetch(
+            VectorInternal::Dense(dense),
+            DENSE_VECTOR,
+            candidates,
+        ));
+    }
     if let Some(sparse) = sparse {
         prefetches.push(prefetch(
             VectorInternal::Sparse(sparse),

@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use tessera_kernel::OrganizationId;
 use tessera_knowledge::{
-    ChunkLocation, DatasetId, FileId, IndexError, IndexedChunk, ScoredChunk, VectorIndex,
-    VectorQuery,
+    ChunkLocation, DatasetId, FileId, IndexError, IndexedChunk, ScoredChunk, SearchMode,
+    VectorIndex, VectorQuery,
 };
 
 /// The dense dimensions every contract index is opened with.
@@ -27,6 +27,7 @@ macro_rules! contract_suite {
             dense_query_ranks_the_closest_chunk_first,
             bm25_finds_a_rare_keyword_when_the_dense_vector_is_uninformative,
             fusion_keeps_both_the_dense_and_the_keyword_favourite,
+            each_mode_ranks_by_its_own_signal,
             a_query_without_tokens_searches_dense_only,
             organizations_are_isolated,
             dataset_filter_follows_set_datasets,
@@ -130,6 +131,7 @@ pub fn query(
         text: text.to_owned(),
         dense,
         limit: 10,
+        mode: SearchMode::Hybrid,
     }
 }
 
@@ -281,6 +283,57 @@ pub async fn fusion_keeps_both_the_dense_and_the_keyword_favourite(index: &dyn V
     let top: Vec<u32> = hits.iter().take(2).map(|hit| hit.ordinal).collect();
     assert!(top.contains(&2), "dense favourite missing: {top:?}");
     assert!(top.contains(&8), "keyword favourite missing: {top:?}");
+}
+
+/// `Dense` ranks by the vector alone, `Sparse` by the words alone (no vector needed).
+pub async fn each_mode_ranks_by_its_own_signal(index: &dyn VectorIndex) {
+    let org = OrganizationId::generate();
+    let ds = DatasetId::generate();
+    let file = FileId::generate();
+    let datasets = std::slice::from_ref(&ds);
+    index
+        .upsert(vec![
+            chunk(&org, &file, 0, datasets, "The garden has roses.", basis(0)),
+            chunk(
+                &org,
+                &file,
+                1,
+                datasets,
+                "Ticket QX-7731 is about the xylophone.",
+                basis(1),
+            ),
+            chunk(
+                &org,
+                &file,
+                2,
+                datasets,
+                "Lunch is served at noon.",
+                basis(2),
+            ),
+        ])
+        .await
+        .expect("upsert");
+    let mut dense = query(&org, Some(&ds), "xylophone", basis(0));
+    dense.mode = SearchMode::Dense;
+    let hits = index.search(dense).await.expect("dense search");
+    assert_eq!(hits[0].ordinal, 0, "the closest vector, whatever the words");
+    let mut sparse = query(&org, Some(&ds), "xylophone", Vec::new());
+    sparse.mode = SearchMode::Sparse;
+    let hits = index.search(sparse).await.expect("sparse search");
+    assert_eq!(
+        hits.iter().map(|hit| hit.ordinal).collect::<Vec<_>>(),
+        vec![1],
+        "only chunks with the word"
+    );
+    let mut unknown = query(&org, Some(&ds), "zeppelin", Vec::new());
+    unknown.mode = SearchMode::Sparse;
+    assert!(
+        index
+            .search(unknown)
+            .await
+            .expect("sparse search")
+            .is_empty()
+    );
 }
 
 /// A query whose text yields no token (punctuation, stopwords) still searches densely.

@@ -1,0 +1,187 @@
+//! Real documents for tests of this and other crates (feature `testing`): PDFs with a text
+//! layer built with `lopdf`, DOCX archives built with `zip`, and hostile variants of both.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::missing_panics_doc)]
+
+use std::io::{Cursor, Write};
+
+use lopdf::content::{Content, Operation};
+use lopdf::{
+    Document, EncryptionState, EncryptionVersion, Object, Permissions, Stream, dictionary,
+};
+use zip::write::SimpleFileOptions;
+
+/// The bytes of a PDF with one page per entry, each page's lines written top-down.
+pub fn pdf_bytes(pages: &[Vec<String>]) -> Vec<u8> {
+    save(&mut pdf(pages))
+}
+
+/// A PDF with one page per entry, each page's lines written top-down in Helvetica.
+pub fn pdf(pages: &[Vec<String>]) -> Document {
+    build_pdf(pages, None)
+}
+
+/// A PDF whose pages have a media box only where `boxed` says so (a required entry whose
+/// absence makes the text extractor panic).
+pub fn pdf_with_boxes(pages: &[Vec<String>], boxed: &[bool]) -> Document {
+    build_pdf(pages, Some(boxed))
+}
+
+fn build_pdf(pages: &[Vec<String>], boxed: Option<&[bool]>) -> Document {
+    let mut doc = Document::with_version("1.5");
+    let pages_id = doc.new_object_id();
+    let font_id = doc.add_object(dictionary! {
+        "Type" => "Font",
+        "Subtype" => "Type1",
+        "BaseFont" => "Helvetica",
+        "Encoding" => "WinAnsiEncoding",
+    });
+    let resources_id = doc.add_object(dictionary! {
+        "Font" => dictionary! { "F1" => font_id },
+    });
+    let mut kids = Vec::new();
+    for (index, lines) in pages.iter().enumerate() {
+        let mut operations = vec![
+            Operation::new("BT", vec![]),
+            Operation::new("Tf", vec!["F1".into(), 11.into()]),
+            Operation::new("Td", vec![72.into(), 760.into()]),
+        ];
+        for line in lines {
+            operations.push(Operation::new(
+                "Tj",
+                vec![Object::string_literal(line.as_str())],
+            ));
+            operations.push(Operation::new("Td", vec![0.into(), (-14).into()]));
+        }
+        operations.push(Operation::new("ET", vec![]));
+        let content = Content { operations };
+        let content_id = doc.add_object(Stream::new(dictionary! {}, content.encode().unwrap()));
+        let mut page = dictionary! {
+            "Type" => "Page",
+            "Parent" => pages_id,
+            "Contents" => content_id,
+        };
+        if boxed.is_some_and(|boxed| boxed[index]) {
+            page.set("MediaBox", vec![0.into(), 0.into(), 612.into(), 792.into()]);
+        }
+        let page_id = doc.add_object(page);
+        kids.push(page_id.into());
+    }
+    let count = kids.len() as i64;
+    let mut tree = dictionary! {
+        "Type" => "Pages",
+        "Kids" => kids,
+        "Count" => count,
+        "Resources" => resources_id,
+    };
+    if boxed.is_none() {
+        tree.set("MediaBox", vec![0.into(), 0.into(), 612.into(), 792.into()]);
+    }
+    doc.objects.insert(pages_id, Object::Dictionary(tree));
+    let catalog_id = doc.add_object(dictionary! {
+        "Type" => "Catalog",
+        "Pages" => pages_id,
+    });
+    doc.trailer.set("Root", catalog_id);
+    doc.trailer.set(
+        "ID",
+        Object::Array(vec![
+            Object::string_literal(b"0123456789abcdef".to_vec()),
+            Object::string_literal(b"0123456789abcdef".to_vec()),
+        ]),
+    );
+    doc.compress();
+    doc
+}
+
+pub fn save(doc: &mut Document) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    doc.save_to(&mut bytes).unwrap();
+    bytes
+}
+
+/// Encrypts with RC4 128 (the standard security handler, revision 3).
+pub fn encrypt(mut doc: Document, user_password: &str) -> Vec<u8> {
+    let state = EncryptionState::try_from(EncryptionVersion::V2 {
+        document: &doc,
+        owner_password: "owner secret",
+        user_password,
+        key_length: 128,
+        permissions: Permissions::all(),
+    })
+    .unwrap();
+    doc.encrypt(&state).unwrap();
+    save(&mut doc)
+}
+
+/// A paragraph of `word/document.xml`, with a style id when given.
+pub fn paragraph(style: Option<&str>, text: &str) -> String {
+    let properties = style
+        .map(|style| format!("<w:pPr><w:pStyle w:val=\"{style}\"/></w:pPr>"))
+        .unwrap_or_default();
+    format!("<w:p>{properties}<w:r><w:t xml:space=\"preserve\">{text}</w:t></w:r></w:p>")
+}
+
+pub fn table(rows: &[&[&str]]) -> String {
+    let mut xml = String::from("<w:tbl>");
+    for row in rows {
+        xml.push_str("<w:tr>");
+        for cell in *row {
+            xml.push_str(&format!("<w:tc>{}</w:tc>", paragraph(None, cell)));
+        }
+        xml.push_str("</w:tr>");
+    }
+    xml.push_str("</w:tbl>");
+    xml
+}
+
+pub fn document_xml(body: &str) -> String {
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"yes\"?>\n<w:document xmlns:w=\"http://schemas.openxmlformats.org/wordprocessingml/2006/main\"><w:body>{body}<w:sectPr/></w:body></w:document>"
+    )
+}
+
+/// A docx archive: content types, relationships, `word/document.xml` and optional styles.
+pub fn docx(document: &str, styles: Option<&str>) -> Vec<u8> {
+    let mut writer = zip::ZipWriter::new(Cursor::new(Vec::new()));
+    let options = SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
+    let mut parts = vec![
+        (
+            "[Content_Types].xml",
+            r#"<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>"#.to_owned(),
+        ),
+        (
+            "_rels/.rels",
+            r#"<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>"#.to_owned(),
+        ),
+        ("word/document.xml", document.to_owned()),
+    ];
+    if let Some(styles) = styles {
+        parts.push(("word/styles.xml", styles.to_owned()));
+    }
+    for (name, content) in parts {
+        writer.start_file(name, options).unwrap();
+        writer.write_all(content.as_bytes()).unwrap();
+    }
+    writer.finish().unwrap().into_inner()
+}
+
+/// A docx whose `word/document.xml` inflates to `size` bytes of comments (about 1000:1).
+pub fn docx_bomb(size: usize) -> Vec<u8> {
+    let mut writer = zip::ZipWriter::new(Cursor::new(Vec::new()));
+    let options = SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated)
+        .compression_level(Some(1))
+        .large_file(size > u32::MAX as usize);
+    writer.start_file("word/document.xml", options).unwrap();
+    let head = "<?xml version=\"1.0\"?><w:document xmlns:w=\"w\"><w:body>";
+    writer.write_all(head.as_bytes()).unwrap();
+    let comment = format!("<!--{}-->", " ".repeat(65_529));
+    let mut written = head.len();
+    while written < size {
+        writer.write_all(comment.as_bytes()).unwrap();
+        written += comment.len();
+    }
+    writer.write_all(b"</w:body></w:document>").unwrap();
+    writer.finish().unwrap().into_inner()
+}

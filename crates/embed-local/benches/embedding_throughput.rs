@@ -1,0 +1,208 @@
+//! Embedding throughput of the embedded encoder next to sentence-transformers (PyTorch on
+//! the CPU, the reference implementation) on the same model files, the same texts, the same
+//! batch size and the same number of threads, in the same run.
+//!
+//! The texts are chunk-sized pieces (about 150 words) of this repository's own Markdown
+//! documentation. Each side embeds them once to warm up, then `PASSES` times; texts/s of
+//! every pass are printed and the median is compared (sentence-transformers = 1.00×).
+//!
+//! The model is found under `TESSERA_MODELS_DIR` (default `~/.cache/tessera-models`, filled
+//! by `just models`). Python comes from `TESSERA_BENCH_ST_PYTHON` (a venv with
+//! `sentence-transformers`, set up by `just bench`); without it that row is skipped with the
+//! reason printed. Threads: `RAYON_NUM_THREADS` if set, else every core, for both sides.
+//! Nothing asserts on timings.
+//!
+//! Run with `just bench`, or `cargo bench -p tessera-embed-local --bench embedding_throughput`.
+
+use std::{
+    io::Write,
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+    time::Instant,
+};
+
+use anyhow::{Context, bail};
+use tessera_embed_local::{LocalEmbedder, LocalEmbedderOptions, find_model_dir};
+use tessera_knowledge::Embedder;
+
+const TEXTS: usize = 512;
+const PASSES: usize = 5;
+const WORDS_PER_TEXT: usize = 150;
+const BATCH: usize = 32;
+
+fn models_root() -> PathBuf {
+    std::env::var_os("TESSERA_MODELS_DIR").map_or_else(
+        || {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
+                .join(".cache/tessera-models")
+        },
+        PathBuf::from,
+    )
+}
+
+fn markdown_files(dir: &Path, found: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+    paths.sort();
+    for path in paths {
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        if path.is_dir() && !name.starts_with('.') && name != "target" && name != "node_modules" {
+            markdown_files(&path, found);
+        } else if name.ends_with(".md") {
+            found.push(path);
+        }
+    }
+}
+
+/// `TEXTS` pieces of about `WORDS_PER_TEXT` words of the repository's documentation.
+fn corpus() -> anyhow::Result<Vec<String>> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut files = Vec::new();
+    markdown_files(&root.join("docs"), &mut files);
+    files.push(root.join("README.md"));
+    let mut words = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).with_context(|| file.display().to_string())?;
+        words.extend(text.split_whitespace().map(str::to_owned));
+    }
+    if words.len() < WORDS_PER_TEXT {
+        bail!("too little documentation to build the corpus");
+    }
+    Ok((0..TEXTS)
+        .map(|i| {
+            let start = (i * WORDS_PER_TEXT) % (words.len() - WORDS_PER_TEXT);
+            words[start..start + WORDS_PER_TEXT].join(" ")
+        })
+        .collect())
+}
+
+fn threads() -> usize {
+    std::env::var("RAYON_NUM_THREADS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from))
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+async fn tessera(dir: &Path, texts: &[String]) -> anyhow::Result<Vec<f64>> {
+    let embedder = LocalEmbedder::load(
+        dir,
+        LocalEmbedderOptions {
+            batch_size: BATCH,
+            ..LocalEmbedderOptions::default()
+        },
+    )?;
+    embedder.embed(texts.to_vec()).await?;
+    let mut rates = Vec::with_capacity(PASSES);
+    for _ in 0..PASSES {
+        let started = Instant::now();
+        let vectors = embedder.embed(texts.to_vec()).await?;
+        rates.push(vectors.len() as f64 / started.elapsed().as_secs_f64());
+    }
+    Ok(rates)
+}
+
+const PYTHON: &str = r#"
+import json, os, sys, time
+os.environ["HF_HUB_OFFLINE"] = "1"
+import torch
+from sentence_transformers import SentenceTransformer
+model_dir, threads, batch, passes = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+torch.set_num_threads(threads)
+texts = json.load(sys.stdin)
+model = SentenceTransformer(model_dir, device="cpu")
+model.encode(texts, batch_size=batch, normalize_embeddings=True)
+rates = []
+for _ in range(passes):
+    started = time.perf_counter()
+    vectors = model.encode(texts, batch_size=batch, normalize_embeddings=True)
+    rates.append(len(vectors) / (time.perf_counter() - started))
+print(json.dumps({"rates": rates, "threads": torch.get_num_threads()}))
+"#;
+
+fn sentence_transformers(dir: &Path, texts: &[String]) -> anyhow::Result<(Vec<f64>, u64)> {
+    let python = std::env::var("TESSERA_BENCH_ST_PYTHON")
+        .context("TESSERA_BENCH_ST_PYTHON is not set (`just bench` sets up the venv)")?;
+    let mut child = Command::new(&python)
+        .arg("-c")
+        .arg(PYTHON)
+        .arg(dir)
+        .arg(threads().to_string())
+        .arg(BATCH.to_string())
+        .arg(PASSES.to_string())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot run {python}"))?;
+    child
+        .stdin
+        .take()
+        .context("no stdin")?
+        .write_all(&serde_json::to_vec(texts)?)?;
+    let output = child.wait_with_output()?;
+    if !output.status.success() {
+        bail!(
+            "sentence-transformers failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let answer: serde_json::Value = serde_json::from_slice(&output.stdout)?;
+    let rates = answer["rates"]
+        .as_array()
+        .context("no rates")?
+        .iter()
+        .filter_map(serde_json::Value::as_f64)
+        .collect();
+    Ok((rates, answer["threads"].as_u64().unwrap_or(0)))
+}
+
+fn row(name: &str, rates: &mut [f64], baseline: Option<f64>) -> f64 {
+    let all: Vec<String> = rates.iter().map(|r| format!("{r:.1}")).collect();
+    let median = median(rates);
+    let ratio = baseline.map_or_else(|| "1.00×".to_owned(), |b| format!("{:.2}×", median / b));
+    println!(
+        "{name:<34} {median:>9.1} texts/s  {ratio:>7}   passes: {}",
+        all.join(" ")
+    );
+    median
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> anyhow::Result<()> {
+    let root = models_root();
+    let dir = find_model_dir(&root).with_context(|| {
+        format!(
+            "no all-MiniLM-L6-v2 under {}: run `just models`",
+            root.display()
+        )
+    })?;
+    let texts = corpus()?;
+    let threads = threads();
+    println!(
+        "embedding {TEXTS} texts of {WORDS_PER_TEXT} words (all-MiniLM-L6-v2, 256-token cut, batch {BATCH}), {threads} threads, median of {PASSES} passes"
+    );
+    let baseline = match sentence_transformers(&dir, &texts) {
+        Ok((mut rates, torch_threads)) => Some(row(
+            &format!("sentence-transformers ({torch_threads} thr)"),
+            &mut rates,
+            None,
+        )),
+        Err(error) => {
+            println!("sentence-transformers skipped: {error:#}");
+            None
+        }
+    };
+    let mut rates = tessera(&dir, &texts).await?;
+    row("tessera-embed-local (candle)", &mut rates, baseline);
+    Ok(())
+}

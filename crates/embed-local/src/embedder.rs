@@ -1,0 +1,150 @@
+//! The [`Embedder`] adapter: one encoder on its own thread, fed batch by batch.
+
+use std::{path::Path, sync::Arc};
+
+use async_trait::async_trait;
+use tessera_knowledge::{EmbedError, Embedder};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::{LoadError, model::SentenceEncoder};
+
+/// How the encoder reads and batches texts.
+#[derive(Debug, Clone)]
+pub struct LocalEmbedderOptions {
+    /// The name the vectors are known by.
+    pub name: String,
+    /// Tokens read of each text; the rest is ignored (the model's own limit caps it).
+    pub max_tokens: usize,
+    /// Texts per forward pass.
+    pub batch_size: usize,
+    /// Batches waiting for the encoder before callers wait to hand theirs over.
+    pub queue: usize,
+}
+
+impl Default for LocalEmbedderOptions {
+    fn default() -> Self {
+        Self {
+            name: "all-MiniLM-L6-v2".into(),
+            max_tokens: 256,
+            batch_size: 32,
+            queue: 16,
+        }
+    }
+}
+
+/// One batch handed to the encoder thread.
+struct Batch {
+    texts: Vec<String>,
+    reply: oneshot::Sender<Result<Vec<Vec<f32>>, String>>,
+}
+
+/// Sentence embeddings computed in this process.
+///
+/// Each call is split into batches of similar length (little padding) that are queued one at
+/// a time, so a short search query waits for at most one batch of a large ingestion.
+#[derive(Clone)]
+pub struct LocalEmbedder {
+    queue: mpsc::Sender<Batch>,
+    options: Arc<LocalEmbedderOptions>,
+    dimensions: usize,
+}
+
+impl std::fmt::Debug for LocalEmbedder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalEmbedder")
+            .field("name", &self.options.name)
+            .field("dimensions", &self.dimensions)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LocalEmbedder {
+    /// Loads the encoder from `dir` (its config, tokenizer and weights) and starts its
+    /// thread, which ends when the last clone is dropped. Blocking: call it at startup or
+    /// from `spawn_blocking`.
+    pub fn load(dir: &Path, options: LocalEmbedderOptions) -> Result<Self, LoadError> {
+        if options.batch_size == 0 || options.queue == 0 || options.max_tokens < 2 {
+            return Err(LoadError::Model(
+                "batch_size and queue must be positive and max_tokens at least 2".into(),
+            ));
+        }
+        let encoder = SentenceEncoder::load(dir, options.max_tokens)?;
+        let dimensions = encoder.dimensions();
+        let (queue, batches) = mpsc::channel(options.queue);
+        std::thread::Builder::new()
+            .name("tessera-embed".into())
+            .spawn(move || serve(encoder, batches))
+            .map_err(|e| LoadError::Thread(e.to_string()))?;
+        Ok(Self {
+            queue,
+            options: Arc::new(options),
+            dimensions,
+        })
+    }
+
+    async fn embed_batch(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let stopped = || EmbedError::Unavailable("the embedding thread has stopped".into());
+        let (reply, answer) = oneshot::channel();
+        self.queue
+            .send(Batch { texts, reply })
+            .await
+            .map_err(|_| stopped())?;
+        answer
+            .await
+            .map_err(|_| stopped())?
+            .map_err(EmbedError::Unavailable)
+    }
+}
+
+/// The encoder thread: one batch at a time until every sender is gone. A batch whose caller
+/// gave up is skipped.
+fn serve(encoder: SentenceEncoder, mut batches: mpsc::Receiver<Batch>) {
+    while let Some(batch) = batches.blocking_recv() {
+        if batch.reply.is_closed() {
+            continue;
+        }
+        let texts: Vec<&str> = batch.texts.iter().map(String::as_str).collect();
+        let result = encoder.embed(&texts);
+        if let Err(error) = &result {
+            tracing::warn!(%error, texts = texts.len(), "embedding failed");
+        }
+        let _ = batch.reply.send(result);
+    }
+}
+
+#[async_trait]
+impl Embedder for LocalEmbedder {
+    fn model(&self) -> &str {
+        &self.options.name
+    }
+
+    fn dimensions(&self) -> usize {
+        self.dimensions
+    }
+
+    async fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, EmbedError> {
+        // Longest first, so each batch pads to a length close to all of its texts.
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(texts[i].len()));
+        let mut texts: Vec<Option<String>> = texts.into_iter().map(Some).collect();
+        let mut vectors: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
+        for positions in order.chunks(self.options.batch_size) {
+            let batch = positions
+                .iter()
+                .map(|&i| texts[i].take().unwrap_or_default())
+                .collect();
+            let embedded = self.embed_batch(batch).await?;
+            if embedded.len() != positions.len() {
+                return Err(EmbedError::Unavailable(format!(
+                    "the encoder returned {} vectors for {} texts",
+                    embedded.len(),
+                    positions.len()
+                )));
+            }
+            for (&i, vector) in positions.iter().zip(embedded) {
+                vectors[i] = vector;
+            }
+        }
+        Ok(vectors)
+    }
+}

@@ -1,0 +1,116 @@
+//! The sentence encoder itself: tokenizer, BERT forward pass, mean pooling, normalisation.
+
+use std::path::Path;
+
+use candle_core::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
+use candle_transformers::models::bert::{BertModel, Config};
+use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
+
+use crate::{
+    LoadError,
+    files::{CONFIG_FILE, TOKENIZER_FILE, WEIGHTS_FILE},
+};
+
+/// A BERT sentence encoder on the CPU.
+pub(crate) struct SentenceEncoder {
+    model: BertModel,
+    tokenizer: Tokenizer,
+    dimensions: usize,
+}
+
+fn file_error(path: &Path, message: impl ToString) -> LoadError {
+    LoadError::File {
+        path: path.to_path_buf(),
+        message: message.to_string(),
+    }
+}
+
+impl SentenceEncoder {
+    /// Loads the encoder from a directory holding its config, tokenizer and weights.
+    /// `max_tokens` caps what is read of each text.
+    pub(crate) fn load(dir: &Path, max_tokens: usize) -> Result<Self, LoadError> {
+        let config_path = dir.join(CONFIG_FILE);
+        let config = std::fs::read(&config_path).map_err(|e| file_error(&config_path, e))?;
+        let config: Config =
+            serde_json::from_slice(&config).map_err(|e| file_error(&config_path, e))?;
+        let tokenizer_path = dir.join(TOKENIZER_FILE);
+        let mut tokenizer =
+            Tokenizer::from_file(&tokenizer_path).map_err(|e| file_error(&tokenizer_path, e))?;
+        // The packaged tokenizer pads every text to 128 tokens and cuts it there; padding to
+        // the longest text of the batch gives the same vectors for less work, and the
+        // sentence-transformers setting reads up to 256 tokens.
+        let padding = tokenizer.get_padding().cloned().unwrap_or_default();
+        tokenizer.with_padding(Some(PaddingParams {
+            strategy: PaddingStrategy::BatchLongest,
+            ..padding
+        }));
+        let max_tokens = max_tokens.min(config.max_position_embeddings);
+        tokenizer
+            .with_truncation(Some(TruncationParams {
+                max_length: max_tokens,
+                ..TruncationParams::default()
+            }))
+            .map_err(|e| file_error(&tokenizer_path, e))?;
+        let weights_path = dir.join(WEIGHTS_FILE);
+        // Read, not memory-mapped: the workspace forbids `unsafe`, and 90 MB read once at
+        // start-up costs well under a second.
+        let bytes = std::fs::read(&weights_path).map_err(|e| file_error(&weights_path, e))?;
+        let weights = VarBuilder::from_buffered_safetensors(bytes, DType::F32, &Device::Cpu)
+            .map_err(|e| file_error(&weights_path, e))?;
+        let model =
+            BertModel::load(weights, &config).map_err(|e| LoadError::Model(e.to_string()))?;
+        Ok(Self {
+            model,
+            tokenizer,
+            dimensions: config.hidden_size,
+        })
+    }
+
+    pub(crate) fn dimensions(&self) -> usize {
+        self.dimensions
+    }
+
+    /// Unit-length vectors for one batch of texts, in order.
+    pub(crate) fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let encodings = self
+            .tokenizer
+            .encode_batch(texts.to_vec(), true)
+            .map_err(|e| format!("tokenizer: {e}"))?;
+        let rows = encodings.len();
+        let width = encodings.first().map_or(0, |e| e.get_ids().len());
+        let mut ids = Vec::with_capacity(rows * width);
+        let mut mask = Vec::with_capacity(rows * width);
+        for encoding in &encodings {
+            ids.extend_from_slice(encoding.get_ids());
+            mask.extend_from_slice(encoding.get_attention_mask());
+        }
+        self.forward(ids, mask, rows, width)
+            .map_err(|e| format!("model: {e}"))
+    }
+
+    fn forward(
+        &self,
+        ids: Vec<u32>,
+        mask: Vec<u32>,
+        rows: usize,
+        width: usize,
+    ) -> candle_core::Result<Vec<Vec<f32>>> {
+        let device = &Device::Cpu;
+        let ids = Tensor::from_vec(ids, (rows, width), device)?;
+        let mask = Tensor::from_vec(mask, (rows, width), device)?;
+        let token_types = ids.zeros_like()?;
+        let hidden = self.model.forward(&ids, &token_types, Some(&mask))?;
+        // Mean over the real tokens only: padding positions are masked out of the sum and
+        // the count.
+        let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
+        let summed = hidden.broadcast_mul(&mask)?.sum(1)?;
+        let counts = mask.sum(1)?.maximum(1e-9)?;
+        let mean = summed.broadcast_div(&counts)?;
+        let norms = mean.sqr()?.sum_keepdim(1)?.sqrt()?.maximum(1e-12)?;
+        mean.broadcast_div(&norms)?.to_vec2::<f32>()
+    }
+}
