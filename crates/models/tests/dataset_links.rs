@@ -1,39 +1,19 @@
 //! Dataset links over the in-memory stores, with the knowledge domain's answers mocked.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod support;
+
 use std::sync::Arc;
 
 use chrono::{TimeZone, Utc};
+use support::{CATALOG, Words};
 use tessera_kernel::{CursorCodec, DomainError, ManualClock, OrganizationId};
 use tessera_models::{
     Catalog, DatasetLinks, DatasetUsage, MockDatasetDirectory, ModelError, ModelService,
     NewUserModel,
     memory::{InMemoryDatasetLinkStore, InMemoryModelStore},
 };
-use tessera_prompts::{Name, PromptService, TokenCounter, memory::InMemoryPromptStore};
-
-struct Words;
-
-impl TokenCounter for Words {
-    fn encoding(&self) -> &str {
-        "words"
-    }
-
-    fn count(&self, text: &str) -> u32 {
-        text.split_whitespace().count() as u32
-    }
-}
-
-const CATALOG: &str = r#"
-[providers.local]
-kind = "local"
-[[models]]
-id = "local/a"
-display_name = "A"
-provider = "local"
-model_name = "a.gguf"
-context_window = 2048
-"#;
+use tessera_prompts::{Name, PromptService, memory::InMemoryPromptStore};
 
 /// Datasets `ds_small` (300 tokens), `ds_medium` (800) and `ds_large` (1500) exist.
 fn directory() -> MockDatasetDirectory {

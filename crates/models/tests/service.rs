@@ -1,47 +1,20 @@
 //! User-model rules over an in-memory store, with the real prompt service for system prompts.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod support;
+
 use std::sync::Arc;
 
 use chrono::{TimeZone, Utc};
+use support::{CATALOG, Words};
 use tessera_kernel::{CursorCodec, DomainError, Limit, LocSegment, ManualClock, OrganizationId};
 use tessera_models::{
     Catalog, LifecycleState, ModelChanges, ModelError, ModelService, ModelStore, NewUserModel,
     memory::InMemoryModelStore,
 };
 use tessera_prompts::{
-    Description, Name, NewSystemPrompt, PromptService, SystemProfiles, TokenCounter,
-    memory::InMemoryPromptStore,
+    Description, Name, NewSystemPrompt, PromptService, SystemProfiles, memory::InMemoryPromptStore,
 };
-
-struct Words;
-
-impl TokenCounter for Words {
-    fn encoding(&self) -> &str {
-        "words"
-    }
-
-    fn count(&self, text: &str) -> u32 {
-        text.split_whitespace().count() as u32
-    }
-}
-
-const CATALOG: &str = r#"
-[providers.local]
-kind = "local"
-[[models]]
-id = "local/a"
-display_name = "A"
-provider = "local"
-model_name = "a.gguf"
-context_window = 2048
-[[models]]
-id = "local/b"
-display_name = "B"
-provider = "local"
-model_name = "b.gguf"
-context_window = 4096
-"#;
 
 struct Fixture {
     models: ModelService,

@@ -218,6 +218,26 @@ fn unreachable_database_stops_start_up() {
 }
 
 /// The value printed after `label` on the first-run announcement.
+/// A token for the client from the running binary's token endpoint.
+pub async fn access_token(client: &reqwest::Client, base: &str, id: &str, secret: &str) -> String {
+    let form = [
+        ("grant_type", "client_credentials"),
+        ("client_id", id),
+        ("client_secret", secret),
+    ];
+    let response = client
+        .post(format!("{base}/oauth/token"))
+        .form(&form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    response.json::<serde_json::Value>().await.unwrap()["access_token"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
 pub fn announced(running: &Running, label: &str) -> String {
     for _ in 0..100 {
         let lines = running.stdout_lines.lock().unwrap().clone();
@@ -249,22 +269,7 @@ fn secrets_and_tokens_never_reach_the_logs() {
             .build()
             .unwrap();
         let base = format!("https://localhost:{}", running.port);
-        let form = [
-            ("grant_type", "client_credentials"),
-            ("client_id", client_id.as_str()),
-            ("client_secret", client_secret.as_str()),
-        ];
-        let response = client
-            .post(format!("{base}/oauth/token"))
-            .form(&form)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 200);
-        let token = response.json::<serde_json::Value>().await.unwrap()["access_token"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+        let token = access_token(&client, &base, &client_id, &client_secret).await;
         let me = client
             .get(format!("{base}/v1/organization"))
             .bearer_auth(&token)

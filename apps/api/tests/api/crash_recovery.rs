@@ -11,7 +11,7 @@ use std::{
 use reqwest::multipart::{Form, Part};
 use serde_json::{Value, json};
 
-use crate::binary::{Running, announced, start_with, terminate};
+use crate::binary::{Running, access_token, announced, start_with, terminate};
 
 const FILES: usize = 20;
 
@@ -59,22 +59,7 @@ impl Api {
             .build()
             .unwrap();
         let base = format!("https://localhost:{}", running.port);
-        let form = [
-            ("grant_type", "client_credentials"),
-            ("client_id", id),
-            ("client_secret", secret),
-        ];
-        let response = client
-            .post(format!("{base}/oauth/token"))
-            .form(&form)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 200);
-        let token = response.json::<Value>().await.unwrap()["access_token"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+        let token = access_token(&client, &base, id, secret).await;
         Self {
             client,
             base,
