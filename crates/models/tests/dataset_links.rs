@@ -5,15 +5,14 @@ mod support;
 
 use std::sync::Arc;
 
-use chrono::{TimeZone, Utc};
-use support::{CATALOG, Words};
-use tessera_kernel::{CursorCodec, DomainError, ManualClock, OrganizationId};
+use support::{CATALOG, clock_and_prompts};
+use tessera_kernel::{CursorCodec, DomainError, OrganizationId};
 use tessera_models::{
     Catalog, DatasetLinks, DatasetUsage, MockDatasetDirectory, ModelError, ModelService,
     NewUserModel,
     memory::{InMemoryDatasetLinkStore, InMemoryModelStore},
 };
-use tessera_prompts::{Name, PromptService, memory::InMemoryPromptStore};
+use tessera_prompts::Name;
 
 /// Datasets `ds_small` (300 tokens), `ds_medium` (800) and `ds_large` (1500) exist.
 fn directory() -> MockDatasetDirectory {
@@ -30,17 +29,7 @@ fn directory() -> MockDatasetDirectory {
 }
 
 async fn fixture() -> (DatasetLinks, ModelService, OrganizationId) {
-    let clock = Arc::new(ManualClock::new(
-        Utc.with_ymd_and_hms(2026, 2, 3, 4, 5, 6).unwrap(),
-    ));
-    let prompt_store = Arc::new(InMemoryPromptStore::new());
-    let prompts = PromptService::new(
-        prompt_store.clone(),
-        prompt_store,
-        Arc::new(Words),
-        clock.clone(),
-        CursorCodec::new([4; 32]),
-    );
+    let (clock, prompts) = clock_and_prompts();
     let models = ModelService::new(
         Arc::new(InMemoryModelStore::new()),
         Arc::new(Catalog::parse(CATALOG, |_| None).unwrap()),

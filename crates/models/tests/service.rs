@@ -5,16 +5,13 @@ mod support;
 
 use std::sync::Arc;
 
-use chrono::{TimeZone, Utc};
-use support::{CATALOG, Words};
+use support::{CATALOG, clock_and_prompts};
 use tessera_kernel::{CursorCodec, DomainError, Limit, LocSegment, ManualClock, OrganizationId};
 use tessera_models::{
     Catalog, LifecycleState, ModelChanges, ModelError, ModelService, ModelStore, NewUserModel,
     memory::InMemoryModelStore,
 };
-use tessera_prompts::{
-    Description, Name, NewSystemPrompt, PromptService, SystemProfiles, memory::InMemoryPromptStore,
-};
+use tessera_prompts::{Description, Name, NewSystemPrompt, PromptService, SystemProfiles};
 
 struct Fixture {
     models: ModelService,
@@ -40,17 +37,7 @@ fn service(
 }
 
 fn fixture() -> Fixture {
-    let clock = Arc::new(ManualClock::new(
-        Utc.with_ymd_and_hms(2026, 2, 3, 4, 5, 6).unwrap(),
-    ));
-    let prompt_store = Arc::new(InMemoryPromptStore::new());
-    let prompts = PromptService::new(
-        prompt_store.clone(),
-        prompt_store,
-        Arc::new(Words),
-        clock.clone(),
-        CursorCodec::new([4; 32]),
-    );
+    let (clock, prompts) = clock_and_prompts();
     let store = Arc::new(InMemoryModelStore::new());
     Fixture {
         models: service(store.clone(), prompts.clone(), clock.clone(), CATALOG),
