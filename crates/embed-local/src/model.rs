@@ -4,17 +4,18 @@ use std::path::Path;
 
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config};
+use candle_transformers::models::bert::Config;
 use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
 
 use crate::{
     LoadError,
+    bert::{BertEncoder, mean_pool_normalized},
     files::{CONFIG_FILE, TOKENIZER_FILE, WEIGHTS_FILE},
 };
 
 /// A BERT sentence encoder on the CPU.
 pub(crate) struct SentenceEncoder {
-    model: BertModel,
+    encoder: BertEncoder,
     tokenizer: Tokenizer,
     dimensions: usize,
 }
@@ -58,10 +59,10 @@ impl SentenceEncoder {
         let bytes = std::fs::read(&weights_path).map_err(|e| file_error(&weights_path, e))?;
         let weights = VarBuilder::from_buffered_safetensors(bytes, DType::F32, &Device::Cpu)
             .map_err(|e| file_error(&weights_path, e))?;
-        let model =
-            BertModel::load(weights, &config).map_err(|e| LoadError::Model(e.to_string()))?;
+        let encoder =
+            BertEncoder::load(weights, &config).map_err(|e| LoadError::Model(e.to_string()))?;
         Ok(Self {
-            model,
+            encoder,
             tokenizer,
             dimensions: config.hidden_size,
         })
@@ -102,15 +103,7 @@ impl SentenceEncoder {
         let device = &Device::Cpu;
         let ids = Tensor::from_vec(ids, (rows, width), device)?;
         let mask = Tensor::from_vec(mask, (rows, width), device)?;
-        let token_types = ids.zeros_like()?;
-        let hidden = self.model.forward(&ids, &token_types, Some(&mask))?;
-        // Mean over the real tokens only: padding positions are masked out of the sum and
-        // the count.
-        let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
-        let summed = hidden.broadcast_mul(&mask)?.sum(1)?;
-        let counts = mask.sum(1)?.maximum(1e-9)?;
-        let mean = summed.broadcast_div(&counts)?;
-        let norms = mean.sqr()?.sum_keepdim(1)?.sqrt()?.maximum(1e-12)?;
-        mean.broadcast_div(&norms)?.to_vec2::<f32>()
+        let hidden = self.encoder.forward(&ids, &mask)?;
+        mean_pool_normalized(&hidden, &mask)?.to_vec2::<f32>()
     }
 }

@@ -1,0 +1,274 @@
+//! Ingestion throughput (issue 7): PDFs uploaded through HTTP until every one is `ready`
+//! (extraction, chunking, embedding, indexing, in the real application on its embedded
+//! defaults: SQLite, qdrant-edge, all-MiniLM-L6-v2), in pages/s and chunks/s.
+//!
+//! Baseline, measured in the same run on the same chunks: the embedding model alone
+//! (`LocalEmbedder::embed` over the chunk texts the document processor cuts from the same
+//! PDFs). Embedding is the costly step, so the ratio end-to-end ÷ embedding-only says how
+//! much the pipeline around it (upload, queue, extraction, storage, index) costs; 1.00×
+//! would be free.
+//!
+//! The PDFs (`FILES` of `PAGES` pages, about 300 words a page) are built from this
+//! repository's Markdown documentation with the `testing` feature of `tessera-documents`.
+//! The model is found under `TESSERA_MODELS_DIR` (default `~/.cache/tessera-models`, filled
+//! by `just models`). Threads: candle's default (every core). Nothing asserts on timings; it
+//! fails only if a file does not end `ready`.
+//!
+//! Run with `just bench`, or `cargo bench -p tessera-api --bench ingestion`.
+
+use std::{
+    net::SocketAddr,
+    path::{Path, PathBuf},
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context, anyhow, bail};
+use reqwest::multipart::{Form, Part};
+use serde_json::Value;
+use tessera_api::{config::Settings, startup::Application, tls::dev_certificate_paths};
+use tessera_documents::{DocumentChunker, testing::pdf_bytes};
+use tessera_embed_local::{LocalEmbedder, LocalEmbedderOptions, find_model_dir};
+use tessera_knowledge::{ChunkingSettings, DocumentProcessor, Embedder, FileFormat};
+
+const FILES: usize = 24;
+const PAGES: usize = 5;
+const WORDS_PER_LINE: usize = 12;
+const LINES_PER_PAGE: usize = 25;
+
+fn models_root() -> PathBuf {
+    std::env::var_os("TESSERA_MODELS_DIR").map_or_else(
+        || {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
+                .join(".cache/tessera-models")
+        },
+        PathBuf::from,
+    )
+}
+
+fn documentation_words() -> anyhow::Result<Vec<String>> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut words = Vec::new();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))?
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|e| e == "md"))
+        .collect();
+    files.sort();
+    files.push(root.join("README.md"));
+    for file in files {
+        let text = std::fs::read_to_string(&file).with_context(|| file.display().to_string())?;
+        // Only characters the test PDFs' standard font encodes.
+        words.extend(
+            text.split_whitespace()
+                .filter(|w| w.chars().all(|c| c.is_ascii_graphic()))
+                .map(str::to_owned),
+        );
+    }
+    let needed = WORDS_PER_LINE * LINES_PER_PAGE;
+    if words.len() < needed * 2 {
+        bail!("too little documentation to build the PDFs");
+    }
+    Ok(words)
+}
+
+/// `FILES` PDFs, each page a different stretch of the documentation.
+fn corpus() -> anyhow::Result<Vec<Vec<u8>>> {
+    let words = documentation_words()?;
+    let per_page = WORDS_PER_LINE * LINES_PER_PAGE;
+    let mut next = 0;
+    let mut page = || {
+        let start = next % (words.len() - per_page);
+        next += per_page + 7;
+        words[start..start + per_page]
+            .chunks(WORDS_PER_LINE)
+            .map(|line| line.join(" "))
+            .collect::<Vec<String>>()
+    };
+    Ok((0..FILES)
+        .map(|_| pdf_bytes(&(0..PAGES).map(|_| page()).collect::<Vec<_>>()))
+        .collect())
+}
+
+/// Seconds the embedding model alone takes over the chunks of `pdfs`, and how many chunks.
+async fn embedding_only(
+    model_dir: &Path,
+    pdfs: &[Vec<u8>],
+    chunking: ChunkingSettings,
+) -> anyhow::Result<(f64, usize)> {
+    let chunker = DocumentChunker::default();
+    let mut texts = Vec::new();
+    for pdf in pdfs {
+        let chunks = chunker
+            .chunks(FileFormat::Pdf, pdf.clone(), chunking)
+            .await
+            .map_err(|e| anyhow!("chunking: {e}"))?;
+        texts.extend(chunks.into_iter().map(|chunk| chunk.text));
+    }
+    let dir = model_dir.to_path_buf();
+    let embedder = tokio::task::spawn_blocking(move || {
+        LocalEmbedder::load(&dir, LocalEmbedderOptions::default())
+    })
+    .await??;
+    // Warm-up on a few chunks.
+    embedder
+        .embed(texts[..texts.len().min(32)].to_vec())
+        .await?;
+    let count = texts.len();
+    let started = Instant::now();
+    embedder.embed(texts).await?;
+    Ok((started.elapsed().as_secs_f64(), count))
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let models = models_root();
+    let Some(model_dir) = find_model_dir(&models) else {
+        eprintln!(
+            "skipped: all-MiniLM-L6-v2 is not under {} (run `just models`)",
+            models.display()
+        );
+        return Ok(());
+    };
+    let pdfs = corpus()?;
+    let settings_defaults = Settings::default();
+    let chunking = ChunkingSettings {
+        max_tokens: settings_defaults.knowledge.chunk_tokens,
+        overlap_tokens: settings_defaults.knowledge.chunk_overlap_tokens,
+    };
+
+    eprintln!("embedding only: the chunks of {FILES} PDFs of {PAGES} pages");
+    let (embed_seconds, chunks) = embedding_only(&model_dir, &pdfs, chunking).await?;
+
+    // The real application on its embedded defaults.
+    let data_dir = tempfile::tempdir()?;
+    let mut settings = Settings {
+        data_dir: data_dir.path().to_path_buf(),
+        listen: "127.0.0.1:0".parse()?,
+        log: "warn".to_owned(),
+        ..Settings::default()
+    };
+    settings.http.shutdown_timeout_secs = 1;
+    settings.rate_limit.enabled = false;
+    settings.knowledge.embedding_model_dir = Some(models.clone());
+    settings.knowledge.poll_secs = 1;
+    let workers = settings.knowledge.workers;
+    let app = Application::build(settings.clone())
+        .await
+        .context("Tessera does not start")?;
+    let port = app.port();
+    let bootstrap = app
+        .bootstrap
+        .as_ref()
+        .ok_or_else(|| anyhow!("no first-run client"))?;
+    let (client_id, secret) = (
+        bootstrap.client_id.clone(),
+        bootstrap.client_secret.expose().to_owned(),
+    );
+    let handle = app.handle();
+    tokio::spawn(app.run_until_stopped());
+
+    let (cert, _) = dev_certificate_paths(&settings.data_dir);
+    let client = reqwest::Client::builder()
+        .add_root_certificate(reqwest::Certificate::from_pem(&std::fs::read(&cert)?)?)
+        .resolve("localhost", SocketAddr::from(([127, 0, 0, 1], port)))
+        .timeout(Duration::from_secs(120))
+        .build()?;
+    let base = Arc::new(format!("https://localhost:{port}"));
+    let token: Value = client
+        .post(format!("{base}/oauth/token"))
+        .form(&[
+            ("grant_type", "client_credentials"),
+            ("client_id", client_id.as_str()),
+            ("client_secret", secret.as_str()),
+        ])
+        .send()
+        .await?
+        .error_for_status()?
+        .json()
+        .await?;
+    let token = token["access_token"]
+        .as_str()
+        .ok_or_else(|| anyhow!("no access_token in {token}"))?
+        .to_owned();
+
+    eprintln!("end to end: uploading {FILES} PDFs through HTTP ({workers} worker)");
+    let started = Instant::now();
+    let mut ids = Vec::with_capacity(FILES);
+    for (number, pdf) in pdfs.into_iter().enumerate() {
+        let form = Form::new().part(
+            "file",
+            Part::bytes(pdf).file_name(format!("bench-{number}.pdf")),
+        );
+        let file: Value = client
+            .post(format!("{base}/v1/files"))
+            .bearer_auth(&token)
+            .multipart(form)
+            .send()
+            .await?
+            .error_for_status()?
+            .json()
+            .await?;
+        ids.push(
+            file["id"]
+                .as_str()
+                .ok_or_else(|| anyhow!("no id in {file}"))?
+                .to_owned(),
+        );
+    }
+    let uploaded = started.elapsed().as_secs_f64();
+    let mut indexed_chunks = 0;
+    for id in &ids {
+        loop {
+            let file: Value = client
+                .get(format!("{base}/v1/files/{id}"))
+                .bearer_auth(&token)
+                .send()
+                .await?
+                .error_for_status()?
+                .json()
+                .await?;
+            match file["status"].as_str() {
+                Some("processing") => tokio::time::sleep(Duration::from_millis(50)).await,
+                Some("ready") => {
+                    indexed_chunks += file["chunkCount"].as_u64().unwrap_or(0);
+                    break;
+                }
+                _ => bail!("file {id} did not end ready: {file}"),
+            }
+        }
+    }
+    let end_to_end = started.elapsed().as_secs_f64();
+    handle.stop(true).await;
+
+    let pages = (FILES * PAGES) as f64;
+    let embed_rate = chunks as f64 / embed_seconds;
+    let pipeline_rate = indexed_chunks as f64 / end_to_end;
+    println!();
+    println!(
+        "{FILES} PDFs, {} pages, {chunks} chunks ({} indexed); uploads took {uploaded:.2} s",
+        FILES * PAGES,
+        indexed_chunks
+    );
+    println!(
+        "{:<34} {:>9} {:>10} {:>10} {:>8}",
+        "target", "seconds", "pages/s", "chunks/s", "ratio"
+    );
+    println!(
+        "{:<34} {:>9.2} {:>10.2} {:>10.2} {:>7.2}×",
+        "embedding only (baseline)",
+        embed_seconds,
+        pages / embed_seconds,
+        embed_rate,
+        1.0
+    );
+    println!(
+        "{:<34} {:>9.2} {:>10.2} {:>10.2} {:>7.2}×",
+        "upload → ready, end to end",
+        end_to_end,
+        pages / end_to_end,
+        pipeline_rate,
+        pipeline_rate / embed_rate
+    );
+    Ok(())
+}

@@ -1,0 +1,247 @@
+//! A BERT encoder forward pass laid out for the CPU: every dense layer is one matrix product
+//! over all the batch's tokens, the query, key and value projections are fused into one, the
+//! attention scale is folded into the query weights, and softmax and layer norms are the
+//! fused single-pass kernels. The result matches the reference BERT to float rounding.
+
+use candle_core::{D, DType, Module, Result, Tensor};
+use candle_nn::{Embedding, LayerNorm, Linear, VarBuilder};
+use candle_transformers::models::bert::{Config, HiddenAct};
+
+fn layer_norm(vb: &VarBuilder, size: usize, eps: f64) -> Result<LayerNorm> {
+    candle_nn::layer_norm(size, eps, vb.pp("LayerNorm"))
+}
+
+struct EncoderLayer {
+    /// Query (pre-scaled), key and value projections as one `(3·hidden, hidden)` layer.
+    qkv: Linear,
+    attention_output: Linear,
+    attention_norm: LayerNorm,
+    intermediate: Linear,
+    output: Linear,
+    output_norm: LayerNorm,
+}
+
+impl EncoderLayer {
+    fn load(vb: &VarBuilder, config: &Config) -> Result<Self> {
+        let hidden = config.hidden_size;
+        let head = hidden / config.num_attention_heads;
+        let attention = vb.pp("attention");
+        let projection = |name: &str| -> Result<(Tensor, Tensor)> {
+            let vb = attention.pp("self").pp(name);
+            Ok((vb.get((hidden, hidden), "weight")?, vb.get(hidden, "bias")?))
+        };
+        // softmax(q·kᵀ/√d): scaling q's weights and bias once saves a pass over every score.
+        let scale = 1.0 / (head as f64).sqrt();
+        let (query_weight, query_bias) = projection("query")?;
+        let (key_weight, key_bias) = projection("key")?;
+        let (value_weight, value_bias) = projection("value")?;
+        let qkv = Linear::new(
+            Tensor::cat(&[(query_weight * scale)?, key_weight, value_weight], 0)?,
+            Some(Tensor::cat(
+                &[(query_bias * scale)?, key_bias, value_bias],
+                0,
+            )?),
+        );
+        let eps = config.layer_norm_eps;
+        let attention_output = attention.pp("output");
+        let output = vb.pp("output");
+        Ok(Self {
+            qkv,
+            attention_output: candle_nn::linear(hidden, hidden, attention_output.pp("dense"))?,
+            attention_norm: layer_norm(&attention_output, hidden, eps)?,
+            intermediate: candle_nn::linear(
+                hidden,
+                config.intermediate_size,
+                vb.pp("intermediate").pp("dense"),
+            )?,
+            output: candle_nn::linear(config.intermediate_size, hidden, output.pp("dense"))?,
+            output_norm: layer_norm(&output, hidden, eps)?,
+        })
+    }
+}
+
+/// The encoder of a BERT model (no pooler: sentence vectors come from mean pooling).
+pub(crate) struct BertEncoder {
+    word_embeddings: Embedding,
+    /// Position embeddings with the (only) token type's embedding already added.
+    position_embeddings: Tensor,
+    embedding_norm: LayerNorm,
+    layers: Vec<EncoderLayer>,
+    heads: usize,
+    activation: HiddenAct,
+    hidden_size: usize,
+}
+
+impl BertEncoder {
+    pub(crate) fn load(vb: VarBuilder, config: &Config) -> Result<Self> {
+        if config.num_attention_heads == 0
+            || !config
+                .hidden_size
+                .is_multiple_of(config.num_attention_heads)
+        {
+            candle_core::bail!("hidden_size is not a multiple of num_attention_heads");
+        }
+        // Checkpoints name their tensors with or without the architecture's prefix.
+        let vb = match &config.model_type {
+            Some(prefix)
+                if vb.contains_tensor(&format!("{prefix}.embeddings.word_embeddings.weight")) =>
+            {
+                vb.pp(prefix)
+            }
+            _ => vb,
+        };
+        let hidden = config.hidden_size;
+        let embeddings = vb.pp("embeddings");
+        let word_embeddings =
+            candle_nn::embedding(config.vocab_size, hidden, embeddings.pp("word_embeddings"))?;
+        let positions = embeddings.get(
+            (config.max_position_embeddings, hidden),
+            "position_embeddings.weight",
+        )?;
+        let token_type = embeddings
+            .get(
+                (config.type_vocab_size, hidden),
+                "token_type_embeddings.weight",
+            )?
+            .get(0)?;
+        let position_embeddings = positions.broadcast_add(&token_type)?;
+        let embedding_norm = layer_norm(&embeddings, hidden, config.layer_norm_eps)?;
+        let encoder = vb.pp("encoder").pp("layer");
+        let layers = (0..config.num_hidden_layers)
+            .map(|i| EncoderLayer::load(&encoder.pp(i), config))
+            .collect::<Result<_>>()?;
+        Ok(Self {
+            word_embeddings,
+            position_embeddings,
+            embedding_norm,
+            layers,
+            heads: config.num_attention_heads,
+            activation: config.hidden_act,
+            hidden_size: hidden,
+        })
+    }
+
+    /// Hidden states `(batch, width, hidden)` of token ids `(batch, width)`; `mask` is 1 for
+    /// real tokens and 0 for padding.
+    pub(crate) fn forward(&self, ids: &Tensor, mask: &Tensor) -> Result<Tensor> {
+        let (batch, width) = ids.dims2()?;
+        let hidden = self.hidden_size;
+        let head = hidden / self.heads;
+        let x = self
+            .word_embeddings
+            .forward(ids)?
+            .broadcast_add(&self.position_embeddings.narrow(0, 0, width)?)?;
+        let mut x = self
+            .embedding_norm
+            .forward(&x.reshape((batch * width, hidden))?)?;
+        // Padding keys get a large negative score, so softmax gives them no weight.
+        let mask_bias =
+            ((mask.to_dtype(DType::F32)? - 1.0)? * 1e9)?.reshape((batch, 1, 1, width))?;
+        for layer in &self.layers {
+            let qkv = layer
+                .qkv
+                .forward(&x)?
+                .reshape((batch, width, 3, self.heads, head))?
+                .permute((2, 0, 3, 1, 4))?
+                .contiguous()?;
+            let (q, k, v) = (qkv.get(0)?, qkv.get(1)?, qkv.get(2)?);
+            let scores = q.matmul(&k.t()?)?.broadcast_add(&mask_bias)?;
+            let probs = candle_nn::ops::softmax_last_dim(&scores)?;
+            let context = probs
+                .matmul(&v)?
+                .transpose(1, 2)?
+                .contiguous()?
+                .reshape((batch * width, hidden))?;
+            let attended = (layer.attention_output.forward(&context)? + &x)?;
+            x = layer.attention_norm.forward(&attended)?;
+            let inner = layer.intermediate.forward(&x)?;
+            let inner = match self.activation {
+                HiddenAct::Gelu => inner.gelu_erf()?,
+                HiddenAct::GeluApproximate => inner.gelu()?,
+                HiddenAct::Relu => inner.relu()?,
+            };
+            let out = (layer.output.forward(&inner)? + &x)?;
+            x = layer.output_norm.forward(&out)?;
+        }
+        x.reshape((batch, width, hidden))
+    }
+}
+
+/// Mean over the real tokens of each row of `hidden` `(batch, width, dims)`, then scaled to
+/// unit length.
+pub(crate) fn mean_pool_normalized(hidden: &Tensor, mask: &Tensor) -> Result<Tensor> {
+    let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
+    let summed = hidden.broadcast_mul(&mask)?.sum(1)?;
+    let counts = mask.sum(1)?.maximum(1e-9)?;
+    let mean = summed.broadcast_div(&counts)?;
+    let norms = mean.sqr()?.sum_keepdim(D::Minus1)?.sqrt()?.maximum(1e-12)?;
+    mean.broadcast_div(&norms)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use candle_core::Device;
+    use candle_transformers::models::bert::BertModel;
+
+    use super::*;
+    use crate::files::{CONFIG_FILE, WEIGHTS_FILE};
+
+    /// The reference BERT of candle-transformers and this encoder agree on every hidden state
+    /// of a padded batch, at the real tokens.
+    #[test]
+    fn hidden_states_match_the_reference_bert() {
+        let root = std::env::var_os("TESSERA_MODELS_DIR").map_or_else(
+            || {
+                std::path::PathBuf::from(std::env::var_os("HOME").unwrap())
+                    .join(".cache/tessera-models")
+            },
+            std::path::PathBuf::from,
+        );
+        let dir = crate::find_model_dir(&root)
+            .expect("all-MiniLM-L6-v2 under the models folder: run `just models`");
+        let config: Config =
+            serde_json::from_slice(&std::fs::read(dir.join(CONFIG_FILE)).unwrap()).unwrap();
+        let bytes = std::fs::read(dir.join(WEIGHTS_FILE)).unwrap();
+        let weights =
+            VarBuilder::from_buffered_safetensors(bytes, DType::F32, &Device::Cpu).unwrap();
+        let reference = BertModel::load(weights.clone(), &config).unwrap();
+        let encoder = BertEncoder::load(weights, &config).unwrap();
+
+        // Two rows: 7 real tokens, and 4 real tokens then 3 of padding.
+        let ids = Tensor::new(
+            &[
+                [101u32, 7592, 2088, 2003, 1037, 3231, 102],
+                [101, 2748, 3231, 102, 0, 0, 0],
+            ],
+            &Device::Cpu,
+        )
+        .unwrap();
+        let mask = Tensor::new(
+            &[[1u32, 1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0, 0]],
+            &Device::Cpu,
+        )
+        .unwrap();
+        let expected = reference
+            .forward(&ids, &ids.zeros_like().unwrap(), Some(&mask))
+            .unwrap()
+            .to_vec3::<f32>()
+            .unwrap();
+        let actual = encoder
+            .forward(&ids, &mask)
+            .unwrap()
+            .to_vec3::<f32>()
+            .unwrap();
+        let real = [7, 4];
+        let mut largest = 0f32;
+        for (row, &length) in real.iter().enumerate() {
+            for token in 0..length {
+                for (a, e) in actual[row][token].iter().zip(&expected[row][token]) {
+                    largest = largest.max((a - e).abs());
+                }
+            }
+        }
+        assert!(largest < 1e-4, "largest difference {largest}");
+    }
+}
