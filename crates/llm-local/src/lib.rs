@@ -12,7 +12,9 @@
 //!
 //! A `json_schema` response format is enforced by constrained decoding (`constraint`: the
 //! schema compiled by llguidance masks every token that cannot continue a conforming
-//! document), so such answers always parse and validate.
+//! document), so such answers always parse and validate. The document is written compactly
+//! and numbers with at most 6 decimals, so a small model cannot spend `max_tokens` on
+//! whitespace or endless digits (50 random schemas in `tests/random_schemas.rs`).
 //!
 //! Tools work the same way: with tools, an answer to a user turn is constrained to one call
 //! `{"name", "arguments"}` of one of them and returned as tool-call events (`tools`); an
