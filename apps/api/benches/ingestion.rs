@@ -120,8 +120,18 @@ async fn embedding_only(
     Ok((started.elapsed().as_secs_f64(), count))
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
+    let data_dir = tempfile::tempdir()?;
+    let runtime = tokio::runtime::Runtime::new()?;
+    let result = runtime.block_on(run(data_dir.path()));
+    // The embedded index flushes when the runtime drops the workers that hold it, so its
+    // folder must outlive the runtime.
+    drop(runtime);
+    drop(data_dir);
+    result
+}
+
+async fn run(data_dir: &std::path::Path) -> anyhow::Result<()> {
     let models = models_root();
     let Some(model_dir) = find_model_dir(&models) else {
         eprintln!(
@@ -141,9 +151,8 @@ async fn main() -> anyhow::Result<()> {
     let (embed_seconds, chunks) = embedding_only(&model_dir, &pdfs, chunking).await?;
 
     // The real application on its embedded defaults.
-    let data_dir = tempfile::tempdir()?;
     let mut settings = Settings {
-        data_dir: data_dir.path().to_path_buf(),
+        data_dir: data_dir.to_path_buf(),
         listen: "127.0.0.1:0".parse()?,
         log: "warn".to_owned(),
         ..Settings::default()

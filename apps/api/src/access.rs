@@ -80,6 +80,23 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
         Access::Scope("chats:read"),
     ),
     ("GET", "/v1/usage", Access::Scope("usage:read")),
+    ("POST", "/v1/webhooks", Access::Scope("org:admin")),
+    ("GET", "/v1/webhooks", Access::Scope("org:admin")),
+    (
+        "GET",
+        "/v1/webhooks/{webhook_id}",
+        Access::Scope("org:admin"),
+    ),
+    (
+        "DELETE",
+        "/v1/webhooks/{webhook_id}",
+        Access::Scope("org:admin"),
+    ),
+    (
+        "GET",
+        "/v1/webhooks/{webhook_id}/deliveries",
+        Access::Scope("org:admin"),
+    ),
     ("GET", "/v1/models/catalog", Access::Scope("models:read")),
     ("POST", "/v1/models", Access::Scope("models:write")),
     ("GET", "/v1/models", Access::Scope("models:read")),

@@ -291,6 +291,48 @@ impl Default for KnowledgeSettings {
     }
 }
 
+/// Webhook deliveries (`POST /v1/webhooks` registers receivers).
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct WebhookSettings {
+    /// Dispatchers sending deliveries from this process (0: none; another replica sends).
+    #[serde(deserialize_with = "lenient::parse")]
+    pub dispatchers: usize,
+    /// Attempts before a delivery fails for good.
+    #[serde(deserialize_with = "lenient::parse")]
+    pub max_attempts: u32,
+    /// Seconds before the second attempt; the wait doubles for each later one.
+    #[serde(deserialize_with = "lenient::parse")]
+    pub first_retry_secs: u64,
+    /// The longest wait between attempts, in seconds.
+    #[serde(deserialize_with = "lenient::parse")]
+    pub max_retry_secs: u64,
+    /// Seconds a receiver has to answer one attempt.
+    #[serde(deserialize_with = "lenient::parse")]
+    pub timeout_secs: u64,
+    /// Milliseconds an idle dispatcher waits before looking for due deliveries again.
+    #[serde(deserialize_with = "lenient::parse")]
+    pub poll_millis: u64,
+    /// Allow receivers on `localhost` and loopback, private and link-local addresses (off:
+    /// a tenant must not reach this service's own network through its webhooks).
+    #[serde(deserialize_with = "lenient::parse")]
+    pub allow_private_targets: bool,
+}
+
+impl Default for WebhookSettings {
+    fn default() -> Self {
+        Self {
+            dispatchers: 1,
+            max_attempts: 8,
+            first_retry_secs: 10,
+            max_retry_secs: 3600,
+            timeout_secs: 10,
+            poll_millis: 1000,
+            allow_private_targets: false,
+        }
+    }
+}
+
 /// Monthly credit budgets (UTC calendar months; credits = tokens × the base model's credit
 /// multiplier). Unset budgets are unlimited. When an organization's spend this month
 /// reaches its budget, completions get 402 `credit_budget_exhausted` until the month ends.
@@ -377,6 +419,7 @@ pub struct Settings {
     pub models: ModelsSettings,
     pub quotas: QuotaSettings,
     pub knowledge: KnowledgeSettings,
+    pub webhooks: WebhookSettings,
 }
 
 impl Default for Settings {
@@ -399,6 +442,7 @@ impl Default for Settings {
             models: ModelsSettings::default(),
             quotas: QuotaSettings::default(),
             knowledge: KnowledgeSettings::default(),
+            webhooks: WebhookSettings::default(),
         }
     }
 }

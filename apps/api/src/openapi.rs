@@ -30,7 +30,8 @@ use crate::problem::{Problem, ValidationErrorItem, ValidationProblem};
         (name = "Usage", description = "Tokens and credits of the organization's completions, by period, model and user"),
         (name = "Files", description = "Uploads (documents up to 50 MB, images up to 20 MB), processed in the background into searchable chunks; needs `files:*`"),
         (name = "Datasets", description = "Sets of files searched together (hybrid dense + BM25), versioned, with snapshots; needs `datasets:*`"),
-        (name = "Artifacts", description = "Rich content found in assistant answers (markdown, code, HTML, SVG, Mermaid), versioned per chat; needs `chats:read`")
+        (name = "Artifacts", description = "Rich content found in assistant answers (markdown, code, HTML, SVG, Mermaid), versioned per chat; needs `chats:read`"),
+        (name = "Webhooks", description = "Signed HTTP callbacks for `file.ready`, `file.failed` and `dataset.updated`, retried until the receiver answers 2xx; needs `org:admin`")
     )
 )]
 pub struct ApiDoc;

@@ -58,6 +58,8 @@ pub enum StartupError {
     Bootstrap(DomainError),
     #[error("{0}")]
     Knowledge(String),
+    #[error("config section `webhooks`: {0}")]
+    Webhooks(String),
     #[error("config key `data_dir`: {0}")]
     DataDir(String),
     #[error("config key `auth.keys_dir`: {0}")]
@@ -150,6 +152,11 @@ where
         .service(routes::datasets::create_snapshot)
         .service(routes::datasets::list_snapshots)
         .service(routes::datasets::search_dataset)
+        .service(routes::webhooks::create_webhook)
+        .service(routes::webhooks::list_webhooks)
+        .service(routes::webhooks::get_webhook)
+        .service(routes::webhooks::delete_webhook)
+        .service(routes::webhooks::list_deliveries)
 }
 
 /// The OpenAPI document of the routes this build serves.
@@ -287,6 +294,12 @@ pub async fn state(
     let knowledge =
         crate::knowledge::Knowledge::build(settings, &database, clock.clone(), cursors.clone())
             .await?;
+    let webhooks = crate::webhooks::Webhooks::build(
+        &settings.webhooks,
+        &database,
+        clock.clone(),
+        cursors.clone(),
+    )?;
     let dataset_links = DatasetLinks::new(
         models.clone(),
         Arc::new(SqlDatasetLinkStore::new(database.clone())),
@@ -322,6 +335,7 @@ pub async fn state(
         artifacts,
         usage,
         knowledge,
+        webhooks,
         dataset_links,
         budgets,
         quotas: settings.quotas.clone(),
@@ -552,6 +566,9 @@ impl Application {
             .run();
         tokio::spawn(purge_idempotency_keys(state.idempotency.clone()));
         state.knowledge.start_workers(settings.knowledge.workers);
+        state
+            .webhooks
+            .start_dispatchers(settings.webhooks.dispatchers);
         tracing::info!(address = %settings.listen, port, database = %settings.database(), issuer = %state.issuer, "tessera-api listening (HTTPS only)");
         Ok(Self {
             port,

@@ -24,6 +24,8 @@ pub struct AppState {
     pub usage: UsageService,
     /// Files, datasets and their processing workers.
     pub knowledge: crate::knowledge::Knowledge,
+    /// Webhook registrations and their dispatchers.
+    pub webhooks: crate::webhooks::Webhooks,
     /// Datasets linked to user models (RAG).
     pub dataset_links: tessera_models::DatasetLinks,
     /// Spend this month against monthly credit budgets (`quotas`).

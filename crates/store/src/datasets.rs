@@ -12,6 +12,7 @@ use tessera_kernel::{DomainError, OrganizationId, PageRequest};
 use tessera_knowledge::{
     Dataset, DatasetFile, DatasetId, DatasetStore, FileId, Snapshot, StoredFile,
 };
+use tessera_webhooks::{DatasetChange, Event};
 
 use crate::{
     Database,
@@ -19,6 +20,7 @@ use crate::{
     error::{Rollback, query_error},
     files::FileRow,
     schema::{dataset_files, dataset_snapshots, datasets, files, snapshot_files},
+    webhooks::record_event,
 };
 
 /// `DatasetStore` on PostgreSQL or SQLite.
@@ -105,6 +107,24 @@ macro_rules! load_dataset {
             }
         }
     }};
+}
+
+/// The `dataset.updated` event of a content change that brought `row` to its version.
+fn dataset_updated(
+    organization: &OrganizationId,
+    row: &DatasetRow,
+    change: DatasetChange,
+    file: &FileId,
+    at: NaiveDateTime,
+) -> Event {
+    Event::dataset_updated(
+        organization,
+        &row.id,
+        u64::try_from(row.version).unwrap_or_default(),
+        change,
+        file.as_str(),
+        DateTime::<Utc>::from_naive_utc_and_offset(at, Utc),
+    )
 }
 
 fn snapshot_from(
@@ -298,7 +318,14 @@ impl DatasetStore for SqlDatasetStore {
                     .await?;
             }
             match load_dataset!(conn, organization, dataset) {
-                Some((row, count)) => Ok((row, count, inserted > 0)),
+                Some((row, count)) => {
+                    if inserted > 0 {
+                        let event =
+                            dataset_updated(organization, &row, DatasetChange::FileAdded, file, at);
+                        record_event!(conn, &event);
+                    }
+                    Ok((row, count, inserted > 0))
+                }
                 None => Err(Rollback::Fail(DomainError::not_found("dataset", dataset))),
             }
         })?;
@@ -334,7 +361,15 @@ impl DatasetStore for SqlDatasetStore {
                     .execute(conn)
                     .await?;
             }
-            Ok(load_dataset!(conn, organization, dataset).map(|(row, count)| (row, count, removed > 0)))
+            let loaded = load_dataset!(conn, organization, dataset);
+            if let Some((row, _)) = &loaded
+                && removed > 0
+            {
+                let event =
+                    dataset_updated(organization, row, DatasetChange::FileRemoved, file, at);
+                record_event!(conn, &event);
+            }
+            Ok(loaded.map(|(row, count)| (row, count, removed > 0)))
         })?;
         found
             .map(|(row, count, removed)| Ok((row.into_dataset(count)?, removed)))

@@ -15,12 +15,14 @@ use tessera_knowledge::{
     ChunkLocation, ClaimedJob, DatasetId, FileDeletion, FileFilter, FileFormat, FileId,
     FileReference, FileStatus, FileStore, StoredChunk, StoredFile,
 };
+use tessera_webhooks::Event;
 
 use crate::{
     Backend, Database,
     database::{with_connection, with_transaction},
-    error::query_error,
+    error::{Rollback, query_error},
     schema::{dataset_files, datasets, file_chunks, file_jobs, files, snapshot_files},
+    webhooks::record_event,
 };
 
 /// `FileStore` on PostgreSQL or SQLite.
@@ -187,6 +189,26 @@ macro_rules! held_job {
     };
 }
 
+/// The organization and name of file `$id`, inside a transaction body.
+macro_rules! file_identity {
+    ($conn:expr, $id:expr) => {{
+        let (organization, name): (String, String) = files::table
+            .filter(files::id.eq($id.as_str()))
+            .select((files::organization_id, files::name))
+            .first($conn)
+            .await?;
+        match organization.parse::<OrganizationId>() {
+            Ok(organization) => (organization, name),
+            Err(error) => {
+                return Err(Rollback::Fail(DomainError::internal(format!(
+                    "files row {}: {error}",
+                    $id
+                ))));
+            }
+        }
+    }};
+}
+
 pub(crate) fn load_file_rows(rows: Vec<FileRow>) -> Result<Vec<StoredFile>, DomainError> {
     rows.into_iter().map(StoredFile::try_from).collect()
 }
@@ -196,8 +218,21 @@ impl FileStore for SqlFileStore {
     async fn insert(&self, file: &StoredFile, queue_job: bool) -> Result<(), DomainError> {
         let row = FileRow::from(file);
         let run_after = file.created_at.naive_utc();
+        // A file stored ready (an image: nothing to process) is ready as of now.
+        let ready = (file.status == FileStatus::Ready).then(|| {
+            Event::file_ready(
+                &file.organization,
+                file.id.as_str(),
+                &file.name,
+                file.chunk_count,
+                file.created_at,
+            )
+        });
         with_transaction!(&self.db, conn => {
             diesel::insert_into(files::table).values(&row).execute(conn).await?;
+            if let Some(event) = &ready {
+                record_event!(conn, event);
+            }
             if queue_job {
                 diesel::insert_into(file_jobs::table)
                     .values((
@@ -486,6 +521,10 @@ impl FileStore for SqlFileStore {
                 ))
                 .execute(conn)
                 .await?;
+            let (organization, name) = file_identity!(conn, id);
+            let chunk_count = u32::try_from(count).unwrap_or_default();
+            let event = Event::file_ready(&organization, id.as_str(), &name, chunk_count, utc(now));
+            record_event!(conn, &event);
             Ok(true)
         })
     }
@@ -539,6 +578,9 @@ impl FileStore for SqlFileStore {
                 ))
                 .execute(conn)
                 .await?;
+            let (organization, name) = file_identity!(conn, id);
+            let event = Event::file_failed(&organization, id.as_str(), &name, error, utc(now));
+            record_event!(conn, &event);
             Ok(true)
         })
     }

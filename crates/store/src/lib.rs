@@ -21,6 +21,7 @@ mod schema;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod usage;
+mod webhooks;
 
 pub use artifacts::SqlArtifactStore;
 pub use chats::SqlChatStore;
@@ -35,3 +36,4 @@ pub use models::SqlModelStore;
 pub use organizations::SqlOrganizationStore;
 pub use prompts::SqlPromptStore;
 pub use usage::SqlUsageStore;
+pub use webhooks::SqlWebhookStore;

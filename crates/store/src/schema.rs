@@ -286,6 +286,39 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    webhooks (id) {
+        id -> Text,
+        organization_id -> Text,
+        url -> Text,
+        events -> Text,
+        description -> Nullable<Text>,
+        secret -> Text,
+        created_by -> Text,
+        created_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    webhook_deliveries (id) {
+        id -> Text,
+        webhook_id -> Text,
+        organization_id -> Text,
+        event_id -> Text,
+        event -> Text,
+        body -> Text,
+        status -> Text,
+        attempts -> Integer,
+        next_attempt_at -> Nullable<Timestamp>,
+        leased_by -> Nullable<Text>,
+        leased_until -> Nullable<Timestamp>,
+        last_status_code -> Nullable<Integer>,
+        last_error -> Nullable<Text>,
+        created_at -> Timestamp,
+        delivered_at -> Nullable<Timestamp>,
+    }
+}
+
 diesel::joinable!(particle_versions -> particles (particle_id));
 diesel::joinable!(system_prompt_particles -> particles (particle_id));
 diesel::joinable!(system_prompt_particles -> system_prompts (system_prompt_id));
@@ -296,6 +329,7 @@ diesel::joinable!(dataset_files -> files (file_id));
 diesel::joinable!(dataset_files -> datasets (dataset_id));
 diesel::joinable!(snapshot_files -> files (file_id));
 diesel::joinable!(dataset_snapshots -> datasets (dataset_id));
+diesel::joinable!(webhook_deliveries -> webhooks (webhook_id));
 
 diesel::allow_tables_to_appear_in_same_query!(
     files,
@@ -313,3 +347,5 @@ diesel::allow_tables_to_appear_in_same_query!(
     system_prompts,
     system_prompt_particles,
 );
+
+diesel::allow_tables_to_appear_in_same_query!(webhooks, webhook_deliveries);

@@ -15,3 +15,4 @@ pub mod organization;
 pub mod particles;
 pub mod system_prompts;
 pub mod usage;
+pub mod webhooks;

@@ -23,3 +23,4 @@ mod rag;
 mod rate_limits;
 mod support;
 mod usage;
+mod webhooks;

@@ -71,7 +71,7 @@ pub async fn upload(app: &TestApp, token: &str, name: &str, content: Vec<u8>) ->
 }
 
 /// Polls the file until processing ends (`ready` or `failed`).
-async fn settled(app: &TestApp, token: &str, id: &str) -> Value {
+pub async fn settled(app: &TestApp, token: &str, id: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let file = ok(

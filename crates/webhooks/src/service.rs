@@ -1,0 +1,412 @@
+//! Webhooks as the API offers them: register, read, list and delete within the caller's
+//! organization, and read what was delivered.
+
+use std::{
+    net::{IpAddr, Ipv4Addr},
+    sync::Arc,
+};
+
+use tessera_kernel::{
+    Clock, CursorCodec, DomainError, FieldError, Limit, OrganizationId, Page, PageRequest,
+};
+use url::{Host, Url};
+
+use crate::{
+    Delivery, DeliveryId, EventKind, MAX_DESCRIPTION_CHARS, MAX_URL_CHARS, NewWebhook, Webhook,
+    WebhookId, WebhookSecret, WebhookStore,
+};
+
+const WEBHOOK_LIST: &str = "webhooks";
+const DELIVERY_LIST: &str = "webhook-deliveries";
+
+/// The most webhooks one organization may register.
+pub const MAX_WEBHOOKS_PER_ORGANIZATION: u64 = 20;
+
+/// Which receivers webhooks may target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TargetPolicy {
+    /// Allow `localhost` and loopback, private, link-local and unspecified IP addresses
+    /// (off by default: a tenant must not reach the service's own network through us).
+    pub allow_private_targets: bool,
+}
+
+/// Webhooks of organizations.
+#[derive(Clone)]
+pub struct WebhookService {
+    store: Arc<dyn WebhookStore>,
+    clock: Arc<dyn Clock>,
+    cursors: CursorCodec,
+    policy: TargetPolicy,
+}
+
+fn field(loc: &[&str], msg: impl Into<String>, kind: &str) -> FieldError {
+    FieldError::new(loc.iter().map(|&s| s.into()), msg, kind)
+}
+
+fn private_ip(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(ip) => private_v4(ip),
+        IpAddr::V6(ip) => {
+            ip.is_loopback()
+                || ip.is_unspecified()
+                || ip.to_ipv4_mapped().is_some_and(private_v4)
+                // Unique local (fc00::/7) and link-local (fe80::/10).
+                || (ip.segments()[0] & 0xfe00) == 0xfc00
+                || (ip.segments()[0] & 0xffc0) == 0xfe80
+        }
+    }
+}
+
+fn private_v4(ip: Ipv4Addr) -> bool {
+    ip.is_loopback()
+        || ip.is_private()
+        || ip.is_link_local()
+        || ip.is_unspecified()
+        || ip.is_broadcast()
+        // Carrier-grade NAT (100.64.0.0/10).
+        || (ip.octets()[0] == 100 && (ip.octets()[1] & 0xc0) == 64)
+}
+
+impl TargetPolicy {
+    /// Why `text` cannot be a webhook URL, if it cannot.
+    fn check(self, text: &str) -> Result<Url, String> {
+        if text.chars().count() > MAX_URL_CHARS {
+            return Err(format!("at most {MAX_URL_CHARS} characters"));
+        }
+        let url = Url::parse(text).map_err(|e| format!("not an absolute URL: {e}"))?;
+        if !matches!(url.scheme(), "https" | "http") {
+            return Err("the scheme must be https or http".into());
+        }
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err("credentials in the URL are not allowed; use the signature".into());
+        }
+        if url.fragment().is_some() {
+            return Err("a fragment is never sent; remove it".into());
+        }
+        let private = match url.host() {
+            None => return Err("the URL has no host".into()),
+            Some(Host::Domain(name)) => {
+                let name = name.trim_end_matches('.').to_ascii_lowercase();
+                name == "localhost" || name.ends_with(".localhost")
+            }
+            Some(Host::Ipv4(ip)) => private_ip(IpAddr::V4(ip)),
+            Some(Host::Ipv6(ip)) => private_ip(IpAddr::V6(ip)),
+        };
+        if private && !self.allow_private_targets {
+            return Err("loopback, private and link-local hosts are not allowed".into());
+        }
+        Ok(url)
+    }
+}
+
+impl WebhookService {
+    pub fn new(
+        store: Arc<dyn WebhookStore>,
+        clock: Arc<dyn Clock>,
+        cursors: CursorCodec,
+        policy: TargetPolicy,
+    ) -> Self {
+        Self {
+            store,
+            clock,
+            cursors,
+            policy,
+        }
+    }
+
+    /// Registers a webhook; the answer holds its secret, which is shown only this once.
+    pub async fn create(
+        &self,
+        organization: &OrganizationId,
+        created_by: &str,
+        new: NewWebhook,
+    ) -> Result<Webhook, DomainError> {
+        let mut errors = Vec::new();
+        let url = match self.policy.check(new.url.trim()) {
+            Ok(url) => Some(url),
+            Err(msg) => {
+                errors.push(field(&["body", "url"], msg, "invalid_url"));
+                None
+            }
+        };
+        if new.events.is_empty() {
+            errors.push(field(
+                &["body", "events"],
+                "name at least one event",
+                "value_error",
+            ));
+        }
+        let mut events = Vec::new();
+        for (index, name) in new.events.iter().enumerate() {
+            match EventKind::parse(name) {
+                Some(kind) => events.push(kind),
+                None => errors.push(FieldError::new(
+                    ["body".into(), "events".into(), index.into()],
+                    format!(
+                        "unknown event `{name}`; one of {}",
+                        EventKind::ALL.map(EventKind::as_str).join(", ")
+                    ),
+                    "invalid_event",
+                )),
+            }
+        }
+        events.sort();
+        events.dedup();
+        let description = new
+            .description
+            .map(|d| d.trim().to_owned())
+            .filter(|d| !d.is_empty());
+        if description
+            .as_ref()
+            .is_some_and(|d| d.chars().count() > MAX_DESCRIPTION_CHARS)
+        {
+            errors.push(field(
+                &["body", "description"],
+                format!("at most {MAX_DESCRIPTION_CHARS} characters"),
+                "value_error",
+            ));
+        }
+        let Some(url) = url.filter(|_| errors.is_empty()) else {
+            return Err(DomainError::Validation(errors));
+        };
+        if self.store.count(organization).await? >= MAX_WEBHOOKS_PER_ORGANIZATION {
+            return Err(DomainError::Conflict {
+                code: "webhook_limit_reached",
+                message: format!(
+                    "an organization may have at most {MAX_WEBHOOKS_PER_ORGANIZATION} webhooks; delete one first"
+                ),
+            });
+        }
+        let webhook = Webhook {
+            id: WebhookId::generate(),
+            organization: organization.clone(),
+            url: url.to_string(),
+            events,
+            description,
+            secret: WebhookSecret::generate(),
+            created_by: created_by.to_owned(),
+            created_at: self.clock.now(),
+        };
+        self.store.insert(&webhook).await?;
+        Ok(webhook)
+    }
+
+    pub async fn get(
+        &self,
+        organization: &OrganizationId,
+        id: &WebhookId,
+    ) -> Result<Webhook, DomainError> {
+        self.store
+            .get(organization, id)
+            .await?
+            .ok_or_else(|| DomainError::not_found("webhook", id))
+    }
+
+    /// Newest first.
+    pub async fn list(
+        &self,
+        organization: &OrganizationId,
+        limit: Limit,
+        cursor: Option<&str>,
+    ) -> Result<Page<Webhook>, DomainError> {
+        let after = cursor
+            .map(|c| self.cursors.decode::<WebhookId>(WEBHOOK_LIST, c))
+            .transpose()?;
+        let rows = self
+            .store
+            .list(organization, &PageRequest { limit, after })
+            .await?;
+        let total = self.store.count(organization).await?;
+        Ok(Page::from_overfetch(rows, limit, Some(total), |webhook| {
+            self.cursors.encode(WEBHOOK_LIST, &webhook.id)
+        }))
+    }
+
+    /// Deletes the webhook; its pending deliveries are dropped.
+    pub async fn delete(
+        &self,
+        organization: &OrganizationId,
+        id: &WebhookId,
+    ) -> Result<(), DomainError> {
+        if self.store.delete(organization, id).await? {
+            Ok(())
+        } else {
+            Err(DomainError::not_found("webhook", id))
+        }
+    }
+
+    /// The webhook's deliveries, newest first.
+    pub async fn deliveries(
+        &self,
+        organization: &OrganizationId,
+        id: &WebhookId,
+        limit: Limit,
+        cursor: Option<&str>,
+    ) -> Result<Page<Delivery>, DomainError> {
+        self.get(organization, id).await?;
+        let after = cursor
+            .map(|c| self.cursors.decode::<DeliveryId>(DELIVERY_LIST, c))
+            .transpose()?;
+        let rows = self
+            .store
+            .deliveries(organization, id, &PageRequest { limit, after })
+            .await?;
+        let total = self.store.count_deliveries(organization, id).await?;
+        Ok(Page::from_overfetch(rows, limit, Some(total), |delivery| {
+            self.cursors.encode(DELIVERY_LIST, &delivery.id)
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::Utc;
+    use tessera_kernel::ManualClock;
+
+    use super::*;
+    use crate::MockWebhookStore;
+
+    fn service(store: MockWebhookStore, policy: TargetPolicy) -> WebhookService {
+        WebhookService::new(
+            Arc::new(store),
+            Arc::new(ManualClock::new(Utc::now())),
+            CursorCodec::new([7; 32]),
+            policy,
+        )
+    }
+
+    fn new(url: &str, events: &[&str]) -> NewWebhook {
+        NewWebhook {
+            url: url.into(),
+            events: events.iter().map(|&e| e.to_owned()).collect(),
+            description: None,
+        }
+    }
+
+    fn invalid_locations(error: DomainError) -> Vec<String> {
+        match error {
+            DomainError::Validation(errors) => errors
+                .iter()
+                .map(|e| {
+                    e.to_string()
+                        .split(':')
+                        .next()
+                        .unwrap_or_default()
+                        .to_owned()
+                })
+                .collect(),
+            other => panic!("expected a validation error, got {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_valid_webhook_is_stored_with_sorted_events_and_a_fresh_secret() {
+        let mut store = MockWebhookStore::new();
+        store.expect_count().returning(|_| Ok(0));
+        store.expect_insert().times(1).returning(|_| Ok(()));
+        let organization = OrganizationId::generate();
+        let webhook = service(store, TargetPolicy::default())
+            .create(
+                &organization,
+                "user-1",
+                new(
+                    "https://hooks.example.com/tessera",
+                    &["dataset.updated", "file.ready", "file.ready"],
+                ),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            webhook.events,
+            vec![EventKind::FileReady, EventKind::DatasetUpdated]
+        );
+        assert!(webhook.secret.expose().starts_with("whsec_"));
+        assert_eq!(webhook.url, "https://hooks.example.com/tessera");
+        assert_eq!(webhook.organization, organization);
+    }
+
+    #[tokio::test]
+    async fn bad_urls_and_unknown_events_are_named_by_location() {
+        let cases = [
+            ("ftp://example.com/x", "body.url"),
+            ("/relative", "body.url"),
+            ("https://user:pw@example.com/", "body.url"),
+            ("https://example.com/#frag", "body.url"),
+            ("http://127.0.0.1:8080/hook", "body.url"),
+            ("http://10.1.2.3/hook", "body.url"),
+            ("http://[::1]/hook", "body.url"),
+            ("http://169.254.169.254/latest", "body.url"),
+            ("http://LocalHost./hook", "body.url"),
+        ];
+        for (url, loc) in cases {
+            let error = service(MockWebhookStore::new(), TargetPolicy::default())
+                .create(&OrganizationId::generate(), "u", new(url, &["file.ready"]))
+                .await
+                .unwrap_err();
+            assert_eq!(invalid_locations(error), vec![loc], "{url}");
+        }
+        let error = service(MockWebhookStore::new(), TargetPolicy::default())
+            .create(
+                &OrganizationId::generate(),
+                "u",
+                new("https://example.com", &["file.ready", "file.deleted"]),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(invalid_locations(error), vec!["body.events.1"]);
+        let error = service(MockWebhookStore::new(), TargetPolicy::default())
+            .create(
+                &OrganizationId::generate(),
+                "u",
+                new("https://example.com", &[]),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(invalid_locations(error), vec!["body.events"]);
+    }
+
+    #[tokio::test]
+    async fn private_targets_are_allowed_only_by_policy() {
+        let mut store = MockWebhookStore::new();
+        store.expect_count().returning(|_| Ok(0));
+        store.expect_insert().returning(|_| Ok(()));
+        let policy = TargetPolicy {
+            allow_private_targets: true,
+        };
+        let webhook = service(store, policy)
+            .create(
+                &OrganizationId::generate(),
+                "u",
+                new("http://127.0.0.1:9000/hook", &["file.failed"]),
+            )
+            .await
+            .unwrap();
+        assert_eq!(webhook.url, "http://127.0.0.1:9000/hook");
+    }
+
+    #[tokio::test]
+    async fn the_limit_per_organization_is_a_conflict() {
+        let mut store = MockWebhookStore::new();
+        store
+            .expect_count()
+            .returning(|_| Ok(MAX_WEBHOOKS_PER_ORGANIZATION));
+        let error = service(store, TargetPolicy::default())
+            .create(
+                &OrganizationId::generate(),
+                "u",
+                new("https://example.com/hook", &["file.ready"]),
+            )
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                error,
+                DomainError::Conflict {
+                    code: "webhook_limit_reached",
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
+    }
+}
