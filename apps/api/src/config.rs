@@ -257,6 +257,20 @@ pub struct KnowledgeSettings {
     /// `tokenizer.json`, `config.json`) are searched for, recursively (default
     /// `models.local_dir`). Without them files are stored but not processed.
     pub embedding_model_dir: Option<PathBuf>,
+    /// An OpenAI-compatible server (`…/v1`) that embeds instead of the embedded model:
+    /// OpenAI, vLLM, Ollama, TEI, a LiteLLM proxy. Needs `embedding_model` and
+    /// `embedding_dimensions`.
+    pub embedding_base_url: Option<String>,
+    /// The server's name of the embedding model, e.g. `text-embedding-3-small`.
+    pub embedding_model: Option<String>,
+    /// The length of its vectors (checked on every answer; the index is created with it).
+    #[serde(deserialize_with = "lenient::parse_option")]
+    pub embedding_dimensions: Option<usize>,
+    /// The environment variable that holds the server's API key (none is sent if unset).
+    pub embedding_api_key_env: Option<String>,
+    /// Texts per embeddings request.
+    #[serde(deserialize_with = "lenient::parse")]
+    pub embedding_batch_size: usize,
     /// The most tokens one chunk holds.
     #[serde(deserialize_with = "lenient::parse")]
     pub chunk_tokens: usize,
@@ -282,6 +296,11 @@ impl Default for KnowledgeSettings {
             blobs_dir: None,
             vectors_dir: None,
             embedding_model_dir: None,
+            embedding_base_url: None,
+            embedding_model: None,
+            embedding_dimensions: None,
+            embedding_api_key_env: None,
+            embedding_batch_size: 64,
             chunk_tokens: 200,
             chunk_overlap_tokens: 30,
             max_attempts: 5,

@@ -11,6 +11,7 @@ use tessera_knowledge::{
     ChunkingSettings, DatasetService, DocumentProcessor, Embedder, FileService, JobOutcome,
     NoEmbedder, NoIndex, Pipeline, ProcessingSettings, Processor, VectorIndex,
 };
+use tessera_llm_openai::{OpenAiConfig, OpenAiEmbedder};
 use tessera_store::{Database, SqlDatasetStore, SqlFileStore};
 use tessera_vectors_qdrant::EdgeVectorIndex;
 use tokio::sync::Notify;
@@ -41,11 +42,73 @@ struct Engines {
     index: Arc<dyn VectorIndex>,
 }
 
-/// The document processor, the embedding model (searched for under
+/// The document processor, the embedding model (an OpenAI-compatible server when
+/// `knowledge.embedding_base_url` is set, else the embedded model searched for under
 /// `knowledge.embedding_model_dir`, else `models.local_dir`) and the vector index its vectors
-/// go to; `None` when the model's files are not there (files are then stored and queued, and
-/// processed once a process with the model runs).
+/// go to; `None` when no model is there (files are then stored and queued, and processed
+/// once a process with a model runs).
 async fn engines(settings: &Settings) -> Result<Option<Engines>, StartupError> {
+    let embedder: Arc<dyn Embedder> = match remote_embedder(settings)? {
+        Some(remote) => Arc::new(remote),
+        None => match local_embedder(settings).await? {
+            Some(local) => Arc::new(local),
+            None => return Ok(None),
+        },
+    };
+    let vectors_dir = (settings.knowledge.vectors_dir.clone())
+        .unwrap_or_else(|| settings.data_dir.join("vectors"));
+    let index = EdgeVectorIndex::open(&vectors_dir, embedder.dimensions())
+        .await
+        .map_err(|e| {
+            knowledge_error(format!(
+                "knowledge.vectors_dir ({}): {e}",
+                vectors_dir.display()
+            ))
+        })?;
+    Ok(Some(Engines {
+        documents: Arc::new(DocumentChunker::default()),
+        embedder,
+        index: Arc::new(index),
+    }))
+}
+
+/// The OpenAI-compatible embeddings server of `knowledge.embedding_base_url`, if set.
+fn remote_embedder(settings: &Settings) -> Result<Option<OpenAiEmbedder>, StartupError> {
+    let knowledge = &settings.knowledge;
+    let Some(base_url) = &knowledge.embedding_base_url else {
+        return Ok(None);
+    };
+    let (Some(model), Some(dimensions)) =
+        (&knowledge.embedding_model, knowledge.embedding_dimensions)
+    else {
+        return Err(knowledge_error(
+            "knowledge.embedding_base_url needs knowledge.embedding_model and knowledge.embedding_dimensions".into(),
+        ));
+    };
+    let mut endpoint = OpenAiConfig::new(base_url.clone());
+    if let Some(variable) = &knowledge.embedding_api_key_env {
+        match std::env::var(variable) {
+            Ok(key) if !key.is_empty() => endpoint = endpoint.with_api_key(key),
+            _ => {
+                return Err(knowledge_error(format!(
+                    "knowledge.embedding_api_key_env names `{variable}`, which is not set"
+                )));
+            }
+        }
+    }
+    let embedder = OpenAiEmbedder::new(
+        &endpoint,
+        model.clone(),
+        dimensions,
+        knowledge.embedding_batch_size,
+    )
+    .map_err(|e| knowledge_error(format!("knowledge.embedding_base_url: {e}")))?;
+    tracing::info!(%base_url, %model, dimensions, "embeddings from an OpenAI-compatible server");
+    Ok(Some(embedder))
+}
+
+/// The embedded all-MiniLM-L6-v2, if its files are found.
+async fn local_embedder(settings: &Settings) -> Result<Option<LocalEmbedder>, StartupError> {
     let Some(root) = (settings.knowledge.embedding_model_dir.clone())
         .or_else(|| settings.models.local_dir.clone())
     else {
@@ -63,28 +126,13 @@ async fn engines(settings: &Settings) -> Result<Option<Engines>, StartupError> {
     .await
     .map_err(|e| knowledge_error(format!("loading the embedding model: {e}")))?
     .map_err(|e| knowledge_error(format!("knowledge.embedding_model_dir: {e}")))?;
-    let embedder = match loaded {
-        Ok(embedder) => embedder,
+    match loaded {
+        Ok(embedder) => Ok(Some(embedder)),
         Err(root) => {
             tracing::warn!(dir = %root.display(), "no embedding model (all-MiniLM-L6-v2; `just models` fetches it) under this folder: files are stored and queued but not processed");
-            return Ok(None);
+            Ok(None)
         }
-    };
-    let vectors_dir = (settings.knowledge.vectors_dir.clone())
-        .unwrap_or_else(|| settings.data_dir.join("vectors"));
-    let index = EdgeVectorIndex::open(&vectors_dir, embedder.dimensions())
-        .await
-        .map_err(|e| {
-            knowledge_error(format!(
-                "knowledge.vectors_dir ({}): {e}",
-                vectors_dir.display()
-            ))
-        })?;
-    Ok(Some(Engines {
-        documents: Arc::new(DocumentChunker::default()),
-        embedder: Arc::new(embedder),
-        index: Arc::new(index),
-    }))
+    }
 }
 
 impl Knowledge {

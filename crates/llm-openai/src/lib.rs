@@ -1,7 +1,8 @@
-//! The OpenAI-compatible chat provider: the models crate's `ChatModel` port over HTTP, for
-//! every server that speaks OpenAI's `POST /chat/completions` — OpenAI, vLLM, Ollama, the
+//! The OpenAI-compatible provider: the models crate's `ChatModel` port over HTTP, for every
+//! server that speaks OpenAI's `POST /chat/completions` — OpenAI, vLLM, Ollama, the
 //! llama.cpp server, LM Studio, Groq, Together, a LiteLLM proxy — told apart only by base
-//! URL and API key ([`OpenAiConfig`]).
+//! URL and API key ([`OpenAiConfig`]); and the knowledge domain's `Embedder` port over the
+//! same servers' `POST /embeddings` ([`OpenAiEmbedder`]).
 //!
 //! This crate owns: the mapping of a `ChatRequest` to the upstream's JSON; the upstream
 //! call (always streamed, with usage), its timeouts (to first byte, and between chunks) and
@@ -16,6 +17,7 @@
 //! aws-lc-rs.
 
 mod config;
+mod embeddings;
 mod events;
 mod model;
 mod request;
@@ -24,4 +26,5 @@ pub mod testing;
 mod translate;
 
 pub use config::{ApiKey, ConfigError, OpenAiConfig, RetryPolicy};
+pub use embeddings::{EmbedderConfigError, OpenAiEmbedder};
 pub use model::OpenAiChatModel;

@@ -30,36 +30,81 @@ const MAX_ERROR_BODY: usize = 64 * 1024;
 /// A chat model behind an OpenAI-compatible endpoint. Cheap to share (`Arc`); one instance
 /// serves every model of its endpoint (the request names the model).
 pub struct OpenAiChatModel {
+    upstream: Upstream,
+    capabilities: Capabilities,
+    tokenizer: Arc<dyn TokenCounter>,
+}
+
+/// One resource of an OpenAI-compatible server (`…/chat/completions`, `…/embeddings`) and
+/// how it is called: the HTTP client, the key, the timeouts and the retries.
+pub(crate) struct Upstream {
     http: reqwest::Client,
     endpoint: Url,
     authorization: Option<HeaderValue>,
-    capabilities: Capabilities,
     first_byte_timeout: Duration,
-    idle_timeout: Duration,
+    pub(crate) idle_timeout: Duration,
     retry: RetryPolicy,
-    tokenizer: Arc<dyn TokenCounter>,
 }
 
 impl fmt::Debug for OpenAiChatModel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("OpenAiChatModel")
+            .field("upstream", &self.upstream)
+            .field("capabilities", &self.capabilities)
+            .finish_non_exhaustive()
+    }
+}
+
+impl fmt::Debug for Upstream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Upstream")
             .field("endpoint", &self.endpoint.as_str())
             .field(
                 "api_key",
                 &self.authorization.as_ref().map(|_| "<redacted>"),
             )
-            .field("capabilities", &self.capabilities)
             .field("first_byte_timeout", &self.first_byte_timeout)
             .field("idle_timeout", &self.idle_timeout)
             .field("retry", &self.retry)
-            .finish_non_exhaustive()
+            .finish()
     }
 }
 
 impl OpenAiChatModel {
     /// Checks the configuration and builds the HTTP client (no request is made).
     pub fn new(config: OpenAiConfig) -> Result<Self, ConfigError> {
-        let endpoint = endpoint(&config.base_url)?;
+        let upstream = Upstream::connect(&config, CHAT_COMPLETIONS)?;
+        let tokenizer = TiktokenCounter::shared(Encoding::O200kBase)
+            .map_err(|e| ConfigError::Tokenizer(e.to_string()))?;
+        Ok(Self {
+            upstream,
+            capabilities: config.capabilities,
+            tokenizer: Arc::new(tokenizer),
+        })
+    }
+
+    /// Counts tokens with another tokenizer (a model that does not use `o200k_base`).
+    pub fn with_tokenizer(mut self, tokenizer: Arc<dyn TokenCounter>) -> Self {
+        self.tokenizer = tokenizer;
+        self
+    }
+
+    /// The URL requests go to (`…/chat/completions`).
+    pub fn endpoint(&self) -> &Url {
+        &self.upstream.endpoint
+    }
+}
+
+impl Upstream {
+    #[cfg(test)]
+    pub(crate) fn endpoint_str(&self) -> &str {
+        self.endpoint.as_str()
+    }
+
+    /// Checks the configuration and builds the HTTP client for `base_url` + `/resource`
+    /// (no request is made).
+    pub(crate) fn connect(config: &OpenAiConfig, resource: &str) -> Result<Self, ConfigError> {
+        let endpoint = endpoint_of(&config.base_url, resource)?;
         if config.first_byte_timeout.is_zero() {
             return Err(ConfigError::ZeroTimeout("first-byte"));
         }
@@ -100,33 +145,18 @@ impl OpenAiChatModel {
         let http = builder
             .build()
             .map_err(|e| ConfigError::Client(error_chain(&e)))?;
-        let tokenizer = TiktokenCounter::shared(Encoding::O200kBase)
-            .map_err(|e| ConfigError::Tokenizer(e.to_string()))?;
         Ok(Self {
             http,
             endpoint,
             authorization,
-            capabilities: config.capabilities,
             first_byte_timeout: config.first_byte_timeout,
             idle_timeout: config.idle_timeout,
             retry: config.retry,
-            tokenizer: Arc::new(tokenizer),
         })
     }
 
-    /// Counts tokens with another tokenizer (a model that does not use `o200k_base`).
-    pub fn with_tokenizer(mut self, tokenizer: Arc<dyn TokenCounter>) -> Self {
-        self.tokenizer = tokenizer;
-        self
-    }
-
-    /// The URL requests go to (`…/chat/completions`).
-    pub fn endpoint(&self) -> &Url {
-        &self.endpoint
-    }
-
     /// Sends the request until an answer begins, retrying what may be retried.
-    async fn send(&self, body: &[u8]) -> Result<reqwest::Response, ProviderError> {
+    pub(crate) async fn send(&self, body: &[u8]) -> Result<reqwest::Response, ProviderError> {
         let attempts = self.retry.max_attempts.max(1);
         let mut attempt = 1;
         loop {
@@ -212,8 +242,8 @@ impl ChatModel for OpenAiChatModel {
         let body = serde_json::to_vec(&WireRequest::new(&request)).map_err(|e| {
             ProviderError::InvalidRequest(format!("the request cannot be encoded: {e}"))
         })?;
-        let response = self.send(&body).await?;
-        events::answer(response, self.idle_timeout).await
+        let response = self.upstream.send(&body).await?;
+        events::answer(response, self.upstream.idle_timeout).await
     }
 }
 
@@ -285,8 +315,16 @@ impl Failure {
     }
 }
 
+const CHAT_COMPLETIONS: &str = "chat/completions";
+
 /// `base_url` + `/chat/completions` (unless it already ends so).
+#[cfg(test)]
 fn endpoint(base_url: &str) -> Result<Url, ConfigError> {
+    endpoint_of(base_url, CHAT_COMPLETIONS)
+}
+
+/// `base_url` + `/` + `resource` (unless it already ends so).
+fn endpoint_of(base_url: &str, resource: &str) -> Result<Url, ConfigError> {
     let refuse = |reason: &str| ConfigError::BaseUrl {
         url: base_url.to_owned(),
         reason: reason.to_owned(),
@@ -305,8 +343,8 @@ fn endpoint(base_url: &str) -> Result<Url, ConfigError> {
         return Err(refuse("it must have no query or fragment"));
     }
     let path = url.path().trim_end_matches('/').to_owned();
-    if !path.ends_with("/chat/completions") {
-        url.set_path(&format!("{path}/chat/completions"));
+    if !path.ends_with(&format!("/{resource}")) {
+        url.set_path(&format!("{path}/{resource}"));
     }
     Ok(url)
 }
@@ -488,19 +526,19 @@ mod tests {
         ))
         .unwrap();
         for _ in 0..50 {
-            let first = model.delay(1, None);
+            let first = model.upstream.delay(1, None);
             assert!((50..=100).contains(&first.as_millis()), "{first:?}");
-            let second = model.delay(2, None);
+            let second = model.upstream.delay(2, None);
             assert!((100..=200).contains(&second.as_millis()), "{second:?}");
-            let capped = model.delay(9, None);
+            let capped = model.upstream.delay(9, None);
             assert!((150..=300).contains(&capped.as_millis()), "{capped:?}");
         }
         assert_eq!(
-            model.delay(1, Some(Duration::from_millis(120))),
+            model.upstream.delay(1, Some(Duration::from_millis(120))),
             Duration::from_millis(120)
         );
         assert_eq!(
-            model.delay(1, Some(Duration::from_secs(60))),
+            model.upstream.delay(1, Some(Duration::from_secs(60))),
             Duration::from_millis(300)
         );
     }

@@ -12,7 +12,10 @@
 use std::{path::Path, time::Duration};
 
 use futures_util::StreamExt;
-use tessera_llm_openai::{OpenAiChatModel, OpenAiConfig, RetryPolicy, testing::LiteLlm};
+use tessera_knowledge::{EmbedError, Embedder};
+use tessera_llm_openai::{
+    OpenAiChatModel, OpenAiConfig, OpenAiEmbedder, RetryPolicy, testing::LiteLlm,
+};
 use tessera_models::{
     ChatEvent, ChatMessage, ChatModel, ChatRequest, FinishReason, ProviderError, Role, complete,
 };
@@ -116,5 +119,58 @@ async fn litellm_proxy_plain_streamed_and_error_answers() {
             assert!(message.contains("rate limit"), "{message}");
         }
         other => panic!("expected Unavailable with LiteLLM's message, got {other:?}"),
+    }
+
+    eprintln!("litellm: embeddings, one text per request (the mock answers one vector)");
+    let endpoint = OpenAiConfig::new(format!("{}/v1", proxy.base_url))
+        .with_api_key(proxy.master_key.as_str())
+        .with_retry(retry);
+    let embedder = OpenAiEmbedder::new(&endpoint, "mock-embed", 3, 1).expect("the embedder");
+    let texts = vec![
+        "first".to_owned(),
+        "second, café ☕".to_owned(),
+        "third".to_owned(),
+    ];
+    let vectors = embedder.embed(texts.clone()).await.expect("three vectors");
+    assert_eq!(vectors.len(), 3);
+    for vector in &vectors {
+        // [3, 4, 0] normalized.
+        assert!(
+            vector
+                .iter()
+                .zip([0.6_f32, 0.8, 0.0])
+                .all(|(x, y)| (x - y).abs() < 1e-6),
+            "{vector:?}"
+        );
+    }
+    assert_eq!(
+        embedder.embed(Vec::new()).await.expect("nothing to embed"),
+        Vec::<Vec<f32>>::new()
+    );
+
+    eprintln!("litellm: embeddings refused for a wrong count, length or model");
+    let batched = OpenAiEmbedder::new(&endpoint, "mock-embed", 3, 8).expect("the embedder");
+    match batched.embed(texts.clone()).await {
+        Err(EmbedError::Unavailable(message)) => {
+            assert!(
+                message.contains("returned 1 embeddings for 3 texts"),
+                "{message}"
+            );
+        }
+        other => panic!("expected a count mismatch, got {other:?}"),
+    }
+    let longer = OpenAiEmbedder::new(&endpoint, "mock-embed", 384, 1).expect("the embedder");
+    match longer.embed(texts.clone()).await {
+        Err(EmbedError::Unavailable(message)) => {
+            assert!(message.contains("3 dimensions where 384"), "{message}");
+        }
+        other => panic!("expected a length mismatch, got {other:?}"),
+    }
+    let unknown = OpenAiEmbedder::new(&endpoint, "no-such-embedder", 3, 1).expect("the embedder");
+    match unknown.embed(texts).await {
+        Err(EmbedError::Unavailable(message)) => {
+            assert!(message.contains("no-such-embedder"), "{message}");
+        }
+        other => panic!("expected LiteLLM's refusal, got {other:?}"),
     }
 }

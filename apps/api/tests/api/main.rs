@@ -21,6 +21,7 @@ mod processing;
 mod prompts;
 mod rag;
 mod rate_limits;
+mod remote_embeddings;
 mod support;
 mod usage;
 mod webhooks;

@@ -99,7 +99,7 @@ pub async fn ready(app: &TestApp, token: &str, file: &Value) -> Value {
     done
 }
 
-async fn search(app: &TestApp, token: &str, dataset: &str, body: Value) -> Vec<Value> {
+pub async fn search(app: &TestApp, token: &str, dataset: &str, body: Value) -> Vec<Value> {
     let found = ok(
         app.call_json(
             Method::POST,
