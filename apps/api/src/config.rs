@@ -249,8 +249,24 @@ pub struct KnowledgeSettings {
     /// workers process the queue). Each embeds on the CPU, so one per two cores is plenty.
     #[serde(deserialize_with = "lenient::parse")]
     pub workers: usize,
-    /// Where uploaded content is kept (default `<data_dir>/blobs`).
+    /// Where uploaded content is kept (default `<data_dir>/blobs`), unless `s3_bucket` is set.
     pub blobs_dir: Option<PathBuf>,
+    /// An S3 bucket (AWS, or S3-compatible with `s3_endpoint`) that keeps uploaded content
+    /// instead of `blobs_dir`, shared by every replica. Credentials come from the
+    /// environment (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, or the instance role).
+    pub s3_bucket: Option<String>,
+    /// A key prefix inside the bucket, e.g. `tessera/`.
+    pub s3_prefix: String,
+    /// An S3-compatible endpoint (MinIO, Ceph, R2), e.g. `https://minio.internal:9000`.
+    pub s3_endpoint: Option<String>,
+    /// The bucket's region (default `AWS_REGION`, else `us-east-1`).
+    pub s3_region: Option<String>,
+    /// Allow a plain `http://` endpoint.
+    #[serde(deserialize_with = "lenient::parse")]
+    pub s3_allow_http: bool,
+    /// Explicit credentials (both, or neither to use the environment's).
+    pub s3_access_key_id: Option<String>,
+    pub s3_secret_access_key: Option<Secret>,
     /// Where the embedded vector index lives (default `<data_dir>/vectors`).
     pub vectors_dir: Option<PathBuf>,
     /// Where the embedding model's files (all-MiniLM-L6-v2: `model.safetensors`,
@@ -294,6 +310,13 @@ impl Default for KnowledgeSettings {
         Self {
             workers: 1,
             blobs_dir: None,
+            s3_bucket: None,
+            s3_prefix: String::new(),
+            s3_endpoint: None,
+            s3_region: None,
+            s3_allow_http: false,
+            s3_access_key_id: None,
+            s3_secret_access_key: None,
             vectors_dir: None,
             embedding_model_dir: None,
             embedding_base_url: None,
@@ -472,6 +495,10 @@ impl Default for Settings {
 pub struct Secret(String);
 
 impl Secret {
+    pub fn new(text: impl Into<String>) -> Self {
+        Self(text.into())
+    }
+
     pub fn expose(&self) -> &str {
         &self.0
     }

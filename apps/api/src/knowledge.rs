@@ -4,12 +4,13 @@
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
 use tessera_blobs_local::LocalBlobStore;
+use tessera_blobs_s3::{S3BlobStore, S3Location};
 use tessera_documents::DocumentChunker;
 use tessera_embed_local::{LocalEmbedder, LocalEmbedderOptions, find_model_dir};
 use tessera_kernel::{Clock, CursorCodec};
 use tessera_knowledge::{
-    ChunkingSettings, DatasetService, DocumentProcessor, Embedder, FileService, JobOutcome,
-    NoEmbedder, NoIndex, Pipeline, ProcessingSettings, Processor, VectorIndex,
+    BlobStore, ChunkingSettings, DatasetService, DocumentProcessor, Embedder, FileService,
+    JobOutcome, NoEmbedder, NoIndex, Pipeline, ProcessingSettings, Processor, VectorIndex,
 };
 use tessera_llm_openai::{OpenAiConfig, OpenAiEmbedder};
 use tessera_store::{Database, SqlDatasetStore, SqlFileStore};
@@ -152,15 +153,42 @@ impl Knowledge {
         let in_data_dir = |dir: &Option<PathBuf>, name: &str| {
             dir.clone().unwrap_or_else(|| settings.data_dir.join(name))
         };
-        let blobs = LocalBlobStore::open(in_data_dir(&knowledge.blobs_dir, "blobs"))
-            .await
-            .map_err(|e| knowledge_error(format!("knowledge.blobs_dir: {e}")))?;
+        let blobs: Arc<dyn BlobStore> = match &knowledge.s3_bucket {
+            Some(bucket) => {
+                let location = S3Location {
+                    bucket: bucket.clone(),
+                    prefix: knowledge.s3_prefix.clone(),
+                    endpoint: knowledge.s3_endpoint.clone(),
+                    region: knowledge.s3_region.clone(),
+                    allow_http: knowledge.s3_allow_http,
+                };
+                let spool = settings.data_dir.join("spool");
+                let store = match (&knowledge.s3_access_key_id, &knowledge.s3_secret_access_key) {
+                    (Some(id), Some(secret)) => {
+                        S3BlobStore::connect_with_keys(&location, id, secret.expose(), spool)
+                    }
+                    (None, None) => S3BlobStore::connect(&location, spool),
+                    _ => {
+                        return Err(knowledge_error(
+                            "knowledge.s3_access_key_id and knowledge.s3_secret_access_key go together".into(),
+                        ));
+                    }
+                }
+                .map_err(|e| knowledge_error(format!("knowledge.s3_bucket: {e}")))?;
+                tracing::info!(%bucket, endpoint = knowledge.s3_endpoint.as_deref().unwrap_or("AWS"), "uploaded content is kept in S3");
+                Arc::new(store)
+            }
+            None => Arc::new(
+                LocalBlobStore::open(in_data_dir(&knowledge.blobs_dir, "blobs"))
+                    .await
+                    .map_err(|e| knowledge_error(format!("knowledge.blobs_dir: {e}")))?,
+            ),
+        };
         let engines = engines(settings).await?;
         let index: Arc<dyn VectorIndex> = match &engines {
             Some(engines) => engines.index.clone(),
             None => Arc::new(NoIndex),
         };
-        let blobs = Arc::new(blobs);
         let files_store = Arc::new(SqlFileStore::new(database.clone()));
         let files = FileService::new(
             files_store.clone(),

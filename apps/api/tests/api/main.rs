@@ -22,6 +22,7 @@ mod prompts;
 mod rag;
 mod rate_limits;
 mod remote_embeddings;
+mod s3_uploads;
 mod support;
 mod usage;
 mod webhooks;
