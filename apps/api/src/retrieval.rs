@@ -4,7 +4,7 @@
 //! domain whether a dataset exists and how large it is.
 
 use async_trait::async_trait;
-use tessera_chats::{Retriever, Source};
+use tessera_chats::{Retriever, Source, SourceLocation};
 use tessera_kernel::{DomainError, OrganizationId};
 use tessera_knowledge::{
     ChunkLocation, DatasetId, DatasetService, FileId, KnowledgeCaller, MAX_QUERY_CHARS, SearchMode,
@@ -64,6 +64,13 @@ fn source(
         title: Some(format!("{file_name}{place}")),
         text,
         score,
+        file_name: Some(file_name.to_owned()),
+        location: Some(SourceLocation {
+            page: location.page,
+            section: location.section.clone(),
+            char_start: location.char_start,
+            char_end: location.char_end,
+        }),
     }
 }
 

@@ -88,6 +88,25 @@ pub struct Source {
     pub title: Option<String>,
     pub text: String,
     pub score: f32,
+    /// The file's name (absent in sources stored before it was recorded).
+    #[serde(default)]
+    pub file_name: Option<String>,
+    /// Where in the file the passage is (absent in sources stored before it was recorded).
+    #[serde(default)]
+    pub location: Option<SourceLocation>,
+}
+
+/// Where a passage sits in its file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SourceLocation {
+    /// 1-based page (PDF).
+    pub page: Option<u32>,
+    /// The heading, sheet row range or JSON path the passage is under.
+    pub section: Option<String>,
+    /// Character offsets of the passage in the file's extracted text.
+    pub char_start: u64,
+    pub char_end: u64,
 }
 
 /// What an assistant answer cost and why it ended.

@@ -27,7 +27,7 @@ pub use artifact::{
 pub use artifacts::{ArtifactKind, ExtractedArtifact, extract_artifacts};
 pub use chat::{
     Chat, ChatId, ChatRecord, ChatStatus, MAX_TITLE_CHARS, Message, MessageId, MessageUsage,
-    ModelSnapshot, Source, derive_title,
+    ModelSnapshot, Source, SourceLocation, derive_title,
 };
 pub use context::{ContextOverflow, Fitted, MESSAGE_OVERHEAD_TOKENS, fit};
 pub use error::ChatError;

@@ -14,7 +14,7 @@ use diesel_async::RunQueryDsl;
 use tessera_chats::{
     Artifact, ArtifactFilter, ArtifactId, ArtifactKind, ArtifactStore, Chat, ChatFilter, ChatId,
     ChatStatus, ChatStore, FinishedTurn, Message, MessageId, MessageUsage, ModelSnapshot, Source,
-    memory::InMemoryChatStore,
+    SourceLocation, memory::InMemoryChatStore,
 };
 use tessera_kernel::{DomainError, Limit, OrganizationId, PageRequest, PrincipalKind};
 use tessera_models::{FinishReason, Role, ToolCall, Usage};
@@ -462,6 +462,13 @@ fn source(id: &str, dataset: Option<&str>, score: f32) -> Source {
         title: dataset.map(|d| format!("Handbuch – {d} ✓")),
         text: "Passage «quoted» – 段落\nsecond line".to_owned(),
         score,
+        file_name: dataset.map(|_| "Handbuch.pdf".to_owned()),
+        location: dataset.map(|_| SourceLocation {
+            page: Some(3),
+            section: Some("Ferien › Urlaub".into()),
+            char_start: 120,
+            char_end: 980,
+        }),
     }
 }
 

@@ -274,12 +274,31 @@ impl From<&Usage> for UsageOut {
 #[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SourceOut {
+    /// `<fileId>#<chunk ordinal>`.
     pub id: String,
     pub file_id: String,
     pub dataset_id: Option<String>,
+    /// The file's name and where in it, for display, e.g. `policy.pdf, page 2`.
     pub title: Option<String>,
     pub text: String,
     pub score: f32,
+    #[schema(example = "policy.pdf")]
+    pub file_name: Option<String>,
+    /// Where the passage sits in the file.
+    pub location: Option<SourceLocationOut>,
+}
+
+/// Where a cited passage sits in its file.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SourceLocationOut {
+    /// 1-based page (PDF).
+    pub page: Option<u32>,
+    /// The heading (Markdown, DOCX), row range (CSV) or JSON path the passage is under.
+    pub section: Option<String>,
+    /// Character offsets of the passage in the file's extracted text.
+    pub char_start: u64,
+    pub char_end: u64,
 }
 
 impl From<&Source> for SourceOut {
@@ -291,6 +310,13 @@ impl From<&Source> for SourceOut {
             title: source.title.clone(),
             text: source.text.clone(),
             score: source.score,
+            file_name: source.file_name.clone(),
+            location: source.location.as_ref().map(|l| SourceLocationOut {
+                page: l.page,
+                section: l.section.clone(),
+                char_start: l.char_start,
+                char_end: l.char_end,
+            }),
         }
     }
 }

@@ -1095,6 +1095,8 @@ async fn both_wire_formats_carry_reasoning_sources_and_tool_calls() {
             title: Some("Climate handbook".into()),
             text: "Oslo is mild in May.".into(),
             score: 0.5,
+            file_name: Some("climate.md".into()),
+            location: None,
         }]),
         GenerationEvent::Delta(ChatEvent::ReasoningDelta("The user ".into())),
         GenerationEvent::Delta(ChatEvent::ReasoningDelta("wants weather.".into())),

@@ -228,6 +228,17 @@ async fn chats_on_a_model_with_datasets_cite_their_sources(backend: Backend) {
     assert!(!sources.is_empty(), "{answer}");
     assert_eq!(sources[0]["datasetId"], json!(help), "{sources:#?}");
     assert!(sources[0]["title"].as_str().unwrap().starts_with("help.md"));
+    assert_eq!(sources[0]["fileName"], "help.md", "{sources:#?}");
+    let location = &sources[0]["location"];
+    let (start, end) = (
+        location["charStart"].as_u64().unwrap(),
+        location["charEnd"].as_u64().unwrap(),
+    );
+    assert!(start < end, "{location}");
+    assert!(
+        location["section"].is_string(),
+        "a markdown passage is under a heading: {location}"
+    );
     assert!(
         sources[0]["text"]
             .as_str()
