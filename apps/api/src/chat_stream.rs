@@ -208,12 +208,16 @@ impl AiSdkEncoder {
             GenerationEvent::Sources(sources) => {
                 self.close(&mut out);
                 for source in sources {
-                    out.push(data(&json!({
+                    let mut part = json!({
                         "type": "source-document",
                         "sourceId": source.id,
                         "mediaType": "text/plain",
                         "title": source.title.clone().unwrap_or_else(|| source.file_id.clone()),
-                    })));
+                    });
+                    if let Some(name) = &source.file_name {
+                        part["filename"] = json!(name);
+                    }
+                    out.push(data(&part));
                 }
             }
             GenerationEvent::Delta(ChatEvent::TextDelta(text)) => {

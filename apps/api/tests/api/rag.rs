@@ -297,6 +297,7 @@ async fn chats_on_a_model_with_datasets_cite_their_sources(backend: Backend) {
             .unwrap()
             .starts_with("help.md")
     );
+    assert_eq!(documents[0]["filename"], "help.md", "{parsed}");
 
     // Links are the model's organization's; they go with their dataset.
     let other = app.caller_token(SCOPES).await;
