@@ -71,7 +71,8 @@ pub struct HttpSettings {
     /// Peers allowed to set `X-Forwarded-Proto` / `X-Forwarded-For` (TLS-terminating proxies).
     #[serde(deserialize_with = "lenient::list")]
     pub trusted_proxies: Vec<IpAddr>,
-    /// Seconds in-flight requests get to finish after SIGTERM.
+    /// Seconds running chat generations get to finish after SIGTERM (new completions are
+    /// refused meanwhile), then seconds in-flight requests get to finish.
     #[serde(deserialize_with = "lenient::parse")]
     pub shutdown_timeout_secs: u64,
     /// Worker threads; 0 means one per CPU.

@@ -4,8 +4,10 @@
 //! `tessera-admin` reuses the configuration and database wiring.
 
 pub mod access;
+pub mod attachments;
 pub mod chat_stream;
 pub mod config;
+pub mod drain;
 pub mod extract;
 pub mod idempotency;
 pub mod knowledge;

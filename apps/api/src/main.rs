@@ -3,7 +3,7 @@
 use std::{path::PathBuf, process::ExitCode};
 
 use clap::Parser;
-use tessera_api::{config::Settings, startup::Application, telemetry};
+use tessera_api::{config::Settings, drain::Stopper, startup::Application, telemetry};
 
 /// Tessera's REST API server. Configuration: `--config <file>` and `TESSERA_*` variables.
 #[derive(Debug, Parser)]
@@ -15,9 +15,10 @@ struct Args {
 }
 
 /// Waits for SIGTERM or SIGINT on a thread of its own (with its own small runtime, so it does
-/// not depend on the server's runtimes), then stops the server gracefully. The handlers are
+/// not depend on the server's runtimes), then stops the service gracefully: running chat
+/// generations finish, then in-flight requests (see `tessera_api::drain`). The handlers are
 /// registered before this returns, so a signal that arrives during start-up is not lost.
-fn watch_for_shutdown() -> std::io::Result<std::sync::mpsc::Sender<actix_web::dev::ServerHandle>> {
+fn watch_for_shutdown() -> std::io::Result<std::sync::mpsc::Sender<Stopper>> {
     use tokio::signal::unix::{SignalKind, signal};
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -28,17 +29,17 @@ fn watch_for_shutdown() -> std::io::Result<std::sync::mpsc::Sender<actix_web::de
             signal(SignalKind::interrupt())?,
         ))
     })?;
-    let (sender, receiver) = std::sync::mpsc::channel::<actix_web::dev::ServerHandle>();
+    let (sender, receiver) = std::sync::mpsc::channel::<Stopper>();
     std::thread::spawn(move || {
         runtime.block_on(async move {
             let name = tokio::select! {
                 _ = terminate.recv() => "SIGTERM",
                 _ = interrupt.recv() => "SIGINT",
             };
-            // No handle means start-up failed and main is returning on its own.
-            if let Ok(handle) = receiver.recv() {
-                tracing::info!(signal = name, "shutting down: finishing in-flight requests");
-                handle.stop(true).await;
+            // No stopper means start-up failed and main is returning on its own.
+            if let Ok(stopper) = receiver.recv() {
+                tracing::info!(signal = name, "shutting down");
+                stopper.stop().await;
             }
         });
     });
@@ -57,10 +58,7 @@ fn main() -> ExitCode {
     actix_web::rt::System::new().block_on(serve(args, shutdown))
 }
 
-async fn serve(
-    args: Args,
-    shutdown: std::sync::mpsc::Sender<actix_web::dev::ServerHandle>,
-) -> ExitCode {
+async fn serve(args: Args, shutdown: std::sync::mpsc::Sender<Stopper>) -> ExitCode {
     let settings = match Settings::load_without(args.config.as_deref(), &["TESSERA_CONFIG_FILE"]) {
         Ok(settings) => settings,
         Err(error) => {
@@ -88,8 +86,8 @@ async fn serve(
         println!("  client_id:     {}", first.client_id);
         println!("  client_secret: {}", first.client_secret.expose());
     }
-    // The watcher needs the handle only once a signal arrives; it lives as long as the process.
-    let _ = shutdown.send(app.handle());
+    // The watcher needs the stopper only once a signal arrives; it lives as long as the process.
+    let _ = shutdown.send(app.stopper());
     match app.run_until_stopped().await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {

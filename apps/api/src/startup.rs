@@ -315,6 +315,7 @@ pub async fn state(
             models: models.clone(),
             datasets: knowledge.datasets.clone(),
         }),
+        Arc::new(crate::attachments::FileAttachments(knowledge.files.clone())),
         clock.clone(),
         cursors.clone(),
     );
@@ -349,6 +350,7 @@ pub async fn state(
         issuer,
         cursors,
         limits: limits(settings).await?,
+        draining: crate::drain::Draining::default(),
     })
 }
 
@@ -480,6 +482,8 @@ pub struct Application {
     port: u16,
     server: Server,
     state: AppState,
+    /// How long a graceful stop waits for generations, then for requests.
+    shutdown_timeout: Duration,
     /// What this start created (embedded mode, first run only).
     pub bootstrap: Option<Bootstrap>,
 }
@@ -574,6 +578,7 @@ impl Application {
             port,
             server,
             state,
+            shutdown_timeout: Duration::from_secs(settings.http.shutdown_timeout_secs),
             bootstrap,
         })
     }
@@ -590,6 +595,17 @@ impl Application {
     /// Stops the server from another task (graceful when `graceful` is true).
     pub fn handle(&self) -> actix_web::dev::ServerHandle {
         self.server.handle()
+    }
+
+    /// Stops the service gracefully from another task or thread: running generations
+    /// finish first (see [`crate::drain`]).
+    pub fn stopper(&self) -> crate::drain::Stopper {
+        crate::drain::Stopper {
+            server: self.server.handle(),
+            generations: self.state.chats.hub().clone(),
+            draining: self.state.draining.clone(),
+            timeout: self.shutdown_timeout,
+        }
     }
 
     /// Serves until SIGTERM/SIGINT, then lets in-flight requests finish

@@ -37,4 +37,6 @@ pub struct AppState {
     pub issuer: String,
     pub cursors: CursorCodec,
     pub limits: crate::rate_limit::Limits,
+    /// Set once SIGTERM arrived: completions are refused while running ones finish.
+    pub draining: crate::drain::Draining,
 }

@@ -6,6 +6,8 @@ use tessera_kernel::OrganizationId;
 use tessera_models::{FinishReason, Role, ToolCall, Usage};
 use tessera_prompts::SystemPromptId;
 
+use crate::Attachment;
+
 tessera_kernel::entity_id!(
     /// A chat's id.
     ChatId,
@@ -128,6 +130,8 @@ pub struct Message {
     pub tool_calls: Vec<ToolCall>,
     pub tool_call_id: Option<String>,
     pub sources: Vec<Source>,
+    /// Files the (user) message attached.
+    pub attachments: Vec<Attachment>,
     /// Assistant answers only.
     pub usage: Option<MessageUsage>,
     pub created_at: DateTime<Utc>,

@@ -9,6 +9,10 @@ use tessera_prompts::TokenCounter;
 
 /// Tokens the chat template adds around one message (role markers, separators).
 pub const MESSAGE_OVERHEAD_TOKENS: u32 = 4;
+/// Tokens reserved for one image input. Providers count images their own way (OpenAI: 85 to
+/// about 1,100 by size and detail); this is OpenAI's figure for a 1024×1024 image in high
+/// detail, so typical images fit in the room left for them.
+pub const IMAGE_TOKENS: u32 = 765;
 /// Tokens the template adds to prime the answer.
 pub const REPLY_PRIMING_TOKENS: u32 = 3;
 
@@ -36,7 +40,9 @@ pub fn message_tokens(counter: &dyn TokenCounter, message: &ChatMessage) -> u32 
         .iter()
         .map(|call| counter.count(&call.name) + counter.count(&call.arguments))
         .sum();
-    MESSAGE_OVERHEAD_TOKENS + counter.count(&message.content) + calls
+    let images =
+        IMAGE_TOKENS.saturating_mul(u32::try_from(message.images.len()).unwrap_or(u32::MAX));
+    MESSAGE_OVERHEAD_TOKENS + counter.count(&message.content) + calls + images
 }
 
 /// Keeps the system prompt and every message of this turn, then as many of the most recent

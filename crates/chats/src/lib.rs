@@ -1,6 +1,7 @@
 //! Chats: conversations of one principal with a model, their stored messages, and the
 //! orchestration of a completion: the model snapshot a chat keeps, message validation
-//! (roles, tool-call round trips), the context window (oldest-first truncation by exact
+//! (roles, tool-call round trips), attached files (documents inlined, images to vision
+//! models, through the `AttachmentSource` port), the context window (oldest-first truncation by exact
 //! token count), retrieval through the `Retriever` port, structured-output validation, and
 //! generation as a background task whose events are replayed to any number of listeners
 //! (`GenerationHub`). Pure domain: persistence through `ChatStore`, generation through the
@@ -8,6 +9,7 @@
 
 mod artifact;
 mod artifacts;
+mod attachment;
 mod chat;
 mod context;
 mod error;
@@ -25,11 +27,17 @@ pub use artifact::{
     Artifact, ArtifactFilter, ArtifactId, ArtifactService, ArtifactStore, versioned,
 };
 pub use artifacts::{ArtifactKind, ExtractedArtifact, extract_artifacts};
+#[cfg(any(test, feature = "mocks"))]
+pub use attachment::MockAttachmentSource;
+pub use attachment::{
+    Attachment, AttachmentContent, AttachmentError, AttachmentKind, AttachmentSource,
+    CHARS_PER_TOKEN_BOUND, MAX_ATTACHMENTS, NoAttachments, ResolvedAttachment, image,
+};
 pub use chat::{
     Chat, ChatId, ChatRecord, ChatStatus, MAX_TITLE_CHARS, Message, MessageId, MessageUsage,
     ModelSnapshot, Source, SourceLocation, derive_title,
 };
-pub use context::{ContextOverflow, Fitted, MESSAGE_OVERHEAD_TOKENS, fit};
+pub use context::{ContextOverflow, Fitted, IMAGE_TOKENS, MESSAGE_OVERHEAD_TOKENS, fit};
 pub use error::ChatError;
 pub use hub::{Attached, EventStream, GenerationEvent, GenerationHub};
 #[cfg(any(test, feature = "mocks"))]

@@ -3,8 +3,8 @@ use std::{panic::AssertUnwindSafe, sync::Arc};
 use chrono::{DateTime, Utc};
 use futures_util::{FutureExt, StreamExt, future::BoxFuture};
 use tessera_kernel::{
-    Clock, CursorCodec, DomainError, FieldError, Limit, OrganizationId, Page, PageRequest,
-    PrincipalKind,
+    Clock, CursorCodec, DomainError, FieldError, Limit, LocSegment, OrganizationId, Page,
+    PageRequest, PrincipalKind,
 };
 use tessera_models::{
     ChatEvent, ChatMessage, ChatModel, ChatRequest, Completion, JsonSchemaFormat, ModelService,
@@ -15,10 +15,12 @@ use tessera_prompts::{PromptService, TokenCounter};
 use tessera_usage::{FAILED, Tokens, UsageId, UsageRecord};
 
 use crate::{
-    Artifact, ArtifactId, Attached, Chat, ChatError, ChatFilter, ChatId, ChatRecord, ChatStatus,
-    ChatStore, EventStream, FinishedTurn, GenerationEvent, GenerationHub, MAX_TITLE_CHARS, Message,
-    MessageId, MessageUsage, ModelSnapshot, Retriever, Source,
+    Artifact, ArtifactId, Attached, Attachment, AttachmentSource, CHARS_PER_TOKEN_BOUND, Chat,
+    ChatError, ChatFilter, ChatId, ChatRecord, ChatStatus, ChatStore, EventStream, FinishedTurn,
+    GenerationEvent, GenerationHub, MAX_ATTACHMENTS, MAX_TITLE_CHARS, Message, MessageId,
+    MessageUsage, ModelSnapshot, Retriever, Source,
     artifact::versioned,
+    attachment::{attach, records, resolve_stored, resolve_turn},
     context::{ContextOverflow, fit},
     derive_title, extract_artifacts,
     hub::Publisher,
@@ -50,6 +52,8 @@ pub struct NewMessage {
     pub content: String,
     pub tool_calls: Vec<ToolCall>,
     pub tool_call_id: Option<String>,
+    /// User messages: ids of uploaded files to attach.
+    pub attachments: Vec<String>,
 }
 
 impl From<&NewMessage> for ChatMessage {
@@ -59,6 +63,7 @@ impl From<&NewMessage> for ChatMessage {
             content: message.content.clone(),
             tool_calls: message.tool_calls.clone(),
             tool_call_id: message.tool_call_id.clone(),
+            images: Vec::new(),
         }
     }
 }
@@ -70,6 +75,7 @@ impl From<&Message> for ChatMessage {
             content: message.content.clone(),
             tool_calls: message.tool_calls.clone(),
             tool_call_id: message.tool_call_id.clone(),
+            images: Vec::new(),
         }
     }
 }
@@ -111,6 +117,7 @@ pub struct ChatService {
     models: ModelService,
     prompts: PromptService,
     retriever: Arc<dyn Retriever>,
+    attachments: Arc<dyn AttachmentSource>,
     hub: GenerationHub,
     clock: Arc<dyn Clock>,
     cursors: CursorCodec,
@@ -122,6 +129,7 @@ impl ChatService {
         models: ModelService,
         prompts: PromptService,
         retriever: Arc<dyn Retriever>,
+        attachments: Arc<dyn AttachmentSource>,
         clock: Arc<dyn Clock>,
         cursors: CursorCodec,
     ) -> Self {
@@ -130,6 +138,7 @@ impl ChatService {
             models,
             prompts,
             retriever,
+            attachments,
             hub: GenerationHub::new(),
             clock,
             cursors,
@@ -183,9 +192,26 @@ impl ChatService {
             None => Vec::new(),
         };
         let next_sequence = stored.last().map_or(0, |m| m.sequence + 1);
-        let history: Vec<ChatMessage> = stored.iter().map(ChatMessage::from).collect();
-        let turn: Vec<ChatMessage> = request.messages.iter().map(ChatMessage::from).collect();
+        let window = resolved.base.context_window;
+        let vision = resolved.base.capabilities.vision;
+        let max_chars = (window as usize).saturating_mul(CHARS_PER_TOKEN_BOUND);
+        let mut history = Vec::with_capacity(stored.len());
+        for message in &stored {
+            let mut sent = ChatMessage::from(message);
+            let attached = resolve_stored(
+                self.attachments.as_ref(),
+                &caller.organization,
+                &message.attachments,
+                max_chars,
+                vision,
+            )
+            .await?;
+            attach(&mut sent, &attached);
+            history.push(sent);
+        }
+        let mut turn: Vec<ChatMessage> = request.messages.iter().map(ChatMessage::from).collect();
         let mut invalid = check_messages(&history, &turn);
+        invalid.extend(check_attachments(&request.messages));
         invalid.extend(check_requirements(
             &resolved.base,
             &Requirements {
@@ -198,6 +224,26 @@ impl ChatService {
         ));
         if !invalid.is_empty() {
             return Err(ChatError::Invalid(invalid));
+        }
+        let attaching: Vec<(usize, &[String])> = request
+            .messages
+            .iter()
+            .enumerate()
+            .map(|(index, message)| (index, message.attachments.as_slice()))
+            .collect();
+        let (attached, invalid) = resolve_turn(
+            self.attachments.as_ref(),
+            &caller.organization,
+            &attaching,
+            max_chars,
+            vision,
+        )
+        .await?;
+        if !invalid.is_empty() {
+            return Err(ChatError::Invalid(invalid));
+        }
+        for (message, attached) in turn.iter_mut().zip(&attached) {
+            attach(message, attached);
         }
 
         let snapshot = match &existing {
@@ -213,7 +259,6 @@ impl ChatService {
             None => Vec::new(),
         };
         let system = with_sources(snapshot.system_prompt.clone(), &sources);
-        let window = resolved.base.context_window;
         let reserve = request.max_tokens.unwrap_or_else(|| {
             (window / 4).min(resolved.base.max_tokens_per_request.unwrap_or(u32::MAX))
         });
@@ -295,6 +340,7 @@ impl ChatService {
                 counter: counter.clone(),
             },
             turn: request.messages,
+            turn_attachments: attached.iter().map(|resolved| records(resolved)).collect(),
             next_sequence,
             sources,
             strict_schema: request
@@ -577,6 +623,44 @@ impl Billing {
     }
 }
 
+/// Only user messages attach files, at most [`MAX_ATTACHMENTS`] each.
+fn check_attachments(messages: &[NewMessage]) -> Vec<FieldError> {
+    let loc = |index: usize| {
+        [
+            LocSegment::from("body"),
+            LocSegment::from("messages"),
+            LocSegment::Index(index),
+            LocSegment::from("attachments"),
+        ]
+    };
+    let mut invalid = Vec::new();
+    for (index, message) in messages.iter().enumerate() {
+        if message.attachments.is_empty() {
+            continue;
+        }
+        if message.role != Role::User {
+            invalid.push(FieldError::new(
+                loc(index),
+                format!(
+                    "only user messages attach files, not {} messages",
+                    message.role.as_str()
+                ),
+                "value_error",
+            ));
+        } else if message.attachments.len() > MAX_ATTACHMENTS {
+            invalid.push(FieldError::new(
+                loc(index),
+                format!(
+                    "a message attaches at most {MAX_ATTACHMENTS} files, not {}",
+                    message.attachments.len()
+                ),
+                "too_long",
+            ));
+        }
+    }
+    invalid
+}
+
 /// Everything a background generation needs, owned.
 struct Generation {
     answer_id: MessageId,
@@ -588,6 +672,8 @@ struct Generation {
     owner: String,
     billing: Billing,
     turn: Vec<NewMessage>,
+    /// What each message of `turn` attached.
+    turn_attachments: Vec<Vec<Attachment>>,
     next_sequence: u32,
     sources: Vec<Source>,
     strict_schema: Option<serde_json::Value>,
@@ -691,17 +777,20 @@ impl Generation {
             tool_calls: Vec::new(),
             tool_call_id: None,
             sources: Vec::new(),
+            attachments: Vec::new(),
             usage: None,
             created_at,
         };
         let mut messages: Vec<Message> = self
             .turn
             .iter()
+            .zip(&self.turn_attachments)
             .zip(self.next_sequence..)
-            .map(|(new, sequence)| Message {
+            .map(|((new, attachments), sequence)| Message {
                 content: new.content.clone(),
                 tool_calls: new.tool_calls.clone(),
                 tool_call_id: new.tool_call_id.clone(),
+                attachments: attachments.clone(),
                 ..message(sequence, new.role, at)
             })
             .collect();

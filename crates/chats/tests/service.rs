@@ -2,7 +2,10 @@
 //! and a scripted model that records what it was asked.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::sync::{Arc, Mutex};
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+};
 
 use async_trait::async_trait;
 use chrono::{TimeZone, Utc};
@@ -10,10 +13,13 @@ use futures_channel::oneshot;
 use futures_util::{StreamExt, stream};
 use serde_json::json;
 use tessera_chats::{
-    Caller, ChatError, ChatId, ChatService, ChatStatus, CompletionRequest, GenerationEvent,
-    NewMessage, NoRetrieval, Started, memory::InMemoryChatStore,
+    Attachment, AttachmentContent, AttachmentError, AttachmentKind, AttachmentSource, Caller,
+    ChatError, ChatId, ChatService, ChatStatus, CompletionRequest, GenerationEvent, NewMessage,
+    NoAttachments, NoRetrieval, ResolvedAttachment, Started, memory::InMemoryChatStore,
 };
-use tessera_kernel::{CursorCodec, Limit, ManualClock, OrganizationId, PrincipalKind};
+use tessera_kernel::{
+    CursorCodec, FieldError, Limit, LocSegment, ManualClock, OrganizationId, PrincipalKind,
+};
 use tessera_models::{
     Capabilities, Catalog, ChatEvent, ChatModel, ChatRequest, ChatStream, FinishReason,
     JsonSchemaFormat, ModelChanges, ModelService, NewUserModel, ProviderError, Providers, Role,
@@ -97,6 +103,49 @@ impl ChatModel for Scripted {
     }
 }
 
+/// Files by id, as the knowledge domain would resolve them.
+#[derive(Default)]
+struct Files(Mutex<HashMap<String, ResolvedAttachment>>);
+
+impl Files {
+    fn add(&self, id: &str, name: &str, content: AttachmentContent) {
+        let (kind, media_type) = match &content {
+            AttachmentContent::Text(_) => (AttachmentKind::Document, "text/plain".to_owned()),
+            AttachmentContent::Image(image) => (AttachmentKind::Image, image.media_type.clone()),
+        };
+        let attachment = Attachment {
+            file_id: id.into(),
+            file_name: name.into(),
+            kind,
+            media_type,
+        };
+        self.0.lock().unwrap().insert(
+            id.into(),
+            ResolvedAttachment {
+                attachment,
+                content,
+            },
+        );
+    }
+}
+
+#[async_trait]
+impl AttachmentSource for Files {
+    async fn resolve(
+        &self,
+        _: &OrganizationId,
+        file_id: &str,
+        _: usize,
+    ) -> Result<ResolvedAttachment, AttachmentError> {
+        self.0
+            .lock()
+            .unwrap()
+            .get(file_id)
+            .cloned()
+            .ok_or_else(|| AttachmentError::NotFound(file_id.into()))
+    }
+}
+
 const CATALOG: &str = r#"
 [providers.local]
 kind = "local"
@@ -115,6 +164,13 @@ provider = "local"
 model_name = "plain.gguf"
 context_window = 4096
 credit_multiplier = 3
+[[models]]
+id = "local/eyes"
+display_name = "Eyes"
+provider = "local"
+model_name = "eyes.gguf"
+context_window = 4096
+capabilities = { streaming = true, vision = true }
 "#;
 
 struct Fixture {
@@ -123,6 +179,7 @@ struct Fixture {
     models: ModelService,
     prompts: PromptService,
     model: Arc<Scripted>,
+    files: Arc<Files>,
     alice: Caller,
 }
 
@@ -143,6 +200,7 @@ fn fixture() -> Fixture {
     let mut providers = Providers::default();
     providers.insert("local/small", model.clone());
     providers.insert("local/plain", model.clone());
+    providers.insert("local/eyes", model.clone());
     let models = ModelService::new(
         Arc::new(InMemoryModelStore::new()),
         Arc::new(Catalog::parse(CATALOG, |_| None).unwrap()),
@@ -152,11 +210,13 @@ fn fixture() -> Fixture {
     )
     .with_providers(providers);
     let store = Arc::new(InMemoryChatStore::new());
+    let files = Arc::new(Files::default());
     let chats = ChatService::new(
         store.clone(),
         models.clone(),
         prompts.clone(),
         Arc::new(NoRetrieval),
+        files.clone(),
         clock,
         CursorCodec::new([3; 32]),
     );
@@ -166,6 +226,7 @@ fn fixture() -> Fixture {
         models,
         prompts,
         model,
+        files,
         alice: Caller {
             organization: OrganizationId::generate(),
             subject: "alice".into(),
@@ -182,6 +243,7 @@ fn user(text: &str) -> NewMessage {
         content: text.into(),
         tool_calls: Vec::new(),
         tool_call_id: None,
+        attachments: Vec::new(),
     }
 }
 
@@ -537,6 +599,7 @@ async fn a_panicking_provider_fails_the_generation() {
         models,
         f.prompts.clone(),
         Arc::new(NoRetrieval),
+        Arc::new(NoAttachments),
         Arc::new(ManualClock::new(Utc::now())),
         CursorCodec::new([3; 32]),
     );
@@ -693,6 +756,7 @@ async fn tools_round_trip_and_capabilities_are_checked() {
         content: "sunny".into(),
         tool_calls: Vec::new(),
         tool_call_id: Some("call_1".into()),
+        attachments: Vec::new(),
     };
     let mut wrong = result.clone();
     wrong.tool_call_id = Some("call_9".into());
@@ -1114,4 +1178,165 @@ async fn answers_yield_artifacts_and_revisions_add_versions() {
         ..admin
     };
     assert!(artifacts.get(&stranger, &page.items[0].id).await.is_err());
+}
+
+/// `loc` as dotted text, with the error type.
+fn places(errors: &[FieldError]) -> Vec<(String, String)> {
+    errors
+        .iter()
+        .map(|e| {
+            let loc: Vec<String> = e
+                .loc
+                .iter()
+                .map(|s| match s {
+                    LocSegment::Field(f) => f.clone(),
+                    LocSegment::Index(i) => i.to_string(),
+                })
+                .collect();
+            (loc.join("."), e.kind.clone())
+        })
+        .collect()
+}
+
+fn attaching(text: &str, files: &[&str]) -> NewMessage {
+    NewMessage {
+        attachments: files.iter().map(|id| (*id).to_owned()).collect(),
+        ..user(text)
+    }
+}
+
+#[tokio::test]
+async fn attachments_inline_documents_send_images_and_stay_with_the_chat() {
+    let f = fixture();
+    f.files.add(
+        "fil_doc",
+        "vault.txt",
+        AttachmentContent::Text("The vault code is 4711.\n".into()),
+    );
+    let png = tessera_chats::image("image/png", vec![0x89, b'P', b'N', b'G']);
+    f.files
+        .add("fil_img", "door.png", AttachmentContent::Image(png.clone()));
+
+    // A model without vision takes documents but no images; unknown files are named.
+    let refused = f
+        .chats
+        .start(
+            &f.alice,
+            CompletionRequest {
+                model_id: Some("local/plain".into()),
+                messages: vec![attaching("Code?", &["fil_doc", "fil_img", "fil_gone"])],
+                ..Default::default()
+            },
+        )
+        .await;
+    let Err(ChatError::Invalid(errors)) = refused else {
+        panic!("{:?}", refused.map(|s| s.chat));
+    };
+    assert_eq!(
+        places(&errors),
+        [
+            (
+                "body.messages.0.attachments.1.fileId".to_owned(),
+                "vision_unsupported".to_owned()
+            ),
+            (
+                "body.messages.0.attachments.2.fileId".to_owned(),
+                "not_found".to_owned()
+            ),
+        ]
+    );
+
+    // A vision model gets the document inlined before the question and the image with it.
+    let started = f
+        .chats
+        .start(
+            &f.alice,
+            CompletionRequest {
+                model_id: Some("local/eyes".into()),
+                messages: vec![attaching("What is the code?", &["fil_doc", "fil_img"])],
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let chat = started.chat.id.clone();
+    run(started).await;
+    let sent = f.model.last_request().messages;
+    let question = sent.last().unwrap();
+    assert_eq!(
+        question.content,
+        "<attachment name=\"vault.txt\">\nThe vault code is 4711.\n</attachment>\n\n\
+         What is the code?"
+    );
+    assert_eq!(question.images, vec![png.clone()]);
+    // The message is stored as written, with its attachments.
+    let record = f.chats.get(&f.alice, &chat).await.unwrap();
+    assert_eq!(record.messages[0].content, "What is the code?");
+    let kept: Vec<_> = record.messages[0]
+        .attachments
+        .iter()
+        .map(|a| (a.file_id.as_str(), a.file_name.as_str(), a.kind))
+        .collect();
+    assert_eq!(
+        kept,
+        [
+            ("fil_doc", "vault.txt", AttachmentKind::Document),
+            ("fil_img", "door.png", AttachmentKind::Image)
+        ]
+    );
+
+    // Continuing sends them again; a file deleted meanwhile becomes a note.
+    f.files.0.lock().unwrap().remove("fil_doc");
+    run(f
+        .chats
+        .start(&f.alice, follow_up(&chat, "And the door?"))
+        .await
+        .unwrap())
+    .await;
+    let sent = f.model.last_request().messages;
+    assert!(
+        sent[0].content.starts_with("<attachment name=\"vault.txt\">\n(The attached file is no longer available: file fil_doc does not exist.)"),
+        "{}",
+        sent[0].content
+    );
+    assert_eq!(sent[0].images, vec![png]);
+    assert!(sent[2].images.is_empty());
+}
+
+#[tokio::test]
+async fn only_user_messages_attach_files_and_a_few_at_most() {
+    let f = fixture();
+    f.files
+        .add("fil_doc", "a.txt", AttachmentContent::Text("a".into()));
+    let mut assistant = attaching("I attach", &["fil_doc"]);
+    assistant.role = Role::Assistant;
+    let many: Vec<&str> = vec!["fil_doc"; 11];
+    let refused = f
+        .chats
+        .start(
+            &f.alice,
+            CompletionRequest {
+                model_id: Some("local/plain".into()),
+                messages: vec![assistant, attaching("q", &many)],
+                ..Default::default()
+            },
+        )
+        .await;
+    let Err(ChatError::Invalid(errors)) = refused else {
+        panic!("{:?}", refused.map(|s| s.chat));
+    };
+    assert_eq!(
+        places(&errors),
+        [
+            (
+                "body.messages.0.attachments".to_owned(),
+                "value_error".to_owned()
+            ),
+            (
+                "body.messages.1.attachments".to_owned(),
+                "too_long".to_owned()
+            ),
+        ]
+    );
+    assert!(f.model.requests.lock().unwrap().is_empty());
 }

@@ -47,6 +47,10 @@ impl FileService {
         }
     }
 
+    pub(crate) fn file_store(&self) -> &dyn FileStore {
+        self.files.as_ref()
+    }
+
     /// Stores an upload and, for documents, queues its processing: the record answers at
     /// once with `processing`. Images need no processing and are `ready` at once.
     pub async fn upload(
@@ -90,10 +94,26 @@ impl FileService {
         caller: &KnowledgeCaller,
         id: &FileId,
     ) -> Result<StoredFile, DomainError> {
-        self.files
-            .get(&caller.organization, id)
+        self.find(&caller.organization, id)
             .await?
             .ok_or_else(|| DomainError::not_found("file", id))
+    }
+
+    /// The organization's file `id`, if there is one.
+    pub async fn find(
+        &self,
+        organization: &OrganizationId,
+        id: &FileId,
+    ) -> Result<Option<StoredFile>, DomainError> {
+        self.files.get(organization, id).await
+    }
+
+    /// A file's whole content (images for vision models; at most 20 MB).
+    pub async fn bytes(&self, file: &StoredFile) -> Result<Vec<u8>, DomainError> {
+        self.blobs
+            .read(&file.sha256)
+            .await
+            .map_err(|error| DomainError::internal(format!("file {}: content: {error}", file.id)))
     }
 
     /// Newest first; `status` filters.

@@ -13,6 +13,7 @@ mod document;
 mod embedding;
 mod file;
 mod file_service;
+mod file_text;
 mod format;
 mod index;
 mod processing;
@@ -30,6 +31,7 @@ pub use document::{ChunkDraft, ChunkLocation, ChunkingSettings, DocumentError, D
 pub use embedding::{EmbedError, Embedder, NoEmbedder};
 pub use file::{FileFilter, FileStatus, StoredChunk, StoredFile};
 pub use file_service::{FileService, KnowledgeCaller};
+pub use file_text::DocumentText;
 pub use format::{FileFormat, FormatError, MAX_DOCUMENT_BYTES, MAX_IMAGE_BYTES, TextCheck};
 pub use index::{
     IndexError, IndexedChunk, NoIndex, ScoredChunk, SearchMode, VectorIndex, VectorQuery,

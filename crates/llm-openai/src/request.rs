@@ -13,9 +13,13 @@
 //!   those efforts to), because an unknown parameter is an error on strict servers.
 //!   `reasoning: Some((None, None))` sends nothing: the model's default.
 //! - An assistant message with tool calls and no text has `content: null`.
+//! - A user message with images has `content` as parts: the text, then each image as an
+//!   `image_url` part holding a `data:` URL (base64), which OpenAI, vLLM, Ollama and
+//!   llama.cpp's server all accept; no upstream fetches a URL of ours.
 
+use base64::Engine as _;
 use serde::Serialize;
-use tessera_models::{ChatMessage, ChatRequest, ReasoningEffort, Role, ToolSpec};
+use tessera_models::{ChatMessage, ChatRequest, ImageInput, ReasoningEffort, Role, ToolSpec};
 
 #[derive(Debug, Serialize)]
 pub(crate) struct WireRequest<'a> {
@@ -49,11 +53,39 @@ struct StreamOptions {
 #[derive(Debug, Serialize)]
 struct WireMessage<'a> {
     role: &'static str,
-    content: Option<&'a str>,
+    content: Option<WireContent<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tool_calls: Vec<WireToolCall<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_call_id: Option<&'a str>,
+}
+
+/// Text alone, or parts when images go with it.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum WireContent<'a> {
+    Text(&'a str),
+    Parts(Vec<WirePart<'a>>),
+}
+
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum WirePart<'a> {
+    Text { text: &'a str },
+    ImageUrl { image_url: WireImageUrl },
+}
+
+#[derive(Debug, Serialize)]
+struct WireImageUrl {
+    url: String,
+}
+
+fn data_url(image: &ImageInput) -> String {
+    format!(
+        "data:{};base64,{}",
+        image.media_type,
+        base64::engine::general_purpose::STANDARD.encode(&image.data)
+    )
 }
 
 #[derive(Debug, Serialize)]
@@ -153,10 +185,20 @@ fn message(message: &ChatMessage) -> WireMessage<'_> {
     } else {
         Vec::new()
     };
-    let content = if message.content.is_empty() && !tool_calls.is_empty() {
+    let content = if !message.images.is_empty() {
+        let text = (!message.content.is_empty()).then(|| WirePart::Text {
+            text: &message.content,
+        });
+        let images = message.images.iter().map(|image| WirePart::ImageUrl {
+            image_url: WireImageUrl {
+                url: data_url(image),
+            },
+        });
+        Some(WireContent::Parts(text.into_iter().chain(images).collect()))
+    } else if message.content.is_empty() && !tool_calls.is_empty() {
         None
     } else {
-        Some(message.content.as_str())
+        Some(WireContent::Text(&message.content))
     };
     WireMessage {
         role,
@@ -244,12 +286,14 @@ mod tests {
                         arguments: "{\"city\":\"Paris\"}".into(),
                     }],
                     tool_call_id: None,
+                    images: Vec::new(),
                 },
                 ChatMessage {
                     role: Role::Tool,
                     content: "18°C".into(),
                     tool_calls: Vec::new(),
                     tool_call_id: Some("call_1".into()),
+                    images: Vec::new(),
                 },
                 ChatMessage {
                     role: Role::Assistant,
@@ -260,6 +304,7 @@ mod tests {
                         arguments: "{}".into(),
                     }],
                     tool_call_id: None,
+                    images: Vec::new(),
                 },
             ],
             tools: vec![
@@ -337,12 +382,42 @@ mod tests {
                     arguments: "{}".into(),
                 }],
                 tool_call_id: Some("c".into()),
+                images: Vec::new(),
             }],
             ..ChatRequest::default()
         };
         assert_eq!(
             wire(&request)["messages"],
             json!([{"role": "user", "content": "x"}])
+        );
+    }
+
+    #[test]
+    fn images_make_the_content_parts_with_data_urls_after_the_text() {
+        let image = |media_type: &str, data: &[u8]| ImageInput {
+            media_type: media_type.into(),
+            data: data.into(),
+        };
+        let mut with_text = ChatMessage::new(Role::User, "What is this?");
+        with_text.images = vec![image("image/png", b"\x89PNG"), image("image/webp", b"RIFF")];
+        let mut without_text = ChatMessage::new(Role::User, "");
+        without_text.images = vec![image("image/jpeg", &[0xff, 0xd8, 0xff])];
+        let request = ChatRequest {
+            messages: vec![with_text, without_text],
+            ..ChatRequest::default()
+        };
+        assert_eq!(
+            wire(&request)["messages"],
+            json!([
+                {"role": "user", "content": [
+                    {"type": "text", "text": "What is this?"},
+                    {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw=="}},
+                    {"type": "image_url", "image_url": {"url": "data:image/webp;base64,UklGRg=="}},
+                ]},
+                {"role": "user", "content": [
+                    {"type": "image_url", "image_url": {"url": "data:image/jpeg;base64,/9j/"}},
+                ]},
+            ])
         );
     }
 

@@ -32,8 +32,8 @@ pub use model::{ModelChanges, ModelId, ModelView, NewUserModel, UserModel};
 pub use provider::MockChatModel;
 pub use provider::{
     Capabilities, ChatEvent, ChatMessage, ChatModel, ChatRequest, ChatStream, Completion,
-    FinishReason, JsonSchemaFormat, ProviderError, ReasoningEffort, Role, ToolCall, ToolSpec,
-    Usage, complete,
+    FinishReason, ImageInput, JsonSchemaFormat, ProviderError, ReasoningEffort, Role, ToolCall,
+    ToolSpec, Usage, complete,
 };
 pub use providers::{Providers, ResolvedModel};
 pub use service::ModelService;

@@ -63,6 +63,24 @@ pub struct ToolCall {
     pub arguments: String,
 }
 
+/// An image sent with a user message, for models with `vision`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ImageInput {
+    /// `image/png`, `image/jpeg`, `image/gif` or `image/webp`.
+    pub media_type: String,
+    /// The encoded image, shared: history is rebuilt every turn.
+    pub data: Arc<[u8]>,
+}
+
+impl std::fmt::Debug for ImageInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ImageInput")
+            .field("media_type", &self.media_type)
+            .field("bytes", &self.data.len())
+            .finish()
+    }
+}
+
 /// One message of the conversation sent to the model.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChatMessage {
@@ -72,6 +90,8 @@ pub struct ChatMessage {
     pub tool_calls: Vec<ToolCall>,
     /// For `Role::Tool`: the call this message answers.
     pub tool_call_id: Option<String>,
+    /// User messages: images after the text (only for models with `vision`).
+    pub images: Vec<ImageInput>,
 }
 
 impl ChatMessage {
@@ -81,6 +101,7 @@ impl ChatMessage {
             content: content.into(),
             tool_calls: Vec::new(),
             tool_call_id: None,
+            images: Vec::new(),
         }
     }
 }

@@ -12,8 +12,8 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::{dsl, prelude::*};
 use diesel_async::RunQueryDsl;
 use tessera_chats::{
-    Chat, ChatFilter, ChatId, ChatStatus, ChatStore, FinishedTurn, Message, MessageUsage,
-    ModelSnapshot, Source,
+    Attachment, Chat, ChatFilter, ChatId, ChatStatus, ChatStore, FinishedTurn, Message,
+    MessageUsage, ModelSnapshot, Source,
 };
 use tessera_kernel::{DomainError, OrganizationId, PageRequest};
 use tessera_models::{FinishReason, Role, ToolCall, Usage};
@@ -76,6 +76,7 @@ struct MessageRow {
     reasoning_tokens: Option<i64>,
     finish_reason: Option<String>,
     created_at: NaiveDateTime,
+    attachments: String,
 }
 
 fn utc(at: NaiveDateTime) -> DateTime<Utc> {
@@ -181,6 +182,8 @@ impl MessageRow {
             .map_err(|e| refused(format!("tool calls: {e}")))?;
         let sources = serde_json::to_string(&message.sources)
             .map_err(|e| refused(format!("sources: {e}")))?;
+        let attachments = serde_json::to_string(&message.attachments)
+            .map_err(|e| refused(format!("attachments: {e}")))?;
         let usage = message.usage.as_ref();
         Ok(Self {
             id: message.id.to_string(),
@@ -198,6 +201,7 @@ impl MessageRow {
             reasoning_tokens: usage.map(|u| i64::from(u.usage.reasoning_tokens)),
             finish_reason: usage.map(|u| u.finish_reason.as_str().to_owned()),
             created_at: message.created_at.naive_utc(),
+            attachments,
         })
     }
 }
@@ -231,6 +235,8 @@ impl TryFrom<MessageRow> for Message {
             .map_err(|e| corrupt(format!("tool_calls: {e}")))?;
         let sources: Vec<Source> =
             serde_json::from_str(&row.sources).map_err(|e| corrupt(format!("sources: {e}")))?;
+        let attachments: Vec<Attachment> = serde_json::from_str(&row.attachments)
+            .map_err(|e| corrupt(format!("attachments: {e}")))?;
         Ok(Message {
             id: row.id.parse().map_err(|e| corrupt(format!("{e}")))?,
             chat_id: row
@@ -245,6 +251,7 @@ impl TryFrom<MessageRow> for Message {
             tool_calls,
             tool_call_id: row.tool_call_id,
             sources,
+            attachments,
             usage,
             created_at: utc(row.created_at),
         })

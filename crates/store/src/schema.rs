@@ -151,6 +151,7 @@ diesel::table! {
         reasoning_tokens -> Nullable<BigInt>,
         finish_reason -> Nullable<Text>,
         created_at -> Timestamp,
+        attachments -> Text,
     }
 }
 

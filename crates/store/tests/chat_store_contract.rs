@@ -12,9 +12,9 @@ use chrono::{DateTime, Duration, NaiveDateTime, TimeZone, Utc};
 use diesel::sql_types::{BigInt, Text, Timestamp};
 use diesel_async::RunQueryDsl;
 use tessera_chats::{
-    Artifact, ArtifactFilter, ArtifactId, ArtifactKind, ArtifactStore, Chat, ChatFilter, ChatId,
-    ChatStatus, ChatStore, FinishedTurn, Message, MessageId, MessageUsage, ModelSnapshot, Source,
-    SourceLocation, memory::InMemoryChatStore,
+    Artifact, ArtifactFilter, ArtifactId, ArtifactKind, ArtifactStore, Attachment, AttachmentKind,
+    Chat, ChatFilter, ChatId, ChatStatus, ChatStore, FinishedTurn, Message, MessageId,
+    MessageUsage, ModelSnapshot, Source, SourceLocation, memory::InMemoryChatStore,
 };
 use tessera_kernel::{DomainError, Limit, OrganizationId, PageRequest, PrincipalKind};
 use tessera_models::{FinishReason, Role, ToolCall, Usage};
@@ -336,6 +336,7 @@ fn message(chat: &Chat, sequence: u32, role: Role, content: &str) -> Message {
         tool_calls: Vec::new(),
         tool_call_id: None,
         sources: Vec::new(),
+        attachments: Vec::new(),
         usage: None,
         created_at: at(10),
     }
@@ -481,6 +482,20 @@ fn rich_turn(chat: &Chat, sequence: u32) -> Vec<Message> {
             ..message(chat, sequence, Role::System, "Antworte knapp. 简洁")
         },
         Message {
+            attachments: vec![
+                Attachment {
+                    file_id: "fil_karte".to_owned(),
+                    file_name: "Wetterkarte \"Süd\".png".to_owned(),
+                    kind: AttachmentKind::Image,
+                    media_type: "image/png".to_owned(),
+                },
+                Attachment {
+                    file_id: "fil_bericht".to_owned(),
+                    file_name: "bericht.pdf".to_owned(),
+                    kind: AttachmentKind::Document,
+                    media_type: "application/pdf".to_owned(),
+                },
+            ],
             created_at: when,
             ..message(chat, sequence + 1, Role::User, "Wie wird das Wetter? ☀️🌧")
         },
@@ -1902,6 +1917,8 @@ async fn corrupt_rows_are_internal_errors(backend: Backend) {
         ("tool_calls", r#"'[{"id":"x"}]'"#),
         ("sources", "'null'"),
         ("sources", r#"'[{"id":"x"}]'"#),
+        ("attachments", "'not json'"),
+        ("attachments", r#"'[{"fileId":"x"}]'"#),
     ] {
         f.run_sql(&format!(
             "UPDATE chat_messages SET {column} = {value} WHERE id = '{}'",

@@ -11,8 +11,8 @@ use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tessera_chats::{
-    Caller as ChatCaller, Chat, ChatError, ChatId, ChatStatus, CompletionRequest, GenerationEvent,
-    Message, NewMessage, Source,
+    Attachment, Caller as ChatCaller, Chat, ChatError, ChatId, ChatStatus, CompletionRequest,
+    GenerationEvent, Message, NewMessage, Source,
 };
 use tessera_kernel::{DomainError, Scope};
 use tessera_models::{
@@ -94,6 +94,42 @@ pub struct MessageIn {
     /// Tool messages: the id of the call this result answers.
     #[validate(length(min = 1, max = 255))]
     pub tool_call_id: Option<String>,
+    /// User messages: uploaded files to attach (needs the `files:read` scope). A document
+    /// (once `ready`) is inlined as text ahead of the message; an image goes to the model
+    /// as an image input, for models with `supportsVision` only. At most 10.
+    #[validate(length(max = 10))]
+    pub attachments: Option<Vec<AttachmentIn>>,
+}
+
+/// A file attached to a message.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AttachmentIn {
+    #[schema(example = "file_0193b0c4e5f67a8b9c0d1e2f3a4b5c6d")]
+    pub file_id: String,
+}
+
+/// A file a message attached.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AttachmentOut {
+    pub file_id: String,
+    pub file_name: String,
+    /// `document` (inlined as text) or `image`.
+    pub kind: String,
+    #[schema(example = "application/pdf")]
+    pub media_type: String,
+}
+
+impl From<&Attachment> for AttachmentOut {
+    fn from(attachment: &Attachment) -> Self {
+        Self {
+            file_id: attachment.file_id.clone(),
+            file_name: attachment.file_name.clone(),
+            kind: attachment.kind.as_str().to_owned(),
+            media_type: attachment.media_type.clone(),
+        }
+    }
 }
 
 /// A function the model may call.
@@ -213,6 +249,12 @@ impl CreateCompletion {
                     })
                     .collect(),
                 tool_call_id: m.tool_call_id,
+                attachments: m
+                    .attachments
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|attachment| attachment.file_id)
+                    .collect(),
             })
             .collect();
         let tools = self
@@ -368,6 +410,8 @@ pub struct MessageOut {
     pub tool_calls: Vec<ToolCallOut>,
     pub tool_call_id: Option<String>,
     pub sources: Vec<SourceOut>,
+    /// Files a user message attached.
+    pub attachments: Vec<AttachmentOut>,
     /// Assistant answers only.
     pub usage: Option<UsageOut>,
     pub finish_reason: Option<String>,
@@ -384,6 +428,11 @@ impl From<&Message> for MessageOut {
             tool_calls: message.tool_calls.iter().map(ToolCallOut::from).collect(),
             tool_call_id: message.tool_call_id.clone(),
             sources: message.sources.iter().map(SourceOut::from).collect(),
+            attachments: message
+                .attachments
+                .iter()
+                .map(AttachmentOut::from)
+                .collect(),
             usage: message.usage.as_ref().map(|u| UsageOut::from(&u.usage)),
             finish_reason: message
                 .usage
@@ -519,6 +568,20 @@ pub fn chat_caller(caller: &Caller) -> ChatCaller {
     }
 }
 
+/// 403 unless the caller holds `scope`, which `what` needs beyond the route's own scope.
+fn require(caller: &Caller, scope: &str, what: &str) -> Result<(), ApiError> {
+    let allowed = Scope::from_str(scope).is_ok_and(|needed| caller.0.can(&needed));
+    if allowed {
+        Ok(())
+    } else {
+        Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "insufficient_scope",
+            format!("{what} needs the `{scope}` scope"),
+        ))
+    }
+}
+
 /// 402: the organization spent its monthly credits; the body says how much and until when.
 fn budget_exhausted(status: BudgetStatus) -> ApiError {
     ApiError::new(
@@ -643,13 +706,13 @@ fn completion_headers(
             )),
         (status = 201, description = "The completion of a new chat (not streamed)", body = CompletionOut),
         (status = 402, description = "The organization's monthly credit budget is spent (`credit_budget_exhausted`, with `monthlyCredits`, `usedCredits`, `resetsAt`)", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Missing scope, or a premium model on a free plan", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Missing scope (attachments need `files:read` too), or a premium model on a free plan", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such chat or model", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The chat is generating, deleted, or the model is disabled", body = Problem, content_type = "application/problem+json"),
         (status = 410, description = "The model reached its end of life (`replacementModelId` in the problem)", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Invalid request: messages, tools, schema, or what the model supports", body = ValidationProblem, content_type = "application/problem+json"),
         (status = 502, description = "The provider failed, or a strict answer does not conform to its schema (`errors`)", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "The provider is unavailable or busy (`Retry-After`)", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The provider is unavailable or busy, or this instance is shutting down (`shutting_down`); `Retry-After` says when to retry", body = Problem, content_type = "application/problem+json"),
         (status = 504, description = "The provider did not answer in time", body = Problem, content_type = "application/problem+json")
     )
 )]
@@ -660,8 +723,20 @@ pub async fn create_completion(
     state: web::Data<AppState>,
     ValidJson(body): ValidJson<CreateCompletion>,
 ) -> Result<HttpResponse, ApiError> {
+    if state.draining.is_draining() {
+        return Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "shutting_down",
+            "this instance is shutting down and takes no new completions; retry (another \
+             instance will serve it)",
+        )
+        .with_retry_after(1));
+    }
     let format = Format::of(&req)?;
     let (request, stream) = body.into_request()?;
+    if request.messages.iter().any(|m| !m.attachments.is_empty()) {
+        require(&caller, "files:read", "attaching files")?;
+    }
     let mut who = chat_caller(&caller);
     who.plan = state
         .organizations

@@ -66,11 +66,25 @@ pub async fn health() -> web::Json<Health> {
     operation_id = "ready",
     responses(
         (status = 200, description = "Every dependency answers", body = Readiness),
-        (status = 503, description = "A dependency is down; the body is a problem with the same `checks`", body = crate::problem::Problem, content_type = "application/problem+json")
+        (status = 503, description = "A dependency is down (the body is a problem with the same `checks`), or the instance is shutting down (`shutting_down`)", body = crate::problem::Problem, content_type = "application/problem+json")
     )
 )]
 #[get("/v1/health/ready")]
 pub async fn ready(state: web::Data<AppState>) -> HttpResponse {
+    if state.draining.is_draining() {
+        let body = serde_json::json!({
+            "type": "urn:tessera:problem:shutting_down",
+            "title": "Service Unavailable",
+            "status": 503,
+            "detail": "this instance is shutting down: running generations are finishing",
+            "code": "shutting_down",
+            "checks": [],
+        });
+        return HttpResponse::ServiceUnavailable()
+            .insert_header((header::CONTENT_TYPE, PROBLEM_JSON))
+            .insert_header((header::RETRY_AFTER, "1"))
+            .body(body.to_string());
+    }
     let started = Instant::now();
     let outcome = tokio::time::timeout(CHECK_TIMEOUT, state.database.ping()).await;
     let error = match outcome {

@@ -1077,6 +1077,7 @@ async fn both_wire_formats_carry_reasoning_sources_and_tool_calls() {
         tool_calls: vec![call.clone()],
         tool_call_id: None,
         sources: Vec::new(),
+        attachments: Vec::new(),
         usage: Some(MessageUsage {
             usage: Usage {
                 input_tokens: 20,

@@ -23,7 +23,7 @@ async fn storage_app(backend: Backend) -> TestApp {
     .await
 }
 
-async fn upload(app: &TestApp, token: &str, name: &str, content: Vec<u8>) -> reqwest::Response {
+pub async fn upload(app: &TestApp, token: &str, name: &str, content: Vec<u8>) -> reqwest::Response {
     let form = Form::new().part("file", Part::bytes(content).file_name(name.to_owned()));
     app.client
         .post(app.url("/v1/files"))

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod artifacts;
+mod attachments;
 mod auth;
 mod binary;
 mod chats;
@@ -12,6 +13,7 @@ mod crash_recovery;
 mod deploy;
 mod extractors;
 mod files;
+mod graceful_stop;
 mod http;
 mod idempotency;
 mod models;

@@ -24,7 +24,12 @@ async fn rag_app(backend: Backend) -> TestApp {
     .await
 }
 
-async fn dataset_with(app: &TestApp, token: &str, name: &str, files: &[(&str, Vec<u8>)]) -> String {
+pub async fn dataset_with(
+    app: &TestApp,
+    token: &str,
+    name: &str,
+    files: &[(&str, Vec<u8>)],
+) -> String {
     let dataset = ok(
         app.call_json(Method::POST, "/v1/datasets", token, &json!({"name": name}))
             .await,

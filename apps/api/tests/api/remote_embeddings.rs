@@ -6,16 +6,12 @@
 
 use std::path::Path;
 
-use reqwest::Method;
 use serde_json::json;
 use tessera_api::{config::Settings, startup::Application};
 use tessera_llm_openai::testing::LiteLlm;
 use tessera_store::Backend;
 
-use crate::{
-    processing::{ready, search, upload},
-    support::{TestApp, ok},
-};
+use crate::{processing::search, rag::dataset_with, support::TestApp};
 
 const SCOPES: &str = "files:read files:write datasets:read datasets:write";
 
@@ -45,47 +41,23 @@ async fn files_are_embedded_by_an_openai_compatible_server(backend: Backend) {
     })
     .await;
     let token = app.caller_token(SCOPES).await;
-    let refunds = upload(
+    let dataset = dataset_with(
         &app,
         &token,
-        "refunds.md",
-        b"# Refunds\n\nInvoices are refunded within 14 days of a written request.".to_vec(),
+        "Handbook",
+        &[
+            (
+                "refunds.md",
+                b"# Refunds\n\nInvoices are refunded within 14 days of a written request.".to_vec(),
+            ),
+            (
+                "parking.txt",
+                b"Visitors park on level two of the garage behind the office.".to_vec(),
+            ),
+        ],
     )
     .await;
-    let parking = upload(
-        &app,
-        &token,
-        "parking.txt",
-        b"Visitors park on level two of the garage behind the office.".to_vec(),
-    )
-    .await;
-    let refunds = ready(&app, &token, &refunds).await;
-    let parking = ready(&app, &token, &parking).await;
-    let dataset = ok(
-        app.call_json(
-            Method::POST,
-            "/v1/datasets",
-            &token,
-            &json!({"name": "Handbook"}),
-        )
-        .await,
-        201,
-    )
-    .await;
-    let dataset = dataset["id"].as_str().unwrap();
-    for file in [&refunds, &parking] {
-        ok(
-            app.call_json(
-                Method::POST,
-                &format!("/v1/files/{}/associations", file["id"].as_str().unwrap()),
-                &token,
-                &json!({"datasetId": dataset}),
-            )
-            .await,
-            201,
-        )
-        .await;
-    }
+    let dataset = dataset.as_str();
     // Every chunk has the same (mock) vector, so dense search finds both files and hybrid
     // search ranks by the words.
     let dense = search(
@@ -107,7 +79,7 @@ async fn files_are_embedded_by_an_openai_compatible_server(backend: Backend) {
         json!({"query": "when are invoices refunded"}),
     )
     .await;
-    assert_eq!(hybrid[0]["fileId"], refunds["id"], "{hybrid:?}");
+    assert_eq!(hybrid[0]["fileName"], "refunds.md", "{hybrid:?}");
     app.stop().await;
 }
 

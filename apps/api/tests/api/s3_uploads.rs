@@ -2,31 +2,19 @@
 //! stores what it receives in a real S3 server (moto, from `tessera_blobs_s3::testing`),
 //! serves it back, shares identical content, and deletes the object with its last file.
 
-use reqwest::{
-    Method,
-    multipart::{Form, Part},
-};
+use reqwest::Method;
 use tessera_api::config::Secret;
 use tessera_blobs_s3::{S3BlobStore, S3Location, testing};
 use tessera_knowledge::{BlobError, BlobStore};
 use tessera_store::Backend;
 
-use crate::support::{TestApp, ok};
+use crate::{
+    files,
+    support::{TestApp, ok},
+};
 
 async fn upload(app: &TestApp, token: &str, name: &str, content: &[u8]) -> serde_json::Value {
-    let form = Form::new().part(
-        "file",
-        Part::bytes(content.to_vec()).file_name(name.to_owned()),
-    );
-    let response = app
-        .client
-        .post(app.url("/v1/files"))
-        .bearer_auth(token)
-        .multipart(form)
-        .send()
-        .await
-        .unwrap();
-    ok(response, 201).await
+    ok(files::upload(app, token, name, content.to_vec()).await, 201).await
 }
 
 async fn uploads_live_in_the_bucket(backend: Backend) {
