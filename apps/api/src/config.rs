@@ -17,8 +17,11 @@ use tessera_store::DatabaseUrl;
 
 const ENV_PREFIX: &str = "TESSERA_";
 /// Environment variables outside the `TESSERA_` prefix that are read, and the key each sets.
-const ENV_ALIASES: &[(&str, &str)] =
-    &[("DATABASE_URL", "database_url"), ("REDIS_URL", "redis_url")];
+const ENV_ALIASES: &[(&str, &str)] = &[
+    ("DATABASE_URL", "database_url"),
+    ("REDIS_URL", "redis_url"),
+    ("QDRANT_URL", "knowledge.qdrant_url"),
+];
 
 /// A configuration problem, reported before anything starts.
 #[derive(Debug, thiserror::Error)]
@@ -268,8 +271,17 @@ pub struct KnowledgeSettings {
     /// Explicit credentials (both, or neither to use the environment's).
     pub s3_access_key_id: Option<String>,
     pub s3_secret_access_key: Option<Secret>,
-    /// Where the embedded vector index lives (default `<data_dir>/vectors`).
+    /// Where the embedded vector index lives (default `<data_dir>/vectors`), unless
+    /// `qdrant_url` is set.
     pub vectors_dir: Option<PathBuf>,
+    /// A Qdrant server or cluster (its REST port, e.g. `http://qdrant:6333`; also
+    /// `QDRANT_URL`) that holds the vector index instead of `vectors_dir`, shared by every
+    /// replica.
+    pub qdrant_url: Option<String>,
+    /// The Qdrant API key, sent as the `api-key` header.
+    pub qdrant_api_key: Option<Secret>,
+    /// The collection of the chunks (created when missing; one per embedding model).
+    pub qdrant_collection: String,
     /// Where the embedding model's files (all-MiniLM-L6-v2: `model.safetensors`,
     /// `tokenizer.json`, `config.json`) are searched for, recursively (default
     /// `models.local_dir`). Without them files are stored but not processed.
@@ -319,6 +331,9 @@ impl Default for KnowledgeSettings {
             s3_access_key_id: None,
             s3_secret_access_key: None,
             vectors_dir: None,
+            qdrant_url: None,
+            qdrant_api_key: None,
+            qdrant_collection: "tessera_chunks".into(),
             embedding_model_dir: None,
             embedding_base_url: None,
             embedding_model: None,
@@ -717,6 +732,21 @@ impl Settings {
                 "must be a redis:// or rediss:// URL".into(),
             ));
         }
+        if let Some(url) = &self.knowledge.qdrant_url
+            && !(url.starts_with("http://") || url.starts_with("https://"))
+        {
+            return Err(invalid(
+                "knowledge.qdrant_url",
+                "must be an http:// or https:// URL (Qdrant's REST port, e.g. http://qdrant:6333)"
+                    .into(),
+            ));
+        }
+        if self.knowledge.qdrant_collection.is_empty() {
+            return Err(invalid(
+                "knowledge.qdrant_collection",
+                "must not be empty".into(),
+            ));
+        }
         if !(60..=86_400).contains(&self.auth.token_lifetime_secs) {
             return Err(invalid(
                 "auth.token_lifetime_secs",
@@ -1069,6 +1099,49 @@ mod tests {
             env(&[]),
         ));
         assert!(message.contains("/nonexistent/tessera.toml"), "{message}");
+    }
+
+    #[test]
+    fn qdrant_comes_from_qdrant_url_or_the_knowledge_keys() {
+        let settings = Settings::load_from(None, env(&[])).unwrap();
+        assert_eq!(settings.knowledge.qdrant_url, None);
+        assert_eq!(settings.knowledge.qdrant_collection, "tessera_chunks");
+
+        let settings = Settings::load_from(
+            None,
+            env(&[
+                ("QDRANT_URL", "http://qdrant:6333"),
+                ("TESSERA_KNOWLEDGE__QDRANT_API_KEY", "qdrant-key-123"),
+            ]),
+        )
+        .unwrap();
+        let knowledge = &settings.knowledge;
+        assert_eq!(knowledge.qdrant_url.as_deref(), Some("http://qdrant:6333"));
+        assert_eq!(
+            knowledge.qdrant_api_key.as_ref().map(Secret::expose),
+            Some("qdrant-key-123")
+        );
+        assert!(!format!("{settings:?}").contains("qdrant-key-123"));
+
+        let settings = load_toml(
+            "[knowledge]\nqdrant_url = \"https://a.cloud.qdrant.io:6333\"\nqdrant_collection = \"chunks_v2\"\n",
+            &[],
+        )
+        .unwrap();
+        assert_eq!(settings.knowledge.qdrant_collection, "chunks_v2");
+        assert_eq!(
+            settings.knowledge.qdrant_url.as_deref(),
+            Some("https://a.cloud.qdrant.io:6333")
+        );
+
+        let message = error_of(Settings::load_from(
+            None,
+            env(&[("QDRANT_URL", "qdrant:6334")]),
+        ));
+        assert!(
+            message.starts_with("config key `knowledge.qdrant_url`"),
+            "{message}"
+        );
     }
 
     #[test]

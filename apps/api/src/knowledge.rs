@@ -1,5 +1,6 @@
-//! Wiring of files and datasets: blob storage, the embedded vector index, the embedding
-//! model, the services, and the processing workers that run inside this process.
+//! Wiring of files and datasets: blob storage, the vector index (embedded, or a Qdrant
+//! server), the embedding model, the services, and the processing workers that run inside
+//! this process.
 
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
@@ -14,7 +15,7 @@ use tessera_knowledge::{
 };
 use tessera_llm_openai::{OpenAiConfig, OpenAiEmbedder};
 use tessera_store::{Database, SqlDatasetStore, SqlFileStore};
-use tessera_vectors_qdrant::EdgeVectorIndex;
+use tessera_vectors_qdrant::{EdgeVectorIndex, QdrantServerIndex};
 use tokio::sync::Notify;
 
 use crate::{config::Settings, startup::StartupError};
@@ -46,8 +47,9 @@ struct Engines {
 /// The document processor, the embedding model (an OpenAI-compatible server when
 /// `knowledge.embedding_base_url` is set, else the embedded model searched for under
 /// `knowledge.embedding_model_dir`, else `models.local_dir`) and the vector index its vectors
-/// go to; `None` when no model is there (files are then stored and queued, and processed
-/// once a process with a model runs).
+/// go to (a Qdrant server when `knowledge.qdrant_url` is set, else the embedded shard in
+/// `knowledge.vectors_dir`); `None` when no model is there (files are then stored and queued,
+/// and processed once a process with a model runs).
 async fn engines(settings: &Settings) -> Result<Option<Engines>, StartupError> {
     let embedder: Arc<dyn Embedder> = match remote_embedder(settings)? {
         Some(remote) => Arc::new(remote),
@@ -56,9 +58,33 @@ async fn engines(settings: &Settings) -> Result<Option<Engines>, StartupError> {
             None => return Ok(None),
         },
     };
-    let vectors_dir = (settings.knowledge.vectors_dir.clone())
-        .unwrap_or_else(|| settings.data_dir.join("vectors"));
-    let index = EdgeVectorIndex::open(&vectors_dir, embedder.dimensions())
+    let index = vector_index(settings, embedder.dimensions()).await?;
+    Ok(Some(Engines {
+        documents: Arc::new(DocumentChunker::default()),
+        embedder,
+        index,
+    }))
+}
+
+/// The Qdrant collection of `knowledge.qdrant_url` (shared by every replica), else the
+/// embedded shard in `knowledge.vectors_dir` (one process only).
+async fn vector_index(
+    settings: &Settings,
+    dimensions: usize,
+) -> Result<Arc<dyn VectorIndex>, StartupError> {
+    let knowledge = &settings.knowledge;
+    if let Some(url) = &knowledge.qdrant_url {
+        let collection = &knowledge.qdrant_collection;
+        let api_key = knowledge.qdrant_api_key.as_ref().map(|key| key.expose());
+        let index = QdrantServerIndex::connect(url, api_key, collection, dimensions)
+            .await
+            .map_err(|e| knowledge_error(format!("knowledge.qdrant_url ({url}): {e}")))?;
+        tracing::info!(%url, %collection, dimensions, "vector index on a Qdrant server");
+        return Ok(Arc::new(index));
+    }
+    let vectors_dir =
+        (knowledge.vectors_dir.clone()).unwrap_or_else(|| settings.data_dir.join("vectors"));
+    let index = EdgeVectorIndex::open(&vectors_dir, dimensions)
         .await
         .map_err(|e| {
             knowledge_error(format!(
@@ -66,11 +92,7 @@ async fn engines(settings: &Settings) -> Result<Option<Engines>, StartupError> {
                 vectors_dir.display()
             ))
         })?;
-    Ok(Some(Engines {
-        documents: Arc::new(DocumentChunker::default()),
-        embedder,
-        index: Arc::new(index),
-    }))
+    Ok(Arc::new(index))
 }
 
 /// The OpenAI-compatible embeddings server of `knowledge.embedding_base_url`, if set.
@@ -232,6 +254,11 @@ impl Knowledge {
             },
             poll: Duration::from_secs(knowledge.poll_secs.max(1)),
         })
+    }
+
+    /// Whether files can be processed here (an embedding model is loaded).
+    pub fn can_process(&self) -> bool {
+        self.pipeline.is_some()
     }
 
     /// Starts `count` workers on the current runtime; they run until it stops. A job a

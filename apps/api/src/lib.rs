@@ -23,3 +23,4 @@ pub mod state;
 pub mod telemetry;
 pub mod tls;
 pub mod webhooks;
+pub mod worker;

@@ -1,9 +1,12 @@
-//! `tessera-api`: serves the Tessera REST API over HTTPS.
+//! `tessera-api`: serves the Tessera REST API over HTTPS, or (`tessera-api worker`) runs its
+//! background work alone.
 
 use std::{path::PathBuf, process::ExitCode};
 
-use clap::Parser;
-use tessera_api::{config::Settings, drain::Stopper, startup::Application, telemetry};
+use clap::{Parser, Subcommand};
+use tessera_api::{
+    config::Settings, drain::Stopper, startup::Application, telemetry, worker::Worker,
+};
 
 /// Tessera's REST API server. Configuration: `--config <file>` and `TESSERA_*` variables.
 #[derive(Debug, Parser)]
@@ -12,6 +15,18 @@ struct Args {
     /// TOML configuration file; environment variables override its keys.
     #[arg(long, env = "TESSERA_CONFIG_FILE")]
     config: Option<PathBuf>,
+    #[command(subcommand)]
+    mode: Option<Mode>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Mode {
+    /// Serve the REST API, with file processing and webhook delivery in the same process
+    /// (the default).
+    Serve,
+    /// Process files and deliver webhooks without serving the API, beside API replicas that
+    /// share its database, uploaded content and Qdrant index (`knowledge.qdrant_url`).
+    Worker,
 }
 
 /// Waits for SIGTERM or SIGINT on a thread of its own (with its own small runtime, so it does
@@ -55,18 +70,61 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    actix_web::rt::System::new().block_on(serve(args, shutdown))
+    actix_web::rt::System::new().block_on(async move {
+        let settings =
+            match Settings::load_without(args.config.as_deref(), &["TESSERA_CONFIG_FILE"]) {
+                Ok(settings) => settings,
+                Err(error) => {
+                    eprintln!("error: {error}");
+                    return ExitCode::from(2);
+                }
+            };
+        telemetry::init(&settings);
+        match args.mode {
+            None | Some(Mode::Serve) => serve(settings, shutdown).await,
+            Some(Mode::Worker) => {
+                // The worker waits for its own signals; the watcher is not needed.
+                drop(shutdown);
+                work(settings).await
+            }
+        }
+    })
 }
 
-async fn serve(args: Args, shutdown: std::sync::mpsc::Sender<Stopper>) -> ExitCode {
-    let settings = match Settings::load_without(args.config.as_deref(), &["TESSERA_CONFIG_FILE"]) {
-        Ok(settings) => settings,
+/// Worker mode: runs until SIGTERM or SIGINT. Jobs in progress then are taken over by
+/// another worker (or this one, restarted) when their leases expire.
+async fn work(settings: Settings) -> ExitCode {
+    use tokio::signal::unix::{SignalKind, signal};
+    let signals = signal(SignalKind::terminate()).and_then(|terminate| {
+        signal(SignalKind::interrupt()).map(|interrupt| (terminate, interrupt))
+    });
+    let (mut terminate, mut interrupt) = match signals {
+        Ok(signals) => signals,
         Err(error) => {
-            eprintln!("error: {error}");
-            return ExitCode::from(2);
+            eprintln!("error: cannot install signal handlers: {error}");
+            return ExitCode::from(1);
         }
     };
-    telemetry::init(&settings);
+    let worker = match Worker::build(&settings).await {
+        Ok(worker) => worker,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::from(1);
+        }
+    };
+    worker.start();
+    let name = tokio::select! {
+        _ = terminate.recv() => "SIGTERM",
+        _ = interrupt.recv() => "SIGINT",
+    };
+    tracing::info!(
+        signal = name,
+        "worker stopping; jobs in progress resume when their leases expire"
+    );
+    ExitCode::SUCCESS
+}
+
+async fn serve(settings: Settings, shutdown: std::sync::mpsc::Sender<Stopper>) -> ExitCode {
     let app = match Application::build(settings).await {
         Ok(app) => app,
         Err(error) => {

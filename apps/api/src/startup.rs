@@ -74,6 +74,8 @@ pub enum StartupError {
     Catalog(String),
     #[error("cannot recover chats interrupted by the last stop: {0}")]
     Recovery(String),
+    #[error("worker mode: {0}")]
+    Worker(String),
 }
 
 /// Registers every documented route on a utoipa-aware app.

@@ -333,17 +333,8 @@ mod tests {
         .unwrap();
         let found: Vec<(String, &str)> = errors
             .iter()
-            .map(|e| {
-                let loc: Vec<String> = e
-                    .loc
-                    .iter()
-                    .map(|s| match s {
-                        LocSegment::Field(f) => f.clone(),
-                        LocSegment::Index(i) => i.to_string(),
-                    })
-                    .collect();
-                (loc.join("."), e.kind.as_str())
-            })
+            .map(|e| (e.to_string(), e.kind.as_str()))
+            .map(|(shown, kind)| (shown.split_once(": ").unwrap().0.to_owned(), kind))
             .collect();
         assert_eq!(
             found,

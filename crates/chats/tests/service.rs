@@ -17,9 +17,7 @@ use tessera_chats::{
     ChatError, ChatId, ChatService, ChatStatus, CompletionRequest, GenerationEvent, NewMessage,
     NoAttachments, NoRetrieval, ResolvedAttachment, Started, memory::InMemoryChatStore,
 };
-use tessera_kernel::{
-    CursorCodec, FieldError, Limit, LocSegment, ManualClock, OrganizationId, PrincipalKind,
-};
+use tessera_kernel::{CursorCodec, FieldError, Limit, ManualClock, OrganizationId, PrincipalKind};
 use tessera_models::{
     Capabilities, Catalog, ChatEvent, ChatModel, ChatRequest, ChatStream, FinishReason,
     JsonSchemaFormat, ModelChanges, ModelService, NewUserModel, ProviderError, Providers, Role,
@@ -1185,15 +1183,9 @@ fn places(errors: &[FieldError]) -> Vec<(String, String)> {
     errors
         .iter()
         .map(|e| {
-            let loc: Vec<String> = e
-                .loc
-                .iter()
-                .map(|s| match s {
-                    LocSegment::Field(f) => f.clone(),
-                    LocSegment::Index(i) => i.to_string(),
-                })
-                .collect();
-            (loc.join("."), e.kind.clone())
+            let shown = e.to_string();
+            let (loc, _) = shown.split_once(": ").unwrap();
+            (loc.to_owned(), e.kind.clone())
         })
         .collect()
 }

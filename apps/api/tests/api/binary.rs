@@ -110,6 +110,18 @@ pub fn start_with(data_dir: &std::path::Path, filter: &str, env: &[(&str, &str)]
     }
 }
 
+/// Starts `tessera-api worker` with extra environment variables (its log on stderr).
+pub fn spawn_worker(data_dir: &std::path::Path, env: &[(&str, &str)]) -> Child {
+    command(data_dir)
+        .arg("worker")
+        .envs(env.iter().copied())
+        .env("TESSERA_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap()
+}
+
 pub fn terminate(child: &mut Child) -> i32 {
     let status = Command::new("kill")
         .arg("-TERM")
@@ -214,6 +226,48 @@ fn unreachable_database_stops_start_up() {
     assert!(
         !line.contains("secret"),
         "the password is not printed: {line}"
+    );
+}
+
+#[test]
+fn worker_mode_stops_start_up_unless_it_can_work_beside_api_replicas() {
+    let dir = tempfile::tempdir().unwrap();
+    let worker = || {
+        let mut command = command(dir.path());
+        command.arg("worker");
+        command
+    };
+    // The embedded index is one process's: a worker needs the shared Qdrant server.
+    let (code, stderr) = run_to_exit(&mut worker());
+    assert_eq!(code, 1);
+    assert!(
+        one_line(&stderr).starts_with(
+            "error: worker mode: needs the vector index the API replicas search: set \
+             knowledge.qdrant_url"
+        ),
+        "{stderr}"
+    );
+    let (code, stderr) = run_to_exit(
+        worker()
+            .env("TESSERA_KNOWLEDGE__QDRANT_URL", "http://127.0.0.1:1")
+            .env("TESSERA_KNOWLEDGE__WORKERS", "0")
+            .env("TESSERA_WEBHOOKS__DISPATCHERS", "0"),
+    );
+    assert_eq!(code, 1);
+    assert!(
+        one_line(&stderr).contains("this worker would do nothing"),
+        "{stderr}"
+    );
+    // Processing files takes an embedding model.
+    let (code, stderr) = run_to_exit(
+        worker()
+            .env("TESSERA_KNOWLEDGE__QDRANT_URL", "http://127.0.0.1:1")
+            .env("TESSERA_KNOWLEDGE__WORKERS", "1"),
+    );
+    assert_eq!(code, 1);
+    assert!(
+        one_line(&stderr).starts_with("error: worker mode: no embedding model"),
+        "{stderr}"
     );
 }
 

@@ -485,3 +485,80 @@ async fn registration_is_validated_scoped_and_tenant_isolated() {
     .await;
     app.stop().await;
 }
+
+/// Scale-out: an API replica without dispatchers records the event; a separate
+/// `tessera-api worker` process on the same database delivers it (and retries it).
+#[tokio::test]
+async fn a_worker_process_delivers_what_an_api_replica_recorded() {
+    let (url, mut requests) = receiver().await;
+    let app = TestApp::spawn_with(Backend::Postgres, |settings| {
+        settings.webhooks.dispatchers = 0;
+        settings.webhooks.allow_private_targets = true;
+        settings.rate_limit.enabled = false;
+    })
+    .await;
+    let token = app.caller_token(SCOPES).await;
+    ok(
+        app.call_json(
+            Method::POST,
+            "/v1/webhooks",
+            &token,
+            &json!({"url": url, "events": ["file.ready"]}),
+        )
+        .await,
+        201,
+    )
+    .await;
+    // Images are ready at once: the upload records `file.ready`.
+    let image = ok(
+        crate::files::upload(&app, &token, "logo.png", b"\x89PNG\r\n\x1a\n....".to_vec()).await,
+        201,
+    )
+    .await;
+    assert!(
+        tokio::time::timeout(Duration::from_millis(800), requests.recv())
+            .await
+            .is_err(),
+        "the API replica has no dispatcher"
+    );
+
+    let Some(tessera_store::DatabaseUrl::Postgres(database_url)) =
+        app.settings.database_url.clone()
+    else {
+        panic!("a PostgreSQL app");
+    };
+    let mut worker = crate::binary::spawn_worker(
+        &app.settings.data_dir,
+        &[
+            ("DATABASE_URL", database_url.as_str()),
+            // Never contacted: without an embedding model this worker only sends webhooks.
+            ("TESSERA_KNOWLEDGE__QDRANT_URL", "http://127.0.0.1:1"),
+            ("TESSERA_KNOWLEDGE__WORKERS", "0"),
+            ("TESSERA_WEBHOOKS__DISPATCHERS", "1"),
+            ("TESSERA_WEBHOOKS__ALLOW_PRIVATE_TARGETS", "true"),
+            ("TESSERA_WEBHOOKS__FIRST_RETRY_SECS", "1"),
+            ("TESSERA_WEBHOOKS__POLL_MILLIS", "100"),
+        ],
+    );
+    // The receiver fails the first attempt; the worker retries.
+    let mut deliveries = Vec::new();
+    while deliveries.len() < 2 {
+        let delivery = tokio::time::timeout(Duration::from_secs(60), requests.recv())
+            .await
+            .expect("the worker delivers within a minute")
+            .unwrap();
+        deliveries.push(delivery);
+    }
+    let (first, second) = (&deliveries[0], &deliveries[1]);
+    for delivery in [first, second] {
+        assert_eq!(delivery.headers["tessera-event"], "file.ready");
+        let body: Value = serde_json::from_str(&delivery.body).unwrap();
+        assert_eq!(body["data"]["fileId"], image["id"], "{body}");
+    }
+    assert_eq!(
+        first.headers["tessera-event-id"],
+        second.headers["tessera-event-id"]
+    );
+    assert_eq!(crate::binary::terminate(&mut worker), 0);
+    app.stop().await;
+}

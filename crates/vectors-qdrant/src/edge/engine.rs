@@ -16,16 +16,16 @@ use qdrant_edge::{
     UpdateOperation,
 };
 use tessera_kernel::OrganizationId;
-use tessera_knowledge::{
-    DatasetId, FileId, IndexError, IndexedChunk, ScoredChunk, SearchMode, VectorQuery,
-};
+use tessera_knowledge::{DatasetId, FileId, IndexError, IndexedChunk, ScoredChunk, VectorQuery};
 
 use super::config::{check_config, ensure_payload_indexes, shard_config};
 use super::error::index_error;
-use super::filter::{file_filter, search_filter};
-use super::points::{bm25, check_dense, point, sparse_query};
+use super::filter::file_filter;
+use super::points::point;
 use super::query::hybrid_request;
 use crate::payload::{ChunkPayload, datasets_map};
+use crate::search::plan;
+use crate::vectors::bm25;
 
 /// The file qdrant-edge writes its configuration to; its presence means the shard exists.
 const CONFIG_FILE: &str = "edge_config.json";
@@ -127,27 +127,10 @@ impl Engine {
     }
 
     pub fn search(&self, query: VectorQuery) -> Result<Vec<ScoredChunk>, IndexError> {
-        if query.mode != SearchMode::Sparse {
-            check_dense(&query.dense, self.dimensions)?;
-        }
-        if query.limit == 0 || query.files.as_ref().is_some_and(Vec::is_empty) {
+        let Some(plan) = plan(&self.bm25, query, self.dimensions)? else {
             return Ok(Vec::new());
-        }
-        let filter = search_filter(
-            &query.organization,
-            query.dataset.as_ref(),
-            query.files.as_deref(),
-        )?;
-        let dense = (query.mode != SearchMode::Sparse).then_some(query.dense);
-        let sparse = match query.mode {
-            SearchMode::Dense => None,
-            SearchMode::Hybrid | SearchMode::Sparse => sparse_query(&self.bm25, &query.text),
         };
-        if dense.is_none() && sparse.is_none() {
-            // A words-only search for words the index has never seen.
-            return Ok(Vec::new());
-        }
-        let request = hybrid_request(dense, sparse, filter, query.limit);
+        let request = hybrid_request(plan)?;
         let points = shard(&self.read())?.query(request).map_err(index_error)?;
         points
             .into_iter()

@@ -4,9 +4,9 @@
 mod config;
 mod engine;
 mod error;
-mod filter;
+pub(crate) mod filter;
 mod index;
-mod points;
+pub(crate) mod points;
 mod query;
 
 pub use index::EdgeVectorIndex;

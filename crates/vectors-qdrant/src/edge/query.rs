@@ -1,60 +1,48 @@
-//! The query: dense and BM25 prefetches (either or both) fused by reciprocal rank.
+//! A [`SearchPlan`] as a qdrant-edge query: dense and BM25 prefetches (either or both) fused
+//! by reciprocal rank.
 
 use qdrant_edge::{
-    Filter, Fusion, NamedQuery, Prefetch, QueryEnum, QueryRequest, ScoringQuery, SparseVector,
-    VectorInternal, WithPayloadInterface, WithVector,
+    Fusion, NamedQuery, Prefetch, QueryEnum, QueryRequest, ScoringQuery, VectorInternal,
+    WithPayloadInterface, WithVector,
 };
+use tessera_knowledge::IndexError;
 
+use super::filter::filter;
 use crate::fields::{DENSE_VECTOR, SPARSE_VECTOR};
-
-/// The RRF constant (the literature's 60: a rank's weight falls off gently, so agreement
-/// between the two rankings counts more than the top of one).
-pub(crate) const RRF_K: usize = 60;
-
-/// How many candidates each ranking contributes to the fusion.
-pub(crate) fn prefetch_limit(limit: usize) -> usize {
-    limit.saturating_mul(4).max(40)
-}
+use crate::search::{RRF_K, SearchPlan};
 
 /// The request. The filter sits on the root, which qdrant-edge applies to every prefetch,
 /// so both rankings only ever see the allowed chunks.
-/// With one ranking the fusion keeps its order.
-pub(crate) fn hybrid_request(
-    dense: Option<Vec<f32>>,
-    sparse: Option<SparseVector>,
-    filter: Filter,
-    limit: usize,
-) -> QueryRequest {
-    let candidates = prefetch_limit(limit);
+pub(crate) fn hybrid_request(plan: SearchPlan) -> Result<QueryRequest, IndexError> {
     let mut prefetches = Vec::with_capacity(2);
-    if let Some(dense) = dense {
+    if let Some(dense) = plan.dense {
         prefetches.push(prefetch(
             VectorInternal::Dense(dense),
             DENSE_VECTOR,
-            candidates,
+            plan.candidates,
         ));
     }
-    if let Some(sparse) = sparse {
+    if let Some(sparse) = plan.sparse {
         prefetches.push(prefetch(
             VectorInternal::Sparse(sparse),
             SPARSE_VECTOR,
-            candidates,
+            plan.candidates,
         ));
     }
-    QueryRequest {
+    Ok(QueryRequest {
         prefetches,
         query: Some(ScoringQuery::Fusion(Fusion::Rrf {
             k: RRF_K,
             weights: None,
         })),
-        filter: Some(filter),
+        filter: Some(filter(plan.scope)?),
         score_threshold: None,
-        limit,
+        limit: plan.limit,
         offset: 0,
         params: None,
         with_vector: WithVector::Bool(false),
         with_payload: WithPayloadInterface::Bool(true),
-    }
+    })
 }
 
 fn prefetch(vector: VectorInternal, using: &str, limit: usize) -> Prefetch {

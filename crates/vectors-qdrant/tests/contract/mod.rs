@@ -4,7 +4,8 @@
 //! generated organization, so the functions may share one index (a Qdrant server collection)
 //! or get one each. `contract_suite!(factory)` turns them into `#[tokio::test]`s, with
 //! `factory().await` returning `(Arc<dyn VectorIndex>, guard)` (the guard keeps a temporary
-//! directory or collection alive until the index is dropped).
+//! directory or collection alive until the index is dropped); `contract_suite!(@in_sequence
+//! factory)` runs them all inside one test.
 
 #![allow(dead_code)]
 
@@ -20,10 +21,31 @@ use tessera_knowledge::{
 pub const DIMENSIONS: usize = 16;
 
 /// Generates one `#[tokio::test]` per contract function.
+///
+/// `contract_suite!(@in_sequence factory)` instead runs every contract function in turn,
+/// each on a fresh index from `factory().await`, inside one test the caller writes (for an
+/// adapter whose tests decide at run time whether they can run, as a Qdrant server's).
 #[macro_export]
 macro_rules! contract_suite {
     ($factory:path) => {
-        $crate::contract_suite!(@tests $factory;
+        $crate::contract_suite! { @names [@tests $factory] }
+        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        async fn concurrent_searches_and_upserts() {
+            let (index, guard) = $factory().await;
+            $crate::contract::concurrent_searches_and_upserts(index).await;
+            drop(guard);
+        }
+    };
+    (@in_sequence $factory:expr) => {{
+        $crate::contract_suite! { @names [@sequence $factory] }
+        let (index, guard) = ($factory)().await;
+        eprintln!("contract: concurrent_searches_and_upserts");
+        $crate::contract::concurrent_searches_and_upserts(index).await;
+        drop(guard);
+    }};
+    // The one list of the contract's functions, handed to the arm in brackets.
+    (@names [$($arm:tt)*]) => {
+        $crate::contract_suite! { $($arm)*;
             dense_query_ranks_the_closest_chunk_first,
             bm25_finds_a_rare_keyword_when_the_dense_vector_is_uninformative,
             fusion_keeps_both_the_dense_and_the_keyword_favourite,
@@ -37,12 +59,6 @@ macro_rules! contract_suite {
             wrong_dimensions_are_invalid,
             empty_index_and_zero_limit_return_nothing,
             limit_caps_the_hits_best_first,
-        );
-        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-        async fn concurrent_searches_and_upserts() {
-            let (index, guard) = $factory().await;
-            $crate::contract::concurrent_searches_and_upserts(index).await;
-            drop(guard);
         }
     };
     (@tests $factory:path; $($name:ident),* $(,)?) => {
@@ -55,6 +71,15 @@ macro_rules! contract_suite {
                 drop(index);
                 drop(guard);
             }
+        )*
+    };
+    (@sequence $factory:expr; $($name:ident),* $(,)?) => {
+        $(
+            let (index, guard) = ($factory)().await;
+            eprintln!(concat!("contract: ", stringify!($name)));
+            $crate::contract::$name(&*index).await;
+            drop(index);
+            drop(guard);
         )*
     };
 }
