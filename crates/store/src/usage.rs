@@ -132,19 +132,13 @@ impl UsageRow {
     }
 }
 
-/// Inserts a usage record and adds it to its hour's rollup, on `$conn` inside a transaction
-/// (`?` rolls both back).
-macro_rules! insert_usage {
-    ($conn:ident, $row:expr) => {{
+/// The statement adding `$hourly` (a `HourlyRow`) to its hour's rollup row.
+macro_rules! hourly_upsert {
+    ($hourly:expr) => {{
         use diesel::upsert::excluded;
-        use $crate::schema::{usage_hourly as h, usage_records as r};
-        let row: &$crate::usage::UsageRow = $row;
-        diesel::insert_into(r::table)
-            .values(row)
-            .execute($conn)
-            .await?;
+        use $crate::schema::usage_hourly as h;
         diesel::insert_into(h::table)
-            .values(row.hourly())
+            .values($hourly)
             .on_conflict((h::organization_id, h::hour, h::model_id))
             .do_update()
             .set((
@@ -154,6 +148,20 @@ macro_rules! insert_usage {
                 h::credits.eq(h::credits + excluded(h::credits)),
                 h::requests.eq(h::requests + excluded(h::requests)),
             ))
+    }};
+}
+pub(crate) use hourly_upsert;
+
+/// Inserts a usage record and adds it to its hour's rollup, on `$conn` inside a transaction
+/// (`?` rolls both back).
+macro_rules! insert_usage {
+    ($conn:ident, $row:expr) => {{
+        let row: &$crate::usage::UsageRow = $row;
+        diesel::insert_into($crate::schema::usage_records::table)
+            .values(row)
+            .execute($conn)
+            .await?;
+        $crate::usage::hourly_upsert!(row.hourly())
             .execute($conn)
             .await?;
     }};
