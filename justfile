@@ -82,6 +82,15 @@ bench:
     "$st/bin/python" -c 'import sentence_transformers' 2>/dev/null || "$st/bin/python" -m pip install -q 'sentence-transformers>=5,<7'
     {{ just_executable() }} models >/dev/null
     TESSERA_MODELS_DIR='{{ models_dir }}' TESSERA_BENCH_ST_PYTHON="$st/bin/python" cargo bench -p tessera-embed-local --bench embedding_throughput
+    # The embedded engine's tokens/s against llama.cpp (llama-cpp-python, compiled once into
+    # ~/.cache/tessera-wheels, about 20 minutes) on the same GGUF and thread count; without
+    # llama.cpp the engine's figures are printed alone, with the reason.
+    llama_python=$(crates/llm-local/benches/setup_llama_cpp.sh) || llama_python=
+    for threads in 1 2; do
+        CANDLE_NUM_THREADS=$threads TESSERA_MODELS_DIR='{{ models_dir }}' TESSERA_BENCH_LLAMA_PYTHON="$llama_python" \
+            cargo bench -p tessera-llm-local --bench generation
+    done
+    cargo bench -p tessera-llm-openai --bench stream_overhead
     cargo bench -p tessera-vectors-qdrant --bench search_latency
     TESSERA_MODELS_DIR='{{ models_dir }}' cargo bench -p tessera-vectors-qdrant --bench retrieval_quality
     TESSERA_MODELS_DIR='{{ models_dir }}' cargo bench -p tessera-api --bench ingestion

@@ -8,6 +8,8 @@ use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use tessera_identity::{AccessClaims, TokenError, TokenSigner, TokenVerifier};
 use tessera_kernel::DomainError;
 
+use crate::verified::VerifiedTokens;
+
 /// The token type of RFC 9068 access tokens.
 const TOKEN_TYPE: &str = "at+jwt";
 
@@ -42,6 +44,8 @@ pub struct JwtKeys {
     signing: EncodingKey,
     verifying: BTreeMap<String, VerifyingKey>,
     rules: TokenRules,
+    /// Tokens that verified (the key set never changes while loaded).
+    verified: VerifiedTokens,
 }
 
 impl JwtKeys {
@@ -86,6 +90,7 @@ impl JwtKeys {
             signing,
             verifying,
             rules,
+            verified: VerifiedTokens::default(),
         })
     }
 
@@ -145,6 +150,18 @@ impl TokenSigner for JwtKeys {
 
 impl TokenVerifier for JwtKeys {
     fn verify(&self, token: &str) -> Result<AccessClaims, TokenError> {
+        if let Some(known) = self.verified.get(token, self.rules.leeway_secs) {
+            return known;
+        }
+        let claims = self.verify_signed(token)?;
+        self.verified.insert(token, &claims);
+        Ok(claims)
+    }
+}
+
+impl JwtKeys {
+    /// The full check: algorithm, key, signature, then every claim.
+    fn verify_signed(&self, token: &str) -> Result<AccessClaims, TokenError> {
         let header = jsonwebtoken::decode_header(token).map_err(|_| TokenError::Malformed)?;
         // Only our own algorithm: refuses `none`, and HMAC tokens keyed with a public key.
         if header.alg != Algorithm::EdDSA {

@@ -3,12 +3,14 @@
 //! them against every key of its set (so keys can rotate: several verify, the newest signs),
 //! and publishes the public keys as a JWKS (keys live as PKCS#8 PEM files in one directory);
 //! and `OidcVerifier`, which checks session tokens of an external OpenID Connect provider
-//! against its discovered, cached and refreshed JWKS.
+//! against its discovered, cached and refreshed JWKS. Verified access tokens are remembered
+//! until they expire (`verified`), so a client's repeated token costs one verification.
 
 mod hasher;
 mod jwt_error;
 mod keys;
 mod oidc;
+mod verified;
 
 pub use hasher::Argon2SecretHasher;
 pub use keys::{JwtKeys, KeyError, TokenRules};

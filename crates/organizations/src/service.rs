@@ -1,5 +1,9 @@
-use std::sync::Arc;
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex, PoisonError},
+};
 
+use chrono::{DateTime, Duration, Utc};
 use tessera_kernel::{Clock, CursorCodec, DomainError, OrganizationId, Page, PageRequest};
 
 use crate::{NewOrganization, Organization, OrganizationName, OrganizationStore, Plan};
@@ -25,13 +29,25 @@ impl From<OrganizationError> for DomainError {
 /// The list name cursors of this service are bound to.
 const CURSOR_LIST: &str = "organizations";
 
+/// How long a plan read by [`OrganizationService::plan`] is reused. Every completion needs
+/// its organization's plan, and plans change rarely and only by operators: a change reaches
+/// a running process within this time.
+const PLAN_CACHE_SECS: i64 = 5;
+/// Cached plans beyond this many are dropped all at once (a bound, not an LRU: the cache is
+/// refilled by one read per organization).
+const PLAN_CACHE_ENTRIES: usize = 10_000;
+
 /// Creates, reads and lists organizations.
 #[derive(Clone)]
 pub struct OrganizationService {
     store: Arc<dyn OrganizationStore>,
     clock: Arc<dyn Clock>,
     cursors: CursorCodec,
+    plans: Arc<Mutex<HashMap<OrganizationId, CachedPlan>>>,
 }
+
+/// A plan and when it was read.
+type CachedPlan = (Plan, DateTime<Utc>);
 
 impl OrganizationService {
     pub fn new(
@@ -43,6 +59,7 @@ impl OrganizationService {
             store,
             clock,
             cursors,
+            plans: Arc::default(),
         }
     }
 
@@ -64,6 +81,26 @@ impl OrganizationService {
             .get(id)
             .await?
             .ok_or_else(|| OrganizationError::NotFound(id.clone()))
+    }
+
+    /// The organization's plan, read at most once per [`PLAN_CACHE_SECS`] per organization.
+    pub async fn plan(&self, id: &OrganizationId) -> Result<Plan, OrganizationError> {
+        let now = self.clock.now();
+        let fresh = Duration::seconds(PLAN_CACHE_SECS);
+        let cached = (self.plans.lock().unwrap_or_else(PoisonError::into_inner))
+            .get(id)
+            .filter(|(_, read_at)| now - *read_at < fresh && *read_at <= now)
+            .map(|(plan, _)| *plan);
+        if let Some(plan) = cached {
+            return Ok(plan);
+        }
+        let plan = self.get(id).await?.plan;
+        let mut plans = self.plans.lock().unwrap_or_else(PoisonError::into_inner);
+        if plans.len() >= PLAN_CACHE_ENTRIES {
+            plans.clear();
+        }
+        plans.insert(id.clone(), (plan, now));
+        Ok(plan)
     }
 
     /// One page of organizations in creation order; `cursor` is a previous page's `nextCursor`.
@@ -124,6 +161,40 @@ mod tests {
             plan: Plan::Free,
             created_at: at,
             updated_at: at,
+        }
+    }
+
+    #[tokio::test]
+    async fn plans_are_read_once_per_cache_period() {
+        let id: OrganizationId = "org_plans".parse().unwrap();
+        let mut store = MockOrganizationStore::new();
+        store.expect_get().times(2).returning(|id| {
+            Ok(Some(Organization {
+                plan: Plan::Pro,
+                ..org(id)
+            }))
+        });
+        let clock = Arc::new(ManualClock::new(
+            Utc.with_ymd_and_hms(2026, 1, 2, 3, 4, 5).unwrap(),
+        ));
+        let service =
+            OrganizationService::new(Arc::new(store), clock.clone(), CursorCodec::new([1; 32]));
+        assert_eq!(service.plan(&id).await.unwrap(), Plan::Pro);
+        clock.advance(Duration::seconds(PLAN_CACHE_SECS - 1));
+        assert_eq!(service.plan(&id).await.unwrap(), Plan::Pro); // cached: no read
+        clock.advance(Duration::seconds(1));
+        assert_eq!(service.plan(&id).await.unwrap(), Plan::Pro); // expired: read again
+    }
+
+    #[tokio::test]
+    async fn an_unknown_organization_has_no_plan_and_is_not_cached() {
+        let id: OrganizationId = "org_unknown".parse().unwrap();
+        let mut store = MockOrganizationStore::new();
+        store.expect_get().times(2).returning(|_| Ok(None));
+        let service = service(store);
+        for _ in 0..2 {
+            let error = service.plan(&id).await.unwrap_err();
+            assert!(matches!(error, OrganizationError::NotFound(ref missing) if missing == &id));
         }
     }
 

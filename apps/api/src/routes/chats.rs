@@ -738,12 +738,7 @@ pub async fn create_completion(
         require(&caller, "files:read", "attaching files")?;
     }
     let mut who = chat_caller(&caller);
-    who.plan = state
-        .organizations
-        .get(&who.organization)
-        .await
-        .map_err(DomainError::from)?
-        .plan;
+    who.plan = (state.organizations.plan(&who.organization).await).map_err(DomainError::from)?;
     if let Some(budget) = state.quotas.monthly_credits(&who.organization, who.plan) {
         let status = state.budgets.status(&who.organization, budget).await?;
         if status.exhausted() {
