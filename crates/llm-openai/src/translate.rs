@@ -34,6 +34,18 @@ struct Chunk {
     choices: Option<Vec<Choice>>,
     #[serde(default)]
     usage: Option<WireUsage>,
+    /// Read only to tell an error document from a chunk (see `is_error`).
+    #[serde(default)]
+    error: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    object: Option<String>,
+}
+
+impl Chunk {
+    /// Whether this "chunk" is an error document after all (`is_error` on the typed form).
+    fn is_error(&self) -> bool {
+        self.error.is_some() || self.object.as_deref() == Some("error")
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -217,6 +229,14 @@ impl Translator {
         }
         if data.is_empty() {
             return Vec::new();
+        }
+        // The common case, parsed once into its type; errors and odd shapes take the path
+        // below, which reads the document generically to report them.
+        if kind != "error"
+            && let Ok(chunk) = serde_json::from_str::<Chunk>(data)
+            && !chunk.is_error()
+        {
+            return self.chunk(chunk);
         }
         let document: serde_json::Value = match serde_json::from_str(data) {
             Ok(document) => document,
