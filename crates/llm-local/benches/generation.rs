@@ -188,7 +188,7 @@ async fn measure_engine(engine: &LocalEngine, long_prompt: &str, runs: usize) ->
     })
 }
 
-/// llama.cpp's figures from `llama_cpp.py` (one JSON object on standard output).
+/// llama.cpp's figures from `llama_cpp_peer.py` (one JSON object on standard output).
 fn measure_llama_cpp(
     python: &Path,
     model: &Path,
@@ -197,7 +197,7 @@ fn measure_llama_cpp(
     prompts: &Prompts,
     generated: usize,
 ) -> Result<Figures> {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/llama_cpp.py");
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/llama_cpp_peer.py");
     let input = json!({
         "model": model,
         "threads": threads,
@@ -213,20 +213,20 @@ fn measure_llama_cpp(
         .with_context(|| format!("cannot run {}", python.display()))?;
     if !output.status.success() {
         bail!(
-            "llama_cpp.py failed: {}",
+            "llama_cpp_peer.py failed: {}",
             String::from_utf8_lossy(&output.stderr).trim()
         );
     }
     let figures: Value = serde_json::from_slice(&output.stdout).with_context(|| {
         format!(
-            "llama_cpp.py printed {:?}",
+            "llama_cpp_peer.py printed {:?}",
             String::from_utf8_lossy(&output.stdout)
         )
     })?;
     let number = |key: &str| {
         figures[key]
             .as_f64()
-            .with_context(|| format!("llama_cpp.py gave no `{key}`: {figures}"))
+            .with_context(|| format!("llama_cpp_peer.py gave no `{key}`: {figures}"))
     };
     Ok(Figures {
         prompt_tokens: number("prompt_tokens")? as usize,
@@ -257,14 +257,14 @@ fn print_table(
         if threads == 1 { "" } else { "s" }
     );
     println!(
-        "| engine          | prompt tokens | prompt tokens/s | generated | generation tokens/s |"
+        "| engine           | prompt tokens | prompt tokens/s | generated | generation tokens/s |"
     );
     println!(
-        "|:----------------|--------------:|----------------:|----------:|--------------------:|"
+        "|:-----------------|--------------:|----------------:|----------:|--------------------:|"
     );
     let row = |name: &str, f: &Figures| {
         println!(
-            "| {name:<15} | {:>13} | {:>15.1} | {:>9} | {:>19.1} |",
+            "| {name:<16} | {:>13} | {:>15.1} | {:>9} | {:>19.1} |",
             f.prompt_tokens, f.prompt_per_s, f.generated_tokens, f.generated_per_s
         );
     };
