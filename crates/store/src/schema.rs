@@ -177,7 +177,7 @@ diesel::table! {
 }
 
 diesel::table! {
-    usage_hourly (organization_id, hour, model_id) {
+    usage_hourly (organization_id, hour, model_id, shard) {
         organization_id -> Text,
         hour -> Timestamp,
         model_id -> Text,
@@ -186,6 +186,7 @@ diesel::table! {
         reasoning_tokens -> BigInt,
         credits -> BigInt,
         requests -> BigInt,
+        shard -> SmallInt,
     }
 }
 

@@ -114,7 +114,12 @@ pub(crate) struct HourlyRow {
     reasoning_tokens: i64,
     credits: i64,
     requests: i64,
+    shard: i16,
 }
+
+/// Rows each hour's rollup of an organization and model is spread over, so concurrent
+/// completions rarely wait for one another's row lock (migration `usage_hourly_shards`).
+const HOURLY_SHARDS: u64 = 32;
 
 impl UsageRow {
     pub(crate) fn hourly(&self) -> HourlyRow {
@@ -128,7 +133,18 @@ impl UsageRow {
             reasoning_tokens: self.reasoning_tokens,
             credits: self.credits,
             requests: 1,
+            shard: self.shard(),
         }
+    }
+}
+
+impl UsageRow {
+    /// The rollup row this record is added to: a hash of its (random) id.
+    fn shard(&self) -> i16 {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        self.id.hash(&mut hasher);
+        i16::try_from(hasher.finish() % HOURLY_SHARDS).unwrap_or(0)
     }
 }
 
@@ -139,7 +155,7 @@ macro_rules! hourly_upsert {
         use $crate::schema::usage_hourly as h;
         diesel::insert_into(h::table)
             .values($hourly)
-            .on_conflict((h::organization_id, h::hour, h::model_id))
+            .on_conflict((h::organization_id, h::hour, h::model_id, h::shard))
             .do_update()
             .set((
                 h::input_tokens.eq(h::input_tokens + excluded(h::input_tokens)),
