@@ -204,7 +204,7 @@ fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn rules() -> TokenRules {
@@ -222,7 +222,8 @@ mod tests {
             .as_secs() as i64
     }
 
-    fn claims() -> AccessClaims {
+    /// Claims valid from now for an hour.
+    pub(crate) fn claims() -> AccessClaims {
         AccessClaims {
             iss: "https://tessera.test".into(),
             sub: "cli_0190f5c1a3e27c3d9b1e4a0c5d6e7f80".into(),

@@ -63,16 +63,10 @@ mod tests {
 
     fn claims(nbf: i64, exp: i64) -> AccessClaims {
         AccessClaims {
-            iss: "https://tessera.test".into(),
-            sub: "cli_0190f5c1a3e27c3d9b1e4a0c5d6e7f80".into(),
-            aud: "tessera".into(),
-            org: "org_a".into(),
-            scope: "files:read".into(),
-            secret_generation: 1,
             iat: nbf,
             nbf,
             exp,
-            jti: "j".into(),
+            ..crate::keys::tests::claims()
         }
     }
 

@@ -346,6 +346,14 @@ mod tests {
 
     type TestResult = Result<(), Box<dyn std::error::Error>>;
 
+    /// `METHOD /path` of each recorded request, in order.
+    fn method_and_path(requests: &[Recorded]) -> Vec<String> {
+        requests
+            .iter()
+            .map(|r| format!("{} {}", r.method, r.path))
+            .collect()
+    }
+
     #[derive(Debug)]
     struct Recorded {
         method: String,
@@ -516,10 +524,7 @@ mod tests {
             QdrantServerIndex::connect(&format!("{url}/"), Some("s3cret"), "chunks", 2).await?;
         assert!(!format!("{index:?}").contains("s3cret"));
         let requests = server.await??;
-        let calls: Vec<_> = requests
-            .iter()
-            .map(|r| format!("{} {}", r.method, r.path))
-            .collect();
+        let calls = method_and_path(&requests);
         assert_eq!(
             calls,
             [
@@ -609,10 +614,7 @@ mod tests {
         assert_eq!(hits[0].text, chunk.text);
 
         let requests = server.await??;
-        let calls: Vec<_> = requests
-            .iter()
-            .map(|r| format!("{} {}", r.method, r.path))
-            .collect();
+        let calls = method_and_path(&requests);
         assert_eq!(
             calls,
             [
