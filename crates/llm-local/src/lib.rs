@@ -1,7 +1,7 @@
 //! Embedded CPU inference of a GGUF chat model behind the `ChatModel` port: the llama
-//! architecture of `candle_transformers::models::quantized_llama` (SmolLM2-135M-Instruct is
-//! the model this is built and tested for), with the model's tokenizer rebuilt from the GGUF
-//! metadata and its ChatML chat template.
+//! architecture's forward pass in `llama` (SmolLM2-135M-Instruct is the model this is built
+//! and tested for; candle reads the file and samples), with the model's tokenizer rebuilt
+//! from the GGUF metadata and its ChatML chat template.
 //!
 //! Each [`LocalEngine`] owns one model on a dedicated thread that serves requests one at a
 //! time from a bounded queue (a full queue answers `ProviderError::Unavailable` with a retry
@@ -22,18 +22,16 @@
 //!
 //! Not in this slice: interpreting the Jinja `tokenizer.chat_template` (ChatML is
 //! hard-coded; only the template's default system prompt is read), and prompt caching between
-//! requests. By default Q4_1 weights are re-quantized to Q8_0 at load (candle's Q4_1 kernels
-//! are scalar and several times slower) and the feed-forward down projections are kept in f32
-//! (8-bit quantization of their outlier inputs derails SmolLM2; see [`WeightFormat`]).
+//! requests. Weights stay in the file's quantization (Q4_1 and Q8_0 products run on AVX2
+//! kernels over f32 activations; see `llama`).
 //!
-//! The number of compute threads is not an engine option: candle fixes it process-wide at
-//! first use from `CANDLE_NUM_THREADS` (quantized products) and `RAYON_NUM_THREADS` (f32
-//! products), else the number of physical cores, and setting environment variables from
-//! inside the process needs `unsafe`. Set `CANDLE_NUM_THREADS=1` in the service's
-//! environment on a busy 2-core machine.
+//! The engine computes on a pool of its own ([`LocalEngineOptions::threads`], by default
+//! `CANDLE_NUM_THREADS` or the available parallelism); on a busy 2-core machine one thread
+//! can beat two, so measure both.
 
 mod constraint;
 mod files;
+mod llama;
 mod template;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -45,7 +43,7 @@ pub use files::find_model_file;
 
 use std::{
     fs::File,
-    io::{BufReader, Cursor},
+    io::BufReader,
     path::Path,
     sync::{
         Arc,
@@ -55,11 +53,8 @@ use std::{
 };
 
 use async_trait::async_trait;
-use candle_core::{
-    DType, Device, Tensor,
-    quantized::{GgmlDType, QTensor, gguf_file},
-};
-use candle_transformers::{generation::LogitsProcessor, models::quantized_llama::ModelWeights};
+use candle_core::{Device, Tensor, quantized::gguf_file};
+use candle_transformers::generation::LogitsProcessor;
 use tessera_models::{
     Capabilities, ChatEvent, ChatModel, ChatRequest, ChatStream, FinishReason, ProviderError, Role,
     Usage,
@@ -70,6 +65,7 @@ use tokio::sync::mpsc;
 pub use crate::tokenizer::LocalTokenCounter;
 use crate::{
     constraint::{Grammars, mask_logits},
+    llama::Llama,
     text::{Step, TextOutput},
     tokenizer::GgufTokenizer,
 };
@@ -94,32 +90,12 @@ pub enum LoadError {
     Thread(String),
 }
 
-/// How weights are kept in memory.
-///
-/// candle (like llama.cpp) multiplies quantized weights by activations quantized to 8 bits
-/// per block of 32. SmolLM2-135M has outlier activations at the input of its feed-forward
-/// down projections, and quantizing them derails it: with the weights as stored (Q4_1) or
-/// all re-quantized to Q8_0, its greedy answer to "What is the capital of France?" is
-/// incoherent text; with `blk.*.ffn_down` kept in f32 it is "The capital of France is
-/// Paris.". (Keeping only `blk.0.ffn_down` in f32 is enough for that prompt; all of them are
-/// kept, to be safe.)
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum WeightFormat {
-    /// As stored in the file (incoherent for SmolLM2's Q4_1 file; see above).
-    AsStored,
-    /// Q4_1 tensors re-quantized to Q8_0 (candle's Q4_1 kernels are scalar and several times
-    /// slower), the feed-forward down projections dequantized to f32, other tensors as stored.
-    #[default]
-    Q8_0,
-    /// Every quantized matrix dequantized to f32: f32 matrix products (gemm), about 4× the
-    /// memory of the file (some 540 MB for SmolLM2-135M) and about half the speed of `Q8_0`.
-    F32,
-}
-
 /// Options of a [`LocalEngine`].
 #[derive(Debug, Clone)]
 pub struct LocalEngineOptions {
-    pub weights: WeightFormat,
+    /// Compute threads of the engine's pool; `None`: `CANDLE_NUM_THREADS` when set (the
+    /// variable the engine has always read), else the machine's available parallelism.
+    pub threads: Option<usize>,
     /// Tokens of the generation when the request sets no `max_tokens`.
     pub default_max_tokens: u32,
     /// Context window (prompt + generation); `None`: the model's trained length.
@@ -134,7 +110,7 @@ pub struct LocalEngineOptions {
 impl Default for LocalEngineOptions {
     fn default() -> Self {
         Self {
-            weights: WeightFormat::default(),
+            threads: None,
             default_max_tokens: 256,
             context_length: None,
             queue_capacity: 4,
@@ -199,22 +175,14 @@ impl LocalEngine {
             .map_or(2048, |n| n as usize);
         let context_length = options.context_length.unwrap_or(trained).min(trained);
 
-        let device = Device::Cpu;
-        let model = match options.weights {
-            WeightFormat::AsStored => ModelWeights::from_gguf(content, &mut reader, &device)?,
-            format => {
-                let converted = convert(&content, &mut reader, &device, format)?;
-                let content = gguf_file::Content::read(&mut Cursor::new(&converted))?;
-                ModelWeights::from_gguf(content, &mut Cursor::new(&converted), &device)?
-            }
-        };
+        let threads = options.threads.unwrap_or_else(default_threads);
+        let model = Llama::load(&content, &mut reader, threads)?;
 
         let (jobs, queue) = sync_channel(options.queue_capacity);
         let worker = Worker {
             model,
             tokenizer: tokenizer.clone(),
             end_of_turn,
-            device,
         };
         std::thread::Builder::new()
             .name("tessera-llm-local".into())
@@ -241,43 +209,6 @@ impl LocalEngine {
             tokenizer: self.tokenizer.clone(),
         }
     }
-}
-
-/// The file's tensors in `format`, as an in-memory GGUF (the loader reads only GGUF).
-fn convert(
-    content: &gguf_file::Content,
-    reader: &mut BufReader<File>,
-    device: &Device,
-    format: WeightFormat,
-) -> Result<Vec<u8>, LoadError> {
-    let mut tensors: Vec<(&str, QTensor)> = Vec::with_capacity(content.tensor_infos.len());
-    for name in content.tensor_infos.keys() {
-        let tensor = content.tensor(reader, name, device)?;
-        let target = match (format, tensor.dtype()) {
-            (WeightFormat::Q8_0, GgmlDType::F32) => None,
-            (WeightFormat::Q8_0, _) if name.ends_with("ffn_down.weight") => Some(GgmlDType::F32),
-            (WeightFormat::Q8_0, GgmlDType::Q4_1) => Some(GgmlDType::Q8_0),
-            (WeightFormat::F32, GgmlDType::F32) => None,
-            (WeightFormat::F32, _) if tensor.shape().rank() == 2 => Some(GgmlDType::F32),
-            _ => None,
-        };
-        let tensor = match target {
-            Some(dtype) => QTensor::quantize(&tensor.dequantize(device)?, dtype)?,
-            None => tensor,
-        };
-        tensors.push((name.as_str(), tensor));
-    }
-    // The tokenizer's arrays are not needed by the model loader.
-    let metadata: Vec<(&str, &gguf_file::Value)> = content
-        .metadata
-        .iter()
-        .filter(|(key, _)| !key.starts_with("tokenizer."))
-        .map(|(key, value)| (key.as_str(), value))
-        .collect();
-    let tensors: Vec<(&str, &QTensor)> = tensors.iter().map(|(n, t)| (*n, t)).collect();
-    let mut out = Cursor::new(Vec::new());
-    gguf_file::write(&mut out, &metadata, &tensors)?;
-    Ok(out.into_inner())
 }
 
 #[async_trait]
@@ -378,12 +309,20 @@ impl ChatModel for LocalEngine {
     }
 }
 
+/// `CANDLE_NUM_THREADS` when it is a positive number, else the available parallelism.
+fn default_threads() -> usize {
+    std::env::var("CANDLE_NUM_THREADS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
 /// The model and what it needs, owned by the inference thread.
 struct Worker {
-    model: ModelWeights,
+    model: Llama,
     tokenizer: Arc<GgufTokenizer>,
     end_of_turn: u32,
-    device: Device,
 }
 
 impl Worker {
@@ -405,10 +344,11 @@ impl Worker {
 
     /// Runs one generation; returns early (without error) when the stream was dropped.
     fn generate(&mut self, job: &mut Job) -> candle_core::Result<()> {
-        self.model.clear_kv_cache();
         let mut output = TextOutput::new(&job.stops);
-        let input = Tensor::new(job.prompt.as_slice(), &self.device)?.unsqueeze(0)?;
-        let mut logits = self.model.forward(&input, 0)?;
+        let mut logits = self
+            .model
+            .forward(&job.prompt, 0)
+            .map_err(candle_core::Error::Msg)?;
         let mut position = job.prompt.len();
         let mut generated = 0usize;
         let mut stopped_by_string = false;
@@ -416,12 +356,10 @@ impl Worker {
             if generated >= job.max_tokens {
                 break FinishReason::Length;
             }
-            let mut scores = logits.squeeze(0)?;
             if let Some(matcher) = job.constraint.as_mut() {
-                let mut values = scores.to_dtype(DType::F32)?.to_vec1::<f32>()?;
-                mask_logits(matcher, &mut values).map_err(candle_core::Error::Msg)?;
-                scores = Tensor::new(values, &self.device)?;
+                mask_logits(matcher, &mut logits).map_err(candle_core::Error::Msg)?;
             }
+            let scores = Tensor::from_slice(&logits, logits.len(), &Device::Cpu)?;
             let token = job.sampling.sample(&scores)?;
             generated += 1;
             if token == self.end_of_turn {
@@ -463,8 +401,10 @@ impl Worker {
             if generated >= job.max_tokens {
                 break FinishReason::Length;
             }
-            let input = Tensor::new(&[token], &self.device)?.unsqueeze(0)?;
-            logits = self.model.forward(&input, position)?;
+            logits = self
+                .model
+                .forward(&[token], position)
+                .map_err(candle_core::Error::Msg)?;
             position += 1;
         };
         if !stopped_by_string {

@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
-use tessera_llm_local::{LocalEngine, LocalEngineOptions, WeightFormat, testing};
+use tessera_llm_local::{LocalEngine, LocalEngineOptions, testing};
 use tessera_models::{
     ChatEvent, ChatMessage, ChatModel, ChatRequest, FinishReason, ProviderError, Role, Usage,
     complete,
@@ -186,15 +186,4 @@ async fn a_prompt_beyond_the_context_window_is_refused() {
     assert_eq!(reason, FinishReason::Length);
     assert_eq!(usage.input_tokens, 37);
     assert_eq!(usage.input_tokens + usage.output_tokens, 40);
-}
-
-#[tokio::test]
-async fn f32_weights_give_the_same_greedy_answer() {
-    let engine = testing::engine(LocalEngineOptions {
-        weights: WeightFormat::F32,
-        ..LocalEngineOptions::default()
-    });
-    let (text, _, reason, _) = run(&engine, ask(QUESTION, None)).await;
-    assert_eq!(reason, FinishReason::Stop);
-    assert!(text.contains("Paris"), "{text:?}");
 }

@@ -1,0 +1,171 @@
+//! Weight matrices as the engine keeps them: the file's Q4_1 and Q8_0 blocks as they are
+//! (their f16 scales widened to f32 once, at load), f32 for unquantized tensors, and any
+//! other quantization re-quantized to Q8_0. Products run over the engine's thread pool.
+
+use candle_core::{
+    Device,
+    quantized::{GgmlDType, QTensor},
+};
+use half::f16;
+use rayon::prelude::*;
+
+use super::kernels::{BLOCK, Q4_1Row, Q8_0Row, Row, block_sums, dot_rows};
+
+/// Rows handed to one task at a time when a single token's product is split over threads.
+const ROWS_PER_TASK: usize = 32;
+
+enum Weights {
+    Q4_1 {
+        scales: Vec<f32>,
+        mins: Vec<f32>,
+        quants: Vec<[u8; 16]>,
+    },
+    Q8_0 {
+        scales: Vec<f32>,
+        quants: Vec<[i8; 32]>,
+    },
+    F32(Vec<f32>),
+}
+
+/// A `rows × cols` weight matrix (GGUF's `[cols, rows]` tensor: one row per output).
+pub(crate) struct Matrix {
+    rows: usize,
+    cols: usize,
+    weights: Weights,
+}
+
+fn half(bytes: &[u8]) -> f32 {
+    f16::from_le_bytes([bytes[0], bytes[1]]).to_f32()
+}
+
+impl Matrix {
+    pub(crate) fn from_qtensor(tensor: &QTensor) -> candle_core::Result<Self> {
+        let (rows, cols) = tensor.shape().dims2()?;
+        let quantized = matches!(tensor.dtype(), GgmlDType::Q4_1 | GgmlDType::Q8_0);
+        if quantized && cols % BLOCK != 0 {
+            candle_core::bail!("rows of {cols} weights are not whole blocks");
+        }
+        let weights = match tensor.dtype() {
+            GgmlDType::Q4_1 => {
+                let data = tensor.data()?;
+                let blocks = data.chunks_exact(20);
+                Weights::Q4_1 {
+                    scales: blocks.clone().map(|b| half(&b[0..2])).collect(),
+                    mins: blocks.clone().map(|b| half(&b[2..4])).collect(),
+                    quants: blocks
+                        .map(|b| std::array::from_fn(|j| b[4 + j]))
+                        .collect(),
+                }
+            }
+            GgmlDType::Q8_0 => {
+                let data = tensor.data()?;
+                let blocks = data.chunks_exact(34);
+                Weights::Q8_0 {
+                    scales: blocks.clone().map(|b| half(&b[0..2])).collect(),
+                    quants: blocks
+                        .map(|b| std::array::from_fn(|j| b[2 + j] as i8))
+                        .collect(),
+                }
+            }
+            GgmlDType::F32 | GgmlDType::F16 | GgmlDType::BF16 => Weights::F32(
+                tensor
+                    .dequantize(&Device::Cpu)?
+                    .flatten_all()?
+                    .to_vec1::<f32>()?,
+            ),
+            _ if cols % BLOCK == 0 => {
+                let requantized =
+                    QTensor::quantize(&tensor.dequantize(&Device::Cpu)?, GgmlDType::Q8_0)?;
+                return Self::from_qtensor(&requantized);
+            }
+            other => candle_core::bail!("{other:?} rows of {cols} weights are not supported"),
+        };
+        let stored = match &weights {
+            Weights::Q4_1 { quants, .. } => quants.len() * BLOCK,
+            Weights::Q8_0 { quants, .. } => quants.len() * BLOCK,
+            Weights::F32(values) => values.len(),
+        };
+        if stored != rows * cols {
+            candle_core::bail!("{stored} weights stored for a {rows}×{cols} matrix");
+        }
+        Ok(Self {
+            rows,
+            cols,
+            weights,
+        })
+    }
+
+    pub(crate) fn rows(&self) -> usize {
+        self.rows
+    }
+
+    pub(crate) fn cols(&self) -> usize {
+        self.cols
+    }
+
+    fn row(&self, r: usize) -> Row<'_> {
+        let blocks = self.cols / BLOCK;
+        let range = r * blocks..(r + 1) * blocks;
+        match &self.weights {
+            Weights::Q4_1 {
+                scales,
+                mins,
+                quants,
+            } => Row::Q4_1(Q4_1Row {
+                scales: &scales[range.clone()],
+                mins: &mins[range.clone()],
+                quants: &quants[range],
+            }),
+            Weights::Q8_0 { scales, quants } => Row::Q8_0(Q8_0Row {
+                scales: &scales[range.clone()],
+                quants: &quants[range],
+            }),
+            Weights::F32(values) => Row::F32(&values[r * self.cols..(r + 1) * self.cols]),
+        }
+    }
+
+    /// Row `r` as f32 (an embedding lookup).
+    pub(crate) fn dequantize_row(&self, r: usize, out: &mut [f32]) {
+        match self.row(r) {
+            Row::Q4_1(row) => {
+                for (block, q) in row.quants.iter().enumerate() {
+                    let out = &mut out[block * BLOCK..(block + 1) * BLOCK];
+                    for (j, byte) in q.iter().enumerate() {
+                        out[j] = row.scales[block] * f32::from(byte & 0x0F) + row.mins[block];
+                        out[j + 16] = row.scales[block] * f32::from(byte >> 4) + row.mins[block];
+                    }
+                }
+            }
+            Row::Q8_0(row) => {
+                for (block, q) in row.quants.iter().enumerate() {
+                    let out = &mut out[block * BLOCK..(block + 1) * BLOCK];
+                    for (value, q) in out.iter_mut().zip(q) {
+                        *value = row.scales[block] * f32::from(*q);
+                    }
+                }
+            }
+            Row::F32(values) => out[..values.len()].copy_from_slice(values),
+        }
+    }
+
+    /// `out[t][r] = row r · x[t]` for each of the tokens in `x` (`tokens × cols`, row-major);
+    /// `out` is `tokens × rows`. One token's rows are split over the pool's threads; several
+    /// tokens are spread over the threads a token at a time.
+    pub(crate) fn multiply(&self, x: &[f32], out: &mut [f32]) {
+        // Per token, so that each token's sums line up with its row of `x`.
+        let sums: Vec<f32> = x.chunks(self.cols).flat_map(block_sums).collect();
+        let blocks = self.cols.div_ceil(BLOCK);
+        if x.len() == self.cols {
+            out.par_chunks_mut(ROWS_PER_TASK)
+                .enumerate()
+                .for_each(|(task, out)| {
+                    dot_rows(|r| self.row(r), task * ROWS_PER_TASK, x, &sums, out);
+                });
+        } else {
+            out.par_chunks_mut(self.rows)
+                .zip(x.par_chunks(self.cols))
+                .zip(sums.par_chunks(blocks))
+                .for_each(|((out, x), sums)| dot_rows(|r| self.row(r), 0, x, sums, out));
+        }
+    }
+}
