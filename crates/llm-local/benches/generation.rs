@@ -8,7 +8,7 @@
 //! asking for a long answer (generation: tokens after the first over the time from the first
 //! to the last). One warm-up, then `BENCH_RUNS` (default 5) measured runs; medians.
 //!
-//! Environment: `CANDLE_NUM_THREADS` (the engine's threads, fixed by candle at first use;
+//! Environment: `CANDLE_NUM_THREADS` (the engine's threads, `LocalEngineOptions::threads`;
 //! llama.cpp is given the same number, default 1), `TESSERA_BENCH_LLAMA_PYTHON` (a Python
 //! with `llama_cpp`; without it the llama.cpp rows say why they are missing),
 //! `TESSERA_MODELS_DIR` (the model cache, as for the tests).
@@ -67,15 +67,21 @@ fn main() -> Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let engine = LocalEngine::load(&model, LocalEngineOptions::default())?;
+    let engine = LocalEngine::load(
+        &model,
+        LocalEngineOptions {
+            threads: Some(threads),
+            ..LocalEngineOptions::default()
+        },
+    )?;
     let tokens = engine.token_counter();
-    let candle = runtime.block_on(measure_engine(&engine, &long_prompt, runs))?;
+    let ours = runtime.block_on(measure_engine(&engine, &long_prompt, runs))?;
     // The ChatML the engine rendered must be the text llama.cpp is given.
     let rendered = tokens.encode(&prompts.long).len();
-    if rendered != candle.prompt_tokens {
+    if rendered != ours.prompt_tokens {
         bail!(
             "the engine's prompt has {} tokens, the bench's ChatML {rendered}: the templates differ",
-            candle.prompt_tokens
+            ours.prompt_tokens
         );
     }
     drop(engine);
@@ -87,7 +93,7 @@ fn main() -> Result<()> {
             threads,
             runs,
             &prompts,
-            candle.generated_tokens,
+            ours.generated_tokens,
         )
         .map_err(|e| format!("{e:#}")),
         None => {
@@ -95,7 +101,7 @@ fn main() -> Result<()> {
         }
     };
 
-    print_table(&model, threads, runs, candle, llama);
+    print_table(&model, threads, runs, ours, llama);
     Ok(())
 }
 
@@ -245,7 +251,7 @@ fn print_table(
     model: &Path,
     threads: usize,
     runs: usize,
-    candle: Figures,
+    ours: Figures,
     llama: Result<Figures, String>,
 ) {
     println!(
@@ -268,14 +274,14 @@ fn print_table(
             f.prompt_tokens, f.prompt_per_s, f.generated_tokens, f.generated_per_s
         );
     };
-    row("tessera (candle)", &candle);
+    row("tessera", &ours);
     match llama {
         Ok(llama) => {
             row("llama.cpp", &llama);
             println!(
                 "\ntessera / llama.cpp: prompt processing {:.2}×, generation {:.2}× (goal: generation ≥ {:.2}×, i.e. within 1.3×)",
-                candle.prompt_per_s / llama.prompt_per_s,
-                candle.generated_per_s / llama.generated_per_s,
+                ours.prompt_per_s / llama.prompt_per_s,
+                ours.generated_per_s / llama.generated_per_s,
                 1.0 / 1.3
             );
         }

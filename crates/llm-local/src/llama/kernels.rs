@@ -67,13 +67,136 @@ pub(crate) fn dot_rows<'a>(
     }
 }
 
-/// `a · b` over the shorter length, with the fastest kernel this CPU has.
-pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
+/// `out[t × rows + r] = row(r) · tokens[t]` for every row below `rows`: each row is
+/// dequantized once into `buffer` (a row long) and multiplied with four tokens at a time.
+pub(crate) fn dot_rows_tokens<'a>(
+    row: impl Fn(usize) -> Row<'a>,
+    rows: usize,
+    tokens: &[&[f32]],
+    buffer: &mut [f32],
+    out: &mut [f32],
+) {
     #[cfg(target_arch = "x86_64")]
     if let Some(simd) = V3::try_new() {
-        return simd.vectorize(|| f32_dot_v3(simd, a, b));
+        simd.vectorize(|| {
+            for r in 0..rows {
+                dequantize_v3(simd, row(r), buffer);
+                let (quads, rest) = tokens.as_chunks::<4>();
+                for (quad, x) in quads.iter().enumerate() {
+                    let values = f32_dot4_v3(simd, buffer, *x);
+                    for (i, value) in values.into_iter().enumerate() {
+                        out[(quad * 4 + i) * rows + r] = value;
+                    }
+                }
+                for (i, x) in rest.iter().enumerate() {
+                    out[(quads.len() * 4 + i) * rows + r] = f32_dot_v3(simd, buffer, x);
+                }
+            }
+        });
+        return;
     }
-    f32_dot_scalar(a, b)
+    for r in 0..rows {
+        dequantize_scalar(row(r), buffer);
+        for (t, x) in tokens.iter().enumerate() {
+            out[t * rows + r] = f32_dot_scalar(buffer, x);
+        }
+    }
+}
+
+/// One attention head of one token: `out = softmax(scale × query · keys) · values` over the
+/// first `visible` positions, whose vectors start `stride` apart at `offset` in `keys` and
+/// `values`. `scores` is scratch space.
+#[allow(clippy::too_many_arguments)] // one flat kernel signature beats a struct per call
+pub(crate) fn attend(
+    query: &[f32],
+    keys: &[f32],
+    values: &[f32],
+    (stride, offset, visible): (usize, usize, usize),
+    scale: f32,
+    scores: &mut Vec<f32>,
+    out: &mut [f32],
+) {
+    let width = query.len();
+    let at = |p: usize| p * stride + offset..p * stride + offset + width;
+    #[cfg(target_arch = "x86_64")]
+    if let Some(simd) = V3::try_new() {
+        simd.vectorize(|| {
+            scores.clear();
+            for p in 0..visible {
+                scores.push(f32_dot_v3(simd, query, &keys[at(p)]) * scale);
+            }
+            let total = softmax_in_place(scores);
+            out.fill(0.0);
+            let (out_chunks, _) = out.as_chunks_mut::<8>();
+            for (p, weight) in scores.iter().enumerate() {
+                let weight = simd.avx._mm256_set1_ps(weight / total);
+                let (value_chunks, _) = values[at(p)].as_chunks::<8>();
+                for (o, v) in out_chunks.iter_mut().zip(value_chunks) {
+                    *o = cast(simd.fma._mm256_fmadd_ps(weight, cast(*v), cast(*o)));
+                }
+            }
+            let done = out_chunks.len() * 8;
+            for (p, weight) in scores.iter().enumerate() {
+                for (o, v) in out[done..].iter_mut().zip(&values[at(p)][done..]) {
+                    *o += weight / total * v;
+                }
+            }
+        });
+        return;
+    }
+    scores.clear();
+    scores.extend((0..visible).map(|p| f32_dot_scalar(query, &keys[at(p)]) * scale));
+    let total = softmax_in_place(scores);
+    out.fill(0.0);
+    for (p, weight) in scores.iter().enumerate() {
+        for (o, v) in out.iter_mut().zip(&values[at(p)]) {
+            *o += weight / total * v;
+        }
+    }
+}
+
+/// `exp(score - max)` in place; returns their sum.
+fn softmax_in_place(scores: &mut [f32]) -> f32 {
+    let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let mut total = 0.0;
+    for s in scores.iter_mut() {
+        *s = (*s - max).exp();
+        total += *s;
+    }
+    total
+}
+
+fn dequantize_scalar(row: Row<'_>, out: &mut [f32]) {
+    match row {
+        Row::Q4_1(row) => {
+            for (block, q) in row.quants.iter().enumerate() {
+                let out = &mut out[block * BLOCK..(block + 1) * BLOCK];
+                for (j, byte) in q.iter().enumerate() {
+                    out[j] = row.scales[block] * f32::from(byte & 0x0F) + row.mins[block];
+                    out[j + 16] = row.scales[block] * f32::from(byte >> 4) + row.mins[block];
+                }
+            }
+        }
+        Row::Q8_0(row) => {
+            for (block, q) in row.quants.iter().enumerate() {
+                let out = &mut out[block * BLOCK..(block + 1) * BLOCK];
+                for (value, q) in out.iter_mut().zip(q) {
+                    *value = row.scales[block] * f32::from(*q);
+                }
+            }
+        }
+        Row::F32(values) => out[..values.len()].copy_from_slice(values),
+    }
+}
+
+/// Row `row` as f32 into `out` (an embedding lookup).
+pub(crate) fn dequantize(row: Row<'_>, out: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(simd) = V3::try_new() {
+        simd.vectorize(|| dequantize_v3(simd, row, out));
+        return;
+    }
+    dequantize_scalar(row, out);
 }
 
 /// The portable kernels: the reference the vector kernels are tested against.
@@ -122,13 +245,15 @@ pub(crate) fn simd_dot(simd: V3, row: Row<'_>, x: &[f32], sums: &[f32]) -> f32 {
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn widen_u8(simd: V3, bytes: __m128i) -> __m256 {
-    simd.avx._mm256_cvtepi32_ps(simd.avx2._mm256_cvtepu8_epi32(bytes))
+    simd.avx
+        ._mm256_cvtepi32_ps(simd.avx2._mm256_cvtepu8_epi32(bytes))
 }
 
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn widen_i8(simd: V3, bytes: __m128i) -> __m256 {
-    simd.avx._mm256_cvtepi32_ps(simd.avx2._mm256_cvtepi8_epi32(bytes))
+    simd.avx
+        ._mm256_cvtepi32_ps(simd.avx2._mm256_cvtepi8_epi32(bytes))
 }
 
 /// Σ over a block of `w[j] · x[j]` for the block's 32 weights already widened to f32.
@@ -149,17 +274,7 @@ fn q4_1_v3(simd: V3, row: Q4_1Row<'_>, x: &[f32], sums: &[f32]) -> f32 {
     let low_nibbles = simd.sse2._mm_set1_epi8(0x0F);
     let mut acc = simd.avx._mm256_setzero_ps();
     for ((q, xs), scale) in row.quants.iter().zip(xs).zip(row.scales) {
-        let q: __m128i = cast(*q);
-        let low = simd.sse2._mm_and_si128(q, low_nibbles);
-        let high = simd
-            .sse2
-            ._mm_and_si128(simd.sse2._mm_srli_epi16::<4>(q), low_nibbles);
-        let weights = [
-            widen_u8(simd, low),
-            widen_u8(simd, simd.sse2._mm_srli_si128::<8>(low)),
-            widen_u8(simd, high),
-            widen_u8(simd, simd.sse2._mm_srli_si128::<8>(high)),
-        ];
+        let weights = q4_1_widen(simd, *q, low_nibbles);
         let sum = block_dot(simd, weights, xs);
         acc = simd
             .fma
@@ -174,13 +289,7 @@ fn q8_0_v3(simd: V3, row: Q8_0Row<'_>, x: &[f32]) -> f32 {
     let (xs, _) = x.as_chunks::<BLOCK>();
     let mut acc = simd.avx._mm256_setzero_ps();
     for ((q, xs), scale) in row.quants.iter().zip(xs).zip(row.scales) {
-        let [low, high]: [__m128i; 2] = cast(*q);
-        let weights = [
-            widen_i8(simd, low),
-            widen_i8(simd, simd.sse2._mm_srli_si128::<8>(low)),
-            widen_i8(simd, high),
-            widen_i8(simd, simd.sse2._mm_srli_si128::<8>(high)),
-        ];
+        let weights = q8_0_widen(simd, *q);
         let sum = block_dot(simd, weights, xs);
         acc = simd
             .fma
@@ -200,6 +309,98 @@ fn f32_dot_v3(simd: V3, a: &[f32], b: &[f32]) -> f32 {
         acc = simd.fma._mm256_fmadd_ps(cast(*a), cast(*b), acc);
     }
     horizontal_sum(simd, acc) + f32_dot_scalar(a_rest, b_rest)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn f32_dot4_v3(simd: V3, w: &[f32], x: [&[f32]; 4]) -> [f32; 4] {
+    let len = x.iter().fold(w.len(), |len, x| len.min(x.len()));
+    let (w_chunks, _) = w[..len].as_chunks::<8>();
+    let x_chunks = x.map(|x| x[..len].as_chunks::<8>().0);
+    let mut acc = [simd.avx._mm256_setzero_ps(); 4];
+    for (i, w) in w_chunks.iter().enumerate() {
+        let w: __m256 = cast(*w);
+        for (acc, x) in acc.iter_mut().zip(&x_chunks) {
+            *acc = simd.fma._mm256_fmadd_ps(w, cast(x[i]), *acc);
+        }
+    }
+    let done = w_chunks.len() * 8;
+    let mut sums = [0.0; 4];
+    for t in 0..4 {
+        sums[t] = horizontal_sum(simd, acc[t]) + f32_dot_scalar(&w[done..len], &x[t][done..len]);
+    }
+    sums
+}
+
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn dequantize_v3(simd: V3, row: Row<'_>, out: &mut [f32]) {
+    let (out_blocks, _) = out.as_chunks_mut::<BLOCK>();
+    match row {
+        Row::Q4_1(row) => {
+            let low_nibbles = simd.sse2._mm_set1_epi8(0x0F);
+            for (((q, out), scale), min) in row
+                .quants
+                .iter()
+                .zip(out_blocks)
+                .zip(row.scales)
+                .zip(row.mins)
+            {
+                let weights = q4_1_widen(simd, *q, low_nibbles);
+                let (scale, min) = (
+                    simd.avx._mm256_set1_ps(*scale),
+                    simd.avx._mm256_set1_ps(*min),
+                );
+                let mut values = [simd.avx._mm256_setzero_ps(); 4];
+                for (value, w) in values.iter_mut().zip(weights) {
+                    *value = simd.fma._mm256_fmadd_ps(w, scale, min);
+                }
+                *out = cast(values);
+            }
+        }
+        Row::Q8_0(row) => {
+            for ((q, out), scale) in row.quants.iter().zip(out_blocks).zip(row.scales) {
+                let weights = q8_0_widen(simd, *q);
+                let scale = simd.avx._mm256_set1_ps(*scale);
+                let mut values = [simd.avx._mm256_setzero_ps(); 4];
+                for (value, w) in values.iter_mut().zip(weights) {
+                    *value = simd.avx._mm256_mul_ps(w, scale);
+                }
+                *out = cast(values);
+            }
+        }
+        Row::F32(values) => out[..values.len()].copy_from_slice(values),
+    }
+}
+
+/// A Q4_1 block's 32 quants as f32, in element order.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn q4_1_widen(simd: V3, q: [u8; 16], low_nibbles: __m128i) -> [__m256; 4] {
+    let q: __m128i = cast(q);
+    let low = simd.sse2._mm_and_si128(q, low_nibbles);
+    let high = simd
+        .sse2
+        ._mm_and_si128(simd.sse2._mm_srli_epi16::<4>(q), low_nibbles);
+    [
+        widen_u8(simd, low),
+        widen_u8(simd, simd.sse2._mm_srli_si128::<8>(low)),
+        widen_u8(simd, high),
+        widen_u8(simd, simd.sse2._mm_srli_si128::<8>(high)),
+    ]
+}
+
+/// A Q8_0 block's 32 quants as f32, in element order.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn q8_0_widen(simd: V3, q: [i8; 32]) -> [__m256; 4] {
+    let [low, high]: [__m128i; 2] = cast(q);
+    [
+        widen_i8(simd, low),
+        widen_i8(simd, simd.sse2._mm_srli_si128::<8>(low)),
+        widen_i8(simd, high),
+        widen_i8(simd, simd.sse2._mm_srli_si128::<8>(high)),
+    ]
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -294,9 +495,82 @@ mod tests {
             let mut fast = [0.0];
             dot_rows(|_| row, 0, x, &sums, &mut fast);
             let tolerance = 1e-3 * expected.abs().max(1.0);
-            assert!((scalar - expected).abs() < tolerance, "{scalar} vs {expected}");
-            assert!((fast[0] - expected).abs() < tolerance, "{} vs {expected}", fast[0]);
+            assert!(
+                (scalar - expected).abs() < tolerance,
+                "{scalar} vs {expected}"
+            );
+            assert!(
+                (fast[0] - expected).abs() < tolerance,
+                "{} vs {expected}",
+                fast[0]
+            );
         }
-        assert!((dot(&f32_row, &x_long) - plain(&f32_row, &x_long)).abs() < 1e-3);
+
+        // Five tokens (a group of four and one more) against the Q4_1 row, dequantized once.
+        let tokens: Vec<Vec<f32>> = (10..15).map(|seed| values(seed, blocks * BLOCK)).collect();
+        let token_refs: Vec<&[f32]> = tokens.iter().map(Vec::as_slice).collect();
+        let q4_row = cases[0].0;
+        let mut buffer = vec![0.0; blocks * BLOCK];
+        let mut out = vec![0.0; 5];
+        dot_rows_tokens(|_| q4_row, 1, &token_refs, &mut buffer, &mut out);
+        for (got, x) in out.iter().zip(&tokens) {
+            let expected = plain(&q4_weights, x);
+            assert!((got - expected).abs() < 1e-3 * expected.abs().max(1.0));
+        }
+        let mut dequantized = vec![0.0; blocks * BLOCK];
+        dequantize(q4_row, &mut dequantized);
+        assert!(
+            dequantized
+                .iter()
+                .zip(&q4_weights)
+                .all(|(a, b)| (a - b).abs() < 1e-6)
+        );
+        dequantize(cases[1].0, &mut dequantized);
+        assert!(
+            dequantized
+                .iter()
+                .zip(&q8_weights)
+                .all(|(a, b)| (a - b).abs() < 1e-6)
+        );
+    }
+
+    #[test]
+    fn attention_matches_plain_arithmetic() {
+        let (width, stride, offset, visible) = (20, 48, 8, 7);
+        let query = values(20, width);
+        let keys = values(21, stride * visible);
+        let cache_values = values(22, stride * visible);
+        let at = |p: usize| p * stride + offset..p * stride + offset + width;
+        let scores: Vec<f32> = (0..visible)
+            .map(|p| {
+                query
+                    .iter()
+                    .zip(&keys[at(p)])
+                    .map(|(a, b)| a * b)
+                    .sum::<f32>()
+                    * 0.5
+            })
+            .collect();
+        let total: f32 = scores.iter().map(|s| s.exp()).sum();
+        let expected: Vec<f32> = (0..width)
+            .map(|i| {
+                (0..visible)
+                    .map(|p| scores[p].exp() / total * cache_values[at(p)][i])
+                    .sum()
+            })
+            .collect();
+        let mut out = vec![0.0; width];
+        attend(
+            &query,
+            &keys,
+            &cache_values,
+            (stride, offset, visible),
+            0.5,
+            &mut Vec::new(),
+            &mut out,
+        );
+        for (got, expected) in out.iter().zip(&expected) {
+            assert!((got - expected).abs() < 1e-5, "{got} vs {expected}");
+        }
     }
 }

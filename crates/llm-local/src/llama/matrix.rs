@@ -9,10 +9,15 @@ use candle_core::{
 use half::f16;
 use rayon::prelude::*;
 
-use super::kernels::{BLOCK, Q4_1Row, Q8_0Row, Row, block_sums, dot_rows};
+use super::kernels::{
+    BLOCK, Q4_1Row, Q8_0Row, Row, block_sums, dequantize, dot_rows, dot_rows_tokens,
+};
 
 /// Rows handed to one task at a time when a single token's product is split over threads.
 const ROWS_PER_TASK: usize = 32;
+/// Tokens handed to one task at a time when several are multiplied (a prompt): each row is
+/// dequantized once per task and multiplied with all of them.
+const TOKENS_PER_TASK: usize = 32;
 
 enum Weights {
     Q4_1 {
@@ -52,9 +57,7 @@ impl Matrix {
                 Weights::Q4_1 {
                     scales: blocks.clone().map(|b| half(&b[0..2])).collect(),
                     mins: blocks.clone().map(|b| half(&b[2..4])).collect(),
-                    quants: blocks
-                        .map(|b| std::array::from_fn(|j| b[4 + j]))
-                        .collect(),
+                    quants: blocks.map(|b| std::array::from_fn(|j| b[4 + j])).collect(),
                 }
             }
             GgmlDType::Q8_0 => {
@@ -126,46 +129,32 @@ impl Matrix {
 
     /// Row `r` as f32 (an embedding lookup).
     pub(crate) fn dequantize_row(&self, r: usize, out: &mut [f32]) {
-        match self.row(r) {
-            Row::Q4_1(row) => {
-                for (block, q) in row.quants.iter().enumerate() {
-                    let out = &mut out[block * BLOCK..(block + 1) * BLOCK];
-                    for (j, byte) in q.iter().enumerate() {
-                        out[j] = row.scales[block] * f32::from(byte & 0x0F) + row.mins[block];
-                        out[j + 16] = row.scales[block] * f32::from(byte >> 4) + row.mins[block];
-                    }
-                }
-            }
-            Row::Q8_0(row) => {
-                for (block, q) in row.quants.iter().enumerate() {
-                    let out = &mut out[block * BLOCK..(block + 1) * BLOCK];
-                    for (value, q) in out.iter_mut().zip(q) {
-                        *value = row.scales[block] * f32::from(*q);
-                    }
-                }
-            }
-            Row::F32(values) => out[..values.len()].copy_from_slice(values),
-        }
+        dequantize(self.row(r), out);
     }
 
     /// `out[t][r] = row r · x[t]` for each of the tokens in `x` (`tokens × cols`, row-major);
-    /// `out` is `tokens × rows`. One token's rows are split over the pool's threads; several
-    /// tokens are spread over the threads a token at a time.
+    /// `out` is `tokens × rows`. One token's rows are split over the pool's threads, each row
+    /// read in its stored format; several tokens are split into groups, and each row is
+    /// dequantized once per group and multiplied with four of its tokens at a time.
     pub(crate) fn multiply(&self, x: &[f32], out: &mut [f32]) {
-        // Per token, so that each token's sums line up with its row of `x`.
-        let sums: Vec<f32> = x.chunks(self.cols).flat_map(block_sums).collect();
-        let blocks = self.cols.div_ceil(BLOCK);
         if x.len() == self.cols {
+            let sums = block_sums(x);
             out.par_chunks_mut(ROWS_PER_TASK)
                 .enumerate()
                 .for_each(|(task, out)| {
                     dot_rows(|r| self.row(r), task * ROWS_PER_TASK, x, &sums, out);
                 });
-        } else {
-            out.par_chunks_mut(self.rows)
-                .zip(x.par_chunks(self.cols))
-                .zip(sums.par_chunks(blocks))
-                .for_each(|((out, x), sums)| dot_rows(|r| self.row(r), 0, x, sums, out));
+            return;
         }
+        let (rows, cols) = (self.rows, self.cols);
+        out.par_chunks_mut(rows * TOKENS_PER_TASK)
+            .zip(x.par_chunks(cols * TOKENS_PER_TASK))
+            .for_each_init(
+                || vec![0.0; cols],
+                |buffer, (out, x)| {
+                    let tokens: Vec<&[f32]> = x.chunks(cols).collect();
+                    dot_rows_tokens(|r| self.row(r), rows, &tokens, buffer, out);
+                },
+            );
     }
 }

@@ -13,7 +13,7 @@ mod tests;
 use candle_core::quantized::gguf_file;
 use rayon::prelude::*;
 
-use self::{kernels::dot, matrix::Matrix};
+use self::{kernels::attend, matrix::Matrix};
 use crate::LoadError;
 
 /// Shape and constants of the model, from the GGUF metadata.
@@ -123,7 +123,10 @@ impl Llama {
                 config.kv_heads
             )));
         }
-        if content.tensor_infos.contains_key("blk.0.ffn_gate_inp.weight") {
+        if content
+            .tensor_infos
+            .contains_key("blk.0.ffn_gate_inp.weight")
+        {
             return Err(LoadError::Unsupported("mixture of experts".into()));
         }
 
@@ -139,7 +142,9 @@ impl Llama {
             let attention_norm = vector(read(&format!("blk.{index}.attn_norm.weight"))?)?;
             let ffn_norm = vector(read(&format!("blk.{index}.ffn_norm.weight"))?)?;
             let mut matrix = |part: &str| -> Result<Matrix, LoadError> {
-                Ok(Matrix::from_qtensor(&read(&format!("blk.{index}.{part}.weight"))?)?)
+                Ok(Matrix::from_qtensor(&read(&format!(
+                    "blk.{index}.{part}.weight"
+                ))?)?)
             };
             let layer = Layer {
                 query: matrix("attn_q")?,
@@ -201,11 +206,15 @@ impl Llama {
                 mismatch("ffn_down", &layer.down, d, ff),
             ]);
             if layer.attention_norm.len() != d || layer.ffn_norm.len() != d {
-                problems.push(Some(LoadError::Metadata("norm weights of the wrong size".into())));
+                problems.push(Some(LoadError::Metadata(
+                    "norm weights of the wrong size".into(),
+                )));
             }
         }
         if self.output_norm.len() != d {
-            problems.push(Some(LoadError::Metadata("output norm of the wrong size".into())));
+            problems.push(Some(LoadError::Metadata(
+                "output norm of the wrong size".into(),
+            )));
         }
         match problems.into_iter().flatten().next() {
             Some(problem) => Err(problem),
@@ -260,7 +269,12 @@ impl Llama {
             let rope = Rope::new(&config, position, n);
             let mut normed = vec![0.0; n * d];
             for (layer, cache) in layers.iter().zip(cache.iter_mut()) {
-                rms_norm(&hidden, &layer.attention_norm, config.rms_epsilon, &mut normed);
+                rms_norm(
+                    &hidden,
+                    &layer.attention_norm,
+                    config.rms_epsilon,
+                    &mut normed,
+                );
                 let attended = attention(&config, layer, cache, &rope, &normed, position);
                 let mut projected = vec![0.0; n * d];
                 layer.attention_output.multiply(&attended, &mut projected);
@@ -327,7 +341,11 @@ impl Rope {
     fn new(config: &Config, position: usize, tokens: usize) -> Self {
         let half = config.head_dim / 2;
         let frequencies: Vec<f32> = (0..half)
-            .map(|i| 1.0 / config.rope_base.powf((2 * i) as f32 / config.head_dim as f32))
+            .map(|i| {
+                1.0 / config
+                    .rope_base
+                    .powf((2 * i) as f32 / config.head_dim as f32)
+            })
             .collect();
         let angles = (position..position + tokens)
             .flat_map(|p| {
@@ -391,25 +409,15 @@ fn attention(
             let (t, head) = (i / config.heads, i % config.heads);
             let visible = position + t + 1;
             let offset = (head / group) * hd;
-            scores.clear();
-            scores.extend((0..visible).map(|p| {
-                let key = &all_keys[p * kv + offset..p * kv + offset + hd];
-                dot(query, key) * scale
-            }));
-            let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-            let mut total = 0.0;
-            for s in scores.iter_mut() {
-                *s = (*s - max).exp();
-                total += *s;
-            }
-            out.fill(0.0);
-            for (p, weight) in scores.iter().enumerate() {
-                let value = &all_values[p * kv + offset..p * kv + offset + hd];
-                let weight = weight / total;
-                for (o, v) in out.iter_mut().zip(value) {
-                    *o += weight * v;
-                }
-            }
+            attend(
+                query,
+                all_keys,
+                all_values,
+                (kv, offset, visible),
+                scale,
+                scores,
+                out,
+            );
         });
     out
 }

@@ -84,7 +84,10 @@ fn argmax(logits: &[f32]) -> u32 {
 
 fn largest_difference(a: &[f32], b: &[f32]) -> f32 {
     assert_eq!(a.len(), b.len());
-    a.iter().zip(b).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max)
+    a.iter()
+        .zip(b)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0, f32::max)
 }
 
 const PROMPT: &str = "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by \
@@ -98,9 +101,8 @@ fn logits_match_candles_f32_reference_over_a_prompt_and_eight_greedy_steps() {
     let prompt = tokenizer.encode(PROMPT).expect("tokens");
     let mut ours = model.forward(&prompt, 0).expect("forward");
     let mut theirs = reference_logits(&mut reference, &prompt, 0);
-    let mut position = prompt.len();
     let mut answer = Vec::new();
-    for _ in 0..8 {
+    for position in prompt.len()..prompt.len() + 8 {
         let difference = largest_difference(&ours, &theirs);
         assert!(difference < 2e-3, "logits differ by up to {difference}");
         let token = argmax(&ours);
@@ -108,7 +110,6 @@ fn logits_match_candles_f32_reference_over_a_prompt_and_eight_greedy_steps() {
         answer.push(token);
         ours = model.forward(&[token], position).expect("forward");
         theirs = reference_logits(&mut reference, &[token], position);
-        position += 1;
     }
     let text: Vec<u8> = answer
         .iter()
@@ -141,6 +142,9 @@ fn bad_positions_and_tokens_are_errors_not_panics() {
     let (mut model, _) = engine(1);
     assert!(model.forward(&[1, 2], 5).is_err(), "a gap in the cache");
     assert!(model.forward(&[], 0).is_err(), "no tokens");
-    assert!(model.forward(&[u32::MAX], 0).is_err(), "outside the vocabulary");
+    assert!(
+        model.forward(&[u32::MAX], 0).is_err(),
+        "outside the vocabulary"
+    );
     assert!(model.forward(&[1, 2], 0).is_ok());
 }
