@@ -68,7 +68,7 @@ pub(crate) fn dot_rows<'a>(
 }
 
 /// `out[t × rows + r] = row(r) · tokens[t]` for every row below `rows`: each row is
-/// dequantized once into `buffer` (a row long) and multiplied with four tokens at a time.
+/// dequantized once into `buffer` (two rows long) and multiplied with four tokens at a time.
 pub(crate) fn dot_rows_tokens<'a>(
     row: impl Fn(usize) -> Row<'a>,
     rows: usize,
@@ -79,17 +79,33 @@ pub(crate) fn dot_rows_tokens<'a>(
     #[cfg(target_arch = "x86_64")]
     if let Some(simd) = V3::try_new() {
         simd.vectorize(|| {
-            for r in 0..rows {
-                dequantize_v3(simd, row(r), buffer);
-                let (quads, rest) = tokens.as_chunks::<4>();
+            let cols = buffer.len() / 2;
+            let (first, second) = buffer.split_at_mut(cols);
+            let (quads, rest) = tokens.as_chunks::<4>();
+            let mut r = 0;
+            // Two rows against four tokens: eight independent accumulators keep both FMA
+            // pipes busy.
+            while r + 2 <= rows {
+                dequantize_v3(simd, row(r), first);
+                dequantize_v3(simd, row(r + 1), second);
                 for (quad, x) in quads.iter().enumerate() {
-                    let values = f32_dot4_v3(simd, buffer, *x);
-                    for (i, value) in values.into_iter().enumerate() {
-                        out[(quad * 4 + i) * rows + r] = value;
+                    let values = f32_rows_tokens_v3(simd, [&*first, &*second], *x);
+                    for (i, pair) in values.into_iter().enumerate() {
+                        let at = (quad * 4 + i) * rows + r;
+                        out[at..at + 2].copy_from_slice(&pair);
                     }
                 }
                 for (i, x) in rest.iter().enumerate() {
-                    out[(quads.len() * 4 + i) * rows + r] = f32_dot_v3(simd, buffer, x);
+                    let at = (quads.len() * 4 + i) * rows + r;
+                    out[at] = f32_dot_v3(simd, first, x);
+                    out[at + 1] = f32_dot_v3(simd, second, x);
+                }
+                r += 2;
+            }
+            if r < rows {
+                dequantize_v3(simd, row(r), first);
+                for (t, x) in tokens.iter().enumerate() {
+                    out[t * rows + r] = f32_dot_v3(simd, first, x);
                 }
             }
         });
@@ -126,19 +142,30 @@ pub(crate) fn attend(
                 scores.push(f32_dot_v3(simd, query, &keys[at(p)]) * scale);
             }
             let total = softmax_in_place(scores);
-            out.fill(0.0);
+            let inverse = 1.0 / total;
+            // Each chunk of eight outputs accumulates in a register over all positions.
             let (out_chunks, _) = out.as_chunks_mut::<8>();
-            for (p, weight) in scores.iter().enumerate() {
-                let weight = simd.avx._mm256_set1_ps(weight / total);
-                let (value_chunks, _) = values[at(p)].as_chunks::<8>();
-                for (o, v) in out_chunks.iter_mut().zip(value_chunks) {
-                    *o = cast(simd.fma._mm256_fmadd_ps(weight, cast(*v), cast(*o)));
+            for (c, out) in out_chunks.iter_mut().enumerate() {
+                let mut acc = simd.avx._mm256_setzero_ps();
+                for (p, weight) in scores.iter().enumerate() {
+                    let start = p * stride + offset + c * 8;
+                    let (value, _) = values[start..start + 8].as_chunks::<8>();
+                    acc = simd.fma._mm256_fmadd_ps(
+                        simd.avx._mm256_set1_ps(*weight),
+                        cast(value[0]),
+                        acc,
+                    );
                 }
+                *out = cast(
+                    simd.avx
+                        ._mm256_mul_ps(acc, simd.avx._mm256_set1_ps(inverse)),
+                );
             }
             let done = out_chunks.len() * 8;
+            out[done..].fill(0.0);
             for (p, weight) in scores.iter().enumerate() {
                 for (o, v) in out[done..].iter_mut().zip(&values[at(p)][done..]) {
-                    *o += weight / total * v;
+                    *o += weight * inverse * v;
                 }
             }
         });
@@ -300,7 +327,7 @@ fn q8_0_v3(simd: V3, row: Q8_0Row<'_>, x: &[f32]) -> f32 {
 
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn f32_dot_v3(simd: V3, a: &[f32], b: &[f32]) -> f32 {
+pub(crate) fn f32_dot_v3(simd: V3, a: &[f32], b: &[f32]) -> f32 {
     let len = a.len().min(b.len());
     let (a_chunks, a_rest) = a[..len].as_chunks::<8>();
     let (b_chunks, b_rest) = b[..len].as_chunks::<8>();
@@ -311,23 +338,32 @@ fn f32_dot_v3(simd: V3, a: &[f32], b: &[f32]) -> f32 {
     horizontal_sum(simd, acc) + f32_dot_scalar(a_rest, b_rest)
 }
 
+/// `[[w[0] · x[t] for t in 0..4], [w[1] · x[t] …]]`, each chunk of `w` loaded once.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn f32_dot4_v3(simd: V3, w: &[f32], x: [&[f32]; 4]) -> [f32; 4] {
-    let len = x.iter().fold(w.len(), |len, x| len.min(x.len()));
-    let (w_chunks, _) = w[..len].as_chunks::<8>();
+fn f32_rows_tokens_v3(simd: V3, w: [&[f32]; 2], x: [&[f32]; 4]) -> [[f32; 2]; 4] {
+    let len = x
+        .iter()
+        .chain(&w)
+        .fold(usize::MAX, |len, v| len.min(v.len()));
+    let w_chunks = w.map(|w| w[..len].as_chunks::<8>().0);
     let x_chunks = x.map(|x| x[..len].as_chunks::<8>().0);
-    let mut acc = [simd.avx._mm256_setzero_ps(); 4];
-    for (i, w) in w_chunks.iter().enumerate() {
-        let w: __m256 = cast(*w);
+    let mut acc = [[simd.avx._mm256_setzero_ps(); 2]; 4];
+    for i in 0..w_chunks[0].len() {
+        let w: [__m256; 2] = [cast(w_chunks[0][i]), cast(w_chunks[1][i])];
         for (acc, x) in acc.iter_mut().zip(&x_chunks) {
-            *acc = simd.fma._mm256_fmadd_ps(w, cast(x[i]), *acc);
+            let x: __m256 = cast(x[i]);
+            acc[0] = simd.fma._mm256_fmadd_ps(w[0], x, acc[0]);
+            acc[1] = simd.fma._mm256_fmadd_ps(w[1], x, acc[1]);
         }
     }
-    let done = w_chunks.len() * 8;
-    let mut sums = [0.0; 4];
+    let done = w_chunks[0].len() * 8;
+    let mut sums = [[0.0; 2]; 4];
     for t in 0..4 {
-        sums[t] = horizontal_sum(simd, acc[t]) + f32_dot_scalar(&w[done..len], &x[t][done..len]);
+        for k in 0..2 {
+            sums[t][k] = horizontal_sum(simd, acc[t][k])
+                + f32_dot_scalar(&w[k][done..len], &x[t][done..len]);
+        }
     }
     sums
 }
@@ -405,7 +441,7 @@ fn q8_0_widen(simd: V3, q: [i8; 32]) -> [__m256; 4] {
 
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn horizontal_sum(simd: V3, v: __m256) -> f32 {
+pub(crate) fn horizontal_sum(simd: V3, v: __m256) -> f32 {
     let halves = simd.sse._mm_add_ps(
         simd.avx._mm256_castps256_ps128(v),
         simd.avx._mm256_extractf128_ps::<1>(v),
@@ -510,12 +546,15 @@ mod tests {
         let tokens: Vec<Vec<f32>> = (10..15).map(|seed| values(seed, blocks * BLOCK)).collect();
         let token_refs: Vec<&[f32]> = tokens.iter().map(Vec::as_slice).collect();
         let q4_row = cases[0].0;
-        let mut buffer = vec![0.0; blocks * BLOCK];
-        let mut out = vec![0.0; 5];
-        dot_rows_tokens(|_| q4_row, 1, &token_refs, &mut buffer, &mut out);
-        for (got, x) in out.iter().zip(&tokens) {
+        // Three rows: a pair and one more.
+        let mut buffer = vec![0.0; 2 * blocks * BLOCK];
+        let mut out = vec![0.0; 5 * 3];
+        dot_rows_tokens(|_| q4_row, 3, &token_refs, &mut buffer, &mut out);
+        for (t, x) in tokens.iter().enumerate() {
             let expected = plain(&q4_weights, x);
-            assert!((got - expected).abs() < 1e-3 * expected.abs().max(1.0));
+            for got in &out[t * 3..t * 3 + 3] {
+                assert!((got - expected).abs() < 1e-3 * expected.abs().max(1.0));
+            }
         }
         let mut dequantized = vec![0.0; blocks * BLOCK];
         dequantize(q4_row, &mut dequantized);

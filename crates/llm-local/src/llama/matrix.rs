@@ -9,6 +9,7 @@ use candle_core::{
 use half::f16;
 use rayon::prelude::*;
 
+use super::int16::{Int16Activations, int16_dot_rows};
 use super::kernels::{
     BLOCK, Q4_1Row, Q8_0Row, Row, block_sums, dequantize, dot_rows, dot_rows_tokens,
 };
@@ -137,6 +138,15 @@ impl Matrix {
     /// read in its stored format; several tokens are split into groups, and each row is
     /// dequantized once per group and multiplied with four of its tokens at a time.
     pub(crate) fn multiply(&self, x: &[f32], out: &mut [f32]) {
+        if x.len() == self.cols && !matches!(self.weights, Weights::F32(_)) {
+            let activations = Int16Activations::quantize(x);
+            out.par_chunks_mut(ROWS_PER_TASK)
+                .enumerate()
+                .for_each(|(task, out)| {
+                    int16_dot_rows(|r| self.row(r), task * ROWS_PER_TASK, &activations, out);
+                });
+            return;
+        }
         if x.len() == self.cols {
             let sums = block_sums(x);
             out.par_chunks_mut(ROWS_PER_TASK)
@@ -150,7 +160,7 @@ impl Matrix {
         out.par_chunks_mut(rows * TOKENS_PER_TASK)
             .zip(x.par_chunks(cols * TOKENS_PER_TASK))
             .for_each_init(
-                || vec![0.0; cols],
+                || vec![0.0; 2 * cols],
                 |buffer, (out, x)| {
                     let tokens: Vec<&[f32]> = x.chunks(cols).collect();
                     dot_rows_tokens(|r| self.row(r), rows, &tokens, buffer, out);

@@ -5,6 +5,7 @@
 //! activations made SmolLM2 both slow and (without f32 down projections) incoherent; the
 //! tests hold it to candle's f32 reference.
 
+mod int16;
 mod kernels;
 mod matrix;
 #[cfg(all(test, feature = "testing"))]

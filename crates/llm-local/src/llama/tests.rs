@@ -103,8 +103,10 @@ fn logits_match_candles_f32_reference_over_a_prompt_and_eight_greedy_steps() {
     let mut theirs = reference_logits(&mut reference, &prompt, 0);
     let mut answer = Vec::new();
     for position in prompt.len()..prompt.len() + 8 {
+        // Prompts run on f32 activations, generated tokens on 16-bit ones (`int16`); logits
+        // span about 30.
         let difference = largest_difference(&ours, &theirs);
-        assert!(difference < 2e-3, "logits differ by up to {difference}");
+        assert!(difference < 2e-2, "logits differ by up to {difference}");
         let token = argmax(&ours);
         assert_eq!(token, argmax(&theirs));
         answer.push(token);
@@ -129,8 +131,9 @@ fn a_prompt_in_one_pass_or_token_by_token_and_on_one_or_two_threads_agrees() {
     for (position, token) in prompt.iter().enumerate() {
         stepwise = one.forward(&[*token], position).expect("forward");
     }
+    // One pass runs on f32 activations, token by token on 16-bit ones.
     let difference = largest_difference(&batched, &stepwise);
-    assert!(difference < 1e-3, "logits differ by up to {difference}");
+    assert!(difference < 2e-2, "logits differ by up to {difference}");
 
     // A new conversation (position 0) forgets the old one.
     let again = one.forward(&prompt, 0).expect("forward");
