@@ -95,7 +95,8 @@ pub(crate) fn scalar_dot(row: Row<'_>, activations: &Int16Activations) -> f32 {
                     sum += i32::from(q[j] & 0x0F) * i32::from(x[j])
                         + i32::from(q[j] >> 4) * i32::from(x[j + 16]);
                 }
-                total += row.scales[block] * x_scale * sum as f32 + row.mins[block] * x_sum;
+                total +=
+                    row.scales[block].get() * x_scale * sum as f32 + row.mins[block].get() * x_sum;
             }
             Row::Q8_0(row) => {
                 let sum: i32 = row.quants[block]
@@ -103,7 +104,7 @@ pub(crate) fn scalar_dot(row: Row<'_>, activations: &Int16Activations) -> f32 {
                     .zip(x)
                     .map(|(w, x)| i32::from(*w) * i32::from(*x))
                     .sum();
-                total += row.scales[block] * x_scale * sum as f32;
+                total += row.scales[block].get() * x_scale * sum as f32;
             }
             Row::F32(weights) => {
                 let weights = &weights[block * BLOCK..(block + 1) * BLOCK];
@@ -152,12 +153,12 @@ fn q4_1_v3(simd: V3, row: Q4_1Row<'_>, x: &Int16Activations) -> f32 {
         ];
         let sums = block_sum(simd, weights, xq);
         acc = simd.fma._mm256_fmadd_ps(
-            simd.avx._mm256_set1_ps(scale * x_scale),
+            simd.avx._mm256_set1_ps(scale.get() * x_scale),
             simd.avx._mm256_cvtepi32_ps(sums),
             acc,
         );
     }
-    super::kernels::horizontal_sum(simd, acc) + super::kernels::f32_dot_v3(simd, row.mins, &x.sums)
+    super::kernels::horizontal_sum(simd, acc) + super::kernels::minimums(row.mins, &x.sums)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -178,7 +179,7 @@ fn q8_0_v3(simd: V3, row: Q8_0Row<'_>, x: &Int16Activations) -> f32 {
         ];
         let sums = block_sum(simd, weights, xq);
         acc = simd.fma._mm256_fmadd_ps(
-            simd.avx._mm256_set1_ps(scale * x_scale),
+            simd.avx._mm256_set1_ps(scale.get() * x_scale),
             simd.avx._mm256_cvtepi32_ps(sums),
             acc,
         );
@@ -189,19 +190,10 @@ fn q8_0_v3(simd: V3, row: Q8_0Row<'_>, x: &Int16Activations) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llama::kernels::{block_sums, dequantize, scalar_dot as exact_dot};
-
-    fn values(seed: u64, len: usize) -> Vec<f32> {
-        let mut state = seed;
-        (0..len)
-            .map(|_| {
-                state = state
-                    .wrapping_mul(6_364_136_223_846_793_005)
-                    .wrapping_add(1_442_695_040_888_963_407);
-                ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-            })
-            .collect()
-    }
+    use crate::llama::kernels::{
+        block_sums, dequantize, scalar_dot as exact_dot,
+        tests::{halves, values},
+    };
 
     #[test]
     fn sixteen_bit_products_match_exact_ones_and_the_kernels_agree() {
@@ -210,8 +202,8 @@ mod tests {
         // An outlier, as SmolLM2 has: 8 bits per block would lose its neighbours.
         x[5] = 300.0;
         let activations = Int16Activations::quantize(&x);
-        let scales = values(2, blocks);
-        let mins = values(3, blocks);
+        let scales = halves(2, blocks);
+        let mins = halves(3, blocks);
         let q4: Vec<[u8; 16]> = values(4, blocks * 16)
             .chunks(16)
             .map(|c| std::array::from_fn(|j| ((c[j] + 1.0) * 127.9) as u8))

@@ -15,19 +15,44 @@ use pulp::{cast, x86::V3};
 /// Weights per quantization block (Q4_1 and Q8_0 alike).
 pub(crate) const BLOCK: usize = 32;
 
+/// A half-precision scale as the file stores it: kept in 2 bytes, not widened at load,
+/// because generation reads every weight block from memory once per token and the scales
+/// are a sixth of a Q4_1 block.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Half(pub u16);
+
+impl Half {
+    /// The value as f32: exponent and mantissa moved into f32's places and rescaled by 2^112
+    /// (the difference of the exponent biases), which is exact for normal and subnormal
+    /// halves alike. (Weights hold no infinities or NaNs.)
+    #[inline(always)]
+    pub(crate) fn get(self) -> f32 {
+        const TWO_TO_112: u32 = 0x7780_0000;
+        let magnitude =
+            f32::from_bits(u32::from(self.0 & 0x7fff) << 13) * f32::from_bits(TWO_TO_112);
+        f32::from_bits(magnitude.to_bits() | (u32::from(self.0 & 0x8000) << 16))
+    }
+}
+
+/// `Σ min × sum` over a Q4_1 row's blocks.
+#[inline(always)]
+pub(crate) fn minimums(mins: &[Half], sums: &[f32]) -> f32 {
+    mins.iter().zip(sums).map(|(m, s)| m.get() * s).sum()
+}
+
 /// One row of a Q4_1 matrix: weight = scale × q + min, q in 0..16; byte j of a block holds
 /// element j (low nibble) and element j + 16 (high nibble).
 #[derive(Clone, Copy)]
 pub(crate) struct Q4_1Row<'a> {
-    pub scales: &'a [f32],
-    pub mins: &'a [f32],
+    pub scales: &'a [Half],
+    pub mins: &'a [Half],
     pub quants: &'a [[u8; 16]],
 }
 
 /// One row of a Q8_0 matrix: weight = scale × q.
 #[derive(Clone, Copy)]
 pub(crate) struct Q8_0Row<'a> {
-    pub scales: &'a [f32],
+    pub scales: &'a [Half],
     pub quants: &'a [[i8; 32]],
 }
 
@@ -199,8 +224,10 @@ fn dequantize_scalar(row: Row<'_>, out: &mut [f32]) {
             for (block, q) in row.quants.iter().enumerate() {
                 let out = &mut out[block * BLOCK..(block + 1) * BLOCK];
                 for (j, byte) in q.iter().enumerate() {
-                    out[j] = row.scales[block] * f32::from(byte & 0x0F) + row.mins[block];
-                    out[j + 16] = row.scales[block] * f32::from(byte >> 4) + row.mins[block];
+                    out[j] =
+                        row.scales[block].get() * f32::from(byte & 0x0F) + row.mins[block].get();
+                    out[j + 16] =
+                        row.scales[block].get() * f32::from(byte >> 4) + row.mins[block].get();
                 }
             }
         }
@@ -208,7 +235,7 @@ fn dequantize_scalar(row: Row<'_>, out: &mut [f32]) {
             for (block, q) in row.quants.iter().enumerate() {
                 let out = &mut out[block * BLOCK..(block + 1) * BLOCK];
                 for (value, q) in out.iter_mut().zip(q) {
-                    *value = row.scales[block] * f32::from(*q);
+                    *value = row.scales[block].get() * f32::from(*q);
                 }
             }
         }
@@ -237,7 +264,7 @@ pub(crate) fn scalar_dot(row: Row<'_>, x: &[f32], sums: &[f32]) -> f32 {
                 for (j, byte) in q.iter().enumerate() {
                     sum += f32::from(byte & 0x0F) * xs[j] + f32::from(byte >> 4) * xs[j + 16];
                 }
-                total += row.scales[block] * sum + row.mins[block] * sums[block];
+                total += row.scales[block].get() * sum + row.mins[block].get() * sums[block];
             }
             total
         }
@@ -246,7 +273,7 @@ pub(crate) fn scalar_dot(row: Row<'_>, x: &[f32], sums: &[f32]) -> f32 {
             for (block, q) in row.quants.iter().enumerate() {
                 let xs = &x[block * BLOCK..(block + 1) * BLOCK];
                 let sum: f32 = q.iter().zip(xs).map(|(q, x)| f32::from(*q) * x).sum();
-                total += row.scales[block] * sum;
+                total += row.scales[block].get() * sum;
             }
             total
         }
@@ -305,9 +332,9 @@ fn q4_1_v3(simd: V3, row: Q4_1Row<'_>, x: &[f32], sums: &[f32]) -> f32 {
         let sum = block_dot(simd, weights, xs);
         acc = simd
             .fma
-            ._mm256_fmadd_ps(simd.avx._mm256_set1_ps(*scale), sum, acc);
+            ._mm256_fmadd_ps(simd.avx._mm256_set1_ps(scale.get()), sum, acc);
     }
-    horizontal_sum(simd, acc) + f32_dot_v3(simd, row.mins, sums)
+    horizontal_sum(simd, acc) + minimums(row.mins, sums)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -320,7 +347,7 @@ fn q8_0_v3(simd: V3, row: Q8_0Row<'_>, x: &[f32]) -> f32 {
         let sum = block_dot(simd, weights, xs);
         acc = simd
             .fma
-            ._mm256_fmadd_ps(simd.avx._mm256_set1_ps(*scale), sum, acc);
+            ._mm256_fmadd_ps(simd.avx._mm256_set1_ps(scale.get()), sum, acc);
     }
     horizontal_sum(simd, acc)
 }
@@ -384,8 +411,8 @@ fn dequantize_v3(simd: V3, row: Row<'_>, out: &mut [f32]) {
             {
                 let weights = q4_1_widen(simd, *q, low_nibbles);
                 let (scale, min) = (
-                    simd.avx._mm256_set1_ps(*scale),
-                    simd.avx._mm256_set1_ps(*min),
+                    simd.avx._mm256_set1_ps(scale.get()),
+                    simd.avx._mm256_set1_ps(min.get()),
                 );
                 let mut values = [simd.avx._mm256_setzero_ps(); 4];
                 for (value, w) in values.iter_mut().zip(weights) {
@@ -397,7 +424,7 @@ fn dequantize_v3(simd: V3, row: Row<'_>, out: &mut [f32]) {
         Row::Q8_0(row) => {
             for ((q, out), scale) in row.quants.iter().zip(out_blocks).zip(row.scales) {
                 let weights = q8_0_widen(simd, *q);
-                let scale = simd.avx._mm256_set1_ps(*scale);
+                let scale = simd.avx._mm256_set1_ps(scale.get());
                 let mut values = [simd.avx._mm256_setzero_ps(); 4];
                 for (value, w) in values.iter_mut().zip(weights) {
                     *value = simd.avx._mm256_mul_ps(w, scale);
@@ -451,11 +478,11 @@ pub(crate) fn horizontal_sum(simd: V3, v: __m256) -> f32 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// Deterministic pseudo-random values in [-1, 1).
-    fn values(seed: u64, len: usize) -> Vec<f32> {
+    pub(crate) fn values(seed: u64, len: usize) -> Vec<f32> {
         let mut state = seed;
         (0..len)
             .map(|_| {
@@ -465,6 +492,27 @@ mod tests {
                 ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
             })
             .collect()
+    }
+
+    pub(crate) fn halves(seed: u64, len: usize) -> Vec<Half> {
+        values(seed, len)
+            .into_iter()
+            .map(|v| Half(half::f16::from_f32(v).to_bits()))
+            .collect()
+    }
+
+    #[test]
+    fn halves_widen_exactly_like_the_half_crate() {
+        for bits in 0..=u16::MAX {
+            let reference = half::f16::from_bits(bits);
+            if reference.is_finite() {
+                assert_eq!(
+                    Half(bits).get().to_bits(),
+                    reference.to_f32().to_bits(),
+                    "{bits:#x}"
+                );
+            }
+        }
     }
 
     fn bytes(seed: u64, len: usize) -> Vec<u8> {
@@ -479,8 +527,8 @@ mod tests {
         let blocks = 48;
         let x = values(1, blocks * BLOCK);
         let sums = block_sums(&x);
-        let scales = values(2, blocks);
-        let mins = values(3, blocks);
+        let scales = halves(2, blocks);
+        let mins = halves(3, blocks);
         let q4: Vec<[u8; 16]> = bytes(4, blocks * 16)
             .chunks(16)
             .map(|c| c.try_into().expect("16 bytes"))
@@ -498,11 +546,11 @@ mod tests {
                 let (block, j) = (i / BLOCK, i % BLOCK);
                 let byte = q4[block][j % 16];
                 let q = if j < 16 { byte & 0x0F } else { byte >> 4 };
-                scales[block] * f32::from(q) + mins[block]
+                scales[block].get() * f32::from(q) + mins[block].get()
             })
             .collect();
         let q8_weights: Vec<f32> = (0..blocks * BLOCK)
-            .map(|i| scales[i / BLOCK] * f32::from(q8[i / BLOCK][i % BLOCK]))
+            .map(|i| scales[i / BLOCK].get() * f32::from(q8[i / BLOCK][i % BLOCK]))
             .collect();
         let plain = |w: &[f32], x: &[f32]| -> f32 { w.iter().zip(x).map(|(a, b)| a * b).sum() };
 

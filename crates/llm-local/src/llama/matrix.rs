@@ -1,17 +1,16 @@
 //! Weight matrices as the engine keeps them: the file's Q4_1 and Q8_0 blocks as they are
-//! (their f16 scales widened to f32 once, at load), f32 for unquantized tensors, and any
+//! (their f16 scales included), f32 for unquantized tensors, and any
 //! other quantization re-quantized to Q8_0. Products run over the engine's thread pool.
 
 use candle_core::{
     Device,
     quantized::{GgmlDType, QTensor},
 };
-use half::f16;
 use rayon::prelude::*;
 
 use super::int16::{Int16Activations, int16_dot_rows};
 use super::kernels::{
-    BLOCK, Q4_1Row, Q8_0Row, Row, block_sums, dequantize, dot_rows, dot_rows_tokens,
+    BLOCK, Half, Q4_1Row, Q8_0Row, Row, block_sums, dequantize, dot_rows, dot_rows_tokens,
 };
 
 /// Rows handed to one task at a time when a single token's product is split over threads.
@@ -22,12 +21,12 @@ const TOKENS_PER_TASK: usize = 32;
 
 enum Weights {
     Q4_1 {
-        scales: Vec<f32>,
-        mins: Vec<f32>,
+        scales: Vec<Half>,
+        mins: Vec<Half>,
         quants: Vec<[u8; 16]>,
     },
     Q8_0 {
-        scales: Vec<f32>,
+        scales: Vec<Half>,
         quants: Vec<[i8; 32]>,
     },
     F32(Vec<f32>),
@@ -40,8 +39,8 @@ pub(crate) struct Matrix {
     weights: Weights,
 }
 
-fn half(bytes: &[u8]) -> f32 {
-    f16::from_le_bytes([bytes[0], bytes[1]]).to_f32()
+fn half(bytes: &[u8]) -> Half {
+    Half(u16::from_le_bytes([bytes[0], bytes[1]]))
 }
 
 impl Matrix {
