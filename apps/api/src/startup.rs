@@ -373,7 +373,9 @@ async fn providers(catalog: &Catalog, settings: &Settings) -> Result<Providers, 
         let Some(base_url) = &provider.base_url else {
             continue;
         };
-        let mut config = OpenAiConfig::new(base_url.clone()).with_capabilities(model.capabilities);
+        let mut config = OpenAiConfig::new(base_url.clone())
+            .with_capabilities(model.capabilities)
+            .with_json_schema_style(provider.json_schema_style);
         if let Some(key) = provider
             .api_key_env
             .as_deref()

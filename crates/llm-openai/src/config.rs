@@ -2,7 +2,7 @@
 
 use std::{fmt, time::Duration};
 
-use tessera_models::Capabilities;
+use tessera_models::{Capabilities, JsonSchemaStyle};
 
 /// A provider's API key. Its `Debug` never shows it, and it has no `Display`: the only way
 /// to read it is [`ApiKey::expose`], which the adapter calls once to build its header.
@@ -91,6 +91,8 @@ pub struct OpenAiConfig {
     /// Extra trusted root certificates (a PEM bundle), for a self-hosted server behind a
     /// private certificate authority. Public roots are always trusted.
     pub extra_roots_pem: Option<String>,
+    /// The shape a JSON-schema response format is sent in.
+    pub json_schema_style: JsonSchemaStyle,
 }
 
 impl OpenAiConfig {
@@ -108,7 +110,13 @@ impl OpenAiConfig {
             idle_timeout: Duration::from_secs(60),
             retry: RetryPolicy::default(),
             extra_roots_pem: None,
+            json_schema_style: JsonSchemaStyle::default(),
         }
+    }
+
+    pub fn with_json_schema_style(mut self, style: JsonSchemaStyle) -> Self {
+        self.json_schema_style = style;
+        self
     }
 
     pub fn with_api_key(mut self, key: impl Into<ApiKey>) -> Self {

@@ -10,7 +10,10 @@
 //! backoff honouring `Retry-After`, never once the answer has begun); the translation of
 //! the upstream's server-sent events, odd ones included, into typed `ChatEvent`s; and the
 //! mapping of upstream failures to `ProviderError`. It holds the API key and never logs it.
-//! Token counting defaults to tiktoken's `o200k_base`.
+//! Token counting defaults to tiktoken's `o200k_base`; it also estimates the usage of an
+//! answer whose upstream streamed none (`estimate`). A response schema goes out in OpenAI's
+//! `json_schema` shape or, per [`OpenAiConfig::json_schema_style`], in the `json_object`
+//! shape some servers want instead.
 //!
 //! It relies on the process having installed a rustls crypto provider (the API installs
 //! aws-lc-rs at start-up); when none is installed yet, building an adapter installs
@@ -18,6 +21,7 @@
 
 mod config;
 mod embeddings;
+mod estimate;
 mod events;
 mod model;
 mod request;

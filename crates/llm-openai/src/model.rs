@@ -13,13 +13,15 @@ use reqwest::{
     StatusCode, Url,
     header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue},
 };
-use tessera_models::{Capabilities, ChatModel, ChatRequest, ChatStream, ProviderError};
+use tessera_models::{
+    Capabilities, ChatModel, ChatRequest, ChatStream, JsonSchemaStyle, ProviderError,
+};
 use tessera_prompts::TokenCounter;
 use tessera_tokenizer::{Encoding, TiktokenCounter};
 
 use crate::{
     config::{ConfigError, OpenAiConfig, RetryPolicy},
-    events,
+    estimate, events,
     request::WireRequest,
     translate::{clip, error_details},
 };
@@ -32,6 +34,7 @@ const MAX_ERROR_BODY: usize = 64 * 1024;
 pub struct OpenAiChatModel {
     upstream: Upstream,
     capabilities: Capabilities,
+    json_schema_style: JsonSchemaStyle,
     tokenizer: Arc<dyn TokenCounter>,
 }
 
@@ -79,6 +82,7 @@ impl OpenAiChatModel {
         Ok(Self {
             upstream,
             capabilities: config.capabilities,
+            json_schema_style: config.json_schema_style,
             tokenizer: Arc::new(tokenizer),
         })
     }
@@ -239,11 +243,17 @@ impl ChatModel for OpenAiChatModel {
     }
 
     async fn stream(&self, request: ChatRequest) -> Result<ChatStream, ProviderError> {
-        let body = serde_json::to_vec(&WireRequest::new(&request)).map_err(|e| {
-            ProviderError::InvalidRequest(format!("the request cannot be encoded: {e}"))
-        })?;
+        let body = serde_json::to_vec(&WireRequest::new(&request, self.json_schema_style))
+            .map_err(|e| {
+                ProviderError::InvalidRequest(format!("the request cannot be encoded: {e}"))
+            })?;
         let response = self.upstream.send(&body).await?;
-        events::answer(response, self.upstream.idle_timeout).await
+        let events = events::answer(response, self.upstream.idle_timeout).await?;
+        Ok(estimate::fill_missing_usage(
+            events,
+            Arc::clone(&self.tokenizer),
+            request,
+        ))
     }
 }
 

@@ -19,7 +19,9 @@
 
 use base64::Engine as _;
 use serde::Serialize;
-use tessera_models::{ChatMessage, ChatRequest, ImageInput, ReasoningEffort, Role, ToolSpec};
+use tessera_models::{
+    ChatMessage, ChatRequest, ImageInput, JsonSchemaStyle, ReasoningEffort, Role, ToolSpec,
+};
 
 #[derive(Debug, Serialize)]
 pub(crate) struct WireRequest<'a> {
@@ -29,6 +31,10 @@ pub(crate) struct WireRequest<'a> {
     stream_options: StreamOptions,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<WireTool<'a>>,
+    /// `auto` whenever there are tools: OpenAI's own default then, said out loud because
+    /// some servers (the llama-cpp-python server) ignore tools without it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     response_format: Option<WireResponseFormat<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -117,11 +123,16 @@ struct WireFunction<'a> {
     parameters: &'a serde_json::Value,
 }
 
+/// `{"type": "json_schema", "json_schema": {…}}` or `{"type": "json_object", "schema": …}`
+/// (see [`JsonSchemaStyle`]).
 #[derive(Debug, Serialize)]
 struct WireResponseFormat<'a> {
     #[serde(rename = "type")]
     kind: &'static str,
-    json_schema: WireJsonSchema<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    json_schema: Option<WireJsonSchema<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    schema: Option<&'a serde_json::Value>,
 }
 
 #[derive(Debug, Serialize)]
@@ -132,7 +143,7 @@ struct WireJsonSchema<'a> {
 }
 
 impl<'a> WireRequest<'a> {
-    pub(crate) fn new(request: &'a ChatRequest) -> Self {
+    pub(crate) fn new(request: &'a ChatRequest, style: JsonSchemaStyle) -> Self {
         Self {
             model: &request.model,
             messages: request.messages.iter().map(message).collect(),
@@ -141,17 +152,23 @@ impl<'a> WireRequest<'a> {
                 include_usage: true,
             },
             tools: request.tools.iter().map(tool).collect(),
-            response_format: request
-                .response_format
-                .as_ref()
-                .map(|format| WireResponseFormat {
+            tool_choice: (!request.tools.is_empty()).then_some("auto"),
+            response_format: request.response_format.as_ref().map(|format| match style {
+                JsonSchemaStyle::JsonSchema => WireResponseFormat {
                     kind: "json_schema",
-                    json_schema: WireJsonSchema {
+                    json_schema: Some(WireJsonSchema {
                         name: &format.name,
                         strict: format.strict,
                         schema: &format.schema,
-                    },
-                }),
+                    }),
+                    schema: None,
+                },
+                JsonSchemaStyle::JsonObject => WireResponseFormat {
+                    kind: "json_object",
+                    json_schema: None,
+                    schema: Some(&format.schema),
+                },
+            }),
             max_tokens: request.max_tokens,
             temperature: request.temperature,
             top_p: request.top_p,
@@ -249,7 +266,10 @@ mod tests {
 
     /// The bytes sent, read back (so `f32`s compare as written: `0.7`, not `0.699999988`).
     fn wire(request: &ChatRequest) -> Value {
-        serde_json::from_slice(&serde_json::to_vec(&WireRequest::new(request)).unwrap()).unwrap()
+        serde_json::from_slice(
+            &serde_json::to_vec(&WireRequest::new(request, JsonSchemaStyle::JsonSchema)).unwrap(),
+        )
+        .unwrap()
     }
 
     #[test]
@@ -356,6 +376,7 @@ mod tests {
                         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}},
                     {"type": "function", "function": {"name": "log", "parameters": {"type": "object"}}}
                 ],
+                "tool_choice": "auto",
                 "response_format": {"type": "json_schema", "json_schema": {
                     "name": "answer", "strict": true,
                     "schema": {"type": "object", "properties": {"text": {"type": "string"}}}}},
@@ -366,6 +387,32 @@ mod tests {
                 "stop": ["END", "\n\n"],
                 "reasoning_effort": "high"
             })
+        );
+    }
+
+    #[test]
+    fn the_json_object_style_sends_the_schema_beside_its_type() {
+        let request = ChatRequest {
+            model: "m".into(),
+            messages: vec![ChatMessage::new(Role::User, "x")],
+            response_format: Some(JsonSchemaFormat {
+                name: "answer".into(),
+                strict: true,
+                schema: json!({"type": "object"}),
+            }),
+            ..ChatRequest::default()
+        };
+        let wire: Value = serde_json::from_slice(
+            &serde_json::to_vec(&WireRequest::new(&request, JsonSchemaStyle::JsonObject)).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            wire["response_format"],
+            json!({"type": "json_object", "schema": {"type": "object"}})
+        );
+        assert!(
+            wire.get("tool_choice").is_none(),
+            "no tools, no tool_choice"
         );
     }
 

@@ -1,10 +1,11 @@
-//! A real LiteLLM proxy (Python) for tests: OpenAI-compatible models that answer from
+//! Real OpenAI-compatible servers for tests. A LiteLLM proxy (Python): OpenAI-compatible models that answer from
 //! `mock_response`, so no provider is called. [`LiteLlm::start`] installs LiteLLM when
 //! missing (`tests/litellm/setup.sh`: a virtual environment at `$HOME/.cache/tessera-venvs/litellm`
 //! or `$TESSERA_LITELLM_VENV`, a minute or two the first time), starts the proxy on a free
 //! loopback port with the given config, waits until it is ready, and kills its process group
 //! when dropped. When LiteLLM cannot be installed or started, it panics with the reason: a
-//! test never passes without having talked to the proxy.
+//! test never passes without having talked to the proxy. [`LlamaCppServer`] serves a real
+//! GGUF model through llama-cpp-python where its (locally built) wheel is available.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::{
@@ -78,15 +79,111 @@ fn random_hex(bytes: usize) -> String {
         .to_owned()
 }
 
+/// A server process started for a test: its output goes to a log file, `timeout` bounds its
+/// life even if the test process dies without dropping it, and dropping it kills its
+/// process group.
+struct ServerProcess {
+    child: Child,
+    log: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl ServerProcess {
+    /// Starts `program args…` (under `timeout`) with its output in a temporary log file.
+    fn spawn(name: &str, program: &Path, configure: impl FnOnce(&mut Command)) -> Self {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let log = dir.path().join(format!("{name}.log"));
+        let log_file = File::create(&log).expect("the server's log file");
+        let mut command = Command::new("timeout");
+        command.args(["--kill-after=5s", "600s"]).arg(program);
+        configure(&mut command);
+        command
+            .env("PYTHONUNBUFFERED", "1")
+            .stdin(Stdio::null())
+            .stdout(log_file.try_clone().expect("the log file"))
+            .stderr(log_file)
+            .process_group(0);
+        eprintln!("{name}: starting {command:?} (log: {})", log.display());
+        let child = command.spawn().unwrap_or_else(|e| {
+            panic!(
+                "{name} tests FAILED: cannot start {}: {e}",
+                program.display()
+            )
+        });
+        Self {
+            child,
+            log,
+            _dir: dir,
+        }
+    }
+
+    fn log_tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<_> = text.lines().collect();
+        lines[lines.len().saturating_sub(40)..].join("\n")
+    }
+
+    /// Polls `url` until it answers 2xx; panics with the log when the process exits or
+    /// `limit` passes first.
+    async fn wait_until_ready(&mut self, name: &str, url: &str, limit: Duration) {
+        let started = Instant::now();
+        // As the API does at start-up (reqwest's rustls needs a process-wide provider).
+        let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(2))
+            .build()
+            .expect("an HTTP client");
+        loop {
+            if let Some(status) = self.child.try_wait().expect("the server's status") {
+                panic!(
+                    "{name} tests FAILED: the server exited during start-up ({status}):\n{}",
+                    self.log_tail()
+                );
+            }
+            if let Ok(response) = http.get(url).send().await
+                && response.status().is_success()
+            {
+                eprintln!(
+                    "{name}: ready after {:.1} s",
+                    started.elapsed().as_secs_f64()
+                );
+                return;
+            }
+            assert!(
+                started.elapsed() < limit,
+                "{name} tests FAILED: the server was not ready within {limit:?}:\n{}",
+                self.log_tail()
+            );
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        // The group: `timeout`, the server, and anything the server started.
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", self.child.id())])
+            .status();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free loopback port")
+        .port()
+}
+
 /// A running proxy; dropping it kills its process group.
 pub struct LiteLlm {
-    child: Child,
+    _process: ServerProcess,
     /// `http://127.0.0.1:<port>` (the OpenAI API is under `/v1`).
     pub base_url: String,
     /// The key clients authenticate with (empty for a proxy started without one).
     pub master_key: String,
-    log: PathBuf,
-    _dir: tempfile::TempDir,
 }
 
 impl LiteLlm {
@@ -104,107 +201,103 @@ impl LiteLlm {
     async fn launch(config: &Path, master_key: Option<String>) -> Self {
         let venv = venv();
         install(&venv).await;
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|listener| listener.local_addr())
-            .expect("a free loopback port")
-            .port();
-        let dir = tempfile::tempdir().expect("a temporary directory");
-        let log = dir.path().join("litellm.log");
-        let log_file = File::create(&log).expect("the proxy's log file");
-        let litellm = venv.join("bin/litellm");
-        eprintln!(
-            "litellm: starting {} --config {} --host 127.0.0.1 --port {port} (log: {})",
-            litellm.display(),
-            config.display(),
-            log.display()
-        );
-        // `timeout` bounds the proxy's life even if this process dies without dropping it.
-        let mut command = Command::new("timeout");
-        command
-            .args(["--kill-after=5s", "600s"])
-            .arg(&litellm)
-            .arg("--config")
-            .arg(config)
-            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-            .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-            .env("NO_DOCS", "True")
-            .env("PYTHONUNBUFFERED", "1")
-            .stdin(Stdio::null())
-            .stdout(log_file.try_clone().expect("the log file"))
-            .stderr(log_file)
-            .process_group(0);
-        match &master_key {
-            Some(key) => command.env("LITELLM_MASTER_KEY", key),
-            None => command.env(
-                "LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY",
-                "true",
-            ),
-        };
-        let child = command.spawn().unwrap_or_else(|e| {
-            panic!(
-                "LiteLLM tests FAILED: cannot start {}: {e}",
-                litellm.display()
-            )
+        let port = free_port();
+        let mut process = ServerProcess::spawn("litellm", &venv.join("bin/litellm"), |command| {
+            command
+                .arg("--config")
+                .arg(config)
+                .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+                .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+                .env("NO_DOCS", "True");
+            match &master_key {
+                Some(key) => command.env("LITELLM_MASTER_KEY", key),
+                None => command.env(
+                    "LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY",
+                    "true",
+                ),
+            };
         });
-        let mut proxy = Self {
-            child,
-            base_url: format!("http://127.0.0.1:{port}"),
+        let base_url = format!("http://127.0.0.1:{port}");
+        process
+            .wait_until_ready(
+                "litellm",
+                &format!("{base_url}/health/liveliness"),
+                Duration::from_secs(180),
+            )
+            .await;
+        Self {
+            _process: process,
+            base_url,
             master_key: master_key.unwrap_or_default(),
-            log,
-            _dir: dir,
-        };
-        proxy.wait_until_ready().await;
-        proxy
-    }
-
-    fn log_tail(&self) -> String {
-        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let lines: Vec<_> = text.lines().collect();
-        lines[lines.len().saturating_sub(40)..].join("\n")
-    }
-
-    async fn wait_until_ready(&mut self) {
-        let started = Instant::now();
-        // As the API does at start-up (reqwest's rustls needs a process-wide provider).
-        let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(2))
-            .build()
-            .expect("an HTTP client");
-        let url = format!("{}/health/liveliness", self.base_url);
-        loop {
-            if let Some(status) = self.child.try_wait().expect("the proxy's status") {
-                panic!(
-                    "LiteLLM tests FAILED: the proxy exited during start-up ({status}):\n{}",
-                    self.log_tail()
-                );
-            }
-            if let Ok(response) = http.get(&url).send().await
-                && response.status().is_success()
-            {
-                eprintln!(
-                    "litellm: ready at {} after {:.1} s",
-                    self.base_url,
-                    started.elapsed().as_secs_f64()
-                );
-                return;
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(180),
-                "LiteLLM tests FAILED: the proxy was not ready within 180 s:\n{}",
-                self.log_tail()
-            );
-            tokio::time::sleep(Duration::from_millis(250)).await;
         }
     }
 }
-impl Drop for LiteLlm {
-    fn drop(&mut self) {
-        // The group: `timeout`, the proxy, and anything the proxy started.
-        let _ = Command::new("kill")
-            .args(["-KILL", "--", &format!("-{}", self.child.id())])
-            .status();
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+
+/// A llama-cpp-python server (`python -m llama_cpp.server`) serving a GGUF model on a free
+/// loopback port; dropping it kills its process group.
+pub struct LlamaCppServer {
+    _process: ServerProcess,
+    /// `http://127.0.0.1:<port>` (the OpenAI API is under `/v1`).
+    pub base_url: String,
+}
+
+impl LlamaCppServer {
+    /// Starts a server for `model` with llama-cpp-python built from the wheel in
+    /// `~/.cache/tessera-wheels` (`crates/llm-local/benches/setup_llama_cpp.sh` builds it,
+    /// about 20 minutes, once). Without that wheel it returns `None` after saying why on
+    /// stderr: PyPI has no prebuilt wheel, and building one is too long for a test run.
+    /// When the wheel is there and the server still cannot start, it panics.
+    pub async fn start(model: &Path) -> Option<Self> {
+        let home = std::env::var_os("HOME").expect("HOME is not set");
+        let wheels = PathBuf::from(&home).join(".cache/tessera-wheels");
+        let venv = PathBuf::from(&home).join(".cache/tessera-venvs/llama-cpp-server");
+        let script = manifest_dir().join("tests/llama_cpp/setup.sh");
+        let output = tokio::process::Command::new("bash")
+            .arg(&script)
+            .arg(&wheels)
+            .arg(&venv)
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .output()
+            .await
+            .unwrap_or_else(|e| {
+                panic!(
+                    "llama.cpp tests FAILED: cannot run {}: {e}",
+                    script.display()
+                )
+            });
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        eprint!("{}{stderr}", String::from_utf8_lossy(&output.stdout));
+        match output.status.code() {
+            Some(0) => {}
+            // The script's "no wheel" exit.
+            Some(3) => return None,
+            _ => panic!(
+                "llama.cpp tests FAILED: {} failed:\n{stderr}",
+                script.display()
+            ),
+        }
+        let port = free_port();
+        let mut process = ServerProcess::spawn("llama.cpp", &venv.join("bin/python"), |command| {
+            command
+                .args(["-m", "llama_cpp.server", "--model"])
+                .arg(model)
+                .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+                .args(["--n_ctx", "2048", "--n_threads", "1"])
+                // Tools need a chat format that renders them; SmolLM2 speaks ChatML.
+                .args(["--chat_format", "chatml-function-calling"]);
+        });
+        let base_url = format!("http://127.0.0.1:{port}");
+        process
+            .wait_until_ready(
+                "llama.cpp",
+                &format!("{base_url}/v1/models"),
+                Duration::from_secs(120),
+            )
+            .await;
+        Some(Self {
+            _process: process,
+            base_url,
+        })
     }
 }

@@ -348,9 +348,15 @@ async fn a_stream_without_done_finishes_when_a_finish_reason_was_seen() {
         items,
         [
             Ok(ChatEvent::TextDelta("ok".into())),
+            // No usage was streamed: the adapter's estimate (3 tokens of message framing
+            // and "Hi"; "ok").
             Ok(ChatEvent::Finish {
                 reason: FinishReason::Stop,
-                usage: Usage::default()
+                usage: Usage {
+                    input_tokens: 4,
+                    output_tokens: 1,
+                    reasoning_tokens: 0
+                }
             })
         ]
     );

@@ -42,6 +42,23 @@ pub struct ProviderSettings {
     /// provider's models are disabled.
     #[serde(default)]
     pub api_key_env: Option<String>,
+    /// How a JSON-schema response format is sent: `json_schema` (OpenAI's
+    /// `{"type": "json_schema", "json_schema": {…}}`, the default) or `json_object`
+    /// (`{"type": "json_object", "schema": {…}}`: the llama-cpp-python server, Together,
+    /// Fireworks).
+    #[serde(default)]
+    pub json_schema_style: JsonSchemaStyle,
+}
+
+/// The two shapes OpenAI-compatible servers accept a response schema in.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JsonSchemaStyle {
+    /// `{"type": "json_schema", "json_schema": {"name", "strict", "schema"}}`.
+    #[default]
+    JsonSchema,
+    /// `{"type": "json_object", "schema": {…}}`.
+    JsonObject,
 }
 
 /// A system model organizations build on.
@@ -243,6 +260,26 @@ mod tests {
         let gpt = with.get("openai/gpt-4o-mini").unwrap();
         assert!(gpt.enabled);
         assert_eq!((gpt.tier, gpt.credit_multiplier), (ModelTier::Premium, 3));
+    }
+
+    #[test]
+    fn a_provider_may_ask_for_the_json_object_schema_style() {
+        let default = Catalog::parse(CATALOG, |_| None).unwrap();
+        assert_eq!(
+            default.provider("openai").unwrap().json_schema_style,
+            JsonSchemaStyle::JsonSchema
+        );
+        let styled = CATALOG.replace(
+            "api_key_env = \"OPENAI_API_KEY\"",
+            "api_key_env = \"OPENAI_API_KEY\"\njson_schema_style = \"json_object\"",
+        );
+        let catalog = Catalog::parse(&styled, |_| None).unwrap();
+        assert_eq!(
+            catalog.provider("openai").unwrap().json_schema_style,
+            JsonSchemaStyle::JsonObject
+        );
+        let unknown = styled.replace("\"json_object\"", "\"yaml\"");
+        assert!(Catalog::parse(&unknown, |_| None).is_err());
     }
 
     #[test]

@@ -18,7 +18,7 @@ mod providers;
 mod service;
 mod store;
 
-pub use catalog::{BaseModel, Catalog, CatalogError, ModelTier, ProviderSettings};
+pub use catalog::{BaseModel, Catalog, CatalogError, JsonSchemaStyle, ModelTier, ProviderSettings};
 pub use dataset_links::{
     CONTEXT_SHARE_PERCENT, DatasetDirectory, DatasetLink, DatasetLinkStore, DatasetLinks,
     DatasetUsage,
