@@ -331,8 +331,11 @@ impl Process {
 
 impl Drop for Process {
     fn drop(&mut self) {
+        // `--` is not optional: procps-ng 4.0's `kill -KILL -<pgid>` sends the signal to
+        // pid -1, every process the user may signal (it took this machine's PostgreSQL and
+        // Redis down twice). With `--` the group is the target.
         let _ = Command::new("kill")
-            .arg("-KILL")
+            .args(["-KILL", "--"])
             .arg(format!("-{}", self.child.id()))
             .stderr(Stdio::null())
             .status();

@@ -161,7 +161,8 @@ impl ServerProcess {
 
 impl Drop for ServerProcess {
     fn drop(&mut self) {
-        // The group: `timeout`, the server, and anything the server started.
+        // The group: `timeout`, the server, and anything the server started. `--` is not
+        // optional: procps-ng 4.0 reads `kill -KILL -<pgid>` as pid -1 (every process).
         let _ = Command::new("kill")
             .args(["-KILL", "--", &format!("-{}", self.child.id())])
             .status();
