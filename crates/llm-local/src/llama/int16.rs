@@ -10,7 +10,7 @@
 //! instructions of widening every weight to f32.
 
 #[cfg(target_arch = "x86_64")]
-use std::arch::x86_64::{__m128i, __m256i};
+use std::arch::x86_64::{__m128i, __m256, __m256i};
 
 #[cfg(target_arch = "x86_64")]
 use pulp::{cast, x86::V3};
@@ -116,16 +116,21 @@ pub(crate) fn scalar_dot(row: Row<'_>, activations: &Int16Activations) -> f32 {
     total
 }
 
-/// Σ w·x over a block whose 32 weights are 16-bit in two halves (elements 0..16, 16..32).
-/// Each 32-bit lane sums four products of at most 128 × 32767, so nothing overflows and
-/// the conversion to f32 is exact.
+/// `acc + scale × Σ w·x` over a block whose 32 weights are 16-bit in two halves (elements
+/// 0..16, 16..32). Each 32-bit lane sums four products of at most 128 × 32767, so nothing
+/// overflows and the conversion to f32 is exact.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn block_sum(simd: V3, weights: [__m256i; 2], x: &[i16; BLOCK]) -> __m256i {
+fn add_block(simd: V3, acc: __m256, scale: f32, weights: [__m256i; 2], x: &[i16; BLOCK]) -> __m256 {
     let x: [__m256i; 2] = cast(*x);
-    simd.avx2._mm256_add_epi32(
+    let sums = simd.avx2._mm256_add_epi32(
         simd.avx2._mm256_madd_epi16(weights[0], x[0]),
         simd.avx2._mm256_madd_epi16(weights[1], x[1]),
+    );
+    simd.fma._mm256_fmadd_ps(
+        simd.avx._mm256_set1_ps(scale),
+        simd.avx._mm256_cvtepi32_ps(sums),
+        acc,
     )
 }
 
@@ -151,12 +156,7 @@ fn q4_1_v3(simd: V3, row: Q4_1Row<'_>, x: &Int16Activations) -> f32 {
             simd.avx2._mm256_cvtepu8_epi16(low),
             simd.avx2._mm256_cvtepu8_epi16(high),
         ];
-        let sums = block_sum(simd, weights, xq);
-        acc = simd.fma._mm256_fmadd_ps(
-            simd.avx._mm256_set1_ps(scale.get() * x_scale),
-            simd.avx._mm256_cvtepi32_ps(sums),
-            acc,
-        );
+        acc = add_block(simd, acc, scale.get() * x_scale, weights, xq);
     }
     super::kernels::horizontal_sum(simd, acc) + super::kernels::minimums(row.mins, &x.sums)
 }
@@ -177,12 +177,7 @@ fn q8_0_v3(simd: V3, row: Q8_0Row<'_>, x: &Int16Activations) -> f32 {
             simd.avx2._mm256_cvtepi8_epi16(low),
             simd.avx2._mm256_cvtepi8_epi16(high),
         ];
-        let sums = block_sum(simd, weights, xq);
-        acc = simd.fma._mm256_fmadd_ps(
-            simd.avx._mm256_set1_ps(scale.get() * x_scale),
-            simd.avx._mm256_cvtepi32_ps(sums),
-            acc,
-        );
+        acc = add_block(simd, acc, scale.get() * x_scale, weights, xq);
     }
     super::kernels::horizontal_sum(simd, acc)
 }

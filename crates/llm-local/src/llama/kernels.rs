@@ -1,6 +1,7 @@
-//! Dot products of one weight row, in its storage format, with f32 activations. The
-//! activations are never quantized (SmolLM2's outlier activations do not survive 8-bit
-//! blocks), so a product is exact up to the file's own weight quantization.
+//! The f32 kernels: dot products of weight rows, in their storage format, with f32
+//! activations (prompts, and matrices kept in f32), row dequantization, and one attention
+//! head. Exact up to the file's own weight quantization; generated tokens take the 16-bit
+//! path of `int16` instead.
 //!
 //! On x86-64 with AVX2 and FMA (checked once per call at run time) the rows go through
 //! `pulp`'s safe wrappers of the intrinsics; elsewhere through portable scalar code. The
