@@ -70,8 +70,9 @@ pub(crate) fn block_sums(x: &[f32]) -> Vec<f32> {
     x.chunks(BLOCK).map(|block| block.iter().sum()).collect()
 }
 
-/// `out[i] = rows(first + i) · x` for every `i`, with the fastest kernels this CPU has.
-/// `sums` are `x`'s [`block_sums`] (read by Q4_1 rows only).
+/// `out[i] = rows(first + i) · x` for every `i` over f32 activations: vectorized for f32
+/// rows, the exact scalar reference for quantized ones. `sums` are `x`'s [`block_sums`]
+/// (read by Q4_1 rows only).
 pub(crate) fn dot_rows<'a>(
     row: impl Fn(usize) -> Row<'a>,
     first: usize,
@@ -83,7 +84,12 @@ pub(crate) fn dot_rows<'a>(
     if let Some(simd) = V3::try_new() {
         simd.vectorize(|| {
             for (i, value) in out.iter_mut().enumerate() {
-                *value = simd_dot(simd, row(first + i), x, sums);
+                *value = match row(first + i) {
+                    Row::F32(weights) => f32_dot_v3(simd, weights, x),
+                    // Quantized rows take `int16` for single tokens and
+                    // `dot_rows_tokens` for prompts; this is their exact reference.
+                    quantized => scalar_dot(quantized, x, sums),
+                };
             }
         });
         return;
@@ -286,16 +292,6 @@ fn f32_dot_scalar(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(a, b)| a * b).sum()
 }
 
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-pub(crate) fn simd_dot(simd: V3, row: Row<'_>, x: &[f32], sums: &[f32]) -> f32 {
-    match row {
-        Row::Q4_1(row) => q4_1_v3(simd, row, x, sums),
-        Row::Q8_0(row) => q8_0_v3(simd, row, x),
-        Row::F32(weights) => f32_dot_v3(simd, weights, x),
-    }
-}
-
 /// Eight bytes (the low half of `bytes`) widened to eight f32, as unsigned or signed.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
@@ -309,48 +305,6 @@ fn widen_u8(simd: V3, bytes: __m128i) -> __m256 {
 fn widen_i8(simd: V3, bytes: __m128i) -> __m256 {
     simd.avx
         ._mm256_cvtepi32_ps(simd.avx2._mm256_cvtepi8_epi32(bytes))
-}
-
-/// Σ over a block of `w[j] · x[j]` for the block's 32 weights already widened to f32.
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-fn block_dot(simd: V3, weights: [__m256; 4], xs: &[f32; BLOCK]) -> __m256 {
-    let x: [__m256; 4] = cast(*xs);
-    let mut sum = simd.avx._mm256_mul_ps(weights[0], x[0]);
-    sum = simd.fma._mm256_fmadd_ps(weights[1], x[1], sum);
-    sum = simd.fma._mm256_fmadd_ps(weights[2], x[2], sum);
-    simd.fma._mm256_fmadd_ps(weights[3], x[3], sum)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-fn q4_1_v3(simd: V3, row: Q4_1Row<'_>, x: &[f32], sums: &[f32]) -> f32 {
-    let (xs, _) = x.as_chunks::<BLOCK>();
-    let low_nibbles = simd.sse2._mm_set1_epi8(0x0F);
-    let mut acc = simd.avx._mm256_setzero_ps();
-    for ((q, xs), scale) in row.quants.iter().zip(xs).zip(row.scales) {
-        let weights = q4_1_widen(simd, *q, low_nibbles);
-        let sum = block_dot(simd, weights, xs);
-        acc = simd
-            .fma
-            ._mm256_fmadd_ps(simd.avx._mm256_set1_ps(scale.get()), sum, acc);
-    }
-    horizontal_sum(simd, acc) + minimums(row.mins, sums)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-fn q8_0_v3(simd: V3, row: Q8_0Row<'_>, x: &[f32]) -> f32 {
-    let (xs, _) = x.as_chunks::<BLOCK>();
-    let mut acc = simd.avx._mm256_setzero_ps();
-    for ((q, xs), scale) in row.quants.iter().zip(xs).zip(row.scales) {
-        let weights = q8_0_widen(simd, *q);
-        let sum = block_dot(simd, weights, xs);
-        acc = simd
-            .fma
-            ._mm256_fmadd_ps(simd.avx._mm256_set1_ps(scale.get()), sum, acc);
-    }
-    horizontal_sum(simd, acc)
 }
 
 #[cfg(target_arch = "x86_64")]
