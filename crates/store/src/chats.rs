@@ -3,9 +3,10 @@
 //! Tool calls and sources are serialized JSON arrays; a message's usage is four columns set
 //! together. A generation starts with one conditional `UPDATE` (of concurrent starts, one
 //! changes the row) and finishes in one transaction (messages and status together, or
-//! neither: a taken sequence number rolls everything back).
+//! neither: a taken sequence number rolls everything back). On PostgreSQL, new chats and
+//! finished turns go through the store's group commit (`group_commit`).
 
-use std::collections::HashMap;
+use std::{collections::HashMap, sync::Arc};
 
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDateTime, Utc};
@@ -23,7 +24,8 @@ use crate::{
     Database,
     artifacts::ArtifactRow,
     database::{with_connection, with_transaction},
-    error::{Rollback, pool_error, query_error, settle},
+    error::{Rollback, query_error},
+    group_commit::{GroupCommit, GroupCommitStats, Write},
     schema::{artifacts, chat_messages, chats},
     usage::UsageRow,
 };
@@ -32,17 +34,31 @@ use crate::{
 #[derive(Clone)]
 pub struct SqlChatStore {
     db: Database,
+    /// PostgreSQL's writer of new chats and finished turns (absent on SQLite, or when the
+    /// store was made outside a Tokio runtime: then every write goes directly).
+    commits: Option<Arc<GroupCommit>>,
 }
 
 impl SqlChatStore {
+    /// The store; on PostgreSQL its group-commit writer starts on the current Tokio runtime
+    /// and stops when the last clone of the store is dropped.
     pub fn new(db: Database) -> Self {
-        Self { db }
+        let commits = match &db {
+            Database::Postgres(pool) => GroupCommit::start(pool.clone()).map(Arc::new),
+            Database::Sqlite(_) => None,
+        };
+        Self { db, commits }
+    }
+
+    /// How much the group commit has batched so far (`None` when writes go directly).
+    pub fn group_commit_stats(&self) -> Option<GroupCommitStats> {
+        self.commits.as_ref().map(|commits| commits.stats())
     }
 }
 
 #[derive(Debug, Queryable, Selectable, Insertable)]
 #[diesel(table_name = chats, treat_none_as_default_value = false)]
-struct ChatRow {
+pub(crate) struct ChatRow {
     id: String,
     organization_id: String,
     owner: String,
@@ -60,7 +76,7 @@ struct ChatRow {
 
 #[derive(Debug, Queryable, Selectable, Insertable)]
 #[diesel(table_name = chat_messages, treat_none_as_default_value = false)]
-struct MessageRow {
+pub(crate) struct MessageRow {
     id: String,
     chat_id: String,
     organization_id: String,
@@ -258,7 +274,7 @@ impl TryFrom<MessageRow> for Message {
     }
 }
 
-type OneChat<'a> = dsl::Filter<
+pub(crate) type OneChat<'a> = dsl::Filter<
     dsl::Filter<chats::table, dsl::Eq<chats::organization_id, &'a str>>,
     dsl::Eq<chats::id, &'a str>,
 >;
@@ -273,25 +289,66 @@ macro_rules! finished_at {
         )
     };
 }
+pub(crate) use finished_at;
+
+/// What a finished generation writes, as rows.
+pub(crate) struct TurnRows {
+    pub(crate) organization: OrganizationId,
+    pub(crate) chat: ChatId,
+    pub(crate) at: NaiveDateTime,
+    pub(crate) messages: Vec<MessageRow>,
+    pub(crate) usage: UsageRow,
+    pub(crate) artifacts: Vec<ArtifactRow>,
+}
+
+impl TurnRows {
+    fn new(
+        organization: &OrganizationId,
+        id: &ChatId,
+        turn: &FinishedTurn,
+        at: DateTime<Utc>,
+    ) -> Result<Self, DomainError> {
+        let messages = (turn.messages.iter())
+            .map(|message| MessageRow::new(organization, id, message))
+            .collect::<Result<Vec<_>, _>>()?;
+        if turn.artifacts.iter().any(|a| &a.chat_id != id) {
+            return Err(DomainError::Conflict {
+                code: "already_exists",
+                message: format!("an artifact of another chat cannot be stored with chat {id}"),
+            });
+        }
+        Ok(Self {
+            organization: organization.clone(),
+            chat: id.clone(),
+            at: at.naive_utc(),
+            messages,
+            usage: UsageRow::from(&turn.usage),
+            artifacts: turn.artifacts.iter().map(ArtifactRow::from).collect(),
+        })
+    }
+}
 
 /// Writes a finished turn on PostgreSQL inside the caller's transaction, as one pipeline:
 /// the chat's update and every insert are sent together and the server runs them in order,
 /// so the transaction costs three round trips (`BEGIN`, the statements, `COMMIT`) instead of
 /// one per statement. No changed chat, or any failed statement (a taken sequence number,
 /// say), rolls the whole transaction back.
-async fn finish_pipelined(
+pub(crate) async fn finish_pipelined(
     conn: &mut diesel_async::AsyncPgConnection,
-    organization: &OrganizationId,
-    id: &ChatId,
-    at: NaiveDateTime,
-    rows: &[MessageRow],
-    usage: &UsageRow,
-    artifacts: &[ArtifactRow],
+    turn: &TurnRows,
 ) -> Result<(), Rollback<()>> {
     use futures_util::future::join_all;
+    let TurnRows {
+        organization,
+        chat: id,
+        at,
+        messages: rows,
+        usage,
+        artifacts,
+    } = turn;
     let mut shared: &diesel_async::AsyncPgConnection = conn;
     let update = diesel::update(one_chat(organization, id))
-        .set(finished_at!(at))
+        .set(finished_at!(*at))
         .execute(&mut shared);
     // Row by row, as on SQLite: each insert is one cached prepared statement.
     let messages: Vec<_> = (rows.iter())
@@ -326,7 +383,7 @@ async fn finish_pipelined(
 }
 
 /// The chat `id` if it is the organization's.
-fn one_chat<'a>(organization: &'a OrganizationId, id: &'a ChatId) -> OneChat<'a> {
+pub(crate) fn one_chat<'a>(organization: &'a OrganizationId, id: &'a ChatId) -> OneChat<'a> {
     chats::table
         .filter(chats::organization_id.eq(organization.as_str()))
         .filter(chats::id.eq(id.as_str()))
@@ -353,6 +410,9 @@ macro_rules! shown_by {
 impl ChatStore for SqlChatStore {
     async fn insert(&self, chat: &Chat) -> Result<(), DomainError> {
         let row = ChatRow::from(chat);
+        if let Some(commits) = &self.commits {
+            return commits.submit(Write::Chat(row)).await;
+        }
         with_connection!(&self.db, conn => {
             diesel::insert_into(chats::table)
                 .values(&row)
@@ -461,32 +521,20 @@ impl ChatStore for SqlChatStore {
         turn: &FinishedTurn,
         at: DateTime<Utc>,
     ) -> Result<(), DomainError> {
-        let rows = turn
-            .messages
-            .iter()
-            .map(|message| MessageRow::new(organization, id, message))
-            .collect::<Result<Vec<_>, _>>()?;
-        let usage = UsageRow::from(&turn.usage);
-        let artifacts: Vec<ArtifactRow> = turn.artifacts.iter().map(ArtifactRow::from).collect();
-        if turn.artifacts.iter().any(|a| &a.chat_id != id) {
-            return Err(DomainError::Conflict {
-                code: "already_exists",
-                message: format!("an artifact of another chat cannot be stored with chat {id}"),
-            });
+        let turn = TurnRows::new(organization, id, turn, at)?;
+        if let Some(commits) = &self.commits {
+            return commits.submit(Write::Turn(turn)).await;
         }
-        let at = at.naive_utc();
-        if let Database::Postgres(pool) = &self.db {
-            let mut pooled = pool.get().await.map_err(pool_error)?;
-            return settle(
-                diesel_async::AsyncConnection::transaction(&mut *pooled, async |conn| {
-                    finish_pipelined(conn, organization, id, at, &rows, &usage, &artifacts).await
-                })
-                .await,
-            );
-        }
+        let TurnRows {
+            at,
+            messages: rows,
+            usage,
+            artifacts,
+            ..
+        } = &turn;
         with_transaction!(&self.db, conn => {
             let changed = diesel::update(one_chat(organization, id))
-                .set(finished_at!(at))
+                .set(finished_at!(*at))
                 .execute(conn)
                 .await?;
             if changed == 0 {
@@ -494,14 +542,14 @@ impl ChatStore for SqlChatStore {
             }
             // A taken sequence number (or message id) fails here and rolls back the update.
             // One statement per row: diesel-async's SQLite connection has no batch insert.
-            for row in &rows {
+            for row in rows {
                 diesel::insert_into(chat_messages::table)
                     .values(row)
                     .execute(conn)
                     .await?;
             }
-            crate::usage::insert_usage!(conn, &usage);
-            for artifact in &artifacts {
+            crate::usage::insert_usage!(conn, usage);
+            for artifact in artifacts {
                 diesel::insert_into(artifacts::table)
                     .values(artifact)
                     .execute(conn)

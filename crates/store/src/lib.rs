@@ -12,6 +12,7 @@ mod database;
 mod datasets;
 mod error;
 mod files;
+mod group_commit;
 mod idempotency;
 mod model_datasets;
 mod models;
@@ -30,6 +31,7 @@ pub use database::{Backend, Database, DatabaseUrl, DatabaseUrlError, PoolOptions
 pub use datasets::SqlDatasetStore;
 pub use error::StoreError;
 pub use files::SqlFileStore;
+pub use group_commit::GroupCommitStats;
 pub use idempotency::SqlIdempotencyStore;
 pub use model_datasets::SqlDatasetLinkStore;
 pub use models::SqlModelStore;

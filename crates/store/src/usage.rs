@@ -138,6 +138,29 @@ impl UsageRow {
     }
 }
 
+/// The rollup an `HourlyRow` adds to, whatever its shard.
+pub(crate) type HourlyKey = (String, NaiveDateTime, String);
+
+impl HourlyRow {
+    pub(crate) fn key(&self) -> HourlyKey {
+        (
+            self.organization_id.clone(),
+            self.hour,
+            self.model_id.clone(),
+        )
+    }
+
+    /// Adds another contribution to the same rollup (into this row's shard: the shards of
+    /// a rollup are summed when it is read).
+    pub(crate) fn add(&mut self, other: &HourlyRow) {
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.reasoning_tokens = self.reasoning_tokens.saturating_add(other.reasoning_tokens);
+        self.credits = self.credits.saturating_add(other.credits);
+        self.requests = self.requests.saturating_add(other.requests);
+    }
+}
+
 impl UsageRow {
     /// The rollup row this record is added to: a hash of its (random) id.
     fn shard(&self) -> i16 {

@@ -1985,6 +1985,194 @@ tessera_store::on_both_databases!(
     corrupt_rows_are_internal_errors,
 );
 
+/// PostgreSQL's group commit: writes submitted together go in one transaction, and a bad
+/// write in a batch fails alone. These tests run on a single-threaded runtime, so every
+/// write of a `join_all` is queued before the writer first looks at its queue.
+mod group_commit {
+    use futures_util::future::join_all;
+
+    use super::*;
+
+    /// The rollup totals: (requests, input tokens) over every row and shard.
+    #[derive(diesel::QueryableByName, Debug, PartialEq)]
+    struct Rollup {
+        #[diesel(sql_type = BigInt)]
+        requests: i64,
+        #[diesel(sql_type = BigInt)]
+        input_tokens: i64,
+    }
+
+    async fn rollup(f: &Fixture) -> Rollup {
+        let Database::Postgres(pool) = f.database() else {
+            panic!("a PostgreSQL test")
+        };
+        let mut conn = pool.get().await.unwrap();
+        diesel::sql_query(
+            "SELECT COALESCE(SUM(requests), 0)::bigint AS requests, \
+             COALESCE(SUM(input_tokens), 0)::bigint AS input_tokens FROM usage_hourly",
+        )
+        .get_result(&mut *conn)
+        .await
+        .unwrap()
+    }
+
+    /// A user message and an answer with its usage, the turn `chat`'s first.
+    fn first_turn(chat: &Chat) -> Vec<Message> {
+        vec![
+            message(chat, 0, Role::User, "question"),
+            Message {
+                usage: Some(usage(12, 3, 0, FinishReason::Stop)),
+                ..message(chat, 1, Role::Assistant, "answer")
+            },
+        ]
+    }
+
+    #[tokio::test]
+    async fn concurrent_writes_commit_together() {
+        let f = Fixture::new(Backend::Postgres).await;
+        let store = SqlChatStore::new(f.database().clone());
+        let acme = f.organization("Acme").await;
+        let chats: Vec<Chat> = (0..30).map(|_| chat_of(&acme)).collect();
+        let inserted = join_all(chats.iter().map(|chat| store.insert(chat))).await;
+        assert!(inserted.iter().all(Result::is_ok), "{inserted:?}");
+        let mut turns: Vec<Vec<Message>> = chats.iter().map(first_turn).collect();
+        let mut finished_turns: Vec<FinishedTurn> = (chats.iter().zip(&turns))
+            .map(|(chat, messages)| turn_of(chat, messages, at(20)))
+            .collect();
+        finished_turns[7] = turn_with_artifacts(&chats[7], 0, &[("plan", 1)], at(20));
+        turns[7] = finished_turns[7].messages.clone();
+        let finished = join_all(
+            (chats.iter().zip(&finished_turns))
+                .map(|(chat, turn)| store.finish_generation(&acme, &chat.id, turn, at(20))),
+        )
+        .await;
+        assert!(finished.iter().all(Result::is_ok), "{finished:?}");
+
+        let stats = store.group_commit_stats().unwrap();
+        assert_eq!((stats.batches, stats.batched_writes), (2, 60), "{stats:?}");
+        assert_eq!(stats.retried_batches, 0);
+        for (chat, messages) in chats.iter().zip(&turns) {
+            assert_eq!(f.get(chat).await.unwrap().updated_at, at(20));
+            assert_eq!(&f.messages(chat).await, messages);
+        }
+        assert_eq!(f.versions(&chats[7]).await, versions(&[("plan", 1)]));
+        let mut expected: Vec<UsageRecord> = finished_turns
+            .iter()
+            .map(|turn| turn.usage.clone())
+            .collect();
+        expected.sort_by(|a, b| a.id.cmp(&b.id));
+        assert_eq!(f.recorded_usage().await, expected);
+        // The rollup adds up every record, summed per batch into existing rows too.
+        assert_eq!(
+            rollup(&f).await,
+            Rollup {
+                requests: 30,
+                input_tokens: 30 * 1_200
+            }
+        );
+        let second: Vec<FinishedTurn> = (chats.iter())
+            .map(|chat| turn_of(chat, &[message(chat, 2, Role::User, "more")], at(30)))
+            .collect();
+        let finished = join_all(
+            (chats.iter().zip(&second))
+                .map(|(chat, turn)| store.finish_generation(&acme, &chat.id, turn, at(30))),
+        )
+        .await;
+        assert!(finished.iter().all(Result::is_ok), "{finished:?}");
+        assert_eq!(
+            rollup(&f).await,
+            Rollup {
+                requests: 60,
+                input_tokens: 60 * 1_200
+            }
+        );
+    }
+
+    #[tokio::test]
+    async fn a_bad_write_in_a_batch_fails_alone() {
+        let f = Fixture::new(Backend::Postgres).await;
+        let store = SqlChatStore::new(f.database().clone());
+        let acme = f.organization("Acme").await;
+        let taken = f.chat(&acme, "alice").await;
+        let earlier = first_turn(&taken);
+        f.finish(&taken, &earlier, at(15)).await;
+
+        // New chats, one of them with an id that is taken.
+        let mut fresh: Vec<Chat> = (0..10).map(|_| chat_of(&acme)).collect();
+        fresh[4].id = taken.id.clone();
+        let inserted = join_all(fresh.iter().map(|chat| store.insert(chat))).await;
+        for (index, result) in inserted.iter().enumerate() {
+            assert_eq!(result.is_ok(), index != 4, "insert {index}: {result:?}");
+        }
+        assert!(is_conflict(&inserted[4]), "{:?}", inserted[4]);
+
+        // Turns of the chats that were stored, one of an unknown chat and one whose
+        // sequence number is taken.
+        let stored: Vec<&Chat> = (fresh.iter().enumerate())
+            .filter(|(index, _)| *index != 4)
+            .map(|(_, chat)| chat)
+            .collect();
+        let unknown = chat_of(&acme);
+        let mut turns: Vec<(&Chat, FinishedTurn)> = (stored.iter())
+            .map(|chat| (*chat, turn_of(chat, &first_turn(chat), at(20))))
+            .collect();
+        turns.insert(
+            3,
+            (&unknown, turn_of(&unknown, &first_turn(&unknown), at(20))),
+        );
+        turns.insert(6, (&taken, turn_of(&taken, &first_turn(&taken), at(20))));
+        let finished = join_all(
+            (turns.iter())
+                .map(|(chat, turn)| store.finish_generation(&acme, &chat.id, turn, at(20))),
+        )
+        .await;
+        for (index, result) in finished.iter().enumerate() {
+            match index {
+                3 => assert!(is_not_found(result), "{result:?}"),
+                6 => assert!(result.is_err(), "{result:?}"),
+                _ => assert!(result.is_ok(), "turn {index}: {result:?}"),
+            }
+        }
+        let stats = store.group_commit_stats().unwrap();
+        assert_eq!(stats.retried_batches, 2, "{stats:?}");
+
+        for chat in &stored {
+            assert_eq!(f.messages(chat).await, given(&turns, chat));
+        }
+        assert_eq!(
+            f.messages(&taken).await,
+            earlier,
+            "the taken turn left nothing"
+        );
+        assert_eq!(f.recorded_usage().await.len(), 1 + stored.len());
+        let total = 1 + stored.len() as i64;
+        assert_eq!(
+            rollup(&f).await,
+            Rollup {
+                requests: total,
+                input_tokens: total * 1_200
+            }
+        );
+    }
+
+    /// The messages `turns` gave `chat`.
+    fn given(turns: &[(&Chat, FinishedTurn)], chat: &Chat) -> Vec<Message> {
+        (turns.iter())
+            .find(|(owner, _)| owner.id == chat.id)
+            .map(|(_, turn)| turn.messages.clone())
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn sqlite_writes_directly() {
+        let db = TestDatabase::sqlite().await;
+        assert_eq!(
+            SqlChatStore::new(db.database.clone()).group_commit_stats(),
+            None
+        );
+    }
+}
+
 /// The same contract on the in-memory reference store (without the database-only tests).
 mod memory {
     macro_rules! on_memory {

@@ -1,0 +1,322 @@
+//! Group commit of chat writes on PostgreSQL. Concurrent completions' new chats and finished
+//! turns queue for one writer, which commits whatever is waiting in one transaction of a few
+//! multi-row statements and answers each caller once that transaction has committed. Under
+//! load one commit serves dozens of completions (one WAL flush and a handful of round trips
+//! instead of about eight per completion); on an idle server a write is a batch of one and
+//! goes at once: nothing waits for a timer. A batch that fails (a taken key, an unknown
+//! chat) rolls back whole and each of its writes is then made in a transaction of its own,
+//! so one bad write fails only its own caller. SQLite has one writer anyway and writes
+//! directly.
+
+use std::{
+    collections::BTreeMap,
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
+};
+
+use diesel::prelude::*;
+use diesel_async::{AsyncPgConnection, RunQueryDsl, pooled_connection::deadpool::Pool};
+use tessera_kernel::DomainError;
+use tokio::sync::{Semaphore, mpsc, oneshot};
+
+use crate::{
+    chats::{ChatRow, TurnRows, finish_pipelined},
+    error::{Rollback, pool_error, query_error, settle},
+    schema::{artifacts, chat_messages, chats, usage_records},
+    usage::{HourlyKey, HourlyRow, hourly_upsert},
+};
+
+/// Batches committed at the same time: enough to keep both the database's cores and the
+/// round trips busy, few enough that batches stay large under load.
+const IN_FLIGHT: usize = 4;
+/// Rows one batch may insert (each costs up to 16 bound values of PostgreSQL's 65 535);
+/// a single write with more rows than this goes alone, row by row.
+const BATCH_ROWS: usize = 2_000;
+
+/// One write the writer makes for a caller.
+pub(crate) enum Write {
+    /// A new chat, without messages.
+    Chat(ChatRow),
+    /// A finished generation: its messages, usage and artifacts, and the chat's status.
+    Turn(TurnRows),
+}
+
+impl Write {
+    /// Rows the write inserts (what a batch's size is counted in).
+    fn rows(&self) -> usize {
+        match self {
+            Write::Chat(_) => 1,
+            Write::Turn(turn) => turn.messages.len() + turn.artifacts.len() + 2,
+        }
+    }
+}
+
+struct Pending {
+    write: Write,
+    reply: oneshot::Sender<Result<(), DomainError>>,
+}
+
+/// How much batching the writer has done (for tests and diagnostics).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GroupCommitStats {
+    /// Transactions committed or attempted for two writes or more.
+    pub batches: u64,
+    /// Writes those transactions carried.
+    pub batched_writes: u64,
+    /// Batches that failed and were retried write by write.
+    pub retried_batches: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    batches: AtomicU64,
+    batched_writes: AtomicU64,
+    retried_batches: AtomicU64,
+}
+
+/// The queue to the writer task of one store.
+pub(crate) struct GroupCommit {
+    queue: mpsc::UnboundedSender<Pending>,
+    counters: Arc<Counters>,
+}
+
+impl GroupCommit {
+    /// Starts the writer on the current Tokio runtime; `None` outside of one (the store then
+    /// writes directly). The writer stops when the store is dropped.
+    pub(crate) fn start(pool: Pool<AsyncPgConnection>) -> Option<Self> {
+        let runtime = tokio::runtime::Handle::try_current().ok()?;
+        let (queue, waiting) = mpsc::unbounded_channel();
+        let counters = Arc::new(Counters::default());
+        runtime.spawn(run_writer(pool, waiting, counters.clone()));
+        Some(Self { queue, counters })
+    }
+
+    /// Makes `write` in the next batch and returns once that batch has committed (or the
+    /// write has failed). The write is queued before the first await, so writes submitted
+    /// together are seen together.
+    pub(crate) async fn submit(&self, write: Write) -> Result<(), DomainError> {
+        let (reply, answer) = oneshot::channel();
+        self.queue
+            .send(Pending { write, reply })
+            .map_err(|_| stopped())?;
+        answer.await.map_err(|_| stopped())?
+    }
+
+    pub(crate) fn stats(&self) -> GroupCommitStats {
+        GroupCommitStats {
+            batches: AtomicU64::load(&self.counters.batches, Ordering::Relaxed),
+            batched_writes: AtomicU64::load(&self.counters.batched_writes, Ordering::Relaxed),
+            retried_batches: AtomicU64::load(&self.counters.retried_batches, Ordering::Relaxed),
+        }
+    }
+}
+
+/// The writer is gone (its runtime is shutting down): whether a write it had taken
+/// committed is unknown.
+fn stopped() -> DomainError {
+    DomainError::Unavailable {
+        message: "the database writer has stopped".to_owned(),
+    }
+}
+
+/// Takes what is queued, up to `BATCH_ROWS` rows per batch, and commits it, with at most
+/// `IN_FLIGHT` batches at a time.
+async fn run_writer(
+    pool: Pool<AsyncPgConnection>,
+    mut waiting: mpsc::UnboundedReceiver<Pending>,
+    counters: Arc<Counters>,
+) {
+    let slots = Arc::new(Semaphore::new(IN_FLIGHT));
+    let mut carried: Option<Pending> = None;
+    loop {
+        let Ok(slot) = slots.clone().acquire_owned().await else {
+            return;
+        };
+        let first = match carried.take() {
+            Some(pending) => pending,
+            None => match waiting.recv().await {
+                Some(pending) => pending,
+                None => return,
+            },
+        };
+        let mut rows = first.write.rows();
+        let mut batch = vec![first];
+        while let Ok(next) = waiting.try_recv() {
+            if rows + next.write.rows() > BATCH_ROWS {
+                carried = Some(next);
+                break;
+            }
+            rows += next.write.rows();
+            batch.push(next);
+        }
+        let pool = pool.clone();
+        let counters = counters.clone();
+        tokio::spawn(async move {
+            commit(&pool, batch, &counters).await;
+            drop(slot);
+        });
+    }
+}
+
+/// Commits one batch and answers its callers.
+async fn commit(pool: &Pool<AsyncPgConnection>, batch: Vec<Pending>, counters: &Counters) {
+    if batch.len() == 1 {
+        for pending in batch {
+            let outcome = write_alone(pool, &pending.write).await;
+            let _ = pending.reply.send(outcome);
+        }
+        return;
+    }
+    counters.batches.fetch_add(1, Ordering::Relaxed);
+    counters
+        .batched_writes
+        .fetch_add(batch.len() as u64, Ordering::Relaxed);
+    let writes: Vec<&Write> = batch.iter().map(|pending| &pending.write).collect();
+    let outcome = match pool.get().await {
+        Ok(mut conn) => settle(
+            diesel_async::AsyncConnection::transaction(&mut *conn, async |conn| {
+                write_together(conn, &writes).await
+            })
+            .await,
+        ),
+        Err(error) => Err(pool_error(error)),
+    };
+    match outcome {
+        Ok(()) => {
+            for pending in batch {
+                let _ = pending.reply.send(Ok(()));
+            }
+        }
+        // Nothing to retry against: every write would wait for the same database.
+        Err(error @ DomainError::Unavailable { .. }) => {
+            for pending in batch {
+                let _ = pending.reply.send(Err(error.clone()));
+            }
+        }
+        Err(_) => {
+            counters.retried_batches.fetch_add(1, Ordering::Relaxed);
+            for pending in batch {
+                let outcome = write_alone(pool, &pending.write).await;
+                let _ = pending.reply.send(outcome);
+            }
+        }
+    }
+}
+
+/// One write in a transaction of its own (what a batch of one is, and how a failed batch is
+/// retried).
+async fn write_alone(pool: &Pool<AsyncPgConnection>, write: &Write) -> Result<(), DomainError> {
+    let mut conn = pool.get().await.map_err(pool_error)?;
+    match write {
+        Write::Chat(row) => {
+            diesel::insert_into(chats::table)
+                .values(row)
+                .execute(&mut *conn)
+                .await
+                .map_err(query_error)?;
+            Ok(())
+        }
+        Write::Turn(turn) => settle(
+            diesel_async::AsyncConnection::transaction(&mut *conn, async |conn| {
+                finish_pipelined(conn, turn).await
+            })
+            .await,
+        ),
+    }
+}
+
+/// Every write of a batch, inside the caller's transaction, as one pipeline: the new chats
+/// in one insert, each turn's status change (one cached statement per chat), then every
+/// message, usage record, hourly rollup and artifact in one insert per table. Any failure,
+/// or a turn whose chat is not there, rolls the whole batch back.
+async fn write_together(
+    conn: &mut AsyncPgConnection,
+    writes: &[&Write],
+) -> Result<(), Rollback<()>> {
+    use futures_util::future::{OptionFuture, join_all};
+    let mut new_chats = Vec::new();
+    let mut turns = Vec::new();
+    for write in writes {
+        match write {
+            Write::Chat(row) => new_chats.push(row),
+            Write::Turn(turn) => turns.push(turn),
+        }
+    }
+    let messages: Vec<_> = turns.iter().flat_map(|turn| &turn.messages).collect();
+    let usage: Vec<_> = turns.iter().map(|turn| &turn.usage).collect();
+    let artifacts: Vec<_> = turns.iter().flat_map(|turn| &turn.artifacts).collect();
+    let hourly = rollups(turns.iter().map(|turn| turn.usage.hourly()));
+
+    let mut shared: &AsyncPgConnection = conn;
+    let inserted = OptionFuture::from((!new_chats.is_empty()).then(|| {
+        diesel::insert_into(chats::table)
+            .values(new_chats)
+            .execute(&mut shared)
+    }));
+    let finished: Vec<_> = (turns.iter())
+        .map(|turn| {
+            diesel::update(crate::chats::one_chat(&turn.organization, &turn.chat))
+                .set(crate::chats::finished_at!(turn.at))
+                .execute(&mut shared)
+        })
+        .collect();
+    let messages = OptionFuture::from((!messages.is_empty()).then(|| {
+        diesel::insert_into(chat_messages::table)
+            .values(messages)
+            .execute(&mut shared)
+    }));
+    let records = OptionFuture::from((!usage.is_empty()).then(|| {
+        diesel::insert_into(usage_records::table)
+            .values(usage)
+            .execute(&mut shared)
+    }));
+    let rolled_up = OptionFuture::from(
+        (!hourly.is_empty()).then(|| hourly_upsert!(hourly).execute(&mut shared)),
+    );
+    let stored = OptionFuture::from((!artifacts.is_empty()).then(|| {
+        diesel::insert_into(artifacts::table)
+            .values(artifacts)
+            .execute(&mut shared)
+    }));
+    let (inserted, finished, messages, records, rolled_up, stored) = futures_util::join!(
+        inserted,
+        join_all(finished),
+        messages,
+        records,
+        rolled_up,
+        stored
+    );
+    for changed in finished {
+        if changed? == 0 {
+            return Err(Rollback::Fail(DomainError::internal(
+                "a finished turn's chat is missing (retried alone)",
+            )));
+        }
+    }
+    for result in [inserted, messages, records, rolled_up, stored]
+        .into_iter()
+        .flatten()
+    {
+        result?;
+    }
+    Ok(())
+}
+
+/// The batch's contributions to the hourly rollups, summed into one row per rollup (an
+/// upsert may not touch a row twice; the first contribution's shard takes the sum), in key
+/// order: concurrent batches then lock the rows they share in the same order and cannot
+/// deadlock.
+fn rollups(rows: impl Iterator<Item = HourlyRow>) -> Vec<HourlyRow> {
+    let mut merged: BTreeMap<HourlyKey, HourlyRow> = BTreeMap::new();
+    for row in rows {
+        match merged.entry(row.key()) {
+            std::collections::btree_map::Entry::Occupied(mut entry) => entry.get_mut().add(&row),
+            std::collections::btree_map::Entry::Vacant(entry) => {
+                entry.insert(row);
+            }
+        }
+    }
+    merged.into_values().collect()
+}
