@@ -1,21 +1,86 @@
+use std::{collections::HashMap, sync::Arc};
+
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::prelude::*;
-use diesel_async::RunQueryDsl;
+use diesel_async::{AsyncPgConnection, RunQueryDsl, pooled_connection::deadpool::Pool};
 use tessera_identity::{Client, ClientId, ClientStore, SecretHash, StoredClient};
 use tessera_kernel::{DomainError, OrganizationId, PageRequest, ScopeSet};
 
-use crate::{Database, database::with_connection, error::query_error, schema::clients};
+use crate::{
+    Database,
+    batch::{Batcher, Limits, Pending},
+    database::with_connection,
+    error::{pool_error, query_error},
+    schema::clients,
+};
 
 /// `ClientStore` on PostgreSQL or SQLite.
 #[derive(Clone)]
 pub struct SqlClientStore {
     db: Database,
+    /// PostgreSQL's batched reads of clients being authenticated (every request with a
+    /// client's token reads its client); absent on SQLite.
+    lookups: Option<Arc<Batcher<ClientId, Option<StoredClient>>>>,
 }
 
+/// Lookups in flight at once, and the most ids one lookup asks for.
+const LOOKUP_LIMITS: Limits = Limits {
+    in_flight: 2,
+    max_weight: 500,
+};
+
 impl SqlClientStore {
+    /// The store; on PostgreSQL its batched client reads start on the current Tokio runtime.
     pub fn new(db: Database) -> Self {
-        Self { db }
+        let lookups = match &db {
+            Database::Postgres(pool) => {
+                let pool = pool.clone();
+                Batcher::start(
+                    LOOKUP_LIMITS,
+                    |_| 1,
+                    move |batch| {
+                        let pool = pool.clone();
+                        async move { look_up_together(&pool, batch).await }
+                    },
+                )
+                .map(Arc::new)
+            }
+            Database::Sqlite(_) => None,
+        };
+        Self { db, lookups }
+    }
+}
+
+/// Answers concurrent authentications' client reads with one query (each distinct id once).
+async fn look_up_together(
+    pool: &Pool<AsyncPgConnection>,
+    batch: Vec<Pending<ClientId, Option<StoredClient>>>,
+) {
+    let mut ids: Vec<&str> = batch.iter().map(|p| p.request.as_str()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let found: Result<Vec<StoredClientRow>, DomainError> = async move {
+        let mut conn = pool.get().await.map_err(pool_error)?;
+        clients::table
+            .filter(clients::id.eq_any(ids))
+            .select(StoredClientRow::as_select())
+            .load(&mut *conn)
+            .await
+            .map_err(query_error)
+    }
+    .await;
+    let found = found.map(|rows| {
+        rows.into_iter()
+            .map(|row| (row.client.id.clone(), StoredClient::try_from(row)))
+            .collect::<HashMap<_, _>>()
+    });
+    for pending in batch {
+        let outcome = match &found {
+            Ok(clients) => clients.get(pending.request.as_str()).cloned().transpose(),
+            Err(error) => Err(error.clone()),
+        };
+        pending.answer(outcome);
     }
 }
 
@@ -124,6 +189,9 @@ impl ClientStore for SqlClientStore {
         &self,
         id: &ClientId,
     ) -> Result<Option<StoredClient>, DomainError> {
+        if let Some(lookups) = &self.lookups {
+            return lookups.call(id.clone()).await;
+        }
         let row: Option<StoredClientRow> = with_connection!(&self.db, conn => {
             clients::table
                 .find(id.as_str())

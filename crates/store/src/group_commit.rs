@@ -1,12 +1,11 @@
 //! Group commit of chat writes on PostgreSQL. Concurrent completions' new chats and finished
-//! turns queue for one writer, which commits whatever is waiting in one transaction of a few
-//! multi-row statements and answers each caller once that transaction has committed. Under
-//! load one commit serves dozens of completions (one WAL flush and a handful of round trips
-//! instead of about eight per completion); on an idle server a write is a batch of one and
-//! goes at once: nothing waits for a timer. A batch that fails (a taken key, an unknown
-//! chat) rolls back whole and each of its writes is then made in a transaction of its own,
-//! so one bad write fails only its own caller. SQLite has one writer anyway and writes
-//! directly.
+//! turns queue for one writer (a `batch::Batcher`), which commits whatever is waiting in one
+//! transaction of a few multi-row statements and answers each caller once that transaction
+//! has committed. Under load one commit serves dozens of completions (one WAL flush and a
+//! handful of round trips instead of about eight per completion); on an idle server a write
+//! is a batch of one and goes at once. A batch that fails (a taken key, an unknown chat)
+//! rolls back whole and each of its writes is then made in a transaction of its own, so one
+//! bad write fails only its own caller. SQLite has one writer anyway and writes directly.
 
 use std::{
     collections::BTreeMap,
@@ -19,21 +18,23 @@ use std::{
 use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl, pooled_connection::deadpool::Pool};
 use tessera_kernel::DomainError;
-use tokio::sync::{Semaphore, mpsc, oneshot};
 
 use crate::{
+    batch::{Batcher, Limits, Pending},
     chats::{ChatRow, TurnRows, finish_pipelined},
     error::{Rollback, pool_error, query_error, settle},
     schema::{artifacts, chat_messages, chats, usage_records},
     usage::{HourlyKey, HourlyRow, hourly_upsert},
 };
 
-/// Batches committed at the same time: enough to keep both the database's cores and the
-/// round trips busy, few enough that batches stay large under load.
-const IN_FLIGHT: usize = 4;
-/// Rows one batch may insert (each costs up to 16 bound values of PostgreSQL's 65 535);
-/// a single write with more rows than this goes alone, row by row.
-const BATCH_ROWS: usize = 2_000;
+/// Two batches at a time (one commits while the next is sent): fewer, larger batches share
+/// the database's work better than many small ones. A batch inserts at most 2 000 rows
+/// (each costs up to 16 bound values of PostgreSQL's 65 535); a single write with more rows
+/// than this goes alone, row by row.
+const LIMITS: Limits = Limits {
+    in_flight: 2,
+    max_weight: 2_000,
+};
 
 /// One write the writer makes for a caller.
 pub(crate) enum Write {
@@ -51,11 +52,6 @@ impl Write {
             Write::Turn(turn) => turn.messages.len() + turn.artifacts.len() + 2,
         }
     }
-}
-
-struct Pending {
-    write: Write,
-    reply: oneshot::Sender<Result<(), DomainError>>,
 }
 
 /// How much batching the writer has done (for tests and diagnostics).
@@ -76,9 +72,9 @@ struct Counters {
     retried_batches: AtomicU64,
 }
 
-/// The queue to the writer task of one store.
+/// The queue to the writer of one store.
 pub(crate) struct GroupCommit {
-    queue: mpsc::UnboundedSender<Pending>,
+    writer: Batcher<Write, ()>,
     counters: Arc<Counters>,
 }
 
@@ -86,86 +82,42 @@ impl GroupCommit {
     /// Starts the writer on the current Tokio runtime; `None` outside of one (the store then
     /// writes directly). The writer stops when the store is dropped.
     pub(crate) fn start(pool: Pool<AsyncPgConnection>) -> Option<Self> {
-        let runtime = tokio::runtime::Handle::try_current().ok()?;
-        let (queue, waiting) = mpsc::unbounded_channel();
         let counters = Arc::new(Counters::default());
-        runtime.spawn(run_writer(pool, waiting, counters.clone()));
-        Some(Self { queue, counters })
+        let counted = counters.clone();
+        let writer = Batcher::start(LIMITS, Write::rows, move |batch| {
+            let pool = pool.clone();
+            let counters = counted.clone();
+            async move { commit(&pool, batch, &counters).await }
+        })?;
+        Some(Self { writer, counters })
     }
 
     /// Makes `write` in the next batch and returns once that batch has committed (or the
-    /// write has failed). The write is queued before the first await, so writes submitted
-    /// together are seen together.
+    /// write has failed).
     pub(crate) async fn submit(&self, write: Write) -> Result<(), DomainError> {
-        let (reply, answer) = oneshot::channel();
-        self.queue
-            .send(Pending { write, reply })
-            .map_err(|_| stopped())?;
-        answer.await.map_err(|_| stopped())?
+        self.writer.call(write).await
     }
 
     pub(crate) fn stats(&self) -> GroupCommitStats {
+        let read = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
         GroupCommitStats {
-            batches: AtomicU64::load(&self.counters.batches, Ordering::Relaxed),
-            batched_writes: AtomicU64::load(&self.counters.batched_writes, Ordering::Relaxed),
-            retried_batches: AtomicU64::load(&self.counters.retried_batches, Ordering::Relaxed),
+            batches: read(&self.counters.batches),
+            batched_writes: read(&self.counters.batched_writes),
+            retried_batches: read(&self.counters.retried_batches),
         }
-    }
-}
-
-/// The writer is gone (its runtime is shutting down): whether a write it had taken
-/// committed is unknown.
-fn stopped() -> DomainError {
-    DomainError::Unavailable {
-        message: "the database writer has stopped".to_owned(),
-    }
-}
-
-/// Takes what is queued, up to `BATCH_ROWS` rows per batch, and commits it, with at most
-/// `IN_FLIGHT` batches at a time.
-async fn run_writer(
-    pool: Pool<AsyncPgConnection>,
-    mut waiting: mpsc::UnboundedReceiver<Pending>,
-    counters: Arc<Counters>,
-) {
-    let slots = Arc::new(Semaphore::new(IN_FLIGHT));
-    let mut carried: Option<Pending> = None;
-    loop {
-        let Ok(slot) = slots.clone().acquire_owned().await else {
-            return;
-        };
-        let first = match carried.take() {
-            Some(pending) => pending,
-            None => match waiting.recv().await {
-                Some(pending) => pending,
-                None => return,
-            },
-        };
-        let mut rows = first.write.rows();
-        let mut batch = vec![first];
-        while let Ok(next) = waiting.try_recv() {
-            if rows + next.write.rows() > BATCH_ROWS {
-                carried = Some(next);
-                break;
-            }
-            rows += next.write.rows();
-            batch.push(next);
-        }
-        let pool = pool.clone();
-        let counters = counters.clone();
-        tokio::spawn(async move {
-            commit(&pool, batch, &counters).await;
-            drop(slot);
-        });
     }
 }
 
 /// Commits one batch and answers its callers.
-async fn commit(pool: &Pool<AsyncPgConnection>, batch: Vec<Pending>, counters: &Counters) {
+async fn commit(
+    pool: &Pool<AsyncPgConnection>,
+    batch: Vec<Pending<Write, ()>>,
+    counters: &Counters,
+) {
     if batch.len() == 1 {
         for pending in batch {
-            let outcome = write_alone(pool, &pending.write).await;
-            let _ = pending.reply.send(outcome);
+            let outcome = write_alone(pool, &pending.request).await;
+            pending.answer(outcome);
         }
         return;
     }
@@ -173,7 +125,7 @@ async fn commit(pool: &Pool<AsyncPgConnection>, batch: Vec<Pending>, counters: &
     counters
         .batched_writes
         .fetch_add(batch.len() as u64, Ordering::Relaxed);
-    let writes: Vec<&Write> = batch.iter().map(|pending| &pending.write).collect();
+    let writes: Vec<&Write> = batch.iter().map(|pending| &pending.request).collect();
     let outcome = match pool.get().await {
         Ok(mut conn) => settle(
             diesel_async::AsyncConnection::transaction(&mut *conn, async |conn| {
@@ -186,20 +138,20 @@ async fn commit(pool: &Pool<AsyncPgConnection>, batch: Vec<Pending>, counters: &
     match outcome {
         Ok(()) => {
             for pending in batch {
-                let _ = pending.reply.send(Ok(()));
+                pending.answer(Ok(()));
             }
         }
         // Nothing to retry against: every write would wait for the same database.
         Err(error @ DomainError::Unavailable { .. }) => {
             for pending in batch {
-                let _ = pending.reply.send(Err(error.clone()));
+                pending.answer(Err(error.clone()));
             }
         }
         Err(_) => {
             counters.retried_batches.fetch_add(1, Ordering::Relaxed);
             for pending in batch {
-                let outcome = write_alone(pool, &pending.write).await;
-                let _ = pending.reply.send(outcome);
+                let outcome = write_alone(pool, &pending.request).await;
+                pending.answer(outcome);
             }
         }
     }

@@ -6,6 +6,7 @@
 //! Database errors are mapped into `tessera_kernel::DomainError` here and nowhere else.
 
 mod artifacts;
+mod batch;
 mod chats;
 mod clients;
 mod database;

@@ -300,6 +300,64 @@ async fn clients_need_an_existing_organization(backend: Backend) {
     assert_eq!(store.count(&missing).await.unwrap(), 0);
 }
 
+/// Lookups made together (on PostgreSQL: one batched query) each get their own client, and
+/// a lookup made after a revocation sees it.
+async fn concurrent_lookups_each_get_their_client(backend: Backend) {
+    let db = TestDatabase::of(backend).await;
+    let acme = organization(&db.database, "Acme").await;
+    let store = SqlClientStore::new(db.database.clone());
+    let clients: Vec<StoredClient> = (0..3).map(|i| client(&acme, &format!("c{i}"))).collect();
+    for stored in &clients {
+        store.insert(stored).await.unwrap();
+    }
+    let unknown = ClientId::generate();
+    let ids = [
+        &clients[0].client.id,
+        &clients[1].client.id,
+        &clients[0].client.id,
+        &unknown,
+        &clients[2].client.id,
+        &clients[1].client.id,
+    ];
+    let found =
+        futures_util::future::join_all(ids.iter().map(|id| store.find_for_authentication(id)))
+            .await;
+    let expected = [0, 1, 0, usize::MAX, 2, 1].map(|i| clients.get(i).cloned());
+    let found: Vec<Option<StoredClient>> = found.into_iter().map(Result::unwrap).collect();
+    assert_eq!(found, expected);
+
+    let revoked = at() + Duration::hours(1);
+    assert!(
+        store
+            .revoke(&acme, &clients[1].client.id, revoked)
+            .await
+            .unwrap()
+    );
+    let found = futures_util::future::join_all(
+        [&clients[0].client.id, &clients[1].client.id].map(|id| store.find_for_authentication(id)),
+    )
+    .await;
+    assert!(
+        found[0]
+            .as_ref()
+            .unwrap()
+            .as_ref()
+            .unwrap()
+            .client
+            .is_active()
+    );
+    assert_eq!(
+        found[1]
+            .as_ref()
+            .unwrap()
+            .as_ref()
+            .unwrap()
+            .client
+            .revoked_at,
+        Some(revoked)
+    );
+}
+
 tessera_store::on_both_databases!(
     inserted_clients_authenticate_with_their_hash,
     get_is_tenant_scoped,
@@ -308,4 +366,5 @@ tessera_store::on_both_databases!(
     revoke_is_tenant_scoped_and_happens_once,
     duplicate_ids_conflict,
     clients_need_an_existing_organization,
+    concurrent_lookups_each_get_their_client,
 );
