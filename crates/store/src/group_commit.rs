@@ -72,9 +72,11 @@ struct Counters {
     retried_batches: AtomicU64,
 }
 
-/// The queue to the writer of one store.
+/// The queues to the writers of one store: new chats and finished turns batch apart, so a
+/// completion's start does not wait behind a large batch of others' answers.
 pub(crate) struct GroupCommit {
-    writer: Batcher<Write, ()>,
+    chats: Batcher<Write, ()>,
+    turns: Batcher<Write, ()>,
     counters: Arc<Counters>,
 }
 
@@ -83,19 +85,29 @@ impl GroupCommit {
     /// writes directly). The writer stops when the store is dropped.
     pub(crate) fn start(pool: Pool<AsyncPgConnection>) -> Option<Self> {
         let counters = Arc::new(Counters::default());
-        let counted = counters.clone();
-        let writer = Batcher::start(LIMITS, Write::rows, move |batch| {
+        let writer = || {
             let pool = pool.clone();
-            let counters = counted.clone();
-            async move { commit(&pool, batch, &counters).await }
-        })?;
-        Some(Self { writer, counters })
+            let counters = counters.clone();
+            Batcher::start(LIMITS, Write::rows, move |batch| {
+                let pool = pool.clone();
+                let counters = counters.clone();
+                async move { commit(&pool, batch, &counters).await }
+            })
+        };
+        Some(Self {
+            chats: writer()?,
+            turns: writer()?,
+            counters,
+        })
     }
 
     /// Makes `write` in the next batch and returns once that batch has committed (or the
     /// write has failed).
     pub(crate) async fn submit(&self, write: Write) -> Result<(), DomainError> {
-        self.writer.call(write).await
+        match write {
+            Write::Chat(_) => self.chats.call(write).await,
+            Write::Turn(_) => self.turns.call(write).await,
+        }
     }
 
     pub(crate) fn stats(&self) -> GroupCommitStats {
