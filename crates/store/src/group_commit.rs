@@ -1,7 +1,7 @@
 //! Group commit of chat writes on PostgreSQL. Concurrent completions' new chats and finished
-//! turns queue for one writer (a `batch::Batcher`), which commits whatever is waiting in one
-//! transaction of a few multi-row statements and answers each caller once that transaction
-//! has committed. Under load one commit serves dozens of completions (one WAL flush and a
+//! turns queue for two writers (a `batch::Batcher` each), which commit whatever is waiting in
+//! one transaction of a few multi-row statements and answer each caller once that
+//! transaction has committed. Under load one commit serves dozens of completions (one WAL flush and a
 //! handful of round trips instead of about eight per completion); on an idle server a write
 //! is a batch of one and goes at once. A batch that fails (a taken key, an unknown chat)
 //! rolls back whole and each of its writes is then made in a transaction of its own, so one
@@ -27,10 +27,10 @@ use crate::{
     usage::{HourlyKey, HourlyRow, hourly_upsert},
 };
 
-/// Two batches at a time (one commits while the next is sent): fewer, larger batches share
-/// the database's work better than many small ones. A batch inserts at most 2 000 rows
-/// (each costs up to 16 bound values of PostgreSQL's 65 535); a single write with more rows
-/// than this goes alone, row by row.
+/// Two batches at a time per writer (one commits while the next is sent): fewer, larger
+/// batches share the database's work better than many small ones. A batch inserts at most
+/// 2 000 rows (each costs up to 16 bound values of PostgreSQL's 65 535); a single write
+/// with more rows than this goes alone, row by row.
 const LIMITS: Limits = Limits {
     in_flight: 2,
     max_weight: 2_000,
