@@ -31,6 +31,10 @@ use tessera_documents::{DocumentChunker, testing::pdf_bytes};
 use tessera_embed_local::{LocalEmbedder, LocalEmbedderOptions, find_model_dir};
 use tessera_knowledge::{ChunkingSettings, DocumentProcessor, Embedder, FileFormat};
 
+/// The allocator of the `tessera-api` binary (decision 0021), as the service runs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const FILES: usize = 24;
 const PAGES: usize = 5;
 const WORDS_PER_LINE: usize = 12;

@@ -140,11 +140,15 @@ async fn local_embedder(settings: &Settings) -> Result<Option<LocalEmbedder>, St
         );
         return Ok(None);
     };
+    let options = LocalEmbedderOptions {
+        precision: settings.knowledge.embedding_precision,
+        ..LocalEmbedderOptions::default()
+    };
     let loaded = tokio::task::spawn_blocking(move || {
         let Some(dir) = find_model_dir(&root) else {
             return Ok(Err(root));
         };
-        LocalEmbedder::load(&dir, LocalEmbedderOptions::default()).map(Ok)
+        LocalEmbedder::load(&dir, options).map(Ok)
     })
     .await
     .map_err(|e| knowledge_error(format!("loading the embedding model: {e}")))?

@@ -8,6 +8,12 @@ use tessera_api::{
     config::Settings, drain::Stopper, startup::Application, telemetry, worker::Worker,
 };
 
+/// Freed memory is kept for reuse: with glibc's allocator every large block (the embedding
+/// model's activations, tens of MB per batch) went back to the kernel when freed and was
+/// page-faulted in again on the next batch, which halved embedding throughput (decision 0021).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Tessera's REST API server. Configuration: `--config <file>` and `TESSERA_*` variables.
 #[derive(Debug, Parser)]
 #[command(name = "tessera-api", version)]

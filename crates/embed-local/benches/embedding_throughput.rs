@@ -5,12 +5,15 @@
 //! The texts are chunk-sized pieces (about 150 words) of this repository's own Markdown
 //! documentation. Each side embeds them once to warm up, then `PASSES` times; texts/s of
 //! every pass are printed and the median is compared (sentence-transformers = 1.00×).
+//! Tessera runs twice: in f32 throughout, and with its default precision (8-bit dense
+//! layers on CPUs with AVX-512 VNNI, decision 0021; f32 again elsewhere).
 //!
 //! The model is found under `TESSERA_MODELS_DIR` (default `~/.cache/tessera-models`, filled
 //! by `just models`). Python comes from `TESSERA_BENCH_ST_PYTHON` (a venv with
 //! `sentence-transformers`, set up by `just bench`); without it that row is skipped with the
 //! reason printed. Threads: `RAYON_NUM_THREADS` if set, else every core, for both sides.
-//! Nothing asserts on timings.
+//! Nothing asserts on timings. The benchmark uses the allocator of the `tessera-api` binary
+//! (mimalloc, decision 0021), as the service does.
 //!
 //! Run with `just bench`, or `cargo bench -p tessera-embed-local --bench embedding_throughput`.
 
@@ -22,8 +25,12 @@ use std::{
 };
 
 use anyhow::{Context, bail};
-use tessera_embed_local::{LocalEmbedder, LocalEmbedderOptions, find_model_dir};
+use tessera_embed_local::{LocalEmbedder, LocalEmbedderOptions, Precision, find_model_dir};
 use tessera_knowledge::Embedder;
+
+/// The allocator of the `tessera-api` binary, which runs this encoder in production.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const TEXTS: usize = 512;
 const PASSES: usize = 5;
@@ -93,11 +100,12 @@ fn median(values: &mut [f64]) -> f64 {
     values[values.len() / 2]
 }
 
-async fn tessera(dir: &Path, texts: &[String]) -> anyhow::Result<Vec<f64>> {
+async fn tessera(dir: &Path, texts: &[String], precision: Precision) -> anyhow::Result<Vec<f64>> {
     let embedder = LocalEmbedder::load(
         dir,
         LocalEmbedderOptions {
             batch_size: BATCH,
+            precision,
             ..LocalEmbedderOptions::default()
         },
     )?;
@@ -171,7 +179,7 @@ fn row(name: &str, rates: &mut [f64], baseline: Option<f64>) -> f64 {
     let median = median(rates);
     let ratio = baseline.map_or_else(|| "1.00×".to_owned(), |b| format!("{:.2}×", median / b));
     println!(
-        "{name:<34} {median:>9.1} texts/s  {ratio:>7}   passes: {}",
+        "{name:<40} {median:>9.1} texts/s  {ratio:>7}   passes: {}",
         all.join(" ")
     );
     median
@@ -202,7 +210,11 @@ async fn main() -> anyhow::Result<()> {
             None
         }
     };
-    let mut rates = tessera(&dir, &texts).await?;
-    row("tessera-embed-local (candle)", &mut rates, baseline);
+    // f32 throughout, then the default (8-bit dense layers where the CPU has VNNI).
+    for precision in [Precision::F32, Precision::Auto] {
+        let mut rates = tessera(&dir, &texts, precision).await?;
+        let name = format!("tessera-embed-local {}", precision.kernel_name());
+        row(&name, &mut rates, baseline);
+    }
     Ok(())
 }

@@ -1,28 +1,83 @@
 //! A BERT encoder forward pass laid out for the CPU: every dense layer is one matrix product
 //! over all the batch's tokens, the query, key and value projections are fused into one, the
 //! attention scale is folded into the query weights, and softmax and layer norms are the
-//! fused single-pass kernels. The result matches the reference BERT to float rounding.
+//! fused single-pass kernels. In `f32` the result matches the reference BERT to float
+//! rounding; the dense layers can instead run on 8-bit weights and activations (`int8`).
 
 use candle_core::{D, DType, Module, Result, Tensor};
 use candle_nn::{Embedding, LayerNorm, Linear, VarBuilder};
 use candle_transformers::models::bert::{Config, HiddenAct};
 
+use crate::{
+    int8::{Activation, Int8Linear},
+    precision::DenseKernel,
+    softmax::masked_softmax,
+};
+
 fn layer_norm(vb: &VarBuilder, size: usize, eps: f64) -> Result<LayerNorm> {
     candle_nn::layer_norm(size, eps, vb.pp("LayerNorm"))
 }
 
+/// A dense layer in `f32`, or with 8-bit weights, and the activation that follows it.
+struct Dense {
+    product: Product,
+    /// Applied after the product (an activation the 8-bit kernel fuses is not repeated here).
+    activation: Option<HiddenAct>,
+}
+
+enum Product {
+    F32(Linear),
+    Int8(Int8Linear),
+}
+
+impl Dense {
+    fn new(linear: Linear, kernel: DenseKernel, activation: Option<HiddenAct>) -> Result<Self> {
+        Ok(match (kernel, linear.bias()) {
+            (DenseKernel::Int8 { accelerated }, Some(bias)) => {
+                // The 8-bit kernel applies BERT's GELU as it writes each tile.
+                let (fused, activation) = match activation {
+                    Some(HiddenAct::Gelu) => (Activation::Gelu, None),
+                    other => (Activation::None, other),
+                };
+                let product = Int8Linear::new(linear.weight(), bias, fused, accelerated)?;
+                Self {
+                    product: Product::Int8(product),
+                    activation,
+                }
+            }
+            _ => Self {
+                product: Product::F32(linear),
+                activation,
+            },
+        })
+    }
+
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let y = match &self.product {
+            Product::F32(linear) => linear.forward(x)?,
+            Product::Int8(linear) => linear.forward(x)?,
+        };
+        match self.activation {
+            None => Ok(y),
+            Some(HiddenAct::Gelu) => y.gelu_erf(),
+            Some(HiddenAct::GeluApproximate) => y.gelu(),
+            Some(HiddenAct::Relu) => y.relu(),
+        }
+    }
+}
+
 struct EncoderLayer {
     /// Query (pre-scaled), key and value projections as one `(3·hidden, hidden)` layer.
-    qkv: Linear,
-    attention_output: Linear,
+    qkv: Dense,
+    attention_output: Dense,
     attention_norm: LayerNorm,
-    intermediate: Linear,
-    output: Linear,
+    intermediate: Dense,
+    output: Dense,
     output_norm: LayerNorm,
 }
 
 impl EncoderLayer {
-    fn load(vb: &VarBuilder, config: &Config) -> Result<Self> {
+    fn load(vb: &VarBuilder, config: &Config, kernel: DenseKernel) -> Result<Self> {
         let hidden = config.hidden_size;
         let head = hidden / config.num_attention_heads;
         let attention = vb.pp("attention");
@@ -45,16 +100,29 @@ impl EncoderLayer {
         let eps = config.layer_norm_eps;
         let attention_output = attention.pp("output");
         let output = vb.pp("output");
+        let dense = |linear| Dense::new(linear, kernel, None);
         Ok(Self {
-            qkv,
-            attention_output: candle_nn::linear(hidden, hidden, attention_output.pp("dense"))?,
-            attention_norm: layer_norm(&attention_output, hidden, eps)?,
-            intermediate: candle_nn::linear(
+            qkv: dense(qkv)?,
+            attention_output: dense(candle_nn::linear(
                 hidden,
-                config.intermediate_size,
-                vb.pp("intermediate").pp("dense"),
+                hidden,
+                attention_output.pp("dense"),
+            )?)?,
+            attention_norm: layer_norm(&attention_output, hidden, eps)?,
+            intermediate: Dense::new(
+                candle_nn::linear(
+                    hidden,
+                    config.intermediate_size,
+                    vb.pp("intermediate").pp("dense"),
+                )?,
+                kernel,
+                Some(config.hidden_act),
             )?,
-            output: candle_nn::linear(config.intermediate_size, hidden, output.pp("dense"))?,
+            output: dense(candle_nn::linear(
+                config.intermediate_size,
+                hidden,
+                output.pp("dense"),
+            )?)?,
             output_norm: layer_norm(&output, hidden, eps)?,
         })
     }
@@ -68,12 +136,11 @@ pub(crate) struct BertEncoder {
     embedding_norm: LayerNorm,
     layers: Vec<EncoderLayer>,
     heads: usize,
-    activation: HiddenAct,
     hidden_size: usize,
 }
 
 impl BertEncoder {
-    pub(crate) fn load(vb: VarBuilder, config: &Config) -> Result<Self> {
+    pub(crate) fn load(vb: VarBuilder, config: &Config, kernel: DenseKernel) -> Result<Self> {
         if config.num_attention_heads == 0
             || !config
                 .hidden_size
@@ -108,7 +175,7 @@ impl BertEncoder {
         let embedding_norm = layer_norm(&embeddings, hidden, config.layer_norm_eps)?;
         let encoder = vb.pp("encoder").pp("layer");
         let layers = (0..config.num_hidden_layers)
-            .map(|i| EncoderLayer::load(&encoder.pp(i), config))
+            .map(|i| EncoderLayer::load(&encoder.pp(i), config, kernel))
             .collect::<Result<_>>()?;
         Ok(Self {
             word_embeddings,
@@ -116,7 +183,6 @@ impl BertEncoder {
             embedding_norm,
             layers,
             heads: config.num_attention_heads,
-            activation: config.hidden_act,
             hidden_size: hidden,
         })
     }
@@ -134,9 +200,11 @@ impl BertEncoder {
         let mut x = self
             .embedding_norm
             .forward(&x.reshape((batch * width, hidden))?)?;
-        // Padding keys get a large negative score, so softmax gives them no weight.
-        let mask_bias =
-            ((mask.to_dtype(DType::F32)? - 1.0)? * 1e9)?.reshape((batch, 1, 1, width))?;
+        // Padding keys get no weight in any softmax.
+        let key_mask: Vec<bool> = (mask.flatten_all()?.to_dtype(DType::F32)?.to_vec1::<f32>()?)
+            .iter()
+            .map(|&m| m != 0.0)
+            .collect();
         for layer in &self.layers {
             let qkv = layer
                 .qkv
@@ -145,8 +213,7 @@ impl BertEncoder {
                 .permute((2, 0, 3, 1, 4))?
                 .contiguous()?;
             let (q, k, v) = (qkv.get(0)?, qkv.get(1)?, qkv.get(2)?);
-            let scores = q.matmul(&k.t()?)?.broadcast_add(&mask_bias)?;
-            let probs = candle_nn::ops::softmax_last_dim(&scores)?;
+            let probs = masked_softmax(&q.matmul(&k.t()?)?, &key_mask)?;
             let context = probs
                 .matmul(&v)?
                 .transpose(1, 2)?
@@ -155,11 +222,6 @@ impl BertEncoder {
             let attended = (layer.attention_output.forward(&context)? + &x)?;
             x = layer.attention_norm.forward(&attended)?;
             let inner = layer.intermediate.forward(&x)?;
-            let inner = match self.activation {
-                HiddenAct::Gelu => inner.gelu_erf()?,
-                HiddenAct::GeluApproximate => inner.gelu()?,
-                HiddenAct::Relu => inner.relu()?,
-            };
             let out = (layer.output.forward(&inner)? + &x)?;
             x = layer.output_norm.forward(&out)?;
         }
@@ -207,7 +269,7 @@ mod tests {
         let weights =
             VarBuilder::from_buffered_safetensors(bytes, DType::F32, &Device::Cpu).unwrap();
         let reference = BertModel::load(weights.clone(), &config).unwrap();
-        let encoder = BertEncoder::load(weights, &config).unwrap();
+        let encoder = BertEncoder::load(weights, &config, DenseKernel::F32).unwrap();
 
         // Two rows: 7 real tokens, and 4 real tokens then 3 of padding.
         let ids = Tensor::new(

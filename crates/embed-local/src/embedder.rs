@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use tessera_knowledge::{EmbedError, Embedder};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::{LoadError, model::SentenceEncoder};
+use crate::{LoadError, Precision, model::SentenceEncoder};
 
 /// How the encoder reads and batches texts.
 #[derive(Debug, Clone)]
@@ -19,6 +19,9 @@ pub struct LocalEmbedderOptions {
     pub batch_size: usize,
     /// Batches waiting for the encoder before callers wait to hand theirs over.
     pub queue: usize,
+    /// The arithmetic of the dense layers ([`Precision::Auto`]: 8-bit where the CPU has
+    /// AVX-512 VNNI).
+    pub precision: Precision,
 }
 
 impl Default for LocalEmbedderOptions {
@@ -28,6 +31,7 @@ impl Default for LocalEmbedderOptions {
             max_tokens: 256,
             batch_size: 32,
             queue: 16,
+            precision: Precision::Auto,
         }
     }
 }
@@ -68,7 +72,9 @@ impl LocalEmbedder {
                 "batch_size and queue must be positive and max_tokens at least 2".into(),
             ));
         }
-        let encoder = SentenceEncoder::load(dir, options.max_tokens)?;
+        let kernel = options.precision.kernel();
+        let encoder = SentenceEncoder::load(dir, options.max_tokens, kernel)?;
+        tracing::info!(?kernel, "embedding model loaded");
         let dimensions = encoder.dimensions();
         let (queue, batches) = mpsc::channel(options.queue);
         std::thread::Builder::new()

@@ -11,6 +11,7 @@ use crate::{
     LoadError,
     bert::{BertEncoder, mean_pool_normalized},
     files::{CONFIG_FILE, TOKENIZER_FILE, WEIGHTS_FILE},
+    precision::DenseKernel,
 };
 
 /// A BERT sentence encoder on the CPU.
@@ -30,7 +31,11 @@ fn file_error(path: &Path, message: impl ToString) -> LoadError {
 impl SentenceEncoder {
     /// Loads the encoder from a directory holding its config, tokenizer and weights.
     /// `max_tokens` caps what is read of each text.
-    pub(crate) fn load(dir: &Path, max_tokens: usize) -> Result<Self, LoadError> {
+    pub(crate) fn load(
+        dir: &Path,
+        max_tokens: usize,
+        kernel: DenseKernel,
+    ) -> Result<Self, LoadError> {
         let config_path = dir.join(CONFIG_FILE);
         let config = std::fs::read(&config_path).map_err(|e| file_error(&config_path, e))?;
         let config: Config =
@@ -59,8 +64,8 @@ impl SentenceEncoder {
         let bytes = std::fs::read(&weights_path).map_err(|e| file_error(&weights_path, e))?;
         let weights = VarBuilder::from_buffered_safetensors(bytes, DType::F32, &Device::Cpu)
             .map_err(|e| file_error(&weights_path, e))?;
-        let encoder =
-            BertEncoder::load(weights, &config).map_err(|e| LoadError::Model(e.to_string()))?;
+        let encoder = BertEncoder::load(weights, &config, kernel)
+            .map_err(|e| LoadError::Model(e.to_string()))?;
         Ok(Self {
             encoder,
             tokenizer,

@@ -6,7 +6,7 @@ use std::{
     sync::{Arc, OnceLock},
 };
 
-use tessera_embed_local::{LocalEmbedder, LocalEmbedderOptions, find_model_dir};
+use tessera_embed_local::{LocalEmbedder, LocalEmbedderOptions, Precision, find_model_dir};
 use tessera_knowledge::Embedder;
 
 fn models_dir() -> PathBuf {
@@ -29,16 +29,29 @@ fn model_dir() -> PathBuf {
     })
 }
 
-fn embedder() -> Arc<LocalEmbedder> {
-    static EMBEDDER: OnceLock<Arc<LocalEmbedder>> = OnceLock::new();
-    EMBEDDER
+/// One encoder per precision for the whole test binary (loading takes a while).
+fn embedder_with(precision: Precision) -> Arc<LocalEmbedder> {
+    static EMBEDDERS: [OnceLock<Arc<LocalEmbedder>>; 3] =
+        [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+    let slot = match precision {
+        Precision::Auto => 0,
+        Precision::F32 => 1,
+        Precision::Int8 => 2,
+    };
+    EMBEDDERS[slot]
         .get_or_init(|| {
-            Arc::new(
-                LocalEmbedder::load(&model_dir(), LocalEmbedderOptions::default())
-                    .expect("the model loads"),
-            )
+            let options = LocalEmbedderOptions {
+                precision,
+                ..LocalEmbedderOptions::default()
+            };
+            Arc::new(LocalEmbedder::load(&model_dir(), options).expect("the model loads"))
         })
         .clone()
+}
+
+/// The encoder as deployed: [`Precision::Auto`].
+fn embedder() -> Arc<LocalEmbedder> {
+    embedder_with(Precision::Auto)
 }
 
 fn dot(a: &[f32], b: &[f32]) -> f32 {
@@ -46,7 +59,11 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
 }
 
 async fn embed(texts: &[&str]) -> Vec<Vec<f32>> {
-    embedder()
+    embed_with(Precision::Auto, texts).await
+}
+
+async fn embed_with(precision: Precision, texts: &[&str]) -> Vec<Vec<f32>> {
+    embedder_with(precision)
         .embed(texts.iter().map(|t| t.to_string()).collect())
         .await
         .expect("texts embed")
@@ -171,7 +188,8 @@ fn a_folder_without_a_model_is_refused_clearly() {
 
 /// The first eight dimensions sentence-transformers 6.2.0 (PyTorch, CPU) gives the same model
 /// for these texts (`normalize_embeddings=True`, `max_seq_length` 256), recorded once: the
-/// pooling, normalisation and truncation here must match the reference implementation.
+/// pooling, normalisation and truncation here must match the reference implementation (in
+/// f32: 8-bit vectors are held to the f32 ones below).
 const REFERENCE: [(&str, [f32; 8]); 2] = [
     (
         "A man is eating food.",
@@ -204,7 +222,7 @@ async fn vectors_match_sentence_transformers() {
     let long = "tokens ".repeat(400);
     let mut texts: Vec<&str> = REFERENCE.iter().map(|(text, _)| *text).collect();
     texts.push(&long);
-    let vectors = embed(&texts).await;
+    let vectors = embed_with(Precision::F32, &texts).await;
     for ((text, expected), vector) in REFERENCE.iter().zip(&vectors) {
         assert_close(&vector[..8], expected, text);
     }
@@ -213,4 +231,27 @@ async fn vectors_match_sentence_transformers() {
         &TRUNCATED_REFERENCE,
         "a text cut at 256 tokens",
     );
+}
+
+/// 8-bit dense layers (on the VNNI kernel, or the portable one where the CPU lacks it) move
+/// each vector by quantization noise only: a cosine of at least 0.99 with the f32 vector,
+/// for short, long, truncated and non-English texts.
+#[tokio::test]
+async fn int8_vectors_stay_close_to_the_f32_vectors() {
+    let long = "tokens ".repeat(400);
+    let texts = [
+        "A man is eating food.",
+        "To reset your password, open Settings, choose Security and click Reset password.",
+        "ünïcödé and emoji 🚀 survive tokenization",
+        "Invoices are payable within 30 days of receipt by bank transfer; late payments \
+         accrue interest at the statutory rate and may lead to the suspension of the account.",
+        &long,
+    ];
+    let reference = embed_with(Precision::F32, &texts).await;
+    let quantized = embed_with(Precision::Int8, &texts).await;
+    for ((text, f32), int8) in texts.iter().zip(&reference).zip(&quantized) {
+        let cosine = dot(f32, int8);
+        assert!(cosine > 0.99, "{text:.40}: cosine {cosine}");
+        assert_ne!(f32, int8, "{text:.40}: the 8-bit path was not taken");
+    }
 }

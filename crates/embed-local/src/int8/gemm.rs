@@ -1,0 +1,174 @@
+//! The packed weight layout and the product driver: rows of activations in tiles of `MR`,
+//! weights in panels of `NR` features, each tile × panel summed by a kernel (VNNI or
+//! portable), then scaled back to `f32` with the bias (and GELU, for the feed-forward
+//! layer). Tiles of rows run in parallel.
+
+use super::quantize::{QuantizedWeights, RowScale, quantize_row};
+use crate::{
+    avx512::{self, Kernel},
+    fastmath::gelu,
+    parallel::for_each_chunk,
+};
+
+/// Rows of activations per tile.
+pub(crate) const MR: usize = 8;
+/// Features per panel: three vectors of 16 `i32` sums.
+pub(crate) const NR: usize = 48;
+
+/// What is applied to `x · wᵀ + b` before it is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Activation {
+    None,
+    /// BERT's GELU (with `erf`).
+    Gelu,
+}
+
+/// Weights in the kernels' order: for each panel of `NR` features, for each group of four
+/// depths, the four bytes of each feature in turn (`NR × 4` bytes per group). Depth is
+/// padded to a multiple of 4 and features to a multiple of `NR`, with zeros.
+pub(crate) struct PackedWeights {
+    pub(crate) features: usize,
+    pub(crate) depth: usize,
+    /// `depth` rounded up to a multiple of 4.
+    pub(crate) padded_depth: usize,
+    pub(crate) panels: Vec<i8>,
+    pub(crate) scales: Vec<f32>,
+    pub(crate) sums: Vec<i32>,
+    pub(crate) bias: Vec<f32>,
+    pub(crate) activation: Activation,
+}
+
+impl PackedWeights {
+    pub(crate) fn new(
+        quantized: QuantizedWeights,
+        features: usize,
+        depth: usize,
+        bias: Vec<f32>,
+        activation: Activation,
+    ) -> Self {
+        let padded_depth = depth.div_ceil(4) * 4;
+        let panel_count = features.div_ceil(NR);
+        let mut panels = vec![0i8; panel_count * padded_depth * NR];
+        for (feature, row) in quantized.values.chunks_exact(depth).enumerate() {
+            let (panel, column) = (feature / NR, feature % NR);
+            let base = panel * padded_depth * NR;
+            for (k, &value) in row.iter().enumerate() {
+                panels[base + (k / 4) * NR * 4 + column * 4 + k % 4] = value;
+            }
+        }
+        Self {
+            features,
+            depth,
+            padded_depth,
+            panels,
+            scales: quantized.scales,
+            sums: quantized.sums,
+            bias,
+            activation,
+        }
+    }
+
+    pub(crate) fn panel(&self, index: usize) -> &[i8] {
+        let size = self.padded_depth * NR;
+        &self.panels[index * size..(index + 1) * size]
+    }
+}
+
+/// `out (rows, features) = act(x (rows, depth) · wᵀ + bias)`, with `x` quantized per row.
+pub(crate) fn multiply(x: &[f32], weights: &PackedWeights, out: &mut [f32], accelerated: bool) {
+    let (depth, features) = (weights.depth, weights.features);
+    for_each_chunk(x, MR * depth, out, MR * features, |_, x, out| {
+        if accelerated {
+            avx512::run(Kernel::Tile { x, weights, out });
+        } else {
+            tile_with(x, weights, out, tile_sums_portable);
+        }
+    });
+}
+
+/// One tile of up to `MR` rows: quantized, summed against every panel by `sums`, scaled and
+/// written to `out`. Inlined into each kernel's caller, so on the VNNI path the quantization
+/// and the scaling are compiled for AVX-512 too.
+#[inline(always)]
+pub(crate) fn tile_with(
+    x: &[f32],
+    weights: &PackedWeights,
+    out: &mut [f32],
+    sums: impl Fn(&[u8], usize, &[i8]) -> [[i32; NR]; MR],
+) {
+    let (depth, features, padded) = (weights.depth, weights.features, weights.padded_depth);
+    let rows = out.len() / features;
+    // Rows past the end stay zero (their sums are not used).
+    let mut tile = [0u8; MR * 1536];
+    let mut heap;
+    let tile: &mut [u8] = if MR * padded <= tile.len() {
+        &mut tile[..MR * padded]
+    } else {
+        heap = vec![0u8; MR * padded];
+        &mut heap
+    };
+    let mut scales = [RowScale {
+        scale: 0.0,
+        zero_point: 0,
+    }; MR];
+    for ((x, q), scale) in x
+        .chunks_exact(depth)
+        .zip(tile.chunks_exact_mut(padded))
+        .zip(&mut scales)
+    {
+        *scale = quantize_row(x, &mut q[..depth]);
+    }
+    for panel in 0..features.div_ceil(NR) {
+        let sums = sums(tile, padded, weights.panel(panel));
+        let first = panel * NR;
+        let width = NR.min(features - first);
+        let weight_scales = &weights.scales[first..first + width];
+        let weight_sums = &weights.sums[first..first + width];
+        let bias = &weights.bias[first..first + width];
+        for ((sums, row_scale), out) in sums
+            .iter()
+            .zip(&scales)
+            .zip(out.chunks_exact_mut(features))
+            .take(rows)
+        {
+            let RowScale { scale, zero_point } = *row_scale;
+            let out = &mut out[first..first + width];
+            for ((((out, &sum), &weight_sum), &weight_scale), &bias) in out
+                .iter_mut()
+                .zip(&sums[..width])
+                .zip(weight_sums)
+                .zip(weight_scales)
+                .zip(bias)
+            {
+                let exact = sum - zero_point * weight_sum;
+                *out = exact as f32 * (scale * weight_scale) + bias;
+            }
+            if weights.activation == Activation::Gelu {
+                for out in out.iter_mut() {
+                    *out = gelu(*out);
+                }
+            }
+        }
+    }
+}
+
+/// The sums `Σ_k tile[r][k] · panel[k][c]` of one tile and one panel, in plain integer
+/// arithmetic.
+pub(crate) fn tile_sums_portable(tile: &[u8], depth: usize, panel: &[i8]) -> [[i32; NR]; MR] {
+    let mut sums = [[0i32; NR]; MR];
+    for (row, sums) in sums.iter_mut().enumerate() {
+        let a = &tile[row * depth..(row + 1) * depth];
+        for (group, b) in panel.chunks_exact(NR * 4).enumerate() {
+            let a = &a[group * 4..group * 4 + 4];
+            for (c, sum) in sums.iter_mut().enumerate() {
+                let b = &b[c * 4..c * 4 + 4];
+                *sum += a
+                    .iter()
+                    .zip(b)
+                    .map(|(&a, &b)| i32::from(a) * i32::from(b))
+                    .sum::<i32>();
+            }
+        }
+    }
+    sums
+}
