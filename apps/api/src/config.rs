@@ -302,7 +302,7 @@ pub struct KnowledgeSettings {
     #[serde(deserialize_with = "lenient::parse")]
     pub embedding_batch_size: usize,
     /// The embedded model's arithmetic: `auto` (8-bit dense layers where the CPU has
-    /// AVX-512 VNNI, about 2-3× the throughput; f32 elsewhere), `f32` (the reference
+    /// AVX-512 VNNI, about 2.4× the throughput; f32 elsewhere), `f32` (the reference
     /// model's vectors exactly) or `int8` (decision 0021).
     #[serde(deserialize_with = "lenient::parse")]
     pub embedding_precision: Precision,

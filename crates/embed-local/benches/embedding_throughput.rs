@@ -100,7 +100,12 @@ fn median(values: &mut [f64]) -> f64 {
     values[values.len() / 2]
 }
 
-async fn tessera(dir: &Path, texts: &[String], precision: Precision) -> anyhow::Result<Vec<f64>> {
+/// Texts/s of each pass, and the vectors of the warm-up pass.
+async fn tessera(
+    dir: &Path,
+    texts: &[String],
+    precision: Precision,
+) -> anyhow::Result<(Vec<f64>, Vec<Vec<f32>>)> {
     let embedder = LocalEmbedder::load(
         dir,
         LocalEmbedderOptions {
@@ -109,14 +114,14 @@ async fn tessera(dir: &Path, texts: &[String], precision: Precision) -> anyhow::
             ..LocalEmbedderOptions::default()
         },
     )?;
-    embedder.embed(texts.to_vec()).await?;
+    let vectors = embedder.embed(texts.to_vec()).await?;
     let mut rates = Vec::with_capacity(PASSES);
     for _ in 0..PASSES {
         let started = Instant::now();
-        let vectors = embedder.embed(texts.to_vec()).await?;
-        rates.push(vectors.len() as f64 / started.elapsed().as_secs_f64());
+        let pass = embedder.embed(texts.to_vec()).await?;
+        rates.push(pass.len() as f64 / started.elapsed().as_secs_f64());
     }
-    Ok(rates)
+    Ok((rates, vectors))
 }
 
 const PYTHON: &str = r#"
@@ -211,10 +216,29 @@ async fn main() -> anyhow::Result<()> {
         }
     };
     // f32 throughout, then the default (8-bit dense layers where the CPU has VNNI).
+    let mut reference: Option<Vec<Vec<f32>>> = None;
     for precision in [Precision::F32, Precision::Auto] {
-        let mut rates = tessera(&dir, &texts, precision).await?;
+        let (mut rates, vectors) = tessera(&dir, &texts, precision).await?;
         let name = format!("tessera-embed-local {}", precision.kernel_name());
         row(&name, &mut rates, baseline);
+        match &reference {
+            None => reference = Some(vectors),
+            Some(reference) if precision.kernel_name() != Precision::F32.kernel_name() => {
+                // How far the 8-bit vectors are from the f32 ones, text by text.
+                let mut cosines: Vec<f64> = reference
+                    .iter()
+                    .zip(&vectors)
+                    .map(|(a, b)| a.iter().zip(b).map(|(x, y)| f64::from(x * y)).sum())
+                    .collect();
+                let mean = cosines.iter().sum::<f64>() / cosines.len() as f64;
+                let min = cosines.iter().copied().fold(f64::INFINITY, f64::min);
+                println!(
+                    "cosine with the f32 vectors: mean {mean:.5}, median {:.5}, min {min:.5}",
+                    median(&mut cosines)
+                );
+            }
+            Some(_) => {}
+        }
     }
     Ok(())
 }

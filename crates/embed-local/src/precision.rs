@@ -5,7 +5,7 @@ use crate::int8;
 /// The arithmetic of the encoder's dense layers (about nine tenths of its work).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Precision {
-    /// 8-bit where the CPU has AVX-512 VNNI (about 3× the throughput), `f32` elsewhere.
+    /// 8-bit where the CPU has AVX-512 VNNI (about 2.4× the throughput), `f32` elsewhere.
     #[default]
     Auto,
     /// `f32` throughout: the reference model's vectors to float rounding.

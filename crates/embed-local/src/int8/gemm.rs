@@ -14,6 +14,8 @@ use crate::{
 pub(crate) const MR: usize = 8;
 /// Features per panel: three vectors of 16 `i32` sums.
 pub(crate) const NR: usize = 48;
+/// The deepest layer whose tile of quantized rows is kept on the stack.
+const STACK_DEPTH: usize = 1536;
 
 /// What is applied to `x · wᵀ + b` before it is stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,10 +100,11 @@ pub(crate) fn tile_with(
 ) {
     let (depth, features, padded) = (weights.depth, weights.features, weights.padded_depth);
     let rows = out.len() / features;
-    // Rows past the end stay zero (their sums are not used).
-    let mut tile = [0u8; MR * 1536];
+    // The quantized rows, on the stack up to the widest layer of all-MiniLM-L6-v2 (its
+    // 1536-wide feed-forward output). Rows past the end stay zero (their sums are not used).
+    let mut tile = [0u8; MR * STACK_DEPTH];
     let mut heap;
-    let tile: &mut [u8] = if MR * padded <= tile.len() {
+    let tile: &mut [u8] = if padded <= STACK_DEPTH {
         &mut tile[..MR * padded]
     } else {
         heap = vec![0u8; MR * padded];
