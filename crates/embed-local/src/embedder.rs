@@ -74,7 +74,10 @@ impl LocalEmbedder {
         }
         let kernel = options.precision.kernel();
         let encoder = SentenceEncoder::load(dir, options.max_tokens, kernel)?;
-        tracing::info!(?kernel, "embedding model loaded");
+        tracing::info!(
+            kernel = options.precision.kernel_name(),
+            "embedding model loaded"
+        );
         let dimensions = encoder.dimensions();
         let (queue, batches) = mpsc::channel(options.queue);
         std::thread::Builder::new()
