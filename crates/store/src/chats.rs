@@ -10,7 +10,11 @@ use std::{collections::HashMap, sync::Arc};
 
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDateTime, Utc};
-use diesel::{dsl, prelude::*};
+use diesel::{
+    dsl,
+    prelude::*,
+    sql_types::{BigInt, Integer, Nullable, Text, Timestamp},
+};
 use diesel_async::RunQueryDsl;
 use tessera_chats::{
     Attachment, Chat, ChatFilter, ChatId, ChatStatus, ChatStore, FinishedTurn, Message,
@@ -27,6 +31,7 @@ use crate::{
     error::{Rollback, query_error},
     group_commit::{GroupCommit, GroupCommitStats, Write},
     schema::{artifacts, chat_messages, chats},
+    unnest::unnest_statement,
     usage::UsageRow,
 };
 
@@ -93,6 +98,64 @@ pub(crate) struct MessageRow {
     finish_reason: Option<String>,
     created_at: NaiveDateTime,
     attachments: String,
+}
+
+unnest_statement! {
+    /// New chats, as one statement however many (group commit).
+    struct InsertChats<'a> for |row: &ChatRow| {
+        id: Text as String = &row.id,
+        organization_id: Text as String = &row.organization_id,
+        owner: Text as String = &row.owner,
+        model_id: Text as String = &row.model_id,
+        base_model_id: Text as String = &row.base_model_id,
+        system_prompt: Nullable<Text> as Option<String> = &row.system_prompt,
+        system_prompt_id: Nullable<Text> as Option<String> = &row.system_prompt_id,
+        title: Nullable<Text> as Option<String> = &row.title,
+        status: Nullable<Text> as Option<String> = &row.status,
+        error: Nullable<Text> as Option<String> = &row.error,
+        deleted_at: Nullable<Timestamp> as Option<NaiveDateTime> = &row.deleted_at,
+        created_at: Timestamp as NaiveDateTime = &row.created_at,
+        updated_at: Timestamp as NaiveDateTime = &row.updated_at,
+    }
+    insert into "chats" then "";
+}
+
+unnest_statement! {
+    /// Messages, as one statement however many (group commit).
+    struct InsertMessages<'a> for |row: &MessageRow| {
+        id: Text as String = &row.id,
+        chat_id: Text as String = &row.chat_id,
+        organization_id: Text as String = &row.organization_id,
+        sequence: Integer as i32 = &row.sequence,
+        role: Text as String = &row.role,
+        content: Text as String = &row.content,
+        reasoning: Nullable<Text> as Option<String> = &row.reasoning,
+        tool_calls: Text as String = &row.tool_calls,
+        tool_call_id: Nullable<Text> as Option<String> = &row.tool_call_id,
+        sources: Text as String = &row.sources,
+        input_tokens: Nullable<BigInt> as Option<i64> = &row.input_tokens,
+        output_tokens: Nullable<BigInt> as Option<i64> = &row.output_tokens,
+        reasoning_tokens: Nullable<BigInt> as Option<i64> = &row.reasoning_tokens,
+        finish_reason: Nullable<Text> as Option<String> = &row.finish_reason,
+        created_at: Timestamp as NaiveDateTime = &row.created_at,
+        attachments: Text as String = &row.attachments,
+    }
+    insert into "chat_messages" then "";
+}
+
+unnest_statement! {
+    /// The status change of finished generations (what `finished_at!` sets for one chat),
+    /// as one statement however many chats finish. Its row count is how many of them exist.
+    struct FinishChats<'a> for |turn: &TurnRows| {
+        organization_id: Text as str = turn.organization.as_str(),
+        id: Text as str = turn.chat.as_str(),
+        at: Timestamp as NaiveDateTime = &turn.at,
+    }
+    sql (
+        "UPDATE chats SET status = NULL, error = NULL, updated_at = finished.at FROM unnest(",
+        ") AS finished(organization_id, id, at) \
+         WHERE chats.organization_id = finished.organization_id AND chats.id = finished.id"
+    );
 }
 
 fn utc(at: NaiveDateTime) -> DateTime<Utc> {
@@ -289,7 +352,6 @@ macro_rules! finished_at {
         )
     };
 }
-pub(crate) use finished_at;
 
 /// What a finished generation writes, as rows.
 pub(crate) struct TurnRows {

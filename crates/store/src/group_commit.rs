@@ -15,16 +15,15 @@ use std::{
     },
 };
 
-use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl, pooled_connection::deadpool::Pool};
 use tessera_kernel::DomainError;
 
 use crate::{
     batch::{Batcher, Limits, Pending},
-    chats::{ChatRow, TurnRows, finish_pipelined},
+    chats::{ChatRow, FinishChats, InsertChats, InsertMessages, TurnRows, finish_pipelined},
     error::{Rollback, pool_error, query_error, settle},
-    schema::{artifacts, chat_messages, chats, usage_records},
-    usage::{HourlyKey, HourlyRow, hourly_upsert},
+    schema::{artifacts, chats},
+    usage::{HourlyKey, HourlyRow, InsertUsage, UpsertHourly},
 };
 
 /// Two batches at a time per writer (one commits while the next is sent): fewer, larger
@@ -199,7 +198,7 @@ async fn write_together(
     conn: &mut AsyncPgConnection,
     writes: &[&Write],
 ) -> Result<(), Rollback<()>> {
-    use futures_util::future::{OptionFuture, join_all};
+    use futures_util::future::OptionFuture;
     let mut new_chats = Vec::new();
     let mut turns = Vec::new();
     for write in writes {
@@ -208,56 +207,34 @@ async fn write_together(
             Write::Turn(turn) => turns.push(turn),
         }
     }
-    let messages: Vec<_> = turns.iter().flat_map(|turn| &turn.messages).collect();
-    let usage: Vec<_> = turns.iter().map(|turn| &turn.usage).collect();
+    let messages = InsertMessages::new(turns.iter().flat_map(|turn| &turn.messages));
+    let usage = InsertUsage::new(turns.iter().map(|turn| &turn.usage));
     let artifacts: Vec<_> = turns.iter().flat_map(|turn| &turn.artifacts).collect();
     let hourly = rollups(turns.iter().map(|turn| turn.usage.hourly()));
+    let hourly = UpsertHourly::new(&hourly);
+    // A chat finishes at most once per batch (a second generation on it waits for this one
+    // to be stored), so the update's row count says whether every chat was found.
+    let finishing = FinishChats::new(turns.iter().copied());
 
     let mut shared: &AsyncPgConnection = conn;
-    let inserted = OptionFuture::from((!new_chats.is_empty()).then(|| {
-        diesel::insert_into(chats::table)
-            .values(new_chats)
-            .execute(&mut shared)
-    }));
-    let finished: Vec<_> = (turns.iter())
-        .map(|turn| {
-            diesel::update(crate::chats::one_chat(&turn.organization, &turn.chat))
-                .set(crate::chats::finished_at!(turn.at))
-                .execute(&mut shared)
-        })
-        .collect();
-    let messages = OptionFuture::from((!messages.is_empty()).then(|| {
-        diesel::insert_into(chat_messages::table)
-            .values(messages)
-            .execute(&mut shared)
-    }));
-    let records = OptionFuture::from((!usage.is_empty()).then(|| {
-        diesel::insert_into(usage_records::table)
-            .values(usage)
-            .execute(&mut shared)
-    }));
-    let rolled_up = OptionFuture::from(
-        (!hourly.is_empty()).then(|| hourly_upsert!(hourly).execute(&mut shared)),
+    let inserted = OptionFuture::from(
+        (!new_chats.is_empty()).then(|| InsertChats::new(new_chats).execute(&mut shared)),
     );
+    let finished = OptionFuture::from((!turns.is_empty()).then(|| finishing.execute(&mut shared)));
+    let messages = OptionFuture::from((!turns.is_empty()).then(|| messages.execute(&mut shared)));
+    let records = OptionFuture::from((!turns.is_empty()).then(|| usage.execute(&mut shared)));
+    let rolled_up = OptionFuture::from((!turns.is_empty()).then(|| hourly.execute(&mut shared)));
     let stored = OptionFuture::from((!artifacts.is_empty()).then(|| {
         diesel::insert_into(artifacts::table)
             .values(artifacts)
             .execute(&mut shared)
     }));
-    let (inserted, finished, messages, records, rolled_up, stored) = futures_util::join!(
-        inserted,
-        join_all(finished),
-        messages,
-        records,
-        rolled_up,
-        stored
-    );
-    for changed in finished {
-        if changed? == 0 {
-            return Err(Rollback::Fail(DomainError::internal(
-                "a finished turn's chat is missing (retried alone)",
-            )));
-        }
+    let (inserted, finished, messages, records, rolled_up, stored) =
+        futures_util::join!(inserted, finished, messages, records, rolled_up, stored);
+    if finished.transpose()?.unwrap_or(0) != turns.len() {
+        return Err(Rollback::Fail(DomainError::internal(
+            "a finished turn's chat is missing (retried alone)",
+        )));
     }
     for result in [inserted, messages, records, rolled_up, stored]
         .into_iter()

@@ -22,6 +22,7 @@ mod prompts;
 mod schema;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod unnest;
 mod usage;
 mod webhooks;
 

@@ -13,7 +13,7 @@ use diesel::{
     prelude::*,
     query_builder::{BoxedSqlQuery, SqlQuery},
     serialize::ToSql,
-    sql_types::{BigInt, HasSqlType, Nullable, Text, Timestamp},
+    sql_types::{BigInt, HasSqlType, Nullable, SmallInt, Text, Timestamp},
 };
 use diesel_async::RunQueryDsl;
 use tessera_kernel::{DomainError, PrincipalKind};
@@ -26,6 +26,7 @@ use crate::{
     database::with_transaction,
     error::pool_error,
     schema::{usage_hourly, usage_records},
+    unnest::unnest_statement,
 };
 
 /// `work_mem` of a report's transaction on PostgreSQL (see `aggregate`).
@@ -169,6 +170,52 @@ impl UsageRow {
         self.id.hash(&mut hasher);
         i16::try_from(hasher.finish() % HOURLY_SHARDS).unwrap_or(0)
     }
+}
+
+unnest_statement! {
+    /// Usage records, as one statement however many (group commit).
+    struct InsertUsage<'a> for |row: &UsageRow| {
+        id: Text as String = &row.id,
+        organization_id: Text as String = &row.organization_id,
+        principal: Text as String = &row.principal,
+        principal_kind: Text as String = &row.principal_kind,
+        chat_id: Text as String = &row.chat_id,
+        message_id: Text as String = &row.message_id,
+        model_id: Text as String = &row.model_id,
+        parent_model_id: Text as String = &row.parent_model_id,
+        provider: Text as String = &row.provider,
+        input_tokens: BigInt as i64 = &row.input_tokens,
+        output_tokens: BigInt as i64 = &row.output_tokens,
+        reasoning_tokens: BigInt as i64 = &row.reasoning_tokens,
+        credits: BigInt as i64 = &row.credits,
+        latency_ms: BigInt as i64 = &row.latency_ms,
+        finish_reason: Text as String = &row.finish_reason,
+        created_at: Timestamp as NaiveDateTime = &row.created_at,
+    }
+    insert into "usage_records" then "";
+}
+
+unnest_statement! {
+    /// Additions to hourly rollups (what `hourly_upsert!` does), as one statement however
+    /// many rows: each row once (an upsert may not touch a row twice).
+    struct UpsertHourly<'a> for |row: &HourlyRow| {
+        organization_id: Text as String = &row.organization_id,
+        hour: Timestamp as NaiveDateTime = &row.hour,
+        model_id: Text as String = &row.model_id,
+        input_tokens: BigInt as i64 = &row.input_tokens,
+        output_tokens: BigInt as i64 = &row.output_tokens,
+        reasoning_tokens: BigInt as i64 = &row.reasoning_tokens,
+        credits: BigInt as i64 = &row.credits,
+        requests: BigInt as i64 = &row.requests,
+        shard: SmallInt as i16 = &row.shard,
+    }
+    insert into "usage_hourly" then
+        " ON CONFLICT (organization_id, hour, model_id, shard) DO UPDATE SET \
+         input_tokens = usage_hourly.input_tokens + excluded.input_tokens, \
+         output_tokens = usage_hourly.output_tokens + excluded.output_tokens, \
+         reasoning_tokens = usage_hourly.reasoning_tokens + excluded.reasoning_tokens, \
+         credits = usage_hourly.credits + excluded.credits, \
+         requests = usage_hourly.requests + excluded.requests";
 }
 
 /// The statement adding `$hourly` (a `HourlyRow`) to its hour's rollup row.
