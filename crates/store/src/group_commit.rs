@@ -1,6 +1,6 @@
 //! Group commit of chat writes on PostgreSQL. Concurrent completions' new chats and finished
 //! turns queue for two writers (a `batch::Batcher` each), which commit whatever is waiting in
-//! one transaction of a few multi-row statements and answer each caller once that
+//! one transaction of a few batch statements and answer each caller once that
 //! transaction has committed. Under load one commit serves dozens of completions (one WAL flush and a
 //! handful of round trips instead of about eight per completion); on an idle server a write
 //! is a batch of one and goes at once. A batch that fails (a taken key, an unknown chat)
@@ -191,9 +191,10 @@ async fn write_alone(pool: &Pool<AsyncPgConnection>, write: &Write) -> Result<()
 }
 
 /// Every write of a batch, inside the caller's transaction, as one pipeline: the new chats
-/// in one insert, each turn's status change (one cached statement per chat), then every
-/// message, usage record, hourly rollup and artifact in one insert per table. Any failure,
-/// or a turn whose chat is not there, rolls the whole batch back.
+/// in one insert, every finished chat's status change in one update, then every message,
+/// usage record, hourly rollup and artifact in one insert per table (all but the artifacts'
+/// fixed statements over arrays, `unnest`). Any failure, or a turn whose chat is not there,
+/// rolls the whole batch back.
 async fn write_together(
     conn: &mut AsyncPgConnection,
     writes: &[&Write],
