@@ -398,6 +398,30 @@ impl Default for WebhookSettings {
     }
 }
 
+/// Chat generations.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ChatsSettings {
+    /// How long a process's generations survive it when it stops renewing their lease
+    /// (seconds): then any replica marks those chats failed. Renewed every third of it.
+    #[serde(deserialize_with = "lenient::parse")]
+    pub generation_lease_secs: u64,
+}
+
+impl ChatsSettings {
+    pub fn generation_lease(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.generation_lease_secs.max(1))
+    }
+}
+
+impl Default for ChatsSettings {
+    fn default() -> Self {
+        Self {
+            generation_lease_secs: 30,
+        }
+    }
+}
+
 /// Monthly credit budgets (UTC calendar months; credits = tokens × the base model's credit
 /// multiplier). Unset budgets are unlimited. When an organization's spend this month
 /// reaches its budget, completions get 402 `credit_budget_exhausted` until the month ends.
@@ -481,6 +505,7 @@ pub struct Settings {
     pub redis_url: Option<String>,
     pub rate_limit: RateLimitSettings,
     pub idempotency: IdempotencySettings,
+    pub chats: ChatsSettings,
     pub models: ModelsSettings,
     pub quotas: QuotaSettings,
     pub knowledge: KnowledgeSettings,
@@ -504,6 +529,7 @@ impl Default for Settings {
             redis_url: None,
             rate_limit: RateLimitSettings::default(),
             idempotency: IdempotencySettings::default(),
+            chats: ChatsSettings::default(),
             models: ModelsSettings::default(),
             quotas: QuotaSettings::default(),
             knowledge: KnowledgeSettings::default(),

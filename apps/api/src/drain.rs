@@ -1,6 +1,6 @@
 //! Graceful stop. Chat generations run as tasks on the HTTP workers' runtimes and outlive
 //! their requests, so stopping the server first would cancel a generation whose client had
-//! left, and its answer would be lost (the next start-up marks the chat interrupted).
+//! left, and its answer would be lost (its chat is marked interrupted once its lease lapses).
 //! On SIGTERM the service therefore first drains: new completions get 503 and readiness
 //! reports `shutting_down` (so load balancers move traffic away), the generations running in
 //! this process finish and store their answers, and only then does the HTTP server stop,

@@ -321,18 +321,13 @@ pub async fn state(
         clock.clone(),
         cursors.clone(),
     );
-    // This process starts with no generation running: any chat still marked `generating`
-    // was left by a process that stopped mid-answer.
+    // This process's generation lease, taken before it serves; chats left `generating` by
+    // processes whose lease lapsed (they stopped mid-answer) become failed.
     let interrupted = chats
-        .recover_interrupted()
+        .recover_interrupted(settings.chats.generation_lease())
         .await
         .map_err(|e| StartupError::Recovery(e.to_string()))?;
-    if interrupted > 0 {
-        tracing::warn!(
-            chats = interrupted,
-            "chats left generating by a stopped process marked as failed"
-        );
-    }
+    log_interrupted(interrupted);
     Ok(AppState {
         chats,
         artifacts,
@@ -481,6 +476,30 @@ async fn purge_idempotency_keys(idempotency: IdempotencyService) {
     }
 }
 
+fn log_interrupted(chats: u64) {
+    if chats > 0 {
+        tracing::warn!(
+            chats,
+            "chats left generating by a stopped process marked as failed"
+        );
+    }
+}
+
+/// Renews this process's generation lease and fails the generations of stopped processes,
+/// every third of the lease, for as long as the runtime runs.
+async fn keep_generation_lease(chats: ChatService, lease: Duration) {
+    let mut interval = tokio::time::interval((lease / 3).max(Duration::from_secs(1)));
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    interval.tick().await; // start-up renewed it just now
+    loop {
+        interval.tick().await;
+        match chats.recover_interrupted(lease).await {
+            Ok(interrupted) => log_interrupted(interrupted),
+            Err(error) => tracing::warn!(%error, "generation lease not renewed"),
+        }
+    }
+}
+
 /// A built, bound, not yet running service.
 pub struct Application {
     port: u16,
@@ -573,6 +592,10 @@ impl Application {
             })?
             .run();
         tokio::spawn(purge_idempotency_keys(state.idempotency.clone()));
+        tokio::spawn(keep_generation_lease(
+            state.chats.clone(),
+            settings.chats.generation_lease(),
+        ));
         state.knowledge.start_workers(settings.knowledge.workers);
         state
             .webhooks

@@ -3,7 +3,10 @@
 
 use std::{
     collections::{BTreeMap, HashMap},
-    sync::Mutex,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicU64, Ordering},
+    },
 };
 
 use async_trait::async_trait;
@@ -23,17 +26,47 @@ struct State {
     messages: BTreeMap<ChatId, Vec<Message>>,
     usage: Vec<UsageRecord>,
     artifacts: BTreeMap<ArtifactId, Artifact>,
+    /// Each runner's last lease renewal.
+    runners: HashMap<String, DateTime<Utc>>,
+    /// The runner of each generating chat.
+    running: HashMap<ChatId, String>,
 }
 
 /// Chats held in memory.
-#[derive(Default)]
 pub struct InMemoryChatStore {
-    state: Mutex<State>,
+    state: Arc<Mutex<State>>,
+    /// The runner whose generations this store starts.
+    runner: String,
+}
+
+impl Default for InMemoryChatStore {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Runner ids of this process's in-memory stores.
+static RUNNERS: AtomicU64 = AtomicU64::new(0);
+
+fn next_runner() -> String {
+    format!("memory-{}", RUNNERS.fetch_add(1, Ordering::Relaxed))
 }
 
 impl InMemoryChatStore {
     pub fn new() -> Self {
-        Self::default()
+        Self {
+            state: Arc::default(),
+            runner: next_runner(),
+        }
+    }
+
+    /// A store over the same chats for another runner: what another process on the same
+    /// database would be.
+    pub fn another_runner(&self) -> Self {
+        Self {
+            state: self.state.clone(),
+            runner: next_runner(),
+        }
     }
 
     /// Every usage record written, in order.
@@ -77,6 +110,9 @@ impl ChatStore for InMemoryChatStore {
                 return Err(DomainError::internal(format!("chat {} exists", chat.id)));
             }
             state.chats.insert(chat.id.clone(), chat.clone());
+            if chat.status == Some(ChatStatus::Generating) {
+                state.running.insert(chat.id.clone(), self.runner.clone());
+            }
             Ok(())
         })
     }
@@ -143,6 +179,7 @@ impl ChatStore for InMemoryChatStore {
                 chat.status = Some(ChatStatus::Generating);
                 chat.error = None;
                 chat.updated_at = at;
+                state.running.insert(id.clone(), self.runner.clone());
                 true
             }
             _ => false,
@@ -210,6 +247,7 @@ impl ChatStore for InMemoryChatStore {
                 chat.error = None;
                 chat.updated_at = at;
             }
+            state.running.remove(id);
             Ok(())
         })
     }
@@ -233,6 +271,7 @@ impl ChatStore for InMemoryChatStore {
             chat.status = Some(ChatStatus::Error);
             chat.error = Some(error.to_owned());
             chat.updated_at = at;
+            state.running.remove(id);
             Ok(())
         })
     }
@@ -256,17 +295,40 @@ impl ChatStore for InMemoryChatStore {
         }))
     }
 
-    async fn fail_interrupted(&self, error: &str, at: DateTime<Utc>) -> Result<u64, DomainError> {
+    async fn keep_alive(&self, at: DateTime<Utc>) -> Result<(), DomainError> {
+        self.with(|state| state.runners.insert(self.runner.clone(), at));
+        Ok(())
+    }
+
+    async fn fail_interrupted(
+        &self,
+        error: &str,
+        lapsed_before: DateTime<Utc>,
+        at: DateTime<Utc>,
+    ) -> Result<u64, DomainError> {
         Ok(self.with(|state| {
+            let lapsed = |runners: &HashMap<String, DateTime<Utc>>, runner: &String| {
+                runner != &self.runner
+                    && runners.get(runner).is_none_or(|seen| *seen < lapsed_before)
+            };
+            let interrupted: Vec<ChatId> = (state.running.iter())
+                .filter(|(_, runner)| lapsed(&state.runners, runner))
+                .map(|(chat, _)| chat.clone())
+                .collect();
             let mut failed = 0;
-            for chat in state.chats.values_mut() {
-                if chat.status == Some(ChatStatus::Generating) {
+            for id in interrupted {
+                state.running.remove(&id);
+                if let Some(chat) = state.chats.get_mut(&id)
+                    && chat.status == Some(ChatStatus::Generating)
+                {
                     chat.status = Some(ChatStatus::Error);
                     chat.error = Some(error.to_owned());
                     chat.updated_at = at;
                     failed += 1;
                 }
             }
+            let runners = state.runners.clone();
+            state.runners.retain(|runner, _| !lapsed(&runners, runner));
             failed
         }))
     }

@@ -149,11 +149,20 @@ impl ChatService {
         &self.hub
     }
 
-    /// Start-up recovery: chats a stopped process left `generating` become `error`.
-    pub async fn recover_interrupted(&self) -> Result<u64, ChatError> {
+    /// Renews this process's generation lease, then fails (`error`, [`INTERRUPTED`]) the
+    /// chats left `generating` by processes that have not renewed theirs for `lease`: they
+    /// stopped mid-answer. Run it before serving and then well within `lease` (a third of
+    /// it, say), on every replica; returns how many chats it failed.
+    pub async fn recover_interrupted(&self, lease: std::time::Duration) -> Result<u64, ChatError> {
+        let now = self.clock.now();
+        self.store.keep_alive(now).await?;
+        let lapsed_before = chrono::Duration::from_std(lease)
+            .ok()
+            .and_then(|lease| now.checked_sub_signed(lease))
+            .unwrap_or(DateTime::<Utc>::MIN_UTC);
         Ok(self
             .store
-            .fail_interrupted(INTERRUPTED, self.clock.now())
+            .fail_interrupted(INTERRUPTED, lapsed_before, now)
             .await?)
     }
 
@@ -724,7 +733,7 @@ impl Generation {
                     )
                     .await
                 {
-                    // The chat stays `generating` until the next start-up recovery.
+                    // The chat stays `generating` until this process stops and its lease lapses.
                     tracing::error!(chat = %self.chat, error = %store, "could not record a failed generation");
                 }
                 GenerationEvent::Failed(error)

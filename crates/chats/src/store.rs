@@ -30,7 +30,8 @@ pub struct ChatFilter {
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 #[async_trait]
 pub trait ChatStore: Send + Sync {
-    /// Stores a new chat (without messages).
+    /// Stores a new chat (without messages); a chat stored `generating` is this store's
+    /// runner's generation.
     async fn insert(&self, chat: &Chat) -> Result<(), DomainError>;
 
     /// The chat, deleted or not.
@@ -57,8 +58,8 @@ pub trait ChatStore: Send + Sync {
 
     async fn count(&self, filter: &ChatFilter) -> Result<u64, DomainError>;
 
-    /// Marks a live chat `generating`, atomically: false when it is already generating,
-    /// deleted, or not the organization's.
+    /// Marks a live chat `generating`, atomically, as a generation of this store's runner:
+    /// false when it is already generating, deleted, or not the organization's.
     async fn begin_generation(
         &self,
         organization: &OrganizationId,
@@ -97,9 +98,20 @@ pub trait ChatStore: Send + Sync {
         id: &ChatId,
     ) -> Result<HashMap<String, u32>, DomainError>;
 
-    /// Marks every chat still `generating` as failed with `error` (start-up recovery after
-    /// a crash); returns how many.
-    async fn fail_interrupted(&self, error: &str, at: DateTime<Utc>) -> Result<u64, DomainError>;
+    /// Renews the lease of this store's runner (the process whose generations it starts):
+    /// while it is renewed, `fail_interrupted` of any process leaves them alone.
+    async fn keep_alive(&self, at: DateTime<Utc>) -> Result<(), DomainError>;
+
+    /// Fails, with `error`, every chat still `generating` whose runner has not renewed its
+    /// lease since `lapsed_before` (a process that stopped mid-answer, in any organization),
+    /// and forgets those runners. This store's own generations are never failed: they run
+    /// in this process. Returns how many chats.
+    async fn fail_interrupted(
+        &self,
+        error: &str,
+        lapsed_before: DateTime<Utc>,
+        at: DateTime<Utc>,
+    ) -> Result<u64, DomainError>;
 
     /// Saves title, deleted_at and updated_at; false when the chat is not the organization's.
     async fn update(&self, chat: &Chat) -> Result<bool, DomainError>;

@@ -178,6 +178,7 @@ struct Fixture {
     prompts: PromptService,
     model: Arc<Scripted>,
     files: Arc<Files>,
+    clock: Arc<ManualClock>,
     alice: Caller,
 }
 
@@ -215,7 +216,7 @@ fn fixture() -> Fixture {
         prompts.clone(),
         Arc::new(NoRetrieval),
         files.clone(),
-        clock,
+        clock.clone(),
         CursorCodec::new([3; 32]),
     );
     Fixture {
@@ -225,6 +226,7 @@ fn fixture() -> Fixture {
         prompts,
         model,
         files,
+        clock,
         alice: Caller {
             organization: OrganizationId::generate(),
             subject: "alice".into(),
@@ -917,8 +919,10 @@ async fn chats_are_private_listed_newest_first_deleted_and_restored() {
 }
 
 #[tokio::test]
-async fn interrupted_generations_become_errors_at_start_up() {
+async fn generations_of_a_stopped_process_fail_once_its_lease_lapses() {
     let f = fixture();
+    let lease = std::time::Duration::from_secs(30);
+    assert_eq!(f.chats.recover_interrupted(lease).await.unwrap(), 0);
     let started = f
         .chats
         .start(&f.alice, ask("local/plain", "q"))
@@ -926,7 +930,37 @@ async fn interrupted_generations_become_errors_at_start_up() {
         .unwrap();
     let chat = started.chat.id.clone();
     drop(started); // the process died before the generation ran
-    assert_eq!(f.chats.recover_interrupted().await.unwrap(), 1);
+    // Another replica on the same database.
+    let replica = ChatService::new(
+        Arc::new(f.store.another_runner()),
+        f.models.clone(),
+        f.prompts.clone(),
+        Arc::new(NoRetrieval),
+        f.files.clone(),
+        f.clock.clone(),
+        CursorCodec::new([3; 32]),
+    );
+    assert_eq!(
+        replica.recover_interrupted(lease).await.unwrap(),
+        0,
+        "the first process's lease is fresh"
+    );
+    f.clock.advance(chrono::Duration::seconds(31));
+    assert_eq!(
+        f.chats.recover_interrupted(lease).await.unwrap(),
+        0,
+        "a process never fails its own generations, even after its lease lapsed"
+    );
+    f.clock.advance(chrono::Duration::seconds(29));
+    assert_eq!(replica.recover_interrupted(lease).await.unwrap(), 0);
+    let record = f.chats.get(&f.alice, &chat).await.unwrap();
+    assert_eq!(record.chat.status, Some(ChatStatus::Generating));
+    f.clock.advance(chrono::Duration::seconds(2));
+    assert_eq!(
+        replica.recover_interrupted(lease).await.unwrap(),
+        1,
+        "the first process stopped renewing its lease 31 s ago"
+    );
     let record = f.chats.get(&f.alice, &chat).await.unwrap();
     assert_eq!(record.chat.status, Some(ChatStatus::Error));
     assert_eq!(

@@ -2,9 +2,10 @@
 //! flattened into columns) and one per message in `chat_messages`, numbered per chat.
 //! Tool calls and sources are serialized JSON arrays; a message's usage is four columns set
 //! together. A generation starts with one conditional `UPDATE` (of concurrent starts, one
-//! changes the row) and finishes in one transaction (messages and status together, or
-//! neither: a taken sequence number rolls everything back). On PostgreSQL, new chats and
-//! finished turns go through the store's group commit (`group_commit`).
+//! changes the row) and its lease (`leases`), and finishes in one transaction (messages,
+//! status and lease together, or none: a taken sequence number rolls everything back). On
+//! PostgreSQL, new chats and finished turns go through the store's group commit
+//! (`group_commit`).
 
 use std::{collections::HashMap, sync::Arc};
 
@@ -30,7 +31,8 @@ use crate::{
     database::{with_connection, with_transaction},
     error::{Rollback, query_error},
     group_commit::{GroupCommit, GroupCommitStats, Write},
-    schema::{artifacts, chat_messages, chats},
+    leases::{self, LeaseRow, RunnerId, lease_of},
+    schema::{artifacts, chat_messages, chats, running_generations},
     unnest::unnest_statement,
     usage::UsageRow,
 };
@@ -42,17 +44,24 @@ pub struct SqlChatStore {
     /// PostgreSQL's writer of new chats and finished turns (absent on SQLite, or when the
     /// store was made outside a Tokio runtime: then every write goes directly).
     commits: Option<Arc<GroupCommit>>,
+    /// The runner the generations this store starts are leased to: one per store, so each
+    /// process (replica) is its own.
+    runner: RunnerId,
 }
 
 impl SqlChatStore {
-    /// The store; on PostgreSQL its group-commit writer starts on the current Tokio runtime
-    /// and stops when the last clone of the store is dropped.
+    /// The store, a new runner; on PostgreSQL its group-commit writer starts on the current
+    /// Tokio runtime and stops when the last clone of the store is dropped.
     pub fn new(db: Database) -> Self {
         let commits = match &db {
             Database::Postgres(pool) => GroupCommit::start(pool.clone()).map(Arc::new),
             Database::Sqlite(_) => None,
         };
-        Self { db, commits }
+        Self {
+            db,
+            commits,
+            runner: RunnerId::generate(),
+        }
     }
 
     /// How much the group commit has batched so far (`None` when writes go directly).
@@ -357,6 +366,8 @@ macro_rules! finished_at {
 pub(crate) struct TurnRows {
     pub(crate) organization: OrganizationId,
     pub(crate) chat: ChatId,
+    /// Whose lease on the generation ends.
+    pub(crate) runner: RunnerId,
     pub(crate) at: NaiveDateTime,
     pub(crate) messages: Vec<MessageRow>,
     pub(crate) usage: UsageRow,
@@ -367,6 +378,7 @@ impl TurnRows {
     fn new(
         organization: &OrganizationId,
         id: &ChatId,
+        runner: &RunnerId,
         turn: &FinishedTurn,
         at: DateTime<Utc>,
     ) -> Result<Self, DomainError> {
@@ -382,6 +394,7 @@ impl TurnRows {
         Ok(Self {
             organization: organization.clone(),
             chat: id.clone(),
+            runner: runner.clone(),
             at: at.naive_utc(),
             messages,
             usage: UsageRow::from(&turn.usage),
@@ -403,6 +416,7 @@ pub(crate) async fn finish_pipelined(
     let TurnRows {
         organization,
         chat: id,
+        runner,
         at,
         messages: rows,
         usage,
@@ -412,6 +426,7 @@ pub(crate) async fn finish_pipelined(
     let update = diesel::update(one_chat(organization, id))
         .set(finished_at!(*at))
         .execute(&mut shared);
+    let lease = diesel::delete(lease_of(runner, id.as_str())).execute(&mut shared);
     // Row by row, as on SQLite: each insert is one cached prepared statement.
     let messages: Vec<_> = (rows.iter())
         .map(|row| {
@@ -431,14 +446,24 @@ pub(crate) async fn finish_pipelined(
                 .execute(&mut shared)
         })
         .collect();
-    let (changed, messages, record, hourly, stored) =
-        futures_util::join!(update, join_all(messages), record, hourly, join_all(stored));
+    let (changed, lease, messages, record, hourly, stored) = futures_util::join!(
+        update,
+        lease,
+        join_all(messages),
+        record,
+        hourly,
+        join_all(stored)
+    );
     // The update's outcome first: an unknown chat is `not_found`, whatever the inserts
     // that followed it in the pipeline then reported.
     if changed? == 0 {
         return Err(Rollback::Fail(DomainError::not_found("chat", id)));
     }
-    for result in messages.into_iter().chain([record, hourly]).chain(stored) {
+    for result in messages
+        .into_iter()
+        .chain([lease, record, hourly])
+        .chain(stored)
+    {
         result?;
     }
     Ok(())
@@ -472,17 +497,21 @@ macro_rules! shown_by {
 impl ChatStore for SqlChatStore {
     async fn insert(&self, chat: &Chat) -> Result<(), DomainError> {
         let row = ChatRow::from(chat);
+        let lease = (chat.status == Some(ChatStatus::Generating))
+            .then(|| LeaseRow::new(&self.runner, &row.organization_id, &row.id, row.updated_at));
         if let Some(commits) = &self.commits {
-            return commits.submit(Write::Chat(row)).await;
+            return commits.submit(Write::Chat(row, lease)).await;
         }
-        with_connection!(&self.db, conn => {
-            diesel::insert_into(chats::table)
-                .values(&row)
-                .execute(conn)
-                .await
-                .map_err(query_error)?;
-        });
-        Ok(())
+        with_transaction!(&self.db, conn => {
+            diesel::insert_into(chats::table).values(&row).execute(conn).await?;
+            if let Some(lease) = &lease {
+                diesel::insert_into(running_generations::table)
+                    .values(lease)
+                    .execute(conn)
+                    .await?;
+            }
+            Ok(())
+        })
     }
 
     async fn get(
@@ -556,10 +585,11 @@ impl ChatStore for SqlChatStore {
     ) -> Result<bool, DomainError> {
         let generating = ChatStatus::Generating.as_str();
         let at = at.naive_utc();
-        // One statement: on PostgreSQL a concurrent start waits for the row lock and then
-        // re-checks the condition against the committed row; SQLite has a single writer.
-        let changed: usize = with_connection!(&self.db, conn => {
-            diesel::update(
+        let lease = LeaseRow::new(&self.runner, organization.as_str(), id.as_str(), at);
+        // One conditional update: on PostgreSQL a concurrent start waits for the row lock and
+        // then re-checks the condition against the committed row; SQLite has a single writer.
+        with_transaction!(&self.db, conn => {
+            let changed = diesel::update(
                 one_chat(organization, id)
                     .filter(chats::deleted_at.is_null())
                     .filter(chats::status.is_null().or(chats::status.ne(generating))),
@@ -570,10 +600,16 @@ impl ChatStore for SqlChatStore {
                 chats::updated_at.eq(at),
             ))
             .execute(conn)
-            .await
-            .map_err(query_error)?
-        });
-        Ok(changed > 0)
+            .await?;
+            if changed == 0 {
+                return Ok(false);
+            }
+            diesel::insert_into(running_generations::table)
+                .values(&lease)
+                .execute(conn)
+                .await?;
+            Ok(true)
+        })
     }
 
     async fn finish_generation(
@@ -583,7 +619,7 @@ impl ChatStore for SqlChatStore {
         turn: &FinishedTurn,
         at: DateTime<Utc>,
     ) -> Result<(), DomainError> {
-        let turn = TurnRows::new(organization, id, turn, at)?;
+        let turn = TurnRows::new(organization, id, &self.runner, turn, at)?;
         if let Some(commits) = &self.commits {
             return commits.submit(Write::Turn(turn)).await;
         }
@@ -602,6 +638,7 @@ impl ChatStore for SqlChatStore {
             if changed == 0 {
                 return Err(Rollback::Fail(DomainError::not_found("chat", id)));
             }
+            diesel::delete(lease_of(&self.runner, id.as_str())).execute(conn).await?;
             // A taken sequence number (or message id) fails here and rolls back the update.
             // One statement per row: diesel-async's SQLite connection has no batch insert.
             for row in rows {
@@ -643,6 +680,7 @@ impl ChatStore for SqlChatStore {
             if changed == 0 {
                 return Err(Rollback::Fail(DomainError::not_found("chat", id)));
             }
+            diesel::delete(lease_of(&self.runner, id.as_str())).execute(conn).await?;
             if let Some(usage) = &usage {
                 crate::usage::insert_usage!(conn, usage);
             }
@@ -676,20 +714,17 @@ impl ChatStore for SqlChatStore {
             .collect())
     }
 
-    async fn fail_interrupted(&self, error: &str, at: DateTime<Utc>) -> Result<u64, DomainError> {
-        let at = at.naive_utc();
-        let changed: usize = with_connection!(&self.db, conn => {
-            diesel::update(chats::table.filter(chats::status.eq(ChatStatus::Generating.as_str())))
-                .set((
-                    chats::status.eq(ChatStatus::Error.as_str()),
-                    chats::error.eq(error),
-                    chats::updated_at.eq(at),
-                ))
-                .execute(conn)
-                .await
-                .map_err(query_error)?
-        });
-        Ok(u64::try_from(changed).unwrap_or(u64::MAX))
+    async fn keep_alive(&self, at: DateTime<Utc>) -> Result<(), DomainError> {
+        leases::keep_alive(&self.db, &self.runner, at).await
+    }
+
+    async fn fail_interrupted(
+        &self,
+        error: &str,
+        lapsed_before: DateTime<Utc>,
+        at: DateTime<Utc>,
+    ) -> Result<u64, DomainError> {
+        leases::fail_lapsed(&self.db, &self.runner, error, lapsed_before, at).await
     }
 
     async fn update(&self, chat: &Chat) -> Result<bool, DomainError> {

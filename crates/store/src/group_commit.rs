@@ -16,13 +16,15 @@ use std::{
 };
 
 use diesel_async::{AsyncPgConnection, RunQueryDsl, pooled_connection::deadpool::Pool};
+use futures_util::future::OptionFuture;
 use tessera_kernel::DomainError;
 
 use crate::{
     batch::{Batcher, Limits, Pending},
     chats::{ChatRow, FinishChats, InsertChats, InsertMessages, TurnRows, finish_pipelined},
-    error::{Rollback, pool_error, query_error, settle},
-    schema::{artifacts, chats},
+    error::{Rollback, pool_error, settle},
+    leases::{EndLeases, InsertLeases, LeaseRow},
+    schema::{artifacts, chats, running_generations},
     usage::{HourlyKey, HourlyRow, InsertUsage, UpsertHourly},
 };
 
@@ -37,9 +39,10 @@ const LIMITS: Limits = Limits {
 
 /// One write the writer makes for a caller.
 pub(crate) enum Write {
-    /// A new chat, without messages.
-    Chat(ChatRow),
-    /// A finished generation: its messages, usage and artifacts, and the chat's status.
+    /// A new chat, without messages, and the lease of its generation.
+    Chat(ChatRow, Option<LeaseRow>),
+    /// A finished generation: its messages, usage and artifacts, the chat's status and the
+    /// end of the generation's lease.
     Turn(TurnRows),
 }
 
@@ -47,7 +50,7 @@ impl Write {
     /// Rows the write inserts (what a batch's size is counted in).
     fn rows(&self) -> usize {
         match self {
-            Write::Chat(_) => 1,
+            Write::Chat(..) => 2,
             Write::Turn(turn) => turn.messages.len() + turn.artifacts.len() + 2,
         }
     }
@@ -104,7 +107,7 @@ impl GroupCommit {
     /// write has failed).
     pub(crate) async fn submit(&self, write: Write) -> Result<(), DomainError> {
         match write {
-            Write::Chat(_) => self.chats.call(write).await,
+            Write::Chat(..) => self.chats.call(write).await,
             Write::Turn(_) => self.turns.call(write).await,
         }
     }
@@ -173,14 +176,24 @@ async fn commit(
 async fn write_alone(pool: &Pool<AsyncPgConnection>, write: &Write) -> Result<(), DomainError> {
     let mut conn = pool.get().await.map_err(pool_error)?;
     match write {
-        Write::Chat(row) => {
-            diesel::insert_into(chats::table)
-                .values(row)
-                .execute(&mut *conn)
-                .await
-                .map_err(query_error)?;
-            Ok(())
-        }
+        Write::Chat(row, lease) => settle(
+            diesel_async::AsyncConnection::transaction(&mut *conn, async |conn| {
+                let mut shared: &AsyncPgConnection = conn;
+                let chat = diesel::insert_into(chats::table)
+                    .values(row)
+                    .execute(&mut shared);
+                let lease = OptionFuture::from(lease.as_ref().map(|lease| {
+                    diesel::insert_into(running_generations::table)
+                        .values(lease)
+                        .execute(&mut shared)
+                }));
+                let (chat, lease) = futures_util::join!(chat, lease);
+                chat?;
+                lease.transpose()?;
+                Ok::<_, Rollback<()>>(())
+            })
+            .await,
+        ),
         Write::Turn(turn) => settle(
             diesel_async::AsyncConnection::transaction(&mut *conn, async |conn| {
                 finish_pipelined(conn, turn).await
@@ -191,20 +204,24 @@ async fn write_alone(pool: &Pool<AsyncPgConnection>, write: &Write) -> Result<()
 }
 
 /// Every write of a batch, inside the caller's transaction, as one pipeline: the new chats
-/// in one insert, every finished chat's status change in one update, then every message,
-/// usage record, hourly rollup and artifact in one insert per table (all but the artifacts'
-/// fixed statements over arrays, `unnest`). Any failure, or a turn whose chat is not there,
+/// and their generations' leases in one insert each, every finished chat's status change in
+/// one update and the end of their leases in one delete, then every message, usage record,
+/// hourly rollup and artifact in one insert per table (all but the artifacts' fixed
+/// statements over arrays, `unnest`). Any failure, or a turn whose chat is not there,
 /// rolls the whole batch back.
 async fn write_together(
     conn: &mut AsyncPgConnection,
     writes: &[&Write],
 ) -> Result<(), Rollback<()>> {
-    use futures_util::future::OptionFuture;
     let mut new_chats = Vec::new();
+    let mut leases = Vec::new();
     let mut turns = Vec::new();
     for write in writes {
         match write {
-            Write::Chat(row) => new_chats.push(row),
+            Write::Chat(row, lease) => {
+                new_chats.push(row);
+                leases.extend(lease);
+            }
             Write::Turn(turn) => turns.push(turn),
         }
     }
@@ -216,12 +233,17 @@ async fn write_together(
     // A chat finishes at most once per batch (a second generation on it waits for this one
     // to be stored), so the update's row count says whether every chat was found.
     let finishing = FinishChats::new(turns.iter().copied());
+    let ending = EndLeases::new(turns.iter().copied());
 
     let mut shared: &AsyncPgConnection = conn;
     let inserted = OptionFuture::from(
         (!new_chats.is_empty()).then(|| InsertChats::new(new_chats).execute(&mut shared)),
     );
+    let leased = OptionFuture::from(
+        (!leases.is_empty()).then(|| InsertLeases::new(leases).execute(&mut shared)),
+    );
     let finished = OptionFuture::from((!turns.is_empty()).then(|| finishing.execute(&mut shared)));
+    let ended = OptionFuture::from((!turns.is_empty()).then(|| ending.execute(&mut shared)));
     let messages = OptionFuture::from((!turns.is_empty()).then(|| messages.execute(&mut shared)));
     let records = OptionFuture::from((!turns.is_empty()).then(|| usage.execute(&mut shared)));
     let rolled_up = OptionFuture::from((!turns.is_empty()).then(|| hourly.execute(&mut shared)));
@@ -230,16 +252,19 @@ async fn write_together(
             .values(artifacts)
             .execute(&mut shared)
     }));
-    let (inserted, finished, messages, records, rolled_up, stored) =
-        futures_util::join!(inserted, finished, messages, records, rolled_up, stored);
+    let (inserted, leased, finished, ended, messages, records, rolled_up, stored) = futures_util::join!(
+        inserted, leased, finished, ended, messages, records, rolled_up, stored
+    );
     if finished.transpose()?.unwrap_or(0) != turns.len() {
         return Err(Rollback::Fail(DomainError::internal(
             "a finished turn's chat is missing (retried alone)",
         )));
     }
-    for result in [inserted, messages, records, rolled_up, stored]
-        .into_iter()
-        .flatten()
+    for result in [
+        inserted, leased, ended, messages, records, rolled_up, stored,
+    ]
+    .into_iter()
+    .flatten()
     {
         result?;
     }

@@ -15,6 +15,7 @@ mod error;
 mod files;
 mod group_commit;
 mod idempotency;
+mod leases;
 mod model_datasets;
 mod models;
 mod organizations;

@@ -135,6 +135,23 @@ diesel::table! {
 }
 
 diesel::table! {
+    generation_runners (id) {
+        id -> Text,
+        started_at -> Timestamp,
+        seen_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    running_generations (runner_id, chat_id) {
+        runner_id -> Text,
+        chat_id -> Text,
+        organization_id -> Text,
+        started_at -> Timestamp,
+    }
+}
+
+diesel::table! {
     chat_messages (id) {
         id -> Text,
         chat_id -> Text,
@@ -351,3 +368,5 @@ diesel::allow_tables_to_appear_in_same_query!(
 );
 
 diesel::allow_tables_to_appear_in_same_query!(webhooks, webhook_deliveries);
+
+diesel::allow_tables_to_appear_in_same_query!(chats, running_generations, generation_runners);

@@ -143,6 +143,16 @@ impl Fixture {
         &self.db.as_ref().expect("a database-only test").database
     }
 
+    /// A store of the same chats for another runner: what another process (replica) on the
+    /// same database is.
+    fn another_runner(&self) -> Arc<dyn ChatStore> {
+        match (&self.memory, &self.db) {
+            (Some(memory), _) => Arc::new(memory.another_runner()),
+            (None, Some(db)) => Arc::new(SqlChatStore::new(db.database.clone())),
+            (None, None) => unreachable!("a fixture has a store"),
+        }
+    }
+
     /// A fresh organization (stored first where chats refer to it).
     async fn organization(&self, name: &str) -> OrganizationId {
         let org = Organization {
@@ -1189,20 +1199,24 @@ async fn interrupted_generations_fail_in_every_organization(target: impl Into<Ta
     let f = Fixture::new(target).await;
     let acme = f.organization("Acme").await;
     let globex = f.organization("Globex").await;
+    // `f.store` is the process that stops: it last renewed its lease at 5 s.
+    f.store.keep_alive(at(5)).await.unwrap();
     let mut running = Vec::new();
     for organization in [&acme, &acme, &globex] {
         let chat = f.chat(organization, "alice").await;
         assert!(f.begin(&chat, at(10)).await);
         running.push(chat);
     }
-    // A chat deleted while it generates is still recovered.
-    let deleted_running = Chat {
-        status: Some(ChatStatus::Generating),
-        deleted_at: Some(at(9)),
-        ..chat(&globex, "bob")
-    };
-    f.store.insert(&deleted_running).await.unwrap();
-    running.push(deleted_running);
+    // A new chat stored generating, and one deleted while it generates: both recovered.
+    for deleted_at in [None, Some(at(9))] {
+        let generating = Chat {
+            status: Some(ChatStatus::Generating),
+            deleted_at,
+            ..chat(&globex, "bob")
+        };
+        f.store.insert(&generating).await.unwrap();
+        running.push(generating);
+    }
 
     let idle = f.chat(&acme, "alice").await;
     let failed = f.chat(&globex, "alice").await;
@@ -1213,12 +1227,39 @@ async fn interrupted_generations_fail_in_every_organization(target: impl Into<Ta
     let failed = f.get(&failed).await.unwrap();
     let deleted = f.deleted_chat(&acme, "alice").await;
 
+    // A replica that is alive, generating, and the replica that sweeps, with a generation
+    // of its own whose lease it never renewed.
+    let live = f.another_runner();
+    live.keep_alive(at(15)).await.unwrap();
+    let live_chat = f.chat(&acme, "carol").await;
+    assert!(
+        live.begin_generation(&acme, &live_chat.id, at(16))
+            .await
+            .unwrap()
+    );
+    let sweeper = f.another_runner();
+    let own_chat = f.chat(&globex, "dave").await;
+    assert!(
+        sweeper
+            .begin_generation(&globex, &own_chat.id, at(16))
+            .await
+            .unwrap()
+    );
+
     assert_eq!(
-        f.store
-            .fail_interrupted("interrupted by a restart", at(20))
+        sweeper
+            .fail_interrupted("early", at(5), at(19))
             .await
             .unwrap(),
-        4
+        0,
+        "a lease renewed at the limit has not lapsed"
+    );
+    assert_eq!(
+        sweeper
+            .fail_interrupted("interrupted by a restart", at(12), at(20))
+            .await
+            .unwrap(),
+        running.len() as u64
     );
     for chat in &running {
         let now = f.get(chat).await.unwrap();
@@ -1227,14 +1268,50 @@ async fn interrupted_generations_fail_in_every_organization(target: impl Into<Ta
         assert_eq!(now.updated_at, at(20));
         assert_eq!(now.deleted_at, chat.deleted_at);
     }
+    for chat in [&live_chat, &own_chat] {
+        let now = f.get(chat).await.unwrap();
+        assert_eq!(now.status, Some(ChatStatus::Generating), "{}", chat.owner);
+    }
     assert_eq!(f.get(&idle).await, Some(idle));
     assert_eq!(f.get(&failed).await, Some(failed));
     assert_eq!(f.get(&deleted).await, Some(deleted));
 
-    assert_eq!(f.store.fail_interrupted("again", at(21)).await.unwrap(), 0);
+    assert_eq!(
+        sweeper
+            .fail_interrupted("again", at(12), at(21))
+            .await
+            .unwrap(),
+        0
+    );
     assert!(
         f.begin(&running[0], at(22)).await,
         "recovered chats can start"
+    );
+
+    // A generation's end ends its lease: once every other runner has lapsed, only the
+    // generation that is still running fails.
+    live.fail_generation(&acme, &live_chat.id, "upstream", None, at(23))
+        .await
+        .unwrap();
+    assert_eq!(
+        sweeper
+            .fail_interrupted("later", at(100), at(101))
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        f.get(&running[0]).await.unwrap().error.as_deref(),
+        Some("later")
+    );
+    assert_eq!(
+        f.get(&live_chat).await.unwrap().error.as_deref(),
+        Some("upstream")
+    );
+    assert_eq!(
+        f.get(&own_chat).await.unwrap().status,
+        Some(ChatStatus::Generating),
+        "a runner never fails its own generations"
     );
 }
 
@@ -2016,6 +2093,25 @@ mod group_commit {
         .unwrap()
     }
 
+    #[derive(diesel::QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = BigInt)]
+        count: i64,
+    }
+
+    /// How many generations hold a lease.
+    async fn leases(f: &Fixture) -> i64 {
+        let Database::Postgres(pool) = f.database() else {
+            panic!("a PostgreSQL test")
+        };
+        let mut conn = pool.get().await.unwrap();
+        let counted: Count = diesel::sql_query("SELECT count(*) AS count FROM running_generations")
+            .get_result(&mut *conn)
+            .await
+            .unwrap();
+        counted.count
+    }
+
     /// A user message and an answer with its usage, the turn `chat`'s first.
     fn first_turn(chat: &Chat) -> Vec<Message> {
         vec![
@@ -2032,9 +2128,15 @@ mod group_commit {
         let f = Fixture::new(Backend::Postgres).await;
         let store = SqlChatStore::new(f.database().clone());
         let acme = f.organization("Acme").await;
-        let chats: Vec<Chat> = (0..30).map(|_| chat_of(&acme)).collect();
+        let chats: Vec<Chat> = (0..30)
+            .map(|_| Chat {
+                status: Some(ChatStatus::Generating),
+                ..chat_of(&acme)
+            })
+            .collect();
         let inserted = join_all(chats.iter().map(|chat| store.insert(chat))).await;
         assert!(inserted.iter().all(Result::is_ok), "{inserted:?}");
+        assert_eq!(leases(&f).await, 30, "each generation has its lease");
         let mut turns: Vec<Vec<Message>> = chats.iter().map(first_turn).collect();
         let mut finished_turns: Vec<FinishedTurn> = (chats.iter().zip(&turns))
             .map(|(chat, messages)| turn_of(chat, messages, at(20)))
@@ -2051,6 +2153,11 @@ mod group_commit {
         let stats = store.group_commit_stats().unwrap();
         assert_eq!((stats.batches, stats.batched_writes), (2, 60), "{stats:?}");
         assert_eq!(stats.retried_batches, 0);
+        assert_eq!(
+            leases(&f).await,
+            0,
+            "every finished generation's lease ended"
+        );
         for (chat, messages) in chats.iter().zip(&turns) {
             assert_eq!(f.get(chat).await.unwrap().updated_at, at(20));
             assert_eq!(&f.messages(chat).await, messages);

@@ -13,6 +13,7 @@ mod crash_recovery;
 mod deploy;
 mod extractors;
 mod files;
+mod generation_leases;
 mod graceful_stop;
 mod http;
 mod idempotency;

@@ -1,0 +1,173 @@
+//! Generation leases: which runner (the process a `SqlChatStore` belongs to, by a random id
+//! taken when the store is made) runs each generation, in `running_generations`, and when
+//! each runner last renewed its lease, in `generation_runners`. A generation's lease row is
+//! written and deleted in the transactions that set and clear the chat's `generating`
+//! status, so recovery finds the generations of a stopped runner through that small table's
+//! primary key, and no index of `chats` names `status` (a generation's end is then a HOT
+//! update on PostgreSQL).
+
+use chrono::{DateTime, NaiveDateTime, Utc};
+use diesel::{prelude::*, sql_types::Text, upsert::excluded};
+use diesel_async::RunQueryDsl;
+use tessera_chats::ChatStatus;
+use tessera_kernel::DomainError;
+
+use crate::{
+    Database,
+    chats::TurnRows,
+    database::with_transaction,
+    error::Rollback,
+    schema::{chats, generation_runners, running_generations},
+    unnest::unnest_statement,
+};
+
+tessera_kernel::entity_id!(
+    /// A process running generations (one per `SqlChatStore`), e.g.
+    /// `run_0190f5c1a3e27c3d9b1e4a0c5d6e7f80`.
+    RunnerId,
+    "run"
+);
+
+/// A generation that is running: its chat and its runner.
+#[derive(Debug, Insertable)]
+#[diesel(table_name = running_generations)]
+pub(crate) struct LeaseRow {
+    runner_id: String,
+    chat_id: String,
+    organization_id: String,
+    started_at: NaiveDateTime,
+}
+
+impl LeaseRow {
+    pub(crate) fn new(
+        runner: &RunnerId,
+        organization: &str,
+        chat: &str,
+        started_at: NaiveDateTime,
+    ) -> Self {
+        Self {
+            runner_id: runner.as_str().to_owned(),
+            chat_id: chat.to_owned(),
+            organization_id: organization.to_owned(),
+            started_at,
+        }
+    }
+}
+
+unnest_statement! {
+    /// The leases of new generating chats, as one statement however many (group commit).
+    struct InsertLeases<'a> for |row: &LeaseRow| {
+        runner_id: Text as String = &row.runner_id,
+        chat_id: Text as String = &row.chat_id,
+        organization_id: Text as String = &row.organization_id,
+        started_at: diesel::sql_types::Timestamp as NaiveDateTime = &row.started_at,
+    }
+    insert into "running_generations" then "";
+}
+
+unnest_statement! {
+    /// The end of finished generations' leases, as one statement however many.
+    struct EndLeases<'a> for |turn: &TurnRows| {
+        runner_id: Text as str = turn.runner.as_str(),
+        chat_id: Text as str = turn.chat.as_str(),
+    }
+    sql (
+        "DELETE FROM running_generations WHERE (runner_id, chat_id) IN (SELECT * FROM unnest(",
+        "))"
+    );
+}
+
+pub(crate) type OneLease<'a> = diesel::dsl::Filter<
+    diesel::dsl::Filter<
+        running_generations::table,
+        diesel::dsl::Eq<running_generations::runner_id, &'a str>,
+    >,
+    diesel::dsl::Eq<running_generations::chat_id, &'a str>,
+>;
+
+/// The lease of `runner`'s generation on `chat`.
+pub(crate) fn lease_of<'a>(runner: &'a RunnerId, chat: &'a str) -> OneLease<'a> {
+    running_generations::table
+        .filter(running_generations::runner_id.eq(runner.as_str()))
+        .filter(running_generations::chat_id.eq(chat))
+}
+
+/// Records that `runner` is alive at `at`.
+pub(crate) async fn keep_alive(
+    db: &Database,
+    runner: &RunnerId,
+    at: DateTime<Utc>,
+) -> Result<(), DomainError> {
+    let at = at.naive_utc();
+    with_transaction!(db, conn => {
+        diesel::insert_into(generation_runners::table)
+            .values((
+                generation_runners::id.eq(runner.as_str()),
+                generation_runners::started_at.eq(at),
+                generation_runners::seen_at.eq(at),
+            ))
+            .on_conflict(generation_runners::id)
+            .do_update()
+            .set(generation_runners::seen_at.eq(excluded(generation_runners::seen_at)))
+            .execute(conn)
+            .await?;
+        Ok(())
+    })
+}
+
+/// Fails the generating chats of every runner but `runner` not seen since `lapsed_before`
+/// (or never), deletes their leases and forgets the runners; returns how many chats failed.
+/// Concurrent sweeps are harmless: a chat's status changes from `generating` once.
+pub(crate) async fn fail_lapsed(
+    db: &Database,
+    runner: &RunnerId,
+    error: &str,
+    lapsed_before: DateTime<Utc>,
+    at: DateTime<Utc>,
+) -> Result<u64, DomainError> {
+    let lapsed_before = lapsed_before.naive_utc();
+    let at = at.naive_utc();
+    with_transaction!(db, conn => {
+        let alive = generation_runners::table
+            .filter(generation_runners::seen_at.ge(lapsed_before))
+            .select(generation_runners::id);
+        let lapsed: Vec<String> = running_generations::table
+            .filter(running_generations::runner_id.ne(runner.as_str()))
+            .filter(running_generations::runner_id.ne_all(alive))
+            .select(running_generations::runner_id)
+            .distinct()
+            .load(conn)
+            .await?;
+        let mut failed = 0;
+        if !lapsed.is_empty() {
+            let interrupted = running_generations::table
+                .filter(running_generations::runner_id.eq_any(&lapsed))
+                .select(running_generations::chat_id);
+            failed = diesel::update(
+                chats::table
+                    .filter(chats::status.eq(ChatStatus::Generating.as_str()))
+                    .filter(chats::id.eq_any(interrupted)),
+            )
+            .set((
+                chats::status.eq(ChatStatus::Error.as_str()),
+                chats::error.eq(error),
+                chats::updated_at.eq(at),
+            ))
+            .execute(conn)
+            .await?;
+            diesel::delete(
+                running_generations::table.filter(running_generations::runner_id.eq_any(&lapsed)),
+            )
+            .execute(conn)
+            .await?;
+        }
+        diesel::delete(
+            generation_runners::table
+                .filter(generation_runners::seen_at.lt(lapsed_before))
+                .filter(generation_runners::id.ne(runner.as_str())),
+        )
+        .execute(conn)
+        .await?;
+        Ok::<_, Rollback<_>>(u64::try_from(failed).unwrap_or(u64::MAX))
+    })
+}
