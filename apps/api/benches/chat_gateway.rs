@@ -842,8 +842,32 @@ fn bin_dir() -> anyhow::Result<PathBuf> {
 
 struct Tessera {
     process: Process,
-    _database: Database,
+    database: Database,
     _data_dir: tempfile::TempDir,
+}
+
+impl Database {
+    /// PostgreSQL's row counters of `table`: inserts, updates, and the updates that were
+    /// heap-only (HOT: no index entry written). They reach the statistics with a delay of
+    /// up to a second after the transactions that made them.
+    fn row_counters(&self, table: &str) -> anyhow::Result<String> {
+        let counters = run_checked(
+            Command::new("psql")
+                .args(["-X", "-q", "-A", "-t", "-F", " ", &self.url, "-c"])
+                .arg(format!(
+                    "SELECT n_tup_ins, n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables \
+                     WHERE relname = '{table}'"
+                )),
+        )?;
+        let [inserted, updated, hot] = counters
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .try_into()
+            .map_err(|_| anyhow::anyhow!("unexpected pg_stat_user_tables row: {counters}"))?;
+        Ok(format!(
+            "{table}: {inserted} rows inserted, {updated} updated, {hot} of the updates HOT"
+        ))
+    }
 }
 
 /// Sets Tessera's configuration on `command`.
@@ -984,7 +1008,7 @@ async fn start_tessera(
     Ok((
         Tessera {
             process,
-            _database: database,
+            database,
             _data_dir: data_dir,
         },
         target,
@@ -1314,6 +1338,13 @@ async fn main() -> anyhow::Result<()> {
         if let Err(error) = &result {
             eprintln!("{}", tessera.process.log_tail());
             eprintln!("tessera: {error:#}");
+        }
+        if result.is_ok() {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            match tessera.database.row_counters("chats") {
+                Ok(counters) => println!("tessera's PostgreSQL, {counters}"),
+                Err(error) => eprintln!("no row counters: {error:#}"),
+            }
         }
         drop(tessera);
         result?;

@@ -362,6 +362,18 @@ macro_rules! finished_at {
     };
 }
 
+/// The status change of a failed generation.
+macro_rules! failed_with {
+    ($error:expr, $at:expr) => {
+        (
+            $crate::schema::chats::status.eq(tessera_chats::ChatStatus::Error.as_str()),
+            $crate::schema::chats::error.eq($error),
+            $crate::schema::chats::updated_at.eq($at),
+        )
+    };
+}
+pub(crate) use failed_with;
+
 /// What a finished generation writes, as rows.
 pub(crate) struct TurnRows {
     pub(crate) organization: OrganizationId,
@@ -670,11 +682,7 @@ impl ChatStore for SqlChatStore {
         let usage = usage.as_ref().map(UsageRow::from);
         with_transaction!(&self.db, conn => {
             let changed = diesel::update(one_chat(organization, id))
-                .set((
-                    chats::status.eq(ChatStatus::Error.as_str()),
-                    chats::error.eq(error),
-                    chats::updated_at.eq(at),
-                ))
+                .set(failed_with!(error, at))
                 .execute(conn)
                 .await?;
             if changed == 0 {

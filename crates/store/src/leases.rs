@@ -14,7 +14,7 @@ use tessera_kernel::DomainError;
 
 use crate::{
     Database,
-    chats::TurnRows,
+    chats::{TurnRows, failed_with},
     database::with_transaction,
     error::Rollback,
     schema::{chats, generation_runners, running_generations},
@@ -148,11 +148,7 @@ pub(crate) async fn fail_lapsed(
                     .filter(chats::status.eq(ChatStatus::Generating.as_str()))
                     .filter(chats::id.eq_any(interrupted)),
             )
-            .set((
-                chats::status.eq(ChatStatus::Error.as_str()),
-                chats::error.eq(error),
-                chats::updated_at.eq(at),
-            ))
+            .set(failed_with!(error, at))
             .execute(conn)
             .await?;
             diesel::delete(
