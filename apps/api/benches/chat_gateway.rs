@@ -859,11 +859,10 @@ impl Database {
                      WHERE relname = '{table}'"
                 )),
         )?;
-        let [inserted, updated, hot] = counters
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .try_into()
-            .map_err(|_| anyhow::anyhow!("unexpected pg_stat_user_tables row: {counters}"))?;
+        let fields: Vec<&str> = counters.split_whitespace().collect();
+        let [inserted, updated, hot] = fields[..] else {
+            bail!("unexpected pg_stat_user_tables row: {counters}");
+        };
         Ok(format!(
             "{table}: {inserted} rows inserted, {updated} updated, {hot} of the updates HOT"
         ))
