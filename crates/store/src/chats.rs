@@ -29,9 +29,9 @@ use crate::{
     Database,
     artifacts::ArtifactRow,
     database::{with_connection, with_transaction},
-    error::{Rollback, query_error},
+    error::{Rollback, pool_error, query_error},
     group_commit::{GroupCommit, GroupCommitStats, Write},
-    leases::{self, LeaseRow, RunnerId, lease_of},
+    leases::{self, BeginGenerations, LeaseRow, RunnerId, lease_of},
     schema::{artifacts, chat_messages, chats, running_generations},
     unnest::unnest_statement,
     usage::UsageRow,
@@ -600,6 +600,14 @@ impl ChatStore for SqlChatStore {
         let lease = LeaseRow::new(&self.runner, organization.as_str(), id.as_str(), at);
         // One conditional update: on PostgreSQL a concurrent start waits for the row lock and
         // then re-checks the condition against the committed row; SQLite has a single writer.
+        if let Database::Postgres(pool) = &self.db {
+            let mut conn = pool.get().await.map_err(pool_error)?;
+            let began = BeginGenerations::new([&lease])
+                .execute(&mut *conn)
+                .await
+                .map_err(query_error)?;
+            return Ok(began > 0);
+        }
         with_transaction!(&self.db, conn => {
             let changed = diesel::update(
                 one_chat(organization, id)

@@ -85,6 +85,29 @@ pub(crate) type OneLease<'a> = diesel::dsl::Filter<
     diesel::dsl::Eq<running_generations::chat_id, &'a str>,
 >;
 
+unnest_statement! {
+    /// Starts generations on PostgreSQL as one statement: the chat's conditional status
+    /// change and its lease's insert (one round trip, atomic). Its row count is how many
+    /// generations began: a chat that is generating, deleted or not the organization's does
+    /// not change, and gets no lease.
+    struct BeginGenerations<'a> for |row: &LeaseRow| {
+        organization_id: Text as String = &row.organization_id,
+        chat_id: Text as String = &row.chat_id,
+        runner_id: Text as String = &row.runner_id,
+        started_at: diesel::sql_types::Timestamp as NaiveDateTime = &row.started_at,
+    }
+    sql (
+        "WITH began AS (UPDATE chats SET status = 'generating', error = NULL, \
+         updated_at = starting.started_at FROM unnest(",
+        ") AS starting(organization_id, chat_id, runner_id, started_at) \
+         WHERE chats.organization_id = starting.organization_id AND chats.id = starting.chat_id \
+         AND chats.deleted_at IS NULL AND (chats.status IS NULL OR chats.status <> 'generating') \
+         RETURNING starting.runner_id, chats.id, chats.organization_id, starting.started_at) \
+         INSERT INTO running_generations (runner_id, chat_id, organization_id, started_at) \
+         SELECT * FROM began"
+    );
+}
+
 /// The lease of `runner`'s generation on `chat`.
 pub(crate) fn lease_of<'a>(runner: &'a RunnerId, chat: &'a str) -> OneLease<'a> {
     running_generations::table
