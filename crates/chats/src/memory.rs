@@ -268,9 +268,7 @@ impl ChatStore for InMemoryChatStore {
             }
             let chat =
                 owned(state, organization, id).ok_or_else(|| DomainError::not_found("chat", id))?;
-            chat.status = Some(ChatStatus::Error);
-            chat.error = Some(error.to_owned());
-            chat.updated_at = at;
+            mark_failed(chat, error, at);
             state.running.remove(id);
             Ok(())
         })
@@ -306,13 +304,13 @@ impl ChatStore for InMemoryChatStore {
         lapsed_before: DateTime<Utc>,
         at: DateTime<Utc>,
     ) -> Result<u64, DomainError> {
+        // This store's runner, and any renewed since `lapsed_before`, is alive.
+        let alive = |runner: &String, seen: Option<&DateTime<Utc>>| {
+            runner == &self.runner || seen.is_some_and(|seen| *seen >= lapsed_before)
+        };
         Ok(self.with(|state| {
-            let lapsed = |runners: &HashMap<String, DateTime<Utc>>, runner: &String| {
-                runner != &self.runner
-                    && runners.get(runner).is_none_or(|seen| *seen < lapsed_before)
-            };
             let interrupted: Vec<ChatId> = (state.running.iter())
-                .filter(|(_, runner)| lapsed(&state.runners, runner))
+                .filter(|(_, runner)| !alive(runner, state.runners.get(*runner)))
                 .map(|(chat, _)| chat.clone())
                 .collect();
             let mut failed = 0;
@@ -321,14 +319,13 @@ impl ChatStore for InMemoryChatStore {
                 if let Some(chat) = state.chats.get_mut(&id)
                     && chat.status == Some(ChatStatus::Generating)
                 {
-                    chat.status = Some(ChatStatus::Error);
-                    chat.error = Some(error.to_owned());
-                    chat.updated_at = at;
+                    mark_failed(chat, error, at);
                     failed += 1;
                 }
             }
-            let runners = state.runners.clone();
-            state.runners.retain(|runner, _| !lapsed(&runners, runner));
+            state
+                .runners
+                .retain(|runner, seen| alive(runner, Some(seen)));
             failed
         }))
     }
@@ -346,6 +343,12 @@ impl ChatStore for InMemoryChatStore {
             },
         ))
     }
+}
+
+fn mark_failed(chat: &mut Chat, error: &str, at: DateTime<Utc>) {
+    chat.status = Some(ChatStatus::Error);
+    chat.error = Some(error.to_owned());
+    chat.updated_at = at;
 }
 
 /// A message's usage is recorded once.
