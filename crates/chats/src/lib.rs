@@ -43,7 +43,9 @@ pub use hub::{Attached, EventStream, GenerationEvent, GenerationHub};
 #[cfg(any(test, feature = "mocks"))]
 pub use retriever::MockRetriever;
 pub use retriever::{NoRetrieval, Retriever, with_sources};
-pub use service::{Caller, ChatService, CompletionRequest, INTERRUPTED, NewMessage, Started};
+pub use service::{
+    Caller, ChatService, ChatStored, CompletionRequest, INTERRUPTED, NewMessage, Started,
+};
 #[cfg(any(test, feature = "mocks"))]
 pub use store::MockChatStore;
 pub use store::{ChatFilter, ChatStore, FinishedTurn};

@@ -1,7 +1,10 @@
-use std::{panic::AssertUnwindSafe, sync::Arc};
+use std::{future::Future, panic::AssertUnwindSafe, pin::pin, sync::Arc};
 
 use chrono::{DateTime, Utc};
-use futures_util::{FutureExt, StreamExt, future::BoxFuture};
+use futures_util::{
+    FutureExt, StreamExt,
+    future::{self, BoxFuture, Either, Shared},
+};
 use tessera_kernel::{
     Clock, CursorCodec, DomainError, FieldError, Limit, LocSegment, OrganizationId, Page,
     PageRequest, PrincipalKind,
@@ -95,12 +98,21 @@ pub struct CompletionRequest {
     pub seed: Option<u64>,
 }
 
+/// The write of a new chat's row, under way while its generation starts; any number of
+/// clones wait for the same write. Ready at once for a continued chat (its row exists).
+pub type ChatStored = Shared<BoxFuture<'static, Result<(), ChatError>>>;
+
 /// A generation that has begun: the chat is `generating` and `events` will carry
 /// everything it produces. The caller must run `generation` (it owns no runtime here);
 /// it stores the answer and ends the events whether or not anyone still listens.
 pub struct Started {
     pub chat: Chat,
     pub created: bool,
+    /// Resolves once the chat is stored. A new chat's row commits while its generation
+    /// already asks the model (one commit less before the first token): answer nothing that
+    /// names the chat before it resolves, and report its error if it fails (the generation
+    /// then stops and stores nothing).
+    pub stored: ChatStored,
     /// The id the answer will be stored under.
     pub message_id: MessageId,
     /// Earlier messages left out to fit the context window.
@@ -287,7 +299,7 @@ impl ChatService {
         });
 
         let now = self.clock.now();
-        let (chat, created) = match existing {
+        let (chat, created, stored) = match existing {
             Some(mut chat) => {
                 if !self
                     .store
@@ -299,7 +311,7 @@ impl ChatService {
                 chat.status = Some(ChatStatus::Generating);
                 chat.error = None;
                 chat.updated_at = now;
-                (chat, false)
+                (chat, false, future::ready(Ok(())).boxed().shared())
             }
             None => {
                 let chat = Chat {
@@ -318,8 +330,8 @@ impl ChatService {
                     created_at: now,
                     updated_at: now,
                 };
-                self.store.insert(&chat).await?;
-                (chat, true)
+                let stored = self.insert(&chat)?;
+                (chat, true, stored)
             }
         };
 
@@ -380,8 +392,25 @@ impl ChatService {
             truncated_messages: fitted.dropped,
             usability: resolved.usability,
             events,
-            generation: Box::pin(generation.run(publisher)),
+            stored: stored.clone(),
+            generation: Box::pin(generation.run(publisher, stored)),
         })
+    }
+
+    /// Begins storing a new chat without waiting for the commit: the write is handed to the
+    /// store now (a group-committing store queues it on this first poll), so concurrent
+    /// completions' rows share a commit while their generations already run. An error the
+    /// store reports at once is returned at once.
+    fn insert(&self, chat: &Chat) -> Result<ChatStored, ChatError> {
+        let store = self.store.clone();
+        let row = chat.clone();
+        let stored = async move { Ok(store.insert(&row).await?) }
+            .boxed()
+            .shared();
+        match stored.clone().now_or_never() {
+            Some(Err(error)) => Err(error),
+            _ => Ok(stored),
+        }
     }
 
     /// The chat a request continues: the caller's, live and idle.
@@ -670,6 +699,20 @@ fn check_attachments(messages: &[NewMessage]) -> Vec<FieldError> {
     invalid
 }
 
+/// Runs `generating` while the chat's row is being stored, and waits for both: `Err` when
+/// the chat could not be stored (the generation is then dropped: its answer would have
+/// nowhere to go), else what the generation returned.
+async fn alongside(
+    stored: ChatStored,
+    generating: impl Future<Output = Result<(), ChatError>>,
+) -> Result<Result<(), ChatError>, ChatError> {
+    match future::select(stored, pin!(generating)).await {
+        Either::Left((Err(unstored), _)) => Err(unstored),
+        Either::Left((Ok(()), generating)) => Ok(generating.await),
+        Either::Right((generated, stored)) => stored.await.map(|()| generated),
+    }
+}
+
 /// Everything a background generation needs, owned.
 struct Generation {
     answer_id: MessageId,
@@ -691,19 +734,32 @@ struct Generation {
 }
 
 impl Generation {
-    async fn run(self, publisher: Publisher) {
+    async fn run(self, publisher: Publisher, stored: ChatStored) {
         if !self.sources.is_empty() {
             publisher.publish(GenerationEvent::Sources(self.sources.clone()));
         }
         // A panic in a provider must not leave the chat `generating` for good: it fails the
         // generation like any other error.
         let mut completion = Completion::default();
-        let generated = AssertUnwindSafe(self.generate(&publisher, &mut completion))
+        let generating = AssertUnwindSafe(self.generate(&publisher, &mut completion))
             .catch_unwind()
-            .await
-            .unwrap_or_else(|_| {
-                Err(DomainError::internal("the model provider panicked while generating").into())
+            .map(|caught| {
+                caught.unwrap_or_else(|_| {
+                    Err(
+                        DomainError::internal("the model provider panicked while generating")
+                            .into(),
+                    )
+                })
             });
+        let generated = match alongside(stored, generating).await {
+            Ok(generated) => generated,
+            Err(unstored) => {
+                // No chat to record the failure on: the caller reports the store's error.
+                tracing::error!(chat = %self.chat, error = %unstored, "could not store a new chat; its generation stopped");
+                publisher.publish(GenerationEvent::Failed(unstored));
+                return;
+            }
+        };
         let outcome = match generated {
             Ok(()) => self.store_answer(&completion).await,
             Err(error) => Err(error),

@@ -10,14 +10,18 @@ use std::{
 use async_trait::async_trait;
 use chrono::{TimeZone, Utc};
 use futures_channel::oneshot;
-use futures_util::{StreamExt, stream};
+use futures_util::{FutureExt, StreamExt, stream};
 use serde_json::json;
 use tessera_chats::{
-    Attachment, AttachmentContent, AttachmentError, AttachmentKind, AttachmentSource, Caller,
-    ChatError, ChatId, ChatService, ChatStatus, CompletionRequest, GenerationEvent, NewMessage,
-    NoAttachments, NoRetrieval, ResolvedAttachment, Started, memory::InMemoryChatStore,
+    Attachment, AttachmentContent, AttachmentError, AttachmentKind, AttachmentSource, Caller, Chat,
+    ChatError, ChatFilter, ChatId, ChatService, ChatStatus, ChatStore, CompletionRequest,
+    FinishedTurn, GenerationEvent, Message, NewMessage, NoAttachments, NoRetrieval,
+    ResolvedAttachment, Started, memory::InMemoryChatStore,
 };
-use tessera_kernel::{CursorCodec, FieldError, Limit, ManualClock, OrganizationId, PrincipalKind};
+use tessera_kernel::{
+    CursorCodec, DomainError, FieldError, Limit, ManualClock, OrganizationId, PageRequest,
+    PrincipalKind,
+};
 use tessera_models::{
     Capabilities, Catalog, ChatEvent, ChatModel, ChatRequest, ChatStream, FinishReason,
     JsonSchemaFormat, ModelChanges, ModelService, NewUserModel, ProviderError, Providers, Role,
@@ -183,6 +187,11 @@ struct Fixture {
 }
 
 fn fixture() -> Fixture {
+    fixture_over(|store| store)
+}
+
+/// The fixture, its service over the store `wrap` makes of the in-memory one.
+fn fixture_over(wrap: impl FnOnce(Arc<InMemoryChatStore>) -> Arc<dyn ChatStore>) -> Fixture {
     let clock = Arc::new(ManualClock::new(
         Utc.with_ymd_and_hms(2026, 3, 4, 5, 6, 7).unwrap(),
     ));
@@ -211,7 +220,7 @@ fn fixture() -> Fixture {
     let store = Arc::new(InMemoryChatStore::new());
     let files = Arc::new(Files::default());
     let chats = ChatService::new(
-        store.clone(),
+        wrap(store.clone()),
         models.clone(),
         prompts.clone(),
         Arc::new(NoRetrieval),
@@ -1363,6 +1372,229 @@ async fn only_user_messages_attach_files_and_a_few_at_most() {
                 "too_long".to_owned()
             ),
         ]
+    );
+    assert!(f.model.requests.lock().unwrap().is_empty());
+}
+
+/// The in-memory store, whose next new chat is stored only once `release` says how that
+/// write ends: a database commit that takes its time, or fails.
+struct HeldInsert {
+    inner: Arc<InMemoryChatStore>,
+    release: Mutex<Option<oneshot::Receiver<Result<(), DomainError>>>>,
+}
+
+impl HeldInsert {
+    fn over(
+        inner: Arc<InMemoryChatStore>,
+    ) -> (Arc<Self>, oneshot::Sender<Result<(), DomainError>>) {
+        let (release, held) = oneshot::channel();
+        let store = Self {
+            inner,
+            release: Mutex::new(Some(held)),
+        };
+        (Arc::new(store), release)
+    }
+}
+
+#[async_trait]
+impl ChatStore for HeldInsert {
+    async fn insert(&self, chat: &Chat) -> Result<(), DomainError> {
+        let held = self.release.lock().unwrap().take();
+        if let Some(held) = held {
+            held.await.expect("the test releases the insert")?;
+        }
+        self.inner.insert(chat).await
+    }
+
+    async fn get(&self, org: &OrganizationId, id: &ChatId) -> Result<Option<Chat>, DomainError> {
+        self.inner.get(org, id).await
+    }
+
+    async fn messages(
+        &self,
+        org: &OrganizationId,
+        id: &ChatId,
+    ) -> Result<Vec<Message>, DomainError> {
+        self.inner.messages(org, id).await
+    }
+
+    async fn list(
+        &self,
+        filter: &ChatFilter,
+        page: &PageRequest<ChatId>,
+    ) -> Result<Vec<Chat>, DomainError> {
+        self.inner.list(filter, page).await
+    }
+
+    async fn count(&self, filter: &ChatFilter) -> Result<u64, DomainError> {
+        self.inner.count(filter).await
+    }
+
+    async fn begin_generation(
+        &self,
+        org: &OrganizationId,
+        id: &ChatId,
+        at: chrono::DateTime<Utc>,
+    ) -> Result<bool, DomainError> {
+        self.inner.begin_generation(org, id, at).await
+    }
+
+    async fn finish_generation(
+        &self,
+        org: &OrganizationId,
+        id: &ChatId,
+        turn: &FinishedTurn,
+        at: chrono::DateTime<Utc>,
+    ) -> Result<(), DomainError> {
+        self.inner.finish_generation(org, id, turn, at).await
+    }
+
+    async fn fail_generation(
+        &self,
+        org: &OrganizationId,
+        id: &ChatId,
+        error: &str,
+        usage: Option<tessera_usage::UsageRecord>,
+        at: chrono::DateTime<Utc>,
+    ) -> Result<(), DomainError> {
+        self.inner.fail_generation(org, id, error, usage, at).await
+    }
+
+    async fn artifact_versions(
+        &self,
+        org: &OrganizationId,
+        id: &ChatId,
+    ) -> Result<HashMap<String, u32>, DomainError> {
+        self.inner.artifact_versions(org, id).await
+    }
+
+    async fn keep_alive(&self, at: chrono::DateTime<Utc>) -> Result<(), DomainError> {
+        self.inner.keep_alive(at).await
+    }
+
+    async fn fail_interrupted(
+        &self,
+        error: &str,
+        lapsed_before: chrono::DateTime<Utc>,
+        at: chrono::DateTime<Utc>,
+    ) -> Result<u64, DomainError> {
+        self.inner.fail_interrupted(error, lapsed_before, at).await
+    }
+
+    async fn update(&self, chat: &Chat) -> Result<bool, DomainError> {
+        self.inner.update(chat).await
+    }
+}
+
+#[tokio::test]
+async fn a_new_chats_model_is_asked_while_its_row_is_being_stored() {
+    let mut release = None;
+    let f = fixture_over(|store| {
+        let (held, releases) = HeldInsert::over(store);
+        release = Some(releases);
+        held
+    });
+    let started = f
+        .chats
+        .start(&f.alice, ask("local/plain", "hello"))
+        .await
+        .unwrap();
+    let id = started.chat.id.clone();
+    let generation = tokio::spawn(started.generation);
+    // The model answers in full while the chat's write is still held.
+    while f.model.requests.lock().unwrap().is_empty() {
+        tokio::task::yield_now().await;
+    }
+    let mut events = started.events;
+    let first = events.next().await.unwrap();
+    assert_eq!(
+        *first,
+        GenerationEvent::Delta(ChatEvent::TextDelta("Hello".into()))
+    );
+    assert!(started.stored.clone().now_or_never().is_none());
+    assert!(
+        f.store
+            .get(&f.alice.organization, &id)
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    release.unwrap().send(Ok(())).unwrap();
+    started.stored.await.unwrap();
+    generation.await.unwrap();
+    let last = events.collect::<Vec<_>>().await.pop().unwrap();
+    assert!(matches!(*last, GenerationEvent::Finished(_)), "{last:?}");
+    let record = f.chats.get(&f.alice, &id).await.unwrap();
+    assert_eq!(record.chat.status, None);
+    assert_eq!(record.messages.len(), 2);
+}
+
+#[tokio::test]
+async fn a_chat_that_cannot_be_stored_stops_its_generation_and_stores_nothing() {
+    let mut release = None;
+    let f = fixture_over(|store| {
+        let (held, releases) = HeldInsert::over(store);
+        release = Some(releases);
+        held
+    });
+    // The model is mid-answer (held) when the chat's write fails.
+    let _model_held = f.model.hold();
+    let started = f
+        .chats
+        .start(&f.alice, ask("local/plain", "hello"))
+        .await
+        .unwrap();
+    let id = started.chat.id.clone();
+    let generation = tokio::spawn(started.generation);
+    while f.model.requests.lock().unwrap().is_empty() {
+        tokio::task::yield_now().await;
+    }
+    let down = DomainError::Unavailable {
+        message: "database unavailable".into(),
+    };
+    release.unwrap().send(Err(down.clone())).unwrap();
+
+    assert_eq!(started.stored.await, Err(ChatError::Domain(down.clone())));
+    // The generation ends without waiting for the model, and says why.
+    generation.await.unwrap();
+    let events: Vec<_> = started.events.collect().await;
+    assert_eq!(
+        events
+            .iter()
+            .map(|event| (**event).clone())
+            .collect::<Vec<_>>(),
+        [GenerationEvent::Failed(ChatError::Domain(down))]
+    );
+    assert!(
+        f.store
+            .get(&f.alice.organization, &id)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(f.store.usage_records().is_empty());
+}
+
+#[tokio::test]
+async fn a_chat_the_store_refuses_at_once_is_refused_by_start() {
+    let f = fixture_over(|store| {
+        let (held, release) = HeldInsert::over(store);
+        let taken = DomainError::Conflict {
+            code: "already_exists",
+            message: "taken".into(),
+        };
+        release.send(Err(taken)).unwrap();
+        held
+    });
+    let refused = f.chats.start(&f.alice, ask("local/plain", "hello")).await;
+    assert!(
+        matches!(
+            refused,
+            Err(ChatError::Domain(DomainError::Conflict { .. }))
+        ),
+        "{:?}",
+        refused.err()
     );
     assert!(f.model.requests.lock().unwrap().is_empty());
 }

@@ -30,7 +30,7 @@ use crate::{
     artifacts::ArtifactRow,
     database::{with_connection, with_transaction},
     error::{Rollback, pool_error, query_error},
-    group_commit::{GroupCommit, GroupCommitStats, Write},
+    group_commit::{GroupCommit, GroupCommitStats, NewChat},
     leases::{self, BeginGenerations, LeaseRow, RunnerId, lease_of},
     schema::{artifacts, chat_messages, chats, running_generations},
     unnest::unnest_statement,
@@ -512,7 +512,7 @@ impl ChatStore for SqlChatStore {
         let lease = (chat.status == Some(ChatStatus::Generating))
             .then(|| LeaseRow::new(&self.runner, &row.organization_id, &row.id, row.updated_at));
         if let Some(commits) = &self.commits {
-            return commits.submit(Write::Chat(row, lease)).await;
+            return commits.create(NewChat { chat: row, lease }).await;
         }
         with_transaction!(&self.db, conn => {
             diesel::insert_into(chats::table).values(&row).execute(conn).await?;
@@ -641,7 +641,7 @@ impl ChatStore for SqlChatStore {
     ) -> Result<(), DomainError> {
         let turn = TurnRows::new(organization, id, &self.runner, turn, at)?;
         if let Some(commits) = &self.commits {
-            return commits.submit(Write::Turn(turn)).await;
+            return commits.finish(turn).await;
         }
         let TurnRows {
             at,

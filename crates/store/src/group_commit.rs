@@ -1,28 +1,36 @@
 //! Group commit of chat writes on PostgreSQL. Concurrent completions' new chats and finished
-//! turns queue for two writers (a `batch::Batcher` each), which commit whatever is waiting in
-//! one transaction of a few batch statements and answer each caller once that
-//! transaction has committed. Under load one commit serves dozens of completions (one WAL flush and a
-//! handful of round trips instead of about eight per completion); on an idle server a write
-//! is a batch of one and goes at once. A batch that fails (a taken key, an unknown chat)
-//! rolls back whole and each of its writes is then made in a transaction of its own, so one
-//! bad write fails only its own caller. SQLite has one writer anyway and writes directly.
+//! turns queue for two writers (a `batch::Batcher` each), which write whatever is waiting as
+//! one statement (data-modifying `WITH` parts over arrays, `unnest`) committed on its own:
+//! no `BEGIN`/`COMMIT` round trips, one WAL flush, one plan reused per connection. Under
+//! load one statement serves dozens of completions; on an idle server a write is a batch of
+//! one and goes at once. A batch that fails (a taken key, an unknown chat) changes nothing,
+//! and each of its writes is then made in a transaction of its own, so one bad write fails
+//! only its own caller, with its own error. SQLite has one writer anyway and writes directly.
 
 use std::{
     collections::BTreeMap,
+    future::Future,
     sync::{
         Arc,
         atomic::{AtomicU64, Ordering},
     },
 };
 
-use diesel_async::{AsyncPgConnection, RunQueryDsl, pooled_connection::deadpool::Pool};
+use diesel::{
+    pg::Pg,
+    query_builder::{AstPass, QueryFragment, QueryId},
+    sql_types::BigInt,
+};
+use diesel_async::{
+    AsyncConnection, AsyncPgConnection, RunQueryDsl, pooled_connection::deadpool::Pool,
+};
 use futures_util::future::OptionFuture;
 use tessera_kernel::DomainError;
 
 use crate::{
     batch::{Batcher, Limits, Pending},
     chats::{ChatRow, FinishChats, InsertChats, InsertMessages, TurnRows, finish_pipelined},
-    error::{Rollback, pool_error, settle},
+    error::{Rollback, pool_error, query_error, settle},
     leases::{EndLeases, InsertLeases, LeaseRow},
     schema::{artifacts, chats, running_generations},
     usage::{HourlyKey, HourlyRow, InsertUsage, UpsertHourly},
@@ -37,31 +45,18 @@ const LIMITS: Limits = Limits {
     max_weight: 2_000,
 };
 
-/// One write the writer makes for a caller.
-pub(crate) enum Write {
-    /// A new chat, without messages, and the lease of its generation.
-    Chat(ChatRow, Option<LeaseRow>),
-    /// A finished generation: its messages, usage and artifacts, the chat's status and the
-    /// end of the generation's lease.
-    Turn(TurnRows),
-}
-
-impl Write {
-    /// Rows the write inserts (what a batch's size is counted in).
-    fn rows(&self) -> usize {
-        match self {
-            Write::Chat(..) => 2,
-            Write::Turn(turn) => turn.messages.len() + turn.artifacts.len() + 2,
-        }
-    }
+/// A new chat, without messages, and the lease of its generation.
+pub(crate) struct NewChat {
+    pub(crate) chat: ChatRow,
+    pub(crate) lease: Option<LeaseRow>,
 }
 
 /// How much batching the writer has done (for tests and diagnostics).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct GroupCommitStats {
-    /// Transactions committed or attempted for two writes or more.
+    /// Statements (or, with artifacts, transactions) made for two writes or more.
     pub batches: u64,
-    /// Writes those transactions carried.
+    /// Writes those batches carried.
     pub batched_writes: u64,
     /// Batches that failed and were retried write by write.
     pub retried_batches: u64,
@@ -77,39 +72,32 @@ struct Counters {
 /// The queues to the writers of one store: new chats and finished turns batch apart, so a
 /// completion's start does not wait behind a large batch of others' answers.
 pub(crate) struct GroupCommit {
-    chats: Batcher<Write, ()>,
-    turns: Batcher<Write, ()>,
+    chats: Batcher<NewChat, ()>,
+    turns: Batcher<TurnRows, ()>,
     counters: Arc<Counters>,
 }
 
 impl GroupCommit {
-    /// Starts the writer on the current Tokio runtime; `None` outside of one (the store then
-    /// writes directly). The writer stops when the store is dropped.
+    /// Starts the writers on the current Tokio runtime; `None` outside of one (the store then
+    /// writes directly). The writers stop when the store is dropped.
     pub(crate) fn start(pool: Pool<AsyncPgConnection>) -> Option<Self> {
         let counters = Arc::new(Counters::default());
-        let writer = || {
-            let pool = pool.clone();
-            let counters = counters.clone();
-            Batcher::start(LIMITS, Write::rows, move |batch| {
-                let pool = pool.clone();
-                let counters = counters.clone();
-                async move { commit(&pool, batch, &counters).await }
-            })
-        };
         Some(Self {
-            chats: writer()?,
-            turns: writer()?,
+            chats: writer(&pool, &counters)?,
+            turns: writer(&pool, &counters)?,
             counters,
         })
     }
 
-    /// Makes `write` in the next batch and returns once that batch has committed (or the
+    /// Stores `chat` in the next batch; returns once that batch has committed (or the
     /// write has failed).
-    pub(crate) async fn submit(&self, write: Write) -> Result<(), DomainError> {
-        match write {
-            Write::Chat(..) => self.chats.call(write).await,
-            Write::Turn(_) => self.turns.call(write).await,
-        }
+    pub(crate) async fn create(&self, chat: NewChat) -> Result<(), DomainError> {
+        self.chats.call(chat).await
+    }
+
+    /// Stores a finished turn in the next batch, like [`GroupCommit::create`].
+    pub(crate) async fn finish(&self, turn: TurnRows) -> Result<(), DomainError> {
+        self.turns.call(turn).await
     }
 
     pub(crate) fn stats(&self) -> GroupCommitStats {
@@ -122,31 +110,54 @@ impl GroupCommit {
     }
 }
 
-/// Commits one batch and answers its callers.
-async fn commit(
+/// One kind of write the writers batch.
+trait Grouped: Sized + Send + Sync + 'static {
+    /// Rows the write inserts (what a batch's size is counted in).
+    fn rows(&self) -> usize;
+
+    /// Every write of a batch, atomically: all of them or none.
+    fn together<'a>(
+        conn: &'a mut AsyncPgConnection,
+        writes: &'a [&'a Self],
+    ) -> impl Future<Output = Result<(), DomainError>> + Send + 'a;
+
+    /// One write in a transaction of its own (how a failed batch is retried: each write
+    /// gets its own, precise, error).
+    fn alone<'a>(
+        conn: &'a mut AsyncPgConnection,
+        write: &'a Self,
+    ) -> impl Future<Output = Result<(), DomainError>> + Send + 'a;
+}
+
+fn writer<W: Grouped>(
     pool: &Pool<AsyncPgConnection>,
-    batch: Vec<Pending<Write, ()>>,
+    counters: &Arc<Counters>,
+) -> Option<Batcher<W, ()>> {
+    let pool = pool.clone();
+    let counters = counters.clone();
+    Batcher::start(LIMITS, W::rows, move |batch| {
+        let pool = pool.clone();
+        let counters = counters.clone();
+        async move { commit(&pool, batch, &counters).await }
+    })
+}
+
+/// Writes one batch and answers its callers.
+async fn commit<W: Grouped>(
+    pool: &Pool<AsyncPgConnection>,
+    batch: Vec<Pending<W, ()>>,
     counters: &Counters,
 ) {
-    if batch.len() == 1 {
-        for pending in batch {
-            let outcome = write_alone(pool, &pending.request).await;
-            pending.answer(outcome);
-        }
-        return;
+    let batched = batch.len() > 1;
+    if batched {
+        counters.batches.fetch_add(1, Ordering::Relaxed);
+        counters
+            .batched_writes
+            .fetch_add(batch.len() as u64, Ordering::Relaxed);
     }
-    counters.batches.fetch_add(1, Ordering::Relaxed);
-    counters
-        .batched_writes
-        .fetch_add(batch.len() as u64, Ordering::Relaxed);
-    let writes: Vec<&Write> = batch.iter().map(|pending| &pending.request).collect();
+    let writes: Vec<&W> = batch.iter().map(|pending| &pending.request).collect();
     let outcome = match pool.get().await {
-        Ok(mut conn) => settle(
-            diesel_async::AsyncConnection::transaction(&mut *conn, async |conn| {
-                write_together(conn, &writes).await
-            })
-            .await,
-        ),
+        Ok(mut conn) => W::together(&mut conn, &writes).await,
         Err(error) => Err(pool_error(error)),
     };
     match outcome {
@@ -162,27 +173,42 @@ async fn commit(
             }
         }
         Err(_) => {
-            counters.retried_batches.fetch_add(1, Ordering::Relaxed);
+            if batched {
+                counters.retried_batches.fetch_add(1, Ordering::Relaxed);
+            }
             for pending in batch {
-                let outcome = write_alone(pool, &pending.request).await;
+                let outcome = match pool.get().await {
+                    Ok(mut conn) => W::alone(&mut conn, &pending.request).await,
+                    Err(error) => Err(pool_error(error)),
+                };
                 pending.answer(outcome);
             }
         }
     }
 }
 
-/// One write in a transaction of its own (what a batch of one is, and how a failed batch is
-/// retried).
-async fn write_alone(pool: &Pool<AsyncPgConnection>, write: &Write) -> Result<(), DomainError> {
-    let mut conn = pool.get().await.map_err(pool_error)?;
-    match write {
-        Write::Chat(row, lease) => settle(
-            diesel_async::AsyncConnection::transaction(&mut *conn, async |conn| {
+impl Grouped for NewChat {
+    fn rows(&self) -> usize {
+        2
+    }
+
+    async fn together(conn: &mut AsyncPgConnection, writes: &[&Self]) -> Result<(), DomainError> {
+        let statement = CreateChats {
+            chats: InsertChats::new(writes.iter().map(|write| &write.chat)),
+            leases: InsertLeases::new(writes.iter().filter_map(|write| write.lease.as_ref())),
+        };
+        statement.execute(conn).await.map_err(query_error)?;
+        Ok(())
+    }
+
+    async fn alone(conn: &mut AsyncPgConnection, write: &Self) -> Result<(), DomainError> {
+        settle(
+            conn.transaction(async |conn| {
                 let mut shared: &AsyncPgConnection = conn;
                 let chat = diesel::insert_into(chats::table)
-                    .values(row)
+                    .values(&write.chat)
                     .execute(&mut shared);
-                let lease = OptionFuture::from(lease.as_ref().map(|lease| {
+                let lease = OptionFuture::from(write.lease.as_ref().map(|lease| {
                     diesel::insert_into(running_generations::table)
                         .values(lease)
                         .execute(&mut shared)
@@ -193,82 +219,113 @@ async fn write_alone(pool: &Pool<AsyncPgConnection>, write: &Write) -> Result<()
                 Ok::<_, Rollback<()>>(())
             })
             .await,
-        ),
-        Write::Turn(turn) => settle(
-            diesel_async::AsyncConnection::transaction(&mut *conn, async |conn| {
-                finish_pipelined(conn, turn).await
-            })
-            .await,
-        ),
+        )
     }
 }
 
-/// Every write of a batch, inside the caller's transaction, as one pipeline: the new chats
-/// and their generations' leases in one insert each, every finished chat's status change in
-/// one update and the end of their leases in one delete, then every message, usage record,
-/// hourly rollup and artifact in one insert per table (all but the artifacts' fixed
-/// statements over arrays, `unnest`). Any failure, or a turn whose chat is not there,
-/// rolls the whole batch back.
-async fn write_together(
-    conn: &mut AsyncPgConnection,
-    writes: &[&Write],
-) -> Result<(), Rollback<()>> {
-    let mut new_chats = Vec::new();
-    let mut leases = Vec::new();
-    let mut turns = Vec::new();
-    for write in writes {
-        match write {
-            Write::Chat(row, lease) => {
-                new_chats.push(row);
-                leases.extend(lease);
-            }
-            Write::Turn(turn) => turns.push(turn),
-        }
+impl Grouped for TurnRows {
+    fn rows(&self) -> usize {
+        self.messages.len() + self.artifacts.len() + 2
     }
-    let messages = InsertMessages::new(turns.iter().flat_map(|turn| &turn.messages));
-    let usage = InsertUsage::new(turns.iter().map(|turn| &turn.usage));
-    let artifacts: Vec<_> = turns.iter().flat_map(|turn| &turn.artifacts).collect();
-    let hourly = rollups(turns.iter().map(|turn| turn.usage.hourly()));
-    let hourly = UpsertHourly::new(&hourly);
-    // A chat finishes at most once per batch (a second generation on it waits for this one
-    // to be stored), so the update's row count says whether every chat was found.
-    let finishing = FinishChats::new(turns.iter().copied());
-    let ending = EndLeases::new(turns.iter().copied());
 
-    let mut shared: &AsyncPgConnection = conn;
-    let inserted = OptionFuture::from(
-        (!new_chats.is_empty()).then(|| InsertChats::new(new_chats).execute(&mut shared)),
-    );
-    let leased = OptionFuture::from(
-        (!leases.is_empty()).then(|| InsertLeases::new(leases).execute(&mut shared)),
-    );
-    let finished = OptionFuture::from((!turns.is_empty()).then(|| finishing.execute(&mut shared)));
-    let ended = OptionFuture::from((!turns.is_empty()).then(|| ending.execute(&mut shared)));
-    let messages = OptionFuture::from((!turns.is_empty()).then(|| messages.execute(&mut shared)));
-    let records = OptionFuture::from((!turns.is_empty()).then(|| usage.execute(&mut shared)));
-    let rolled_up = OptionFuture::from((!turns.is_empty()).then(|| hourly.execute(&mut shared)));
-    let stored = OptionFuture::from((!artifacts.is_empty()).then(|| {
-        diesel::insert_into(artifacts::table)
-            .values(artifacts)
-            .execute(&mut shared)
-    }));
-    let (inserted, leased, finished, ended, messages, records, rolled_up, stored) = futures_util::join!(
-        inserted, leased, finished, ended, messages, records, rolled_up, stored
-    );
-    if finished.transpose()?.unwrap_or(0) != turns.len() {
-        return Err(Rollback::Fail(DomainError::internal(
-            "a finished turn's chat is missing (retried alone)",
-        )));
+    /// One statement ends every generation of the batch (see [`FinishTurns`]); artifacts,
+    /// which few answers have, are inserted beside it in a transaction.
+    async fn together(conn: &mut AsyncPgConnection, turns: &[&Self]) -> Result<(), DomainError> {
+        let hourly = rollups(turns.iter().map(|turn| turn.usage.hourly()));
+        let statement = FinishTurns {
+            chats: FinishChats::new(turns.iter().copied()),
+            leases: EndLeases::new(turns.iter().copied()),
+            messages: InsertMessages::new(turns.iter().flat_map(|turn| &turn.messages)),
+            usage: InsertUsage::new(turns.iter().map(|turn| &turn.usage)),
+            hourly: UpsertHourly::new(&hourly),
+            turns: turns.len() as i64,
+        };
+        let artifacts: Vec<_> = turns.iter().flat_map(|turn| &turn.artifacts).collect();
+        if artifacts.is_empty() {
+            statement.execute(conn).await.map_err(query_error)?;
+            return Ok(());
+        }
+        settle(
+            conn.transaction(async |conn| {
+                let mut shared: &AsyncPgConnection = conn;
+                let (finished, stored) = futures_util::join!(
+                    statement.execute(&mut shared),
+                    diesel::insert_into(artifacts::table)
+                        .values(artifacts)
+                        .execute(&mut shared)
+                );
+                finished?;
+                stored?;
+                Ok::<_, Rollback<()>>(())
+            })
+            .await,
+        )
     }
-    for result in [
-        inserted, leased, ended, messages, records, rolled_up, stored,
-    ]
-    .into_iter()
-    .flatten()
-    {
-        result?;
+
+    async fn alone(conn: &mut AsyncPgConnection, turn: &Self) -> Result<(), DomainError> {
+        settle(
+            conn.transaction(async |conn| finish_pipelined(conn, turn).await)
+                .await,
+        )
     }
-    Ok(())
+}
+
+/// New chats and their generations' leases, as one statement however many.
+struct CreateChats<'a> {
+    chats: InsertChats<'a>,
+    leases: InsertLeases<'a>,
+}
+
+impl QueryId for CreateChats<'_> {
+    type QueryId = CreateChats<'static>;
+    const HAS_STATIC_QUERY_ID: bool = true;
+}
+
+impl QueryFragment<Pg> for CreateChats<'_> {
+    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Pg>) -> diesel::QueryResult<()> {
+        out.push_sql("WITH created AS (");
+        self.chats.walk_ast(out.reborrow())?;
+        out.push_sql(") ");
+        self.leases.walk_ast(out.reborrow())
+    }
+}
+
+/// The end of finished generations, as one statement however many: each chat's status
+/// change and the end of its lease, the turns' messages, usage records and the hourly
+/// rollups' upsert. It fails whole (and so changes nothing) unless every chat was found:
+/// the last part divides by zero when fewer chats changed than turns were given.
+struct FinishTurns<'a> {
+    chats: FinishChats<'a>,
+    leases: EndLeases<'a>,
+    messages: InsertMessages<'a>,
+    usage: InsertUsage<'a>,
+    hourly: UpsertHourly<'a>,
+    turns: i64,
+}
+
+impl QueryId for FinishTurns<'_> {
+    type QueryId = FinishTurns<'static>;
+    const HAS_STATIC_QUERY_ID: bool = true;
+}
+
+impl QueryFragment<Pg> for FinishTurns<'_> {
+    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Pg>) -> diesel::QueryResult<()> {
+        out.push_sql("WITH done AS (");
+        self.chats.walk_ast(out.reborrow())?;
+        out.push_sql(" RETURNING 1), unleased AS (");
+        self.leases.walk_ast(out.reborrow())?;
+        out.push_sql("), appended AS (");
+        self.messages.walk_ast(out.reborrow())?;
+        out.push_sql("), recorded AS (");
+        self.usage.walk_ast(out.reborrow())?;
+        out.push_sql("), rolled_up AS (");
+        self.hourly.walk_ast(out.reborrow())?;
+        // A constant would be folded (and fail) when the statement is planned.
+        out.push_sql(") SELECT 1 / (count(*) = ");
+        out.push_bind_param::<BigInt, _>(&self.turns)?;
+        out.push_sql(")::int FROM done");
+        Ok(())
+    }
 }
 
 /// The batch's contributions to the hourly rollups, summed into one row per rollup (an

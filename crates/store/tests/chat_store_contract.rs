@@ -2262,6 +2262,51 @@ mod group_commit {
         );
     }
 
+    #[tokio::test]
+    async fn a_batch_with_a_turn_of_an_unknown_chat_changes_nothing_even_without_messages() {
+        let f = Fixture::new(Backend::Postgres).await;
+        let store = SqlChatStore::new(f.database().clone());
+        let acme = f.organization("Acme").await;
+        let known: Vec<Chat> = (0..3).map(|_| chat_of(&acme)).collect();
+        let inserted = join_all(known.iter().map(|chat| store.insert(chat))).await;
+        assert!(inserted.iter().all(Result::is_ok), "{inserted:?}");
+        // No message refers to the unknown chat, so no foreign key stops its turn: only the
+        // batch statement's own check of how many chats it changed does.
+        let unknown = chat_of(&acme);
+        let mut turns: Vec<(&Chat, FinishedTurn)> = (known.iter())
+            .map(|chat| (chat, turn_of(chat, &first_turn(chat), at(20))))
+            .collect();
+        turns.insert(1, (&unknown, turn_of(&unknown, &[], at(20))));
+        let finished = join_all(
+            (turns.iter())
+                .map(|(chat, turn)| store.finish_generation(&acme, &chat.id, turn, at(20))),
+        )
+        .await;
+        for (index, result) in finished.iter().enumerate() {
+            match index {
+                1 => assert!(is_not_found(result), "{result:?}"),
+                _ => assert!(result.is_ok(), "turn {index}: {result:?}"),
+            }
+        }
+        let stats = store.group_commit_stats().unwrap();
+        assert_eq!(stats.retried_batches, 1, "{stats:?}");
+        assert_eq!(
+            f.recorded_usage().await.len(),
+            known.len(),
+            "the unknown chat's usage was not kept"
+        );
+        assert_eq!(
+            rollup(&f).await,
+            Rollup {
+                requests: 3,
+                input_tokens: 3 * 1_200
+            }
+        );
+        for chat in &known {
+            assert_eq!(f.messages(chat).await, given(&turns, chat));
+        }
+    }
+
     /// The messages `turns` gave `chat`.
     fn given(turns: &[(&Chat, FinishedTurn)], chat: &Chat) -> Vec<Message> {
         (turns.iter())

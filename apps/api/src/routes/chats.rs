@@ -748,6 +748,8 @@ pub async fn create_completion(
     let started = state.chats.start(&who, request).await.map_err(chat_error)?;
     let chat = started.chat.id.clone();
     tokio::spawn(started.generation);
+    // A new chat's row commits while the model is asked; its id goes out once it has.
+    started.stored.await.map_err(chat_error)?;
 
     if stream {
         let mut builder = HttpResponse::Ok();
