@@ -19,7 +19,7 @@ use std::{
 use diesel::{
     pg::Pg,
     query_builder::{AstPass, QueryFragment, QueryId},
-    sql_types::BigInt,
+    sql_types::{Array, BigInt, Text},
 };
 use diesel_async::{
     AsyncConnection, AsyncPgConnection, RunQueryDsl, pooled_connection::deadpool::Pool,
@@ -30,10 +30,11 @@ use tessera_kernel::DomainError;
 use crate::{
     batch::{Batcher, Limits, Pending},
     chats::{ChatRow, FinishChats, InsertChats, InsertMessages, TurnRows, finish_pipelined},
-    error::{Rollback, pool_error, query_error, settle},
+    error::{Rollback, query_error, settle},
     leases::{EndLeases, InsertLeases, LeaseRow},
     schema::{artifacts, chats, running_generations},
     usage::{HourlyKey, HourlyRow, InsertUsage, UpsertHourly},
+    writer_connections::WriterConnections,
 };
 
 /// Two batches at a time per writer (one commits while the next is sent): fewer, larger
@@ -82,9 +83,10 @@ impl GroupCommit {
     /// writes directly). The writers stop when the store is dropped.
     pub(crate) fn start(pool: Pool<AsyncPgConnection>) -> Option<Self> {
         let counters = Arc::new(Counters::default());
+        let connections = Arc::new(WriterConnections::new(pool));
         Some(Self {
-            chats: writer(&pool, &counters)?,
-            turns: writer(&pool, &counters)?,
+            chats: writer(&connections, &counters)?,
+            turns: writer(&connections, &counters)?,
             counters,
         })
     }
@@ -130,21 +132,21 @@ trait Grouped: Sized + Send + Sync + 'static {
 }
 
 fn writer<W: Grouped>(
-    pool: &Pool<AsyncPgConnection>,
+    connections: &Arc<WriterConnections>,
     counters: &Arc<Counters>,
 ) -> Option<Batcher<W, ()>> {
-    let pool = pool.clone();
+    let connections = connections.clone();
     let counters = counters.clone();
     Batcher::start(LIMITS, W::rows, move |batch| {
-        let pool = pool.clone();
+        let connections = connections.clone();
         let counters = counters.clone();
-        async move { commit(&pool, batch, &counters).await }
+        async move { commit(&connections, batch, &counters).await }
     })
 }
 
 /// Writes one batch and answers its callers.
 async fn commit<W: Grouped>(
-    pool: &Pool<AsyncPgConnection>,
+    connections: &WriterConnections,
     batch: Vec<Pending<W, ()>>,
     counters: &Counters,
 ) {
@@ -156,9 +158,13 @@ async fn commit<W: Grouped>(
             .fetch_add(batch.len() as u64, Ordering::Relaxed);
     }
     let writes: Vec<&W> = batch.iter().map(|pending| &pending.request).collect();
-    let outcome = match pool.get().await {
-        Ok(mut conn) => W::together(&mut conn, &writes).await,
-        Err(error) => Err(pool_error(error)),
+    let outcome = match connections.get().await {
+        Ok(mut conn) => {
+            let outcome = W::together(&mut conn, &writes).await;
+            connections.put_back(conn, &outcome);
+            outcome
+        }
+        Err(error) => Err(error),
     };
     match outcome {
         Ok(()) => {
@@ -177,9 +183,13 @@ async fn commit<W: Grouped>(
                 counters.retried_batches.fetch_add(1, Ordering::Relaxed);
             }
             for pending in batch {
-                let outcome = match pool.get().await {
-                    Ok(mut conn) => W::alone(&mut conn, &pending.request).await,
-                    Err(error) => Err(pool_error(error)),
+                let outcome = match connections.get().await {
+                    Ok(mut conn) => {
+                        let outcome = W::alone(&mut conn, &pending.request).await;
+                        connections.put_back(conn, &outcome);
+                        outcome
+                    }
+                    Err(error) => Err(error),
                 };
                 pending.answer(outcome);
             }
@@ -234,7 +244,9 @@ impl Grouped for TurnRows {
         let hourly = rollups(turns.iter().map(|turn| turn.usage.hourly()));
         let statement = FinishTurns {
             chats: FinishChats::new(turns.iter().copied()),
-            leases: EndLeases::new(turns.iter().copied()),
+            leases: EndLeases::new(turns)
+                .ok_or_else(|| DomainError::internal("a batch of turns of several runners"))?,
+            chat_ids: turns.iter().map(|turn| turn.chat.as_str()).collect(),
             messages: InsertMessages::new(turns.iter().flat_map(|turn| &turn.messages)),
             usage: InsertUsage::new(turns.iter().map(|turn| &turn.usage)),
             hourly: UpsertHourly::new(&hourly),
@@ -300,6 +312,8 @@ struct FinishTurns<'a> {
     messages: InsertMessages<'a>,
     usage: InsertUsage<'a>,
     hourly: UpsertHourly<'a>,
+    /// The finished chats' ids again, so that `chats` is only read through its key.
+    chat_ids: Vec<&'a str>,
     turns: i64,
 }
 
@@ -312,7 +326,9 @@ impl QueryFragment<Pg> for FinishTurns<'_> {
     fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Pg>) -> diesel::QueryResult<()> {
         out.push_sql("WITH done AS (");
         self.chats.walk_ast(out.reborrow())?;
-        out.push_sql(" RETURNING 1), unleased AS (");
+        out.push_sql(" AND chats.id = ANY(");
+        out.push_bind_param::<Array<Text>, _>(&self.chat_ids)?;
+        out.push_sql(") RETURNING 1), unleased AS (");
         self.leases.walk_ast(out.reborrow())?;
         out.push_sql("), appended AS (");
         self.messages.walk_ast(out.reborrow())?;

@@ -65,16 +65,43 @@ unnest_statement! {
     insert into "running_generations" then "";
 }
 
-unnest_statement! {
-    /// The end of finished generations' leases, as one statement however many.
-    struct EndLeases<'a> for |turn: &TurnRows| {
-        runner_id: Text as str = turn.runner.as_str(),
-        chat_id: Text as str = turn.chat.as_str(),
+/// The end of one runner's finished generations' leases, as one statement however many:
+/// `runner_id = $1 AND chat_id = ANY($2)`, a lookup of the primary key whatever the table's
+/// statistics say (the table is small but churns: a scan would read every dead row).
+pub(crate) struct EndLeases<'a> {
+    runner: &'a str,
+    chats: Vec<&'a str>,
+}
+
+impl<'a> EndLeases<'a> {
+    /// `None` when the turns are not all of one runner (a store's writer only batches the
+    /// turns of that store's runner).
+    pub(crate) fn new(turns: &[&'a TurnRows]) -> Option<Self> {
+        let runner = turns.first()?.runner.as_str();
+        (turns.iter().all(|turn| turn.runner.as_str() == runner)).then(|| Self {
+            runner,
+            chats: turns.iter().map(|turn| turn.chat.as_str()).collect(),
+        })
     }
-    sql (
-        "DELETE FROM running_generations WHERE (runner_id, chat_id) IN (SELECT * FROM unnest(",
-        "))"
-    );
+}
+
+impl diesel::query_builder::QueryId for EndLeases<'_> {
+    type QueryId = EndLeases<'static>;
+    const HAS_STATIC_QUERY_ID: bool = true;
+}
+
+impl diesel::query_builder::QueryFragment<diesel::pg::Pg> for EndLeases<'_> {
+    fn walk_ast<'b>(
+        &'b self,
+        mut out: diesel::query_builder::AstPass<'_, 'b, diesel::pg::Pg>,
+    ) -> QueryResult<()> {
+        out.push_sql("DELETE FROM running_generations WHERE runner_id = ");
+        out.push_bind_param::<Text, _>(self.runner)?;
+        out.push_sql(" AND chat_id = ANY(");
+        out.push_bind_param::<diesel::sql_types::Array<Text>, _>(&self.chats)?;
+        out.push_sql(")");
+        Ok(())
+    }
 }
 
 pub(crate) type OneLease<'a> = diesel::dsl::Filter<

@@ -26,6 +26,7 @@ pub mod testing;
 mod unnest;
 mod usage;
 mod webhooks;
+mod writer_connections;
 
 pub use artifacts::SqlArtifactStore;
 pub use chats::SqlChatStore;
