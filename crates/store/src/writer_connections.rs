@@ -16,9 +16,11 @@ use tessera_kernel::DomainError;
 
 use crate::error::{pool_error, query_error};
 
-/// Session settings of a writer's connection: no whole-table scans, no hash or merge joins.
-const INDEX_LOOKUPS_ONLY: &str =
-    "SET enable_seqscan = off; SET enable_hashjoin = off; SET enable_mergejoin = off";
+/// Session settings of a writer's connection: no whole-table scans, no hash or merge joins,
+/// and plain index scans rather than bitmap ones (a plain scan marks the index entries of
+/// deleted leases dead as it passes them, so later scans skip them before any vacuum).
+const INDEX_LOOKUPS_ONLY: &str = "SET enable_seqscan = off; SET enable_hashjoin = off; \
+                                  SET enable_mergejoin = off; SET enable_bitmapscan = off";
 
 /// Idle connections kept for the writers (two writers, two batches in flight each).
 const KEPT: usize = 4;
