@@ -14,9 +14,9 @@ use futures_util::{FutureExt, StreamExt, stream};
 use serde_json::json;
 use tessera_chats::{
     Attachment, AttachmentContent, AttachmentError, AttachmentKind, AttachmentSource, Caller, Chat,
-    ChatError, ChatFilter, ChatId, ChatService, ChatStatus, ChatStore, CompletionRequest,
-    FinishedTurn, GenerationEvent, Message, NewMessage, NoAttachments, NoRetrieval,
-    ResolvedAttachment, Started, memory::InMemoryChatStore,
+    ChatError, ChatFilter, ChatId, ChatService, ChatStatus, ChatStore, ChatStored,
+    CompletionRequest, EventStream, FinishedTurn, GenerationEvent, Message, NewMessage,
+    NoAttachments, NoRetrieval, ResolvedAttachment, Started, memory::InMemoryChatStore,
 };
 use tessera_kernel::{
     CursorCodec, DomainError, FieldError, Limit, ManualClock, OrganizationId, PageRequest,
@@ -1486,42 +1486,64 @@ impl ChatStore for HeldInsert {
     }
 }
 
-#[tokio::test]
-async fn a_new_chats_model_is_asked_while_its_row_is_being_stored() {
+/// A fixture whose store holds the next new chat's write until the sender says how it ends.
+fn fixture_holding_insert() -> (Fixture, oneshot::Sender<Result<(), DomainError>>) {
     let mut release = None;
     let f = fixture_over(|store| {
         let (held, releases) = HeldInsert::over(store);
         release = Some(releases);
         held
     });
+    (f, release.expect("the fixture wraps its store"))
+}
+
+/// A new chat's generation, running, whose model has been asked.
+struct Asked {
+    id: ChatId,
+    generation: tokio::task::JoinHandle<()>,
+    events: EventStream,
+    stored: ChatStored,
+}
+
+async fn start_until_asked(f: &Fixture) -> Asked {
     let started = f
         .chats
         .start(&f.alice, ask("local/plain", "hello"))
         .await
         .unwrap();
-    let id = started.chat.id.clone();
     let generation = tokio::spawn(started.generation);
-    // The model answers in full while the chat's write is still held.
     while f.model.requests.lock().unwrap().is_empty() {
         tokio::task::yield_now().await;
     }
-    let mut events = started.events;
+    Asked {
+        id: started.chat.id,
+        generation,
+        events: started.events,
+        stored: started.stored,
+    }
+}
+
+#[tokio::test]
+async fn a_new_chats_model_is_asked_while_its_row_is_being_stored() {
+    let (f, release) = fixture_holding_insert();
+    let Asked {
+        id,
+        generation,
+        mut events,
+        stored,
+    } = start_until_asked(&f).await;
+    // The model answers while the chat's write is still held.
     let first = events.next().await.unwrap();
     assert_eq!(
         *first,
         GenerationEvent::Delta(ChatEvent::TextDelta("Hello".into()))
     );
-    assert!(started.stored.clone().now_or_never().is_none());
-    assert!(
-        f.store
-            .get(&f.alice.organization, &id)
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(stored.clone().now_or_never().is_none());
+    let unstored = f.store.get(&f.alice.organization, &id).await.unwrap();
+    assert!(unstored.is_none());
 
-    release.unwrap().send(Ok(())).unwrap();
-    started.stored.await.unwrap();
+    release.send(Ok(())).unwrap();
+    stored.await.unwrap();
     generation.await.unwrap();
     let last = events.collect::<Vec<_>>().await.pop().unwrap();
     assert!(matches!(*last, GenerationEvent::Finished(_)), "{last:?}");
@@ -1532,33 +1554,19 @@ async fn a_new_chats_model_is_asked_while_its_row_is_being_stored() {
 
 #[tokio::test]
 async fn a_chat_that_cannot_be_stored_stops_its_generation_and_stores_nothing() {
-    let mut release = None;
-    let f = fixture_over(|store| {
-        let (held, releases) = HeldInsert::over(store);
-        release = Some(releases);
-        held
-    });
+    let (f, release) = fixture_holding_insert();
     // The model is mid-answer (held) when the chat's write fails.
     let _model_held = f.model.hold();
-    let started = f
-        .chats
-        .start(&f.alice, ask("local/plain", "hello"))
-        .await
-        .unwrap();
-    let id = started.chat.id.clone();
-    let generation = tokio::spawn(started.generation);
-    while f.model.requests.lock().unwrap().is_empty() {
-        tokio::task::yield_now().await;
-    }
+    let asked = start_until_asked(&f).await;
     let down = DomainError::Unavailable {
         message: "database unavailable".into(),
     };
-    release.unwrap().send(Err(down.clone())).unwrap();
+    release.send(Err(down.clone())).unwrap();
 
-    assert_eq!(started.stored.await, Err(ChatError::Domain(down.clone())));
+    assert_eq!(asked.stored.await, Err(ChatError::Domain(down.clone())));
     // The generation ends without waiting for the model, and says why.
-    generation.await.unwrap();
-    let events: Vec<_> = started.events.collect().await;
+    asked.generation.await.unwrap();
+    let events: Vec<_> = asked.events.collect().await;
     assert_eq!(
         events
             .iter()
@@ -1566,13 +1574,8 @@ async fn a_chat_that_cannot_be_stored_stops_its_generation_and_stores_nothing() 
             .collect::<Vec<_>>(),
         [GenerationEvent::Failed(ChatError::Domain(down))]
     );
-    assert!(
-        f.store
-            .get(&f.alice.organization, &id)
-            .await
-            .unwrap()
-            .is_none()
-    );
+    let unstored = f.store.get(&f.alice.organization, &asked.id).await.unwrap();
+    assert!(unstored.is_none());
     assert!(f.store.usage_records().is_empty());
 }
 

@@ -18,7 +18,7 @@ use std::{
 
 use diesel::{
     pg::Pg,
-    query_builder::{AstPass, QueryFragment, QueryId},
+    query_builder::{AstPass, QueryFragment},
     sql_types::{Array, BigInt, Text},
 };
 use diesel_async::{
@@ -33,6 +33,7 @@ use crate::{
     error::{Rollback, query_error, settle},
     leases::{EndLeases, InsertLeases, LeaseRow},
     schema::{artifacts, chats, running_generations},
+    unnest::static_query_id,
     usage::{HourlyKey, HourlyRow, InsertUsage, UpsertHourly},
     writer_connections::WriterConnections,
 };
@@ -288,10 +289,7 @@ struct CreateChats<'a> {
     leases: InsertLeases<'a>,
 }
 
-impl QueryId for CreateChats<'_> {
-    type QueryId = CreateChats<'static>;
-    const HAS_STATIC_QUERY_ID: bool = true;
-}
+static_query_id!(CreateChats);
 
 impl QueryFragment<Pg> for CreateChats<'_> {
     fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Pg>) -> diesel::QueryResult<()> {
@@ -317,10 +315,7 @@ struct FinishTurns<'a> {
     turns: i64,
 }
 
-impl QueryId for FinishTurns<'_> {
-    type QueryId = FinishTurns<'static>;
-    const HAS_STATIC_QUERY_ID: bool = true;
-}
+static_query_id!(FinishTurns);
 
 impl QueryFragment<Pg> for FinishTurns<'_> {
     fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Pg>) -> diesel::QueryResult<()> {

@@ -18,7 +18,7 @@ use crate::{
     database::with_transaction,
     error::Rollback,
     schema::{chats, generation_runners, running_generations},
-    unnest::unnest_statement,
+    unnest::{static_query_id, unnest_statement},
 };
 
 tessera_kernel::entity_id!(
@@ -85,10 +85,7 @@ impl<'a> EndLeases<'a> {
     }
 }
 
-impl diesel::query_builder::QueryId for EndLeases<'_> {
-    type QueryId = EndLeases<'static>;
-    const HAS_STATIC_QUERY_ID: bool = true;
-}
+static_query_id!(EndLeases);
 
 impl diesel::query_builder::QueryFragment<diesel::pg::Pg> for EndLeases<'_> {
     fn walk_ast<'b>(

@@ -54,10 +54,7 @@ macro_rules! unnest_statement {
             }
         }
 
-        impl<$lt> diesel::query_builder::QueryId for $name<$lt> {
-            type QueryId = $name<'static>;
-            const HAS_STATIC_QUERY_ID: bool = true;
-        }
+        $crate::unnest::static_query_id!($name);
 
         impl<$lt> diesel::query_builder::QueryFragment<diesel::pg::Pg> for $name<$lt> {
             fn walk_ast<'__b>(
@@ -83,3 +80,15 @@ macro_rules! unnest_statement {
     };
 }
 pub(crate) use unnest_statement;
+
+/// Gives a statement type with one lifetime a static query id: one prepared statement per
+/// connection, whatever the values bound.
+macro_rules! static_query_id {
+    ($name:ident) => {
+        impl diesel::query_builder::QueryId for $name<'_> {
+            type QueryId = $name<'static>;
+            const HAS_STATIC_QUERY_ID: bool = true;
+        }
+    };
+}
+pub(crate) use static_query_id;

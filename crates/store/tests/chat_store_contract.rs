@@ -2228,11 +2228,7 @@ mod group_commit {
             (&unknown, turn_of(&unknown, &first_turn(&unknown), at(20))),
         );
         turns.insert(6, (&taken, turn_of(&taken, &first_turn(&taken), at(20))));
-        let finished = join_all(
-            (turns.iter())
-                .map(|(chat, turn)| store.finish_generation(&acme, &chat.id, turn, at(20))),
-        )
-        .await;
+        let finished = finish_together(&store, &acme, &turns).await;
         for (index, result) in finished.iter().enumerate() {
             match index {
                 3 => assert!(is_not_found(result), "{result:?}"),
@@ -2277,11 +2273,7 @@ mod group_commit {
             .map(|chat| (chat, turn_of(chat, &first_turn(chat), at(20))))
             .collect();
         turns.insert(1, (&unknown, turn_of(&unknown, &[], at(20))));
-        let finished = join_all(
-            (turns.iter())
-                .map(|(chat, turn)| store.finish_generation(&acme, &chat.id, turn, at(20))),
-        )
-        .await;
+        let finished = finish_together(&store, &acme, &turns).await;
         for (index, result) in finished.iter().enumerate() {
             match index {
                 1 => assert!(is_not_found(result), "{result:?}"),
@@ -2305,6 +2297,19 @@ mod group_commit {
         for chat in &known {
             assert_eq!(f.messages(chat).await, given(&turns, chat));
         }
+    }
+
+    /// Finishes every turn at once (so they share batches) and returns each outcome.
+    async fn finish_together(
+        store: &SqlChatStore,
+        organization: &OrganizationId,
+        turns: &[(&Chat, FinishedTurn)],
+    ) -> Vec<Result<(), DomainError>> {
+        join_all(
+            (turns.iter())
+                .map(|(chat, turn)| store.finish_generation(organization, &chat.id, turn, at(20))),
+        )
+        .await
     }
 
     /// The messages `turns` gave `chat`.
