@@ -247,7 +247,6 @@ impl Grouped for TurnRows {
             chats: FinishChats::new(turns.iter().copied()),
             leases: EndLeases::new(turns)
                 .ok_or_else(|| DomainError::internal("a batch of turns of several runners"))?,
-            chat_ids: turns.iter().map(|turn| turn.chat.as_str()).collect(),
             messages: InsertMessages::new(turns.iter().flat_map(|turn| &turn.messages)),
             usage: InsertUsage::new(turns.iter().map(|turn| &turn.usage)),
             hourly: UpsertHourly::new(&hourly),
@@ -310,8 +309,6 @@ struct FinishTurns<'a> {
     messages: InsertMessages<'a>,
     usage: InsertUsage<'a>,
     hourly: UpsertHourly<'a>,
-    /// The finished chats' ids again, so that `chats` is only read through its key.
-    chat_ids: Vec<&'a str>,
     turns: i64,
 }
 
@@ -321,8 +318,9 @@ impl QueryFragment<Pg> for FinishTurns<'_> {
     fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Pg>) -> diesel::QueryResult<()> {
         out.push_sql("WITH done AS (");
         self.chats.walk_ast(out.reborrow())?;
+        // The finished chats' ids again, so that `chats` is only read through its key.
         out.push_sql(" AND chats.id = ANY(");
-        out.push_bind_param::<Array<Text>, _>(&self.chat_ids)?;
+        out.push_bind_param::<Array<Text>, _>(self.leases.chats())?;
         out.push_sql(") RETURNING 1), unleased AS (");
         self.leases.walk_ast(out.reborrow())?;
         out.push_sql("), appended AS (");
