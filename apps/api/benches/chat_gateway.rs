@@ -13,7 +13,9 @@
 //!   TensorZero's gateway from the `tensorzero` wheel in `$HOME/.cache/tessera-venvs/tensorzero`
 //!   (`chat_gateway/tensorzero_gateway.py`; the gateway runs on threads of that Python process).
 //!   CPU time per request is the process tree's utime+stime (`/proc/<pid>/stat`) over the
-//!   measured window divided by the requests served in it.
+//!   measured window divided by the requests served in it; context switches per request are
+//!   the server process's threads' (`/proc/<pid>/task/*/status`), a count that, unlike CPU
+//!   time, a busy or shared machine hardly changes.
 //! - One load generator drives every target: `concurrency` keep-alive HTTP/1.1 clients (tokio
 //!   tasks sharing one `reqwest::Client`) for `WARM_UP`, then `BENCH_SECONDS` (default 5)
 //!   measured, in three modes: a non-streaming answer, a streamed one, and a streamed one from
@@ -24,7 +26,8 @@
 //! the release binaries first) or `cargo build --release -p tessera-api -p tessera-admin &&
 //! cargo bench -p tessera-api --bench chat_gateway`.
 //!
-//! Environment: `BENCH_SECONDS`; `TESSERA_BENCH_POSTGRES_URL` (default
+//! Environment: `BENCH_SECONDS`; `BENCH_CONCURRENCY` (comma-separated client counts, default
+//! `16,100`); `TESSERA_BENCH_POSTGRES_URL` (default
 //! `postgres://postgres@127.0.0.1:5432/postgres`: the server the throwaway database is created
 //! on); `TESSERA_BENCH_BIN_DIR` (where `tessera-api` and `tessera-admin` are; default the
 //! directory of this benchmark's `deps`, i.e. `target/release`); `TESSERA_BENCH_SKIP`
@@ -47,8 +50,8 @@ use actix_web::{App, HttpResponse, HttpServer, dev::ServerHandle, web, web::Byte
 use anyhow::{Context, anyhow, bail};
 use serde_json::{Value, json};
 
-/// Concurrent clients of each run.
-const CONCURRENCY: [usize; 2] = [16, 100];
+/// Concurrent clients of each run unless `BENCH_CONCURRENCY` says otherwise.
+const DEFAULT_CONCURRENCY: [usize; 2] = [16, 100];
 /// Unmeasured time before each measurement (connections open, caches warm).
 const WARM_UP: Duration = Duration::from_secs(1);
 /// Measured time per run unless `BENCH_SECONDS` says otherwise.
@@ -283,6 +286,24 @@ fn tree_cpu_ticks(root: u32) -> anyhow::Result<u64> {
                 _ => break,
             }
         }
+    }
+    Ok(total)
+}
+
+/// Context switches (voluntary and not) of every thread of process `pid` so far: each is a
+/// thread that went to sleep and was woken, or was preempted. Unlike CPU time, their count
+/// per request hardly depends on how busy the machine is.
+fn context_switches(pid: u32) -> anyhow::Result<u64> {
+    let mut total = 0;
+    for entry in fs::read_dir(format!("/proc/{pid}/task"))? {
+        let Ok(status) = fs::read_to_string(entry?.path().join("status")) else {
+            continue; // the thread exited meanwhile
+        };
+        total += status
+            .lines()
+            .filter(|line| line.contains("ctxt_switches:"))
+            .filter_map(|line| line.split_whitespace().nth(1)?.parse::<u64>().ok())
+            .sum::<u64>();
     }
     Ok(total)
 }
@@ -581,6 +602,8 @@ struct Run {
     /// Sorted ascending.
     first_bytes: Vec<Duration>,
     cpu_ms_per_request: Option<f64>,
+    /// Context switches of the server process's threads, per request.
+    switches_per_request: Option<f64>,
     /// CPU time of the database backends serving the target, per request.
     db_ms_per_request: Option<f64>,
 }
@@ -670,6 +693,7 @@ async fn drive(
     }
     tokio::time::sleep_until(start.into()).await;
     let cpu_before = target.cpu_pid.map(tree_cpu_ticks).transpose()?;
+    let switches_before = target.cpu_pid.map(context_switches).transpose()?;
     let db_before = target
         .database
         .as_ref()
@@ -695,6 +719,7 @@ async fn drive(
         }
     }
     let cpu_after = target.cpu_pid.map(tree_cpu_ticks).transpose()?;
+    let switches_after = target.cpu_pid.map(context_switches).transpose()?;
     let db_after = target
         .database
         .as_ref()
@@ -706,6 +731,12 @@ async fn drive(
     let cpu_ms_per_request = match (cpu_before, cpu_after) {
         (Some(before), Some(after)) if requests > 0 => {
             Some((after - before) as f64 / ticks_per_second * 1e3 / requests as f64)
+        }
+        _ => None,
+    };
+    let switches_per_request = match (switches_before, switches_after) {
+        (Some(before), Some(after)) if requests > 0 => {
+            Some(after.saturating_sub(before) as f64 / requests as f64)
         }
         _ => None,
     };
@@ -730,6 +761,7 @@ async fn drive(
         latencies,
         first_bytes,
         cpu_ms_per_request,
+        switches_per_request,
         db_ms_per_request,
     })
 }
@@ -738,6 +770,7 @@ async fn drive(
 async fn measure_target(
     target: Target,
     measure: Duration,
+    concurrencies: &[usize],
     ticks_per_second: f64,
     runs: &mut Vec<Run>,
 ) -> anyhow::Result<()> {
@@ -757,7 +790,7 @@ async fn measure_target(
         );
     }
     for mode in MODES {
-        for concurrency in CONCURRENCY {
+        for &concurrency in concurrencies {
             let run = drive(&target, mode, concurrency, measure, ticks_per_second).await?;
             eprintln!(
                 "  {:<10} {:<14} c={:<3} {:>6} requests, {:>8.0} req/s, p50 {:.2} ms, p99 {:.2} ms",
@@ -1166,6 +1199,21 @@ fn cell(value: Option<f64>, decimals: usize) -> String {
     }
 }
 
+/// The concurrencies to run: `BENCH_CONCURRENCY` (comma-separated), else the defaults.
+fn planned_concurrencies() -> anyhow::Result<Vec<usize>> {
+    let Ok(text) = std::env::var("BENCH_CONCURRENCY") else {
+        return Ok(DEFAULT_CONCURRENCY.to_vec());
+    };
+    text.split(',')
+        .map(|item| match item.trim().parse::<usize>() {
+            Ok(clients) if clients > 0 => Ok(clients),
+            _ => bail!(
+                "BENCH_CONCURRENCY must be positive numbers separated by commas, got `{text}`"
+            ),
+        })
+        .collect()
+}
+
 fn print_tables(runs: &[Run], measure: Duration) {
     let find = |target: &str, mode: Mode, concurrency: usize| {
         runs.iter()
@@ -1182,7 +1230,7 @@ fn print_tables(runs: &[Run], measure: Duration) {
     );
     println!();
     println!(
-        "| {:<10} | {:<14} | {:>4} | {:>8} | {:>6} | {:>7} | {:>7} | {:>7} | {:>8} | {:>8} | {:>10} | {:>9} |",
+        "| {:<10} | {:<14} | {:>4} | {:>8} | {:>6} | {:>7} | {:>7} | {:>7} | {:>8} | {:>8} | {:>10} | {:>10} | {:>9} |",
         "server",
         "mode",
         "conc",
@@ -1194,11 +1242,12 @@ fn print_tables(runs: &[Run], measure: Duration) {
         "TTFB p50",
         "TTFB p99",
         "CPU ms/req",
+        "switch/req",
         "DB ms/req"
     );
     println!(
-        "|{:-<12}|{:-<16}|{:->6}|{:->10}|{:->8}|{:->9}|{:->9}|{:->9}|{:->10}|{:->10}|{:->12}|{:->11}|",
-        ":", ":", ":", ":", ":", ":", ":", ":", ":", ":", ":", ":"
+        "|{:-<12}|{:-<16}|{:->6}|{:->10}|{:->8}|{:->9}|{:->9}|{:->9}|{:->10}|{:->10}|{:->12}|{:->12}|{:->11}|",
+        ":", ":", ":", ":", ":", ":", ":", ":", ":", ":", ":", ":", ":"
     );
     for run in runs {
         let ttfb = |p| {
@@ -1207,7 +1256,7 @@ fn print_tables(runs: &[Run], measure: Duration) {
                 .then(|| percentile_ms(&run.first_bytes, p))
         };
         println!(
-            "| {:<10} | {:<14} | {:>4} | {:>8} | {:>6} | {:>7.0} | {:>7.2} | {:>7.2} | {:>8} | {:>8} | {:>10} | {:>9} |",
+            "| {:<10} | {:<14} | {:>4} | {:>8} | {:>6} | {:>7.0} | {:>7.2} | {:>7.2} | {:>8} | {:>8} | {:>10} | {:>10} | {:>9} |",
             run.target,
             run.mode.label(),
             run.concurrency,
@@ -1219,6 +1268,7 @@ fn print_tables(runs: &[Run], measure: Duration) {
             cell(ttfb(50.0), 2),
             cell(ttfb(99.0), 2),
             cell(run.cpu_ms_per_request, 3),
+            cell(run.switches_per_request, 2),
             cell(run.db_ms_per_request, 3),
         );
     }
@@ -1297,7 +1347,8 @@ async fn main() -> anyhow::Result<()> {
     let skipped = |name: &str| skip.split(',').any(|s| s.trim() == name);
     // reqwest is built without a default crypto provider.
     let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
-    let max_concurrency = CONCURRENCY.into_iter().max().unwrap_or(1);
+    let concurrencies = planned_concurrencies()?;
+    let max_concurrency = concurrencies.iter().copied().max().unwrap_or(1);
     let work = tempfile::tempdir()?;
 
     let answers = Arc::new(StubAnswers::new());
@@ -1329,11 +1380,12 @@ async fn main() -> anyhow::Result<()> {
         cpu_pid: None,
         database: None,
     };
-    measure_target(stub, measure, ticks_per_second, &mut runs).await?;
+    measure_target(stub, measure, &concurrencies, ticks_per_second, &mut runs).await?;
 
     if !skipped("tessera") {
         let (tessera, target) = start_tessera(&fast_base, &spaced_base, max_concurrency).await?;
-        let result = measure_target(target, measure, ticks_per_second, &mut runs).await;
+        let result =
+            measure_target(target, measure, &concurrencies, ticks_per_second, &mut runs).await;
         if let Err(error) = &result {
             eprintln!("{}", tessera.process.log_tail());
             eprintln!("tessera: {error:#}");
@@ -1361,7 +1413,8 @@ async fn main() -> anyhow::Result<()> {
         match started {
             Ok((process, target)) => {
                 if let Err(error) =
-                    measure_target(target, measure, ticks_per_second, &mut runs).await
+                    measure_target(target, measure, &concurrencies, ticks_per_second, &mut runs)
+                        .await
                 {
                     eprintln!("{peer}: {error:#}; {}", process.log_tail());
                 }

@@ -9,7 +9,8 @@
 //! its retries (HTTP 429, 5xx and connection failures before the first byte, exponential
 //! backoff honouring `Retry-After`, never once the answer has begun); the translation of
 //! the upstream's server-sent events, odd ones included, into typed `ChatEvent`s; and the
-//! mapping of upstream failures to `ProviderError`. It holds the API key and never logs it.
+//! mapping of upstream failures to `ProviderError` (each thread calls through an HTTP client of
+//! its own, `thread_clients`). It holds the API key and never logs it.
 //! Token counting defaults to tiktoken's `o200k_base`; it also estimates the usage of an
 //! answer whose upstream streamed none (`estimate`). A response schema goes out in OpenAI's
 //! `json_schema` shape or, per [`OpenAiConfig::json_schema_style`], in the `json_object`
@@ -27,6 +28,7 @@ mod model;
 mod request;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod thread_clients;
 mod translate;
 
 pub use config::{ApiKey, ConfigError, OpenAiConfig, RetryPolicy};

@@ -23,6 +23,7 @@ use crate::{
     config::{ConfigError, OpenAiConfig, RetryPolicy},
     estimate, events,
     request::WireRequest,
+    thread_clients::{ClientSettings, ThreadClients},
     translate::{clip, error_details},
 };
 
@@ -41,7 +42,7 @@ pub struct OpenAiChatModel {
 /// One resource of an OpenAI-compatible server (`…/chat/completions`, `…/embeddings`) and
 /// how it is called: the HTTP client, the key, the timeouts and the retries.
 pub(crate) struct Upstream {
-    http: reqwest::Client,
+    http: ThreadClients,
     endpoint: Url,
     authorization: Option<HeaderValue>,
     first_byte_timeout: Duration,
@@ -127,13 +128,10 @@ impl Upstream {
                 Some(value)
             }
         };
-        // reqwest's rustls backend needs a process-wide crypto provider; keep the one the
-        // process installed, or install the same one the API does.
-        let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
-        let mut builder = reqwest::Client::builder()
-            .connect_timeout(config.first_byte_timeout)
-            .pool_idle_timeout(Duration::from_secs(60))
-            .user_agent(concat!("tessera/", env!("CARGO_PKG_VERSION")));
+        let mut settings = ClientSettings {
+            connect_timeout: config.first_byte_timeout,
+            extra_roots: Vec::new(),
+        };
         if let Some(pem) = &config.extra_roots_pem {
             let certificates = reqwest::Certificate::from_pem_bundle(pem.as_bytes())
                 .map_err(|e| ConfigError::RootCertificates(e.to_string()))?;
@@ -142,13 +140,10 @@ impl Upstream {
                     "the PEM bundle holds no certificate".into(),
                 ));
             }
-            for certificate in certificates {
-                builder = builder.add_root_certificate(certificate);
-            }
+            settings.extra_roots = certificates;
         }
-        let http = builder
-            .build()
-            .map_err(|e| ConfigError::Client(error_chain(&e)))?;
+        let http =
+            ThreadClients::new(settings).map_err(|e| ConfigError::Client(error_chain(&e)))?;
         Ok(Self {
             http,
             endpoint,
@@ -193,8 +188,8 @@ impl Upstream {
 
     /// One request, up to the response's headers.
     async fn attempt(&self, body: &[u8]) -> Result<reqwest::Response, Failure> {
-        let mut request = self
-            .http
+        let http = self.http.here().map_err(|e| Failure::of_transport(&e))?;
+        let mut request = http
             .post(self.endpoint.clone())
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, "text/event-stream, application/json")

@@ -8,6 +8,8 @@
 use std::{future::Future, sync::Arc};
 
 use tessera_kernel::DomainError;
+
+use crate::per_thread::Running;
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
 /// A queued request and where its answer goes.
@@ -58,6 +60,13 @@ impl<Q: Send + 'static, R: Send + 'static> Batcher<Q, R> {
             .send(Pending { request, reply })
             .map_err(|_| stopped())?;
         answer.await.map_err(|_| stopped())?
+    }
+}
+
+impl<Q, R> Running for Batcher<Q, R> {
+    /// Whether the batching task still takes requests (it stops with its runtime).
+    fn running(&self) -> bool {
+        !self.queue.is_closed()
     }
 }
 

@@ -41,8 +41,8 @@ use crate::{
 #[derive(Clone)]
 pub struct SqlChatStore {
     db: Database,
-    /// PostgreSQL's writer of new chats and finished turns (absent on SQLite, or when the
-    /// store was made outside a Tokio runtime: then every write goes directly).
+    /// PostgreSQL's writers of new chats and finished turns (absent on SQLite; a write made
+    /// outside a Tokio runtime goes directly).
     commits: Option<Arc<GroupCommit>>,
     /// The runner the generations this store starts are leased to: one per store, so each
     /// process (replica) is its own.
@@ -50,11 +50,12 @@ pub struct SqlChatStore {
 }
 
 impl SqlChatStore {
-    /// The store, a new runner; on PostgreSQL its group-commit writer starts on the current
-    /// Tokio runtime and stops when the last clone of the store is dropped.
+    /// The store, a new runner; on PostgreSQL each thread's group-commit writers start on
+    /// its Tokio runtime when it first writes, and stop when the last clone of the store is
+    /// dropped.
     pub fn new(db: Database) -> Self {
         let commits = match &db {
-            Database::Postgres(pool) => GroupCommit::start(pool.clone()).map(Arc::new),
+            Database::Postgres(pool) => Some(Arc::new(GroupCommit::new(pool.clone()))),
             Database::Sqlite(_) => None,
         };
         Self {
@@ -511,8 +512,8 @@ impl ChatStore for SqlChatStore {
         let row = ChatRow::from(chat);
         let lease = (chat.status == Some(ChatStatus::Generating))
             .then(|| LeaseRow::new(&self.runner, &row.organization_id, &row.id, row.updated_at));
-        if let Some(commits) = &self.commits {
-            return commits.create(NewChat { chat: row, lease }).await;
+        if let Some(writers) = self.commits.as_ref().and_then(|commits| commits.here()) {
+            return writers.create(NewChat { chat: row, lease }).await;
         }
         with_transaction!(&self.db, conn => {
             diesel::insert_into(chats::table).values(&row).execute(conn).await?;
@@ -640,8 +641,8 @@ impl ChatStore for SqlChatStore {
         at: DateTime<Utc>,
     ) -> Result<(), DomainError> {
         let turn = TurnRows::new(organization, id, &self.runner, turn, at)?;
-        if let Some(commits) = &self.commits {
-            return commits.finish(turn).await;
+        if let Some(writers) = self.commits.as_ref().and_then(|commits| commits.here()) {
+            return writers.finish(turn).await;
         }
         let TurnRows {
             at,

@@ -3,15 +3,17 @@ use std::{collections::HashMap, sync::Arc};
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::prelude::*;
-use diesel_async::{AsyncPgConnection, RunQueryDsl, pooled_connection::deadpool::Pool};
+use diesel_async::RunQueryDsl;
 use tessera_identity::{Client, ClientId, ClientStore, SecretHash, StoredClient};
 use tessera_kernel::{DomainError, OrganizationId, PageRequest, ScopeSet};
 
 use crate::{
     Database,
     batch::{Batcher, Limits, Pending},
+    batch_connections::BatchConnections,
     database::with_connection,
-    error::{pool_error, query_error},
+    error::query_error,
+    per_thread::PerThread,
     schema::clients,
 };
 
@@ -20,31 +22,35 @@ use crate::{
 pub struct SqlClientStore {
     db: Database,
     /// PostgreSQL's batched reads of clients being authenticated (every request with a
-    /// client's token reads its client); absent on SQLite.
-    lookups: Option<Arc<Batcher<ClientId, Option<StoredClient>>>>,
+    /// client's token reads its client), one batching task per thread; absent on SQLite.
+    lookups: Option<Arc<PerThread<Batcher<ClientId, Option<StoredClient>>>>>,
 }
 
-/// Lookups in flight at once, and the most ids one lookup asks for.
+/// Lookups in flight at once (per thread), and the most ids one lookup asks for.
 const LOOKUP_LIMITS: Limits = Limits {
     in_flight: 2,
     max_weight: 500,
 };
 
 impl SqlClientStore {
-    /// The store; on PostgreSQL its batched client reads start on the current Tokio runtime.
+    /// The store; on PostgreSQL each thread's batched client reads start on its Tokio
+    /// runtime when it first authenticates a client.
     pub fn new(db: Database) -> Self {
         let lookups = match &db {
             Database::Postgres(pool) => {
                 let pool = pool.clone();
-                Batcher::start(
-                    LOOKUP_LIMITS,
-                    |_| 1,
-                    move |batch| {
-                        let pool = pool.clone();
-                        async move { look_up_together(&pool, batch).await }
-                    },
-                )
-                .map(Arc::new)
+                Some(Arc::new(PerThread::new(move || {
+                    let connections =
+                        Arc::new(BatchConnections::new(pool.clone(), LOOKUP_LIMITS.in_flight));
+                    Batcher::start(
+                        LOOKUP_LIMITS,
+                        |_| 1,
+                        move |batch| {
+                            let connections = Arc::clone(&connections);
+                            async move { look_up_together(&connections, batch).await }
+                        },
+                    )
+                })))
             }
             Database::Sqlite(_) => None,
         };
@@ -54,20 +60,22 @@ impl SqlClientStore {
 
 /// Answers concurrent authentications' client reads with one query (each distinct id once).
 async fn look_up_together(
-    pool: &Pool<AsyncPgConnection>,
+    connections: &BatchConnections,
     batch: Vec<Pending<ClientId, Option<StoredClient>>>,
 ) {
     let mut ids: Vec<&str> = batch.iter().map(|p| p.request.as_str()).collect();
     ids.sort_unstable();
     ids.dedup();
     let found: Result<Vec<StoredClientRow>, DomainError> = async move {
-        let mut conn = pool.get().await.map_err(pool_error)?;
-        clients::table
+        let mut conn = connections.get().await?;
+        let found = clients::table
             .filter(clients::id.eq_any(ids))
             .select(StoredClientRow::as_select())
-            .load(&mut *conn)
+            .load(&mut conn)
             .await
-            .map_err(query_error)
+            .map_err(query_error);
+        connections.put_back(conn, &found);
+        found
     }
     .await;
     let found = found.map(|rows| {
@@ -189,7 +197,7 @@ impl ClientStore for SqlClientStore {
         &self,
         id: &ClientId,
     ) -> Result<Option<StoredClient>, DomainError> {
-        if let Some(lookups) = &self.lookups {
+        if let Some(lookups) = self.lookups.as_ref().and_then(|lookups| lookups.get()) {
             return lookups.call(id.clone()).await;
         }
         let row: Option<StoredClientRow> = with_connection!(&self.db, conn => {

@@ -1,5 +1,6 @@
 //! Group commit of chat writes on PostgreSQL. Concurrent completions' new chats and finished
-//! turns queue for two writers (a `batch::Batcher` each), which write whatever is waiting as
+//! turns queue for two writers (a `batch::Batcher` each; a pair per thread, on its runtime,
+//! so a write and its answer never wake another thread), which write whatever is waiting as
 //! one statement (data-modifying `WITH` parts over arrays, `unnest`) committed on its own:
 //! no `BEGIN`/`COMMIT` round trips, one WAL flush, one plan reused per connection. Under
 //! load one statement serves dozens of completions; on an idle server a write is a batch of
@@ -29,13 +30,14 @@ use tessera_kernel::DomainError;
 
 use crate::{
     batch::{Batcher, Limits, Pending},
+    batch_connections::BatchConnections,
     chats::{ChatRow, FinishChats, InsertChats, InsertMessages, TurnRows, finish_pipelined},
     error::{Rollback, query_error, settle},
     leases::{EndLeases, InsertLeases, LeaseRow},
+    per_thread::{PerThread, Running},
     schema::{artifacts, chats, running_generations},
     unnest::static_query_id,
     usage::{HourlyKey, HourlyRow, InsertUsage, UpsertHourly},
-    writer_connections::WriterConnections,
 };
 
 /// Two batches at a time per writer (one commits while the next is sent): fewer, larger
@@ -46,6 +48,9 @@ const LIMITS: Limits = Limits {
     in_flight: 2,
     max_weight: 2_000,
 };
+
+/// Idle connections kept per thread: two writers, two batches in flight each.
+const KEPT_CONNECTIONS: usize = 4;
 
 /// A new chat, without messages, and the lease of its generation.
 pub(crate) struct NewChat {
@@ -71,36 +76,45 @@ struct Counters {
     retried_batches: AtomicU64,
 }
 
-/// The queues to the writers of one store: new chats and finished turns batch apart, so a
-/// completion's start does not wait behind a large batch of others' answers.
+/// The writers of one store, a pair per thread that writes (see `per_thread`).
 pub(crate) struct GroupCommit {
-    chats: Batcher<NewChat, ()>,
-    turns: Batcher<TurnRows, ()>,
+    writers: PerThread<Writers>,
     counters: Arc<Counters>,
 }
 
+/// One thread's queues to its writers: new chats and finished turns batch apart, so a
+/// completion's start does not wait behind a large batch of others' answers.
+pub(crate) struct Writers {
+    chats: Batcher<NewChat, ()>,
+    turns: Batcher<TurnRows, ()>,
+}
+
+impl Running for Writers {
+    fn running(&self) -> bool {
+        self.chats.running() && self.turns.running()
+    }
+}
+
 impl GroupCommit {
-    /// Starts the writers on the current Tokio runtime; `None` outside of one (the store then
-    /// writes directly). The writers stop when the store is dropped.
-    pub(crate) fn start(pool: Pool<AsyncPgConnection>) -> Option<Self> {
+    /// The writers of a store on `pool`; each thread's start on its runtime when it first
+    /// writes, and stop when the store is dropped (or their runtime shuts down).
+    pub(crate) fn new(pool: Pool<AsyncPgConnection>) -> Self {
         let counters = Arc::new(Counters::default());
-        let connections = Arc::new(WriterConnections::new(pool));
-        Some(Self {
-            chats: writer(&connections, &counters)?,
-            turns: writer(&connections, &counters)?,
-            counters,
-        })
+        let counted = Arc::clone(&counters);
+        let writers = PerThread::new(move || {
+            let connections = Arc::new(BatchConnections::new(pool.clone(), KEPT_CONNECTIONS));
+            Some(Writers {
+                chats: writer(&connections, &counted)?,
+                turns: writer(&connections, &counted)?,
+            })
+        });
+        Self { writers, counters }
     }
 
-    /// Stores `chat` in the next batch; returns once that batch has committed (or the
-    /// write has failed).
-    pub(crate) async fn create(&self, chat: NewChat) -> Result<(), DomainError> {
-        self.chats.call(chat).await
-    }
-
-    /// Stores a finished turn in the next batch, like [`GroupCommit::create`].
-    pub(crate) async fn finish(&self, turn: TurnRows) -> Result<(), DomainError> {
-        self.turns.call(turn).await
+    /// This thread's writers; `None` outside a Tokio runtime (the store then writes
+    /// directly).
+    pub(crate) fn here(&self) -> Option<Arc<Writers>> {
+        self.writers.get()
     }
 
     pub(crate) fn stats(&self) -> GroupCommitStats {
@@ -110,6 +124,19 @@ impl GroupCommit {
             batched_writes: read(&self.counters.batched_writes),
             retried_batches: read(&self.counters.retried_batches),
         }
+    }
+}
+
+impl Writers {
+    /// Stores `chat` in the next batch; returns once that batch has committed (or the
+    /// write has failed).
+    pub(crate) async fn create(&self, chat: NewChat) -> Result<(), DomainError> {
+        self.chats.call(chat).await
+    }
+
+    /// Stores a finished turn in the next batch, like [`Writers::create`].
+    pub(crate) async fn finish(&self, turn: TurnRows) -> Result<(), DomainError> {
+        self.turns.call(turn).await
     }
 }
 
@@ -133,7 +160,7 @@ trait Grouped: Sized + Send + Sync + 'static {
 }
 
 fn writer<W: Grouped>(
-    connections: &Arc<WriterConnections>,
+    connections: &Arc<BatchConnections>,
     counters: &Arc<Counters>,
 ) -> Option<Batcher<W, ()>> {
     let connections = connections.clone();
@@ -147,7 +174,7 @@ fn writer<W: Grouped>(
 
 /// Writes one batch and answers its callers.
 async fn commit<W: Grouped>(
-    connections: &WriterConnections,
+    connections: &BatchConnections,
     batch: Vec<Pending<W, ()>>,
     counters: &Counters,
 ) {

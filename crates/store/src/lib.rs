@@ -7,6 +7,7 @@
 
 mod artifacts;
 mod batch;
+mod batch_connections;
 mod chats;
 mod clients;
 mod database;
@@ -19,6 +20,7 @@ mod leases;
 mod model_datasets;
 mod models;
 mod organizations;
+mod per_thread;
 mod prompts;
 mod schema;
 #[cfg(feature = "testing")]
@@ -26,7 +28,6 @@ pub mod testing;
 mod unnest;
 mod usage;
 mod webhooks;
-mod writer_connections;
 
 pub use artifacts::SqlArtifactStore;
 pub use chats::SqlChatStore;
