@@ -8,9 +8,9 @@
 use std::{future::Future, sync::Arc};
 
 use tessera_kernel::DomainError;
+use tokio::sync::{Semaphore, mpsc, oneshot};
 
 use crate::per_thread::Running;
-use tokio::sync::{Semaphore, mpsc, oneshot};
 
 /// A queued request and where its answer goes.
 pub(crate) struct Pending<Q, R> {
