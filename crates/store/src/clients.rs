@@ -23,8 +23,11 @@ pub struct SqlClientStore {
     db: Database,
     /// PostgreSQL's batched reads of clients being authenticated (every request with a
     /// client's token reads its client), one batching task per thread; absent on SQLite.
-    lookups: Option<Arc<PerThread<Batcher<ClientId, Option<StoredClient>>>>>,
+    lookups: Option<Arc<PerThread<ClientLookups>>>,
 }
+
+/// One thread's queue of client reads, answered in batches.
+type ClientLookups = Batcher<ClientId, Option<StoredClient>>;
 
 /// Lookups in flight at once (per thread), and the most ids one lookup asks for.
 const LOOKUP_LIMITS: Limits = Limits {
