@@ -1,7 +1,8 @@
 //! The shared vocabulary of Tessera's crates: typed identifiers (`OrganizationId` and the
 //! sortable entity ids), the authenticated `Principal` with its `Scope`s, keyset pagination
 //! (`Page`, `PageRequest` and tamper-evident `Cursor`s), the `Clock` port, and the
-//! `DomainError` kinds every other crate maps its errors into. It does no I/O and depends on
+//! `DomainError` kinds every other crate maps its errors into, and `PerThread`, the
+//! per-thread values adapters keep next to a thread's runtime. It does no I/O and depends on
 //! no framework, so every domain crate (and other teams' services) can use it.
 
 mod clock;
@@ -10,6 +11,7 @@ mod error;
 mod ids;
 mod organization_id;
 mod page;
+mod per_thread;
 mod principal;
 
 pub use clock::{Clock, ManualClock, SystemClock};
@@ -18,6 +20,7 @@ pub use error::{DomainError, FieldError, Loc, LocSegment};
 pub use ids::IdError;
 pub use organization_id::{OrganizationId, OrganizationIdError};
 pub use page::{Limit, LimitError, Page, PageRequest};
+pub use per_thread::PerThread;
 pub use principal::{Action, Principal, PrincipalKind, Scope, ScopeError, ScopeSet};
 
 #[doc(hidden)]

@@ -142,8 +142,9 @@ impl Upstream {
             }
             settings.extra_roots = certificates;
         }
-        let http =
-            ThreadClients::new(settings).map_err(|e| ConfigError::Client(error_chain(&e)))?;
+        let http = settings
+            .clients()
+            .map_err(|e| ConfigError::Client(error_chain(&e)))?;
         Ok(Self {
             http,
             endpoint,
@@ -188,7 +189,7 @@ impl Upstream {
 
     /// One request, up to the response's headers.
     async fn attempt(&self, body: &[u8]) -> Result<reqwest::Response, Failure> {
-        let http = self.http.here().map_err(|e| Failure::of_transport(&e))?;
+        let http = self.http.get().map_err(|e| Failure::of_transport(&e))?;
         let mut request = http
             .post(self.endpoint.clone())
             .header(CONTENT_TYPE, "application/json")

@@ -10,8 +10,6 @@ use std::{future::Future, sync::Arc};
 use tessera_kernel::DomainError;
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
-use crate::per_thread::Running;
-
 /// A queued request and where its answer goes.
 pub(crate) struct Pending<Q, R> {
     pub(crate) request: Q,
@@ -40,17 +38,21 @@ pub(crate) struct Batcher<Q, R> {
 }
 
 impl<Q: Send + 'static, R: Send + 'static> Batcher<Q, R> {
-    /// Starts the batching task on the current Tokio runtime; `None` outside of one (callers
-    /// then do their work directly). The task stops when the batcher is dropped.
-    pub(crate) fn start<H, F>(limits: Limits, weight: fn(&Q) -> usize, handle: H) -> Option<Self>
+    /// Starts the batching task on the current Tokio runtime; refused outside of one
+    /// (callers then do their work directly). The task stops when the batcher is dropped.
+    pub(crate) fn start<H, F>(
+        limits: Limits,
+        weight: fn(&Q) -> usize,
+        handle: H,
+    ) -> Result<Self, NotOnRuntime>
     where
         H: Fn(Vec<Pending<Q, R>>) -> F + Send + 'static,
         F: Future<Output = ()> + Send + 'static,
     {
-        let runtime = tokio::runtime::Handle::try_current().ok()?;
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| NotOnRuntime)?;
         let (queue, waiting) = mpsc::unbounded_channel();
         runtime.spawn(run(limits, weight, handle, waiting));
-        Some(Self { queue })
+        Ok(Self { queue })
     }
 
     /// Queues `request` and waits for its batch's answer.
@@ -63,12 +65,16 @@ impl<Q: Send + 'static, R: Send + 'static> Batcher<Q, R> {
     }
 }
 
-impl<Q, R> Running for Batcher<Q, R> {
+impl<Q, R> Batcher<Q, R> {
     /// Whether the batching task still takes requests (it stops with its runtime).
-    fn running(&self) -> bool {
+    pub(crate) fn running(&self) -> bool {
         !self.queue.is_closed()
     }
 }
+
+/// A batching task needs a Tokio runtime on the calling thread, and there is none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct NotOnRuntime;
 
 /// The batching task is gone (its runtime is shutting down): whether a request it had
 /// taken was carried out is unknown.

@@ -5,15 +5,14 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use tessera_identity::{Client, ClientId, ClientStore, SecretHash, StoredClient};
-use tessera_kernel::{DomainError, OrganizationId, PageRequest, ScopeSet};
+use tessera_kernel::{DomainError, OrganizationId, PageRequest, PerThread, ScopeSet};
 
 use crate::{
     Database,
-    batch::{Batcher, Limits, Pending},
+    batch::{Batcher, Limits, NotOnRuntime, Pending},
     batch_connections::BatchConnections,
     database::with_connection,
     error::query_error,
-    per_thread::PerThread,
     schema::clients,
 };
 
@@ -23,7 +22,7 @@ pub struct SqlClientStore {
     db: Database,
     /// PostgreSQL's batched reads of clients being authenticated (every request with a
     /// client's token reads its client), one batching task per thread; absent on SQLite.
-    lookups: Option<Arc<PerThread<ClientLookups>>>,
+    lookups: Option<Arc<PerThread<ClientLookups, NotOnRuntime>>>,
 }
 
 /// One thread's queue of client reads, answered in batches.
@@ -42,18 +41,21 @@ impl SqlClientStore {
         let lookups = match &db {
             Database::Postgres(pool) => {
                 let pool = pool.clone();
-                Some(Arc::new(PerThread::new(move || {
-                    let connections =
-                        Arc::new(BatchConnections::new(pool.clone(), LOOKUP_LIMITS.in_flight));
-                    Batcher::start(
-                        LOOKUP_LIMITS,
-                        |_| 1,
-                        move |batch| {
-                            let connections = Arc::clone(&connections);
-                            async move { look_up_together(&connections, batch).await }
-                        },
-                    )
-                })))
+                Some(Arc::new(
+                    PerThread::new(move || {
+                        let connections =
+                            Arc::new(BatchConnections::new(pool.clone(), LOOKUP_LIMITS.in_flight));
+                        Batcher::start(
+                            LOOKUP_LIMITS,
+                            |_| 1,
+                            move |batch| {
+                                let connections = Arc::clone(&connections);
+                                async move { look_up_together(&connections, batch).await }
+                            },
+                        )
+                    })
+                    .replacing_unless(ClientLookups::running),
+                ))
             }
             Database::Sqlite(_) => None,
         };
@@ -200,7 +202,7 @@ impl ClientStore for SqlClientStore {
         &self,
         id: &ClientId,
     ) -> Result<Option<StoredClient>, DomainError> {
-        if let Some(lookups) = self.lookups.as_ref().and_then(|lookups| lookups.get()) {
+        if let Some(lookups) = self.lookups.as_ref().and_then(|lookups| lookups.get().ok()) {
             return lookups.call(id.clone()).await;
         }
         let row: Option<StoredClientRow> = with_connection!(&self.db, conn => {

@@ -20,21 +20,20 @@ use std::{
 use diesel::{
     pg::Pg,
     query_builder::{AstPass, QueryFragment},
-    sql_types::{Array, BigInt, Text},
+    sql_types::BigInt,
 };
 use diesel_async::{
     AsyncConnection, AsyncPgConnection, RunQueryDsl, pooled_connection::deadpool::Pool,
 };
 use futures_util::future::OptionFuture;
-use tessera_kernel::DomainError;
+use tessera_kernel::{DomainError, PerThread};
 
 use crate::{
-    batch::{Batcher, Limits, Pending},
+    batch::{Batcher, Limits, NotOnRuntime, Pending},
     batch_connections::BatchConnections,
     chats::{ChatRow, FinishChats, InsertChats, InsertMessages, TurnRows, finish_pipelined},
     error::{Rollback, query_error, settle},
     leases::{EndLeases, InsertLeases, LeaseRow},
-    per_thread::{PerThread, Running},
     schema::{artifacts, chats, running_generations},
     unnest::static_query_id,
     usage::{HourlyKey, HourlyRow, InsertUsage, UpsertHourly},
@@ -76,9 +75,9 @@ struct Counters {
     retried_batches: AtomicU64,
 }
 
-/// The writers of one store, a pair per thread that writes (see `per_thread`).
+/// The writers of one store, a pair per thread that writes (see `tessera_kernel::PerThread`).
 pub(crate) struct GroupCommit {
-    writers: PerThread<Writers>,
+    writers: PerThread<Writers, NotOnRuntime>,
     counters: Arc<Counters>,
 }
 
@@ -89,7 +88,7 @@ pub(crate) struct Writers {
     turns: Batcher<TurnRows, ()>,
 }
 
-impl Running for Writers {
+impl Writers {
     fn running(&self) -> bool {
         self.chats.running() && self.turns.running()
     }
@@ -103,18 +102,19 @@ impl GroupCommit {
         let counted = Arc::clone(&counters);
         let writers = PerThread::new(move || {
             let connections = Arc::new(BatchConnections::new(pool.clone(), KEPT_CONNECTIONS));
-            Some(Writers {
+            Ok(Writers {
                 chats: writer(&connections, &counted)?,
                 turns: writer(&connections, &counted)?,
             })
-        });
+        })
+        .replacing_unless(Writers::running);
         Self { writers, counters }
     }
 
     /// This thread's writers; `None` outside a Tokio runtime (the store then writes
     /// directly).
     pub(crate) fn here(&self) -> Option<Arc<Writers>> {
-        self.writers.get()
+        self.writers.get().ok()
     }
 
     pub(crate) fn stats(&self) -> GroupCommitStats {
@@ -162,7 +162,7 @@ trait Grouped: Sized + Send + Sync + 'static {
 fn writer<W: Grouped>(
     connections: &Arc<BatchConnections>,
     counters: &Arc<Counters>,
-) -> Option<Batcher<W, ()>> {
+) -> Result<Batcher<W, ()>, NotOnRuntime> {
     let connections = connections.clone();
     let counters = counters.clone();
     Batcher::start(LIMITS, W::rows, move |batch| {
@@ -345,10 +345,7 @@ impl QueryFragment<Pg> for FinishTurns<'_> {
     fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Pg>) -> diesel::QueryResult<()> {
         out.push_sql("WITH done AS (");
         self.chats.walk_ast(out.reborrow())?;
-        // The finished chats' ids again, so that `chats` is only read through its key.
-        out.push_sql(" AND chats.id = ANY(");
-        out.push_bind_param::<Array<Text>, _>(self.leases.chats())?;
-        out.push_sql(") RETURNING 1), unleased AS (");
+        out.push_sql(" RETURNING 1), unleased AS (");
         self.leases.walk_ast(out.reborrow())?;
         out.push_sql("), appended AS (");
         self.messages.walk_ast(out.reborrow())?;

@@ -66,20 +66,15 @@ unnest_statement! {
 }
 
 /// The end of one runner's finished generations' leases, as one statement however many:
-/// `runner_id = $1 AND chat_id = ANY($2)`, read through the primary key (the table is small
-/// but churns: a scan would read every dead row). With few leases in the statistics the
-/// plan keys on `runner_id` alone and checks `chat_id` on the runner's leases (decision 0020).
+/// `runner_id = $1 AND chat_id = ANY($2)`, read through the primary key, both columns in the
+/// index condition (the table is small but churns: a scan would read every dead row; see
+/// decision 0020 on the batch connections' generic plans).
 pub(crate) struct EndLeases<'a> {
     runner: &'a str,
     chats: Vec<&'a str>,
 }
 
 impl<'a> EndLeases<'a> {
-    /// The chats whose generations end.
-    pub(crate) fn chats(&self) -> &Vec<&'a str> {
-        &self.chats
-    }
-
     /// `None` when the turns are not all of one runner (a store's writer only batches the
     /// turns of that store's runner).
     pub(crate) fn new(turns: &[&'a TurnRows]) -> Option<Self> {

@@ -20,7 +20,6 @@ mod leases;
 mod model_datasets;
 mod models;
 mod organizations;
-mod per_thread;
 mod prompts;
 mod schema;
 #[cfg(feature = "testing")]

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use crate::{
     binary::{Running, access_token, announced, start_with, terminate},
     chats::{LOCAL, model_dir},
+    support::first_event,
 };
 
 /// Every third of a 3 s lease is a renewal each second.
@@ -87,8 +88,8 @@ fn a_killed_replicas_generation_fails_and_a_starting_replica_leaves_others_alone
         assert_eq!(response.status(), 200);
         let chat = response.headers()["x-chat-id"].to_str().unwrap().to_owned();
         // The first event is out: the generation runs (and outlives this client).
-        let first_chunk = response.chunk().await.unwrap().unwrap();
-        assert!(first_chunk.starts_with(b"data: "), "{first_chunk:?}");
+        let first_chunk = first_event(&mut response).await;
+        assert!(first_chunk.starts_with("data: "), "{first_chunk:?}");
         chat
     });
 

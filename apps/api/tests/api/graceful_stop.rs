@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use crate::{
     binary::{Running, access_token, announced, start_with},
     chats::{LOCAL, model_dir},
+    support::first_event,
 };
 
 fn start(data_dir: &Path) -> Running {
@@ -71,8 +72,8 @@ fn sigterm_lets_running_generations_finish_and_store_their_answers() {
         assert_eq!(response.status(), 200);
         let chat = response.headers()["x-chat-id"].to_str().unwrap().to_owned();
         // The first event is out: the generation runs. Then the client leaves.
-        let first_chunk = response.chunk().await.unwrap().unwrap();
-        assert!(first_chunk.starts_with(b"data: "), "{first_chunk:?}");
+        let first_chunk = first_event(&mut response).await;
+        assert!(first_chunk.starts_with("data: "), "{first_chunk:?}");
         drop(response);
         (token, chat)
     });

@@ -187,3 +187,18 @@ pub async fn problem(response: reqwest::Response, status: u16, code: &str) -> se
     assert!(body["title"].is_string());
     body
 }
+
+/// Reads a streamed response up to its first event: a slow first token (a busy machine, the
+/// embedded model) may let heartbeat comments (`: keep-alive`) come before it.
+pub async fn first_event(response: &mut reqwest::Response) -> String {
+    loop {
+        let chunk = response
+            .chunk()
+            .await
+            .unwrap()
+            .expect("the stream ended before its first event");
+        if !chunk.starts_with(b":") {
+            return String::from_utf8_lossy(&chunk).into_owned();
+        }
+    }
+}
