@@ -10,9 +10,14 @@ use std::{
     thread::{self, ThreadId},
 };
 
-/// More threads than a service has workers: past this, every entry is dropped (live threads
-/// make theirs again), so values of threads that have ended are not kept forever.
-const DEFAULT_MOST_THREADS: usize = 64;
+/// More threads than a service has: past this, every entry is dropped (live threads make
+/// theirs again), so values of threads that have ended are not kept forever. Four per core,
+/// and at least 64: a service's HTTP workers and runtime threads (about two per core) stay
+/// under it, so live threads' values are not dropped and remade over and over.
+fn default_most_threads() -> usize {
+    let cores = thread::available_parallelism().map_or(1, usize::from);
+    cores.saturating_mul(4).max(64)
+}
 
 type Make<T, E> = Box<dyn Fn() -> Result<T, E> + Send + Sync>;
 
@@ -30,7 +35,7 @@ impl<T, E> PerThread<T, E> {
         Self {
             make: Box::new(make),
             usable: |_| true,
-            most_threads: DEFAULT_MOST_THREADS,
+            most_threads: default_most_threads(),
             made: Mutex::new(Vec::new()),
         }
     }
@@ -149,6 +154,14 @@ mod tests {
             1,
             "the other thread's unusable value is gone"
         );
+    }
+
+    #[test]
+    fn the_default_keeps_more_threads_than_a_service_runs() {
+        let cores = thread::available_parallelism().map_or(1, usize::from);
+        let values = PerThread::<u8, Infallible>::new(|| Ok(0));
+        assert!(values.most_threads >= 64);
+        assert!(values.most_threads >= 4 * cores);
     }
 
     #[test]
