@@ -47,6 +47,8 @@ pub struct SqlChatStore {
     /// The runner the generations this store starts are leased to: one per store, so each
     /// process (replica) is its own.
     runner: RunnerId,
+    /// Whether this runner's sweeps have adopted the leases of runners with no row.
+    adoption: leases::Adoption,
 }
 
 impl SqlChatStore {
@@ -62,6 +64,7 @@ impl SqlChatStore {
             db,
             commits,
             runner: RunnerId::generate(),
+            adoption: leases::Adoption::default(),
         }
     }
 
@@ -741,7 +744,15 @@ impl ChatStore for SqlChatStore {
         lapsed_before: DateTime<Utc>,
         at: DateTime<Utc>,
     ) -> Result<u64, DomainError> {
-        leases::fail_lapsed(&self.db, &self.runner, error, lapsed_before, at).await
+        leases::fail_lapsed(
+            &self.db,
+            &self.runner,
+            &self.adoption,
+            error,
+            lapsed_before,
+            at,
+        )
+        .await
     }
 
     async fn update(&self, chat: &Chat) -> Result<bool, DomainError> {

@@ -9,15 +9,17 @@
 use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::{prelude::*, sql_types::Text, upsert::excluded};
 use diesel_async::RunQueryDsl;
-use tessera_chats::ChatStatus;
 use tessera_kernel::DomainError;
+
+mod sweep;
+
+pub(crate) use sweep::{Adoption, fail_lapsed};
 
 use crate::{
     Database,
-    chats::{TurnRows, failed_with},
+    chats::TurnRows,
     database::with_transaction,
-    error::Rollback,
-    schema::{chats, generation_runners, running_generations},
+    schema::{generation_runners, running_generations},
     unnest::{static_query_id, unnest_statement},
 };
 
@@ -160,58 +162,5 @@ pub(crate) async fn keep_alive(
             .execute(conn)
             .await?;
         Ok(())
-    })
-}
-
-/// Fails the generating chats of every runner but `runner` not seen since `lapsed_before`
-/// (or never), deletes their leases and forgets the runners; returns how many chats failed.
-/// Concurrent sweeps are harmless: a chat's status changes from `generating` once.
-pub(crate) async fn fail_lapsed(
-    db: &Database,
-    runner: &RunnerId,
-    error: &str,
-    lapsed_before: DateTime<Utc>,
-    at: DateTime<Utc>,
-) -> Result<u64, DomainError> {
-    let lapsed_before = lapsed_before.naive_utc();
-    let at = at.naive_utc();
-    with_transaction!(db, conn => {
-        let alive = generation_runners::table
-            .filter(generation_runners::seen_at.ge(lapsed_before))
-            .select(generation_runners::id);
-        let lapsed: Vec<String> = running_generations::table
-            .filter(running_generations::runner_id.ne(runner.as_str()))
-            .filter(running_generations::runner_id.ne_all(alive))
-            .select(running_generations::runner_id)
-            .distinct()
-            .load(conn)
-            .await?;
-        let mut failed = 0;
-        if !lapsed.is_empty() {
-            let interrupted = running_generations::table
-                .filter(running_generations::runner_id.eq_any(&lapsed))
-                .select(running_generations::chat_id);
-            failed = diesel::update(
-                chats::table
-                    .filter(chats::status.eq(ChatStatus::Generating.as_str()))
-                    .filter(chats::id.eq_any(interrupted)),
-            )
-            .set(failed_with!(error, at))
-            .execute(conn)
-            .await?;
-            diesel::delete(
-                running_generations::table.filter(running_generations::runner_id.eq_any(&lapsed)),
-            )
-            .execute(conn)
-            .await?;
-        }
-        diesel::delete(
-            generation_runners::table
-                .filter(generation_runners::seen_at.lt(lapsed_before))
-                .filter(generation_runners::id.ne(runner.as_str())),
-        )
-        .execute(conn)
-        .await?;
-        Ok::<_, Rollback<_>>(u64::try_from(failed).unwrap_or(u64::MAX))
     })
 }

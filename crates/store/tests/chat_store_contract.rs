@@ -1313,6 +1313,29 @@ async fn interrupted_generations_fail_in_every_organization(target: impl Into<Ta
         Some(ChatStatus::Generating),
         "a runner never fails its own generations"
     );
+
+    // A runner that never renewed its lease (the sweeper above; and one that writes a lease
+    // now) is lapsed for a process's first sweep.
+    let silent = f.another_runner();
+    let silent_chat = f.chat(&acme, "erin").await;
+    assert!(
+        silent
+            .begin_generation(&acme, &silent_chat.id, at(102))
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        f.another_runner()
+            .fail_interrupted("never renewed", at(100), at(103))
+            .await
+            .unwrap(),
+        2
+    );
+    for chat in [&own_chat, &silent_chat] {
+        let now = f.get(chat).await.unwrap();
+        assert_eq!(now.status, Some(ChatStatus::Error), "{}", chat.owner);
+        assert_eq!(now.error.as_deref(), Some("never renewed"));
+    }
 }
 
 async fn update_saves_title_deletion_and_time_only(target: impl Into<Target>) {
@@ -2327,6 +2350,88 @@ mod group_commit {
             SqlChatStore::new(db.database.clone()).group_commit_stats(),
             None
         );
+    }
+}
+
+/// The runners' table on both databases: a lapsed runner's row outlives its failed
+/// generations for ten leases (a stalled process that wakes still has it), then goes.
+mod runners {
+    use super::*;
+
+    #[derive(diesel::QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = BigInt)]
+        count: i64,
+    }
+
+    /// How many runners have a row.
+    async fn runners(f: &Fixture) -> i64 {
+        const COUNT: &str = "SELECT count(*) AS count FROM generation_runners";
+        let counted: Count = match f.database() {
+            Database::Postgres(pool) => {
+                let mut conn = pool.get().await.unwrap();
+                diesel::sql_query(COUNT).get_result(&mut *conn).await
+            }
+            Database::Sqlite(pool) => {
+                let mut conn = pool.get().await.unwrap();
+                diesel::sql_query(COUNT).get_result(&mut *conn).await
+            }
+        }
+        .unwrap();
+        counted.count
+    }
+
+    async fn a_lapsed_runner_is_forgotten_after_ten_leases(backend: Backend) {
+        let f = Fixture::new(backend).await;
+        let acme = f.organization("Acme").await;
+        f.store.keep_alive(at(5)).await.unwrap();
+        let chat = f.chat(&acme, "alice").await;
+        assert!(f.begin(&chat, at(6)).await);
+        let sweeper = f.another_runner();
+        sweeper.keep_alive(at(20)).await.unwrap();
+        assert_eq!(runners(&f).await, 2);
+
+        // Leases of one second: lapsed at 10, its generation failed, its row kept.
+        assert_eq!(
+            sweeper
+                .fail_interrupted("lapsed", at(10), at(11))
+                .await
+                .unwrap(),
+            1
+        );
+        assert_eq!(runners(&f).await, 2);
+        // Ten leases without renewal (seen at 5, the sweep at 15): kept.
+        assert_eq!(
+            sweeper
+                .fail_interrupted("lapsed", at(14), at(15))
+                .await
+                .unwrap(),
+            0
+        );
+        assert_eq!(runners(&f).await, 2);
+        // More than ten: forgotten; the sweeper, seen at 20, is not.
+        assert_eq!(
+            sweeper
+                .fail_interrupted("lapsed", at(16), at(17))
+                .await
+                .unwrap(),
+            0
+        );
+        assert_eq!(runners(&f).await, 1);
+
+        // A forgotten runner that renews is back.
+        f.store.keep_alive(at(30)).await.unwrap();
+        assert_eq!(runners(&f).await, 2);
+    }
+
+    #[tokio::test]
+    async fn a_lapsed_runner_is_forgotten_after_ten_leases_on_postgres() {
+        a_lapsed_runner_is_forgotten_after_ten_leases(Backend::Postgres).await;
+    }
+
+    #[tokio::test]
+    async fn a_lapsed_runner_is_forgotten_after_ten_leases_on_sqlite() {
+        a_lapsed_runner_is_forgotten_after_ten_leases(Backend::Sqlite).await;
     }
 }
 
