@@ -6,7 +6,7 @@
 
 use std::{
     fmt,
-    sync::{Arc, Mutex, MutexGuard},
+    sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard},
     thread::{self, ThreadId},
 };
 
@@ -26,7 +26,7 @@ pub struct PerThread<T, E> {
     make: Make<T, E>,
     usable: fn(&T) -> bool,
     most_threads: usize,
-    made: Mutex<Vec<(ThreadId, Arc<T>)>>,
+    made: RwLock<Vec<(ThreadId, Arc<T>)>>,
 }
 
 impl<T, E> PerThread<T, E> {
@@ -36,7 +36,7 @@ impl<T, E> PerThread<T, E> {
             make: Box::new(make),
             usable: |_| true,
             most_threads: default_most_threads(),
-            made: Mutex::new(Vec::new()),
+            made: RwLock::new(Vec::new()),
         }
     }
 
@@ -60,32 +60,40 @@ impl<T, E> PerThread<T, E> {
     /// What `make` returned when it refused.
     pub fn get(&self) -> Result<Arc<T>, E> {
         let thread = thread::current().id();
-        let mut made = self.lock();
-        // The hot path: one short search of a few entries.
-        if let Some((_, value)) = made.iter().find(|(owner, _)| *owner == thread)
+        // The hot path: a shared lock and one short search of a few entries.
+        if let Some((_, value)) = self.read().iter().find(|(owner, _)| *owner == thread)
             && (self.usable)(value)
         {
             return Ok(Arc::clone(value));
         }
-        made.retain(|(_, value)| (self.usable)(value));
+        // Made outside the lock: a slow `make` (an HTTP client's TLS set-up) holds up no
+        // other thread. Only this thread adds this thread's entry, so there is no race.
+        let value = Arc::new((self.make)()?);
+        let mut made = self.write();
+        made.retain(|(owner, value)| *owner != thread && (self.usable)(value));
         if made.len() >= self.most_threads {
             made.clear();
         }
-        let value = Arc::new((self.make)()?);
         made.push((thread, Arc::clone(&value)));
         Ok(value)
     }
 
     /// How many threads have a value now.
     pub fn threads(&self) -> usize {
-        self.lock().len()
+        self.read().len()
     }
 
-    fn lock(&self) -> MutexGuard<'_, Vec<(ThreadId, Arc<T>)>> {
+    // Updates are single pushes, removals and clears, and nothing else runs under the lock:
+    // a panic cannot leave the list inconsistent, so a poisoned lock is used as it is.
+    fn read(&self) -> RwLockReadGuard<'_, Vec<(ThreadId, Arc<T>)>> {
         self.made
-            .lock()
-            // Updates are single pushes, removals and clears: a panic elsewhere (in `make`,
-            // which runs under the lock) leaves the list consistent.
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, Vec<(ThreadId, Arc<T>)>> {
+        self.made
+            .write()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
@@ -103,7 +111,10 @@ impl<T, E> fmt::Debug for PerThread<T, E> {
 mod tests {
     use std::{
         convert::Infallible,
-        sync::atomic::{AtomicBool, AtomicUsize, Ordering},
+        sync::{
+            Mutex,
+            atomic::{AtomicBool, AtomicUsize, Ordering},
+        },
     };
 
     use super::*;
@@ -154,6 +165,34 @@ mod tests {
             1,
             "the other thread's unusable value is gone"
         );
+    }
+
+    #[test]
+    fn a_value_being_made_holds_up_no_other_thread() {
+        let (entered, inside) = std::sync::mpsc::channel();
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let released = Mutex::new(released);
+        let first = AtomicBool::new(true);
+        let values = PerThread::new(move || {
+            if first.swap(false, Ordering::SeqCst) {
+                return Ok(0);
+            }
+            // The second thread's value: made only once the first thread got its own.
+            entered.send(()).map_err(|_| "no test")?;
+            let waited = released.lock().map_err(|_| "poisoned")?;
+            waited
+                .recv_timeout(std::time::Duration::from_secs(10))
+                .map(|()| 1)
+                .map_err(|_| "held up")
+        });
+        assert_eq!(*values.get().unwrap(), 0);
+        thread::scope(|scope| {
+            let second = scope.spawn(|| values.get().map(|value| *value));
+            inside.recv().unwrap();
+            assert_eq!(*values.get().unwrap(), 0, "served while the other waits");
+            release.send(()).unwrap();
+            assert_eq!(second.join().unwrap(), Ok(1));
+        });
     }
 
     #[test]
