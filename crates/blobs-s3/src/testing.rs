@@ -25,7 +25,14 @@ pub struct Moto {
 }
 
 impl Drop for Moto {
+    /// Kills the process group (`timeout` and the `moto_server` it runs): killing `timeout`
+    /// alone would leave its child running.
     fn drop(&mut self) {
+        let group = format!("-{}", self.child.id());
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &group])
+            .stderr(Stdio::null())
+            .status();
         let _ = self.child.kill();
         let _ = self.child.wait();
     }

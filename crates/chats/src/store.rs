@@ -104,8 +104,11 @@ pub trait ChatStore: Send + Sync {
 
     /// Fails, with `error`, every chat still `generating` whose runner has not renewed its
     /// lease since `lapsed_before` (a process that stopped mid-answer, in any organization),
-    /// and forgets those runners. This store's own generations are never failed: they run
-    /// in this process. Returns how many chats.
+    /// and forgets those runners (a store may keep a lapsed runner's record a while, so that
+    /// a process that wakes after a stall is still swept). A runner that never renewed counts
+    /// as lapsed; a store that keeps runners in a table may find those only at its first
+    /// sweep. This store's own generations are never failed: they run in this process.
+    /// Returns how many chats.
     async fn fail_interrupted(
         &self,
         error: &str,

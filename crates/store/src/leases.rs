@@ -11,10 +11,6 @@ use diesel::{prelude::*, sql_types::Text, upsert::excluded};
 use diesel_async::RunQueryDsl;
 use tessera_kernel::DomainError;
 
-mod sweep;
-
-pub(crate) use sweep::{Adoption, fail_lapsed};
-
 use crate::{
     Database,
     chats::TurnRows,
@@ -22,6 +18,10 @@ use crate::{
     schema::{generation_runners, running_generations},
     unnest::{static_query_id, unnest_statement},
 };
+
+mod sweep;
+
+pub(crate) use sweep::{Adoption, fail_lapsed};
 
 tessera_kernel::entity_id!(
     /// A process running generations (one per `SqlChatStore`), e.g.

@@ -38,8 +38,33 @@ fn run_to_exit(command: &mut Command) -> (i32, String) {
     )
 }
 
+/// A child process killed when dropped, so a failing test leaves no server running.
+pub struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        // Already exited (and reaped) children make both calls fail harmlessly.
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl std::ops::Deref for KillOnDrop {
+    type Target = Child;
+
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for KillOnDrop {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
 pub struct Running {
-    pub child: Child,
+    pub child: KillOnDrop,
     pub port: u16,
     stdout: std::thread::JoinHandle<String>,
     /// Every stdout and stderr line so far.
@@ -102,7 +127,7 @@ pub fn start_with(data_dir: &std::path::Path, filter: &str, env: &[(&str, &str)]
         }
     };
     Running {
-        child,
+        child: KillOnDrop(child),
         port,
         stdout,
         stdout_lines,
@@ -111,15 +136,17 @@ pub fn start_with(data_dir: &std::path::Path, filter: &str, env: &[(&str, &str)]
 }
 
 /// Starts `tessera-api worker` with extra environment variables (its log on stderr).
-pub fn spawn_worker(data_dir: &std::path::Path, env: &[(&str, &str)]) -> Child {
-    command(data_dir)
-        .arg("worker")
-        .envs(env.iter().copied())
-        .env("TESSERA_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap()
+pub fn spawn_worker(data_dir: &std::path::Path, env: &[(&str, &str)]) -> KillOnDrop {
+    KillOnDrop(
+        command(data_dir)
+            .arg("worker")
+            .envs(env.iter().copied())
+            .env("TESSERA_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap(),
+    )
 }
 
 pub fn terminate(child: &mut Child) -> i32 {
