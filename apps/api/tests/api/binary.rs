@@ -39,7 +39,7 @@ fn run_to_exit(command: &mut Command) -> (i32, String) {
 }
 
 /// A child process killed when dropped, so a failing test leaves no server running.
-pub struct KillOnDrop(Child);
+pub struct KillOnDrop(pub Child);
 
 impl Drop for KillOnDrop {
     fn drop(&mut self) {

@@ -3,7 +3,7 @@
 
 use std::{
     io::{BufRead, BufReader, Write},
-    process::{Child, ChildStdin, Command, Stdio},
+    process::{ChildStdin, Command, Stdio},
     sync::mpsc,
     time::Duration,
 };
@@ -11,10 +11,14 @@ use std::{
 use tessera_api::config::OidcSettings;
 use tessera_store::Backend;
 
-use crate::support::{TestApp, problem};
+use crate::{
+    binary::KillOnDrop,
+    support::{TestApp, problem},
+};
 
 struct Provider {
-    child: Child,
+    /// The `node` process, killed with the provider.
+    _server: KillOnDrop,
     stdin: ChildStdin,
     lines: mpsc::Receiver<String>,
     issuer: String,
@@ -50,7 +54,7 @@ impl Provider {
         .unwrap();
         let issuer = first["issuer"].as_str().unwrap().to_owned();
         Self {
-            child,
+            _server: KillOnDrop(child),
             stdin,
             lines,
             issuer,
@@ -92,13 +96,6 @@ impl Provider {
             .as_str()
             .unwrap()
             .to_owned()
-    }
-}
-
-impl Drop for Provider {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
