@@ -16,6 +16,9 @@
 //!   measured window divided by the requests served in it; context switches per request are
 //!   the server process's threads' (`/proc/<pid>/task/*/status`), a count that, unlike CPU
 //!   time, a busy or shared machine hardly changes.
+//!   `end` is the time from the body chunk that completed the answer's text to the end of
+//!   the response: what a server does after the model's last word (Tessera commits the turn
+//!   there, so that the chat is idle and its answer stored when the client sees the end).
 //! - One load generator drives every target: `concurrency` keep-alive HTTP/1.1 clients (tokio
 //!   tasks sharing one `reqwest::Client`) for `WARM_UP`, then `BENCH_SECONDS` (default 5)
 //!   measured, in three modes: a non-streaming answer, a streamed one, and a streamed one from
@@ -529,11 +532,17 @@ fn plain_client(concurrency: usize) -> anyhow::Result<reqwest::Client> {
         .context("cannot build the HTTP client")
 }
 
-/// What one request gave: total time and time to the first body chunk.
+/// What one request gave: total time, time to the first body chunk, and time from the chunk
+/// that completed the answer's text to the end of the response (for a stream, what the
+/// server does after the model's last word: Tessera commits the turn there).
 struct Timing {
     total: Duration,
     first_byte: Duration,
+    after_text: Duration,
 }
+
+/// The end of the stub's answer: the body holds the whole text once it holds this.
+const ANSWER_END: &[u8] = b"help?";
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack
@@ -558,22 +567,27 @@ async fn call(target: &Target, mode: Mode, body: &mut Vec<u8>) -> anyhow::Result
     let mut response = builder.send().await?;
     let status = response.status();
     let mut first_byte = None;
+    let mut text_done = None;
     while let Some(chunk) = response.chunk().await? {
-        if first_byte.is_none() {
-            first_byte = Some(sent.elapsed());
-        }
+        let at = sent.elapsed();
+        first_byte.get_or_insert(at);
+        // Only the new bytes and the few before them can complete the text.
+        let from = body.len().saturating_sub(ANSWER_END.len());
         body.extend_from_slice(&chunk);
+        if text_done.is_none() && contains(&body[from..], ANSWER_END) {
+            text_done = Some(at);
+        }
     }
     let total = sent.elapsed();
     if !status.is_success() {
         bail!("{status}: {}", String::from_utf8_lossy(body));
     }
-    if !contains(body, b"help?") {
+    let Some(text_done) = text_done else {
         bail!(
             "the answer lacks the stub's text: {}",
             String::from_utf8_lossy(body)
         );
-    }
+    };
     if mode.streams() && !body.trim_ascii_end().ends_with(b"[DONE]") {
         bail!(
             "the stream does not end with [DONE]: {}",
@@ -583,6 +597,7 @@ async fn call(target: &Target, mode: Mode, body: &mut Vec<u8>) -> anyhow::Result
     Ok(Timing {
         total,
         first_byte: first_byte.unwrap_or(total),
+        after_text: total.saturating_sub(text_done),
     })
 }
 
@@ -601,6 +616,8 @@ struct Run {
     latencies: Vec<Duration>,
     /// Sorted ascending.
     first_bytes: Vec<Duration>,
+    /// From the answer's last text to the end of the response; sorted ascending.
+    after_texts: Vec<Duration>,
     cpu_ms_per_request: Option<f64>,
     /// Context switches of the server process's threads, per request.
     switches_per_request: Option<f64>,
@@ -665,6 +682,7 @@ async fn drive(
         tasks.push(tokio::spawn(async move {
             let mut latencies = Vec::with_capacity(4096);
             let mut first_bytes = Vec::with_capacity(4096);
+            let mut after_texts = Vec::with_capacity(4096);
             let mut errors = 0usize;
             let mut first_error = None;
             let mut body = Vec::with_capacity(4096);
@@ -677,6 +695,7 @@ async fn drive(
                     Ok(timing) if sent >= start => {
                         latencies.push(timing.total);
                         first_bytes.push(timing.first_byte);
+                        after_texts.push(timing.after_text);
                     }
                     Ok(_) => {}
                     Err(error) => {
@@ -688,7 +707,15 @@ async fn drive(
                     }
                 }
             }
-            (latencies, first_bytes, errors, first_error, Instant::now())
+            let done = Instant::now();
+            (
+                latencies,
+                first_bytes,
+                after_texts,
+                errors,
+                first_error,
+                done,
+            )
         }));
     }
     tokio::time::sleep_until(start.into()).await;
@@ -701,13 +728,15 @@ async fn drive(
         .transpose()?;
     let mut latencies = Vec::new();
     let mut first_bytes = Vec::new();
+    let mut after_texts = Vec::new();
     let mut errors = 0;
     let mut finished = end;
     for task in tasks {
-        let (mine, firsts, failed, first_error, done) =
+        let (mine, firsts, afters, failed, first_error, done) =
             task.await.context("a client task stopped")?;
         latencies.extend(mine);
         first_bytes.extend(firsts);
+        after_texts.extend(afters);
         errors += failed;
         finished = finished.max(done);
         if let Some(error) = first_error {
@@ -727,6 +756,7 @@ async fn drive(
         .transpose()?;
     latencies.sort_unstable();
     first_bytes.sort_unstable();
+    after_texts.sort_unstable();
     let requests = latencies.len();
     let cpu_ms_per_request = match (cpu_before, cpu_after) {
         (Some(before), Some(after)) if requests > 0 => {
@@ -760,6 +790,7 @@ async fn drive(
         elapsed: finished.saturating_duration_since(start),
         latencies,
         first_bytes,
+        after_texts,
         cpu_ms_per_request,
         switches_per_request,
         db_ms_per_request,
@@ -1230,7 +1261,7 @@ fn print_tables(runs: &[Run], measure: Duration) {
     );
     println!();
     println!(
-        "| {:<10} | {:<14} | {:>4} | {:>8} | {:>6} | {:>7} | {:>7} | {:>7} | {:>8} | {:>8} | {:>10} | {:>10} | {:>9} |",
+        "| {:<10} | {:<14} | {:>4} | {:>8} | {:>6} | {:>7} | {:>7} | {:>7} | {:>8} | {:>8} | {:>8} | {:>8} | {:>10} | {:>10} | {:>9} |",
         "server",
         "mode",
         "conc",
@@ -1241,22 +1272,20 @@ fn print_tables(runs: &[Run], measure: Duration) {
         "p99 ms",
         "TTFB p50",
         "TTFB p99",
+        "end p50",
+        "end p99",
         "CPU ms/req",
         "switch/req",
         "DB ms/req"
     );
     println!(
-        "|{:-<12}|{:-<16}|{:->6}|{:->10}|{:->8}|{:->9}|{:->9}|{:->9}|{:->10}|{:->10}|{:->12}|{:->12}|{:->11}|",
-        ":", ":", ":", ":", ":", ":", ":", ":", ":", ":", ":", ":", ":"
+        "|{:-<12}|{:-<16}|{:->6}|{:->10}|{:->8}|{:->9}|{:->9}|{:->9}|{:->10}|{:->10}|{:->10}|{:->10}|{:->12}|{:->12}|{:->11}|",
+        ":", ":", ":", ":", ":", ":", ":", ":", ":", ":", ":", ":", ":", ":", ":"
     );
     for run in runs {
-        let ttfb = |p| {
-            run.mode
-                .streams()
-                .then(|| percentile_ms(&run.first_bytes, p))
-        };
+        let streamed = |times: &[Duration], p| run.mode.streams().then(|| percentile_ms(times, p));
         println!(
-            "| {:<10} | {:<14} | {:>4} | {:>8} | {:>6} | {:>7.0} | {:>7.2} | {:>7.2} | {:>8} | {:>8} | {:>10} | {:>10} | {:>9} |",
+            "| {:<10} | {:<14} | {:>4} | {:>8} | {:>6} | {:>7.0} | {:>7.2} | {:>7.2} | {:>8} | {:>8} | {:>8} | {:>8} | {:>10} | {:>10} | {:>9} |",
             run.target,
             run.mode.label(),
             run.concurrency,
@@ -1265,8 +1294,10 @@ fn print_tables(runs: &[Run], measure: Duration) {
             run.requests_per_second(),
             percentile_ms(&run.latencies, 50.0),
             percentile_ms(&run.latencies, 99.0),
-            cell(ttfb(50.0), 2),
-            cell(ttfb(99.0), 2),
+            cell(streamed(&run.first_bytes, 50.0), 2),
+            cell(streamed(&run.first_bytes, 99.0), 2),
+            cell(streamed(&run.after_texts, 50.0), 2),
+            cell(streamed(&run.after_texts, 99.0), 2),
             cell(run.cpu_ms_per_request, 3),
             cell(run.switches_per_request, 2),
             cell(run.db_ms_per_request, 3),
@@ -1274,8 +1305,9 @@ fn print_tables(runs: &[Run], measure: Duration) {
     }
     println!();
     println!(
-        "Added latency is the server's percentile minus the stub's (same mode and concurrency); \
-         ratios are the server's figure over the peer's; CPU+DB counts Tessera's PostgreSQL \
+        "`end` is the time from the chunk that completed the answer's text to the end of the \
+         stream (Tessera commits the turn there, before its final event). Added latency is the \
+         server's percentile minus the stub's (same mode and concurrency); ratios are the server's figure over the peer's; CPU+DB counts Tessera's PostgreSQL \
          backends too."
     );
     println!();
