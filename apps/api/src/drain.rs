@@ -3,8 +3,10 @@
 //! left, and its answer would be lost (its chat is marked interrupted once its lease lapses).
 //! On SIGTERM the service therefore first drains: new completions get 503 and readiness
 //! reports `shutting_down` (so load balancers move traffic away), the generations running in
-//! this process finish and store their answers, and only then does the HTTP server stop,
-//! letting in-flight requests finish. Each wait is bounded by `http.shutdown_timeout_secs`.
+//! this process finish and store their answers, the process's generation runner is retired
+//! (other processes' lease sweeps need not carry it), and only then does the HTTP server
+//! stop, letting in-flight requests finish. Each wait is bounded by
+//! `http.shutdown_timeout_secs`.
 
 use std::{
     sync::{
@@ -15,7 +17,7 @@ use std::{
 };
 
 use actix_web::dev::ServerHandle;
-use tessera_chats::GenerationHub;
+use tessera_chats::ChatService;
 
 /// Whether this process is draining before it stops. Cheap to clone.
 #[derive(Debug, Clone, Default)]
@@ -37,7 +39,7 @@ const POLL: Duration = Duration::from_millis(50);
 /// Stops the service gracefully: drain, then stop the server.
 pub struct Stopper {
     pub(crate) server: ServerHandle,
-    pub(crate) generations: GenerationHub,
+    pub(crate) chats: ChatService,
     pub(crate) draining: Draining,
     pub(crate) timeout: Duration,
 }
@@ -46,7 +48,8 @@ impl Stopper {
     pub async fn stop(self) {
         self.draining.start();
         let started = Instant::now();
-        let mut running = self.generations.running();
+        let generations = self.chats.hub();
+        let mut running = generations.running();
         if running > 0 {
             tracing::info!(
                 generations = running,
@@ -55,7 +58,7 @@ impl Stopper {
         }
         while running > 0 && started.elapsed() < self.timeout {
             tokio::time::sleep(POLL).await;
-            running = self.generations.running();
+            running = generations.running();
         }
         if running > 0 {
             tracing::warn!(
@@ -63,6 +66,14 @@ impl Stopper {
                 "stopping with generations still running; their chats will be marked \
                  interrupted at the next start"
             );
+        } else {
+            // Before the server stops, while the runtimes the database pool's connections
+            // were opened on still run.
+            match self.chats.retire().await {
+                Ok(true) => tracing::info!("generation runner retired"),
+                Ok(false) => tracing::info!("generation runner kept: it still holds a generation"),
+                Err(error) => tracing::warn!(%error, "generation runner not retired"),
+            }
         }
         tracing::info!("stopping the HTTP server: finishing in-flight requests");
         self.server.stop(true).await;

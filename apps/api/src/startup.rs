@@ -629,7 +629,7 @@ impl Application {
     pub fn stopper(&self) -> crate::drain::Stopper {
         crate::drain::Stopper {
             server: self.server.handle(),
-            generations: self.state.chats.hub().clone(),
+            chats: self.state.chats.clone(),
             draining: self.state.draining.clone(),
             timeout: self.shutdown_timeout,
         }

@@ -330,6 +330,13 @@ impl ChatStore for InMemoryChatStore {
         }))
     }
 
+    async fn retire(&self) -> Result<bool, DomainError> {
+        Ok(self.with(|state| {
+            let holds = state.running.values().any(|runner| runner == &self.runner);
+            !holds && state.runners.remove(&self.runner).is_some()
+        }))
+    }
+
     async fn update(&self, chat: &Chat) -> Result<bool, DomainError> {
         Ok(self.with(
             |state| match owned(state, &chat.organization_id, &chat.id) {

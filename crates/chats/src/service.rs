@@ -178,6 +178,12 @@ impl ChatService {
             .await?)
     }
 
+    /// Forgets this process's generation runner as it stops cleanly, once it begins no more
+    /// generations (see [`ChatStore::retire`]); false when it still holds one.
+    pub async fn retire(&self) -> Result<bool, ChatError> {
+        Ok(self.store.retire().await?)
+    }
+
     /// Validates a completion request, builds its context and begins the generation.
     pub async fn start(
         &self,

@@ -116,6 +116,13 @@ pub trait ChatStore: Send + Sync {
         at: DateTime<Utc>,
     ) -> Result<u64, DomainError>;
 
+    /// Forgets this store's runner unless it still holds a generation: what a process does
+    /// as it stops cleanly, once it begins no more generations, so that other processes'
+    /// sweeps need not carry it as lapsed. A runner that holds one is kept, and that
+    /// generation fails once the lease lapses, as after a crash. Returns whether the runner
+    /// was forgotten.
+    async fn retire(&self) -> Result<bool, DomainError>;
+
     /// Saves title, deleted_at and updated_at; false when the chat is not the organization's.
     async fn update(&self, chat: &Chat) -> Result<bool, DomainError>;
 }

@@ -1481,6 +1481,10 @@ impl ChatStore for HeldInsert {
         self.inner.fail_interrupted(error, lapsed_before, at).await
     }
 
+    async fn retire(&self) -> Result<bool, DomainError> {
+        self.inner.retire().await
+    }
+
     async fn update(&self, chat: &Chat) -> Result<bool, DomainError> {
         self.inner.update(chat).await
     }

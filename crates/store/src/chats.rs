@@ -755,6 +755,10 @@ impl ChatStore for SqlChatStore {
         .await
     }
 
+    async fn retire(&self) -> Result<bool, DomainError> {
+        leases::retire(&self.db, &self.runner).await
+    }
+
     async fn update(&self, chat: &Chat) -> Result<bool, DomainError> {
         let row = ChatRow::from(chat);
         let changed: usize = with_connection!(&self.db, conn => {

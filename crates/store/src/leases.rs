@@ -14,7 +14,8 @@ use tessera_kernel::DomainError;
 use crate::{
     Database,
     chats::TurnRows,
-    database::with_transaction,
+    database::{with_connection, with_transaction},
+    error::query_error,
     schema::{generation_runners, running_generations},
     unnest::{static_query_id, unnest_statement},
 };
@@ -140,6 +141,24 @@ pub(crate) fn lease_of<'a>(runner: &'a RunnerId, chat: &'a str) -> OneLease<'a> 
     running_generations::table
         .filter(running_generations::runner_id.eq(runner.as_str()))
         .filter(running_generations::chat_id.eq(chat))
+}
+
+/// Forgets `runner` unless it holds a lease (see `ChatStore::retire`); whether it did.
+pub(crate) async fn retire(db: &Database, runner: &RunnerId) -> Result<bool, DomainError> {
+    let forgotten = with_connection!(db, conn => {
+        diesel::delete(
+            generation_runners::table
+                .filter(generation_runners::id.eq(runner.as_str()))
+                .filter(diesel::dsl::not(diesel::dsl::exists(
+                    running_generations::table
+                        .filter(running_generations::runner_id.eq(runner.as_str())),
+                ))),
+        )
+        .execute(conn)
+        .await
+        .map_err(query_error)?
+    });
+    Ok(forgotten > 0)
 }
 
 /// Records that `runner` is alive at `at`.

@@ -1338,6 +1338,63 @@ async fn interrupted_generations_fail_in_every_organization(target: impl Into<Ta
     }
 }
 
+/// A process that stops cleanly retires its runner: forgotten once its generations have
+/// ended, kept while it holds one (which then fails when its lease lapses, as after a crash).
+async fn a_runner_retires_only_without_generations(target: impl Into<Target>) {
+    let f = Fixture::new(target).await;
+    let acme = f.organization("Acme").await;
+    // A replica whose first sweep (which adopts the leases of runners with no row) is done.
+    let sweeper = f.another_runner();
+    assert_eq!(
+        sweeper
+            .fail_interrupted("lapsed", at(0), at(1))
+            .await
+            .unwrap(),
+        0
+    );
+    assert!(
+        !f.store.retire().await.unwrap(),
+        "a runner that never renewed has nothing to forget"
+    );
+
+    f.store.keep_alive(at(5)).await.unwrap();
+    let chat = f.chat(&acme, "alice").await;
+    assert!(f.begin(&chat, at(6)).await);
+    assert!(
+        !f.store.retire().await.unwrap(),
+        "a runner holding a generation is kept"
+    );
+    f.finish(&chat, &[message(&chat, 0, Role::User, "hi")], at(7))
+        .await;
+    assert!(f.store.retire().await.unwrap(), "its generation has ended");
+    assert!(!f.store.retire().await.unwrap(), "forgotten already");
+
+    // A runner that stops while it holds a generation: the generation fails once the lease
+    // lapses, for the replica above too (had the runner been forgotten, its lease would be
+    // found only by a new process's first sweep).
+    let stopping = f.another_runner();
+    stopping.keep_alive(at(8)).await.unwrap();
+    let held = f.chat(&acme, "bob").await;
+    assert!(
+        stopping
+            .begin_generation(&acme, &held.id, at(9))
+            .await
+            .unwrap()
+    );
+    assert!(!stopping.retire().await.unwrap());
+    assert_eq!(
+        sweeper
+            .fail_interrupted("interrupted", at(20), at(21))
+            .await
+            .unwrap(),
+        1
+    );
+    let held = f.get(&held).await.unwrap();
+    assert_eq!(held.status, Some(ChatStatus::Error));
+    assert_eq!(held.error.as_deref(), Some("interrupted"));
+    assert_eq!(f.get(&chat).await.unwrap().status, None);
+}
+
 async fn update_saves_title_deletion_and_time_only(target: impl Into<Target>) {
     let f = Fixture::new(target).await;
     let acme = f.organization("Acme").await;
@@ -2073,6 +2130,7 @@ tessera_store::on_both_databases!(
     a_taken_sequence_number_rolls_the_whole_finish_back,
     failing_records_the_error,
     interrupted_generations_fail_in_every_organization,
+    a_runner_retires_only_without_generations,
     update_saves_title_deletion_and_time_only,
     concurrent_starts_have_one_winner,
     finishing_stores_the_usage_and_the_artifacts,
@@ -2459,6 +2517,7 @@ mod memory {
         a_taken_sequence_number_rolls_the_whole_finish_back,
         failing_records_the_error,
         interrupted_generations_fail_in_every_organization,
+        a_runner_retires_only_without_generations,
         update_saves_title_deletion_and_time_only,
         concurrent_starts_have_one_winner,
         finishing_stores_the_usage_and_the_artifacts,

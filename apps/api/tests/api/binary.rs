@@ -6,7 +6,7 @@ use std::{
     process::{Child, Command, Stdio},
     sync::mpsc,
     sync::{Arc, Mutex},
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 const BINARY: &str = env!("CARGO_BIN_EXE_tessera-api");
@@ -70,6 +70,25 @@ pub struct Running {
     /// Every stdout and stderr line so far.
     stdout_lines: Arc<Mutex<Vec<String>>>,
     stderr_lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl Running {
+    /// Whether a log line containing `text` arrives within `within` (a process that has
+    /// exited may still have lines in the pipe).
+    fn logged(&self, text: &str, within: Duration) -> bool {
+        let deadline = Instant::now() + within;
+        loop {
+            let lines = self.stderr_lines.lock().unwrap();
+            if lines.iter().any(|line| line.contains(text)) {
+                return true;
+            }
+            drop(lines);
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
 }
 
 /// Starts the binary with JSON logs and waits for its "listening" line.
@@ -173,6 +192,10 @@ fn serves_then_exits_cleanly_on_sigterm() {
     let health = std::net::TcpStream::connect(("127.0.0.1", first.port));
     assert!(health.is_ok(), "the port accepts connections");
     assert_eq!(terminate(&mut first.child), 0);
+    assert!(
+        first.logged("generation runner retired", Duration::from_secs(5)),
+        "a clean stop forgets the process's generation runner"
+    );
     let stdout = first.stdout.join().unwrap();
     assert!(
         stdout.starts_with("First run: created organization \"Default\" with id org_"),
