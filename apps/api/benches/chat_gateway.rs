@@ -667,6 +667,27 @@ impl Run {
     }
 }
 
+/// What one client of a run saw.
+#[derive(Default)]
+struct ClientTally {
+    latencies: Vec<Duration>,
+    first_bytes: Vec<Duration>,
+    after_texts: Vec<Duration>,
+    /// Failed requests sent in the measured window.
+    errors: usize,
+    first_error: Option<String>,
+    /// When its last request ended.
+    done: Option<Instant>,
+}
+
+impl ClientTally {
+    fn measured(&mut self, timing: Timing) {
+        self.latencies.push(timing.total);
+        self.first_bytes.push(timing.first_byte);
+        self.after_texts.push(timing.after_text);
+    }
+}
+
 async fn drive(
     target: &Arc<Target>,
     mode: Mode,
@@ -680,11 +701,7 @@ async fn drive(
     for _ in 0..concurrency {
         let target = Arc::clone(target);
         tasks.push(tokio::spawn(async move {
-            let mut latencies = Vec::with_capacity(4096);
-            let mut first_bytes = Vec::with_capacity(4096);
-            let mut after_texts = Vec::with_capacity(4096);
-            let mut errors = 0usize;
-            let mut first_error = None;
+            let mut client = ClientTally::default();
             let mut body = Vec::with_capacity(4096);
             loop {
                 let sent = Instant::now();
@@ -692,30 +709,21 @@ async fn drive(
                     break;
                 }
                 match call(&target, mode, &mut body).await {
-                    Ok(timing) if sent >= start => {
-                        latencies.push(timing.total);
-                        first_bytes.push(timing.first_byte);
-                        after_texts.push(timing.after_text);
-                    }
+                    Ok(timing) if sent >= start => client.measured(timing),
                     Ok(_) => {}
                     Err(error) => {
                         if sent >= start {
-                            errors += 1;
+                            client.errors += 1;
                         }
-                        first_error.get_or_insert_with(|| format!("{error:#}"));
+                        client
+                            .first_error
+                            .get_or_insert_with(|| format!("{error:#}"));
                         tokio::time::sleep(Duration::from_millis(10)).await;
                     }
                 }
             }
-            let done = Instant::now();
-            (
-                latencies,
-                first_bytes,
-                after_texts,
-                errors,
-                first_error,
-                done,
-            )
+            client.done = Some(Instant::now());
+            client
         }));
     }
     tokio::time::sleep_until(start.into()).await;
@@ -732,14 +740,13 @@ async fn drive(
     let mut errors = 0;
     let mut finished = end;
     for task in tasks {
-        let (mine, firsts, afters, failed, first_error, done) =
-            task.await.context("a client task stopped")?;
-        latencies.extend(mine);
-        first_bytes.extend(firsts);
-        after_texts.extend(afters);
-        errors += failed;
-        finished = finished.max(done);
-        if let Some(error) = first_error {
+        let client = task.await.context("a client task stopped")?;
+        latencies.extend(client.latencies);
+        first_bytes.extend(client.first_bytes);
+        after_texts.extend(client.after_texts);
+        errors += client.errors;
+        finished = finished.max(client.done.unwrap_or(end));
+        if let Some(error) = client.first_error {
             eprintln!(
                 "  {} {} c={concurrency}: error: {error}",
                 target.name,

@@ -71,7 +71,13 @@ impl Stopper {
             // were opened on still run.
             match self.chats.retire().await {
                 Ok(true) => tracing::info!("generation runner retired"),
-                Ok(false) => tracing::info!("generation runner kept: it still holds a generation"),
+                // Nothing runs here any more, so a lease still held is one a failed write
+                // left behind (the next process's sweep fails its chat), or the runner is
+                // already gone.
+                Ok(false) => tracing::warn!(
+                    "generation runner kept: a lease outlived its generation, or the runner \
+                     was already forgotten"
+                ),
                 Err(error) => tracing::warn!(%error, "generation runner not retired"),
             }
         }
