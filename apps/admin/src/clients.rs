@@ -2,7 +2,7 @@
 
 use clap::Subcommand;
 use serde_json::json;
-use tessera_api::state::AppState;
+use tessera_api::startup::Tenancy;
 use tessera_identity::{Client, ClientId, ClientName, NewClient};
 use tessera_kernel::{DomainError, Limit, OrganizationId, ScopeSet};
 
@@ -60,7 +60,7 @@ fn domain(error: impl Into<DomainError>) -> Failure {
     Failure::from(error.into())
 }
 
-pub async fn run(state: &AppState, command: ClientCommand, json: bool) -> Result<String, Failure> {
+pub async fn run(state: &Tenancy, command: ClientCommand, json: bool) -> Result<String, Failure> {
     match command {
         ClientCommand::Create { org, scopes, name } => {
             let organization_id = organization(&org)?;

@@ -223,14 +223,19 @@ async fn run(cli: Cli) -> Result<String, Failure> {
     }
 }
 
-/// Opens (and migrates) the database and builds the services, as the API does.
-async fn open_state(settings: &Settings) -> Result<tessera_api::state::AppState, Failure> {
+/// Opens (and migrates) the database and builds the tenancy services, as the API does; only
+/// those: the vector index, the models and the workers stay closed, so the commands work while
+/// a server holds them.
+async fn open_state(settings: &Settings) -> Result<startup::Tenancy, Failure> {
     let database = startup::open_database(settings)
         .await
         .map_err(|e| Failure(e.to_string()))?;
-    startup::state(settings, database, settings.issuer(settings.listen.port()))
-        .await
-        .map_err(|e| Failure(e.to_string()))
+    startup::tenancy(
+        settings,
+        &database,
+        &settings.issuer(settings.listen.port()),
+    )
+    .map_err(|e| Failure(e.to_string()))
 }
 
 fn organization_json(org: &Organization) -> serde_json::Value {

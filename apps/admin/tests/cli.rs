@@ -25,11 +25,17 @@ impl Env {
     }
 
     fn run(&self, args: &[&str]) -> (i32, String, String) {
+        self.run_with(args, &[])
+    }
+
+    /// Runs with extra environment variables (settings).
+    fn run_with(&self, args: &[&str], vars: &[(&str, &str)]) -> (i32, String, String) {
         let mut command = Command::new(env!("CARGO_BIN_EXE_tessera-admin"));
         command
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("TESSERA_DATA_DIR", self.data_dir.path())
+            .envs(vars.iter().copied())
             .args(args);
         if let Some(db) = &self.database {
             let tessera_store::DatabaseUrl::Postgres(url) = &db.url else {
@@ -271,6 +277,53 @@ tessera_store::on_both_databases!(
     clients_are_created_rotated_listed_and_revoked,
     client_input_is_checked,
 );
+
+/// The folder `just models` fills (the embedding model is found anywhere below it).
+fn models_root() -> std::path::PathBuf {
+    std::env::var_os("TESSERA_MODELS_DIR").map_or_else(
+        || {
+            std::path::PathBuf::from(std::env::var_os("HOME").unwrap())
+                .join(".cache/tessera-models")
+        },
+        std::path::PathBuf::from,
+    )
+}
+
+/// A running server holds the embedded vector index of its data directory; the CLI's tenant
+/// commands do not open it, so they work beside the server with the same settings.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tenant_commands_work_while_the_server_holds_the_index() {
+    let env = Env::new(Backend::Sqlite).await;
+    let models = models_root();
+    let mut settings = tessera_api::config::Settings {
+        data_dir: env.data_dir.path().to_path_buf(),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        ..tessera_api::config::Settings::default()
+    };
+    settings.http.workers = 1;
+    settings.knowledge.embedding_model_dir = Some(models.clone());
+    let app = tessera_api::startup::Application::build(settings)
+        .await
+        .expect("the server starts");
+    let handle = app.handle();
+    let server = tokio::spawn(app.run_until_stopped());
+    assert!(
+        env.data_dir.path().join("vectors").exists(),
+        "the server opened no embedded index: is the embedding model under {}? (`just models`)",
+        models.display()
+    );
+    let models = models.to_string_lossy().into_owned();
+    let vars = [("TESSERA_KNOWLEDGE__EMBEDDING_MODEL_DIR", models.as_str())];
+    let (code, stdout, stderr) = env.run_with(&["org", "list", "--json"], &vars);
+    assert_eq!(code, 0, "org list beside the server failed: {stderr}");
+    let listed: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        listed["totalCount"], 1,
+        "the bootstrap organization: {listed}"
+    );
+    handle.stop(true).await;
+    server.await.unwrap().unwrap();
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn signing_keys_rotate_and_old_ones_keep_verifying() {

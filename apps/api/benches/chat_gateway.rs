@@ -1385,7 +1385,7 @@ async fn main() -> anyhow::Result<()> {
     let skip = std::env::var("TESSERA_BENCH_SKIP").unwrap_or_default();
     let skipped = |name: &str| skip.split(',').any(|s| s.trim() == name);
     // reqwest is built without a default crypto provider.
-    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let concurrencies = planned_concurrencies()?;
     let max_concurrency = concurrencies.iter().copied().max().unwrap_or(1);
     let work = tempfile::tempdir()?;

@@ -242,7 +242,7 @@ async fn main() -> anyhow::Result<()> {
     let measure = measured_duration()?;
     let data_dir = tempfile::tempdir()?;
 
-    // Build Tessera first: it installs the aws-lc-rs rustls provider (which the client uses
+    // Build Tessera first: it installs the ring rustls provider (which the client uses
     // too) and generates the certificate the baseline reuses. Stop it while the baseline runs.
     let (_, handle) = start_tessera(data_dir.path()).await?;
     handle.stop(true).await;

@@ -12,7 +12,7 @@ use actix_web::{
     web,
 };
 use serde::de::DeserializeOwned;
-use tessera_kernel::{FieldError, LocSegment};
+use tessera_kernel::{FieldError, LocSegment, text};
 use validator::{Validate, ValidationErrors, ValidationErrorsKind};
 
 use crate::problem::ApiError;
@@ -77,6 +77,15 @@ pub fn parse_json<T: DeserializeOwned + Validate>(bytes: &[u8]) -> Result<T, Api
             "missing",
         )]));
     }
+    refuse_nul_in_json(bytes)?;
+    // Every body is an object; serde would also fill a struct from an array.
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
+        return Err(ApiError::validation(vec![FieldError::new(
+            ["body".into()],
+            "the body must be a JSON object",
+            "type_error",
+        )]));
+    }
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
     let value: T = serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
         let path = loc_of(e.path());
@@ -102,8 +111,42 @@ pub fn parse_json<T: DeserializeOwned + Validate>(bytes: &[u8]) -> Result<T, Api
     Ok(value)
 }
 
+/// A body whose text holds a NUL character is refused with each string's location (the
+/// kernel's text rule), before any handler sees it. JSON can carry NUL only as the escape
+/// `\u0000`, so bodies without that byte sequence (nearly all) skip the walk.
+fn refuse_nul_in_json(bytes: &[u8]) -> Result<(), ApiError> {
+    const ESCAPED_NUL: &[u8] = b"\\u0000";
+    if !bytes.windows(ESCAPED_NUL.len()).any(|w| w == ESCAPED_NUL) {
+        return Ok(());
+    }
+    // A body that is not JSON is left to the typed parse, which says where it breaks.
+    let Ok(document) = serde_json::from_slice::<serde_json::Value>(bytes) else {
+        return Ok(());
+    };
+    let errors = text::nul_errors(&document, &[LocSegment::from("body")]);
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::validation(errors))
+    }
+}
+
+/// Every query parameter whose name or value holds a NUL character (`%00`).
+pub fn refuse_nul_in_query(query: &str) -> Result<(), ApiError> {
+    let errors: Vec<FieldError> = form_urlencoded::parse(query.as_bytes())
+        .filter(|(name, value)| !text::is_storable(name) || !text::is_storable(value))
+        .map(|(name, _)| text::nul_error([LocSegment::from("query"), LocSegment::from(&*name)]))
+        .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::validation(errors))
+    }
+}
+
 /// Deserializes and validates a query string.
 pub fn parse_query<T: DeserializeOwned + Validate>(query: &str) -> Result<T, ApiError> {
+    refuse_nul_in_query(query)?;
     let deserializer =
         serde_urlencoded::Deserializer::new(form_urlencoded::parse(query.as_bytes()));
     let value: T = serde_path_to_error::deserialize(deserializer).map_err(|e| {
@@ -412,6 +455,28 @@ mod tests {
                     .unwrap_or_else(|_| LocSegment::from(*p))
             })
             .collect()
+    }
+
+    #[test]
+    fn nul_in_any_text_and_non_object_bodies_are_located() {
+        let errors = fields(
+            parse_json::<Create>(b"{\"displayName\": \"a\\u0000\", \"items\": []}").unwrap_err(),
+        );
+        assert_eq!(errors.len(), 1);
+        assert_eq!(errors[0].loc, loc(&["body", "displayName"]));
+        assert_eq!(errors[0].kind, text::NUL_ERROR_KIND);
+        // An escaped backslash followed by `u0000` is text, not a NUL.
+        assert!(
+            parse_json::<Create>(b"{\"displayName\": \"\\\\u0000\"}")
+                .is_err_and(|e| fields(e).iter().all(|f| f.kind != text::NUL_ERROR_KIND))
+        );
+        let errors = fields(parse_json::<Create>(b" [\"x\", []]").unwrap_err());
+        assert_eq!(
+            (errors[0].loc.clone(), errors[0].kind.as_str()),
+            (loc(&["body"]), "type_error")
+        );
+        let errors = fields(refuse_nul_in_query("limit=2&modelId=%00").unwrap_err());
+        assert_eq!(errors[0].loc, loc(&["query", "modelId"]));
     }
 
     #[test]

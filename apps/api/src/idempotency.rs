@@ -251,11 +251,16 @@ fn replay(stored: StoredResponse) -> HttpResponse {
 fn refused(refusal: Refusal) -> HttpResponse {
     let detail = refusal.to_string();
     match refusal {
-        Refusal::Mismatch => ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "idempotency_key_reused",
-            detail,
-        )
+        // A validation problem like every 422 (its `detail` lists the offending value), with
+        // its own code.
+        Refusal::Mismatch => ApiError {
+            code: "idempotency_key_reused",
+            ..ApiError::validation(vec![FieldError::new(
+                ["header".into(), "Idempotency-Key".into()],
+                detail,
+                "idempotency_key_reused",
+            )])
+        }
         .error_response(),
         Refusal::InFlight => {
             let mut response =

@@ -54,12 +54,29 @@ pub struct Problem {
 /// One invalid value of a request.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ValidationErrorItem {
-    /// Path to the value: `body`, `query` or `path`, then field names and array indexes.
-    #[schema(value_type = Vec<String>, example = json!(["body", "name"]))]
+    /// Path to the value: `body`, `query`, `path` or `header`, then field names (strings)
+    /// and array indexes (integers).
+    #[schema(schema_with = loc_schema, example = json!(["body", "messages", 0, "content"]))]
     pub loc: Vec<serde_json::Value>,
     pub msg: String,
     #[serde(rename = "type")]
     pub kind: String,
+}
+
+/// `loc`'s schema: an array of field names and array indexes.
+fn loc_schema() -> utoipa::openapi::schema::Array {
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, OneOfBuilder, Type};
+    ArrayBuilder::new()
+        .items(
+            OneOfBuilder::new()
+                .item(ObjectBuilder::new().schema_type(Type::String))
+                .item(
+                    ObjectBuilder::new()
+                        .schema_type(Type::Integer)
+                        .minimum(Some(0)),
+                ),
+        )
+        .build()
 }
 
 /// The 422 body: a problem whose `detail` lists every invalid value.
@@ -134,7 +151,12 @@ impl ResponseError for ApiError {
     fn error_response(&self) -> HttpResponse {
         let mut response = HttpResponse::build(self.status);
         response.insert_header((header::CONTENT_TYPE, PROBLEM_JSON));
-        if let Some(seconds) = self.retry_after {
+        // Every 503 says when to retry (clients' retry logic keys on it); one second unless
+        // the cause knows better.
+        let retry_after = self
+            .retry_after
+            .or((self.status == StatusCode::SERVICE_UNAVAILABLE).then_some(1));
+        if let Some(seconds) = retry_after {
             response.insert_header((header::RETRY_AFTER, seconds.to_string()));
         }
         response.body(self.body().to_string())

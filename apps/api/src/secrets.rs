@@ -70,9 +70,9 @@ mod tests {
             data_dir: dir.path().to_path_buf(),
             ..Settings::default()
         };
-        let first = cursor_codec(&settings).unwrap().encode("list", &1);
+        let first = cursor_codec(&settings).unwrap().encode("list", "", &1);
         let second = cursor_codec(&settings).unwrap();
-        assert_eq!(second.decode::<i32>("list", first.as_str()), Ok(1));
+        assert_eq!(second.decode::<i32>("list", "", first.as_str()), Ok(1));
     }
 
     #[test]

@@ -8,7 +8,7 @@ use tessera_auth::{Argon2SecretHasher, JwtKeys, KeyError, OidcProvider, OidcVeri
 use tessera_chats::{ArtifactService, ChatService};
 use tessera_idempotency::IdempotencyService;
 use tessera_identity::{ClientName, ClientSecret, IdentityService, NewClient, TokenSettings};
-use tessera_kernel::{DomainError, Scope, ScopeSet, SystemClock};
+use tessera_kernel::{CursorCodec, DomainError, Scope, ScopeSet, SystemClock};
 use tessera_limits::{InProcessRateLimiter, Quota, RateLimiter};
 use tessera_limits_redis::RedisRateLimiter;
 use tessera_llm_local::{LocalEngine, LocalEngineOptions, find_model_file};
@@ -167,6 +167,15 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
         routes(App::new().into_utoipa_app().openapi(ApiDoc::openapi())).split_for_parts();
     access::apply_to_openapi(&mut document);
     idempotency::apply_to_openapi(&mut document);
+    crate::openapi::apply_shared_responses(&mut document);
+    crate::openapi::apply_links(&mut document);
+    document
+}
+
+/// The OpenAPI document as served at `/openapi.json` and pinned by the snapshot test.
+pub fn openapi_json() -> serde_json::Value {
+    let mut document = serde_json::to_value(openapi()).unwrap_or_default();
+    crate::openapi::spell_links_in_camel_case(&mut document);
     document
 }
 
@@ -188,14 +197,24 @@ pub async fn open_database(settings: &Settings) -> Result<Database, StoreError> 
     Database::connect(&url, options).await
 }
 
-/// Builds the shared state over an open database; `issuer` is the token issuer URL.
-pub async fn state(
+/// The services that manage tenants and their credentials (organizations, API clients,
+/// token issuing and verification): all the admin CLI's `org` and `client` commands need,
+/// without the models, the vector index or the workers the API opens besides.
+pub struct Tenancy {
+    pub organizations: OrganizationService,
+    pub identity: IdentityService,
+    pub keys: Arc<JwtKeys>,
+    pub cursors: CursorCodec,
+}
+
+/// Builds [`Tenancy`] over an opened database.
+pub fn tenancy(
     settings: &Settings,
-    database: Database,
-    issuer: String,
-) -> Result<AppState, StartupError> {
+    database: &Database,
+    issuer: &str,
+) -> Result<Tenancy, StartupError> {
     // Outbound HTTPS (identity providers) and the listener share one rustls provider.
-    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let cursors = secrets::cursor_codec(settings).map_err(StartupError::DataDir)?;
     let clock = Arc::new(SystemClock);
     let organizations = OrganizationService::new(
@@ -204,7 +223,7 @@ pub async fn state(
         cursors.clone(),
     );
     let rules = TokenRules {
-        issuer: issuer.clone(),
+        issuer: issuer.to_owned(),
         audience: settings.auth.audience.clone(),
         leeway_secs: settings.auth.leeway_secs,
     };
@@ -214,10 +233,10 @@ pub async fn state(
         Arc::new(Argon2SecretHasher::default()),
         keys.clone(),
         keys.clone(),
-        clock.clone(),
+        clock,
         cursors.clone(),
         TokenSettings {
-            issuer: issuer.clone(),
+            issuer: issuer.to_owned(),
             audience: settings.auth.audience.clone(),
             lifetime: Duration::from_secs(settings.auth.token_lifetime_secs),
         },
@@ -241,6 +260,27 @@ pub async fn state(
     let identity = identity
         .with_sessions(sessions)
         .with_organizations(Arc::new(SqlOrganizationStore::new(database.clone())));
+    Ok(Tenancy {
+        organizations,
+        identity,
+        keys,
+        cursors,
+    })
+}
+
+/// Builds the shared state over an open database; `issuer` is the token issuer URL.
+pub async fn state(
+    settings: &Settings,
+    database: Database,
+    issuer: String,
+) -> Result<AppState, StartupError> {
+    let Tenancy {
+        organizations,
+        identity,
+        keys,
+        cursors,
+    } = tenancy(settings, &database, &issuer)?;
+    let clock = Arc::new(SystemClock);
     let prompt_store = Arc::new(SqlPromptStore::new(database.clone()));
     let prompts = PromptService::new(
         prompt_store.clone(),
@@ -407,14 +447,22 @@ async fn local_engine(
     Ok(Some(Arc::new(engine)))
 }
 
-/// The rate limiter: on Redis when `redis_url` is set, in this process otherwise.
+/// The rate limiter: on Redis when `redis_url` is set, in this process otherwise. Redis
+/// unreachable at start-up does not stop the process (decision 0023): the replica starts,
+/// lets requests pass as it does when Redis is lost later, and connects when Redis answers.
+/// Only an invalid URL (a configuration error) stops it.
 async fn limits(settings: &Settings) -> Result<Limits, StartupError> {
+    const PREFIX: &str = "tessera:ratelimit:";
     let limiter: Arc<dyn RateLimiter> = match &settings.redis_url {
-        Some(url) => Arc::new(
-            RedisRateLimiter::connect(url, "tessera:ratelimit:")
-                .await
-                .map_err(|e| StartupError::Redis(e.to_string()))?,
-        ),
+        Some(url) => match RedisRateLimiter::connect(url, PREFIX).await {
+            Ok(limiter) => Arc::new(limiter),
+            Err(error) => {
+                let limiter = RedisRateLimiter::connect_lazily(url, PREFIX)
+                    .map_err(|e| StartupError::Redis(e.to_string()))?;
+                tracing::warn!(%error, "Redis is unreachable at start-up; rate limits are not enforced until it answers");
+                Arc::new(limiter)
+            }
+        },
         None => Arc::new(InProcessRateLimiter::default()),
     };
     let limits = &settings.rate_limit;
@@ -549,7 +597,7 @@ impl Application {
             None
         };
 
-        let document = openapi();
+        let document = openapi_json();
         let trusted = TrustedProxies(Arc::new(settings.http.trusted_proxies.clone()));
         let json_limit = settings.http.json_limit_bytes;
         let header_limit = HeaderLimit(settings.http.max_header_bytes);
@@ -574,7 +622,10 @@ impl Application {
             )
             .split_for_parts();
             app.route("/docs", web::get().to(redirect_to_docs))
-                .service(SwaggerUi::new("/docs/{_:.*}").url("/openapi.json", document.clone()))
+                .service(
+                    SwaggerUi::new("/docs/{_:.*}")
+                        .external_url_unchecked("/openapi.json", document.clone()),
+                )
                 .default_service(web::to(routes::fallback::unmatched))
         })
         .shutdown_timeout(settings.http.shutdown_timeout_secs)

@@ -36,7 +36,7 @@ pub fn dev_certificate_paths(data_dir: &Path) -> (PathBuf, PathBuf) {
 /// Builds the rustls server configuration for these settings.
 pub fn server_config(settings: &Settings) -> Result<ServerConfig, TlsError> {
     // Several rustls providers can be compiled in (through dependencies); choose one.
-    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let (cert_path, key_path, cert_key, key_key) = match (&settings.tls.cert, &settings.tls.key) {
         (Some(cert), Some(key)) => (cert.clone(), key.clone(), "tls.cert", "tls.key"),
         _ => {

@@ -32,12 +32,12 @@ impl Webhooks {
         cursors: CursorCodec,
     ) -> Result<Self, StartupError> {
         let timeout = Duration::from_secs(settings.timeout_secs.max(1));
-        let sender =
-            HttpWebhookSender::new(timeout).map_err(|e| StartupError::Webhooks(e.to_string()))?;
-        let store: Arc<dyn WebhookStore> = Arc::new(SqlWebhookStore::new(database.clone()));
         let policy = TargetPolicy {
             allow_private_targets: settings.allow_private_targets,
         };
+        let sender = HttpWebhookSender::new(timeout, policy)
+            .map_err(|e| StartupError::Webhooks(e.to_string()))?;
+        let store: Arc<dyn WebhookStore> = Arc::new(SqlWebhookStore::new(database.clone()));
         Ok(Self {
             service: WebhookService::new(store.clone(), clock.clone(), cursors, policy),
             store,

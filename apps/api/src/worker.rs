@@ -55,7 +55,7 @@ impl Worker {
             ))
         })?;
         // Outbound HTTPS (Qdrant, S3, webhooks, remote embeddings) needs a crypto provider.
-        let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let database = open_database(settings).await?;
         let cursors = secrets::cursor_codec(settings).map_err(StartupError::DataDir)?;
         let clock = Arc::new(SystemClock);

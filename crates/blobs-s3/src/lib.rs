@@ -104,7 +104,7 @@ impl S3BlobStore {
     ) -> Result<Self, BlobError> {
         // The HTTP client's rustls needs a process-wide crypto provider; keep the one the
         // process installed, or install the same one the API does.
-        let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let store = builder
             .build()
             .map_err(|e| failed("the S3 configuration", e))?;

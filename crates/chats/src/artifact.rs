@@ -118,7 +118,10 @@ impl ArtifactService {
         cursor: Option<&str>,
     ) -> Result<Page<Artifact>, DomainError> {
         let after = cursor
-            .map(|c| self.cursors.decode::<ArtifactId>(ARTIFACT_LIST, c))
+            .map(|c| {
+                self.cursors
+                    .decode::<ArtifactId>(ARTIFACT_LIST, caller.organization.as_str(), c)
+            })
             .transpose()?;
         let filter = ArtifactFilter {
             organization: caller.organization.clone(),
@@ -131,7 +134,8 @@ impl ArtifactService {
             .await?;
         let total = self.store.count(&filter).await?;
         Ok(Page::from_overfetch(rows, limit, Some(total), |artifact| {
-            self.cursors.encode(ARTIFACT_LIST, &artifact.id)
+            self.cursors
+                .encode(ARTIFACT_LIST, caller.organization.as_str(), &artifact.id)
         }))
     }
 }

@@ -17,6 +17,7 @@ mod hub;
 #[cfg(any(test, feature = "memory"))]
 pub mod memory;
 mod retriever;
+mod satisfiable;
 mod service;
 mod store;
 mod validate;

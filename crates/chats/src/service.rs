@@ -505,7 +505,10 @@ impl ChatService {
         cursor: Option<&str>,
     ) -> Result<Page<Chat>, ChatError> {
         let after = cursor
-            .map(|c| self.cursors.decode::<ChatId>(CHAT_LIST, c))
+            .map(|c| {
+                self.cursors
+                    .decode::<ChatId>(CHAT_LIST, caller.organization.as_str(), c)
+            })
             .transpose()
             .map_err(DomainError::from)?;
         let filter = ChatFilter {
@@ -519,7 +522,8 @@ impl ChatService {
             .await?;
         let total = self.store.count(&filter).await?;
         Ok(Page::from_overfetch(rows, limit, Some(total), |chat| {
-            self.cursors.encode(CHAT_LIST, &chat.id)
+            self.cursors
+                .encode(CHAT_LIST, caller.organization.as_str(), &chat.id)
         }))
     }
 

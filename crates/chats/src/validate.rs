@@ -221,7 +221,12 @@ pub fn check_schema(schema: &Value, path: &[LocSegment]) -> Vec<FieldError> {
         return vec![error(path, "must be a JSON Schema object", "value_error")];
     }
     match jsonschema::meta::validate(schema) {
-        Ok(()) => Vec::new(),
+        Ok(()) if crate::satisfiable::is_satisfiable(schema) => Vec::new(),
+        Ok(()) => vec![error(
+            path,
+            "is unsatisfiable: its `type`, `const`, `enum`, `allOf`, `anyOf` or `oneOf` leave no JSON value that could match",
+            "json_schema_unsatisfiable",
+        )],
         Err(problem) => vec![error(
             path,
             format!("is not a valid JSON Schema: {problem}"),
@@ -339,6 +344,13 @@ mod tests {
             [("body.responseFormat".into(), "json_schema_invalid")]
         );
         assert_eq!(check_schema(&json!([1]), &path).len(), 1);
+        assert_eq!(
+            kinds(&check_schema(
+                &json!({"allOf": [{"type": "string"}, {"type": "integer"}]}),
+                &path
+            )),
+            [("body.responseFormat".into(), "json_schema_unsatisfiable")]
+        );
 
         let schema = json!({
             "type": "object",

@@ -11,7 +11,10 @@
 //! [`DocumentError::Encrypted`] when it holds an `EncryptedPackage`; anything else that is not
 //! a zip archive with a `word/document.xml` is [`DocumentError::Corrupt`]. The parts are read
 //! through a counter, never trusting the sizes the archive declares, so a decompression bomb
-//! stops at [`crate::Limits::max_expanded_bytes`] with [`DocumentError::TooLarge`].
+//! stops at [`crate::Limits::max_expanded_bytes`] with [`DocumentError::TooLarge`]; and no
+//! single XML text or tag may run past [`MAX_XML_RUN`] bytes, since the XML reader holds a
+//! whole event in memory (a bomb of one giant text node would otherwise cost its size twice
+//! over before the counter refused it).
 
 use std::collections::HashMap;
 use std::io::{BufReader, Cursor, Read};
@@ -27,6 +30,10 @@ use crate::Limits;
 use crate::text::{Extracted, Segment};
 
 const OLE_SIGNATURE: [u8; 4] = [0xD0, 0xCF, 0x11, 0xE0];
+/// The longest run of XML bytes without a `<` (one text node, or one tag with its
+/// attributes) a part may hold: far above any real document's, and a bound on the memory the
+/// XML reader's event buffer can take.
+pub(crate) const MAX_XML_RUN: u64 = 1 << 20;
 /// A heading level for `Title`, outside `Heading1`.
 const TITLE_LEVEL: u8 = 0;
 
@@ -95,20 +102,52 @@ struct Budget {
     limit: u64,
 }
 
+/// A part as the XML reader reads it: through the byte budget and the run limit.
+type PartReader<R> = BufReader<RunLimit<std::io::Take<R>>>;
+
+/// Fails a read once more than [`MAX_XML_RUN`] bytes have passed without a `<`.
+struct RunLimit<R> {
+    inner: R,
+    run: u64,
+}
+
+/// The error [`RunLimit`] fails with, recognised when quick-xml hands it back.
+#[derive(Debug, thiserror::Error)]
+#[error("an XML text or tag longer than {MAX_XML_RUN} bytes")]
+struct RunTooLong;
+
+impl<R: Read> Read for RunLimit<R> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        let read = self.inner.read(out)?;
+        let bytes = &out[..read];
+        self.run = match bytes.iter().rposition(|&b| b == b'<') {
+            Some(last) => (read - last - 1) as u64,
+            None => self.run + read as u64,
+        };
+        if self.run > MAX_XML_RUN {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                RunTooLong,
+            ));
+        }
+        Ok(read)
+    }
+}
+
 impl Budget {
     /// Reads `part` through the budget: at most `remaining + 1` bytes, so reading past the
     /// budget is seen.
-    fn reader<R: Read>(&self, part: R) -> BufReader<std::io::Take<R>> {
-        BufReader::new(part.take(self.remaining.saturating_add(1)))
+    fn reader<R: Read>(&self, part: R) -> PartReader<R> {
+        BufReader::new(RunLimit {
+            inner: part.take(self.remaining.saturating_add(1)),
+            run: 0,
+        })
     }
 
     /// Charges what `reader` has read, refusing the document past the budget.
-    fn charge<R: Read>(
-        &mut self,
-        reader: &BufReader<std::io::Take<R>>,
-    ) -> Result<(), DocumentError> {
+    fn charge<R: Read>(&mut self, reader: &PartReader<R>) -> Result<(), DocumentError> {
         let allowed = self.remaining.saturating_add(1);
-        let read = allowed.saturating_sub(reader.get_ref().limit());
+        let read = allowed.saturating_sub(reader.get_ref().inner.limit());
         if read > self.remaining {
             return Err(DocumentError::TooLarge(format!(
                 "the document expands to more than {} bytes",
@@ -119,13 +158,18 @@ impl Budget {
         Ok(())
     }
 
-    /// Maps an XML error: past the budget it is the budget's error, otherwise damage.
+    /// Maps an XML error: past the budget or the run limit it is too large, otherwise damage.
     fn xml_error<R: Read>(
         &mut self,
-        reader: &BufReader<std::io::Take<R>>,
+        reader: &PartReader<R>,
         part: &str,
         error: &quick_xml::Error,
     ) -> DocumentError {
+        if let quick_xml::Error::Io(io) = error
+            && io.get_ref().is_some_and(|inner| inner.is::<RunTooLong>())
+        {
+            return DocumentError::TooLarge(format!("{part} holds {RunTooLong}"));
+        }
         match self.charge(reader) {
             Err(too_large) => too_large,
             Ok(()) => corrupt(&format!("{part} is not well-formed: {error}")),
@@ -187,10 +231,7 @@ struct Styles {
 }
 
 impl Styles {
-    fn read<R: Read>(
-        mut input: BufReader<std::io::Take<R>>,
-        budget: &mut Budget,
-    ) -> Result<Self, DocumentError> {
+    fn read<R: Read>(mut input: PartReader<R>, budget: &mut Budget) -> Result<Self, DocumentError> {
         let mut styles = Self::default();
         let mut reader = Reader::from_reader(&mut input);
         let mut buffer = Vec::new();
@@ -336,7 +377,7 @@ impl<'s> Body<'s> {
 
     fn read<R: Read>(
         mut self,
-        mut input: BufReader<std::io::Take<R>>,
+        mut input: PartReader<R>,
         budget: &mut Budget,
     ) -> Result<Extracted, DocumentError> {
         let mut reader = Reader::from_reader(&mut input);

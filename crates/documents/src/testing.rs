@@ -168,19 +168,36 @@ pub fn docx(document: &str, styles: Option<&str>) -> Vec<u8> {
 
 /// A docx whose `word/document.xml` inflates to `size` bytes of comments (about 1000:1).
 pub fn docx_bomb(size: usize) -> Vec<u8> {
+    docx_bomb_of(size, &format!("<!--{}-->", " ".repeat(65_529)), "")
+}
+
+/// A docx whose `word/document.xml` is one paragraph whose single text node inflates to
+/// `size` bytes: the XML reader would hold the whole node at once.
+pub fn docx_bomb_one_text_node(size: usize) -> Vec<u8> {
+    docx_bomb_of(size, &"a".repeat(65_536), "<w:p><w:r><w:t>")
+}
+
+/// A docx whose `word/document.xml` inflates to `size` bytes of short paragraphs of text:
+/// all of it is text the extractor keeps.
+pub fn docx_bomb_of_paragraphs(size: usize) -> Vec<u8> {
+    let paragraph = format!("<w:p><w:r><w:t>{}</w:t></w:r></w:p>", "word ".repeat(200));
+    docx_bomb_of(size, &paragraph.repeat(64), "")
+}
+
+/// `repeat` written after `opening` until the part holds `size` bytes.
+fn docx_bomb_of(size: usize, repeat: &str, opening: &str) -> Vec<u8> {
     let mut writer = zip::ZipWriter::new(Cursor::new(Vec::new()));
     let options = SimpleFileOptions::default()
         .compression_method(zip::CompressionMethod::Deflated)
         .compression_level(Some(1))
         .large_file(size > u32::MAX as usize);
     writer.start_file("word/document.xml", options).unwrap();
-    let head = "<?xml version=\"1.0\"?><w:document xmlns:w=\"w\"><w:body>";
+    let head = format!("<?xml version=\"1.0\"?><w:document xmlns:w=\"w\"><w:body>{opening}");
     writer.write_all(head.as_bytes()).unwrap();
-    let comment = format!("<!--{}-->", " ".repeat(65_529));
     let mut written = head.len();
     while written < size {
-        writer.write_all(comment.as_bytes()).unwrap();
-        written += comment.len();
+        writer.write_all(repeat.as_bytes()).unwrap();
+        written += repeat.len();
     }
     writer.write_all(b"</w:body></w:document>").unwrap();
     writer.finish().unwrap().into_inner()

@@ -588,6 +588,59 @@ async fn ole_files_are_encrypted_documents_or_not_docx() {
     assert!(matches!(error, DocumentError::Corrupt(_)), "{error:?}");
 }
 
+/// This process's resident memory now and at its peak since the peak was last reset, in
+/// bytes (Linux `/proc/self/status`).
+fn resident_bytes() -> (u64, u64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(name))
+            .and_then(|rest| {
+                rest.trim()
+                    .trim_end_matches("kB")
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+            })
+            .unwrap_or_else(|| panic!("{name} in /proc/self/status"))
+            * 1024
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+/// Every docx bomb is refused with memory bounded well below what it inflates to: the
+/// worker's peak grows by less than 64 MiB (the bound `docs/architecture.md` states),
+/// whether the bomb is comments, one giant text node, or paragraphs of text.
+#[tokio::test]
+async fn docx_bombs_are_refused_within_a_memory_bound() {
+    const BOUND: u64 = 64 << 20;
+    for (name, bomb) in [
+        ("comments", docx_bomb(1100 << 20)),
+        ("one text node", docx_bomb_one_text_node(1100 << 20)),
+        ("paragraphs", docx_bomb_of_paragraphs(1100 << 20)),
+    ] {
+        // Reset the peak to the current size (Linux: "5" clears VmHWM), so only this
+        // extraction's peak counts; if it cannot, the check is only stricter.
+        let _ = std::fs::write("/proc/self/clear_refs", "5");
+        let (before, _) = resident_bytes();
+        let error = support::chunks(FileFormat::Docx, bomb, settings(200, 30))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(error, DocumentError::TooLarge(_)),
+            "{name}: {error:?}"
+        );
+        let (_, peak) = resident_bytes();
+        let growth = peak.saturating_sub(before);
+        assert!(
+            growth < BOUND,
+            "{name}: the peak grew by {} MiB",
+            growth >> 20
+        );
+    }
+}
+
 #[tokio::test]
 async fn a_docx_zip_bomb_is_too_large() {
     // 300 MB of XML in well under a megabyte; read up to the default 200 MB and refused.

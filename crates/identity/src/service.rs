@@ -200,7 +200,10 @@ impl IdentityService {
         cursor: Option<&str>,
     ) -> Result<Page<Client>, IdentityError> {
         let after = cursor
-            .map(|c| self.cursors.decode::<ClientId>(CURSOR_LIST, c))
+            .map(|c| {
+                self.cursors
+                    .decode::<ClientId>(CURSOR_LIST, organization.as_str(), c)
+            })
             .transpose()
             .map_err(DomainError::from)?;
         let rows = self
@@ -209,7 +212,8 @@ impl IdentityService {
             .await?;
         let total = self.clients.count(organization).await?;
         Ok(Page::from_overfetch(rows, limit, Some(total), |last| {
-            self.cursors.encode(CURSOR_LIST, &last.id)
+            self.cursors
+                .encode(CURSOR_LIST, organization.as_str(), &last.id)
         }))
     }
 

@@ -2,7 +2,8 @@
 //! sortable entity ids), the authenticated `Principal` with its `Scope`s, keyset pagination
 //! (`Page`, `PageRequest` and tamper-evident `Cursor`s), the `Clock` port, and the
 //! `DomainError` kinds every other crate maps its errors into, and `PerThread`, the
-//! per-thread values adapters keep next to a thread's runtime. It does no I/O and depends on
+//! per-thread values adapters keep next to a thread's runtime, and the rule for storable text
+//! (no NUL character, on any database). It does no I/O and depends on
 //! no framework, so every domain crate (and other teams' services) can use it.
 
 mod clock;
@@ -13,6 +14,7 @@ mod organization_id;
 mod page;
 mod per_thread;
 mod principal;
+pub mod text;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use cursor::{Cursor, CursorCodec, CursorError};

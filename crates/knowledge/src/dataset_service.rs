@@ -145,7 +145,10 @@ impl DatasetService {
         cursor: Option<&str>,
     ) -> Result<Page<Dataset>, DomainError> {
         let after = cursor
-            .map(|c| self.cursors.decode::<DatasetId>(DATASET_LIST, c))
+            .map(|c| {
+                self.cursors
+                    .decode::<DatasetId>(DATASET_LIST, caller.organization.as_str(), c)
+            })
             .transpose()?;
         let rows = self
             .datasets
@@ -153,7 +156,8 @@ impl DatasetService {
             .await?;
         let total = self.datasets.count(&caller.organization).await?;
         Ok(Page::from_overfetch(rows, limit, Some(total), |dataset| {
-            self.cursors.encode(DATASET_LIST, &dataset.id)
+            self.cursors
+                .encode(DATASET_LIST, caller.organization.as_str(), &dataset.id)
         }))
     }
 
@@ -255,8 +259,9 @@ impl DatasetService {
         cursor: Option<&str>,
     ) -> Result<Page<DatasetFile>, DomainError> {
         let found = self.get(caller, dataset).await?;
+        let owner = CursorCodec::owner(caller.organization.as_str(), dataset.as_str());
         let after = cursor
-            .map(|c| self.cursors.decode::<FileId>(DATASET_FILE_LIST, c))
+            .map(|c| self.cursors.decode::<FileId>(DATASET_FILE_LIST, &owner, c))
             .transpose()?;
         let rows = self
             .datasets
@@ -266,7 +271,10 @@ impl DatasetService {
             rows,
             limit,
             Some(found.file_count),
-            |entry| self.cursors.encode(DATASET_FILE_LIST, &entry.file.id),
+            |entry| {
+                self.cursors
+                    .encode(DATASET_FILE_LIST, &owner, &entry.file.id)
+            },
         ))
     }
 

@@ -125,7 +125,10 @@ impl FileService {
         cursor: Option<&str>,
     ) -> Result<Page<StoredFile>, DomainError> {
         let after = cursor
-            .map(|c| self.cursors.decode::<FileId>(FILE_LIST, c))
+            .map(|c| {
+                self.cursors
+                    .decode::<FileId>(FILE_LIST, caller.organization.as_str(), c)
+            })
             .transpose()?;
         let filter = FileFilter {
             organization: caller.organization.clone(),
@@ -137,7 +140,8 @@ impl FileService {
             .await?;
         let total = self.files.count(&filter).await?;
         Ok(Page::from_overfetch(rows, limit, Some(total), |file| {
-            self.cursors.encode(FILE_LIST, &file.id)
+            self.cursors
+                .encode(FILE_LIST, caller.organization.as_str(), &file.id)
         }))
     }
 

@@ -42,26 +42,47 @@ pub struct RedisRateLimiter {
 impl RedisRateLimiter {
     /// Connects (failing now, not at the first request, when Redis is unreachable).
     pub async fn connect(url: &str, prefix: &str) -> Result<Self, DomainError> {
-        let client = redis::Client::open(url).map_err(|e| DomainError::Unavailable {
-            message: format!("invalid Redis URL: {e}"),
-        })?;
-        // A limiter answers within a request's time: bounded connection attempts and replies.
-        let config = ConnectionManagerConfig::new()
-            .set_number_of_retries(2)
-            .set_max_delay(Duration::from_millis(200))
-            .set_connection_timeout(Some(Duration::from_secs(2)))
-            .set_response_timeout(Some(Duration::from_secs(1)));
-        let connection = ConnectionManager::new_with_config(client, config)
+        let client = client(url)?;
+        let connection = ConnectionManager::new_with_config(client, manager_config())
             .await
             .map_err(|e| DomainError::Unavailable {
                 message: format!("cannot connect to Redis: {e}"),
             })?;
-        Ok(Self {
+        Ok(Self::over(connection, prefix))
+    }
+
+    /// A limiter that connects at its first use and reconnects after failures; it fails
+    /// only on an invalid URL. Until Redis answers, each `acquire` is `Unavailable`.
+    pub fn connect_lazily(url: &str, prefix: &str) -> Result<Self, DomainError> {
+        let connection = ConnectionManager::new_lazy_with_config(client(url)?, manager_config())
+            .map_err(|e| DomainError::Unavailable {
+                message: format!("cannot set up the Redis connection: {e}"),
+            })?;
+        Ok(Self::over(connection, prefix))
+    }
+
+    fn over(connection: ConnectionManager, prefix: &str) -> Self {
+        Self {
             connection,
             script: Script::new(GCRA),
             prefix: prefix.to_owned(),
-        })
+        }
     }
+}
+
+fn client(url: &str) -> Result<redis::Client, DomainError> {
+    redis::Client::open(url).map_err(|e| DomainError::Unavailable {
+        message: format!("invalid Redis URL: {e}"),
+    })
+}
+
+/// A limiter answers within a request's time: bounded connection attempts and replies.
+fn manager_config() -> ConnectionManagerConfig {
+    ConnectionManagerConfig::new()
+        .set_number_of_retries(2)
+        .set_max_delay(Duration::from_millis(200))
+        .set_connection_timeout(Some(Duration::from_secs(2)))
+        .set_response_timeout(Some(Duration::from_secs(1)))
 }
 
 fn micros(value: i64) -> Duration {

@@ -17,8 +17,8 @@
 //! shape some servers want instead.
 //!
 //! It relies on the process having installed a rustls crypto provider (the API installs
-//! aws-lc-rs at start-up); when none is installed yet, building an adapter installs
-//! aws-lc-rs.
+//! ring at start-up); when none is installed yet, building an adapter installs
+//! ring.
 
 mod config;
 mod embeddings;

@@ -128,7 +128,7 @@ impl ServerProcess {
     async fn wait_until_ready(&mut self, name: &str, url: &str, limit: Duration) {
         let started = Instant::now();
         // As the API does at start-up (reqwest's rustls needs a process-wide provider).
-        let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(2))
             .build()

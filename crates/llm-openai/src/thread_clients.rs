@@ -36,7 +36,7 @@ impl ClientSettings {
     pub(crate) fn clients(self) -> Result<ThreadClients, reqwest::Error> {
         // reqwest's rustls backend needs a process-wide crypto provider; keep the one the
         // process installed, or install the same one the API does.
-        let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let clients = PerThread::new(move || self.build());
         clients.get()?;
         Ok(clients)

@@ -137,7 +137,10 @@ impl ModelService {
         cursor: Option<&str>,
     ) -> Result<Page<ModelView>, ModelError> {
         let after = cursor
-            .map(|c| self.cursors.decode::<ModelId>(MODEL_LIST, c))
+            .map(|c| {
+                self.cursors
+                    .decode::<ModelId>(MODEL_LIST, organization.as_str(), c)
+            })
             .transpose()
             .map_err(DomainError::from)?;
         let rows = self
@@ -146,7 +149,8 @@ impl ModelService {
             .await?;
         let total = self.store.count(organization).await?;
         let page = Page::from_overfetch(rows, limit, Some(total), |last| {
-            self.cursors.encode(MODEL_LIST, &last.id)
+            self.cursors
+                .encode(MODEL_LIST, organization.as_str(), &last.id)
         });
         Ok(page.map(|model| self.view(model)))
     }

@@ -110,13 +110,13 @@ impl OrganizationService {
         cursor: Option<&str>,
     ) -> Result<Page<Organization>, OrganizationError> {
         let after = cursor
-            .map(|c| self.cursors.decode::<OrganizationId>(CURSOR_LIST, c))
+            .map(|c| self.cursors.decode::<OrganizationId>(CURSOR_LIST, "", c))
             .transpose()
             .map_err(DomainError::from)?;
         let rows = self.store.list(&PageRequest { limit, after }).await?;
         let total = self.store.count().await?;
         Ok(Page::from_overfetch(rows, limit, Some(total), |last| {
-            self.cursors.encode(CURSOR_LIST, &last.id)
+            self.cursors.encode(CURSOR_LIST, "", &last.id)
         }))
     }
 

@@ -132,14 +132,15 @@ impl PromptService {
         cursor: Option<&str>,
     ) -> Result<Page<Particle>, PromptError> {
         let owner = listed_owner(organization, system);
-        let after = self.decode(PARTICLE_LIST, cursor)?;
+        let cursor_owner = list_cursor_owner(organization, system);
+        let after = self.decode(PARTICLE_LIST, &cursor_owner, cursor)?;
         let rows = self
             .particles
             .list(&owner, category, &PageRequest { limit, after })
             .await?;
         let total = self.particles.count(&owner, category).await?;
         Ok(Page::from_overfetch(rows, limit, Some(total), |last| {
-            self.cursors.encode(PARTICLE_LIST, &last.id)
+            self.cursors.encode(PARTICLE_LIST, &cursor_owner, &last.id)
         }))
     }
 
@@ -232,14 +233,16 @@ impl PromptService {
         cursor: Option<&str>,
     ) -> Result<Page<ParticleVersion>, PromptError> {
         let particle = self.get_particle(organization, id).await?;
-        let after = self.decode(VERSION_LIST, cursor)?;
+        let cursor_owner = CursorCodec::owner(organization.as_str(), id.as_str());
+        let after = self.decode(VERSION_LIST, &cursor_owner, cursor)?;
         let rows = self
             .particles
             .versions(organization, id, &PageRequest { limit, after })
             .await?;
         let total = u64::from(particle.latest.number);
         Ok(Page::from_overfetch(rows, limit, Some(total), |last| {
-            self.cursors.encode(VERSION_LIST, &last.number)
+            self.cursors
+                .encode(VERSION_LIST, &cursor_owner, &last.number)
         }))
     }
 
@@ -333,14 +336,16 @@ impl PromptService {
         cursor: Option<&str>,
     ) -> Result<Page<SystemPromptView>, PromptError> {
         let owner = listed_owner(organization, system);
-        let after = self.decode(SYSTEM_PROMPT_LIST, cursor)?;
+        let cursor_owner = list_cursor_owner(organization, system);
+        let after = self.decode(SYSTEM_PROMPT_LIST, &cursor_owner, cursor)?;
         let rows = self
             .prompts
             .list(&owner, &PageRequest { limit, after })
             .await?;
         let total = self.prompts.count(&owner).await?;
         let page = Page::from_overfetch(rows, limit, Some(total), |last| {
-            self.cursors.encode(SYSTEM_PROMPT_LIST, &last.id)
+            self.cursors
+                .encode(SYSTEM_PROMPT_LIST, &cursor_owner, &last.id)
         });
         let ids: Vec<SystemPromptId> = page.items.iter().map(|p| p.id.clone()).collect();
         let mut by_prompt: HashMap<SystemPromptId, Vec<ResolvedAssociation>> = HashMap::new();
@@ -599,10 +604,11 @@ impl PromptService {
     fn decode<K: serde::de::DeserializeOwned>(
         &self,
         list: &str,
+        owner: &str,
         cursor: Option<&str>,
     ) -> Result<Option<K>, PromptError> {
         cursor
-            .map(|c| self.cursors.decode::<K>(list, c))
+            .map(|c| self.cursors.decode::<K>(list, owner, c))
             .transpose()
             .map_err(|e| PromptError::Domain(DomainError::from(e)))
     }
@@ -626,6 +632,16 @@ impl PromptService {
             content,
             self.clock.now(),
         )
+    }
+}
+
+/// Whose list a cursor pages: the organization's own records, or the system's as that
+/// organization sees them (a cursor of one is refused on the other).
+fn list_cursor_owner(organization: &OrganizationId, system: bool) -> String {
+    if system {
+        CursorCodec::owner(organization.as_str(), "system")
+    } else {
+        organization.as_str().to_owned()
     }
 }
 

@@ -57,6 +57,32 @@ impl TestDatabase {
         }
     }
 
+    /// Terminates every server connection to this PostgreSQL database (as a restart or a
+    /// failover would), leaving the database in place; returns how many were cut.
+    pub async fn terminate_connections(&self) -> usize {
+        #[derive(diesel::QueryableByName)]
+        struct Terminated {
+            #[diesel(sql_type = diesel::sql_types::Bool)]
+            #[allow(dead_code)]
+            done: bool,
+        }
+        let Cleanup::Postgres { server_url, name } = &self.cleanup else {
+            return 0;
+        };
+        let mut admin = AsyncPgConnection::establish(server_url)
+            .await
+            .unwrap_or_else(|e| panic!("connecting to {server_url}: {e}"));
+        diesel::sql_query(
+            "SELECT pg_terminate_backend(pid) AS done FROM pg_stat_activity \
+             WHERE datname = $1 AND pid <> pg_backend_pid()",
+        )
+        .bind::<diesel::sql_types::Text, _>(name)
+        .load::<Terminated>(&mut admin)
+        .await
+        .unwrap_or_else(|e| panic!("terminating connections to {name}: {e}"))
+        .len()
+    }
+
     /// Drops a PostgreSQL database now, cutting its connections (to test outages).
     pub async fn destroy(&self) {
         if let Cleanup::Postgres { server_url, name } = &self.cleanup {

@@ -123,10 +123,11 @@ impl UsageService {
             }
         }
         let after = match request.cursor.as_deref() {
-            Some(cursor) => match self
-                .cursors
-                .decode::<GroupKey>(&group_list(grouping), cursor)
-            {
+            Some(cursor) => match self.cursors.decode::<GroupKey>(
+                &group_list(grouping),
+                caller.organization.as_str(),
+                cursor,
+            ) {
                 Ok(key) => Some(key),
                 Err(error) => return Err(error.into()),
             },
@@ -173,7 +174,13 @@ impl UsageService {
             } else {
                 aggregate.group_count
             }),
-            |group| self.cursors.encode(&group_list(grouping), &group.key),
+            |group| {
+                self.cursors.encode(
+                    &group_list(grouping),
+                    caller.organization.as_str(),
+                    &group.key,
+                )
+            },
         )
         .map(|UsageGroup { key, totals }| ReportGroup {
             period_start: key.period.map(|local| local_instant(zone, local)),

@@ -1,13 +1,21 @@
 //! The `WebhookSender` port over HTTP(S): one reqwest client (rustls, the Mozilla roots) that
 //! POSTs signed deliveries with a total timeout and never follows redirects, so a receiver
-//! cannot bounce a delivery to a host the URL checks would have refused. Any answer is a
-//! result (its status decides delivery); only a failure to get one is an error.
+//! cannot bounce a delivery to a host the URL checks would have refused. Unless the target
+//! policy allows private targets, a delivery is refused when its host is a private address
+//! or resolves only to such addresses, checked on the addresses it then connects to. Any
+//! answer is a result (its status decides delivery); only a failure to get one is an error.
 
-use std::{error::Error as _, time::Duration};
+mod resolver;
+
+use std::{error::Error as _, net::IpAddr, time::Duration};
 
 use async_trait::async_trait;
 use reqwest::{header::CONTENT_TYPE, redirect};
-use tessera_webhooks::{OutgoingRequest, SendError, WebhookSender};
+use tessera_webhooks::{
+    OutgoingRequest, SendError, TargetPolicy, WebhookSender, is_private_address,
+};
+
+pub use resolver::PublicAddressResolver;
 
 /// Why the client could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -18,6 +26,7 @@ pub struct ClientError(String);
 #[derive(Clone)]
 pub struct HttpWebhookSender {
     http: reqwest::Client,
+    policy: TargetPolicy,
 }
 
 fn error_chain(error: &reqwest::Error) -> String {
@@ -33,24 +42,46 @@ fn error_chain(error: &reqwest::Error) -> String {
 
 impl HttpWebhookSender {
     /// A sender whose attempts give up after `timeout` (connecting, sending and reading the
-    /// answer's head together).
-    pub fn new(timeout: Duration) -> Result<Self, ClientError> {
+    /// answer's head together), reaching only the targets `policy` allows.
+    pub fn new(timeout: Duration, policy: TargetPolicy) -> Result<Self, ClientError> {
         // reqwest's rustls backend needs a process-wide crypto provider; keep the one the
         // process installed, or install the same one the API does.
-        let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
-        let http = reqwest::Client::builder()
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let mut builder = reqwest::Client::builder()
             .timeout(timeout)
             .redirect(redirect::Policy::none())
-            .user_agent(concat!("tessera-webhooks/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| ClientError(error_chain(&e)))?;
-        Ok(Self { http })
+            .user_agent(concat!("tessera-webhooks/", env!("CARGO_PKG_VERSION")));
+        if !policy.allow_private_targets {
+            builder = builder.dns_resolver(PublicAddressResolver::shared());
+        }
+        let http = builder.build().map_err(|e| ClientError(error_chain(&e)))?;
+        Ok(Self { http, policy })
+    }
+
+    /// A literal private address in the URL (never resolved, so the resolver does not see it).
+    fn refuse_private_literal(&self, url: &str) -> Result<(), SendError> {
+        if self.policy.allow_private_targets {
+            return Ok(());
+        }
+        let url = reqwest::Url::parse(url).map_err(|e| SendError(format!("invalid URL: {e}")))?;
+        let literal = match url.host() {
+            Some(url::Host::Ipv4(ip)) => Some(IpAddr::V4(ip)),
+            Some(url::Host::Ipv6(ip)) => Some(IpAddr::V6(ip)),
+            _ => None,
+        };
+        match literal {
+            Some(ip) if is_private_address(ip) => Err(SendError(format!(
+                "{ip} is a private, loopback or link-local address, which webhooks may not target"
+            ))),
+            _ => Ok(()),
+        }
     }
 }
 
 #[async_trait]
 impl WebhookSender for HttpWebhookSender {
     async fn post(&self, request: &OutgoingRequest) -> Result<u16, SendError> {
+        self.refuse_private_literal(&request.url)?;
         let mut builder = self
             .http
             .post(&request.url)

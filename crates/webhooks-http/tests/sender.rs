@@ -1,10 +1,11 @@
 //! The sender against real HTTP listeners on loopback: what a receiver gets, which answers
-//! count, and the failures that are errors (refused connection, no answer in time).
+//! count, the failures that are errors (refused connection, no answer in time), and targets
+//! on the service's own network refused at delivery, by name or by address.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::time::Duration;
 
-use tessera_webhooks::{OutgoingRequest, WebhookSender};
+use tessera_webhooks::{OutgoingRequest, TargetPolicy, WebhookSender};
 use tessera_webhooks_http::HttpWebhookSender;
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
@@ -47,6 +48,11 @@ async fn receiver(status_line: &'static str) -> (String, oneshot::Receiver<Strin
     (url, rx)
 }
 
+/// These receivers listen on loopback, which the default policy refuses.
+const LOOPBACK_ALLOWED: TargetPolicy = TargetPolicy {
+    allow_private_targets: true,
+};
+
 fn request(url: String) -> OutgoingRequest {
     OutgoingRequest {
         url,
@@ -61,7 +67,7 @@ fn request(url: String) -> OutgoingRequest {
 #[tokio::test]
 async fn the_receiver_gets_the_body_and_headers_and_its_status_is_returned() {
     let (url, received) = receiver("HTTP/1.1 202 Accepted").await;
-    let sender = HttpWebhookSender::new(Duration::from_secs(5)).unwrap();
+    let sender = HttpWebhookSender::new(Duration::from_secs(5), LOOPBACK_ALLOWED).unwrap();
     let status = sender.post(&request(url)).await.unwrap();
     assert_eq!(status, 202);
     let raw = received.await.unwrap();
@@ -82,7 +88,7 @@ async fn the_receiver_gets_the_body_and_headers_and_its_status_is_returned() {
 #[tokio::test]
 async fn error_answers_are_answers_and_redirects_are_not_followed() {
     let (url, _received) = receiver("HTTP/1.1 500 Internal Server Error").await;
-    let sender = HttpWebhookSender::new(Duration::from_secs(5)).unwrap();
+    let sender = HttpWebhookSender::new(Duration::from_secs(5), LOOPBACK_ALLOWED).unwrap();
     assert_eq!(sender.post(&request(url)).await.unwrap(), 500);
 
     let (url, _received) =
@@ -95,7 +101,7 @@ async fn a_refused_connection_and_a_silent_receiver_are_errors() {
     let closed = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/", closed.local_addr().unwrap());
     drop(closed);
-    let sender = HttpWebhookSender::new(Duration::from_millis(500)).unwrap();
+    let sender = HttpWebhookSender::new(Duration::from_millis(500), LOOPBACK_ALLOWED).unwrap();
     let error = sender.post(&request(url)).await.unwrap_err();
     assert!(!error.0.is_empty());
 
@@ -110,4 +116,24 @@ async fn a_refused_connection_and_a_silent_receiver_are_errors() {
     let error = sender.post(&request(url)).await.unwrap_err();
     assert_eq!(error.0, "the receiver did not answer in time");
     hold.abort();
+}
+
+#[tokio::test]
+async fn private_targets_are_refused_at_delivery_by_name_and_by_address() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let sender = HttpWebhookSender::new(Duration::from_secs(2), TargetPolicy::default()).unwrap();
+    // The sender does not judge names: `localhost` stands for any internal name, refused
+    // because it resolves only to loopback addresses.
+    for url in [
+        format!("http://localhost:{port}/"),
+        format!("http://127.0.0.1:{port}/"),
+        format!("http://[::ffff:127.0.0.1]:{port}/"),
+    ] {
+        let error = sender.post(&request(url.clone())).await.unwrap_err();
+        assert!(error.0.contains("private"), "{url}: {}", error.0);
+    }
+    // Nothing connected to the receiver.
+    let accepted = tokio::time::timeout(Duration::from_millis(300), listener.accept()).await;
+    assert!(accepted.is_err(), "a refused delivery reached the receiver");
 }

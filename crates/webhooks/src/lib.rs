@@ -19,7 +19,9 @@ pub use delivery::{AttemptRecord, ClaimedDelivery, Delivery, DeliveryId, Deliver
 pub use dispatcher::{DispatchSettings, Dispatcher, retry_delay};
 pub use event::{DatasetChange, Event, EventId, EventKind};
 pub use sender::{OutgoingRequest, SendError, WebhookSender};
-pub use service::{MAX_WEBHOOKS_PER_ORGANIZATION, TargetPolicy, WebhookService};
+pub use service::{
+    MAX_WEBHOOKS_PER_ORGANIZATION, TargetPolicy, WebhookService, is_private_address,
+};
 pub use signature::{
     DELIVERY_HEADER, EVENT_HEADER, EVENT_ID_HEADER, SIGNATURE_HEADER, sign, verify,
 };

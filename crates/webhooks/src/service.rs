@@ -43,7 +43,10 @@ fn field(loc: &[&str], msg: impl Into<String>, kind: &str) -> FieldError {
     FieldError::new(loc.iter().map(|&s| s.into()), msg, kind)
 }
 
-fn private_ip(ip: IpAddr) -> bool {
+/// Whether `ip` is loopback, private, link-local (cloud metadata services among them),
+/// unique-local, carrier-grade NAT, broadcast or unspecified: addresses of the service's own
+/// network, which webhooks must not reach unless the policy allows it.
+pub fn is_private_address(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(ip) => private_v4(ip),
         IpAddr::V6(ip) => {
@@ -89,8 +92,8 @@ impl TargetPolicy {
                 let name = name.trim_end_matches('.').to_ascii_lowercase();
                 name == "localhost" || name.ends_with(".localhost")
             }
-            Some(Host::Ipv4(ip)) => private_ip(IpAddr::V4(ip)),
-            Some(Host::Ipv6(ip)) => private_ip(IpAddr::V6(ip)),
+            Some(Host::Ipv4(ip)) => is_private_address(IpAddr::V4(ip)),
+            Some(Host::Ipv6(ip)) => is_private_address(IpAddr::V6(ip)),
         };
         if private && !self.allow_private_targets {
             return Err("loopback, private and link-local hosts are not allowed".into());
@@ -210,7 +213,10 @@ impl WebhookService {
         cursor: Option<&str>,
     ) -> Result<Page<Webhook>, DomainError> {
         let after = cursor
-            .map(|c| self.cursors.decode::<WebhookId>(WEBHOOK_LIST, c))
+            .map(|c| {
+                self.cursors
+                    .decode::<WebhookId>(WEBHOOK_LIST, organization.as_str(), c)
+            })
             .transpose()?;
         let rows = self
             .store
@@ -218,7 +224,8 @@ impl WebhookService {
             .await?;
         let total = self.store.count(organization).await?;
         Ok(Page::from_overfetch(rows, limit, Some(total), |webhook| {
-            self.cursors.encode(WEBHOOK_LIST, &webhook.id)
+            self.cursors
+                .encode(WEBHOOK_LIST, organization.as_str(), &webhook.id)
         }))
     }
 
@@ -244,8 +251,9 @@ impl WebhookService {
         cursor: Option<&str>,
     ) -> Result<Page<Delivery>, DomainError> {
         self.get(organization, id).await?;
+        let owner = CursorCodec::owner(organization.as_str(), id.as_str());
         let after = cursor
-            .map(|c| self.cursors.decode::<DeliveryId>(DELIVERY_LIST, c))
+            .map(|c| self.cursors.decode::<DeliveryId>(DELIVERY_LIST, &owner, c))
             .transpose()?;
         let rows = self
             .store
@@ -253,7 +261,7 @@ impl WebhookService {
             .await?;
         let total = self.store.count_deliveries(organization, id).await?;
         Ok(Page::from_overfetch(rows, limit, Some(total), |delivery| {
-            self.cursors.encode(DELIVERY_LIST, &delivery.id)
+            self.cursors.encode(DELIVERY_LIST, &owner, &delivery.id)
         }))
     }
 }

@@ -87,17 +87,21 @@ pub struct MessageIn {
     /// The text (may be empty on an assistant message that only calls tools).
     #[serde(default)]
     #[validate(length(max = 1_000_000))]
+    #[schema(max_length = 1000000)]
     pub content: String,
     /// Assistant messages: the calls the model made.
     #[validate(length(max = 128))]
+    #[schema(max_items = 128)]
     pub tool_calls: Option<Vec<ToolCallOut>>,
     /// Tool messages: the id of the call this result answers.
     #[validate(length(min = 1, max = 255))]
+    #[schema(min_length = 1, max_length = 255)]
     pub tool_call_id: Option<String>,
     /// User messages: uploaded files to attach (needs the `files:read` scope). A document
     /// (once `ready`) is inlined as text ahead of the message; an image goes to the model
     /// as an image input, for models with `supportsVision` only. At most 10.
     #[validate(length(max = 10))]
+    #[schema(max_items = 10)]
     pub attachments: Option<Vec<AttachmentIn>>,
 }
 
@@ -194,11 +198,13 @@ pub struct CreateCompletion {
     /// A model of the organization (`mdl_…`) or a base model of the catalog. Needed for a
     /// new chat; an existing chat keeps its model.
     #[validate(length(min = 1, max = 255))]
+    #[schema(min_length = 1, max_length = 255)]
     pub model_id: Option<String>,
     /// Continues this chat: its earlier messages are included automatically.
     pub chat_id: Option<String>,
     /// This turn's messages (earlier ones come from the chat).
     #[validate(length(min = 1, max = 1000), nested)]
+    #[schema(min_items = 1, max_items = 1000)]
     pub messages: Vec<MessageIn>,
     /// Answer with Server-Sent Events (format chosen by `X-Stream-Format`).
     #[serde(default)]
@@ -208,14 +214,18 @@ pub struct CreateCompletion {
     pub enable_reasoning: bool,
     /// Caps the reasoning tokens.
     #[validate(range(min = 1))]
+    #[schema(minimum = 1)]
     pub reasoning_budget: Option<u32>,
     pub response_format: Option<ResponseFormat>,
     #[validate(length(max = 128))]
+    #[schema(max_items = 128)]
     pub tools: Option<Vec<ToolIn>>,
     /// Caps the answer's length (at most the model's `maxTokensPerRequest`).
     #[validate(range(min = 1))]
+    #[schema(minimum = 1)]
     pub max_tokens: Option<u32>,
     #[validate(range(min = 0.0, max = 2.0))]
+    #[schema(minimum = 0.0, maximum = 2.0)]
     pub temperature: Option<f32>,
     /// Makes sampling repeatable where the provider supports it.
     pub seed: Option<u64>,
@@ -518,6 +528,7 @@ pub struct ChatSummaryPage {
 pub struct ListChats {
     /// 1 to 100, default 20.
     #[validate(range(min = 1, max = 100))]
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<i64>,
     /// `nextCursor` of the previous page.
     pub cursor: Option<String>,
@@ -543,6 +554,7 @@ pub struct ExpandChat {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UpdateChat {
     #[validate(length(max = 500))]
+    #[schema(max_length = 500)]
     pub title: Option<String>,
 }
 
@@ -694,7 +706,7 @@ fn completion_headers(
     operation_id = "createChatCompletion",
     request_body = CreateCompletion,
     params(
-        ("X-Stream-Format" = Option<String>, Header, description = "`ai-sdk` selects the Vercel AI SDK UI message stream for `stream: true`")
+        ("X-Stream-Format" = Option<String>, Header, pattern = "^ai-sdk$", description = "`ai-sdk` selects the Vercel AI SDK UI message stream for `stream: true`")
     ),
     responses(
         (status = 200, description = "The completion of an existing chat; with `stream: true`, the event stream (`text/event-stream`) of any completion", body = CompletionOut,
@@ -1045,7 +1057,7 @@ pub async fn restore_chat(
     operation_id = "streamChat",
     params(
         ("chat_id" = String, Path, description = "The chat id"),
-        ("X-Stream-Format" = Option<String>, Header, description = "`ai-sdk` selects the Vercel AI SDK UI message stream")
+        ("X-Stream-Format" = Option<String>, Header, pattern = "^ai-sdk$", description = "`ai-sdk` selects the Vercel AI SDK UI message stream")
     ),
     responses(
         (status = 200, description = "The running generation's events (`text/event-stream`)"),

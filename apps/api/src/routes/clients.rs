@@ -68,9 +68,11 @@ pub struct ClientPage {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CreateClient {
     #[validate(length(min = 1, max = 255))]
+    #[schema(min_length = 1, max_length = 255)]
     pub name: String,
     /// At least one scope; each must be held by the caller (no one grants more than they have).
     #[validate(length(min = 1, max = 64))]
+    #[schema(min_items = 1, max_items = 64)]
     pub scopes: Vec<String>,
 }
 
@@ -80,6 +82,7 @@ pub struct CreateClient {
 pub struct ListClients {
     /// 1 to 100, default 20.
     #[validate(range(min = 1, max = 100))]
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<i64>,
     /// `nextCursor` of the previous page.
     pub cursor: Option<String>,

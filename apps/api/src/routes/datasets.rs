@@ -84,6 +84,7 @@ pub struct DatasetFilePage {
 pub struct ListDatasets {
     /// 1 to 100, default 20.
     #[validate(range(min = 1, max = 100))]
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<i64>,
     /// `nextCursor` of the previous page.
     pub cursor: Option<String>,
@@ -94,8 +95,10 @@ pub struct ListDatasets {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CreateDataset {
     /// 1 to 200 characters.
+    #[schema(min_length = 1, max_length = 200)]
     pub name: String,
     /// At most 2000 characters.
+    #[schema(max_length = 2000)]
     pub description: Option<String>,
 }
 
@@ -103,9 +106,10 @@ pub struct CreateDataset {
 #[derive(Debug, Deserialize, Validate, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UpdateDataset {
+    #[schema(min_length = 1, max_length = 200)]
     pub name: Option<String>,
     #[serde(default, deserialize_with = "nullable")]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, max_length = 2000)]
     pub description: Option<Option<String>>,
 }
 
@@ -159,6 +163,7 @@ pub struct SearchDataset {
     pub query: String,
     /// 1 to 50, default 10.
     #[validate(range(min = 1, max = 50))]
+    #[schema(minimum = 1, maximum = 50)]
     pub limit: Option<u32>,
     /// Search this snapshot's files (its version) instead of the current ones.
     pub version: Option<u64>,

@@ -6,11 +6,19 @@ use actix_web::{HttpRequest, HttpResponse, ResponseError, http::StatusCode};
 
 use crate::{access, problem::ApiError};
 
-/// The methods documented for a concrete request path, if any.
+/// The methods documented for a concrete request path, if any. Where templates overlap
+/// (`/v1/models/catalog` and `/v1/models/{model_id}`), the most literal one names the
+/// resource, as it does for routing.
 fn methods_for(path: &str) -> Option<Vec<&'static str>> {
-    let mut methods: Vec<&'static str> = access::ROUTES
+    let parameters = |template: &str| template.matches('{').count();
+    let matching: Vec<&(&'static str, &'static str, access::Access)> = access::ROUTES
         .iter()
         .filter(|(_, template, _)| access::path_matches(template, path))
+        .collect();
+    let fewest = matching.iter().map(|(_, t, _)| parameters(t)).min()?;
+    let mut methods: Vec<&'static str> = matching
+        .iter()
+        .filter(|(_, template, _)| parameters(template) == fewest)
         .map(|(m, _, _)| *m)
         .collect();
     methods.sort_unstable();
@@ -55,5 +63,8 @@ mod tests {
         assert_eq!(methods_for("/v1/health"), Some(vec!["GET"]));
         assert_eq!(methods_for("/oauth/token"), Some(vec!["POST"]));
         assert_eq!(methods_for("/v1/nothing"), None);
+        assert_eq!(methods_for("/v1/models/catalog"), Some(vec!["GET"]));
+        assert_eq!(methods_for("/v1/files/bulk-delete"), Some(vec!["POST"]));
+        assert_eq!(methods_for("/v1/files/file_0"), Some(vec!["DELETE", "GET"]));
     }
 }

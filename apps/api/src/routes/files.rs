@@ -9,7 +9,7 @@ use actix_web::{
 use chrono::{DateTime, Utc};
 use futures_util::{StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
-use tessera_kernel::FieldError;
+use tessera_kernel::{FieldError, text};
 use tessera_knowledge::{
     DatasetId, FileId, FileStatus, FormatError, KnowledgeCaller, StoredFile, Upload, UploadError,
 };
@@ -91,6 +91,7 @@ pub struct ListFiles {
     pub status: Option<String>,
     /// 1 to 100, default 20.
     #[validate(range(min = 1, max = 100))]
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<i64>,
     /// `nextCursor` of the previous page.
     pub cursor: Option<String>,
@@ -116,7 +117,7 @@ pub struct CreateAssociation {
 /// A file's membership of a dataset.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct AssociationOut {
+pub struct DatasetMembershipOut {
     pub file_id: String,
     pub dataset_id: String,
     /// The dataset's version after the change.
@@ -235,6 +236,12 @@ pub async fn upload_file(
                     "file_name",
                 )])
             })?;
+        if !text::is_storable(&file_name) {
+            return Err(ApiError::validation(vec![text::nul_error([
+                "body".into(),
+                "file".into(),
+            ])]));
+        }
         let content = field
             .map(|piece| {
                 piece
@@ -333,13 +340,29 @@ pub async fn get_file(
     Ok(web::Json(FileOut::from(&file)))
 }
 
+/// A file's bytes, as uploaded.
+#[derive(ToSchema)]
+#[schema(value_type = String, format = Binary)]
+pub struct FileBytes(#[allow(dead_code)] Vec<u8>);
+
 /// Download a file's content, as uploaded, with its media type, as an attachment.
 #[utoipa::path(
     tag = "Files",
     operation_id = "getFileContent",
     params(("file_id" = String, Path, description = "The file id")),
     responses(
-        (status = 200, description = "The content", content_type = "application/octet-stream", body = Vec<u8>),
+        (status = 200, description = "The content, in the media type of its format", content(
+            (FileBytes = "application/pdf"),
+            (FileBytes = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"),
+            (FileBytes = "text/plain"),
+            (FileBytes = "text/csv"),
+            (FileBytes = "application/json"),
+            (FileBytes = "text/markdown"),
+            (FileBytes = "image/png"),
+            (FileBytes = "image/jpeg"),
+            (FileBytes = "image/gif"),
+            (FileBytes = "image/webp"),
+        )),
         (status = 404, description = "No such file in the organization", body = Problem, content_type = "application/problem+json")
     )
 )]
@@ -400,6 +423,7 @@ pub async fn delete_file(
 pub struct BulkDelete {
     /// 1 to 100 file ids.
     #[validate(length(min = 1, max = 100))]
+    #[schema(min_items = 1, max_items = 100)]
     pub file_ids: Vec<String>,
 }
 
@@ -479,8 +503,8 @@ pub async fn bulk_delete_files(
     params(("file_id" = String, Path, description = "The file id")),
     request_body = CreateAssociation,
     responses(
-        (status = 201, description = "Added; the dataset's version was incremented", body = AssociationOut),
-        (status = 200, description = "Already in the dataset", body = AssociationOut),
+        (status = 201, description = "Added; the dataset's version was incremented", body = DatasetMembershipOut),
+        (status = 200, description = "Already in the dataset", body = DatasetMembershipOut),
         (status = 404, description = "No such file or dataset in the organization", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Invalid request", body = ValidationProblem, content_type = "application/problem+json")
     )
@@ -499,7 +523,7 @@ pub async fn create_association(
         .datasets
         .add_file(&knowledge_caller(&caller), &dataset, &file)
         .await?;
-    let out = AssociationOut {
+    let out = DatasetMembershipOut {
         file_id: file.to_string(),
         dataset_id: dataset.id.to_string(),
         dataset_version: dataset.version,

@@ -178,10 +178,13 @@ pub struct ModelPage {
 pub struct CreateModel {
     /// A base model's id from `GET /v1/models/catalog`.
     #[validate(length(min = 1, max = 255))]
+    #[schema(min_length = 1, max_length = 255)]
     pub parent_model_id: String,
     #[validate(length(min = 1, max = 255))]
+    #[schema(min_length = 1, max_length = 255)]
     pub display_name: String,
     #[validate(length(max = 1000))]
+    #[schema(max_length = 1000)]
     pub description: Option<String>,
     /// A system prompt of the organization, or a system profile.
     #[schema(value_type = Option<String>)]
@@ -199,8 +202,10 @@ pub struct CreateModel {
 pub struct UpdateModel {
     /// Switches the base model; the model keeps its id (new chats use the new base).
     #[validate(length(min = 1, max = 255))]
+    #[schema(min_length = 1, max_length = 255)]
     pub parent_model_id: Option<String>,
     #[validate(length(min = 1, max = 255))]
+    #[schema(min_length = 1, max_length = 255)]
     pub display_name: Option<String>,
     #[serde(default, deserialize_with = "crate::extract::nullable")]
     #[schema(value_type = Option<String>)]
@@ -222,6 +227,7 @@ pub struct UpdateModel {
 pub struct ListModels {
     /// 1 to 100, default 20.
     #[validate(range(min = 1, max = 100))]
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<i64>,
     /// `nextCursor` of the previous page.
     pub cursor: Option<String>,

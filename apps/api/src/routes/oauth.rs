@@ -15,7 +15,7 @@ use crate::state::AppState;
 #[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct TokenRequest {
     /// Must be `client_credentials`.
-    #[schema(example = "client_credentials")]
+    #[schema(example = "client_credentials", pattern = "^client_credentials$")]
     pub grant_type: Option<String>,
     pub client_id: Option<String>,
     pub client_secret: Option<String>,

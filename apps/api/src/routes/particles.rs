@@ -192,12 +192,15 @@ pub fn page_parts<T, U: From<T>>(page: Page<T>) -> (Vec<U>, Option<String>, bool
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CreateParticle {
     #[validate(length(min = 1, max = 255))]
+    #[schema(min_length = 1, max_length = 255)]
     pub name: String,
     pub category: CategoryDto,
     /// Not blank; at most 32 768 characters.
     #[validate(length(min = 1, max = 32768))]
+    #[schema(min_length = 1, max_length = 32768)]
     pub content: String,
     #[validate(length(max = 1000))]
+    #[schema(max_length = 1000)]
     #[serde(default)]
     pub description: String,
 }
@@ -207,10 +210,13 @@ pub struct CreateParticle {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ReplaceParticle {
     #[validate(length(min = 1, max = 32768))]
+    #[schema(min_length = 1, max_length = 32768)]
     pub content: String,
     #[validate(length(min = 1, max = 255))]
+    #[schema(min_length = 1, max_length = 255)]
     pub name: Option<String>,
     #[validate(length(max = 1000))]
+    #[schema(max_length = 1000)]
     pub description: Option<String>,
 }
 
@@ -219,8 +225,10 @@ pub struct ReplaceParticle {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UpdateParticle {
     #[validate(length(min = 1, max = 255))]
+    #[schema(min_length = 1, max_length = 255)]
     pub name: Option<String>,
     #[validate(length(max = 1000))]
+    #[schema(max_length = 1000)]
     pub description: Option<String>,
 }
 
@@ -234,6 +242,7 @@ pub struct ListParticles {
     pub system: Option<bool>,
     /// 1 to 100, default 20.
     #[validate(range(min = 1, max = 100))]
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<i64>,
     /// `nextCursor` of the previous page.
     pub cursor: Option<String>,
@@ -245,6 +254,7 @@ pub struct ListParticles {
 pub struct ListVersions {
     /// 1 to 100, default 20.
     #[validate(range(min = 1, max = 100))]
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<i64>,
     /// `nextCursor` of the previous page.
     pub cursor: Option<String>,

@@ -24,7 +24,7 @@ use crate::{
 /// A particle placed in a system prompt.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct AssociationOut {
+pub struct ParticlePlacementOut {
     #[schema(example = "spa_0190f5c1a3e27c3d9b1e4a0c5d6e7f80")]
     pub id: String,
     pub particle_id: String,
@@ -42,7 +42,7 @@ pub struct AssociationOut {
     pub token_count: u32,
 }
 
-impl From<&ResolvedAssociation> for AssociationOut {
+impl From<&ResolvedAssociation> for ParticlePlacementOut {
     fn from(entry: &ResolvedAssociation) -> Self {
         Self {
             id: entry.association.id.to_string(),
@@ -79,7 +79,7 @@ pub struct SystemPromptOut {
     pub particle_count: u32,
     /// In composition order; present when expanded (`expand[]=particles`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub particles: Option<Vec<AssociationOut>>,
+    pub particles: Option<Vec<ParticlePlacementOut>>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     /// Size guidance for the whole composition (never blocks the request).
@@ -100,8 +100,13 @@ impl SystemPromptOut {
             slug: prompt.slug,
             total_token_count: layout.total_token_count(),
             particle_count: layout.particle_count(),
-            particles: expand_particles
-                .then(|| layout.entries().iter().map(AssociationOut::from).collect()),
+            particles: expand_particles.then(|| {
+                layout
+                    .entries()
+                    .iter()
+                    .map(ParticlePlacementOut::from)
+                    .collect()
+            }),
             created_at: prompt.created_at,
             updated_at: prompt.updated_at,
             warnings: warnings_out(composition_warnings(
@@ -177,13 +182,14 @@ impl ComposedPromptOut {
 #[derive(Debug, Serialize, Deserialize, Validate, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PlaceParticle {
-    #[schema(value_type = String, example = "par_0190f5c1a3e27c3d9b1e4a0c5d6e7f80")]
+    #[schema(value_type = String, example = "par_0190f5c1a3e27c3d9b1e4a0c5d6e7f80", pattern = "^par_[0-9a-f]{32}$")]
     pub particle_id: ParticleId,
     /// Position within the particle's category, 0 or more.
     #[validate(range(min = 0, max = 1000000))]
+    #[schema(minimum = 0, maximum = 1000000)]
     pub order: i64,
     /// Pins this version; omit to follow the particle's latest version.
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, pattern = "^pav_[0-9a-f]{32}$")]
     pub particle_version_id: Option<ParticleVersionId>,
 }
 
@@ -202,13 +208,16 @@ impl PlaceParticle {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CreateSystemPrompt {
     #[validate(length(min = 1, max = 255))]
+    #[schema(min_length = 1, max_length = 255)]
     pub name: String,
     #[validate(length(max = 1000))]
+    #[schema(max_length = 1000)]
     #[serde(default)]
     pub description: String,
     /// Default true.
     pub enabled: Option<bool>,
     #[validate(length(max = 100), nested)]
+    #[schema(max_items = 100)]
     #[serde(default)]
     pub particles: Vec<PlaceParticle>,
 }
@@ -218,8 +227,10 @@ pub struct CreateSystemPrompt {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UpdateSystemPrompt {
     #[validate(length(min = 1, max = 255))]
+    #[schema(min_length = 1, max_length = 255)]
     pub name: Option<String>,
     #[validate(length(max = 1000))]
+    #[schema(max_length = 1000)]
     pub description: Option<String>,
     pub enabled: Option<bool>,
 }
@@ -229,10 +240,11 @@ pub struct UpdateSystemPrompt {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UpdatePlacement {
     #[validate(range(min = 0, max = 1000000))]
+    #[schema(minimum = 0, maximum = 1000000)]
     pub order: Option<i64>,
     /// A version id pins it; `null` unpins (follow the latest); absent leaves it.
     #[serde(default, deserialize_with = "crate::extract::nullable")]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, pattern = "^pav_[0-9a-f]{32}$")]
     pub particle_version_id: Option<Option<ParticleVersionId>>,
 }
 
@@ -244,6 +256,7 @@ pub struct ListSystemPrompts {
     pub system: Option<bool>,
     /// 1 to 100, default 20.
     #[validate(range(min = 1, max = 100))]
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<i64>,
     /// `nextCursor` of the previous page.
     pub cursor: Option<String>,
@@ -457,7 +470,7 @@ pub async fn delete_system_prompt(
     params(("system_prompt_id" = String, Path, description = "The system prompt id")),
     request_body = PlaceParticle,
     responses(
-        (status = 201, description = "Placed", body = AssociationOut),
+        (status = 201, description = "Placed", body = ParticlePlacementOut),
         (status = 403, description = "A system profile (read-only)", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such system prompt", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Invalid request, or an unknown particle or version", body = ValidationProblem, content_type = "application/problem+json")
@@ -478,7 +491,7 @@ pub async fn add_particle(
         .map_err(DomainError::from)?;
     Ok(HttpResponse::Created()
         .insert_header((header::LOCATION, format!("/v1/system-prompts/{id}")))
-        .json(AssociationOut::from(&entry)))
+        .json(ParticlePlacementOut::from(&entry)))
 }
 
 /// Reorder a placement and/or pin or unpin its version.
@@ -491,7 +504,7 @@ pub async fn add_particle(
     ),
     request_body = UpdatePlacement,
     responses(
-        (status = 200, description = "The placement", body = AssociationOut),
+        (status = 200, description = "The placement", body = ParticlePlacementOut),
         (status = 403, description = "A system profile (read-only)", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such system prompt or placement", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Invalid request, or a version of another particle", body = ValidationProblem, content_type = "application/problem+json")
@@ -503,7 +516,7 @@ pub async fn update_particle_placement(
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
     ValidJson(body): ValidJson<UpdatePlacement>,
-) -> Result<web::Json<AssociationOut>, ApiError> {
+) -> Result<web::Json<ParticlePlacementOut>, ApiError> {
     let (prompt, association) = path.into_inner();
     let (prompt, association) = (prompt_id(&prompt)?, association_id(&association)?);
     let changes = AssociationChanges {
@@ -515,7 +528,7 @@ pub async fn update_particle_placement(
         .update_association(&caller.0.organization_id, &prompt, &association, changes)
         .await
         .map_err(DomainError::from)?;
-    Ok(web::Json(AssociationOut::from(&entry)))
+    Ok(web::Json(ParticlePlacementOut::from(&entry)))
 }
 
 /// Remove a placement from a system prompt (the particle itself stays).

@@ -44,6 +44,7 @@ pub struct UsageQuery {
     pub time_zone: Option<String>,
     /// Groups per page: 1 to 100, default 20.
     #[validate(range(min = 1, max = 100))]
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<i64>,
     /// `nextCursor` of the previous page (same grouping).
     pub cursor: Option<String>,

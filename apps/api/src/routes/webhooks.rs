@@ -131,6 +131,7 @@ pub struct CreateWebhook {
     pub url: String,
     /// One or more of `file.ready`, `file.failed`, `dataset.updated`.
     #[validate(length(min = 1, max = 16))]
+    #[schema(min_items = 1, max_items = 16)]
     #[schema(example = json!(["file.ready", "file.failed"]))]
     pub events: Vec<String>,
     /// Up to 500 characters.
@@ -143,6 +144,7 @@ pub struct CreateWebhook {
 pub struct ListPage {
     /// 1 to 100, default 20.
     #[validate(range(min = 1, max = 100))]
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<i64>,
     /// `nextCursor` of the previous page.
     pub cursor: Option<String>,

@@ -361,7 +361,7 @@ fn secrets_and_tokens_never_reach_the_logs() {
     let client_secret = announced(&running, "client_secret:");
     assert!(client_secret.starts_with("tss_"));
 
-    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

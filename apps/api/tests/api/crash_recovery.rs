@@ -91,7 +91,7 @@ fn files_processing_when_the_process_is_killed_all_end_ready_once() {
     let models = crate::processing::models_root();
     let models = models.to_str().unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

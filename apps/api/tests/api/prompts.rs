@@ -787,6 +787,24 @@ async fn prompts_are_tenant_isolated(backend: Backend) {
             "{list}"
         );
     }
+    // A cursor is bound to the organization whose list it pages: A's `nextCursor` under B's
+    // token is a validation error, not a page of B's list.
+    particle(&app, &a, "role", "A's second role.").await;
+    let first = ok(
+        app.call(Method::GET, "/v1/particles?limit=1", &a).await,
+        200,
+    )
+    .await;
+    let cursor = first["nextCursor"].as_str().unwrap();
+    let path = format!("/v1/particles?limit=1&cursor={cursor}");
+    ok(app.call(Method::GET, &path, &a).await, 200).await;
+    let refused = problem(
+        app.call(Method::GET, &path, &b).await,
+        422,
+        "validation_failed",
+    )
+    .await;
+    assert_eq!(refused["detail"][0]["loc"], json!(["query", "cursor"]));
     // B cannot build on A's particle either.
     let borrowed = app
         .call_json(

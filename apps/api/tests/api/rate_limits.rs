@@ -162,3 +162,53 @@ async fn replicas_share_budgets_through_redis() {
     problem(call(&second).await.unwrap(), 429, "rate_limited").await;
     problem(call(&first).await.unwrap(), 429, "rate_limited").await;
 }
+
+/// Redis unreachable at start-up does not stop a replica: it serves with limits unenforced,
+/// and enforces them once Redis answers (here, a Redis server started afterwards).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_starts_without_redis_and_limits_once_it_answers() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let app = TestApp::spawn_with(Backend::Sqlite, |s| {
+        s.redis_url = Some(format!("redis://127.0.0.1:{port}"));
+        s.rate_limit.principal_per_minute = 2;
+    })
+    .await;
+    let (_, client_id, secret) = app.organization_with_client("files:read").await;
+    let token = app.token(&client_id, &secret).await;
+    let call = || {
+        app.client
+            .get(app.url("/v1/organization"))
+            .bearer_auth(&token)
+            .send()
+    };
+    for _ in 0..3 {
+        assert_eq!(call().await.unwrap().status(), 200, "served without Redis");
+    }
+    let _redis = crate::binary::KillOnDrop(
+        std::process::Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("redis-server is installed (as on the CI machine)"),
+    );
+    // Reconnection is retried at each request; Redis needs a moment to listen.
+    let mut statuses = Vec::new();
+    for _ in 0..50 {
+        let status = call().await.unwrap().status().as_u16();
+        statuses.push(status);
+        if status == 429 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        statuses.last(),
+        Some(&429),
+        "limits never enforced after Redis came up: {statuses:?}"
+    );
+}

@@ -134,7 +134,7 @@ impl QdrantServerIndex {
         };
         // reqwest's rustls backend needs a process-wide crypto provider; keep the one the
         // process installed, or install the same one the API does.
-        let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let http = reqwest::Client::builder()
             .connect_timeout(CONNECT_TIMEOUT)
             .timeout(REQUEST_TIMEOUT)
