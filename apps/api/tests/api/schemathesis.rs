@@ -52,6 +52,30 @@ async fn schemathesis_finds_no_failure() {
         &announced(&running, "client_secret:"),
     )
     .await;
+    // The served document, less the optional `Idempotency-Key` header: a key the fuzzer
+    // sends again with the same body replays the first answer (as the IETF draft says), and a
+    // replayed 201 for a record deleted since reads to the stateful checks as a record that
+    // vanished. `idempotency.rs` tests the header.
+    let mut document: serde_json::Value = client
+        .get(format!("{base}/openapi.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    for item in document["paths"].as_object_mut().unwrap().values_mut() {
+        for operation in item.as_object_mut().unwrap().values_mut() {
+            if let Some(parameters) = operation
+                .get_mut("parameters")
+                .and_then(serde_json::Value::as_array_mut)
+            {
+                parameters.retain(|parameter| parameter["name"] != "Idempotency-Key");
+            }
+        }
+    }
+    let schema = dir.path().join("openapi.json");
+    std::fs::write(&schema, document.to_string()).unwrap();
     let report = dir.path().join("schemathesis.xml");
     let config = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../tests/schemathesis/schemathesis.toml");
@@ -59,7 +83,7 @@ async fn schemathesis_finds_no_failure() {
         .arg("--config-file")
         .arg(&config)
         .arg("run")
-        .arg(format!("{base}/openapi.json"))
+        .arg(&schema)
         .args(["--url", &base])
         .arg("--tls-verify")
         .arg(&cert)
