@@ -1,0 +1,168 @@
+//! The answers operations share: 401, 403, 404, 413, 415, 422, 429 and 503, declared once
+//! in `components.responses` and referenced where they apply.
+
+use crate::problem::PROBLEM_JSON;
+
+/// The answers every operation can give besides its own, as shared `components.responses`
+/// referenced from each operation they apply to, so that the document states every status
+/// the server can answer (generated clients and fuzzers trust it):
+/// - with a token: 401 (missing, expired or revoked), 403 (scope), 429 (rate limit), 503
+///   (the database cannot answer);
+/// - with a body: 413 (too large), 415 (not JSON or form data), 422;
+/// - with parameters: 422; with path parameters: 404 (no such record in the organization).
+///
+/// Path parameters are non-empty strings.
+pub fn apply_shared_responses(document: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::{RefOr, Schema, path::ParameterIn};
+
+    let components = document.components.get_or_insert_with(Default::default);
+    for (name, response) in shared_responses() {
+        components
+            .responses
+            .entry(name.to_owned())
+            .or_insert(response.into());
+    }
+    for item in document.paths.paths.values_mut() {
+        let operations = [
+            item.get.as_mut(),
+            item.put.as_mut(),
+            item.post.as_mut(),
+            item.delete.as_mut(),
+            item.patch.as_mut(),
+        ];
+        for operation in operations.into_iter().flatten() {
+            let authenticated = !operation
+                .security
+                .as_ref()
+                .is_some_and(|requirements| requirements.is_empty());
+            // An empty path segment names no record (and `//` would name another route).
+            for parameter in operation.parameters.iter_mut().flatten() {
+                if let (ParameterIn::Path, Some(RefOr::T(Schema::Object(schema)))) =
+                    (&parameter.parameter_in, parameter.schema.as_mut())
+                {
+                    schema.min_length.get_or_insert(1);
+                }
+            }
+            let parameters = operation.parameters.as_deref().unwrap_or_default();
+            let has_path = parameters
+                .iter()
+                .any(|p| matches!(p.parameter_in, ParameterIn::Path));
+            let has_parameters = !parameters.is_empty();
+            let has_body = operation.request_body.is_some();
+            let mut shared = Vec::new();
+            if authenticated {
+                shared.extend([
+                    ("401", "Unauthorized"),
+                    ("403", "Forbidden"),
+                    ("429", "TooManyRequests"),
+                    ("503", "ServiceUnavailable"),
+                ]);
+            }
+            if has_body {
+                shared.extend([
+                    ("413", "PayloadTooLarge"),
+                    ("415", "UnsupportedMediaType"),
+                    ("422", "ValidationFailed"),
+                ]);
+            }
+            if has_parameters {
+                shared.push(("422", "ValidationFailed"));
+            }
+            if has_path {
+                shared.push(("404", "NotFound"));
+            }
+            for (status, name) in shared {
+                operation
+                    .responses
+                    .responses
+                    .entry(status.to_owned())
+                    .or_insert_with(|| utoipa::openapi::Ref::from_response_name(name).into());
+            }
+        }
+    }
+}
+
+fn shared_responses() -> Vec<(&'static str, utoipa::openapi::Response)> {
+    use utoipa::openapi::{
+        ContentBuilder, Ref, ResponseBuilder, header::HeaderBuilder, schema::Type,
+    };
+
+    let problem = |description: &str, schema: &str| {
+        ResponseBuilder::new().description(description).content(
+            PROBLEM_JSON,
+            ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name(schema)))
+                .build(),
+        )
+    };
+    let retry_after = || {
+        HeaderBuilder::new()
+            .schema(utoipa::openapi::ObjectBuilder::new().schema_type(Type::Integer))
+            .description(Some("Seconds to wait before retrying"))
+            .build()
+    };
+    vec![
+        (
+            "Unauthorized",
+            problem(
+                "No valid access token: missing, malformed, expired, revoked or from an unknown issuer",
+                "Problem",
+            )
+            .header(
+                "WWW-Authenticate",
+                HeaderBuilder::new()
+                    .schema(utoipa::openapi::ObjectBuilder::new().schema_type(Type::String))
+                    .build(),
+            )
+            .build(),
+        ),
+        (
+            "Forbidden",
+            problem(
+                "The token lacks the operation's scope, the plan does not include the model, or the request arrived over plain HTTP",
+                "Problem",
+            )
+            .build(),
+        ),
+        (
+            "NotFound",
+            problem(
+                "No such record in the caller's organization (another organization's records are not revealed)",
+                "Problem",
+            )
+            .build(),
+        ),
+        (
+            "PayloadTooLarge",
+            problem("The request body is larger than the operation accepts", "Problem").build(),
+        ),
+        (
+            "UnsupportedMediaType",
+            problem("The request body's Content-Type is not one the operation accepts", "Problem")
+                .build(),
+        ),
+        (
+            "ValidationFailed",
+            problem(
+                "Invalid request: `detail` lists every invalid value with its location",
+                "ValidationProblem",
+            )
+            .build(),
+        ),
+        (
+            "TooManyRequests",
+            problem("Over the organization's or the principal's rate limit", "Problem")
+                .header("Retry-After", retry_after())
+                .build(),
+        ),
+        (
+            "ServiceUnavailable",
+            problem(
+                "A dependency (the database, the vector index, a provider) cannot answer now; retry after the given time",
+                "Problem",
+            )
+            .header("Retry-After", retry_after())
+            .build(),
+        ),
+    ]
+}
