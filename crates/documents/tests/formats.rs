@@ -633,6 +633,7 @@ async fn docx_bombs_are_refused_within_a_memory_bound() {
         );
         let (_, peak) = resident_bytes();
         let growth = peak.saturating_sub(before);
+        println!("{name}: the peak grew by {} MiB", growth >> 20);
         assert!(
             growth < BOUND,
             "{name}: the peak grew by {} MiB",

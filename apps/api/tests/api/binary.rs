@@ -102,14 +102,18 @@ fn start_logging(data_dir: &std::path::Path, filter: &str) -> Running {
 
 /// Starts the binary with JSON logs at `filter` and extra environment variables.
 pub fn start_with(data_dir: &std::path::Path, filter: &str, env: &[(&str, &str)]) -> Running {
-    let mut child = command(data_dir)
-        .envs(env.iter().copied())
-        .env("TESSERA_LOG_FORMAT", "json")
-        .env("TESSERA_LOG", filter)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    // Killed when dropped from the start, so a start-up that never logs its port (the wait
+    // below panics) leaves no server behind.
+    let mut child = KillOnDrop(
+        command(data_dir)
+            .envs(env.iter().copied())
+            .env("TESSERA_LOG_FORMAT", "json")
+            .env("TESSERA_LOG", filter)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
     let stderr = child.stderr.take().unwrap();
     let (sender, receiver) = mpsc::channel();
     let stderr_lines = Arc::new(Mutex::new(Vec::new()));
@@ -146,7 +150,7 @@ pub fn start_with(data_dir: &std::path::Path, filter: &str, env: &[(&str, &str)]
         }
     };
     Running {
-        child: KillOnDrop(child),
+        child,
         port,
         stdout,
         stdout_lines,
