@@ -18,7 +18,9 @@ run *args:
     #!/usr/bin/env bash
     set -euo pipefail
     {{ just_executable() }} models
-    TESSERA_MODELS__LOCAL_DIR="${TESSERA_MODELS__LOCAL_DIR:-{{ models_dir }}}" CANDLE_NUM_THREADS="${CANDLE_NUM_THREADS:-1}" cargo run -p tessera-api -- {{ args }}
+    # TESSERA_MODELS_DIR is this file's setting, not the server's (whose loader refuses
+    # unknown TESSERA_* variables): the server gets the folder as models.local_dir.
+    env -u TESSERA_MODELS_DIR TESSERA_MODELS__LOCAL_DIR="${TESSERA_MODELS__LOCAL_DIR:-{{ models_dir }}}" CANDLE_NUM_THREADS="${CANDLE_NUM_THREADS:-1}" cargo run -p tessera-api -- {{ args }}
 
 # Run the operator CLI, e.g. `just admin org list`
 admin *args:
