@@ -127,15 +127,32 @@ pub struct DeliveryPage {
 pub struct CreateWebhook {
     /// Absolute `https` (or `http`) URL without credentials; loopback, private and
     /// link-local hosts are refused unless the operator allows them.
-    #[schema(example = "https://hooks.example.com/tessera")]
+    #[schema(
+        example = "https://hooks.example.com/tessera",
+        pattern = "^[Hh][Tt][Tt][Pp][Ss]?://",
+        max_length = 2048
+    )]
     pub url: String,
     /// One or more of `file.ready`, `file.failed`, `dataset.updated`.
     #[validate(length(min = 1, max = 16))]
-    #[schema(min_items = 1, max_items = 16)]
+    #[schema(value_type = Vec<WebhookEventName>, min_items = 1, max_items = 16)]
     #[schema(example = json!(["file.ready", "file.failed"]))]
     pub events: Vec<String>,
     /// Up to 500 characters.
+    #[schema(max_length = 500)]
     pub description: Option<String>,
+}
+
+/// An event a webhook can subscribe to (the document's name for the strings `events` holds).
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub enum WebhookEventName {
+    #[schema(rename = "file.ready")]
+    FileReady,
+    #[schema(rename = "file.failed")]
+    FileFailed,
+    #[schema(rename = "dataset.updated")]
+    DatasetUpdated,
 }
 
 /// Page through a list.
