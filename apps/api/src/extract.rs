@@ -123,20 +123,21 @@ fn refuse_nul_in_json(bytes: &[u8]) -> Result<(), ApiError> {
     let Ok(document) = serde_json::from_slice::<serde_json::Value>(bytes) else {
         return Ok(());
     };
-    let errors = text::nul_errors(&document, &[LocSegment::from("body")]);
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(ApiError::validation(errors))
-    }
+    refuse_if_any(text::nul_errors(&document, &[LocSegment::from("body")]))
 }
 
 /// Every query parameter whose name or value holds a NUL character (`%00`).
 pub fn refuse_nul_in_query(query: &str) -> Result<(), ApiError> {
-    let errors: Vec<FieldError> = form_urlencoded::parse(query.as_bytes())
-        .filter(|(name, value)| !text::is_storable(name) || !text::is_storable(value))
-        .map(|(name, _)| text::nul_error([LocSegment::from("query"), LocSegment::from(&*name)]))
-        .collect();
+    refuse_if_any(
+        form_urlencoded::parse(query.as_bytes())
+            .filter(|(name, value)| !text::is_storable(name) || !text::is_storable(value))
+            .map(|(name, _)| text::nul_error([LocSegment::from("query"), LocSegment::from(&*name)]))
+            .collect(),
+    )
+}
+
+/// A 422 listing `errors`, unless there are none.
+fn refuse_if_any(errors: Vec<FieldError>) -> Result<(), ApiError> {
     if errors.is_empty() {
         Ok(())
     } else {
