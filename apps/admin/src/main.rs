@@ -6,6 +6,7 @@ use std::{path::PathBuf, process::ExitCode};
 
 use clap::{Parser, Subcommand};
 
+mod api_keys;
 mod clients;
 use serde_json::json;
 use tessera_api::{config::Settings, startup};
@@ -40,6 +41,9 @@ enum Command {
     /// Manage API clients (OAuth 2.0 client credentials) of an organization.
     #[command(subcommand)]
     Client(clients::ClientCommand),
+    /// Manage long-lived API keys (`tsk_…`) of an organization.
+    #[command(subcommand)]
+    Key(api_keys::KeyCommand),
     /// Manage the keys that sign access tokens.
     #[command(subcommand)]
     Keys(KeysCommand),
@@ -173,6 +177,10 @@ async fn run(cli: Cli) -> Result<String, Failure> {
         Command::Client(command) => {
             let state = open_state(&settings).await?;
             clients::run(&state, command, cli.json).await
+        }
+        Command::Key(command) => {
+            let state = open_state(&settings).await?;
+            api_keys::run(&state, command, cli.json).await
         }
         Command::Org(command) => {
             let state = open_state(&settings).await?;

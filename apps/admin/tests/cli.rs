@@ -269,6 +269,159 @@ async fn client_input_is_checked(backend: Backend) {
     }
 }
 
+async fn api_keys_are_created_listed_and_revoked(backend: Backend) {
+    let env = Env::new(backend).await;
+    let org = env.json(&["org", "create", "--name", "Acme"])["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let created = env.json(&[
+        "key",
+        "create",
+        "--org",
+        &org,
+        "--name",
+        "support bot",
+        "--scopes",
+        "chats:invoke models:read",
+        "--expires-at",
+        "2999-01-01T00:00:00+01:00",
+    ]);
+    let id = created["id"].as_str().unwrap().to_owned();
+    let secret = created["secret"].as_str().unwrap().to_owned();
+    assert!(id.starts_with("key_"), "{created}");
+    assert!(
+        secret.starts_with("tsk_") && secret.len() == 47,
+        "{created}"
+    );
+    assert_eq!(
+        created["scopes"],
+        serde_json::json!(["chats:invoke", "models:read"])
+    );
+    assert_eq!(created["expiresAt"], "2998-12-31T23:00:00Z");
+    assert_eq!(
+        (
+            created["organizationId"].as_str(),
+            created["createdBy"].as_str()
+        ),
+        (Some(org.as_str()), Some("tessera-admin"))
+    );
+
+    // Text output prints the secret once, with the warning.
+    let (code, stdout, stderr) = env.run(&[
+        "key",
+        "create",
+        "--org",
+        &org,
+        "--name",
+        "ci",
+        "--scopes",
+        "files:read",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("secret: tsk_") && stdout.contains("not shown again"),
+        "{stdout}"
+    );
+
+    let listed = env.json(&["key", "list", "--org", &org]);
+    assert_eq!(listed["totalCount"], 2, "{listed}");
+    assert_eq!(listed["items"][0]["id"], id.as_str());
+    assert!(
+        !listed.to_string().contains("tsk_") && listed["items"][0].get("secretHash").is_none(),
+        "neither secrets nor hashes are listed: {listed}"
+    );
+    let (code, stdout, _) = env.run(&["key", "list", "--org", &org]);
+    assert_eq!(code, 0);
+    assert!(
+        stdout.contains(&id) && stdout.contains("never used"),
+        "{stdout}"
+    );
+
+    // Another organization cannot revoke it.
+    let other = env.json(&["org", "create", "--name", "Other"])["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (code, _, stderr) = env.run(&["key", "revoke", "--org", &other, &id]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("was not found"), "{stderr}");
+
+    assert_eq!(
+        env.json(&["key", "revoke", "--org", &org, &id])["revoked"],
+        true
+    );
+    let listed = env.json(&["key", "list", "--org", &org]);
+    assert_eq!(listed["totalCount"], 1, "revoked keys are not listed");
+    let (code, _, _) = env.run(&["key", "revoke", "--org", &org, &id]);
+    assert_eq!(code, 1, "revoked once");
+
+    for (args, expected) in [
+        (
+            vec![
+                "key",
+                "create",
+                "--org",
+                "org_missing",
+                "--name",
+                "x",
+                "--scopes",
+                "files:read",
+            ],
+            "--org: organization org_missing was not found",
+        ),
+        (
+            vec![
+                "key",
+                "create",
+                "--org",
+                &org,
+                "--name",
+                "x",
+                "--scopes",
+                "files:fly",
+            ],
+            "--scopes: unknown scope `files:fly`",
+        ),
+        (
+            vec![
+                "key",
+                "create",
+                "--org",
+                &org,
+                "--name",
+                " ",
+                "--scopes",
+                "files:read",
+            ],
+            "--name: must be 1 to 255 characters",
+        ),
+        (
+            vec![
+                "key",
+                "create",
+                "--org",
+                &org,
+                "--name",
+                "x",
+                "--scopes",
+                "files:read",
+                "--expires-at",
+                "2001-01-01T00:00:00Z",
+            ],
+            "--expires-at: must lie in the future",
+        ),
+        (vec!["key", "revoke", "--org", &org, "nope"], "<id>:"),
+    ] {
+        let (code, _, stderr) = env.run(&args);
+        assert_eq!(code, 1, "{args:?}");
+        assert!(
+            stderr.starts_with(&format!("error: {expected}")),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
 tessera_store::on_both_databases!(
     migrate_applies_once,
     organizations_are_created_and_listed,
@@ -276,7 +429,48 @@ tessera_store::on_both_databases!(
     bad_input_is_a_clear_error,
     clients_are_created_rotated_listed_and_revoked,
     client_input_is_checked,
+    api_keys_are_created_listed_and_revoked,
 );
+
+/// A key the CLI creates works on a server started over the same data directory: both hash
+/// keys under the same generated `api-key.key`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_made_by_the_cli_authenticate_on_the_server() {
+    let env = Env::new(Backend::Sqlite).await;
+    let org = env.json(&["org", "create", "--name", "Acme"])["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let created = env.json(&[
+        "key",
+        "create",
+        "--org",
+        &org,
+        "--name",
+        "bot",
+        "--scopes",
+        "models:read",
+    ]);
+    let settings = tessera_api::config::Settings {
+        data_dir: env.data_dir.path().to_path_buf(),
+        ..tessera_api::config::Settings::default()
+    };
+    let database = tessera_api::startup::open_database(&settings)
+        .await
+        .unwrap();
+    let tenancy =
+        tessera_api::startup::tenancy(&settings, &database, "https://localhost:8443").unwrap();
+    let principal = tenancy
+        .identity
+        .authenticate(created["secret"].as_str().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(principal.subject, created["id"].as_str().unwrap());
+    assert_eq!(principal.organization_id.as_str(), org);
+    assert_eq!(principal.kind, tessera_kernel::PrincipalKind::ApiKey);
+    assert_eq!(principal.scopes.to_string(), "models:read");
+    assert!(env.data_dir.path().join("api-key.key").exists());
+}
 
 /// The folder `just models` fills (the embedding model is found anywhere below it).
 fn models_root() -> std::path::PathBuf {

@@ -1,4 +1,5 @@
-//! Chat-gateway overhead (issue 6): Tessera's `POST /v1/chats` against two other gateways,
+//! Chat-gateway overhead (issue 6): Tessera's `POST /v1/chats`, and the peers' own request
+//! through Tessera's `POST /openai/v1/chat/completions` (issue 31), against two other gateways,
 //! LiteLLM's proxy (Python) and TensorZero's gateway (Rust), all in front of the same
 //! OpenAI-compatible upstream stub, which is also measured alone as the baseline.
 //!
@@ -962,7 +963,7 @@ async fn start_tessera(
     fast_base: &str,
     spaced_base: &str,
     max_concurrency: usize,
-) -> anyhow::Result<(Tessera, Target)> {
+) -> anyhow::Result<(Tessera, [Target; 2])> {
     let bins = bin_dir()?;
     let api = bins.join("tessera-api");
     let admin = bins.join("tessera-admin");
@@ -1063,9 +1064,9 @@ async fn start_tessera(
         }
         Bytes::from(body.to_string())
     };
-    let target = Target {
+    let native = Target {
         name: "tessera",
-        client,
+        client: client.clone(),
         authorization: Some(format!("Bearer {access_token}")),
         requests: [
             (chats.clone(), body("bench/stub", false)),
@@ -1075,13 +1076,26 @@ async fn start_tessera(
         cpu_pid: Some(process.pid()),
         database: Some((database.admin_url.clone(), database.name.clone())),
     };
+    // The peers' own request, on OpenAI's wire format: stateless, one usage row each.
+    let openai = Target {
+        name: "tessera /openai/v1",
+        client,
+        authorization: Some(format!("Bearer {access_token}")),
+        requests: openai_requests(
+            &format!("{base}/openai/v1/chat/completions"),
+            "bench/stub",
+            "bench/stub-spaced",
+        ),
+        cpu_pid: Some(process.pid()),
+        database: Some((database.admin_url.clone(), database.name.clone())),
+    };
     Ok((
         Tessera {
             process,
             database,
             _data_dir: data_dir,
         },
-        target,
+        [native, openai],
     ))
 }
 
@@ -1422,22 +1436,24 @@ async fn main() -> anyhow::Result<()> {
     measure_target(stub, measure, &concurrencies, ticks_per_second, &mut runs).await?;
 
     if !skipped("tessera") {
-        let (tessera, target) = start_tessera(&fast_base, &spaced_base, max_concurrency).await?;
-        let result =
-            measure_target(target, measure, &concurrencies, ticks_per_second, &mut runs).await;
-        if let Err(error) = &result {
-            eprintln!("{}", tessera.process.log_tail());
-            eprintln!("tessera: {error:#}");
-        }
-        if result.is_ok() {
+        let (tessera, targets) = start_tessera(&fast_base, &spaced_base, max_concurrency).await?;
+        // `/v1/chats` keeps chats and messages; `/openai/v1` keeps usage records only.
+        for (target, table) in targets.into_iter().zip(["chats", "usage_records"]) {
+            let name = target.name;
+            let result =
+                measure_target(target, measure, &concurrencies, ticks_per_second, &mut runs).await;
+            if let Err(error) = &result {
+                eprintln!("{}", tessera.process.log_tail());
+                eprintln!("{name}: {error:#}");
+            }
+            result?;
             tokio::time::sleep(Duration::from_secs(2)).await;
-            match tessera.database.row_counters("chats") {
-                Ok(counters) => println!("tessera's PostgreSQL, {counters}"),
+            match tessera.database.row_counters(table) {
+                Ok(counters) => println!("{name}: tessera's PostgreSQL, {counters}"),
                 Err(error) => eprintln!("no row counters: {error:#}"),
             }
         }
         drop(tessera);
-        result?;
     }
     for peer in ["tensorzero", "litellm"] {
         if skipped(peer) {

@@ -49,6 +49,18 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
         "/v1/clients/{client_id}",
         Access::Scope("org:admin"),
     ),
+    ("POST", "/v1/api-keys", Access::Scope("org:admin")),
+    ("GET", "/v1/api-keys", Access::Scope("org:admin")),
+    (
+        "GET",
+        "/v1/api-keys/{api_key_id}",
+        Access::Scope("org:admin"),
+    ),
+    (
+        "DELETE",
+        "/v1/api-keys/{api_key_id}",
+        Access::Scope("org:admin"),
+    ),
     ("POST", "/v1/chats", Access::Scope("chats:invoke")),
     ("GET", "/v1/chats", Access::Scope("chats:read")),
     ("GET", "/v1/chats/{chat_id}", Access::Scope("chats:read")),
@@ -268,7 +280,27 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
         "/v1/system-prompts/{system_prompt_id}/compose",
         Access::Scope("system-prompts:read"),
     ),
+    ("GET", "/openai/v1/models", Access::Scope("models:read")),
+    (
+        "GET",
+        "/openai/v1/models/{model}",
+        Access::Scope("models:read"),
+    ),
+    (
+        "POST",
+        "/openai/v1/chat/completions",
+        Access::Scope("chats:invoke"),
+    ),
+    (
+        "POST",
+        "/openai/v1/embeddings",
+        Access::Scope("chats:invoke"),
+    ),
 ];
+
+/// The one path parameter that takes the rest of the path: catalog model ids contain a
+/// slash (`local/smollm2-135m-instruct`), and OpenAI clients put them in the path as is.
+const REST_OF_PATH: &str = "{model}";
 
 /// Whether a concrete path matches an OpenAPI template such as `/v1/files/{id}`.
 pub fn path_matches(template: &str, path: &str) -> bool {
@@ -277,6 +309,7 @@ pub fn path_matches(template: &str, path: &str) -> bool {
     loop {
         match (template.next(), path.next()) {
             (None, None) => return true,
+            (Some(REST_OF_PATH), Some(p)) if !p.is_empty() => return template.next().is_none(),
             (Some(t), Some(p))
                 if t == p || (t.starts_with('{') && t.ends_with('}') && !p.is_empty()) => {}
             _ => return false,
@@ -380,7 +413,8 @@ pub async fn authorize(
         return with_limit(req, next, state.limits.for_peer(&peer).await).await;
     }
     let Some(token) = bearer_token(&req).map(str::to_owned) else {
-        let detail = "this operation needs `Authorization: Bearer <access token>`".to_owned();
+        let detail =
+            "this operation needs `Authorization: Bearer <access token or API key>`".to_owned();
         return Ok(refusal(
             req,
             StatusCode::UNAUTHORIZED,
@@ -495,6 +529,14 @@ mod tests {
         assert!(!path_matches("/v1/files/{id}", "/v1/files/abc/content"));
         assert!(path_matches("/v1/health", "/v1/health"));
         assert!(!path_matches("/v1/health", "/v1/health/ready"));
+        assert!(path_matches(
+            "/openai/v1/models/{model}",
+            "/openai/v1/models/local/smollm2"
+        ));
+        assert!(!path_matches(
+            "/openai/v1/models/{model}",
+            "/openai/v1/models/"
+        ));
     }
 
     #[test]

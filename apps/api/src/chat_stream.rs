@@ -1,6 +1,7 @@
 //! Server-Sent Events for chat generations, in the two wire formats clients choose with
 //! `X-Stream-Format`: Tessera's own chunks (`{id, delta, finished}`, the interface's
-//! default) and the Vercel AI SDK UI message stream (`ai-sdk`). Both end with
+//! default) and the Vercel AI SDK UI message stream (`ai-sdk`); `/openai/v1` adds OpenAI's
+//! chunks (its encoder lives with that dialect). All end with
 //! `data: [DONE]`; comment lines keep idle connections open through proxies.
 
 use std::{convert::Infallible, sync::Arc, time::Duration};
@@ -29,6 +30,8 @@ pub const HEARTBEAT: Duration = Duration::from_secs(15);
 pub enum Format {
     Tessera,
     AiSdk,
+    /// OpenAI's `chat.completion.chunk` stream (`/openai/v1`; never chosen by header).
+    OpenAi,
 }
 
 impl Format {
@@ -332,12 +335,16 @@ fn finish_metadata(message: &Message) -> Value {
 pub enum Encoder {
     Tessera(TesseraEncoder),
     AiSdk(AiSdkEncoder),
+    OpenAi(crate::routes::openai::stream::ChunkEncoder),
 }
 
 impl Encoder {
+    /// The encoder of a `/v1` stream (an OpenAI stream builds its own `ChunkEncoder`).
     pub fn new(format: Format, chat: &ChatId, message: &MessageId) -> Self {
         match format {
-            Format::Tessera => Encoder::Tessera(TesseraEncoder { chat: chat.clone() }),
+            Format::Tessera | Format::OpenAi => {
+                Encoder::Tessera(TesseraEncoder { chat: chat.clone() })
+            }
             Format::AiSdk => Encoder::AiSdk(AiSdkEncoder {
                 message: message.clone(),
                 started: false,
@@ -352,6 +359,7 @@ impl Encoder {
         match self {
             Encoder::Tessera(encoder) => encoder.encode(event),
             Encoder::AiSdk(encoder) => encoder.encode(event),
+            Encoder::OpenAi(encoder) => encoder.encode(event),
         }
     }
 }

@@ -495,6 +495,10 @@ pub struct Settings {
     /// Secret that signs pagination cursors. Replicas must share it; when absent a random
     /// key is generated once and kept in `data_dir/cursor.key`.
     pub cursor_secret: Option<Secret>,
+    /// Secret that keys the HMAC-SHA256 under which API key secrets are stored and looked up.
+    /// Replicas must share it, and changing it makes every API key unknown; when absent a
+    /// random key is generated once and kept in `data_dir/api-key.key`.
+    pub api_key_secret: Option<Secret>,
     /// Name of the organization created on the first run in embedded mode.
     pub default_organization_name: String,
     pub tls: TlsSettings,
@@ -521,6 +525,7 @@ impl Default for Settings {
             log: "info".to_owned(),
             log_format: LogFormat::Text,
             cursor_secret: None,
+            api_key_secret: None,
             default_organization_name: "Default".to_owned(),
             tls: TlsSettings::default(),
             http: HttpSettings::default(),
@@ -696,6 +701,14 @@ impl Settings {
         {
             return Err(invalid(
                 "cursor_secret",
+                "must be at least 32 characters".into(),
+            ));
+        }
+        if let Some(secret) = &self.api_key_secret
+            && secret.expose().len() < 32
+        {
+            return Err(invalid(
+                "api_key_secret",
                 "must be at least 32 characters".into(),
             ));
         }
@@ -1114,6 +1127,14 @@ mod tests {
         ));
         assert!(
             message.starts_with("config key `cursor_secret`"),
+            "{message}"
+        );
+        let message = error_of(Settings::load_from(
+            None,
+            env(&[("TESSERA_API_KEY_SECRET", "short")]),
+        ));
+        assert!(
+            message.starts_with("config key `api_key_secret`"),
             "{message}"
         );
         let message = error_of(Settings::load_from(None, env(&[("TESSERA_LOG", "[[[")])));

@@ -25,6 +25,8 @@ use crate::{config::Settings, startup::StartupError};
 pub struct Knowledge {
     pub files: FileService,
     pub datasets: DatasetService,
+    /// The embedding model, when one is loaded (`/openai/v1/embeddings` serves it too).
+    pub embedder: Option<Arc<dyn Embedder>>,
     /// Wakes idle workers when an upload queues a job in this process.
     pub wake: Arc<Notify>,
     /// `None` without an embedding model: no worker can process files.
@@ -234,6 +236,7 @@ impl Knowledge {
             clock.clone(),
             cursors,
         );
+        let embedder = engines.as_ref().map(|engines| engines.embedder.clone());
         let pipeline = engines.map(|engines| Pipeline {
             files: files_store,
             blobs,
@@ -245,6 +248,7 @@ impl Knowledge {
         Ok(Self {
             files,
             datasets,
+            embedder,
             wake: Arc::new(Notify::new()),
             pipeline,
             processing: ProcessingSettings {

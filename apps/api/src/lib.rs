@@ -4,6 +4,7 @@
 //! `tessera-admin` reuses the configuration and database wiring.
 
 pub mod access;
+pub mod admission;
 pub mod attachments;
 pub mod chat_stream;
 pub mod config;

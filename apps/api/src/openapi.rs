@@ -30,6 +30,7 @@ pub use responses::apply_shared_responses;
         (name = "Authentication", description = "Access tokens for API clients (OAuth 2.0 client credentials) and discovery documents"),
         (name = "Organization", description = "The caller's organization"),
         (name = "Clients", description = "API clients (OAuth 2.0 client credentials) of the caller's organization; needs `org:admin`"),
+        (name = "API keys", description = "Long-lived API keys (`tsk_…`) of the caller's organization, accepted as `Authorization: Bearer` wherever an access token is; scoped, expiring, revocable; needs `org:admin`"),
         (name = "Chats", description = "Chat completions (JSON or Server-Sent Events, in Tessera's format or the Vercel AI SDK's), background generation, and chat records"),
         (name = "Models", description = "The catalog of base models, and the organization's models built on them"),
         (name = "Particles", description = "Reusable system-prompt components in five categories, with immutable numbered versions"),
@@ -38,12 +39,14 @@ pub use responses::apply_shared_responses;
         (name = "Files", description = "Uploads (documents up to 50 MB, images up to 20 MB), processed in the background into searchable chunks; needs `files:*`"),
         (name = "Datasets", description = "Sets of files searched together (hybrid dense + BM25), versioned, with snapshots; needs `datasets:*`"),
         (name = "Artifacts", description = "Rich content found in assistant answers (markdown, code, HTML, SVG, Mermaid), versioned per chat; needs `chats:read`"),
-        (name = "Webhooks", description = "Signed HTTP callbacks for `file.ready`, `file.failed` and `dataset.updated`, retried until the receiver answers 2xx; needs `org:admin`")
+        (name = "Webhooks", description = "Signed HTTP callbacks for `file.ready`, `file.failed` and `dataset.updated`, retried until the receiver answers 2xx; needs `org:admin`"),
+        (name = "OpenAI", description = "OpenAI's wire format at `/openai/v1` (models, chat completions, embeddings) over the same models, prompts, knowledge, usage, budgets and limits; point an OpenAI client's base URL here with an API key. Errors are OpenAI's `{\"error\": {…}}`, not problems")
     )
 )]
 pub struct ApiDoc;
 
-/// Declares the bearer scheme: a JWT from the token endpoint or an identity provider.
+/// Declares the bearer scheme: a JWT from the token endpoint or an identity provider, or an
+/// API key.
 struct BearerAuth;
 
 impl Modify for BearerAuth {
@@ -55,7 +58,7 @@ impl Modify for BearerAuth {
                 HttpBuilder::new()
                     .scheme(HttpAuthScheme::Bearer)
                     .bearer_format("JWT")
-                    .description(Some("An access token from `POST /oauth/token` (client credentials) or a session JWT from a configured identity provider."))
+                    .description(Some("An access token from `POST /oauth/token` (client credentials), a session JWT from a configured identity provider, or an API key (`tsk_…`, from `POST /v1/api-keys`)."))
                     .build(),
             ),
         );

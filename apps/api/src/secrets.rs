@@ -1,5 +1,7 @@
 //! Server-side keys: the cursor-signing key comes from `cursor_secret`, or from a random key
-//! generated once into `data_dir/cursor.key` (embedded mode, single node).
+//! generated once into `data_dir/cursor.key` (embedded mode, single node); the key of the
+//! HMAC that API key secrets are stored under comes from `api_key_secret`, or likewise from
+//! `data_dir/api-key.key`.
 
 use std::path::Path;
 
@@ -15,6 +17,14 @@ pub fn cursor_codec(settings: &Settings) -> Result<CursorCodec, String> {
         None => load_or_create_key(&settings.data_dir.join("cursor.key"))?,
     };
     Ok(CursorCodec::new(key))
+}
+
+/// The key API key secrets are hashed with (HMAC-SHA256) for these settings.
+pub fn api_key_hash_key(settings: &Settings) -> Result<[u8; 32], String> {
+    match &settings.api_key_secret {
+        Some(secret) => Ok(Sha256::digest(secret.expose().as_bytes()).into()),
+        None => load_or_create_key(&settings.data_dir.join("api-key.key")),
+    }
 }
 
 fn load_or_create_key(path: &Path) -> Result<[u8; 32], String> {
@@ -73,6 +83,27 @@ mod tests {
         let first = cursor_codec(&settings).unwrap().encode("list", "", &1);
         let second = cursor_codec(&settings).unwrap();
         assert_eq!(second.decode::<i32>("list", "", first.as_str()), Ok(1));
+    }
+
+    #[test]
+    fn the_api_key_hash_key_is_configured_or_kept_apart_from_the_cursor_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = Settings {
+            data_dir: dir.path().to_path_buf(),
+            ..Settings::default()
+        };
+        let generated = api_key_hash_key(&settings).unwrap();
+        assert_eq!(api_key_hash_key(&settings).unwrap(), generated);
+        assert!(dir.path().join("api-key.key").exists());
+        let cursor = load_or_create_key(&dir.path().join("cursor.key")).unwrap();
+        assert_ne!(cursor, generated);
+        let configured = Settings {
+            api_key_secret: Some(crate::config::Secret::new("x".repeat(32))),
+            ..settings
+        };
+        let key = api_key_hash_key(&configured).unwrap();
+        assert_ne!(key, generated);
+        assert_eq!(api_key_hash_key(&configured).unwrap(), key);
     }
 
     #[test]

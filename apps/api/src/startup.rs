@@ -4,10 +4,14 @@
 use std::{net::TcpListener, sync::Arc, time::Duration};
 
 use actix_web::{App, dev::Server, middleware::from_fn, web};
-use tessera_auth::{Argon2SecretHasher, JwtKeys, KeyError, OidcProvider, OidcVerifier, TokenRules};
-use tessera_chats::{ArtifactService, ChatService};
+use tessera_auth::{
+    Argon2SecretHasher, HmacApiKeyHasher, JwtKeys, KeyError, OidcProvider, OidcVerifier, TokenRules,
+};
+use tessera_chats::{ArtifactService, ChatPorts, ChatService};
 use tessera_idempotency::IdempotencyService;
-use tessera_identity::{ClientName, ClientSecret, IdentityService, NewClient, TokenSettings};
+use tessera_identity::{
+    ApiKeyService, ClientName, ClientSecret, IdentityService, NewClient, TokenSettings,
+};
 use tessera_kernel::{CursorCodec, DomainError, Scope, ScopeSet, SystemClock};
 use tessera_limits::{InProcessRateLimiter, Quota, RateLimiter};
 use tessera_limits_redis::RedisRateLimiter;
@@ -17,9 +21,9 @@ use tessera_models::{Catalog, DatasetLinks, ModelService, Providers};
 use tessera_organizations::{Organization, OrganizationService};
 use tessera_prompts::{PromptService, SystemProfiles};
 use tessera_store::{
-    Database, PoolOptions, SqlArtifactStore, SqlChatStore, SqlClientStore, SqlDatasetLinkStore,
-    SqlIdempotencyStore, SqlModelStore, SqlOrganizationStore, SqlPromptStore, SqlUsageStore,
-    StoreError,
+    Database, PoolOptions, SqlApiKeyStore, SqlArtifactStore, SqlChatStore, SqlClientStore,
+    SqlDatasetLinkStore, SqlIdempotencyStore, SqlModelStore, SqlOrganizationStore, SqlPromptStore,
+    SqlUsageStore, StoreError,
 };
 use tessera_tokenizer::{Encoding, TiktokenCounter};
 use tessera_usage::{BudgetGuard, UsageService};
@@ -100,6 +104,10 @@ where
         .service(routes::clients::get_client)
         .service(routes::clients::rotate_client)
         .service(routes::clients::revoke_client)
+        .service(routes::api_keys::create_api_key)
+        .service(routes::api_keys::list_api_keys)
+        .service(routes::api_keys::get_api_key)
+        .service(routes::api_keys::revoke_api_key)
         .service(routes::chats::create_completion)
         .service(routes::chats::list_chats)
         .service(routes::chats::get_chat)
@@ -159,6 +167,10 @@ where
         .service(routes::webhooks::get_webhook)
         .service(routes::webhooks::delete_webhook)
         .service(routes::webhooks::list_deliveries)
+        .service(routes::openai::models::list_models)
+        .service(routes::openai::models::get_model)
+        .service(routes::openai::chat::create_chat_completion)
+        .service(routes::openai::embeddings::create_embeddings)
 }
 
 /// The OpenAPI document of the routes this build serves.
@@ -197,12 +209,13 @@ pub async fn open_database(settings: &Settings) -> Result<Database, StoreError> 
     Database::connect(&url, options).await
 }
 
-/// The services that manage tenants and their credentials (organizations, API clients,
-/// token issuing and verification): all the admin CLI's `org` and `client` commands need,
-/// without the models, the vector index or the workers the API opens besides.
+/// The services that manage tenants and their credentials (organizations, API clients, API
+/// keys, token issuing and verification): all the admin CLI's `org`, `client` and `key`
+/// commands need, without the models, the vector index or the workers the API opens besides.
 pub struct Tenancy {
     pub organizations: OrganizationService,
     pub identity: IdentityService,
+    pub api_keys: ApiKeyService,
     pub keys: Arc<JwtKeys>,
     pub cursors: CursorCodec,
 }
@@ -233,7 +246,7 @@ pub fn tenancy(
         Arc::new(Argon2SecretHasher::default()),
         keys.clone(),
         keys.clone(),
-        clock,
+        clock.clone(),
         cursors.clone(),
         TokenSettings {
             issuer: issuer.to_owned(),
@@ -257,12 +270,21 @@ pub fn tenancy(
             })) as Arc<dyn tessera_identity::SessionVerifier>
         })
         .collect();
+    let api_key_hash_key = secrets::api_key_hash_key(settings).map_err(StartupError::DataDir)?;
+    let api_keys = ApiKeyService::new(
+        Arc::new(SqlApiKeyStore::new(database.clone())),
+        Arc::new(HmacApiKeyHasher::new(&api_key_hash_key)),
+        clock,
+        cursors.clone(),
+    );
     let identity = identity
         .with_sessions(sessions)
-        .with_organizations(Arc::new(SqlOrganizationStore::new(database.clone())));
+        .with_organizations(Arc::new(SqlOrganizationStore::new(database.clone())))
+        .with_api_keys(api_keys.clone());
     Ok(Tenancy {
         organizations,
         identity,
+        api_keys,
         keys,
         cursors,
     })
@@ -277,6 +299,7 @@ pub async fn state(
     let Tenancy {
         organizations,
         identity,
+        api_keys,
         keys,
         cursors,
     } = tenancy(settings, &database, &issuer)?;
@@ -329,13 +352,29 @@ pub async fn state(
     let usage_store = Arc::new(SqlUsageStore::new(database.clone()));
     let usage = UsageService::new(usage_store.clone(), clock.clone(), cursors.clone());
     let budgets = BudgetGuard::new(
-        usage_store,
+        usage_store.clone(),
         clock.clone(),
         chrono::Duration::seconds(i64::try_from(settings.quotas.cache_secs).unwrap_or(i64::MAX)),
     );
     let knowledge =
         crate::knowledge::Knowledge::build(settings, &database, clock.clone(), cursors.clone())
             .await?;
+    let embeddings = match knowledge.embedder.clone() {
+        Some(embedder) => {
+            // An embedding server bills like a catalog model; the embedded model, like the
+            // embedded chat model, costs nothing.
+            let remote = settings.knowledge.embedding_base_url.is_some();
+            Some(tessera_knowledge::EmbeddingService::new(
+                embedder,
+                usage_store.clone(),
+                Arc::new(TiktokenCounter::shared(Encoding::default())?),
+                if remote { "openai" } else { "local" },
+                u32::from(remote),
+                clock.clone(),
+            ))
+        }
+        None => None,
+    };
     let webhooks = crate::webhooks::Webhooks::build(
         &settings.webhooks,
         &database,
@@ -348,19 +387,25 @@ pub async fn state(
         Arc::new(KnowledgeDirectory(knowledge.datasets.clone())),
         clock.clone(),
     );
-    let chats = ChatService::new(
-        Arc::new(SqlChatStore::new(database.clone())),
-        models.clone(),
-        prompts.clone(),
-        Arc::new(DatasetRetriever {
+    let chats = ChatService::new(ChatPorts {
+        store: Arc::new(SqlChatStore::new(database.clone())),
+        models: models.clone(),
+        prompts: prompts.clone(),
+        retriever: Arc::new(DatasetRetriever {
             links: dataset_links.clone(),
             models: models.clone(),
             datasets: knowledge.datasets.clone(),
         }),
-        Arc::new(crate::attachments::FileAttachments(knowledge.files.clone())),
-        clock.clone(),
-        cursors.clone(),
-    );
+        attachments: Arc::new(crate::attachments::FileAttachments(knowledge.files.clone())),
+        admission: Arc::new(crate::admission::PlansAndBudgets {
+            organizations: organizations.clone(),
+            quotas: settings.quotas.clone(),
+            budgets,
+        }),
+        usage: usage_store.clone(),
+        clock: clock.clone(),
+        cursors: cursors.clone(),
+    });
     // This process's generation lease, taken before it serves; chats left `generating` by
     // processes whose lease lapsed (they stopped mid-answer) become failed.
     let interrupted = chats
@@ -375,13 +420,13 @@ pub async fn state(
         knowledge,
         webhooks,
         dataset_links,
-        budgets,
-        quotas: settings.quotas.clone(),
+        embeddings,
         idempotency,
         models,
         database,
         organizations,
         identity,
+        api_keys,
         prompts,
         keys,
         issuer,
@@ -617,6 +662,7 @@ impl Application {
                     .wrap(from_fn(require_https))
                     .wrap(from_fn(limit_headers))
                     .wrap(problem_errors())
+                    .wrap(from_fn(routes::openai::error::dialect))
                     .wrap(from_fn(request_context))
                     .into_utoipa_app(),
             )

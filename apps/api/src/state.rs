@@ -3,13 +3,13 @@ use std::sync::Arc;
 use tessera_auth::JwtKeys;
 use tessera_chats::{ArtifactService, ChatService};
 use tessera_idempotency::IdempotencyService;
-use tessera_identity::IdentityService;
+use tessera_identity::{ApiKeyService, IdentityService};
 use tessera_kernel::CursorCodec;
 use tessera_models::ModelService;
 use tessera_organizations::OrganizationService;
 use tessera_prompts::PromptService;
 use tessera_store::Database;
-use tessera_usage::{BudgetGuard, UsageService};
+use tessera_usage::UsageService;
 
 /// What handlers share: the database and the domain services built over it.
 #[derive(Clone)]
@@ -17,6 +17,8 @@ pub struct AppState {
     pub database: Database,
     pub organizations: OrganizationService,
     pub identity: IdentityService,
+    /// Long-lived API keys (`tsk_…`); `identity` accepts them as bearer credentials.
+    pub api_keys: ApiKeyService,
     pub prompts: PromptService,
     pub models: ModelService,
     pub chats: ChatService,
@@ -26,11 +28,10 @@ pub struct AppState {
     pub knowledge: crate::knowledge::Knowledge,
     /// Webhook registrations and their dispatchers.
     pub webhooks: crate::webhooks::Webhooks,
+    /// Embeddings on request, when an embedding model is loaded.
+    pub embeddings: Option<tessera_knowledge::EmbeddingService>,
     /// Datasets linked to user models (RAG).
     pub dataset_links: tessera_models::DatasetLinks,
-    /// Spend this month against monthly credit budgets (`quotas`).
-    pub budgets: BudgetGuard,
-    pub quotas: crate::config::QuotaSettings,
     pub idempotency: IdempotencyService,
     pub keys: Arc<JwtKeys>,
     /// The token issuer (this service's public base URL).

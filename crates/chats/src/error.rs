@@ -1,7 +1,7 @@
 use tessera_kernel::{DomainError, FieldError};
 use tessera_models::{ModelError, ProviderError};
 
-use crate::ChatId;
+use crate::{ChatId, admission::BudgetSpent};
 
 /// Errors of chat operations.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -24,6 +24,12 @@ pub enum ChatError {
     /// A strict `json_schema` answer that does not conform; each entry is one violation.
     #[error("the model's answer does not conform to the response schema: {}", .0.join("; "))]
     SchemaMismatch(Vec<String>),
+    /// The organization's monthly credits are spent (see [`crate::Admission`]).
+    #[error(
+        "the organization has used {} of its {} credits this month; completions resume at {}",
+        .0.used_credits, .0.monthly_credits, .0.resets_at.to_rfc3339()
+    )]
+    BudgetSpent(BudgetSpent),
     #[error(transparent)]
     Domain(#[from] DomainError),
 }
@@ -52,6 +58,10 @@ impl From<ChatError> for DomainError {
                 message: error.to_string(),
             },
             ChatError::SchemaMismatch(_) => DomainError::Internal {
+                message: error.to_string(),
+            },
+            ChatError::BudgetSpent(_) => DomainError::Forbidden {
+                code: "credit_budget_exhausted",
                 message: error.to_string(),
             },
             ChatError::Domain(error) => error,

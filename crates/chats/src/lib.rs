@@ -4,9 +4,11 @@
 //! models, through the `AttachmentSource` port), the context window (oldest-first truncation by exact
 //! token count), retrieval through the `Retriever` port, structured-output validation, and
 //! generation as a background task whose events are replayed to any number of listeners
-//! (`GenerationHub`). Pure domain: persistence through `ChatStore`, generation through the
+//! (`GenerationHub`), plans and credit budgets through the `Admission` port, and stateless
+//! completions that keep only their usage record. Pure domain: persistence through `ChatStore`, generation through the
 //! models domain's `ChatModel` port; the caller runs the generation future on its runtime.
 
+mod admission;
 mod artifact;
 mod artifacts;
 mod attachment;
@@ -22,6 +24,9 @@ mod service;
 mod store;
 mod validate;
 
+#[cfg(any(test, feature = "mocks"))]
+pub use admission::MockAdmission;
+pub use admission::{Admission, BudgetSpent, FixedPlan};
 #[cfg(any(test, feature = "mocks"))]
 pub use artifact::MockArtifactStore;
 pub use artifact::{
@@ -45,7 +50,7 @@ pub use hub::{Attached, EventStream, GenerationEvent, GenerationHub};
 pub use retriever::MockRetriever;
 pub use retriever::{NoRetrieval, Retriever, with_sources};
 pub use service::{
-    Caller, ChatService, ChatStored, CompletionRequest, INTERRUPTED, NewMessage, Started,
+    Caller, ChatPorts, ChatService, ChatStored, CompletionRequest, INTERRUPTED, NewMessage, Started,
 };
 #[cfg(any(test, feature = "mocks"))]
 pub use store::MockChatStore;

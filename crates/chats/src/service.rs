@@ -10,18 +10,18 @@ use tessera_kernel::{
     PageRequest, PrincipalKind,
 };
 use tessera_models::{
-    ChatEvent, ChatMessage, ChatModel, ChatRequest, Completion, JsonSchemaFormat, ModelService,
-    ProviderError, ResolvedModel, Role, ToolCall, ToolSpec, Usability, Usage,
+    ChatEvent, ChatMessage, ChatModel, ChatRequest, Completion, ImageInput, JsonSchemaFormat,
+    ModelService, ProviderError, ReasoningEffort, ResolvedModel, Role, ToolCall, ToolSpec,
+    Usability, Usage,
 };
-use tessera_organizations::Plan;
 use tessera_prompts::{PromptService, TokenCounter};
-use tessera_usage::{FAILED, Tokens, UsageId, UsageRecord};
+use tessera_usage::{FAILED, Tokens, UsageId, UsageRecord, UsageStore};
 
 use crate::{
-    Artifact, ArtifactId, Attached, Attachment, AttachmentSource, CHARS_PER_TOKEN_BOUND, Chat,
-    ChatError, ChatFilter, ChatId, ChatRecord, ChatStatus, ChatStore, EventStream, FinishedTurn,
-    GenerationEvent, GenerationHub, MAX_ATTACHMENTS, MAX_TITLE_CHARS, Message, MessageId,
-    MessageUsage, ModelSnapshot, Retriever, Source,
+    Admission, Artifact, ArtifactId, Attached, Attachment, AttachmentSource, CHARS_PER_TOKEN_BOUND,
+    Chat, ChatError, ChatFilter, ChatId, ChatRecord, ChatStatus, ChatStore, EventStream,
+    FinishedTurn, GenerationEvent, GenerationHub, MAX_ATTACHMENTS, MAX_TITLE_CHARS, Message,
+    MessageId, MessageUsage, ModelSnapshot, Retriever, Source,
     artifact::versioned,
     attachment::{attach, records, resolve_stored, resolve_turn},
     context::{ContextOverflow, fit},
@@ -43,7 +43,6 @@ pub struct Caller {
     pub subject: String,
     /// Recorded with the usage of the caller's completions.
     pub kind: PrincipalKind,
-    pub plan: Plan,
     /// May see and manage every chat of the organization (`chats:admin`).
     pub sees_all: bool,
 }
@@ -57,6 +56,9 @@ pub struct NewMessage {
     pub tool_call_id: Option<String>,
     /// User messages: ids of uploaded files to attach.
     pub attachments: Vec<String>,
+    /// User messages: images given inline (vision models; stateless completions only, since
+    /// a chat keeps files, not inline data).
+    pub images: Vec<ImageInput>,
 }
 
 impl From<&NewMessage> for ChatMessage {
@@ -66,7 +68,7 @@ impl From<&NewMessage> for ChatMessage {
             content: message.content.clone(),
             tool_calls: message.tool_calls.clone(),
             tool_call_id: message.tool_call_id.clone(),
-            images: Vec::new(),
+            images: message.images.clone(),
         }
     }
 }
@@ -93,9 +95,19 @@ pub struct CompletionRequest {
     pub response_format: Option<JsonSchemaFormat>,
     pub enable_reasoning: bool,
     pub reasoning_budget: Option<u32>,
+    /// With `enable_reasoning`: how hard the model should think.
+    pub reasoning_effort: Option<ReasoningEffort>,
     pub max_tokens: Option<u32>,
     pub temperature: Option<f32>,
+    pub top_p: Option<f32>,
     pub seed: Option<u64>,
+    /// Generation stops before any of these.
+    pub stop: Vec<String>,
+    /// The caller's own instructions, appended to the model's system prompt.
+    pub instructions: Option<String>,
+    /// Keep nothing but the usage record: no chat, no messages, no artifacts (an
+    /// OpenAI-style completion). Only for new conversations.
+    pub stateless: bool,
 }
 
 /// The write of a new chat's row, under way while its generation starts; any number of
@@ -122,6 +134,22 @@ pub struct Started {
     pub generation: BoxFuture<'static, ()>,
 }
 
+/// What the chat service is built from.
+pub struct ChatPorts {
+    pub store: Arc<dyn ChatStore>,
+    pub models: ModelService,
+    pub prompts: PromptService,
+    pub retriever: Arc<dyn Retriever>,
+    pub attachments: Arc<dyn AttachmentSource>,
+    /// Plans and credit budgets.
+    pub admission: Arc<dyn Admission>,
+    /// Where stateless completions record their usage (a chat's turn records it with the
+    /// turn, through `store`).
+    pub usage: Arc<dyn UsageStore>,
+    pub clock: Arc<dyn Clock>,
+    pub cursors: CursorCodec,
+}
+
 /// Chats and completions.
 #[derive(Clone)]
 pub struct ChatService {
@@ -130,27 +158,34 @@ pub struct ChatService {
     prompts: PromptService,
     retriever: Arc<dyn Retriever>,
     attachments: Arc<dyn AttachmentSource>,
+    admission: Arc<dyn Admission>,
+    usage: Arc<dyn UsageStore>,
     hub: GenerationHub,
     clock: Arc<dyn Clock>,
     cursors: CursorCodec,
 }
 
 impl ChatService {
-    pub fn new(
-        store: Arc<dyn ChatStore>,
-        models: ModelService,
-        prompts: PromptService,
-        retriever: Arc<dyn Retriever>,
-        attachments: Arc<dyn AttachmentSource>,
-        clock: Arc<dyn Clock>,
-        cursors: CursorCodec,
-    ) -> Self {
+    pub fn new(ports: ChatPorts) -> Self {
+        let ChatPorts {
+            store,
+            models,
+            prompts,
+            retriever,
+            attachments,
+            admission,
+            usage,
+            clock,
+            cursors,
+        } = ports;
         Self {
             store,
             models,
             prompts,
             retriever,
             attachments,
+            admission,
+            usage,
             hub: GenerationHub::new(),
             clock,
             cursors,
@@ -190,6 +225,15 @@ impl ChatService {
         caller: &Caller,
         request: CompletionRequest,
     ) -> Result<Started, ChatError> {
+        let plan = self.admission.admit(&caller.organization).await?;
+        if request.chat_id.is_some() && (request.stateless || request.instructions.is_some()) {
+            return Err(ChatError::invalid(FieldError::new(
+                ["body".into(), "chatId".into()],
+                "a continued chat keeps its own instructions and is stored; stateless or \
+                 instructed completions begin a conversation",
+                "value_error",
+            )));
+        }
         let existing = match &request.chat_id {
             Some(id) => Some(
                 self.continuable(caller, id, request.model_id.as_deref())
@@ -198,12 +242,10 @@ impl ChatService {
             None => None,
         };
         let resolved = match (&existing, &request.model_id) {
-            (Some(chat), _) => self
-                .models
-                .resolve_base(&chat.model.base_model_id, caller.plan)?,
+            (Some(chat), _) => self.models.resolve_base(&chat.model.base_model_id, plan)?,
             (None, Some(model_id)) => {
                 self.models
-                    .resolve_any(&caller.organization, model_id, caller.plan)
+                    .resolve_any(&caller.organization, model_id, plan)
                     .await?
             }
             (None, None) => {
@@ -239,6 +281,7 @@ impl ChatService {
         let mut turn: Vec<ChatMessage> = request.messages.iter().map(ChatMessage::from).collect();
         let mut invalid = check_messages(&history, &turn);
         invalid.extend(check_attachments(&request.messages));
+        invalid.extend(check_images(&request.messages, vision, request.stateless));
         invalid.extend(check_requirements(
             &resolved.base,
             &Requirements {
@@ -336,8 +379,12 @@ impl ChatService {
                     created_at: now,
                     updated_at: now,
                 };
-                let stored = self.insert(&chat)?;
-                (chat, true, stored)
+                if request.stateless {
+                    (chat, false, future::ready(Ok(())).boxed().shared())
+                } else {
+                    let stored = self.insert(&chat)?;
+                    (chat, true, stored)
+                }
             }
         };
 
@@ -375,6 +422,7 @@ impl ChatService {
                 .as_ref()
                 .filter(|format| format.strict)
                 .map(|format| format.schema.clone()),
+            usage_only: request.stateless.then(|| self.usage.clone()),
             model: resolved.chat_model.clone(),
             request: ChatRequest {
                 model: resolved.base.model_name.clone(),
@@ -383,12 +431,12 @@ impl ChatService {
                 response_format: request.response_format,
                 max_tokens: Some(max_tokens),
                 temperature: request.temperature,
-                top_p: None,
+                top_p: request.top_p,
                 seed: request.seed,
-                stop: Vec::new(),
+                stop: request.stop,
                 reasoning: request
                     .enable_reasoning
-                    .then_some((None, request.reasoning_budget)),
+                    .then_some((request.reasoning_effort, request.reasoning_budget)),
             },
         };
         Ok(Started {
@@ -471,6 +519,10 @@ impl ChatService {
                 (None, None) => (None, None),
             },
             None => (None, None),
+        };
+        let system_prompt = match (system_prompt, &request.instructions) {
+            (Some(prompt), Some(instructions)) => Some(format!("{prompt}\n\n{instructions}")),
+            (prompt, instructions) => prompt.or_else(|| instructions.clone()),
         };
         Ok(ModelSnapshot {
             model_id,
@@ -709,6 +761,37 @@ fn check_attachments(messages: &[NewMessage]) -> Vec<FieldError> {
     invalid
 }
 
+/// Inline images go to vision models only, and only in stateless completions (a chat keeps
+/// uploaded files, which `attachments` name).
+fn check_images(messages: &[NewMessage], vision: bool, stateless: bool) -> Vec<FieldError> {
+    let mut invalid = Vec::new();
+    for (index, message) in messages.iter().enumerate() {
+        if message.images.is_empty() {
+            continue;
+        }
+        let refusal = if message.role != Role::User {
+            "only user messages carry images"
+        } else if !vision {
+            "this model does not accept images (it lacks supportsVision)"
+        } else if !stateless {
+            "a stored chat keeps images as uploaded files: upload the image and attach it"
+        } else {
+            continue;
+        };
+        invalid.push(FieldError::new(
+            [
+                LocSegment::from("body"),
+                LocSegment::from("messages"),
+                LocSegment::Index(index),
+                LocSegment::from("content"),
+            ],
+            refusal,
+            "value_error",
+        ));
+    }
+    invalid
+}
+
 /// Runs `generating` while the chat's row is being stored, and waits for both: `Err` when
 /// the chat could not be stored (the generation is then dropped: its answer would have
 /// nowhere to go), else what the generation returned.
@@ -739,6 +822,8 @@ struct Generation {
     next_sequence: u32,
     sources: Vec<Source>,
     strict_schema: Option<serde_json::Value>,
+    /// Stateless: the usage record is all that is kept, here (no chat row exists).
+    usage_only: Option<Arc<dyn UsageStore>>,
     model: Arc<dyn ChatModel>,
     request: ChatRequest,
 }
@@ -770,9 +855,17 @@ impl Generation {
                 return;
             }
         };
-        let outcome = match generated {
-            Ok(()) => self.store_answer(&completion).await,
-            Err(error) => Err(error),
+        let outcome = match (generated, &self.usage_only) {
+            (Ok(()), None) => self.store_answer(&completion).await,
+            (Ok(()), Some(usage)) => {
+                let (answer, record) = self.answer(&completion, self.clock.now());
+                usage
+                    .record(&record)
+                    .await
+                    .map(|()| answer)
+                    .map_err(ChatError::from)
+            }
+            (Err(error), _) => Err(error),
         };
         let event = match outcome {
             Ok(message) => GenerationEvent::Finished(Box::new(message)),
@@ -788,18 +881,24 @@ impl Generation {
                         at,
                     )
                 });
-                if let Err(store) = self
-                    .store
-                    .fail_generation(
-                        &self.organization,
-                        &self.chat,
-                        &error.to_string(),
-                        usage,
-                        at,
-                    )
-                    .await
-                {
-                    // The chat stays `generating` until this process stops and its lease lapses.
+                let recorded = match (&self.usage_only, usage) {
+                    (Some(_), None) => Ok(()),
+                    (Some(store), Some(usage)) => store.record(&usage).await,
+                    // The chat stays `generating` on an error until this process stops and
+                    // its lease lapses.
+                    (None, usage) => {
+                        self.store
+                            .fail_generation(
+                                &self.organization,
+                                &self.chat,
+                                &error.to_string(),
+                                usage,
+                                at,
+                            )
+                            .await
+                    }
+                };
+                if let Err(store) = recorded {
                     tracing::error!(chat = %self.chat, error = %store, "could not record a failed generation");
                 }
                 GenerationEvent::Failed(error)
@@ -840,9 +939,9 @@ impl Generation {
         Ok(())
     }
 
-    async fn store_answer(&self, completion: &Completion) -> Result<Message, ChatError> {
-        let at = self.clock.now();
-        let message = |sequence: u32, role: Role, created_at: DateTime<Utc>| Message {
+    /// A message of this chat with nothing in it yet.
+    fn blank(&self, sequence: u32, role: Role, created_at: DateTime<Utc>) -> Message {
+        Message {
             id: MessageId::generate(),
             chat_id: self.chat.clone(),
             sequence,
@@ -855,7 +954,42 @@ impl Generation {
             attachments: Vec::new(),
             usage: None,
             created_at,
+        }
+    }
+
+    /// The answer message of a finished completion and its usage record.
+    fn answer(&self, completion: &Completion, at: DateTime<Utc>) -> (Message, UsageRecord) {
+        let sequence = self.next_sequence + self.turn.len() as u32;
+        let usage = self.billing.consumed(completion, false).unwrap_or_default();
+        let finish_reason = completion
+            .finish_reason
+            .clone()
+            .unwrap_or(tessera_models::FinishReason::Stop);
+        let record = self.billing.record(
+            &self.organization,
+            &self.chat,
+            &self.answer_id,
+            usage,
+            finish_reason.as_str(),
+            at,
+        );
+        let answer = Message {
+            content: completion.content.clone(),
+            reasoning: Some(completion.reasoning.clone()).filter(|r| !r.is_empty()),
+            tool_calls: completion.tool_calls.clone(),
+            sources: self.sources.clone(),
+            usage: Some(MessageUsage {
+                usage,
+                finish_reason,
+            }),
+            id: self.answer_id.clone(),
+            ..self.blank(sequence, Role::Assistant, at)
         };
+        (answer, record)
+    }
+
+    async fn store_answer(&self, completion: &Completion) -> Result<Message, ChatError> {
+        let at = self.clock.now();
         let mut messages: Vec<Message> = self
             .turn
             .iter()
@@ -866,36 +1000,11 @@ impl Generation {
                 tool_calls: new.tool_calls.clone(),
                 tool_call_id: new.tool_call_id.clone(),
                 attachments: attachments.clone(),
-                ..message(sequence, new.role, at)
+                ..self.blank(sequence, new.role, at)
             })
             .collect();
-        let sequence = self.next_sequence + messages.len() as u32;
-        let usage = self.billing.consumed(completion, false).unwrap_or_default();
-        let finish_reason = completion
-            .finish_reason
-            .clone()
-            .unwrap_or(tessera_models::FinishReason::Stop);
-        let answer = Message {
-            content: completion.content.clone(),
-            reasoning: Some(completion.reasoning.clone()).filter(|r| !r.is_empty()),
-            tool_calls: completion.tool_calls.clone(),
-            sources: self.sources.clone(),
-            usage: Some(MessageUsage {
-                usage,
-                finish_reason: finish_reason.clone(),
-            }),
-            id: self.answer_id.clone(),
-            ..message(sequence, Role::Assistant, at)
-        };
+        let (answer, usage) = self.answer(completion, at);
         messages.push(answer.clone());
-        let usage = self.billing.record(
-            &self.organization,
-            &self.chat,
-            &self.answer_id,
-            usage,
-            finish_reason.as_str(),
-            at,
-        );
         let artifacts = self.artifacts(&answer).await?;
         let turn = FinishedTurn {
             messages,

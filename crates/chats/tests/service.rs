@@ -14,8 +14,8 @@ use futures_util::{FutureExt, StreamExt, stream};
 use serde_json::json;
 use tessera_chats::{
     Attachment, AttachmentContent, AttachmentError, AttachmentKind, AttachmentSource, Caller, Chat,
-    ChatError, ChatFilter, ChatId, ChatService, ChatStatus, ChatStore, ChatStored,
-    CompletionRequest, EventStream, FinishedTurn, GenerationEvent, Message, NewMessage,
+    ChatError, ChatFilter, ChatId, ChatPorts, ChatService, ChatStatus, ChatStore, ChatStored,
+    CompletionRequest, EventStream, FinishedTurn, FixedPlan, GenerationEvent, Message, NewMessage,
     NoAttachments, NoRetrieval, ResolvedAttachment, Started, memory::InMemoryChatStore,
 };
 use tessera_kernel::{
@@ -29,6 +29,7 @@ use tessera_models::{
 };
 use tessera_organizations::Plan;
 use tessera_prompts::{Name, PromptService, TokenCounter, memory::InMemoryPromptStore};
+use tessera_usage::memory::InMemoryUsageStore;
 
 struct Words;
 
@@ -178,6 +179,7 @@ capabilities = { streaming = true, vision = true }
 struct Fixture {
     chats: ChatService,
     store: Arc<InMemoryChatStore>,
+    usage: Arc<InMemoryUsageStore>,
     models: ModelService,
     prompts: PromptService,
     model: Arc<Scripted>,
@@ -219,18 +221,21 @@ fn fixture_over(wrap: impl FnOnce(Arc<InMemoryChatStore>) -> Arc<dyn ChatStore>)
     .with_providers(providers);
     let store = Arc::new(InMemoryChatStore::new());
     let files = Arc::new(Files::default());
-    let chats = ChatService::new(
-        wrap(store.clone()),
-        models.clone(),
-        prompts.clone(),
-        Arc::new(NoRetrieval),
-        files.clone(),
-        clock.clone(),
-        CursorCodec::new([3; 32]),
-    );
+    let usage = Arc::new(InMemoryUsageStore::new());
+    let chats = ChatService::new(ChatPorts {
+        usage: usage.clone(),
+        ..ports(
+            wrap(store.clone()),
+            &models,
+            &prompts,
+            files.clone(),
+            clock.clone(),
+        )
+    });
     Fixture {
         chats,
         store,
+        usage,
         models,
         prompts,
         model,
@@ -240,9 +245,29 @@ fn fixture_over(wrap: impl FnOnce(Arc<InMemoryChatStore>) -> Arc<dyn ChatStore>)
             organization: OrganizationId::generate(),
             subject: "alice".into(),
             kind: PrincipalKind::User,
-            plan: Plan::Free,
             sees_all: false,
         },
+    }
+}
+
+/// The ports of a chat service on the free plan, without retrieval.
+fn ports(
+    store: Arc<dyn ChatStore>,
+    models: &ModelService,
+    prompts: &PromptService,
+    attachments: Arc<dyn AttachmentSource>,
+    clock: Arc<dyn tessera_kernel::Clock>,
+) -> ChatPorts {
+    ChatPorts {
+        store,
+        models: models.clone(),
+        prompts: prompts.clone(),
+        retriever: Arc::new(NoRetrieval),
+        attachments,
+        admission: Arc::new(FixedPlan(Plan::Free)),
+        usage: Arc::new(InMemoryUsageStore::new()),
+        clock,
+        cursors: CursorCodec::new([3; 32]),
     }
 }
 
@@ -253,6 +278,7 @@ fn user(text: &str) -> NewMessage {
         tool_calls: Vec::new(),
         tool_call_id: None,
         attachments: Vec::new(),
+        images: Vec::new(),
     }
 }
 
@@ -603,15 +629,13 @@ async fn a_panicking_provider_fails_the_generation() {
     let mut providers = Providers::default();
     providers.insert("local/plain", Arc::new(Panicking));
     let models = f.models.clone().with_providers(providers);
-    let chats = ChatService::new(
+    let chats = ChatService::new(ports(
         Arc::new(InMemoryChatStore::new()),
-        models,
-        f.prompts.clone(),
-        Arc::new(NoRetrieval),
+        &models,
+        &f.prompts,
         Arc::new(NoAttachments),
         Arc::new(ManualClock::new(Utc::now())),
-        CursorCodec::new([3; 32]),
-    );
+    ));
     let started = chats
         .start(&f.alice, ask("local/plain", "q"))
         .await
@@ -766,6 +790,7 @@ async fn tools_round_trip_and_capabilities_are_checked() {
         tool_calls: Vec::new(),
         tool_call_id: Some("call_1".into()),
         attachments: Vec::new(),
+        images: Vec::new(),
     };
     let mut wrong = result.clone();
     wrong.tool_call_id = Some("call_9".into());
@@ -940,15 +965,13 @@ async fn generations_of_a_stopped_process_fail_once_its_lease_lapses() {
     let chat = started.chat.id.clone();
     drop(started); // the process died before the generation ran
     // Another replica on the same database.
-    let replica = ChatService::new(
+    let replica = ChatService::new(ports(
         Arc::new(f.store.another_runner()),
-        f.models.clone(),
-        f.prompts.clone(),
-        Arc::new(NoRetrieval),
+        &f.models,
+        &f.prompts,
         f.files.clone(),
         f.clock.clone(),
-        CursorCodec::new([3; 32]),
-    );
+    ));
     assert_eq!(
         replica.recover_interrupted(lease).await.unwrap(),
         0,
@@ -1230,6 +1253,14 @@ fn places(errors: &[FieldError]) -> Vec<(String, String)> {
             let (loc, _) = shown.split_once(": ").unwrap();
             (loc.to_owned(), e.kind.clone())
         })
+        .collect()
+}
+
+/// Where each validation error points.
+fn located(error: ChatError) -> Vec<String> {
+    invalid_locs(error)
+        .iter()
+        .map(|shown| shown.split(':').next().unwrap_or_default().to_owned())
         .collect()
 }
 
@@ -1603,5 +1634,115 @@ async fn a_chat_the_store_refuses_at_once_is_refused_by_start() {
         "{:?}",
         refused.err()
     );
+    assert!(f.model.requests.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn stateless_completions_keep_only_their_usage() {
+    let f = fixture();
+    let request = CompletionRequest {
+        stateless: true,
+        instructions: Some("Answer in French.".into()),
+        stop: vec!["END".into()],
+        top_p: Some(0.5),
+        ..ask("local/small", "Hello")
+    };
+    let started = f.chats.start(&f.alice, request).await.unwrap();
+    assert!(!started.created);
+    let chat = started.chat.id.clone();
+    let events = run(started).await;
+    let Some(GenerationEvent::Finished(answer)) = events.last() else {
+        panic!("{events:?}")
+    };
+    assert_eq!(answer.content, "Hello there");
+    assert!(
+        f.chats.get(&f.alice, &chat).await.is_err(),
+        "no chat was stored"
+    );
+    let records = f.usage.all();
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(records[0].chat_id, chat.to_string());
+    assert_eq!(records[0].message_id, answer.id.to_string());
+    assert_eq!(records[0].principal, "alice");
+    assert!(records[0].tokens.output > 0);
+    let asked = f.model.requests.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(asked.messages[0].role, Role::System);
+    assert!(asked.messages[0].content.ends_with("Answer in French."));
+    assert_eq!(asked.stop, vec!["END".to_owned()]);
+    assert_eq!(asked.top_p, Some(0.5));
+}
+
+#[tokio::test]
+async fn a_stateless_completion_cannot_continue_a_chat_and_images_need_vision() {
+    let f = fixture();
+    let started = f
+        .chats
+        .start(&f.alice, ask("local/small", "Hello"))
+        .await
+        .unwrap();
+    let chat = started.chat.id.clone();
+    run(started).await;
+    let error = f
+        .chats
+        .start(
+            &f.alice,
+            CompletionRequest {
+                stateless: true,
+                ..follow_up(&chat, "again")
+            },
+        )
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(located(error), vec!["body.chatId".to_owned()]);
+
+    let with_image = NewMessage {
+        images: vec![tessera_chats::image("image/png", vec![1, 2, 3])],
+        ..user("what is this?")
+    };
+    let error = f
+        .chats
+        .start(
+            &f.alice,
+            CompletionRequest {
+                model_id: Some("local/plain".into()),
+                messages: vec![with_image],
+                stateless: true,
+                ..Default::default()
+            },
+        )
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(located(error), vec!["body.messages.0.content".to_owned()]);
+}
+
+#[tokio::test]
+async fn a_spent_budget_refuses_before_the_model_is_asked() {
+    let f = fixture();
+    let mut admission = tessera_chats::MockAdmission::new();
+    admission.expect_admit().returning(|_| {
+        Err(ChatError::BudgetSpent(tessera_chats::BudgetSpent {
+            monthly_credits: 10,
+            used_credits: 12,
+            resets_at: Utc.with_ymd_and_hms(2026, 4, 1, 0, 0, 0).unwrap(),
+        }))
+    });
+    let chats = ChatService::new(ChatPorts {
+        admission: Arc::new(admission),
+        ..ports(
+            Arc::new(InMemoryChatStore::new()),
+            &f.models,
+            &f.prompts,
+            f.files.clone(),
+            f.clock.clone(),
+        )
+    });
+    let error = chats
+        .start(&f.alice, ask("local/small", "Hello"))
+        .await
+        .err()
+        .unwrap();
+    assert!(matches!(error, ChatError::BudgetSpent(_)), "{error:?}");
     assert!(f.model.requests.lock().unwrap().is_empty());
 }

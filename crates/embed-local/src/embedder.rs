@@ -49,6 +49,8 @@ struct Batch {
 #[derive(Clone)]
 pub struct LocalEmbedder {
     queue: mpsc::Sender<Batch>,
+    /// Counts tokens for usage records without a trip to the encoder thread.
+    tokenizer: Arc<tokenizers::Tokenizer>,
     options: Arc<LocalEmbedderOptions>,
     dimensions: usize,
 }
@@ -79,6 +81,7 @@ impl LocalEmbedder {
             "embedding model loaded"
         );
         let dimensions = encoder.dimensions();
+        let tokenizer = Arc::new(encoder.tokenizer());
         let (queue, batches) = mpsc::channel(options.queue);
         std::thread::Builder::new()
             .name("tessera-embed".into())
@@ -86,6 +89,7 @@ impl LocalEmbedder {
             .map_err(|e| LoadError::Thread(e.to_string()))?;
         Ok(Self {
             queue,
+            tokenizer,
             options: Arc::new(options),
             dimensions,
         })
@@ -129,6 +133,11 @@ impl Embedder for LocalEmbedder {
 
     fn dimensions(&self) -> usize {
         self.dimensions
+    }
+
+    fn count_tokens(&self, text: &str) -> Option<u32> {
+        let encoding = self.tokenizer.encode(text, true).ok()?;
+        u32::try_from(encoding.get_ids().len()).ok()
     }
 
     async fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, EmbedError> {

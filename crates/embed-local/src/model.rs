@@ -77,6 +77,13 @@ impl SentenceEncoder {
         self.dimensions
     }
 
+    /// The tokenizer as the encoder uses it (truncated to what the model reads).
+    pub(crate) fn tokenizer(&self) -> Tokenizer {
+        let mut tokenizer = self.tokenizer.clone();
+        tokenizer.with_padding(None);
+        tokenizer
+    }
+
     /// Unit-length vectors for one batch of texts, in order.
     pub(crate) fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
         if texts.is_empty() {

@@ -44,6 +44,10 @@ pub enum TokenError {
     UnknownOrganization,
     #[error("the token cannot be checked right now")]
     Unavailable,
+    #[error("the API key is unknown or has been revoked")]
+    UnknownApiKey,
+    #[error("the API key has expired")]
+    ApiKeyExpired,
 }
 
 /// What a verified session token says about its user.

@@ -3,8 +3,8 @@ use chrono::{DateTime, Utc};
 use tessera_kernel::{DomainError, OrganizationId, PageRequest};
 
 use crate::{
-    AccessClaims, Client, ClientId, ClientSecret, SecretHash, SessionClaims, StoredClient,
-    TokenError,
+    AccessClaims, ApiKey, ApiKeyHash, ApiKeyId, ApiKeySecret, Client, ClientId, ClientSecret,
+    SecretHash, SessionClaims, StoredApiKey, StoredClient, TokenError,
 };
 
 /// Persistence of API clients. Every method that reads or changes a client on behalf of an
@@ -53,6 +53,64 @@ pub trait ClientStore: Send + Sync {
         id: &ClientId,
         at: DateTime<Utc>,
     ) -> Result<bool, DomainError>;
+}
+
+/// Persistence of API keys. Every method that reads or changes a key on behalf of an
+/// organization takes that organization: a key of another organization is not found. Revoked
+/// keys stay stored (usage records name them) but are neither read nor listed here.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+#[async_trait]
+pub trait ApiKeyStore: Send + Sync {
+    async fn insert(&self, key: &StoredApiKey) -> Result<(), DomainError>;
+
+    /// Looks a key up by the keyed hash of its secret (unique), revoked or not: only for
+    /// authenticating a presented key, where the organization is not known yet. Never cached.
+    async fn find_by_hash(&self, hash: &ApiKeyHash) -> Result<Option<StoredApiKey>, DomainError>;
+
+    /// An active (not revoked) key of the organization.
+    async fn get(
+        &self,
+        organization: &OrganizationId,
+        id: &ApiKeyId,
+    ) -> Result<Option<ApiKey>, DomainError>;
+
+    /// Active keys of the organization ordered by id, at most `page.limit.overfetch()`.
+    async fn list(
+        &self,
+        organization: &OrganizationId,
+        page: &PageRequest<ApiKeyId>,
+    ) -> Result<Vec<ApiKey>, DomainError>;
+
+    /// How many active keys the organization has.
+    async fn count(&self, organization: &OrganizationId) -> Result<u64, DomainError>;
+
+    /// Marks the key revoked; false when no such active key exists.
+    async fn revoke(
+        &self,
+        organization: &OrganizationId,
+        id: &ApiKeyId,
+        at: DateTime<Utc>,
+    ) -> Result<bool, DomainError>;
+
+    /// Sets `last_used_at` to `at` unless it is already later than `stale_before` (one
+    /// conditional write, so replicas racing on one key write once); true when written.
+    async fn touch(
+        &self,
+        id: &ApiKeyId,
+        at: DateTime<Utc>,
+        stale_before: DateTime<Utc>,
+    ) -> Result<bool, DomainError>;
+}
+
+/// The keyed hash of API key secrets: fast (a secret has 256 random bits, so a slow hash
+/// would buy nothing but latency on every request), deterministic (keys are looked up by
+/// it), and keyed with a server-side secret (a leaked table alone cannot be checked offline).
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+pub trait ApiKeyHasher: Send + Sync {
+    fn hash(&self, secret: &ApiKeySecret) -> ApiKeyHash;
+
+    /// Constant-time check of a presented secret against a stored hash.
+    fn verify(&self, secret: &ApiKeySecret, hash: &ApiKeyHash) -> bool;
 }
 
 /// One-way hashing of client secrets (slow, salted).

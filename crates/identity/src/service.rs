@@ -1,14 +1,15 @@
 use std::{sync::Arc, time::Duration};
 
 use tessera_kernel::{
-    Clock, CursorCodec, DomainError, Limit, OrganizationId, Page, PageRequest, Principal,
-    PrincipalKind, ScopeSet,
+    Clock, CursorCodec, DomainError, FieldError, Limit, OrganizationId, Page, PageRequest,
+    Principal, PrincipalKind, ScopeSet,
 };
 use tessera_organizations::OrganizationStore;
 
 use crate::{
-    AccessClaims, Client, ClientId, ClientSecret, ClientStore, NewClient, SecretHasher,
-    SessionVerifier, StoredClient, TokenError, TokenSigner, TokenVerifier, unverified_issuer,
+    AccessClaims, ApiKeyId, ApiKeySecret, ApiKeyService, Client, ClientId, ClientSecret,
+    ClientStore, NewClient, SecretHasher, SessionVerifier, StoredClient, TokenError, TokenSigner,
+    TokenVerifier, unverified_issuer,
 };
 
 /// Errors of identity operations.
@@ -23,6 +24,11 @@ pub enum IdentityError {
     InvalidToken(TokenError),
     #[error("client {0} was not found")]
     ClientNotFound(ClientId),
+    #[error("API key {0} was not found")]
+    ApiKeyNotFound(ApiKeyId),
+    /// Invalid input, each entry located (`["body", "scopes", 1]`).
+    #[error("invalid input")]
+    Invalid(Vec<FieldError>),
     #[error(transparent)]
     Domain(#[from] DomainError),
 }
@@ -45,6 +51,8 @@ impl From<IdentityError> for DomainError {
                 DomainError::invalid(["body".into(), "scope".into()], message, "invalid_scope")
             }
             IdentityError::ClientNotFound(id) => DomainError::not_found("client", id),
+            IdentityError::ApiKeyNotFound(id) => DomainError::not_found("API key", id),
+            IdentityError::Invalid(errors) => DomainError::Validation(errors),
             IdentityError::Domain(error) => error,
         }
     }
@@ -81,6 +89,8 @@ pub struct IdentityService {
     sessions: Vec<Arc<dyn SessionVerifier>>,
     /// When set, session tokens must name an organization that exists here.
     organizations: Option<Arc<dyn OrganizationStore>>,
+    /// When set, `tsk_…` API keys are accepted as bearer credentials.
+    api_keys: Option<ApiKeyService>,
 }
 
 impl IdentityService {
@@ -103,6 +113,7 @@ impl IdentityService {
             settings,
             sessions: Vec::new(),
             organizations: None,
+            api_keys: None,
         }
     }
 
@@ -273,9 +284,19 @@ impl IdentityService {
         })
     }
 
-    /// Turns a presented access token into the principal it stands for, refusing tokens of
-    /// revoked clients and tokens issued under a secret that has since been rotated.
+    /// Turns a presented bearer credential into the principal it stands for: an API key
+    /// (`tsk_…`, when keys are enabled), or an access token, refusing tokens of revoked clients
+    /// and tokens issued under a secret that has since been rotated.
     pub async fn authenticate(&self, token: &str) -> Result<Principal, IdentityError> {
+        if ApiKeySecret::is_api_key(token) {
+            return match &self.api_keys {
+                Some(keys) => keys
+                    .authenticate(token)
+                    .await
+                    .map_err(IdentityError::InvalidToken),
+                None => Err(IdentityError::InvalidToken(TokenError::UnknownApiKey)),
+            };
+        }
         match unverified_issuer(token) {
             Some(issuer) if issuer != self.settings.issuer => {
                 self.authenticate_session(&issuer, token).await
@@ -288,6 +309,12 @@ impl IdentityService {
     /// (an identity provider may know organizations this service was never told about).
     pub fn with_organizations(mut self, store: Arc<dyn OrganizationStore>) -> Self {
         self.organizations = Some(store);
+        self
+    }
+
+    /// Also accept API keys (`tsk_…`) managed by `keys`.
+    pub fn with_api_keys(mut self, keys: ApiKeyService) -> Self {
+        self.api_keys = Some(keys);
         self
     }
 
@@ -672,6 +699,43 @@ mod tests {
             result,
             Err(IdentityError::InvalidToken(TokenError::BadSignature))
         ));
+    }
+
+    #[tokio::test]
+    async fn api_keys_are_checked_by_the_key_service_never_as_tokens() {
+        let mut f = Fixture::new();
+        f.verifier.expect_verify().never();
+        let mut keys = crate::MockApiKeyStore::new();
+        keys.expect_find_by_hash().returning(|_| Ok(None));
+        let mut hasher = crate::MockApiKeyHasher::new();
+        hasher
+            .expect_hash()
+            .returning(|_| crate::ApiKeyHash("mac".into()));
+        let clock = ManualClock::new(Utc.with_ymd_and_hms(2026, 5, 1, 12, 0, 0).unwrap());
+        let key = ApiKeySecret::generate();
+        let without = f.service();
+        assert!(matches!(
+            without.authenticate(key.expose()).await,
+            Err(IdentityError::InvalidToken(TokenError::UnknownApiKey))
+        ));
+        let with = without.with_api_keys(ApiKeyService::new(
+            Arc::new(keys),
+            Arc::new(hasher),
+            Arc::new(clock),
+            CursorCodec::new([4; 32]),
+        ));
+        let refused = with.authenticate(key.expose()).await;
+        assert!(matches!(
+            refused,
+            Err(IdentityError::InvalidToken(TokenError::UnknownApiKey))
+        ));
+        assert_eq!(
+            DomainError::from(refused.unwrap_err()),
+            DomainError::Unauthenticated {
+                code: "invalid_token",
+                message: "the API key is unknown or has been revoked".into()
+            }
+        );
     }
 
     #[tokio::test]

@@ -211,12 +211,25 @@ impl fmt::Display for ScopeSet {
     }
 }
 
-/// Whether the principal is a person (session token) or a machine client (client credentials).
+/// Whether the principal is a person (session token), a machine client (client
+/// credentials) or a long-lived API key (`tsk_…`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "snake_case")]
 pub enum PrincipalKind {
     User,
     Client,
+    ApiKey,
+}
+
+impl PrincipalKind {
+    /// The stored and serialised spelling: `user`, `client` or `api_key`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PrincipalKind::User => "user",
+            PrincipalKind::Client => "client",
+            PrincipalKind::ApiKey => "api_key",
+        }
+    }
 }
 
 /// The authenticated caller of a request.
@@ -224,7 +237,7 @@ pub enum PrincipalKind {
 #[serde(rename_all = "camelCase")]
 pub struct Principal {
     pub organization_id: OrganizationId,
-    /// The user's subject claim or the client's id.
+    /// The user's subject claim, the client's id or the API key's id.
     pub subject: String,
     pub kind: PrincipalKind,
     pub scopes: ScopeSet,
@@ -317,5 +330,20 @@ mod tests {
         assert!(ScopeSet::parse_list("files:read,nope").is_err());
         assert!(set.allows(&scope("files:read")));
         assert!(!set.allows(&scope("files:write")));
+    }
+
+    #[test]
+    fn principal_kinds_are_spelled_in_snake_case() {
+        for kind in [
+            PrincipalKind::User,
+            PrincipalKind::Client,
+            PrincipalKind::ApiKey,
+        ] {
+            assert_eq!(
+                serde_json::to_value(kind).unwrap(),
+                serde_json::json!(kind.as_str())
+            );
+        }
+        assert_eq!(PrincipalKind::ApiKey.as_str(), "api_key");
     }
 }

@@ -329,8 +329,14 @@ impl DatasetService {
                     .await?
                     .into_iter()
                     .find(|snapshot| snapshot.version == version)
+                    // The dataset exists; the body names a version it never had (a 404 would
+                    // say the dataset is gone).
                     .ok_or_else(|| {
-                        DomainError::not_found("snapshot", format!("v{version} of {dataset}"))
+                        DomainError::invalid(
+                            ["body".into(), "version".into()],
+                            format!("dataset {dataset} has no snapshot of version {version}"),
+                            "value_error",
+                        )
                     })?;
                 let frozen: Vec<FileId> = snapshot.files.into_iter().map(|(id, _)| id).collect();
                 let files = match request.files {

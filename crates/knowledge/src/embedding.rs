@@ -25,6 +25,12 @@ pub trait Embedder: Send + Sync {
 
     /// One vector per text, in order. Long texts are truncated to what the model reads.
     async fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, EmbedError>;
+
+    /// How many tokens the model reads of `text`, when the embedder knows its tokenizer
+    /// (usage records count with it; `None` lets the caller count another way).
+    fn count_tokens(&self, _text: &str) -> Option<u32> {
+        None
+    }
 }
 
 /// Stands in when no embedding model is configured: every call says so, so searches answer

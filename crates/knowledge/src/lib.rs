@@ -1,7 +1,8 @@
 //! Files, datasets and the knowledge they hold (pure domain). It owns what an upload may be
 //! (formats, size limits, content signatures, checked while the content streams), file and
 //! dataset records with versions and snapshots, the processing pipeline a worker runs
-//! (extract and chunk, embed, index; retries and leases), and search. It knows nothing of
+//! (extract and chunk, embed, index; retries and leases), search, and embeddings on
+//! request with their usage records. It knows nothing of
 //! HTTP, SQL, candle or Qdrant: adapters implement [`BlobStore`], [`DocumentProcessor`],
 //! [`Embedder`], [`VectorIndex`], [`FileStore`] and [`DatasetStore`].
 
@@ -11,6 +12,7 @@ mod dataset_content;
 mod dataset_service;
 mod document;
 mod embedding;
+mod embeddings;
 mod file;
 mod file_service;
 mod file_text;
@@ -29,6 +31,10 @@ pub use dataset_service::{
 };
 pub use document::{ChunkDraft, ChunkLocation, ChunkingSettings, DocumentError, DocumentProcessor};
 pub use embedding::{EmbedError, Embedder, NoEmbedder};
+pub use embeddings::{
+    EMBEDDED, EmbeddingCaller, EmbeddingError, EmbeddingRequest, EmbeddingService, Embeddings,
+    MAX_EMBEDDING_INPUTS,
+};
 pub use file::{FileFilter, FileStatus, StoredChunk, StoredFile};
 pub use file_service::{FileService, KnowledgeCaller};
 pub use file_text::DocumentText;

@@ -5,6 +5,7 @@
 //! migration folders, `migrations/postgres` and `migrations/sqlite`, embedded in the binary.
 //! Database errors are mapped into `tessera_kernel::DomainError` here and nowhere else.
 
+mod api_keys;
 mod artifacts;
 mod batch;
 mod batch_connections;
@@ -28,6 +29,7 @@ mod unnest;
 mod usage;
 mod webhooks;
 
+pub use api_keys::SqlApiKeyStore;
 pub use artifacts::SqlArtifactStore;
 pub use chats::SqlChatStore;
 pub use clients::SqlClientStore;

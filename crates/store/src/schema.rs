@@ -25,6 +25,21 @@ diesel::table! {
 }
 
 diesel::table! {
+    api_keys (id) {
+        id -> Text,
+        organization_id -> Text,
+        name -> Text,
+        scopes -> Text,
+        secret_hash -> Text,
+        created_by -> Text,
+        expires_at -> Nullable<Timestamp>,
+        last_used_at -> Nullable<Timestamp>,
+        revoked_at -> Nullable<Timestamp>,
+        created_at -> Timestamp,
+    }
+}
+
+diesel::table! {
     particles (id) {
         id -> Text,
         organization_id -> Nullable<Text>,

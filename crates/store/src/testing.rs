@@ -115,6 +115,28 @@ impl TestDatabase {
     }
 }
 
+/// The `value` column (text) of every row a raw `SELECT` returns, on either backend: for
+/// tests that check what is really stored (e.g. that a secret is not).
+pub async fn text_rows(database: &Database, sql: &str) -> Vec<String> {
+    #[derive(diesel::QueryableByName)]
+    struct Row {
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        value: String,
+    }
+    let rows = async {
+        let rows: Vec<Row> = crate::database::with_connection!(database, conn => {
+            diesel::sql_query(sql)
+                .load::<Row>(conn)
+                .await
+                .map_err(crate::error::query_error)?
+        });
+        Ok::<_, tessera_kernel::DomainError>(rows)
+    }
+    .await
+    .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    rows.into_iter().map(|row| row.value).collect()
+}
+
 /// The URL of database `name` on the server of `server_url` (replaces the path).
 fn database_url(server_url: &str, name: &str) -> String {
     let without_query = server_url.split('?').next().unwrap_or(server_url);

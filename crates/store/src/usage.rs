@@ -16,7 +16,7 @@ use diesel::{
     sql_types::{BigInt, HasSqlType, Nullable, SmallInt, Text, Timestamp},
 };
 use diesel_async::RunQueryDsl;
-use tessera_kernel::{DomainError, PrincipalKind};
+use tessera_kernel::DomainError;
 use tessera_usage::{
     Aggregate, GroupKey, GroupQuery, Period, UsageGroup, UsageRecord, UsageStore, UsageTotals,
 };
@@ -82,11 +82,7 @@ impl From<&UsageRecord> for UsageRow {
             id: record.id.to_string(),
             organization_id: record.organization_id.as_str().to_owned(),
             principal: record.principal.clone(),
-            principal_kind: match record.principal_kind {
-                PrincipalKind::User => "user",
-                PrincipalKind::Client => "client",
-            }
-            .to_owned(),
+            principal_kind: record.principal_kind.as_str().to_owned(),
             chat_id: record.chat_id.clone(),
             message_id: record.message_id.clone(),
             model_id: record.model_id.clone(),

@@ -95,6 +95,7 @@ impl From<StoredUsage> for UsageRecord {
             principal_kind: match row.principal_kind.as_str() {
                 "user" => PrincipalKind::User,
                 "client" => PrincipalKind::Client,
+                "api_key" => PrincipalKind::ApiKey,
                 other => panic!("principal_kind {other}"),
             },
             chat_id: row.chat_id,

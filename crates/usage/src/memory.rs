@@ -20,6 +20,11 @@ impl InMemoryUsageStore {
         Self::default()
     }
 
+    /// Every record kept, in the order they came.
+    pub fn all(&self) -> Vec<UsageRecord> {
+        self.records().clone()
+    }
+
     fn records(&self) -> std::sync::MutexGuard<'_, Vec<UsageRecord>> {
         self.records
             .lock()

@@ -22,7 +22,9 @@ pub fn apply_shared_responses(document: &mut utoipa::openapi::OpenApi) {
             .entry(name.to_owned())
             .or_insert(response.into());
     }
-    for item in document.paths.paths.values_mut() {
+    for (path, item) in document.paths.paths.iter_mut() {
+        // The OpenAI dialect declares its own answers, in OpenAI's error shape.
+        let own_dialect = path.starts_with(crate::routes::openai::PREFIX);
         let operations = [
             item.get.as_mut(),
             item.put.as_mut(),
@@ -50,6 +52,9 @@ pub fn apply_shared_responses(document: &mut utoipa::openapi::OpenApi) {
             let has_parameters = !parameters.is_empty();
             let has_body = operation.request_body.is_some();
             let mut shared = Vec::new();
+            if own_dialect {
+                continue;
+            }
             if authenticated {
                 shared.extend([
                     ("401", "Unauthorized"),

@@ -19,8 +19,6 @@ use tessera_models::{
     JsonSchemaFormat, ModelError, ModelId, ProviderError, Role, ToolCall, ToolSpec, Usability,
     Usage,
 };
-use tessera_organizations::Plan;
-use tessera_usage::BudgetStatus;
 use utoipa::{IntoParams, ToSchema};
 use validator::Validate;
 
@@ -259,6 +257,7 @@ impl CreateCompletion {
                     })
                     .collect(),
                 tool_call_id: m.tool_call_id,
+                images: Vec::new(),
                 attachments: m
                     .attachments
                     .unwrap_or_default()
@@ -295,6 +294,7 @@ impl CreateCompletion {
             max_tokens: self.max_tokens,
             temperature: self.temperature,
             seed: self.seed,
+            ..CompletionRequest::default()
         };
         Ok((request, self.stream))
     }
@@ -574,10 +574,22 @@ pub fn chat_caller(caller: &Caller) -> ChatCaller {
         organization: principal.organization_id.clone(),
         subject: principal.subject.clone(),
         kind: principal.kind,
-        // Only completions depend on the plan; `create_completion` reads it.
-        plan: Plan::default(),
         sees_all: admin,
     }
+}
+
+/// 503 once this instance drains: running generations finish, new ones go elsewhere.
+pub fn refuse_when_draining(state: &AppState) -> Result<(), ApiError> {
+    if state.draining.is_draining() {
+        return Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "shutting_down",
+            "this instance is shutting down and takes no new completions; retry (another \
+             instance will serve it)",
+        )
+        .with_retry_after(1));
+    }
+    Ok(())
 }
 
 /// 403 unless the caller holds `scope`, which `what` needs beyond the route's own scope.
@@ -592,23 +604,6 @@ fn require(caller: &Caller, scope: &str, what: &str) -> Result<(), ApiError> {
             format!("{what} needs the `{scope}` scope"),
         ))
     }
-}
-
-/// 402: the organization spent its monthly credits; the body says how much and until when.
-fn budget_exhausted(status: BudgetStatus) -> ApiError {
-    ApiError::new(
-        StatusCode::PAYMENT_REQUIRED,
-        "credit_budget_exhausted",
-        format!(
-            "the organization has used {} of its {} credits this month; completions resume at {}",
-            status.used,
-            status.monthly_credits,
-            status.resets_at.to_rfc3339()
-        ),
-    )
-    .with("monthlyCredits", status.monthly_credits)
-    .with("usedCredits", status.used)
-    .with("resetsAt", status.resets_at.to_rfc3339())
 }
 
 /// The problem a chat failure answers with: provider failures are 502/503/504 with the
@@ -643,6 +638,15 @@ pub fn chat_error(error: ChatError) -> ApiError {
                 format!("the model provider refused the request: {message}"),
             ),
         },
+        // 402: the organization spent its monthly credits; the body says how much and until when.
+        ChatError::BudgetSpent(spent) => ApiError::new(
+            StatusCode::PAYMENT_REQUIRED,
+            "credit_budget_exhausted",
+            ChatError::BudgetSpent(spent.clone()).to_string(),
+        )
+        .with("monthlyCredits", spent.monthly_credits)
+        .with("usedCredits", spent.used_credits)
+        .with("resetsAt", spent.resets_at.to_rfc3339()),
         ChatError::SchemaMismatch(violations) => ApiError::new(
             StatusCode::BAD_GATEWAY,
             "response_schema_mismatch",
@@ -735,28 +739,13 @@ pub async fn create_completion(
     state: web::Data<AppState>,
     ValidJson(body): ValidJson<CreateCompletion>,
 ) -> Result<HttpResponse, ApiError> {
-    if state.draining.is_draining() {
-        return Err(ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "shutting_down",
-            "this instance is shutting down and takes no new completions; retry (another \
-             instance will serve it)",
-        )
-        .with_retry_after(1));
-    }
+    refuse_when_draining(&state)?;
     let format = Format::of(&req)?;
     let (request, stream) = body.into_request()?;
     if request.messages.iter().any(|m| !m.attachments.is_empty()) {
         require(&caller, "files:read", "attaching files")?;
     }
-    let mut who = chat_caller(&caller);
-    who.plan = (state.organizations.plan(&who.organization).await).map_err(DomainError::from)?;
-    if let Some(budget) = state.quotas.monthly_credits(&who.organization, who.plan) {
-        let status = state.budgets.status(&who.organization, budget).await?;
-        if status.exhausted() {
-            return Err(budget_exhausted(status));
-        }
-    }
+    let who = chat_caller(&caller);
     let started = state.chats.start(&who, request).await.map_err(chat_error)?;
     let chat = started.chat.id.clone();
     tokio::spawn(started.generation);

@@ -488,8 +488,8 @@ pub async fn list_snapshots(
     request_body = SearchDataset,
     responses(
         (status = 200, description = "The best passages", body = SearchResults),
-        (status = 404, description = "No such dataset or snapshot in the organization", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid request", body = ValidationProblem, content_type = "application/problem+json"),
+        (status = 404, description = "No such dataset in the organization", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid request, or a `version` the dataset has no snapshot of", body = ValidationProblem, content_type = "application/problem+json"),
         (status = 503, description = "The embedding model or index is unavailable", body = Problem, content_type = "application/problem+json")
     )
 )]

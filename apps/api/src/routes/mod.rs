@@ -1,6 +1,7 @@
 //! HTTP handlers, one module per resource group. Handlers are thin: parse, call a domain
 //! service, map the result. Every operation is listed in `crate::access::ROUTES`.
 
+pub mod api_keys;
 pub mod artifacts;
 pub mod chats;
 pub mod clients;
@@ -11,6 +12,7 @@ pub mod health;
 pub mod model_datasets;
 pub mod models;
 pub mod oauth;
+pub mod openai;
 pub mod organization;
 pub mod particles;
 pub mod system_prompts;

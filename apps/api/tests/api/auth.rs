@@ -279,6 +279,7 @@ async fn every_protected_operation_refuses_bad_tokens() {
             "organization swapped",
             Some(signed(&app, &revoked_org, &client_id, |_| {})),
         ),
+        ("unknown API key", Some(format!("tsk_{}", "A".repeat(43)))),
     ];
 
     let document = serde_json::to_value(tessera_api::startup::openapi()).unwrap();
@@ -311,7 +312,7 @@ async fn every_protected_operation_refuses_bad_tokens() {
                 } else {
                     "invalid_token"
                 };
-                problem(response, 401, code).await;
+                refused(response, path, 401, code).await;
             }
             let required: Vec<&str> = security[0]["bearer"]
                 .as_array()
@@ -327,12 +328,29 @@ async fn every_protected_operation_refuses_bad_tokens() {
                     .send()
                     .await
                     .unwrap();
-                problem(response, 403, "insufficient_scope").await;
+                refused(response, path, 403, "insufficient_scope").await;
             }
             checked += 1;
         }
     }
     assert!(checked >= 1, "at least one protected operation was walked");
+}
+
+/// A refusal in the dialect of `path`: a problem on `/v1`, OpenAI's error under
+/// `/openai/` (whose 401 code is always OpenAI's `invalid_api_key`).
+async fn refused(response: reqwest::Response, path: &str, status: u16, code: &str) {
+    if !path.starts_with("/openai/") {
+        problem(response, status, code).await;
+        return;
+    }
+    assert_eq!(response.status().as_u16(), status, "{path}");
+    let body: serde_json::Value = response.json().await.unwrap();
+    let expected = if status == 401 {
+        "invalid_api_key"
+    } else {
+        code
+    };
+    assert_eq!(body["error"]["code"], expected, "{path}: {body}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

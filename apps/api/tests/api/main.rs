@@ -3,6 +3,7 @@
 //! link time down.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod api_keys;
 mod artifacts;
 mod attachments;
 mod auth;
@@ -20,6 +21,8 @@ mod http;
 mod idempotency;
 mod models;
 mod oidc;
+mod openai;
+mod openai_clients;
 mod openapi;
 mod processing;
 mod prompts;

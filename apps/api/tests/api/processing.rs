@@ -335,6 +335,19 @@ async fn every_document_type_is_processed_and_found(backend: Backend) {
     )
     .await;
     assert_eq!(top_file(&then), md.as_str());
+    let never = problem(
+        app.call_json(
+            Method::POST,
+            &format!("/v1/datasets/{dataset}/search"),
+            &token,
+            &json!({"query": "password", "version": 999}),
+        )
+        .await,
+        422,
+        "validation_failed",
+    )
+    .await;
+    assert_eq!(never["detail"][0]["loc"], json!(["body", "version"]));
 
     // A file a dataset holds cannot be deleted; one no dataset holds can, with its chunks.
     let in_use = problem(

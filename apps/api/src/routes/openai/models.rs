@@ -1,0 +1,171 @@
+//! `GET /openai/v1/models` and `/openai/v1/models/{model}`: the models a completion may name
+//! (the usable catalog models and the organization's own), plus the embedding model, in
+//! OpenAI's model object shape.
+
+use actix_web::{get, web};
+use serde::Serialize;
+use tessera_kernel::{DomainError, Limit, OrganizationId};
+use tessera_models::{LifecycleState, ModelError, ModelId};
+use utoipa::ToSchema;
+
+use super::{error::OpenAiError, unix};
+use crate::{access::Caller, problem::ApiError, state::AppState};
+
+/// A model, as OpenAI describes one.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct OpenAiModel {
+    /// What to pass as `model`: a catalog id (`local/smollm2-135m-instruct`) or an
+    /// organization's model (`mdl_…`).
+    pub id: String,
+    /// Always `model`.
+    pub object: &'static str,
+    /// Unix seconds.
+    pub created: i64,
+    /// The provider of a catalog model, the organization of its own models, `tessera` for
+    /// the embedding model.
+    pub owned_by: String,
+}
+
+/// The model list.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct OpenAiModelList {
+    /// Always `list`.
+    pub object: &'static str,
+    pub data: Vec<OpenAiModel>,
+}
+
+fn usable(state: LifecycleState) -> bool {
+    matches!(state, LifecycleState::Active | LifecycleState::Deprecated)
+}
+
+/// Every model the organization may name now.
+async fn all_models(
+    state: &AppState,
+    organization: &OrganizationId,
+) -> Result<Vec<OpenAiModel>, ApiError> {
+    let loaded = unix(state.models.catalog_loaded_at());
+    let mut models: Vec<OpenAiModel> = state
+        .models
+        .base_models()
+        .into_iter()
+        .filter(|(_, lifecycle)| usable(*lifecycle))
+        .map(|(base, _)| OpenAiModel {
+            id: base.id,
+            object: "model",
+            created: loaded,
+            owned_by: base.provider,
+        })
+        .collect();
+    let mut cursor: Option<String> = None;
+    loop {
+        let page = state
+            .models
+            .list(
+                organization,
+                Limit::new(i64::from(Limit::MAX)).unwrap_or(Limit::DEFAULT),
+                cursor.as_deref(),
+            )
+            .await
+            .map_err(DomainError::from)?;
+        models.extend(
+            page.items
+                .into_iter()
+                .filter(|view| usable(view.lifecycle))
+                .map(|view| OpenAiModel {
+                    id: view.model.id.to_string(),
+                    object: "model",
+                    created: unix(view.model.created_at),
+                    owned_by: organization.to_string(),
+                }),
+        );
+        match page.next_cursor {
+            Some(next) if page.has_more => cursor = Some(next.as_str().to_owned()),
+            _ => break,
+        }
+    }
+    if let Some(embeddings) = &state.embeddings {
+        models.push(OpenAiModel {
+            id: embeddings.model().to_owned(),
+            object: "model",
+            created: loaded,
+            owned_by: "tessera".into(),
+        });
+    }
+    Ok(models)
+}
+
+/// The models a completion (or an embedding) may name.
+#[utoipa::path(
+    tag = "OpenAI",
+    operation_id = "openaiListModels",
+    responses(
+        (status = 200, description = "The models", body = OpenAiModelList),
+        (status = 401, description = "Missing, invalid, expired or revoked API key or token", body = OpenAiError),
+        (status = 403, description = "The credential lacks `models:read`", body = OpenAiError),
+        (status = 429, description = "Rate limited (`Retry-After`)", body = OpenAiError),
+        (status = 503, description = "The database cannot answer; retry (`Retry-After`)", body = OpenAiError)
+    )
+)]
+#[get("/openai/v1/models")]
+pub async fn list_models(
+    caller: Caller,
+    state: web::Data<AppState>,
+) -> Result<web::Json<OpenAiModelList>, ApiError> {
+    Ok(web::Json(OpenAiModelList {
+        object: "list",
+        data: all_models(&state, &caller.0.organization_id).await?,
+    }))
+}
+
+/// One model. Catalog ids contain a slash (`local/smollm2-135m-instruct`); the path takes
+/// it as is.
+#[utoipa::path(
+    tag = "OpenAI",
+    operation_id = "openaiGetModel",
+    params(("model" = String, Path, description = "A model id")),
+    responses(
+        (status = 200, description = "The model", body = OpenAiModel),
+        (status = 401, description = "Missing, invalid, expired or revoked API key or token", body = OpenAiError),
+        (status = 403, description = "The credential lacks `models:read`", body = OpenAiError),
+        (status = 404, description = "No such model (`model_not_found`)", body = OpenAiError),
+        (status = 429, description = "Rate limited (`Retry-After`)", body = OpenAiError),
+        (status = 503, description = "The database cannot answer; retry (`Retry-After`)", body = OpenAiError)
+    )
+)]
+#[get("/openai/v1/models/{model:.+}")]
+pub async fn get_model(
+    caller: Caller,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<web::Json<OpenAiModel>, ApiError> {
+    let id = path.into_inner();
+    let organization = &caller.0.organization_id;
+    // Only the organization's own models are read one by one; catalog models are few.
+    if let Ok(model_id) = id.parse::<ModelId>() {
+        return match state.models.get(organization, &model_id).await {
+            Ok(view) if usable(view.lifecycle) => Ok(web::Json(OpenAiModel {
+                id: view.model.id.to_string(),
+                object: "model",
+                created: unix(view.model.created_at),
+                owned_by: organization.to_string(),
+            })),
+            Ok(_) | Err(ModelError::NotFound(_)) => Err(model_not_found(&id)),
+            Err(error) => Err(DomainError::from(error).into()),
+        };
+    }
+    all_models(&state, organization)
+        .await?
+        .into_iter()
+        .find(|model| model.id == id)
+        .map(web::Json)
+        .ok_or_else(|| model_not_found(&id))
+}
+
+/// 404 `model_not_found`, OpenAI's code for a model that does not exist or is not usable.
+pub fn model_not_found(id: &str) -> ApiError {
+    ApiError::new(
+        actix_web::http::StatusCode::NOT_FOUND,
+        "model_not_found",
+        format!("the model `{id}` does not exist or you do not have access to it"),
+    )
+}

@@ -1,0 +1,205 @@
+//! Unchanged official OpenAI clients against the real server's `/openai/v1` on the embedded
+//! model, each with a `tsk_…` API key and the dev certificate trusted: the `openai` Python
+//! package (`tests/openai-clients/check.py`), the `openai` npm package
+//! (`openai-node.mjs`) and the Vercel AI SDK with `@ai-sdk/openai-compatible`
+//! (`ai-sdk.mjs`). Each script runs its checks through the client's own request building and
+//! response parsing and exits non-zero on any failure; the server's side then shows the
+//! usage attributed to the key. `just test` installs the clients: the npm packages into
+//! `tests/openai-clients/node_modules`, the Python one into a venv whose interpreter it
+//! passes in `TESSERA_OPENAI_PYTHON`.
+
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+use reqwest::Method;
+use serde_json::{Value, json};
+use tessera_store::Backend;
+
+use crate::{
+    chats::{LOCAL, model_dir},
+    processing::models_root,
+    support::{TestApp, ok},
+};
+
+/// What the organization's administrator holds: enough to create the key and read the
+/// usage of every principal.
+const ADMIN: &str = "org:admin models:read chats:invoke usage:read usage:admin";
+
+fn clients_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/openai-clients")
+}
+
+/// The server with the embedded chat and embedding models, an organization, and an API key
+/// of it for the clients.
+struct Setup {
+    app: TestApp,
+    admin: String,
+    key_id: String,
+    secret: String,
+    embedding_model: String,
+}
+
+async fn setup() -> Setup {
+    let app = TestApp::spawn_with(Backend::Sqlite, |settings| {
+        settings.models.local_dir = Some(model_dir());
+        settings.knowledge.embedding_model_dir = Some(models_root());
+        // The clients make a few dozen requests in a row; the rate limits have their own tests.
+        settings.rate_limit.enabled = false;
+    })
+    .await;
+    let admin = app.caller_token(ADMIN).await;
+    let key = ok(
+        app.call_json(
+            Method::POST,
+            "/v1/api-keys",
+            &admin,
+            &json!({"name": "openai clients", "scopes": ["models:read", "chats:invoke"]}),
+        )
+        .await,
+        201,
+    )
+    .await;
+    let secret = key["secret"].as_str().unwrap().to_owned();
+    assert!(secret.starts_with("tsk_"), "{key}");
+    let embedding_model = app
+        .state
+        .embeddings
+        .as_ref()
+        .expect("the embedding model is loaded")
+        .model()
+        .to_owned();
+    Setup {
+        admin,
+        key_id: key["id"].as_str().unwrap().to_owned(),
+        secret,
+        embedding_model,
+        app,
+    }
+}
+
+/// Runs one client script against the app; its JSON summary, or a failure with its stderr.
+async fn run(setup: &Setup, what: &str, mut command: Command) -> Value {
+    let cert = tessera_api::tls::dev_certificate_paths(&setup.app.settings.data_dir).0;
+    command
+        .current_dir(clients_dir())
+        .env("OPENAI_BASE_URL", setup.app.url("/openai/v1"))
+        .env("OPENAI_API_KEY", &setup.secret)
+        .env("TESSERA_MODEL", LOCAL)
+        .env("TESSERA_EMBEDDING_MODEL", &setup.embedding_model)
+        // The dev certificate is the only one trusted: Python's `ssl` (the SDK's httpx2
+        // reads SSL_CERT_FILE) and Node's extra CA list.
+        .env("SSL_CERT_FILE", &cert)
+        .env_remove("SSL_CERT_DIR")
+        .env("NODE_EXTRA_CA_CERTS", &cert)
+        // Nothing from the developer's own OpenAI setup.
+        .env_remove("OPENAI_ORG_ID")
+        .env_remove("OPENAI_PROJECT_ID")
+        .env_remove("OPENAI_LOG")
+        .env_remove("AI_SDK_LOG_WARNINGS");
+    let what = what.to_owned();
+    let output = tokio::task::spawn_blocking(move || command.output())
+        .await
+        .unwrap()
+        .unwrap_or_else(|error| panic!("{what} does not start: {error}"));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    // The summary (the answers, usage, parsed objects), shown with `--no-capture`.
+    println!("{stdout}");
+    assert!(
+        output.status.success(),
+        "{what} failed against /openai/v1 (exit {:?}):\n{stderr}\n{stdout}",
+        output.status.code()
+    );
+    serde_json::from_str(&stdout)
+        .unwrap_or_else(|error| panic!("{what} summary: {error}\n{stdout}"))
+}
+
+/// Every usage record of the organization is the key's, for both the chat and the
+/// embedding model, and the key shows its last use.
+async fn usage_is_the_keys(setup: &Setup) {
+    let app = &setup.app;
+    let usage = ok(
+        app.call(
+            Method::GET,
+            "/v1/usage?groupBy=model&groupBy=user&limit=100",
+            &setup.admin,
+        )
+        .await,
+        200,
+    )
+    .await;
+    let items = usage["items"].as_array().unwrap();
+    for item in items {
+        assert_eq!(item["userId"], json!(setup.key_id), "{usage}");
+        assert!(item["requests"].as_u64().unwrap() > 0, "{usage}");
+        assert!(item["totalTokens"].as_u64().unwrap() > 0, "{usage}");
+    }
+    for model in [LOCAL, setup.embedding_model.as_str()] {
+        assert!(
+            items.iter().any(|item| item["modelId"] == json!(model)),
+            "no usage of {model} by the key: {usage}"
+        );
+    }
+    let key = ok(
+        app.call(
+            Method::GET,
+            &format!("/v1/api-keys/{}", setup.key_id),
+            &setup.admin,
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert!(key["lastUsedAt"].is_string(), "{key}");
+}
+
+/// A Node script of `tests/openai-clients`, checking the packages are installed.
+fn node(script: &str) -> Command {
+    let dir = clients_dir();
+    assert!(
+        dir.join("node_modules/openai").is_dir() && dir.join("node_modules/ai").is_dir(),
+        "the npm clients are not installed in {}: run `just test` (it runs `npm ci --prefix tests/openai-clients`)",
+        dir.display()
+    );
+    let mut command = Command::new("node");
+    command.arg(dir.join(script));
+    command
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openai_python_package_works_unchanged() {
+    let python = std::env::var("TESSERA_OPENAI_PYTHON").unwrap_or_else(|_| {
+        panic!(
+            "TESSERA_OPENAI_PYTHON must name the Python of a venv with tests/openai-clients/requirements.txt installed; `just test` installs it"
+        )
+    });
+    let setup = setup().await;
+    let mut command = Command::new(python);
+    command.arg(clients_dir().join("check.py"));
+    let summary = run(&setup, "the openai Python package", command).await;
+    assert_eq!(summary["client"], "openai-python");
+    usage_is_the_keys(&setup).await;
+    setup.app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openai_npm_package_works_unchanged() {
+    let command = node("openai-node.mjs");
+    let setup = setup().await;
+    let summary = run(&setup, "the openai npm package", command).await;
+    assert_eq!(summary["client"], "openai-node");
+    usage_is_the_keys(&setup).await;
+    setup.app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_vercel_ai_sdk_works_unchanged() {
+    let command = node("ai-sdk.mjs");
+    let setup = setup().await;
+    let summary = run(&setup, "the Vercel AI SDK", command).await;
+    assert_eq!(summary["client"], "ai-sdk");
+    usage_is_the_keys(&setup).await;
+    setup.app.stop().await;
+}
