@@ -19,7 +19,7 @@ pub use responses::apply_shared_responses;
     info(
         title = "Tessera API",
         version = "1.0.0",
-        description = "AI chat completions, knowledge bases with semantic search, and versioned prompt composition, for many tenants. Every error is `application/problem+json`.",
+        description = "AI chat completions, knowledge bases with semantic search, and versioned prompt composition, for many tenants. Every error is `application/problem+json`, except under `/openai/v1`, which answers in OpenAI's error shape.",
         license(name = "Apache-2.0", identifier = "Apache-2.0")
     ),
     modifiers(&BearerAuth),

@@ -287,18 +287,7 @@ async fn errors_take_openai_shape_and_status() {
     )
     .await;
     assert_eq!(error["code"], "model_not_found");
-    let other = app.caller_token("models:write").await;
-    let foreign = ok(
-        app.call_json(
-            Method::POST,
-            "/v1/models",
-            &other,
-            &json!({"parentModelId": LOCAL, "displayName": "Theirs"}),
-        )
-        .await,
-        201,
-    )
-    .await;
+    let foreign = foreign_model(&app).await;
     let error = openai_error(
         app.call_json(
             Method::POST,
@@ -553,6 +542,22 @@ async fn models_and_embeddings_in_openai_shape() {
     app.stop().await;
 }
 
+/// A model of another organization.
+async fn foreign_model(app: &crate::support::TestApp) -> Value {
+    let other = app.caller_token("models:write").await;
+    ok(
+        app.call_json(
+            Method::POST,
+            "/v1/models",
+            &other,
+            &json!({"parentModelId": LOCAL, "displayName": "Theirs"}),
+        )
+        .await,
+        201,
+    )
+    .await
+}
+
 /// An API key of the organization of `admin`, holding `scopes`: its id and secret.
 async fn api_key(app: &crate::support::TestApp, admin: &str, body: Value) -> (String, String) {
     let key = ok(
@@ -610,18 +615,7 @@ async fn api_keys_answer_in_the_dialect_of_the_path() {
         "application/problem+json"
     );
     // Another organization's model: 404 `model_not_found`.
-    let other = app.caller_token("models:write").await;
-    let foreign = ok(
-        app.call_json(
-            Method::POST,
-            "/v1/models",
-            &other,
-            &json!({"parentModelId": LOCAL, "displayName": "Theirs"}),
-        )
-        .await,
-        201,
-    )
-    .await;
+    let foreign = foreign_model(&app).await;
     let mut theirs = ask.clone();
     theirs["model"] = foreign["id"].clone();
     let error = openai_error(

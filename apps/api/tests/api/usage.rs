@@ -403,7 +403,20 @@ async fn a_spent_monthly_budget_stops_completions(backend: Backend) {
             .ends_with("T00:00:00+00:00"),
         "{refused}"
     );
-    // Nothing was billed for the refusal; another organization still has its budget.
+    // The OpenAI dialect refuses the same way, in OpenAI's terms.
+    let response = app
+        .call_json(
+            Method::POST,
+            "/openai/v1/chat/completions",
+            &token,
+            &json!({"model": "test/three", "messages": [{"role": "user", "content": "Hi"}],
+                    "max_tokens": 2}),
+        )
+        .await;
+    assert_eq!(response.status(), 429);
+    let refused: Value = response.json().await.unwrap();
+    assert_eq!(refused["error"]["code"], "insufficient_quota", "{refused}");
+    // Nothing was billed for the refusals; another organization still has its budget.
     let (totals, _) = all_groups(&app, &token, "").await;
     assert_eq!(totals.requests, 1);
     let other = app.caller_token("chats:invoke").await;
