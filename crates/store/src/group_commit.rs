@@ -36,7 +36,7 @@ use crate::{
     leases::{EndLeases, InsertLeases, LeaseRow},
     schema::{artifacts, chats, running_generations},
     unnest::static_query_id,
-    usage::{HourlyKey, HourlyRow, InsertUsage, UpsertHourly},
+    usage::{HourlyKey, HourlyRow, InsertUsage, UpsertHourly, UsageRow, record_alone},
 };
 
 /// Two batches at a time per writer (one commits while the next is sent): fewer, larger
@@ -82,17 +82,22 @@ pub(crate) struct GroupCommit {
 }
 
 /// One thread's queues to its writers: new chats and finished turns batch apart, so a
-/// completion's start does not wait behind a large batch of others' answers.
+/// completion's start does not wait behind a large batch of others' answers; usage records
+/// of completions that keep no chat (stateless ones) batch on their own.
 pub(crate) struct Writers {
     chats: Batcher<NewChat, ()>,
     turns: Batcher<TurnRows, ()>,
+    usage: Batcher<UsageWrite, ()>,
 }
 
 impl Writers {
     fn running(&self) -> bool {
-        self.chats.running() && self.turns.running()
+        self.chats.running() && self.turns.running() && self.usage.running()
     }
 }
+
+/// A usage record written on its own (no chat turn carries it).
+pub(crate) struct UsageWrite(pub(crate) UsageRow);
 
 impl GroupCommit {
     /// The writers of a store on `pool`; each thread's start on its runtime when it first
@@ -105,6 +110,7 @@ impl GroupCommit {
             Ok(Writers {
                 chats: writer(&connections, &counted)?,
                 turns: writer(&connections, &counted)?,
+                usage: writer(&connections, &counted)?,
             })
         })
         .replacing_unless(Writers::running);
@@ -137,6 +143,11 @@ impl Writers {
     /// Stores a finished turn in the next batch, like [`Writers::create`].
     pub(crate) async fn finish(&self, turn: TurnRows) -> Result<(), DomainError> {
         self.turns.call(turn).await
+    }
+
+    /// Stores a usage record (and its hourly rollup) in the next batch.
+    pub(crate) async fn record(&self, usage: UsageRow) -> Result<(), DomainError> {
+        self.usage.call(UsageWrite(usage)).await
     }
 }
 
@@ -358,6 +369,43 @@ impl QueryFragment<Pg> for FinishTurns<'_> {
         out.push_bind_param::<BigInt, _>(&self.turns)?;
         out.push_sql(")::int FROM done");
         Ok(())
+    }
+}
+
+impl Grouped for UsageWrite {
+    fn rows(&self) -> usize {
+        2
+    }
+
+    async fn together(conn: &mut AsyncPgConnection, writes: &[&Self]) -> Result<(), DomainError> {
+        let hourly = rollups(writes.iter().map(|write| write.0.hourly()));
+        let statement = RecordUsage {
+            usage: InsertUsage::new(writes.iter().map(|write| &write.0)),
+            hourly: UpsertHourly::new(&hourly),
+        };
+        statement.execute(conn).await.map_err(query_error)?;
+        Ok(())
+    }
+
+    async fn alone(conn: &mut AsyncPgConnection, write: &Self) -> Result<(), DomainError> {
+        record_alone(conn, &write.0).await
+    }
+}
+
+/// One statement records a batch of usage records and upserts their hourly rollups.
+struct RecordUsage<'a> {
+    usage: InsertUsage<'a>,
+    hourly: UpsertHourly<'a>,
+}
+
+static_query_id!(RecordUsage);
+
+impl QueryFragment<Pg> for RecordUsage<'_> {
+    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Pg>) -> diesel::QueryResult<()> {
+        out.push_sql("WITH recorded AS (");
+        self.usage.walk_ast(out.reborrow())?;
+        out.push_sql(") ");
+        self.hourly.walk_ast(out.reborrow())
     }
 }
 

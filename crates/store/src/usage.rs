@@ -6,6 +6,8 @@
 //! groups once (a CTE), then answers the totals, the number of groups and one page of
 //! groups after the cursor key, in byte order of the keys.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDateTime, Timelike, Utc};
 use diesel::{
@@ -25,6 +27,7 @@ use crate::{
     Backend as DatabaseBackend, Database,
     database::with_transaction,
     error::pool_error,
+    group_commit::{GroupCommit, GroupCommitStats},
     schema::{usage_hourly, usage_records},
     unnest::unnest_statement,
 };
@@ -39,11 +42,23 @@ const PERIOD_FORMAT: &str = "%Y-%m-%d %H:%M:%S";
 #[derive(Clone)]
 pub struct SqlUsageStore {
     db: Database,
+    /// PostgreSQL's writers: records from many requests share a statement (absent on
+    /// SQLite; a write made outside a Tokio runtime goes directly).
+    commits: Option<Arc<GroupCommit>>,
 }
 
 impl SqlUsageStore {
     pub fn new(db: Database) -> Self {
-        Self { db }
+        let commits = match &db {
+            Database::Postgres(pool) => Some(Arc::new(GroupCommit::new(pool.clone()))),
+            Database::Sqlite(_) => None,
+        };
+        Self { db, commits }
+    }
+
+    /// How much the group commit has batched so far (`None` when writes go directly).
+    pub fn group_commit_stats(&self) -> Option<GroupCommitStats> {
+        self.commits.as_ref().map(|commits| commits.stats())
     }
 }
 
@@ -249,6 +264,22 @@ macro_rules! insert_usage {
     }};
 }
 pub(crate) use insert_usage;
+
+/// One record and its rollup on PostgreSQL, in a transaction of its own (how a failed
+/// batch of records is retried).
+pub(crate) async fn record_alone(
+    conn: &mut diesel_async::AsyncPgConnection,
+    row: &UsageRow,
+) -> Result<(), DomainError> {
+    use diesel_async::AsyncConnection;
+    crate::error::settle(
+        conn.transaction(async |conn| {
+            insert_usage!(conn, row);
+            Ok::<_, crate::error::Rollback<()>>(())
+        })
+        .await,
+    )
+}
 
 /// A value bound into the report statement.
 enum Bind {
@@ -593,6 +624,9 @@ where
 impl UsageStore for SqlUsageStore {
     async fn record(&self, record: &UsageRecord) -> Result<(), DomainError> {
         let row = UsageRow::from(record);
+        if let Some(writers) = self.commits.as_ref().and_then(|commits| commits.here()) {
+            return writers.record(row).await;
+        }
         with_transaction!(&self.db, conn => {
             insert_usage!(conn, &row);
             Ok(())

@@ -1369,3 +1369,40 @@ mod memory {
         agrees_with_the_reference_on_seeded_random_records,
     );
 }
+
+/// On PostgreSQL, records written at the same time share statements (the group commit of
+/// stateless completions' usage); a record that cannot be written fails alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_records_are_group_committed_on_postgres() {
+    let f = Fixture::new(Backend::Postgres).await;
+    let acme = f.organization("Acme").await;
+    let store = SqlUsageStore::new(f.db.as_ref().unwrap().database.clone());
+    let records: Vec<UsageRecord> = (0..40)
+        .map(|i| record(&acme, "2026-09-01T10:00:00Z", 10 + i))
+        .collect();
+    let mut writes = records.clone();
+    // A record id already taken, in the middle of the crowd.
+    writes.push(UsageRecord {
+        message_id: message_id(),
+        ..records[3].clone()
+    });
+    let written =
+        futures_util::future::join_all(writes.iter().map(|record| store.record(record))).await;
+    let refused: Vec<usize> = (0..written.len())
+        .filter(|&i| written[i].is_err())
+        .collect();
+    assert_eq!(refused.len(), 1, "{written:?}");
+    assert!(matches!(
+        written[refused[0]],
+        Err(DomainError::Conflict { .. })
+    ));
+    let stats = store.group_commit_stats().unwrap();
+    assert!(stats.batches >= 1 && stats.batched_writes >= 2, "{stats:?}");
+    let recorded: Vec<&UsageRecord> = (0..writes.len())
+        .filter(|i| !refused.contains(i))
+        .map(|i| &writes[i])
+        .collect();
+    let day = query(&acme, "2026-09-01T00:00:00Z", "2026-09-02T00:00:00Z");
+    let got = store.aggregate(&day).await.unwrap();
+    assert_eq!(got.totals, sum(recorded));
+}
