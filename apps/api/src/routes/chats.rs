@@ -7,7 +7,6 @@ use actix_web::{
     HttpRequest, HttpResponse, HttpResponseBuilder, delete, get, http::StatusCode, patch, post, web,
 };
 use chrono::{DateTime, Utc};
-use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tessera_chats::{
@@ -765,14 +764,7 @@ pub async fn create_completion(
         return Ok(chat_stream::sse(format, &mut builder, body));
     }
 
-    let mut events = started.events;
-    let mut outcome = None;
-    while let Some(event) = events.next().await {
-        if event.is_final() {
-            outcome = Some(event);
-            break;
-        }
-    }
+    let outcome = chat_stream::final_event(started.events).await;
     let message = match outcome.as_deref() {
         Some(GenerationEvent::Finished(message)) => message,
         Some(GenerationEvent::Failed(error)) => return Err(chat_error(error.clone())),

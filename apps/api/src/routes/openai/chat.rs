@@ -7,7 +7,6 @@ use std::collections::HashMap;
 
 use actix_web::{HttpResponse, http::StatusCode, post, web};
 use base64::Engine;
-use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tessera_chats::{ChatError, CompletionRequest, GenerationEvent, Message, NewMessage};
@@ -720,14 +719,7 @@ pub async fn create_chat_completion(
         return Ok(chat_stream::sse(Format::OpenAi, &mut builder, body));
     }
 
-    let mut events = started.events;
-    let mut outcome = None;
-    while let Some(event) = events.next().await {
-        if event.is_final() {
-            outcome = Some(event);
-            break;
-        }
-    }
+    let outcome = chat_stream::final_event(started.events).await;
     let message = match outcome.as_deref() {
         Some(GenerationEvent::Finished(message)) => message,
         Some(GenerationEvent::Failed(error)) => {
