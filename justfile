@@ -68,6 +68,12 @@ test:
     "$oc/bin/python" -c 'import openai, sys; sys.exit(openai.__version__ != sys.argv[1])' "$pinned" 2>/dev/null \
         || "$oc/bin/python" -m pip install --quiet --disable-pip-version-check -r tests/openai-clients/requirements.txt
     export TESSERA_OPENAI_PYTHON="$oc/bin/python"
+    # The official Prometheus client (PyPI), whose parser reads what /metrics serves.
+    ob="$HOME/.cache/tessera-venvs/observability"
+    [ -x "$ob/bin/python" ] || python3 -m venv "$ob"
+    "$ob/bin/python" -m pip freeze 2>/dev/null | sort | diff -q - <(grep -v '^#' tests/observability/requirements.txt | sort) >/dev/null \
+        || "$ob/bin/python" -m pip install --quiet --disable-pip-version-check -r tests/observability/requirements.txt
+    export TESSERA_OBSERVABILITY_PYTHON="$ob/bin/python"
     # Each Postgres-backed test creates its own throwaway database on this server and drops it;
     # Redis-backed tests use keys under a random prefix.
     export TESSERA_TEST_POSTGRES_URL="$url"

@@ -7,10 +7,7 @@ use tessera_api::startup::Tenancy;
 use tessera_identity::{ApiKey, ApiKeyId, IdentityError, NewApiKey};
 use tessera_kernel::{DomainError, FieldError, Limit, LocSegment, OrganizationId};
 
-use crate::Failure;
-
-/// Who keys created here name as their creator.
-const OPERATOR: &str = "tessera-admin";
+use crate::{Failure, OPERATOR};
 
 #[derive(Debug, Subcommand)]
 pub enum KeyCommand {
@@ -163,7 +160,7 @@ pub async fn run(state: &Tenancy, command: KeyCommand, json: bool) -> Result<Str
             let id: ApiKeyId = id.parse().map_err(|e| Failure(format!("<id>: {e}")))?;
             state
                 .api_keys
-                .revoke(&organization_id, &id)
+                .revoke(&organization_id, &id, &crate::operator())
                 .await
                 .map_err(failure)?;
             Ok(if json {

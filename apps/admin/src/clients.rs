@@ -78,11 +78,14 @@ pub async fn run(state: &Tenancy, command: ClientCommand, json: bool) -> Result<
             let name = ClientName::parse(&name).map_err(|e| Failure(format!("--name: {e}")))?;
             let (client, secret) = state
                 .identity
-                .create_client(NewClient {
-                    organization_id,
-                    name,
-                    scopes,
-                })
+                .create_client(
+                    NewClient {
+                        organization_id,
+                        name,
+                        scopes,
+                    },
+                    &crate::operator(),
+                )
                 .await
                 .map_err(domain)?;
             Ok(if json {
@@ -109,7 +112,7 @@ pub async fn run(state: &Tenancy, command: ClientCommand, json: bool) -> Result<
             let (organization_id, id) = (organization(&org)?, client_id(&id)?);
             let secret = state
                 .identity
-                .rotate_secret(&organization_id, &id)
+                .rotate_secret(&organization_id, &id, &crate::operator())
                 .await
                 .map_err(domain)?;
             Ok(if json {
@@ -125,7 +128,7 @@ pub async fn run(state: &Tenancy, command: ClientCommand, json: bool) -> Result<
             let (organization_id, id) = (organization(&org)?, client_id(&id)?);
             state
                 .identity
-                .revoke(&organization_id, &id)
+                .revoke(&organization_id, &id, &crate::operator())
                 .await
                 .map_err(domain)?;
             Ok(if json {

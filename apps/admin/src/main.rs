@@ -7,6 +7,7 @@ use std::{path::PathBuf, process::ExitCode};
 use clap::{Parser, Subcommand};
 
 mod api_keys;
+mod audit;
 mod clients;
 use serde_json::json;
 use tessera_api::{config::Settings, startup};
@@ -47,6 +48,9 @@ enum Command {
     /// Manage the keys that sign access tokens.
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// Read the audit log.
+    #[command(subcommand)]
+    Audit(audit::AuditCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -83,6 +87,14 @@ enum OrgCommand {
 fn parse_plan(text: &str) -> Result<Plan, String> {
     text.parse()
         .map_err(|e: tessera_organizations::PlanError| e.to_string())
+}
+
+/// Who the audit log names for changes made here.
+pub(crate) const OPERATOR: &str = "tessera-admin";
+
+/// The actor of this CLI's changes.
+pub(crate) fn operator() -> tessera_kernel::Actor {
+    tessera_kernel::Actor::Operator(OPERATOR.to_owned())
 }
 
 /// A failure, reported as one line (and as `{"error": …}` with `--json`).
@@ -182,6 +194,10 @@ async fn run(cli: Cli) -> Result<String, Failure> {
             let state = open_state(&settings).await?;
             api_keys::run(&state, command, cli.json).await
         }
+        Command::Audit(command) => {
+            let state = open_state(&settings).await?;
+            audit::run(&state, command, cli.json).await
+        }
         Command::Org(command) => {
             let state = open_state(&settings).await?;
             match command {
@@ -190,7 +206,7 @@ async fn run(cli: Cli) -> Result<String, Failure> {
                         .map_err(|e| Failure(format!("--name: {e}")))?;
                     let org = state
                         .organizations
-                        .create(NewOrganization { name, plan })
+                        .create(NewOrganization { name, plan }, &operator())
                         .await
                         .map_err(DomainError::from)?;
                     Ok(if cli.json {

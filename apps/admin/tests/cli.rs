@@ -422,7 +422,120 @@ async fn api_keys_are_created_listed_and_revoked(backend: Backend) {
     }
 }
 
+async fn audit_list_shows_what_operators_changed(backend: Backend) {
+    let env = Env::new(backend).await;
+    let org = env.json(&["org", "create", "--name", "Acme"])["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let other = env.json(&["org", "create", "--name", "Globex"])["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let client = env.json(&[
+        "client",
+        "create",
+        "--org",
+        &org,
+        "--name",
+        "ci",
+        "--scopes",
+        "files:read",
+    ])["clientId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let key = env.json(&[
+        "key",
+        "create",
+        "--org",
+        &org,
+        "--name",
+        "bot",
+        "--scopes",
+        "models:read",
+    ])["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    env.json(&["key", "revoke", "--org", &org, &key]);
+    env.json(&["client", "revoke", "--org", &org, "--id", &client]);
+
+    let listed = env.json(&["audit", "list", "--org", &org]);
+    let found: Vec<(String, String, String, String)> = listed["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let text = |k: &str| e[k].as_str().unwrap_or_default().to_owned();
+            (
+                text("action"),
+                text("resourceId"),
+                text("actorKind"),
+                text("actorId"),
+            )
+        })
+        .collect();
+    let by_operator = |action: &str, id: &str| {
+        (
+            action.to_owned(),
+            id.to_owned(),
+            "operator".to_owned(),
+            "tessera-admin".to_owned(),
+        )
+    };
+    assert_eq!(
+        found,
+        [
+            by_operator("client.revoke", &client),
+            by_operator("api_key.revoke", &key),
+            by_operator("api_key.create", &key),
+            by_operator("client.create", &client),
+            by_operator("organization.create", &org),
+        ],
+        "newest first: {listed}"
+    );
+    assert_eq!(listed["totalCount"], 5);
+
+    // Filters, pages, every organization at once, and text output.
+    let revocations = env.json(&["audit", "list", "--org", &org, "--action", "api_key.revoke"]);
+    assert_eq!(revocations["items"].as_array().unwrap().len(), 1);
+    let page = env.json(&["audit", "list", "--limit", "2"]);
+    assert_eq!(
+        (page["totalCount"].as_u64(), page["hasMore"].as_bool()),
+        (Some(6), Some(true))
+    );
+    let cursor = page["nextCursor"].as_str().unwrap();
+    let rest = env.json(&["audit", "list", "--limit", "100", "--cursor", cursor]);
+    assert_eq!(rest["items"].as_array().unwrap().len(), 4);
+    let theirs = env.json(&["audit", "list", "--org", &other]);
+    assert_eq!(theirs["items"][0]["action"], "organization.create");
+    assert_eq!(theirs["totalCount"], 1);
+    let (code, stdout, _) = env.run(&["audit", "list", "--org", &org, "--resource-id", &key]);
+    assert_eq!(code, 0);
+    assert!(
+        stdout.contains("api_key.revoke") && stdout.contains("operator:tessera-admin"),
+        "{stdout}"
+    );
+
+    // Bad filters name their option.
+    let (code, _, stderr) = env.run(&["audit", "list", "--actor-kind", "root"]);
+    assert_ne!(code, 0);
+    assert!(stderr.contains("--actor-kind: must be one of"), "{stderr}");
+    let (code, _, stderr) = env.run(&[
+        "audit",
+        "list",
+        "--from",
+        "2026-01-02T00:00:00Z",
+        "--to",
+        "2026-01-01T00:00:00Z",
+    ]);
+    assert_ne!(code, 0);
+    assert!(stderr.contains("--to: must be later"), "{stderr}");
+}
+
 tessera_store::on_both_databases!(
+    audit_list_shows_what_operators_changed,
     migrate_applies_once,
     organizations_are_created_and_listed,
     lists_page_with_cursors,

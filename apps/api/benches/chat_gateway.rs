@@ -35,7 +35,12 @@
 //! `postgres://postgres@127.0.0.1:5432/postgres`: the server the throwaway database is created
 //! on); `TESSERA_BENCH_BIN_DIR` (where `tessera-api` and `tessera-admin` are; default the
 //! directory of this benchmark's `deps`, i.e. `target/release`); `TESSERA_BENCH_SKIP`
-//! (comma-separated targets to leave out: `tessera`, `litellm`, `tensorzero`).
+//! (comma-separated targets to leave out: `tessera`, `observed`, `litellm`, `tensorzero`).
+//!
+//! `tessera +obs` is `/v1/chats` again on a second Tessera with Prometheus metrics on and
+//! every trace exported (sampling 1.0) to an OTLP sink on the stub's server (issue 32); the
+//! last table gives its CPU per completion (process and database) as a ratio of the same
+//! with both off.
 
 use std::{
     collections::HashMap,
@@ -206,6 +211,18 @@ async fn stub_completions(stub: web::Data<Stub>, body: Bytes) -> HttpResponse {
         .streaming(body)
 }
 
+/// Bytes of OTLP trace exports received (the observed Tessera's spans).
+static OTLP_BYTES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// A local OTLP/HTTP trace receiver that keeps nothing: it counts the bytes and answers an
+/// empty `ExportTraceServiceResponse` (what a collector answers to a full success).
+async fn otlp_sink(body: Bytes) -> HttpResponse {
+    OTLP_BYTES.fetch_add(body.len() as u64, std::sync::atomic::Ordering::Relaxed);
+    HttpResponse::Ok()
+        .content_type("application/x-protobuf")
+        .finish()
+}
+
 /// Starts a stub on 127.0.0.1:0 with two actix workers (as many as this machine's cores, so
 /// the stub is never the bottleneck).
 fn start_stub(
@@ -219,6 +236,7 @@ fn start_stub(
         App::new()
             .app_data(stub.clone())
             .route("/v1/chat/completions", web::post().to(stub_completions))
+            .route("/v1/traces", web::post().to(otlp_sink))
     })
     .workers(2)
     // Without it, Nagle's algorithm and the client's delayed ACK hold back spaced events
@@ -947,6 +965,8 @@ fn tessera_env(command: &mut Command, data_dir: &Path, database: &Database, list
         .env("TESSERA_DATA_DIR", data_dir)
         .env("DATABASE_URL", &database.url)
         .env("TESSERA_LISTEN", listen.to_string())
+        // Off unless a run turns it on (`Observed`): the default port may be taken.
+        .env("TESSERA_METRICS__LISTEN", "")
         .env("TESSERA_LOG", "warn")
         .env(
             "TESSERA_MODELS__CATALOG_FILE",
@@ -959,10 +979,17 @@ fn tessera_env(command: &mut Command, data_dir: &Path, database: &Database, list
         .env("TESSERA_RATE_LIMIT__ANONYMOUS_PER_MINUTE", "100000000");
 }
 
+/// Metrics and traces on: where the metrics listener binds and where spans are exported.
+struct Observed {
+    metrics: SocketAddr,
+    otlp_endpoint: String,
+}
+
 async fn start_tessera(
     fast_base: &str,
     spaced_base: &str,
     max_concurrency: usize,
+    observed: Option<&Observed>,
 ) -> anyhow::Result<(Tessera, [Target; 2])> {
     let bins = bin_dir()?;
     let api = bins.join("tessera-api");
@@ -1023,6 +1050,12 @@ async fn start_tessera(
 
     let mut command = clean_command(&api);
     tessera_env(&mut command, data_dir.path(), &database, listen);
+    if let Some(observed) = observed {
+        command
+            .env("TESSERA_METRICS__LISTEN", observed.metrics.to_string())
+            .env("OTEL_EXPORTER_OTLP_ENDPOINT", &observed.otlp_endpoint)
+            .env("OTEL_TRACES_SAMPLER_ARG", "1.0");
+    }
     let mut process = Process::spawn("tessera-api", command, data_dir.path().join("api.log"))?;
     let cert_path = data_dir.path().join("tls/cert.pem");
     wait_until(&mut process, Duration::from_secs(60), || async {
@@ -1065,7 +1098,11 @@ async fn start_tessera(
         Bytes::from(body.to_string())
     };
     let native = Target {
-        name: "tessera",
+        name: if observed.is_some() {
+            "tessera +obs"
+        } else {
+            "tessera"
+        },
         client: client.clone(),
         authorization: Some(format!("Bearer {access_token}")),
         requests: [
@@ -1436,7 +1473,8 @@ async fn main() -> anyhow::Result<()> {
     measure_target(stub, measure, &concurrencies, ticks_per_second, &mut runs).await?;
 
     if !skipped("tessera") {
-        let (tessera, targets) = start_tessera(&fast_base, &spaced_base, max_concurrency).await?;
+        let (tessera, targets) =
+            start_tessera(&fast_base, &spaced_base, max_concurrency, None).await?;
         // `/v1/chats` keeps chats and messages; `/openai/v1` keeps usage records only.
         for (target, table) in targets.into_iter().zip(["chats", "usage_records"]) {
             let name = target.name;
@@ -1454,6 +1492,18 @@ async fn main() -> anyhow::Result<()> {
             }
         }
         drop(tessera);
+    }
+    if !skipped("tessera") && !skipped("observed") {
+        measure_observed(
+            &fast_base,
+            &spaced_base,
+            max_concurrency,
+            measure,
+            &concurrencies,
+            ticks_per_second,
+            &mut runs,
+        )
+        .await?;
     }
     for peer in ["tensorzero", "litellm"] {
         if skipped(peer) {
@@ -1481,5 +1531,86 @@ async fn main() -> anyhow::Result<()> {
     fast_handle.stop(true).await;
     spaced_handle.stop(true).await;
     print_tables(&runs, measure);
+    print_observability_cost(&runs);
     Ok(())
+}
+
+/// `/v1/chats` again on a Tessera with Prometheus metrics on and every trace exported
+/// (sampling 1.0) to the local OTLP sink; a scrape at the end shows both were on.
+#[allow(clippy::too_many_arguments)]
+async fn measure_observed(
+    fast_base: &str,
+    spaced_base: &str,
+    max_concurrency: usize,
+    measure: Duration,
+    concurrencies: &[usize],
+    ticks_per_second: f64,
+    runs: &mut Vec<Run>,
+) -> anyhow::Result<()> {
+    let observed = Observed {
+        metrics: localhost(free_port()?),
+        otlp_endpoint: fast_base.trim_end_matches("/v1").to_owned(),
+    };
+    let (tessera, [native, _]) =
+        start_tessera(fast_base, spaced_base, max_concurrency, Some(&observed)).await?;
+    let result = measure_target(native, measure, concurrencies, ticks_per_second, runs).await;
+    if result.is_err() {
+        eprintln!("{}", tessera.process.log_tail());
+    }
+    result?;
+    let scrape = reqwest::get(format!("http://{}/metrics", observed.metrics))
+        .await?
+        .text()
+        .await?;
+    let completions: f64 = scrape
+        .lines()
+        .filter(|line| line.starts_with("tessera_chat_completions_total{"))
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
+    // The batch exporter sends every few seconds; give it one interval.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    println!(
+        "tessera +obs: /metrics counted {completions} completions; the OTLP sink received {} KiB of spans",
+        OTLP_BYTES.load(std::sync::atomic::Ordering::Relaxed) / 1024
+    );
+    drop(tessera);
+    Ok(())
+}
+
+/// CPU per completion (Tessera's process and its database backends) with metrics and
+/// traces on, as a ratio of the same with both off, from the same run (goal: at most 1.05).
+fn print_observability_cost(runs: &[Run]) {
+    let on: Vec<&Run> = runs
+        .iter()
+        .filter(|run| run.target == "tessera +obs")
+        .collect();
+    if on.is_empty() {
+        return;
+    }
+    println!();
+    println!("Metrics and traces on (sampling 1.0, local OTLP sink) against off, /v1/chats:");
+    println!();
+    println!("| mode | conc | CPU+DB ms/req off | CPU+DB ms/req on | on/off | req/s on/off |");
+    println!("|---|---:|---:|---:|---:|---:|");
+    for run in on {
+        let Some(off) = runs.iter().find(|r| {
+            r.target == "tessera" && r.mode == run.mode && r.concurrency == run.concurrency
+        }) else {
+            continue;
+        };
+        let cost = |r: &Run| {
+            r.cpu_ms_per_request
+                .map(|cpu| cpu + r.db_ms_per_request.unwrap_or(0.0))
+        };
+        let (Some(off_ms), Some(on_ms)) = (cost(off), cost(run)) else {
+            continue;
+        };
+        println!(
+            "| {} | {} | {off_ms:.3} | {on_ms:.3} | {:.3} | {:.3} |",
+            run.mode.label(),
+            run.concurrency,
+            on_ms / off_ms,
+            run.requests_per_second() / off.requests_per_second()
+        );
+    }
 }

@@ -155,6 +155,7 @@ async fn start_tessera(data_dir: &Path) -> anyhow::Result<(u16, ServerHandle)> {
         log: "warn".to_owned(),
         ..Settings::default()
     };
+    settings.metrics.listen = String::new();
     settings.http.workers = 1;
     settings.http.shutdown_timeout_secs = 1;
     let app = Application::build(settings)

@@ -161,6 +161,7 @@ async fn run(data_dir: &std::path::Path) -> anyhow::Result<()> {
         log: "warn".to_owned(),
         ..Settings::default()
     };
+    settings.metrics.listen = String::new();
     settings.http.shutdown_timeout_secs = 1;
     settings.rate_limit.enabled = false;
     settings.knowledge.embedding_model_dir = Some(models.clone());

@@ -783,6 +783,7 @@ async fn main() -> anyhow::Result<()> {
         log: "warn".to_owned(),
         ..Settings::default()
     };
+    settings.metrics.listen = String::new();
     settings.http.shutdown_timeout_secs = 1;
     settings.rate_limit.organization_per_minute = 100_000_000;
     settings.rate_limit.principal_per_minute = 100_000_000;
@@ -799,11 +800,14 @@ async fn main() -> anyhow::Result<()> {
     for index in 0..=OTHER_ORGS {
         let organization = state
             .organizations
-            .create(NewOrganization {
-                name: OrganizationName::parse(&format!("Bench org {index}"))
-                    .map_err(|e| anyhow!("{e}"))?,
-                plan: Plan::Pro,
-            })
+            .create(
+                NewOrganization {
+                    name: OrganizationName::parse(&format!("Bench org {index}"))
+                        .map_err(|e| anyhow!("{e}"))?,
+                    plan: Plan::Pro,
+                },
+                &tessera_kernel::Actor::System,
+            )
             .await
             .map_err(|e| anyhow!("cannot create an organization: {e}"))?;
         organizations.push(organization.id);
@@ -815,11 +819,14 @@ async fn main() -> anyhow::Result<()> {
         .collect();
     let (bench_client, secret) = state
         .identity
-        .create_client(NewClient {
-            organization_id: organization.clone(),
-            name: ClientName::parse("usage bench").map_err(|e| anyhow!("{e}"))?,
-            scopes: ScopeSet::parse_list("usage:read").map_err(|e| anyhow!("{e}"))?,
-        })
+        .create_client(
+            NewClient {
+                organization_id: organization.clone(),
+                name: ClientName::parse("usage bench").map_err(|e| anyhow!("{e}"))?,
+                scopes: ScopeSet::parse_list("usage:read").map_err(|e| anyhow!("{e}"))?,
+            },
+            &tessera_kernel::Actor::System,
+        )
         .await
         .map_err(|e| anyhow!("cannot create the client: {e}"))?;
 

@@ -61,6 +61,7 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
         "/v1/api-keys/{api_key_id}",
         Access::Scope("org:admin"),
     ),
+    ("GET", "/v1/audit-events", Access::Scope("org:admin")),
     ("POST", "/v1/chats", Access::Scope("chats:invoke")),
     ("GET", "/v1/chats", Access::Scope("chats:read")),
     ("GET", "/v1/chats/{chat_id}", Access::Scope("chats:read")),
@@ -317,12 +318,21 @@ pub fn path_matches(template: &str, path: &str) -> bool {
     }
 }
 
-/// The access rule for a request, when it targets a documented operation.
-pub fn access_for(method: &str, path: &str) -> Option<Access> {
+fn route(method: &str, path: &str) -> Option<&'static (&'static str, &'static str, Access)> {
     ROUTES
         .iter()
         .find(|(m, template, _)| *m == method && path_matches(template, path))
-        .map(|(_, _, access)| *access)
+}
+
+/// The access rule for a request, when it targets a documented operation.
+pub fn access_for(method: &str, path: &str) -> Option<Access> {
+    route(method, path).map(|(_, _, access)| *access)
+}
+
+/// The template of the documented operation a request targets (known before routing, so a
+/// request's span can be named after it).
+pub fn template_for(method: &str, path: &str) -> Option<&'static str> {
+    route(method, path).map(|(_, template, _)| *template)
 }
 
 /// Writes each operation's requirement into the document: public operations get an empty
@@ -423,7 +433,8 @@ pub async fn authorize(
             r#"Bearer realm="tessera""#.to_owned(),
         ));
     };
-    let principal = match state.identity.authenticate(&token).await {
+    let origin = crate::origin::origin_of(req.request());
+    let principal = match state.identity.authenticate_from(&token, &origin).await {
         Ok(principal) => principal,
         Err(IdentityError::InvalidToken(TokenError::Unavailable))
         | Err(IdentityError::Domain(_)) => {
@@ -501,12 +512,13 @@ impl FromRequest for Caller {
     type Future = std::future::Ready<Result<Self, ApiError>>;
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        // Absent only if a handler needing a caller was declared public: fail closed.
+        // Absent only if a handler needing a caller was declared public: fail closed. The
+        // principal carries the request's origin, for the audit records of its changes.
         std::future::ready(
             req.extensions()
                 .get::<Principal>()
                 .cloned()
-                .map(Caller)
+                .map(|principal| Caller(principal.with_origin(crate::origin::origin_of(req))))
                 .ok_or_else(|| {
                     ApiError::new(
                         StatusCode::UNAUTHORIZED,

@@ -28,6 +28,7 @@ impl Admission for PlansAndBudgets {
         if let Some(budget) = self.quotas.monthly_credits(organization, plan) {
             let status = self.budgets.status(organization, budget).await?;
             if status.exhausted() {
+                crate::metrics::refused("credit_budget");
                 return Err(ChatError::BudgetSpent(BudgetSpent {
                     monthly_credits: status.monthly_credits,
                     used_credits: status.used,

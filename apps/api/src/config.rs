@@ -22,6 +22,11 @@ const ENV_ALIASES: &[(&str, &str)] = &[
     ("DATABASE_URL", "database_url"),
     ("REDIS_URL", "redis_url"),
     ("QDRANT_URL", "knowledge.qdrant_url"),
+    // The OpenTelemetry SDK's standard variables.
+    ("OTEL_EXPORTER_OTLP_ENDPOINT", "telemetry.otlp_endpoint"),
+    ("OTEL_SERVICE_NAME", "telemetry.service_name"),
+    ("OTEL_TRACES_SAMPLER_ARG", "telemetry.sampling_ratio"),
+    ("OTEL_RESOURCE_ATTRIBUTES", "telemetry.resource_attributes"),
 ];
 
 /// A configuration problem, reported before anything starts.
@@ -246,6 +251,24 @@ impl Default for IdempotencySettings {
     }
 }
 
+/// The audit log (decision 0026).
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct AuditSettings {
+    /// How many days audit events are kept (365 by default); 0 keeps them forever. Older
+    /// events are deleted by the periodic housekeeping of every API process.
+    #[serde(deserialize_with = "lenient::parse")]
+    pub retention_days: u32,
+}
+
+impl Default for AuditSettings {
+    fn default() -> Self {
+        Self {
+            retention_days: 365,
+        }
+    }
+}
+
 /// Files, datasets and their processing (issue 7).
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
@@ -422,6 +445,90 @@ impl Default for ChatsSettings {
     }
 }
 
+/// OpenTelemetry traces, exported over OTLP (HTTP/protobuf) when an endpoint is set.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct TelemetrySettings {
+    /// The collector's base URL (e.g. `http://127.0.0.1:4318`; spans go to `/v1/traces`
+    /// below it). Unset: no spans are made for export and nothing is sent.
+    pub otlp_endpoint: Option<String>,
+    /// `service.name` of the exported resource.
+    pub service_name: String,
+    /// Share of new traces kept (0 to 1); a request that arrives with a `traceparent`
+    /// follows its caller's decision.
+    #[serde(deserialize_with = "lenient::parse")]
+    pub sampling_ratio: f64,
+    /// More resource attributes, `key=value` pairs separated by commas (as
+    /// `OTEL_RESOURCE_ATTRIBUTES` spells them).
+    pub resource_attributes: String,
+    /// Put message content (prompts and answers) on completion spans. Off: spans carry
+    /// models, token counts and finish reasons only.
+    #[serde(deserialize_with = "lenient::parse")]
+    pub capture_content: bool,
+}
+
+impl Default for TelemetrySettings {
+    fn default() -> Self {
+        Self {
+            otlp_endpoint: None,
+            service_name: "tessera-api".to_owned(),
+            sampling_ratio: 1.0,
+            resource_attributes: String::new(),
+            capture_content: false,
+        }
+    }
+}
+
+impl TelemetrySettings {
+    /// The endpoint, unless unset or blank.
+    pub fn endpoint(&self) -> Option<&str> {
+        self.otlp_endpoint
+            .as_deref()
+            .map(str::trim)
+            .filter(|endpoint| !endpoint.is_empty())
+    }
+
+    /// The resource attributes as pairs; `Err` names the first malformed one.
+    pub fn resource_pairs(&self) -> Result<Vec<(String, String)>, String> {
+        self.resource_attributes
+            .split(',')
+            .map(str::trim)
+            .filter(|pair| !pair.is_empty())
+            .map(|pair| match pair.split_once('=') {
+                Some((key, value)) if !key.trim().is_empty() => {
+                    Ok((key.trim().to_owned(), value.trim().to_owned()))
+                }
+                _ => Err(format!("`{pair}` is not key=value")),
+            })
+            .collect()
+    }
+}
+
+/// Prometheus metrics.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct MetricsSettings {
+    /// Address of the plain-HTTP listener serving `GET /metrics`; `""` turns metrics off
+    /// (nothing is recorded). Bind it to an address only the scraper reaches.
+    pub listen: String,
+}
+
+impl Default for MetricsSettings {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:9464".to_owned(),
+        }
+    }
+}
+
+impl MetricsSettings {
+    /// The listener's address; `None` when metrics are off. (Checked when loaded.)
+    pub fn address(&self) -> Option<SocketAddr> {
+        let listen = self.listen.trim();
+        (!listen.is_empty()).then(|| listen.parse().ok()).flatten()
+    }
+}
+
 /// Monthly credit budgets (UTC calendar months; credits = tokens × the base model's credit
 /// multiplier). Unset budgets are unlimited. When an organization's spend this month
 /// reaches its budget, completions get 402 `credit_budget_exhausted` until the month ends.
@@ -509,11 +616,14 @@ pub struct Settings {
     pub redis_url: Option<String>,
     pub rate_limit: RateLimitSettings,
     pub idempotency: IdempotencySettings,
+    pub audit: AuditSettings,
     pub chats: ChatsSettings,
     pub models: ModelsSettings,
     pub quotas: QuotaSettings,
     pub knowledge: KnowledgeSettings,
     pub webhooks: WebhookSettings,
+    pub metrics: MetricsSettings,
+    pub telemetry: TelemetrySettings,
 }
 
 impl Default for Settings {
@@ -534,11 +644,14 @@ impl Default for Settings {
             redis_url: None,
             rate_limit: RateLimitSettings::default(),
             idempotency: IdempotencySettings::default(),
+            audit: AuditSettings::default(),
             chats: ChatsSettings::default(),
             models: ModelsSettings::default(),
             quotas: QuotaSettings::default(),
             knowledge: KnowledgeSettings::default(),
             webhooks: WebhookSettings::default(),
+            metrics: MetricsSettings::default(),
+            telemetry: TelemetrySettings::default(),
         }
     }
 }
@@ -710,6 +823,33 @@ impl Settings {
             return Err(invalid(
                 "api_key_secret",
                 "must be at least 32 characters".into(),
+            ));
+        }
+        let telemetry = &self.telemetry;
+        if !(0.0..=1.0).contains(&telemetry.sampling_ratio) {
+            return Err(invalid(
+                "telemetry.sampling_ratio",
+                format!("{} is not between 0 and 1", telemetry.sampling_ratio),
+            ));
+        }
+        if let Some(endpoint) = telemetry.endpoint()
+            && !(endpoint.starts_with("http://") || endpoint.starts_with("https://"))
+        {
+            return Err(invalid(
+                "telemetry.otlp_endpoint",
+                format!("`{endpoint}` is not an http:// or https:// URL"),
+            ));
+        }
+        if let Err(message) = telemetry.resource_pairs() {
+            return Err(invalid("telemetry.resource_attributes", message));
+        }
+        let metrics_listen = self.metrics.listen.trim();
+        if !metrics_listen.is_empty() && metrics_listen.parse::<SocketAddr>().is_err() {
+            return Err(invalid(
+                "metrics.listen",
+                format!(
+                    "`{metrics_listen}` is not an address such as 127.0.0.1:9464 (\"\" turns metrics off)"
+                ),
             ));
         }
         if self.database.max_connections == 0 {

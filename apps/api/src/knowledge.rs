@@ -60,6 +60,11 @@ async fn engines(settings: &Settings) -> Result<Option<Engines>, StartupError> {
             None => return Ok(None),
         },
     };
+    let embedder: Arc<dyn Embedder> = if settings.metrics.address().is_some() {
+        Arc::new(crate::metrics::MeteredEmbedder(embedder))
+    } else {
+        embedder
+    };
     let index = vector_index(settings, embedder.dimensions()).await?;
     Ok(Some(Engines {
         documents: Arc::new(DocumentChunker::default()),
@@ -289,19 +294,25 @@ impl Knowledge {
 
 /// Processes due jobs until none is left, then waits for a wake-up or the poll interval.
 async fn run_worker(processor: Processor, wake: Arc<Notify>, poll: Duration) {
+    use crate::metrics::{FileJobState, file_job};
     loop {
+        let started = std::time::Instant::now();
         match processor.process_next().await {
             Ok(Some((job, outcome))) => match outcome {
                 JobOutcome::Ready { chunks } => {
+                    file_job(FileJobState::Ready, started.elapsed());
                     tracing::info!(file = %job.file.id, chunks, attempt = job.attempt, "file ready");
                 }
                 JobOutcome::Failed { reason } => {
+                    file_job(FileJobState::Failed, started.elapsed());
                     tracing::warn!(file = %job.file.id, %reason, "file processing failed");
                 }
                 JobOutcome::Retrying { at, reason } => {
+                    file_job(FileJobState::Retrying, started.elapsed());
                     tracing::warn!(file = %job.file.id, %reason, %at, attempt = job.attempt, "file processing will be retried");
                 }
                 JobOutcome::LeaseLost => {
+                    file_job(FileJobState::LeaseLost, started.elapsed());
                     tracing::warn!(file = %job.file.id, "file processing taken over by another worker");
                 }
             },

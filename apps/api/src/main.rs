@@ -85,15 +85,24 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-        telemetry::init(&settings);
-        match args.mode {
+        let mut telemetry = match telemetry::init(&settings) {
+            Ok(telemetry) => telemetry,
+            Err(error) => {
+                eprintln!("error: {error}");
+                return ExitCode::from(2);
+            }
+        };
+        let code = match args.mode {
             None | Some(Mode::Serve) => serve(settings, shutdown).await,
             Some(Mode::Worker) => {
                 // The worker waits for its own signals; the watcher is not needed.
                 drop(shutdown);
                 work(settings).await
             }
-        }
+        };
+        // The spans still queued go out before the process ends (blocking: off the runtime).
+        let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;
+        code
     })
 }
 

@@ -41,12 +41,28 @@ pub async fn request_context(
 ) -> Result<ServiceResponse<impl MessageBody>, Error> {
     let id = request_id_of(&req);
     req.extensions_mut().insert(RequestId(id.clone()));
-    let span = tracing::info_span!("request", request_id = %id, method = %req.method(), path = %req.path());
+    let span = request_span(&req, &id);
     let started = Instant::now();
+    let traced = span.clone();
     async move {
         let mut response = next.call(req).await?;
         let status = response.status();
-        let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let elapsed = started.elapsed();
+        let route = response.request().match_pattern();
+        crate::metrics::http_request(
+            response.request().method().as_str(),
+            route.as_deref(),
+            status.as_u16(),
+            elapsed,
+        );
+        if crate::telemetry::exporting() {
+            traced.record("http.route", route.as_deref());
+            traced.record("http.response.status_code", i64::from(status.as_u16()));
+            if status.is_server_error() {
+                traced.record("otel.status_code", "ERROR");
+            }
+        }
+        let elapsed_ms = elapsed.as_secs_f64() * 1000.0;
         if status.is_server_error() {
             tracing::error!(status = status.as_u16(), elapsed_ms, "request failed");
         } else {
@@ -59,6 +75,38 @@ pub async fn request_context(
     }
     .instrument(span)
     .await
+}
+
+/// The request's span. When traces are exported it carries the OpenTelemetry HTTP server
+/// attributes and continues the caller's `traceparent`.
+fn request_span(req: &ServiceRequest, id: &str) -> tracing::Span {
+    use tracing::field::Empty;
+    if !crate::telemetry::exporting() {
+        return tracing::info_span!("request", request_id = %id, method = %req.method(), path = %req.path());
+    }
+    use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+    // Named `{method} {route}` as the HTTP conventions ask; the route is looked up in the
+    // documented operations, as the span starts before the router has run.
+    let method = req.method().as_str();
+    let name = match crate::access::template_for(method, req.path()) {
+        Some(template) => format!("{method} {template}"),
+        None => method.to_owned(),
+    };
+    let span = tracing::info_span!(
+        "request",
+        request_id = %id,
+        method = %req.method(),
+        path = %req.path(),
+        "otel.name" = name.as_str(),
+        "otel.kind" = "server",
+        "otel.status_code" = Empty,
+        "http.request.method" = %req.method(),
+        "url.path" = %req.path(),
+        "http.route" = Empty,
+        "http.response.status_code" = Empty,
+    );
+    let _ = span.set_parent(crate::telemetry::propagation::incoming(req.headers()));
+    span
 }
 
 /// The most header bytes (names and values) a request may carry.

@@ -31,6 +31,7 @@ pub use responses::apply_shared_responses;
         (name = "Organization", description = "The caller's organization"),
         (name = "Clients", description = "API clients (OAuth 2.0 client credentials) of the caller's organization; needs `org:admin`"),
         (name = "API keys", description = "Long-lived API keys (`tsk_…`) of the caller's organization, accepted as `Authorization: Bearer` wherever an access token is; scoped, expiring, revocable; needs `org:admin`"),
+        (name = "Audit", description = "The organization's audit log: every change made through the API or the admin CLI, and refused credentials, with who, what, when, from where and the request id; needs `org:admin`"),
         (name = "Chats", description = "Chat completions (JSON or Server-Sent Events, in Tessera's format or the Vercel AI SDK's), background generation, and chat records"),
         (name = "Models", description = "The catalog of base models, and the organization's models built on them"),
         (name = "Particles", description = "Reusable system-prompt components in five categories, with immutable numbered versions"),

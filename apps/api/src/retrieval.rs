@@ -11,6 +11,7 @@ use tessera_knowledge::{
     SearchRequest,
 };
 use tessera_models::{DatasetLinks, DatasetUsage, ModelService};
+use tracing::Instrument;
 
 /// Passages retrieved per question from a model's `rag` datasets, best first.
 pub const RAG_PASSAGES: usize = 5;
@@ -101,6 +102,32 @@ impl Retriever for DatasetRetriever {
         if links.is_empty() {
             return Ok(Vec::new());
         }
+        let span = tracing::info_span!(
+            "retrieval",
+            "tessera.datasets" = i64::try_from(links.len()).unwrap_or(i64::MAX),
+            "tessera.sources" = tracing::field::Empty,
+        );
+        let sources = self
+            .passages_of(organization, model_id, query, links)
+            .instrument(span.clone())
+            .await?;
+        span.record(
+            "tessera.sources",
+            i64::try_from(sources.len()).unwrap_or(i64::MAX),
+        );
+        Ok(sources)
+    }
+}
+
+impl DatasetRetriever {
+    /// The passages of the linked datasets: whole datasets first, then the search hits.
+    async fn passages_of(
+        &self,
+        organization: &OrganizationId,
+        model_id: &str,
+        query: &str,
+        links: Vec<tessera_models::DatasetLink>,
+    ) -> Result<Vec<Source>, DomainError> {
         let window = self.context_window(organization, model_id).await;
         let mut sources = Vec::new();
         let mut context_budget = DatasetLinks::context_budget(window);
@@ -145,6 +172,8 @@ impl Retriever for DatasetRetriever {
         let caller = KnowledgeCaller {
             organization: organization.clone(),
             subject: "retrieval".into(),
+            // Retrieval only reads: nothing it does is audited.
+            actor: tessera_kernel::Actor::System,
         };
         let mut hits = Vec::new();
         for dataset in searched {

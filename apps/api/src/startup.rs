@@ -4,6 +4,7 @@
 use std::{net::TcpListener, sync::Arc, time::Duration};
 
 use actix_web::{App, dev::Server, middleware::from_fn, web};
+use tessera_audit::{AuditService, Retention};
 use tessera_auth::{
     Argon2SecretHasher, HmacApiKeyHasher, JwtKeys, KeyError, OidcProvider, OidcVerifier, TokenRules,
 };
@@ -21,9 +22,9 @@ use tessera_models::{Catalog, DatasetLinks, ModelService, Providers};
 use tessera_organizations::{Organization, OrganizationService};
 use tessera_prompts::{PromptService, SystemProfiles};
 use tessera_store::{
-    Database, PoolOptions, SqlApiKeyStore, SqlArtifactStore, SqlChatStore, SqlClientStore,
-    SqlDatasetLinkStore, SqlIdempotencyStore, SqlModelStore, SqlOrganizationStore, SqlPromptStore,
-    SqlUsageStore, StoreError,
+    Database, PoolOptions, SqlApiKeyStore, SqlArtifactStore, SqlAuditStore, SqlChatStore,
+    SqlClientStore, SqlDatasetLinkStore, SqlIdempotencyStore, SqlModelStore, SqlOrganizationStore,
+    SqlPromptStore, SqlUsageStore, StoreError,
 };
 use tessera_tokenizer::{Encoding, TiktokenCounter};
 use tessera_usage::{BudgetGuard, UsageService};
@@ -35,6 +36,7 @@ use crate::{
     access,
     config::Settings,
     extract, idempotency,
+    metrics::{MeteredChatModel, MetricsListener, MetricsServer},
     middleware::{
         HeaderLimit, TrustedProxies, limit_headers, problem_errors, request_context, require_https,
     },
@@ -43,6 +45,7 @@ use crate::{
     retrieval::{DatasetRetriever, KnowledgeDirectory},
     routes, secrets,
     state::AppState,
+    telemetry::TracedChatModel,
     tls::{self, TlsError},
 };
 
@@ -80,6 +83,13 @@ pub enum StartupError {
     Recovery(String),
     #[error("worker mode: {0}")]
     Worker(String),
+    #[error(
+        "cannot listen on {addr} (config key `metrics.listen`; \"\" turns metrics off): {source}"
+    )]
+    MetricsBind {
+        addr: std::net::SocketAddr,
+        source: std::io::Error,
+    },
 }
 
 /// Registers every documented route on a utoipa-aware app.
@@ -108,6 +118,7 @@ where
         .service(routes::api_keys::list_api_keys)
         .service(routes::api_keys::get_api_key)
         .service(routes::api_keys::revoke_api_key)
+        .service(routes::audit::list_audit_events)
         .service(routes::chats::create_completion)
         .service(routes::chats::list_chats)
         .service(routes::chats::get_chat)
@@ -216,6 +227,8 @@ pub struct Tenancy {
     pub organizations: OrganizationService,
     pub identity: IdentityService,
     pub api_keys: ApiKeyService,
+    /// The audit log (the admin CLI's `audit list` reads every organization's).
+    pub audit: AuditService,
     pub keys: Arc<JwtKeys>,
     pub cursors: CursorCodec,
 }
@@ -280,11 +293,19 @@ pub fn tenancy(
     let identity = identity
         .with_sessions(sessions)
         .with_organizations(Arc::new(SqlOrganizationStore::new(database.clone())))
-        .with_api_keys(api_keys.clone());
+        .with_api_keys(api_keys.clone())
+        .with_refusal_log(Arc::new(SqlAuditStore::new(database.clone())));
+    let audit = AuditService::new(
+        Arc::new(SqlAuditStore::new(database.clone())),
+        Arc::new(SystemClock),
+        cursors.clone(),
+        Retention::days(settings.audit.retention_days),
+    );
     Ok(Tenancy {
         organizations,
         identity,
         api_keys,
+        audit,
         keys,
         cursors,
     })
@@ -300,6 +321,7 @@ pub async fn state(
         organizations,
         identity,
         api_keys,
+        audit,
         keys,
         cursors,
     } = tenancy(settings, &database, &issuer)?;
@@ -427,6 +449,7 @@ pub async fn state(
         organizations,
         identity,
         api_keys,
+        audit,
         prompts,
         keys,
         issuer,
@@ -444,9 +467,27 @@ async fn providers(catalog: &Catalog, settings: &Settings) -> Result<Providers, 
         let Some(provider) = catalog.provider(&model.provider) else {
             continue;
         };
+        // Measured when metrics are on, a span of its own when traces are exported.
+        let metered = |chat_model: Arc<dyn tessera_models::ChatModel>| {
+            let chat_model: Arc<dyn tessera_models::ChatModel> =
+                if settings.metrics.address().is_some() {
+                    Arc::new(MeteredChatModel::new(
+                        chat_model,
+                        &model.id,
+                        &model.provider,
+                    ))
+                } else {
+                    chat_model
+                };
+            if settings.telemetry.endpoint().is_some() {
+                Arc::new(TracedChatModel::new(chat_model, &model.provider))
+            } else {
+                chat_model
+            }
+        };
         if provider.kind == "local" {
             if let Some(engine) = local_engine(settings, &model.model_name).await? {
-                providers.insert(model.id.clone(), engine);
+                providers.insert(model.id.clone(), metered(engine));
             }
             continue;
         }
@@ -454,6 +495,7 @@ async fn providers(catalog: &Catalog, settings: &Settings) -> Result<Providers, 
             continue;
         };
         let mut config = OpenAiConfig::new(base_url.clone())
+            .with_trace_headers(crate::telemetry::propagation::outgoing)
             .with_capabilities(model.capabilities)
             .with_json_schema_style(provider.json_schema_style);
         if let Some(key) = provider
@@ -465,7 +507,7 @@ async fn providers(catalog: &Catalog, settings: &Settings) -> Result<Providers, 
         }
         let chat_model = OpenAiChatModel::new(config)
             .map_err(|e| StartupError::Catalog(format!("provider `{}`: {e}", model.provider)))?;
-        providers.insert(model.id.clone(), Arc::new(chat_model));
+        providers.insert(model.id.clone(), metered(Arc::new(chat_model)));
     }
     Ok(providers)
 }
@@ -545,7 +587,10 @@ async fn bootstrap(
         name: ClientName::parse("bootstrap").map_err(DomainError::internal)?,
         scopes: [Scope::ORG_ADMIN].into_iter().collect::<ScopeSet>(),
     };
-    let (client, client_secret) = state.identity.create_client(new).await?;
+    let (client, client_secret) = state
+        .identity
+        .create_client(new, &tessera_kernel::Actor::System)
+        .await?;
     Ok(Some(Bootstrap {
         organization,
         client_id: client.id.to_string(),
@@ -556,8 +601,9 @@ async fn bootstrap(
 /// How often expired idempotency keys are deleted.
 const IDEMPOTENCY_PURGE_INTERVAL: Duration = Duration::from_secs(10 * 60);
 
-/// Deletes expired idempotency keys now and then, for as long as the runtime runs.
-async fn purge_idempotency_keys(idempotency: IdempotencyService) {
+/// Deletes expired idempotency keys, and audit events older than `audit.retention_days`, now
+/// and then, for as long as the runtime runs.
+async fn purge_idempotency_keys(idempotency: IdempotencyService, audit: AuditService) {
     let mut interval = tokio::time::interval(IDEMPOTENCY_PURGE_INTERVAL);
     loop {
         interval.tick().await;
@@ -565,6 +611,11 @@ async fn purge_idempotency_keys(idempotency: IdempotencyService) {
             Ok(0) => {}
             Ok(purged) => tracing::debug!(purged, "expired idempotency keys deleted"),
             Err(error) => tracing::warn!(%error, "expired idempotency keys not deleted"),
+        }
+        match audit.prune().await {
+            Ok(0) => {}
+            Ok(pruned) => tracing::debug!(pruned, "audit events past their retention deleted"),
+            Err(error) => tracing::warn!(%error, "audit events past their retention not deleted"),
         }
     }
 }
@@ -593,6 +644,33 @@ async fn keep_generation_lease(chats: ChatService, lease: Duration) {
     }
 }
 
+/// Binds the metrics listener when `metrics.listen` names an address (before anything
+/// else starts, so a taken port stops start-up at once).
+pub fn bind_metrics(settings: &Settings) -> Result<Option<MetricsListener>, StartupError> {
+    settings
+        .metrics
+        .address()
+        .map(|addr| {
+            MetricsListener::bind(addr).map_err(|source| StartupError::MetricsBind { addr, source })
+        })
+        .transpose()
+}
+
+/// Starts serving a bound metrics listener (installing the recorder).
+pub fn serve_metrics(
+    listener: Option<MetricsListener>,
+    database: &Database,
+) -> Result<Option<MetricsServer>, StartupError> {
+    listener
+        .map(|listener| {
+            let addr = listener.address();
+            listener
+                .serve(database.clone())
+                .map_err(|source| StartupError::MetricsBind { addr, source })
+        })
+        .transpose()
+}
+
 /// A built, bound, not yet running service.
 pub struct Application {
     port: u16,
@@ -602,6 +680,8 @@ pub struct Application {
     shutdown_timeout: Duration,
     /// What this start created (embedded mode, first run only).
     pub bootstrap: Option<Bootstrap>,
+    /// The Prometheus listener, unless `metrics.listen` is `""`.
+    metrics: Option<MetricsServer>,
 }
 
 impl Application {
@@ -632,6 +712,7 @@ impl Application {
                 source,
             })?
             .port();
+        let metrics = bind_metrics(&settings)?;
         let database = open_database(&settings).await?;
         let state = state(&settings, database, settings.issuer(port)).await?;
         let bootstrap = if settings.is_embedded() {
@@ -688,7 +769,10 @@ impl Application {
                 source,
             })?
             .run();
-        tokio::spawn(purge_idempotency_keys(state.idempotency.clone()));
+        tokio::spawn(purge_idempotency_keys(
+            state.idempotency.clone(),
+            state.audit.clone(),
+        ));
         tokio::spawn(keep_generation_lease(
             state.chats.clone(),
             settings.chats.generation_lease(),
@@ -698,12 +782,14 @@ impl Application {
             .webhooks
             .start_dispatchers(settings.webhooks.dispatchers);
         tracing::info!(address = %settings.listen, port, database = %settings.database(), issuer = %state.issuer, "tessera-api listening (HTTPS only)");
+        let metrics = serve_metrics(metrics, &state.database)?;
         Ok(Self {
             port,
             server,
             state,
             shutdown_timeout: Duration::from_secs(settings.http.shutdown_timeout_secs),
             bootstrap,
+            metrics,
         })
     }
 
@@ -714,6 +800,11 @@ impl Application {
 
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// Where `GET /metrics` is served, unless metrics are off.
+    pub fn metrics_address(&self) -> Option<std::net::SocketAddr> {
+        self.metrics.as_ref().map(|metrics| metrics.address)
     }
 
     /// Stops the server from another task (graceful when `graceful` is true).
@@ -735,6 +826,10 @@ impl Application {
     /// Serves until SIGTERM/SIGINT, then lets in-flight requests finish
     /// (up to `http.shutdown_timeout_secs`).
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
-        self.server.await
+        let served = self.server.await;
+        if let Some(metrics) = &self.metrics {
+            metrics.stop().await;
+        }
+        served
     }
 }

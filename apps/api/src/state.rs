@@ -19,6 +19,8 @@ pub struct AppState {
     pub identity: IdentityService,
     /// Long-lived API keys (`tsk_…`); `identity` accepts them as bearer credentials.
     pub api_keys: ApiKeyService,
+    /// The audit log: listing, refused credentials, retention.
+    pub audit: tessera_audit::AuditService,
     pub prompts: PromptService,
     pub models: ModelService,
     pub chats: ChatService,

@@ -36,7 +36,8 @@ impl Webhooks {
             allow_private_targets: settings.allow_private_targets,
         };
         let sender = HttpWebhookSender::new(timeout, policy)
-            .map_err(|e| StartupError::Webhooks(e.to_string()))?;
+            .map_err(|e| StartupError::Webhooks(e.to_string()))?
+            .with_trace_headers(crate::telemetry::propagation::outgoing);
         let store: Arc<dyn WebhookStore> = Arc::new(SqlWebhookStore::new(database.clone()));
         Ok(Self {
             service: WebhookService::new(store.clone(), clock.clone(), cursors, policy),
@@ -73,16 +74,20 @@ impl Webhooks {
 
 /// Sends due deliveries until none is left, then waits for the poll interval.
 async fn run_dispatcher(dispatcher: Dispatcher, poll: Duration) {
+    use crate::metrics::{WebhookOutcome, webhook_delivery};
     loop {
         match dispatcher.deliver_next().await {
             Ok(Some((delivery, record))) => match record.status {
                 DeliveryStatus::Delivered => {
+                    webhook_delivery(WebhookOutcome::Delivered);
                     tracing::debug!(delivery = %delivery.id, event = delivery.event.as_str(), attempt = delivery.attempts, "webhook delivered");
                 }
                 DeliveryStatus::Pending => {
+                    webhook_delivery(WebhookOutcome::Retrying);
                     tracing::info!(delivery = %delivery.id, attempt = delivery.attempts, error = record.error.as_deref().unwrap_or_default(), "webhook delivery will be retried");
                 }
                 DeliveryStatus::Failed => {
+                    webhook_delivery(WebhookOutcome::Failed);
                     tracing::warn!(delivery = %delivery.id, attempts = delivery.attempts, error = record.error.as_deref().unwrap_or_default(), "webhook delivery failed for good");
                 }
             },

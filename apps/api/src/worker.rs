@@ -15,8 +15,9 @@ use tessera_kernel::SystemClock;
 use crate::{
     config::Settings,
     knowledge::Knowledge,
+    metrics::MetricsServer,
     secrets,
-    startup::{StartupError, open_database},
+    startup::{StartupError, bind_metrics, open_database, serve_metrics},
     webhooks::Webhooks,
 };
 
@@ -26,6 +27,8 @@ pub struct Worker {
     webhooks: Webhooks,
     processors: usize,
     dispatchers: usize,
+    /// The Prometheus listener, unless `metrics.listen` is `""`.
+    metrics: Option<MetricsServer>,
 }
 
 impl Worker {
@@ -56,6 +59,7 @@ impl Worker {
         })?;
         // Outbound HTTPS (Qdrant, S3, webhooks, remote embeddings) needs a crypto provider.
         let _ = rustls::crypto::ring::default_provider().install_default();
+        let metrics = bind_metrics(settings)?;
         let database = open_database(settings).await?;
         let cursors = secrets::cursor_codec(settings).map_err(StartupError::DataDir)?;
         let clock = Arc::new(SystemClock);
@@ -69,11 +73,13 @@ impl Worker {
             ));
         }
         let webhooks = Webhooks::build(&settings.webhooks, &database, clock, cursors)?;
+        let metrics = serve_metrics(metrics, &database)?;
         Ok(Self {
             knowledge,
             webhooks,
             processors,
             dispatchers,
+            metrics,
         })
     }
 
@@ -84,6 +90,11 @@ impl Worker {
         tracing::info!(
             processors = self.processors,
             dispatchers = self.dispatchers,
+            metrics = self
+                .metrics
+                .as_ref()
+                .map(|m| m.address.to_string())
+                .unwrap_or_default(),
             "tessera-api worker running"
         );
     }

@@ -38,6 +38,23 @@ impl ChatError {
     pub(crate) fn invalid(error: FieldError) -> Self {
         Self::Invalid(vec![error])
     }
+
+    /// A short, bounded name of the error's kind (a trace's `error.type`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::NotFound(_) => "not_found",
+            Self::Generating(_) => "chat_generating",
+            Self::Deleted(_) => "chat_deleted",
+            Self::Invalid(_) => "invalid",
+            Self::Model(_) => "model",
+            Self::Provider(ProviderError::Timeout) => "provider_timeout",
+            Self::Provider(ProviderError::Unavailable { .. }) => "provider_unavailable",
+            Self::Provider(_) => "provider",
+            Self::SchemaMismatch(_) => "schema_mismatch",
+            Self::BudgetSpent(_) => "credit_budget_exhausted",
+            Self::Domain(_) => "internal",
+        }
+    }
 }
 
 impl From<ChatError> for DomainError {

@@ -16,6 +16,7 @@ use tessera_models::{
 };
 use tessera_prompts::{PromptService, TokenCounter};
 use tessera_usage::{FAILED, Tokens, UsageId, UsageRecord, UsageStore};
+use tracing::Instrument;
 
 use crate::{
     Admission, Artifact, ArtifactId, Attached, Attachment, AttachmentSource, CHARS_PER_TOKEN_BOUND,
@@ -225,6 +226,20 @@ impl ChatService {
         caller: &Caller,
         request: CompletionRequest,
     ) -> Result<Started, ChatError> {
+        let span = completion_span(&request);
+        self.start_in(caller, request, span.clone())
+            .instrument(span)
+            .await
+    }
+
+    /// [`ChatService::start`] within `span`, the completion's span (its retrieval and the
+    /// background generation are its children; the model and the usage are recorded on it).
+    async fn start_in(
+        &self,
+        caller: &Caller,
+        request: CompletionRequest,
+        span: tracing::Span,
+    ) -> Result<Started, ChatError> {
         let plan = self.admission.admit(&caller.organization).await?;
         if request.chat_id.is_some() && (request.stateless || request.instructions.is_some()) {
             return Err(ChatError::invalid(FieldError::new(
@@ -256,6 +271,11 @@ impl ChatService {
                 )));
             }
         };
+        if let Some(chat) = &existing {
+            span.record("gen_ai.request.model", chat.model.model_id.as_str());
+        }
+        span.record("gen_ai.response.model", resolved.base.id.as_str());
+        span.record("gen_ai.provider.name", resolved.base.provider.as_str());
         let stored: Vec<Message> = match &existing {
             Some(chat) => self.store.messages(&caller.organization, &chat.id).await?,
             None => Vec::new(),
@@ -388,6 +408,9 @@ impl ChatService {
             }
         };
 
+        if !request.stateless {
+            span.record("gen_ai.conversation.id", chat.id.as_str());
+        }
         let message_id = MessageId::generate();
         let publisher = self.hub.open(&chat.id, &message_id);
         let events = self
@@ -447,7 +470,7 @@ impl ChatService {
             usability: resolved.usability,
             events,
             stored: stored.clone(),
-            generation: Box::pin(generation.run(publisher, stored)),
+            generation: Box::pin(generation.run(publisher, stored).instrument(span)),
         })
     }
 
@@ -647,6 +670,56 @@ fn context_error(overflow: ContextOverflow, window: u32) -> ChatError {
         ),
         "context_window_exceeded",
     ))
+}
+
+/// A completion's span, with the OpenTelemetry GenAI attributes filled in as they become
+/// known (exporters read them; logs show them as the span's fields).
+fn completion_span(request: &CompletionRequest) -> tracing::Span {
+    use tracing::field::Empty;
+    // Named before the model is resolved (a span's name is fixed once it starts): after the
+    // model asked for, or the chat continued.
+    let name = match (&request.model_id, &request.chat_id) {
+        (Some(model), _) => format!("chat {model}"),
+        (None, Some(chat)) => format!("chat {chat}"),
+        (None, None) => "chat".to_owned(),
+    };
+    tracing::info_span!(
+        "completion",
+        "otel.name" = name.as_str(),
+        "otel.status_code" = Empty,
+        "gen_ai.operation.name" = "chat",
+        "gen_ai.provider.name" = Empty,
+        "gen_ai.request.model" = request.model_id.as_deref(),
+        "gen_ai.response.model" = Empty,
+        "gen_ai.conversation.id" = Empty,
+        "gen_ai.usage.input_tokens" = Empty,
+        "gen_ai.usage.output_tokens" = Empty,
+        "gen_ai.response.finish_reasons" = Empty,
+        "error.type" = Empty,
+    )
+}
+
+/// Records on the current (completion) span what the generation consumed and how it ended.
+fn record_outcome(completion: &Completion, outcome: &Result<Message, ChatError>) {
+    let span = tracing::Span::current();
+    let usage = match outcome {
+        Ok(message) => message.usage.as_ref().map(|usage| usage.usage),
+        Err(_) => Some(completion.usage),
+    };
+    if let Some(usage) = usage {
+        span.record("gen_ai.usage.input_tokens", i64::from(usage.input_tokens));
+        span.record("gen_ai.usage.output_tokens", i64::from(usage.output_tokens));
+    }
+    if let Some(reason) = &completion.finish_reason {
+        span.record(
+            "gen_ai.response.finish_reasons",
+            format!("[\"{}\"]", reason.as_str()).as_str(),
+        );
+    }
+    if let Err(error) = outcome {
+        span.record("otel.status_code", "ERROR");
+        span.record("error.type", error.kind());
+    }
 }
 
 /// What a completion's usage record is made of, besides its tokens.
@@ -867,6 +940,7 @@ impl Generation {
             }
             (Err(error), _) => Err(error),
         };
+        record_outcome(&completion, &outcome);
         let event = match outcome {
             Ok(message) => GenerationEvent::Finished(Box::new(message)),
             Err(error) => {

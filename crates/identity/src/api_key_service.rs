@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
 use tessera_kernel::{
-    Clock, CursorCodec, DomainError, FieldError, Limit, OrganizationId, Page, PageRequest,
+    Actor, Clock, CursorCodec, DomainError, FieldError, Limit, OrganizationId, Page, PageRequest,
     Principal, PrincipalKind, Scope, ScopeSet, text,
 };
 
@@ -63,7 +63,7 @@ impl ApiKeyService {
     ) -> Result<(ApiKey, ApiKeySecret), IdentityError> {
         self.insert(
             &creator.organization_id,
-            &creator.subject,
+            &Actor::Principal(creator.clone()),
             Some(&creator.scopes),
             new,
         )
@@ -77,16 +77,23 @@ impl ApiKeyService {
         operator: &str,
         new: NewApiKey,
     ) -> Result<(ApiKey, ApiKeySecret), IdentityError> {
-        self.insert(organization, operator, None, new).await
+        self.insert(
+            organization,
+            &Actor::Operator(operator.to_owned()),
+            None,
+            new,
+        )
+        .await
     }
 
     async fn insert(
         &self,
         organization: &OrganizationId,
-        created_by: &str,
+        actor: &Actor,
         grantable: Option<&ScopeSet>,
         new: NewApiKey,
     ) -> Result<(ApiKey, ApiKeySecret), IdentityError> {
+        let created_by = actor.name();
         let now = self.clock.now();
         let mut errors = Vec::new();
         let name = new.name.trim();
@@ -155,7 +162,14 @@ impl ApiKeyService {
             key: key.clone(),
             secret_hash: self.hasher.hash(&secret),
         };
-        self.store.insert(&stored).await?;
+        let audit = actor.record(
+            organization,
+            "api_key.create",
+            "api_key",
+            key.id.as_str(),
+            now,
+        );
+        self.store.insert(&stored, &audit).await?;
         Ok((key, secret))
     }
 
@@ -201,12 +215,11 @@ impl ApiKeyService {
         &self,
         organization: &OrganizationId,
         id: &ApiKeyId,
+        actor: &Actor,
     ) -> Result<(), IdentityError> {
-        if self
-            .store
-            .revoke(organization, id, self.clock.now())
-            .await?
-        {
+        let now = self.clock.now();
+        let audit = actor.record(organization, "api_key.revoke", "api_key", id.as_str(), now);
+        if self.store.revoke(organization, id, now, &audit).await? {
             Ok(())
         } else {
             Err(IdentityError::ApiKeyNotFound(id.clone()))
@@ -216,24 +229,36 @@ impl ApiKeyService {
     /// Turns a presented key into the principal it stands for: the key itself, in its
     /// organization, with its scopes. Unknown and revoked keys are refused alike.
     pub async fn authenticate(&self, token: &str) -> Result<Principal, TokenError> {
+        self.authenticate_attributed(token)
+            .await
+            .map_err(|(reason, _)| reason)
+    }
+
+    /// `authenticate`, telling on refusal which key (and organization) the secret belonged
+    /// to when it named one (revoked, expired).
+    pub(crate) async fn authenticate_attributed(
+        &self,
+        token: &str,
+    ) -> Result<Principal, (TokenError, Option<(OrganizationId, ApiKeyId)>)> {
         if !ApiKeySecret::is_api_key(token) || token.len() != SECRET_LEN {
-            return Err(TokenError::UnknownApiKey);
+            return Err((TokenError::UnknownApiKey, None));
         }
         let secret = ApiKeySecret::presented(token);
         let stored = self
             .store
             .find_by_hash(&self.hasher.hash(&secret))
             .await
-            .map_err(|_| TokenError::Unavailable)?
+            .map_err(|_| (TokenError::Unavailable, None))?
             .filter(|stored| self.hasher.verify(&secret, &stored.secret_hash))
-            .ok_or(TokenError::UnknownApiKey)?;
+            .ok_or((TokenError::UnknownApiKey, None))?;
         let key = stored.key;
+        let named = || Some((key.organization_id.clone(), key.id.clone()));
         if key.is_revoked() {
-            return Err(TokenError::UnknownApiKey);
+            return Err((TokenError::UnknownApiKey, named()));
         }
         let now = self.clock.now();
         if key.is_expired(now) {
-            return Err(TokenError::ApiKeyExpired);
+            return Err((TokenError::ApiKeyExpired, named()));
         }
         self.note_use(&key, now).await;
         Ok(Principal {
@@ -241,6 +266,7 @@ impl ApiKeyService {
             subject: key.id.to_string(),
             kind: PrincipalKind::ApiKey,
             scopes: key.scopes,
+            origin: None,
         })
     }
 
@@ -281,6 +307,7 @@ mod tests {
             subject: "cli_0190f5c1a3e27c3d9b1e4a0c5d6e7f80".into(),
             kind: PrincipalKind::Client,
             scopes: ScopeSet::parse_list("org:admin").unwrap(),
+            origin: None,
         }
     }
 
@@ -334,7 +361,19 @@ mod tests {
         let mut store = MockApiKeyStore::new();
         let inserted = Arc::new(Mutex::new(None));
         let seen = inserted.clone();
-        store.expect_insert().returning(move |key| {
+        store.expect_insert().returning(move |key, audit| {
+            // The change and its audit record reach the store together.
+            assert_eq!(
+                (audit.action.as_str(), audit.resource_type.as_str()),
+                ("api_key.create", "api_key")
+            );
+            assert_eq!(audit.resource_id.as_deref(), Some(key.key.id.as_str()));
+            assert_eq!(audit.actor_id.as_deref(), Some(key.key.created_by.as_str()));
+            assert_eq!(
+                audit.organization_id.as_ref(),
+                Some(&key.key.organization_id)
+            );
+            assert_eq!(audit.occurred_at, now());
             *seen.lock().unwrap() = Some(key.clone());
             Ok(())
         });
@@ -386,7 +425,11 @@ mod tests {
     #[tokio::test]
     async fn operators_may_grant_any_scope() {
         let mut store = MockApiKeyStore::new();
-        store.expect_insert().returning(|_| Ok(()));
+        store.expect_insert().returning(|_, audit| {
+            assert_eq!(audit.actor_kind, tessera_kernel::ActorKind::Operator);
+            assert_eq!(audit.actor_id.as_deref(), Some("tessera-admin"));
+            Ok(())
+        });
         let (key, _) = service(store)
             .create_as_operator(&org(), "tessera-admin", new_key(&["org:owner"]))
             .await
@@ -493,10 +536,13 @@ mod tests {
     #[tokio::test]
     async fn revoking_an_unknown_key_is_not_found() {
         let mut store = MockApiKeyStore::new();
-        store.expect_revoke().returning(|_, _, _| Ok(false));
+        store.expect_revoke().returning(|_, _, _, audit| {
+            assert_eq!(audit.action, "api_key.revoke");
+            Ok(false)
+        });
         let id = ApiKeyId::generate();
         assert!(matches!(
-            service(store).revoke(&org(), &id).await,
+            service(store).revoke(&org(), &id, &Actor::Principal(admin())).await,
             Err(IdentityError::ApiKeyNotFound(found)) if found == id
         ));
     }

@@ -5,13 +5,16 @@
 //! token or key back into a `Principal`. Pure domain: hashing, signing and storage are ports
 //! (`SecretHasher`, `ApiKeyHasher`, `TokenSigner`, `TokenVerifier`, `ClientStore`,
 //! `ApiKeyStore`, and `SessionVerifier` for session tokens of external identity providers)
-//! implemented by adapters (`tessera-auth`, `tessera-store`).
+//! implemented by adapters (`tessera-auth`, `tessera-store`). Its changes (clients created,
+//! rotated, revoked; keys created, revoked) reach their stores with their audit records, and
+//! refused credentials go to the `RefusalLog` port (the audit log).
 
 mod api_key;
 mod api_key_service;
 mod claims;
 mod client;
 mod ports;
+mod refusal;
 mod service;
 
 pub use api_key::{
@@ -22,12 +25,12 @@ pub use api_key_service::{ApiKeyService, LAST_USED_INTERVAL};
 pub use claims::{AccessClaims, SessionClaims, TokenError, unverified_issuer};
 pub use client::{Client, ClientId, ClientName, ClientSecret, NewClient, SecretHash, StoredClient};
 pub use ports::{
-    ApiKeyHasher, ApiKeyStore, ClientStore, SecretHasher, SessionVerifier, TokenSigner,
+    ApiKeyHasher, ApiKeyStore, ClientStore, RefusalLog, SecretHasher, SessionVerifier, TokenSigner,
     TokenVerifier,
 };
 #[cfg(any(test, feature = "mocks"))]
 pub use ports::{
-    MockApiKeyHasher, MockApiKeyStore, MockClientStore, MockSecretHasher, MockSessionVerifier,
-    MockTokenSigner, MockTokenVerifier,
+    MockApiKeyHasher, MockApiKeyStore, MockClientStore, MockRefusalLog, MockSecretHasher,
+    MockSessionVerifier, MockTokenSigner, MockTokenVerifier,
 };
 pub use service::{IdentityError, IdentityService, IssuedToken, TokenSettings};

@@ -1,6 +1,6 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use tessera_kernel::{DomainError, OrganizationId, PageRequest};
+use tessera_kernel::{AuditRecord, DomainError, OrganizationId, PageRequest};
 
 use crate::{
     AccessClaims, ApiKey, ApiKeyHash, ApiKeyId, ApiKeySecret, Client, ClientId, ClientSecret,
@@ -9,10 +9,12 @@ use crate::{
 
 /// Persistence of API clients. Every method that reads or changes a client on behalf of an
 /// organization takes that organization: a client of another organization is not found.
+/// Every change comes with its audit record, written in the same transaction (and not at all
+/// when the change is not made).
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 #[async_trait]
 pub trait ClientStore: Send + Sync {
-    async fn insert(&self, client: &StoredClient) -> Result<(), DomainError>;
+    async fn insert(&self, client: &StoredClient, audit: &AuditRecord) -> Result<(), DomainError>;
 
     /// Looks a client up by id alone: only for authenticating the client itself (token
     /// requests and token checks), where the organization is not known yet.
@@ -44,6 +46,7 @@ pub trait ClientStore: Send + Sync {
         hash: &SecretHash,
         generation: u32,
         at: DateTime<Utc>,
+        audit: &AuditRecord,
     ) -> Result<bool, DomainError>;
 
     /// Marks the client revoked; false when no such active client exists.
@@ -52,16 +55,18 @@ pub trait ClientStore: Send + Sync {
         organization: &OrganizationId,
         id: &ClientId,
         at: DateTime<Utc>,
+        audit: &AuditRecord,
     ) -> Result<bool, DomainError>;
 }
 
 /// Persistence of API keys. Every method that reads or changes a key on behalf of an
 /// organization takes that organization: a key of another organization is not found. Revoked
-/// keys stay stored (usage records name them) but are neither read nor listed here.
+/// keys stay stored (usage records name them) but are neither read nor listed here. Changes
+/// come with their audit records, written in the same transaction.
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 #[async_trait]
 pub trait ApiKeyStore: Send + Sync {
-    async fn insert(&self, key: &StoredApiKey) -> Result<(), DomainError>;
+    async fn insert(&self, key: &StoredApiKey, audit: &AuditRecord) -> Result<(), DomainError>;
 
     /// Looks a key up by the keyed hash of its secret (unique), revoked or not: only for
     /// authenticating a presented key, where the organization is not known yet. Never cached.
@@ -90,6 +95,7 @@ pub trait ApiKeyStore: Send + Sync {
         organization: &OrganizationId,
         id: &ApiKeyId,
         at: DateTime<Utc>,
+        audit: &AuditRecord,
     ) -> Result<bool, DomainError>;
 
     /// Sets `last_used_at` to `at` unless it is already later than `stale_before` (one
@@ -100,6 +106,14 @@ pub trait ApiKeyStore: Send + Sync {
         at: DateTime<Utc>,
         stale_before: DateTime<Utc>,
     ) -> Result<bool, DomainError>;
+}
+
+/// Where refused credentials are recorded (the audit log): written on their own, since no
+/// change shares their transaction.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+#[async_trait]
+pub trait RefusalLog: Send + Sync {
+    async fn record(&self, record: &AuditRecord) -> Result<(), DomainError>;
 }
 
 /// The keyed hash of API key secrets: fast (a secret has 256 random bits, so a slow hash

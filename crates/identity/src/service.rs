@@ -1,15 +1,15 @@
 use std::{sync::Arc, time::Duration};
 
 use tessera_kernel::{
-    Clock, CursorCodec, DomainError, FieldError, Limit, OrganizationId, Page, PageRequest,
+    Actor, Clock, CursorCodec, DomainError, FieldError, Limit, OrganizationId, Page, PageRequest,
     Principal, PrincipalKind, ScopeSet,
 };
 use tessera_organizations::OrganizationStore;
 
 use crate::{
     AccessClaims, ApiKeyId, ApiKeySecret, ApiKeyService, Client, ClientId, ClientSecret,
-    ClientStore, NewClient, SecretHasher, SessionVerifier, StoredClient, TokenError, TokenSigner,
-    TokenVerifier, unverified_issuer,
+    ClientStore, NewClient, RefusalLog, SecretHasher, SessionVerifier, StoredClient, TokenError,
+    TokenSigner, TokenVerifier, refusal::Refusal, unverified_issuer,
 };
 
 /// Errors of identity operations.
@@ -83,7 +83,7 @@ pub struct IdentityService {
     hasher: Arc<dyn SecretHasher>,
     signer: Arc<dyn TokenSigner>,
     verifier: Arc<dyn TokenVerifier>,
-    clock: Arc<dyn Clock>,
+    pub(crate) clock: Arc<dyn Clock>,
     cursors: CursorCodec,
     settings: TokenSettings,
     sessions: Vec<Arc<dyn SessionVerifier>>,
@@ -91,6 +91,8 @@ pub struct IdentityService {
     organizations: Option<Arc<dyn OrganizationStore>>,
     /// When set, `tsk_…` API keys are accepted as bearer credentials.
     api_keys: Option<ApiKeyService>,
+    /// When set, refused credentials are recorded there (`authenticate_from`, `issue_token_from`).
+    pub(crate) refusals: Option<Arc<dyn RefusalLog>>,
 }
 
 impl IdentityService {
@@ -114,6 +116,7 @@ impl IdentityService {
             sessions: Vec::new(),
             organizations: None,
             api_keys: None,
+            refusals: None,
         }
     }
 
@@ -125,6 +128,7 @@ impl IdentityService {
     pub async fn create_client(
         &self,
         new: NewClient,
+        actor: &Actor,
     ) -> Result<(Client, ClientSecret), IdentityError> {
         let secret = ClientSecret::generate();
         let now = self.clock.now();
@@ -142,7 +146,14 @@ impl IdentityService {
             client: client.clone(),
             secret_hash: self.hasher.hash(&secret)?,
         };
-        self.clients.insert(&stored).await?;
+        let audit = actor.record(
+            &client.organization_id,
+            "client.create",
+            "client",
+            client.id.as_str(),
+            now,
+        );
+        self.clients.insert(&stored, &audit).await?;
         Ok((client, secret))
     }
 
@@ -151,14 +162,23 @@ impl IdentityService {
         &self,
         organization: &OrganizationId,
         id: &ClientId,
+        actor: &Actor,
     ) -> Result<ClientSecret, IdentityError> {
         let client = self.active_client(organization, id).await?;
         let secret = ClientSecret::generate();
         let hash = self.hasher.hash(&secret)?;
         let generation = client.secret_generation.saturating_add(1);
+        let now = self.clock.now();
+        let audit = actor.record(
+            organization,
+            "client.rotate_secret",
+            "client",
+            id.as_str(),
+            now,
+        );
         if !self
             .clients
-            .replace_secret(organization, id, &hash, generation, self.clock.now())
+            .replace_secret(organization, id, &hash, generation, now, &audit)
             .await?
         {
             return Err(IdentityError::ClientNotFound(id.clone()));
@@ -171,12 +191,11 @@ impl IdentityService {
         &self,
         organization: &OrganizationId,
         id: &ClientId,
+        actor: &Actor,
     ) -> Result<(), IdentityError> {
-        if self
-            .clients
-            .revoke(organization, id, self.clock.now())
-            .await?
-        {
+        let now = self.clock.now();
+        let audit = actor.record(organization, "client.revoke", "client", id.as_str(), now);
+        if self.clients.revoke(organization, id, now, &audit).await? {
             Ok(())
         } else {
             Err(IdentityError::ClientNotFound(id.clone()))
@@ -236,27 +255,52 @@ impl IdentityService {
         secret: &ClientSecret,
         requested_scope: Option<&str>,
     ) -> Result<IssuedToken, IdentityError> {
-        let id: ClientId = client_id
-            .parse()
-            .map_err(|_| IdentityError::InvalidClient)?;
+        self.issue_token_attributed(client_id, secret, requested_scope)
+            .await
+            .map_err(|refusal| refusal.error)
+    }
+
+    pub(crate) async fn issue_token_attributed(
+        &self,
+        client_id: &str,
+        secret: &ClientSecret,
+        requested_scope: Option<&str>,
+    ) -> Result<IssuedToken, Refusal> {
+        let id: ClientId = client_id.parse().map_err(|_| {
+            Refusal::anonymous(Refusal::CLIENT_SECRET, IdentityError::InvalidClient)
+        })?;
         let stored = self
             .clients
             .find_for_authentication(&id)
-            .await?
-            .ok_or(IdentityError::InvalidClient)?;
+            .await
+            .map_err(|e| Refusal::not_recorded(IdentityError::from(e)))?
+            .ok_or_else(|| {
+                Refusal::claiming(
+                    Refusal::CLIENT_SECRET,
+                    None,
+                    &id,
+                    IdentityError::InvalidClient,
+                )
+            })?;
         if !stored.client.is_active() || !self.hasher.verify(secret, &stored.secret_hash) {
-            return Err(IdentityError::InvalidClient);
+            return Err(Refusal::claiming(
+                Refusal::CLIENT_SECRET,
+                Some(&stored.client.organization_id),
+                &id,
+                IdentityError::InvalidClient,
+            ));
         }
         let client = stored.client;
         let scope = match requested_scope.map(str::trim).filter(|s| !s.is_empty()) {
             None => client.scopes.clone(),
             Some(requested) => {
-                let requested = ScopeSet::parse_list(requested)
-                    .map_err(|e| IdentityError::InvalidScope(e.to_string()))?;
+                let requested = ScopeSet::parse_list(requested).map_err(|e| {
+                    Refusal::not_recorded(IdentityError::InvalidScope(e.to_string()))
+                })?;
                 if let Some(extra) = requested.iter().find(|scope| !client.scopes.allows(scope)) {
-                    return Err(IdentityError::InvalidScope(format!(
+                    return Err(Refusal::not_recorded(IdentityError::InvalidScope(format!(
                         "scope `{extra}` is not granted to this client"
-                    )));
+                    ))));
                 }
                 requested
             }
@@ -276,7 +320,10 @@ impl IdentityService {
             exp: now + lifetime,
             jti: jti.iter().map(|b| format!("{b:02x}")).collect(),
         };
-        let access_token = self.signer.sign(&claims)?;
+        let access_token = self
+            .signer
+            .sign(&claims)
+            .map_err(|e| Refusal::not_recorded(IdentityError::from(e)))?;
         Ok(IssuedToken {
             access_token,
             expires_in: self.settings.lifetime.as_secs(),
@@ -288,19 +335,40 @@ impl IdentityService {
     /// (`tsk_…`, when keys are enabled), or an access token, refusing tokens of revoked clients
     /// and tokens issued under a secret that has since been rotated.
     pub async fn authenticate(&self, token: &str) -> Result<Principal, IdentityError> {
+        self.authenticate_attributed(token)
+            .await
+            .map_err(|refusal| refusal.error)
+    }
+
+    pub(crate) async fn authenticate_attributed(&self, token: &str) -> Result<Principal, Refusal> {
         if ApiKeySecret::is_api_key(token) {
             return match &self.api_keys {
                 Some(keys) => keys
-                    .authenticate(token)
+                    .authenticate_attributed(token)
                     .await
-                    .map_err(IdentityError::InvalidToken),
-                None => Err(IdentityError::InvalidToken(TokenError::UnknownApiKey)),
+                    .map_err(|(reason, key)| match key {
+                        Some((organization, id)) => Refusal::claiming(
+                            Refusal::API_KEY,
+                            Some(&organization),
+                            &id,
+                            IdentityError::InvalidToken(reason),
+                        ),
+                        None => Refusal::anonymous(
+                            Refusal::API_KEY,
+                            IdentityError::InvalidToken(reason),
+                        ),
+                    }),
+                None => Err(Refusal::anonymous(
+                    Refusal::API_KEY,
+                    IdentityError::InvalidToken(TokenError::UnknownApiKey),
+                )),
             };
         }
         match unverified_issuer(token) {
-            Some(issuer) if issuer != self.settings.issuer => {
-                self.authenticate_session(&issuer, token).await
-            }
+            Some(issuer) if issuer != self.settings.issuer => self
+                .authenticate_session(&issuer, token)
+                .await
+                .map_err(|error| Refusal::anonymous(Refusal::SESSION_TOKEN, error)),
             _ => self.authenticate_client(token).await,
         }
     }
@@ -365,36 +433,50 @@ impl IdentityService {
             subject: claims.subject,
             kind: PrincipalKind::User,
             scopes,
+            origin: None,
         })
     }
 
-    async fn authenticate_client(&self, token: &str) -> Result<Principal, IdentityError> {
-        let claims = self
-            .verifier
-            .verify(token)
-            .map_err(IdentityError::InvalidToken)?;
-        let malformed = || IdentityError::InvalidToken(TokenError::Malformed);
-        let id: ClientId = claims.sub.parse().map_err(|_| malformed())?;
-        let organization_id: OrganizationId = claims.org.parse().map_err(|_| malformed())?;
-        let scopes = ScopeSet::parse_list(&claims.scope).map_err(|_| malformed())?;
+    async fn authenticate_client(&self, token: &str) -> Result<Principal, Refusal> {
+        let refused =
+            |reason| Refusal::anonymous(Refusal::ACCESS_TOKEN, IdentityError::InvalidToken(reason));
+        let claims = self.verifier.verify(token).map_err(refused)?;
+        let id: ClientId = claims
+            .sub
+            .parse()
+            .map_err(|_| refused(TokenError::Malformed))?;
+        let organization_id: OrganizationId = claims
+            .org
+            .parse()
+            .map_err(|_| refused(TokenError::Malformed))?;
+        let scopes =
+            ScopeSet::parse_list(&claims.scope).map_err(|_| refused(TokenError::Malformed))?;
         let stored = self
             .clients
             .find_for_authentication(&id)
             .await
-            .map_err(|_| IdentityError::InvalidToken(TokenError::Unavailable))?;
-        let current = stored.map(|s| s.client).filter(|client| {
+            .map_err(|_| refused(TokenError::Unavailable))?
+            .map(|s| s.client);
+        let known = stored.as_ref().map(|client| client.organization_id.clone());
+        let current = stored.filter(|client| {
             client.is_active()
                 && client.organization_id == organization_id
                 && client.secret_generation == claims.secret_generation
         });
         if current.is_none() {
-            return Err(IdentityError::InvalidToken(TokenError::Revoked));
+            return Err(Refusal::claiming(
+                Refusal::ACCESS_TOKEN,
+                known.as_ref(),
+                &id,
+                IdentityError::InvalidToken(TokenError::Revoked),
+            ));
         }
         Ok(Principal {
             organization_id,
             subject: id.to_string(),
             kind: PrincipalKind::Client,
             scopes,
+            origin: None,
         })
     }
 }
@@ -483,7 +565,11 @@ mod tests {
         let mut f = Fixture::new();
         let stored = Arc::new(Mutex::new(None));
         let seen = stored.clone();
-        f.store.expect_insert().returning(move |c| {
+        f.store.expect_insert().returning(move |c, audit| {
+            assert_eq!(audit.action, "client.create");
+            assert_eq!(audit.resource_id.as_deref(), Some(c.client.id.as_str()));
+            assert_eq!(audit.organization_id, Some(org()));
+            assert_eq!(audit.actor_kind, tessera_kernel::ActorKind::Operator);
             *seen.lock().unwrap() = Some(c.clone());
             Ok(())
         });
@@ -492,7 +578,11 @@ mod tests {
             name: ClientName::parse("ci").unwrap(),
             scopes: ScopeSet::default(),
         };
-        let (client, secret) = f.service().create_client(new).await.unwrap();
+        let (client, secret) = f
+            .service()
+            .create_client(new, &Actor::Operator("ops".into()))
+            .await
+            .unwrap();
         let stored = stored.lock().unwrap().clone().unwrap();
         assert_eq!(stored.client, client);
         assert_eq!(stored.secret_hash.0, format!("hash-of-{}", secret.expose()));
@@ -752,6 +842,66 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn refused_credentials_are_recorded_with_what_they_claimed() {
+        let mut f = Fixture::new();
+        f.verifier.expect_verify().returning(|_| Ok(claims(1)));
+        f.store
+            .expect_find_for_authentication()
+            .returning(|_| Ok(Some(client(1, true))));
+        let mut log = crate::MockRefusalLog::new();
+        log.expect_record()
+            .withf(|record| {
+                record.action == tessera_kernel::FAILED_AUTHENTICATION
+                    && record.resource_type == "access_token"
+                    && record.resource_id.as_deref() == Some("cli_0190f5c1a3e27c3d9b1e4a0c5d6e7f80")
+                    && record.organization_id == Some(org())
+                    && record.actor_kind == tessera_kernel::ActorKind::Anonymous
+                    && record.actor_id.is_none()
+                    && record.address.as_deref() == Some("192.0.2.1")
+                    && record.request_id.as_deref() == Some("req-9")
+            })
+            .times(1)
+            .returning(|_| Err(DomainError::internal("disk full")));
+        let origin = tessera_kernel::Origin {
+            address: Some("192.0.2.1".into()),
+            request_id: Some("req-9".into()),
+        };
+        // A failure to record never changes the answer.
+        assert!(matches!(
+            f.service()
+                .with_refusal_log(Arc::new(log))
+                .authenticate_from("t", &origin)
+                .await,
+            Err(IdentityError::InvalidToken(TokenError::Revoked))
+        ));
+    }
+
+    #[tokio::test]
+    async fn outages_are_not_recorded_as_refusals() {
+        let mut f = Fixture::new();
+        f.store.expect_find_for_authentication().returning(|_| {
+            Err(DomainError::Unavailable {
+                message: "down".into(),
+            })
+        });
+        let mut log = crate::MockRefusalLog::new();
+        log.expect_record().never();
+        let service = f.service().with_refusal_log(Arc::new(log));
+        let result = service
+            .issue_token_from(
+                "cli_0190f5c1a3e27c3d9b1e4a0c5d6e7f80",
+                &secret("tss_x"),
+                None,
+                &tessera_kernel::Origin::default(),
+            )
+            .await;
+        assert!(
+            matches!(result, Err(IdentityError::Domain(_))),
+            "{result:?}"
+        );
+    }
+
+    #[tokio::test]
     async fn rotation_bumps_the_generation() {
         let mut f = Fixture::new();
         f.store
@@ -759,15 +909,18 @@ mod tests {
             .returning(|_, _| Ok(Some(client(4, false).client)));
         f.store
             .expect_replace_secret()
-            .withf(|_, _, hash, generation, _| {
-                *generation == 5 && hash.0.starts_with("hash-of-tss_")
+            .withf(|_, _, hash, generation, _, audit| {
+                *generation == 5
+                    && hash.0.starts_with("hash-of-tss_")
+                    && audit.action == "client.rotate_secret"
             })
-            .returning(|_, _, _, _, _| Ok(true));
+            .returning(|_, _, _, _, _, _| Ok(true));
         let secret = f
             .service()
             .rotate_secret(
                 &org(),
                 &"cli_0190f5c1a3e27c3d9b1e4a0c5d6e7f80".parse().unwrap(),
+                &Actor::System,
             )
             .await
             .unwrap();

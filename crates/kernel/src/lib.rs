@@ -3,9 +3,12 @@
 //! (`Page`, `PageRequest` and tamper-evident `Cursor`s), the `Clock` port, and the
 //! `DomainError` kinds every other crate maps its errors into, and `PerThread`, the
 //! per-thread values adapters keep next to a thread's runtime, and the rule for storable text
-//! (no NUL character, on any database). It does no I/O and depends on
+//! (no NUL character, on any database), and `AuditRecord`, the audit event each domain hands
+//! its store together with the change it records, and `TraceHeaders`, how adapters carry the
+//! current trace to the services they call. It does no I/O and depends on
 //! no framework, so every domain crate (and other teams' services) can use it.
 
+mod audit;
 mod clock;
 mod cursor;
 mod error;
@@ -15,7 +18,9 @@ mod page;
 mod per_thread;
 mod principal;
 pub mod text;
+mod trace_headers;
 
+pub use audit::{Actor, ActorKind, AuditEventId, AuditRecord, FAILED_AUTHENTICATION};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use cursor::{Cursor, CursorCodec, CursorError};
 pub use error::{DomainError, FieldError, Loc, LocSegment};
@@ -23,7 +28,8 @@ pub use ids::IdError;
 pub use organization_id::{OrganizationId, OrganizationIdError};
 pub use page::{Limit, LimitError, Page, PageRequest};
 pub use per_thread::PerThread;
-pub use principal::{Action, Principal, PrincipalKind, Scope, ScopeError, ScopeSet};
+pub use principal::{Action, Origin, Principal, PrincipalKind, Scope, ScopeError, ScopeSet};
+pub use trace_headers::TraceHeaders;
 
 #[doc(hidden)]
 pub mod __private {

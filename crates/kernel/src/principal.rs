@@ -241,11 +241,30 @@ pub struct Principal {
     pub subject: String,
     pub kind: PrincipalKind,
     pub scopes: ScopeSet,
+    /// Where the request that authenticated came from (client address, request id), when
+    /// it came over the network; audit records carry it. Not part of who the caller is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<Origin>,
+}
+
+/// Where a request came from: the client's address (as the listener saw it, or as a
+/// trusted proxy reported it) and the request id it was served under.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Origin {
+    pub address: Option<String>,
+    pub request_id: Option<String>,
 }
 
 impl Principal {
     pub fn can(&self, required: &Scope) -> bool {
         self.scopes.allows(required)
+    }
+
+    /// The same principal, acting from `origin`.
+    pub fn with_origin(mut self, origin: Origin) -> Self {
+        self.origin = Some(origin);
+        self
     }
 }
 

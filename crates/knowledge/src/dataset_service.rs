@@ -123,7 +123,8 @@ impl DatasetService {
             created_at: now,
             updated_at: now,
         };
-        self.datasets.insert(&dataset).await?;
+        let audit = caller.audit("dataset.create", "dataset", dataset.id.as_str(), now);
+        self.datasets.insert(&dataset, &audit).await?;
         Ok(dataset)
     }
 
@@ -178,7 +179,8 @@ impl DatasetService {
             dataset.description = check_description(description)?;
         }
         dataset.updated_at = self.clock.now();
-        if !self.datasets.update(&dataset).await? {
+        let audit = caller.audit("dataset.update", "dataset", id.as_str(), dataset.updated_at);
+        if !self.datasets.update(&dataset, &audit).await? {
             return Err(DomainError::not_found("dataset", id));
         }
         Ok(dataset)
@@ -190,9 +192,10 @@ impl DatasetService {
         caller: &KnowledgeCaller,
         id: &DatasetId,
     ) -> Result<(), DomainError> {
+        let audit = caller.audit("dataset.delete", "dataset", id.as_str(), self.clock.now());
         let files = self
             .datasets
-            .delete(&caller.organization, id)
+            .delete(&caller.organization, id, &audit)
             .await?
             .ok_or_else(|| DomainError::not_found("dataset", id))?;
         for file in files {
@@ -210,9 +213,16 @@ impl DatasetService {
         file: &FileId,
     ) -> Result<(Dataset, bool), DomainError> {
         let now = self.clock.now();
+        // The association is the resource: `<dataset id>/<file id>`.
+        let audit = caller.audit(
+            "dataset_file.add",
+            "dataset_file",
+            &format!("{dataset}/{file}"),
+            now,
+        );
         let (dataset, added) = self
             .datasets
-            .add_file(&caller.organization, dataset, file, now)
+            .add_file(&caller.organization, dataset, file, now, &audit)
             .await?;
         if added {
             self.sync_index(caller, file).await?;
@@ -228,9 +238,15 @@ impl DatasetService {
         file: &FileId,
     ) -> Result<Dataset, DomainError> {
         let now = self.clock.now();
+        let audit = caller.audit(
+            "dataset_file.remove",
+            "dataset_file",
+            &format!("{dataset}/{file}"),
+            now,
+        );
         let (dataset, removed) = self
             .datasets
-            .remove_file(&caller.organization, dataset, file, now)
+            .remove_file(&caller.organization, dataset, file, now, &audit)
             .await?
             .ok_or_else(|| DomainError::not_found("dataset", dataset))?;
         if !removed {
@@ -283,8 +299,10 @@ impl DatasetService {
         caller: &KnowledgeCaller,
         dataset: &DatasetId,
     ) -> Result<Snapshot, DomainError> {
+        let now = self.clock.now();
+        let audit = caller.audit("dataset.snapshot", "dataset", dataset.as_str(), now);
         self.datasets
-            .snapshot(&caller.organization, dataset, self.clock.now())
+            .snapshot(&caller.organization, dataset, now, &audit)
             .await
     }
 

@@ -3,8 +3,11 @@
 
 use std::sync::Arc;
 
+use chrono::{DateTime, Utc};
 use futures_util::stream::BoxStream;
-use tessera_kernel::{Clock, CursorCodec, DomainError, Limit, OrganizationId, Page, PageRequest};
+use tessera_kernel::{
+    Actor, AuditRecord, Clock, CursorCodec, DomainError, Limit, OrganizationId, Page, PageRequest,
+};
 
 use crate::{
     BlobError, BlobStore, FileDeletion, FileFilter, FileFormat, FileId, FileStatus, FileStore,
@@ -13,11 +16,27 @@ use crate::{
 
 const FILE_LIST: &str = "files";
 
-/// Who is asking: the organization and the principal (the uploader of new files).
+/// Who is asking: the organization and the principal (the uploader of new files), and who
+/// the audit records of its changes name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KnowledgeCaller {
     pub organization: OrganizationId,
     pub subject: String,
+    pub actor: Actor,
+}
+
+impl KnowledgeCaller {
+    /// The audit record of `action` on a resource of the caller's organization.
+    pub fn audit(
+        &self,
+        action: &str,
+        resource_type: &str,
+        resource_id: &str,
+        at: DateTime<Utc>,
+    ) -> AuditRecord {
+        self.actor
+            .record(&self.organization, action, resource_type, resource_id, at)
+    }
 }
 
 /// Files of organizations.
@@ -82,8 +101,9 @@ impl FileService {
             created_at: now,
             updated_at: now,
         };
+        let audit = caller.audit("file.upload", "file", file.id.as_str(), now);
         self.files
-            .insert(&file, !image)
+            .insert(&file, !image, &audit)
             .await
             .map_err(|error| UploadError::Interrupted(format!("the file record: {error}")))?;
         Ok(file)
@@ -161,7 +181,8 @@ impl FileService {
     /// Deletes a file, its chunks and index entries, and its content when no other file
     /// shares it. Refused with `file_in_use` while a dataset or snapshot holds it.
     pub async fn delete(&self, caller: &KnowledgeCaller, id: &FileId) -> Result<(), DomainError> {
-        match self.files.delete(&caller.organization, id).await? {
+        let audit = caller.audit("file.delete", "file", id.as_str(), self.clock.now());
+        match self.files.delete(&caller.organization, id, &audit).await? {
             FileDeletion::NotFound => Err(DomainError::not_found("file", id)),
             FileDeletion::InUse(references) => {
                 let names: Vec<String> = references

@@ -7,6 +7,7 @@ use std::{sync::Arc, time::Duration};
 
 use chrono::{DateTime, TimeDelta, Utc};
 use tessera_kernel::{Clock, DomainError};
+use tracing::Instrument;
 
 use crate::{
     BlobStore, ChunkingSettings, ClaimedJob, DocumentError, DocumentProcessor, Embedder, FileStore,
@@ -118,7 +119,12 @@ impl Processor {
         else {
             return Ok(None);
         };
-        let outcome = self.run(&job).await?;
+        let span = tracing::info_span!(
+            "process file",
+            "file.format" = job.file.format.as_str(),
+            "tessera.attempt" = i64::from(job.attempt),
+        );
+        let outcome = self.run(&job).instrument(span).await?;
         Ok(Some((job, outcome)))
     }
 
@@ -211,12 +217,20 @@ impl Processor {
         let content = pipeline
             .blobs
             .read(&file.sha256)
+            .instrument(tracing::info_span!(
+                "read content",
+                "file.size" = i64::try_from(file.size).unwrap_or(i64::MAX)
+            ))
             .await
             .map_err(|error| StepError::Transient(error.to_string()))?;
         self.progress(job, 10).await?;
         let drafts = pipeline
             .documents
             .chunks(file.format, content, self.settings.chunking)
+            .instrument(tracing::info_span!(
+                "extract and chunk",
+                "file.format" = file.format.as_str()
+            ))
             .await
             .map_err(|error| match error {
                 DocumentError::Corrupt(_)
@@ -238,6 +252,11 @@ impl Processor {
             let vectors = pipeline
                 .embedder
                 .embed(texts)
+                .instrument(tracing::info_span!(
+                    "embed",
+                    "gen_ai.operation.name" = "embeddings",
+                    "tessera.texts" = i64::try_from(batch.len()).unwrap_or(i64::MAX),
+                ))
                 .await
                 .map_err(|error| match error {
                     crate::EmbedError::Invalid(reason) => StepError::Content(reason),
@@ -268,6 +287,10 @@ impl Processor {
             pipeline
                 .index
                 .upsert(indexed)
+                .instrument(tracing::info_span!(
+                    "index",
+                    "tessera.chunks" = i64::try_from(batch.len()).unwrap_or(i64::MAX)
+                ))
                 .await
                 .map_err(|error| StepError::Transient(error.to_string()))?;
             for (offset, draft) in batch.iter().enumerate() {

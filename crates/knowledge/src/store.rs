@@ -1,10 +1,11 @@
 //! The storage ports of files, processing jobs and datasets. One database implements them
 //! all, so the checks that span them (a file still in a dataset cannot be deleted) are
-//! atomic.
+//! atomic. Every change made for a caller comes with its audit record, written in the same
+//! transaction only when the change is made.
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use tessera_kernel::{DomainError, OrganizationId, PageRequest};
+use tessera_kernel::{AuditRecord, DomainError, OrganizationId, PageRequest};
 
 use crate::{
     Dataset, DatasetFile, DatasetId, FileFilter, FileId, FileReference, Snapshot, StoredChunk,
@@ -35,7 +36,12 @@ pub enum FileDeletion {
 #[async_trait]
 pub trait FileStore: Send + Sync {
     /// Stores a new file; with `queue_job` also its processing job, in the same transaction.
-    async fn insert(&self, file: &StoredFile, queue_job: bool) -> Result<(), DomainError>;
+    async fn insert(
+        &self,
+        file: &StoredFile,
+        queue_job: bool,
+        audit: &AuditRecord,
+    ) -> Result<(), DomainError>;
 
     async fn get(
         &self,
@@ -57,6 +63,7 @@ pub trait FileStore: Send + Sync {
         &self,
         organization: &OrganizationId,
         id: &FileId,
+        audit: &AuditRecord,
     ) -> Result<FileDeletion, DomainError>;
 
     /// The datasets a file is in now.
@@ -126,7 +133,7 @@ pub trait FileStore: Send + Sync {
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 #[async_trait]
 pub trait DatasetStore: Send + Sync {
-    async fn insert(&self, dataset: &Dataset) -> Result<(), DomainError>;
+    async fn insert(&self, dataset: &Dataset, audit: &AuditRecord) -> Result<(), DomainError>;
 
     async fn get(
         &self,
@@ -144,13 +151,14 @@ pub trait DatasetStore: Send + Sync {
     async fn count(&self, organization: &OrganizationId) -> Result<u64, DomainError>;
 
     /// Saves name and description; false when the dataset does not exist.
-    async fn update(&self, dataset: &Dataset) -> Result<bool, DomainError>;
+    async fn update(&self, dataset: &Dataset, audit: &AuditRecord) -> Result<bool, DomainError>;
 
     /// Deletes a dataset with its associations and snapshots; returns the files it held.
     async fn delete(
         &self,
         organization: &OrganizationId,
         id: &DatasetId,
+        audit: &AuditRecord,
     ) -> Result<Option<Vec<FileId>>, DomainError>;
 
     /// Adds a file (both must exist in the organization, else `NotFound`); the dataset's
@@ -161,6 +169,7 @@ pub trait DatasetStore: Send + Sync {
         dataset: &DatasetId,
         file: &FileId,
         at: DateTime<Utc>,
+        audit: &AuditRecord,
     ) -> Result<(Dataset, bool), DomainError>;
 
     /// Removes a file; the version is incremented when it was there. `None` when the
@@ -171,6 +180,7 @@ pub trait DatasetStore: Send + Sync {
         dataset: &DatasetId,
         file: &FileId,
         at: DateTime<Utc>,
+        audit: &AuditRecord,
     ) -> Result<Option<(Dataset, bool)>, DomainError>;
 
     /// The dataset's files, newest file first (descending file ids), after `page.after`.
@@ -188,6 +198,7 @@ pub trait DatasetStore: Send + Sync {
         organization: &OrganizationId,
         dataset: &DatasetId,
         at: DateTime<Utc>,
+        audit: &AuditRecord,
     ) -> Result<Snapshot, DomainError>;
 
     /// The dataset's snapshots, newest version first.

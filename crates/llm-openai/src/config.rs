@@ -2,6 +2,7 @@
 
 use std::{fmt, time::Duration};
 
+use tessera_kernel::TraceHeaders;
 use tessera_models::{Capabilities, JsonSchemaStyle};
 
 /// A provider's API key. Its `Debug` never shows it, and it has no `Display`: the only way
@@ -73,7 +74,7 @@ impl RetryPolicy {
 
 /// One OpenAI-compatible endpoint: OpenAI itself, vLLM, Ollama, the llama.cpp server,
 /// LM Studio, Groq, Together, a LiteLLM proxy… differ only by `base_url` and `api_key`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct OpenAiConfig {
     /// The API root, `/chat/completions` is appended: `https://api.openai.com/v1`,
     /// `http://127.0.0.1:11434/v1` (Ollama), `http://127.0.0.1:8000/v1` (vLLM).
@@ -93,6 +94,8 @@ pub struct OpenAiConfig {
     pub extra_roots_pem: Option<String>,
     /// The shape a JSON-schema response format is sent in.
     pub json_schema_style: JsonSchemaStyle,
+    /// Trace-context headers added to each request, when the binary exports traces.
+    pub trace_headers: Option<TraceHeaders>,
 }
 
 impl OpenAiConfig {
@@ -111,7 +114,14 @@ impl OpenAiConfig {
             retry: RetryPolicy::default(),
             extra_roots_pem: None,
             json_schema_style: JsonSchemaStyle::default(),
+            trace_headers: None,
         }
+    }
+
+    /// Sends the current trace's context (W3C `traceparent`) with every request.
+    pub fn with_trace_headers(mut self, headers: TraceHeaders) -> Self {
+        self.trace_headers = Some(headers);
+        self
     }
 
     pub fn with_json_schema_style(mut self, style: JsonSchemaStyle) -> Self {

@@ -13,6 +13,7 @@ use reqwest::{
     StatusCode, Url,
     header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue},
 };
+use tessera_kernel::TraceHeaders;
 use tessera_models::{
     Capabilities, ChatModel, ChatRequest, ChatStream, JsonSchemaStyle, ProviderError,
 };
@@ -45,6 +46,7 @@ pub(crate) struct Upstream {
     http: ThreadClients,
     endpoint: Url,
     authorization: Option<HeaderValue>,
+    trace_headers: Option<TraceHeaders>,
     first_byte_timeout: Duration,
     pub(crate) idle_timeout: Duration,
     retry: RetryPolicy,
@@ -149,6 +151,7 @@ impl Upstream {
             http,
             endpoint,
             authorization,
+            trace_headers: config.trace_headers,
             first_byte_timeout: config.first_byte_timeout,
             idle_timeout: config.idle_timeout,
             retry: config.retry,
@@ -197,6 +200,13 @@ impl Upstream {
             .body(body.to_vec());
         if let Some(authorization) = &self.authorization {
             request = request.header(AUTHORIZATION, authorization.clone());
+        }
+        for (name, value) in self
+            .trace_headers
+            .map(|headers| headers())
+            .unwrap_or_default()
+        {
+            request = request.header(name, value);
         }
         match tokio::time::timeout(self.first_byte_timeout, request.send()).await {
             Ok(Ok(response)) => Ok(response),

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use tessera_kernel::{Clock, DomainError, FieldError, OrganizationId};
+use tessera_kernel::{Actor, AuditRecord, Clock, DomainError, FieldError, OrganizationId};
 
 use crate::{ModelError, ModelId, ModelService};
 
@@ -52,10 +52,12 @@ pub struct DatasetLink {
 pub trait DatasetLinkStore: Send + Sync {
     /// Inserts the link, or changes the usage of the existing link of the same model and
     /// dataset; returns the stored link and whether it is new.
+    /// `audit` is written in the same transaction.
     async fn upsert(
         &self,
         organization: &OrganizationId,
         link: &DatasetLink,
+        audit: &AuditRecord,
     ) -> Result<(DatasetLink, bool), DomainError>;
 
     /// The model's links, oldest first.
@@ -65,12 +67,13 @@ pub trait DatasetLinkStore: Send + Sync {
         model: &ModelId,
     ) -> Result<Vec<DatasetLink>, DomainError>;
 
-    /// False when there was no such link.
+    /// False (and no record written) when there was no such link.
     async fn delete(
         &self,
         organization: &OrganizationId,
         model: &ModelId,
         dataset_id: &str,
+        audit: &AuditRecord,
     ) -> Result<bool, DomainError>;
 }
 
@@ -128,6 +131,7 @@ impl DatasetLinks {
         model: &ModelId,
         dataset_id: &str,
         usage: DatasetUsage,
+        actor: &Actor,
     ) -> Result<(DatasetLink, bool), ModelError> {
         let found = self.models.get(organization, model).await?;
         let Some(tokens) = self
@@ -170,7 +174,15 @@ impl DatasetLinks {
             usage,
             created_at: self.clock.now(),
         };
-        Ok(self.store.upsert(organization, &link).await?)
+        // The link is the resource: `<model id>/<dataset id>`.
+        let audit = actor.record(
+            organization,
+            "model_dataset.link",
+            "model_dataset",
+            &format!("{model}/{dataset_id}"),
+            link.created_at,
+        );
+        Ok(self.store.upsert(organization, &link, &audit).await?)
     }
 
     /// The model's links, oldest first.
@@ -200,9 +212,21 @@ impl DatasetLinks {
         organization: &OrganizationId,
         model: &ModelId,
         dataset_id: &str,
+        actor: &Actor,
     ) -> Result<(), ModelError> {
         self.models.get(organization, model).await?;
-        if self.store.delete(organization, model, dataset_id).await? {
+        let audit = actor.record(
+            organization,
+            "model_dataset.unlink",
+            "model_dataset",
+            &format!("{model}/{dataset_id}"),
+            self.clock.now(),
+        );
+        if self
+            .store
+            .delete(organization, model, dataset_id, &audit)
+            .await?
+        {
             Ok(())
         } else {
             Err(ModelError::Domain(DomainError::not_found(

@@ -3,7 +3,7 @@
 use std::sync::Mutex;
 
 use async_trait::async_trait;
-use tessera_kernel::{DomainError, OrganizationId, PageRequest};
+use tessera_kernel::{AuditRecord, DomainError, OrganizationId, PageRequest};
 
 use crate::{ModelId, ModelStore, UserModel};
 
@@ -25,7 +25,7 @@ impl InMemoryModelStore {
 
 #[async_trait]
 impl ModelStore for InMemoryModelStore {
-    async fn insert(&self, model: &UserModel) -> Result<(), DomainError> {
+    async fn insert(&self, model: &UserModel, _audit: &AuditRecord) -> Result<(), DomainError> {
         self.models().push(model.clone());
         Ok(())
     }
@@ -65,7 +65,7 @@ impl ModelStore for InMemoryModelStore {
             .count() as u64)
     }
 
-    async fn update(&self, model: &UserModel) -> Result<bool, DomainError> {
+    async fn update(&self, model: &UserModel, _audit: &AuditRecord) -> Result<bool, DomainError> {
         let mut models = self.models();
         let Some(stored) = models
             .iter_mut()
@@ -81,6 +81,7 @@ impl ModelStore for InMemoryModelStore {
         &self,
         organization: &OrganizationId,
         id: &ModelId,
+        _audit: &AuditRecord,
     ) -> Result<bool, DomainError> {
         let mut models = self.models();
         let before = models.len();
@@ -111,6 +112,7 @@ impl crate::DatasetLinkStore for InMemoryDatasetLinkStore {
         &self,
         organization: &OrganizationId,
         link: &crate::DatasetLink,
+        _audit: &AuditRecord,
     ) -> Result<(crate::DatasetLink, bool), DomainError> {
         let mut links = self.links();
         let existing = links.iter_mut().find(|(org, l)| {
@@ -146,6 +148,7 @@ impl crate::DatasetLinkStore for InMemoryDatasetLinkStore {
         organization: &OrganizationId,
         model: &ModelId,
         dataset_id: &str,
+        _audit: &AuditRecord,
     ) -> Result<bool, DomainError> {
         let mut links = self.links();
         let before = links.len();

@@ -1,7 +1,7 @@
 use std::sync::Arc;
 
 use tessera_kernel::{
-    Clock, CursorCodec, DomainError, FieldError, Limit, OrganizationId, Page, PageRequest,
+    Actor, Clock, CursorCodec, DomainError, FieldError, Limit, OrganizationId, Page, PageRequest,
 };
 use tessera_prompts::{PromptError, PromptService, SystemPromptId};
 
@@ -85,8 +85,19 @@ impl ModelService {
             .collect()
     }
 
+    /// `create_by` the service itself (`Actor::System`): for tests and embedding services.
     pub async fn create(
         &self,
+        organization: &OrganizationId,
+        new: NewUserModel,
+    ) -> Result<ModelView, ModelError> {
+        self.create_by(&Actor::System, organization, new).await
+    }
+
+    /// Creates a user model; the audit record (`model.create`) is written with it.
+    pub async fn create_by(
+        &self,
+        actor: &Actor,
         organization: &OrganizationId,
         new: NewUserModel,
     ) -> Result<ModelView, ModelError> {
@@ -114,7 +125,14 @@ impl ModelService {
             created_at: now,
             updated_at: now,
         };
-        self.store.insert(&model).await?;
+        let audit = actor.record(
+            organization,
+            "model.create",
+            "model",
+            model.id.as_str(),
+            now,
+        );
+        self.store.insert(&model, &audit).await?;
         Ok(self.view(model))
     }
 
@@ -163,6 +181,18 @@ impl ModelService {
         id: &ModelId,
         changes: ModelChanges,
     ) -> Result<ModelView, ModelError> {
+        self.update_by(&Actor::System, organization, id, changes)
+            .await
+    }
+
+    /// `update`, audited as `model.update` by `actor`.
+    pub async fn update_by(
+        &self,
+        actor: &Actor,
+        organization: &OrganizationId,
+        id: &ModelId,
+        changes: ModelChanges,
+    ) -> Result<ModelView, ModelError> {
         let mut model = self.get(organization, id).await?.model;
         let mut invalid = Vec::new();
         if let Some(parent) = &changes.parent_model_id {
@@ -202,7 +232,14 @@ impl ModelService {
             model.enabled = enabled;
         }
         model.updated_at = self.clock.now();
-        if !self.store.update(&model).await? {
+        let audit = actor.record(
+            organization,
+            "model.update",
+            "model",
+            id.as_str(),
+            model.updated_at,
+        );
+        if !self.store.update(&model, &audit).await? {
             return Err(ModelError::NotFound(id.clone()));
         }
         Ok(self.view(model))
@@ -212,8 +249,16 @@ impl ModelService {
         &self,
         organization: &OrganizationId,
         id: &ModelId,
+        actor: &Actor,
     ) -> Result<(), ModelError> {
-        if self.store.delete(organization, id).await? {
+        let audit = actor.record(
+            organization,
+            "model.delete",
+            "model",
+            id.as_str(),
+            self.clock.now(),
+        );
+        if self.store.delete(organization, id, &audit).await? {
             Ok(())
         } else {
             Err(ModelError::NotFound(id.clone()))

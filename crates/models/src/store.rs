@@ -1,14 +1,15 @@
 use async_trait::async_trait;
-use tessera_kernel::{DomainError, OrganizationId, PageRequest};
+use tessera_kernel::{AuditRecord, DomainError, OrganizationId, PageRequest};
 
 use crate::{ModelId, UserModel};
 
 /// Persistence of user models. Every method is scoped to one organization: another
-/// organization's model is not found.
+/// organization's model is not found. Every change comes with its audit record, written in
+/// the same transaction, and not at all when nothing changed.
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 #[async_trait]
 pub trait ModelStore: Send + Sync {
-    async fn insert(&self, model: &UserModel) -> Result<(), DomainError>;
+    async fn insert(&self, model: &UserModel, audit: &AuditRecord) -> Result<(), DomainError>;
 
     async fn get(
         &self,
@@ -27,12 +28,13 @@ pub trait ModelStore: Send + Sync {
 
     /// Saves every field but id, organization and created_at; false when the model is not
     /// the organization's (`model.organization_id`).
-    async fn update(&self, model: &UserModel) -> Result<bool, DomainError>;
+    async fn update(&self, model: &UserModel, audit: &AuditRecord) -> Result<bool, DomainError>;
 
     /// False when the model is not the organization's.
     async fn delete(
         &self,
         organization: &OrganizationId,
         id: &ModelId,
+        audit: &AuditRecord,
     ) -> Result<bool, DomainError>;
 }

@@ -6,7 +6,7 @@ mod support;
 use std::sync::Arc;
 
 use support::{CATALOG, clock_and_prompts};
-use tessera_kernel::{CursorCodec, DomainError, OrganizationId};
+use tessera_kernel::{Actor, CursorCodec, DomainError, OrganizationId};
 use tessera_models::{
     Catalog, DatasetLinks, DatasetUsage, MockDatasetDirectory, ModelError, ModelService,
     NewUserModel,
@@ -73,7 +73,7 @@ async fn links_are_created_listed_changed_and_removed() {
     let (links, models, org) = fixture().await;
     let model = user_model(&models, &org).await;
     let (link, created) = links
-        .link(&org, &model, "ds_large", DatasetUsage::Rag)
+        .link(&org, &model, "ds_large", DatasetUsage::Rag, &Actor::System)
         .await
         .unwrap();
     assert!(created);
@@ -82,14 +82,20 @@ async fn links_are_created_listed_changed_and_removed() {
         ("ds_large", DatasetUsage::Rag)
     );
     let (again, created) = links
-        .link(&org, &model, "ds_small", DatasetUsage::Context)
+        .link(
+            &org,
+            &model,
+            "ds_small",
+            DatasetUsage::Context,
+            &Actor::System,
+        )
         .await
         .unwrap();
     assert!(created);
     assert_eq!(again.usage, DatasetUsage::Context);
     // Linking again changes the usage of the same link.
     let (changed, created) = links
-        .link(&org, &model, "ds_small", DatasetUsage::Rag)
+        .link(&org, &model, "ds_small", DatasetUsage::Rag, &Actor::System)
         .await
         .unwrap();
     assert!(!created);
@@ -100,9 +106,15 @@ async fn links_are_created_listed_changed_and_removed() {
         links.links_of(&org, &model.to_string()).await.unwrap(),
         listed
     );
-    links.unlink(&org, &model, "ds_small").await.unwrap();
+    links
+        .unlink(&org, &model, "ds_small", &Actor::System)
+        .await
+        .unwrap();
     assert_eq!(links.list(&org, &model).await.unwrap().len(), 1);
-    let missing = links.unlink(&org, &model, "ds_small").await.unwrap_err();
+    let missing = links
+        .unlink(&org, &model, "ds_small", &Actor::System)
+        .await
+        .unwrap_err();
     assert!(matches!(
         DomainError::from(missing),
         DomainError::NotFound { .. }
@@ -114,7 +126,13 @@ async fn unknown_datasets_and_models_are_refused() {
     let (links, models, org) = fixture().await;
     let model = user_model(&models, &org).await;
     let error = links
-        .link(&org, &model, "ds_missing", DatasetUsage::Rag)
+        .link(
+            &org,
+            &model,
+            "ds_missing",
+            DatasetUsage::Rag,
+            &Actor::System,
+        )
         .await
         .unwrap_err();
     let (loc, kind) = invalid_code(error);
@@ -123,7 +141,13 @@ async fn unknown_datasets_and_models_are_refused() {
     // Another organization's model is not found; base models have no links.
     let other = OrganizationId::generate();
     let error = links
-        .link(&other, &model, "ds_small", DatasetUsage::Rag)
+        .link(
+            &other,
+            &model,
+            "ds_small",
+            DatasetUsage::Rag,
+            &Actor::System,
+        )
         .await
         .unwrap_err();
     assert!(matches!(error, ModelError::NotFound(_)));
@@ -144,29 +168,53 @@ async fn context_datasets_must_fit_their_share_of_the_context_window_together() 
     // 2048-token window: 819 tokens for context datasets.
     assert_eq!(DatasetLinks::context_budget(2048), 819);
     let error = links
-        .link(&org, &model, "ds_large", DatasetUsage::Context)
+        .link(
+            &org,
+            &model,
+            "ds_large",
+            DatasetUsage::Context,
+            &Actor::System,
+        )
         .await
         .unwrap_err();
     let (loc, kind) = invalid_code(error);
     assert!(loc.contains("usageType"), "{loc}");
     assert_eq!(kind, "context_too_large");
     links
-        .link(&org, &model, "ds_medium", DatasetUsage::Context)
+        .link(
+            &org,
+            &model,
+            "ds_medium",
+            DatasetUsage::Context,
+            &Actor::System,
+        )
         .await
         .unwrap();
     // 800 + 300 > 819: refused, but fine as rag.
     let error = links
-        .link(&org, &model, "ds_small", DatasetUsage::Context)
+        .link(
+            &org,
+            &model,
+            "ds_small",
+            DatasetUsage::Context,
+            &Actor::System,
+        )
         .await
         .unwrap_err();
     assert_eq!(invalid_code(error).1, "context_too_large");
     links
-        .link(&org, &model, "ds_small", DatasetUsage::Rag)
+        .link(&org, &model, "ds_small", DatasetUsage::Rag, &Actor::System)
         .await
         .unwrap();
     // Re-linking the same context dataset does not count it twice.
     links
-        .link(&org, &model, "ds_medium", DatasetUsage::Context)
+        .link(
+            &org,
+            &model,
+            "ds_medium",
+            DatasetUsage::Context,
+            &Actor::System,
+        )
         .await
         .unwrap();
 }

@@ -4,7 +4,7 @@ use std::{
 };
 
 use chrono::{DateTime, Duration, Utc};
-use tessera_kernel::{Clock, CursorCodec, DomainError, OrganizationId, Page, PageRequest};
+use tessera_kernel::{Actor, Clock, CursorCodec, DomainError, OrganizationId, Page, PageRequest};
 
 use crate::{NewOrganization, Organization, OrganizationName, OrganizationStore, Plan};
 
@@ -63,7 +63,11 @@ impl OrganizationService {
         }
     }
 
-    pub async fn create(&self, new: NewOrganization) -> Result<Organization, OrganizationError> {
+    pub async fn create(
+        &self,
+        new: NewOrganization,
+        actor: &Actor,
+    ) -> Result<Organization, OrganizationError> {
         let now = self.clock.now();
         let organization = Organization {
             id: OrganizationId::generate(),
@@ -72,7 +76,14 @@ impl OrganizationService {
             created_at: now,
             updated_at: now,
         };
-        self.store.insert(&organization).await?;
+        let audit = actor.record(
+            &organization.id,
+            "organization.create",
+            "organization",
+            organization.id.as_str(),
+            now,
+        );
+        self.store.insert(&organization, &[audit]).await?;
         Ok(organization)
     }
 
@@ -131,10 +142,13 @@ impl OrganizationService {
         }
         let name = OrganizationName::parse(name)
             .map_err(|e| DomainError::invalid(["name".into()], e.to_string(), "value_error"))?;
-        self.create(NewOrganization {
-            name,
-            plan: Plan::Free,
-        })
+        self.create(
+            NewOrganization {
+                name,
+                plan: Plan::Free,
+            },
+            &Actor::System,
+        )
         .await
         .map(Some)
     }
@@ -201,12 +215,22 @@ mod tests {
     #[tokio::test]
     async fn create_stamps_id_and_time_from_the_clock() {
         let mut store = MockOrganizationStore::new();
-        store.expect_insert().times(1).returning(|_| Ok(()));
+        store.expect_insert().times(1).returning(|org, audit| {
+            assert_eq!(audit.len(), 1);
+            assert_eq!(audit[0].action, "organization.create");
+            assert_eq!(audit[0].organization_id.as_ref(), Some(&org.id));
+            assert_eq!(audit[0].resource_id.as_deref(), Some(org.id.as_str()));
+            assert_eq!(audit[0].actor_id.as_deref(), Some("ops"));
+            Ok(())
+        });
         let created = service(store)
-            .create(NewOrganization {
-                name: OrganizationName::parse("Acme").unwrap(),
-                plan: Plan::Pro,
-            })
+            .create(
+                NewOrganization {
+                    name: OrganizationName::parse("Acme").unwrap(),
+                    plan: Plan::Pro,
+                },
+                &Actor::Operator("ops".into()),
+            )
             .await
             .unwrap();
         assert!(created.id.as_str().starts_with("org_"));
@@ -247,7 +271,10 @@ mod tests {
 
         let mut empty = MockOrganizationStore::new();
         empty.expect_count().times(1).returning(|| Ok(0));
-        empty.expect_insert().times(1).returning(|_| Ok(()));
+        empty.expect_insert().times(1).returning(|_, audit| {
+            assert_eq!(audit[0].actor_kind, tessera_kernel::ActorKind::System);
+            Ok(())
+        });
         assert_eq!(
             service(empty)
                 .ensure_first("Default")

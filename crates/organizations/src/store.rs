@@ -1,5 +1,5 @@
 use async_trait::async_trait;
-use tessera_kernel::{DomainError, OrganizationId, PageRequest};
+use tessera_kernel::{AuditRecord, DomainError, OrganizationId, PageRequest};
 
 use crate::Organization;
 
@@ -8,7 +8,13 @@ use crate::Organization;
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 #[async_trait]
 pub trait OrganizationStore: Send + Sync {
-    async fn insert(&self, organization: &Organization) -> Result<(), DomainError>;
+    /// Inserts the organization and, in the same transaction, the audit records of its
+    /// creation (the service always passes one; test fixtures may pass none).
+    async fn insert(
+        &self,
+        organization: &Organization,
+        audit: &[AuditRecord],
+    ) -> Result<(), DomainError>;
 
     async fn get(&self, id: &OrganizationId) -> Result<Option<Organization>, DomainError>;
 

@@ -5,7 +5,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use tessera_kernel::{DomainError, OrganizationId, PageRequest};
+use tessera_kernel::{AuditRecord, DomainError, OrganizationId, PageRequest};
 
 use crate::{
     Association, AssociationId, Category, Owner, Particle, ParticleDeletion, ParticleId,
@@ -109,7 +109,7 @@ impl State {
 
 #[async_trait]
 impl ParticleStore for InMemoryPromptStore {
-    async fn insert(&self, particle: &Particle) -> Result<(), DomainError> {
+    async fn insert(&self, particle: &Particle, _audit: &[AuditRecord]) -> Result<(), DomainError> {
         let mut state = self.state()?;
         let slug_taken =
             particle.slug.is_some() && state.particles.iter().any(|(p, _)| p.slug == particle.slug);
@@ -182,6 +182,7 @@ impl ParticleStore for InMemoryPromptStore {
         &self,
         owner: &Owner,
         version: &ParticleVersion,
+        _audit: &[AuditRecord],
     ) -> Result<bool, DomainError> {
         let mut state = self.state()?;
         let Some((particle, _)) = state.particles.iter_mut().find(|(p, deleted)| {
@@ -205,6 +206,7 @@ impl ParticleStore for InMemoryPromptStore {
         name: &str,
         description: &str,
         at: DateTime<Utc>,
+        _audit: &[AuditRecord],
     ) -> Result<bool, DomainError> {
         let mut state = self.state()?;
         let Some((particle, _)) = state
@@ -225,6 +227,7 @@ impl ParticleStore for InMemoryPromptStore {
         owner: &Owner,
         id: &ParticleId,
         at: DateTime<Utc>,
+        _audit: &[AuditRecord],
     ) -> Result<ParticleDeletion, DomainError> {
         let mut state = self.state()?;
         let mut users: Vec<SystemPromptId> = state
@@ -307,6 +310,7 @@ impl SystemPromptStore for InMemoryPromptStore {
         &self,
         prompt: &SystemPrompt,
         associations: &[Association],
+        _audit: &[AuditRecord],
     ) -> Result<(), DomainError> {
         let mut state = self.state()?;
         let slug_taken =
@@ -378,7 +382,12 @@ impl SystemPromptStore for InMemoryPromptStore {
             .count() as u64)
     }
 
-    async fn update(&self, owner: &Owner, prompt: &SystemPrompt) -> Result<bool, DomainError> {
+    async fn update(
+        &self,
+        owner: &Owner,
+        prompt: &SystemPrompt,
+        _audit: &[AuditRecord],
+    ) -> Result<bool, DomainError> {
         let mut state = self.state()?;
         let Some(index) = state.owned_prompt(owner, &prompt.id) else {
             return Ok(false);
@@ -391,7 +400,12 @@ impl SystemPromptStore for InMemoryPromptStore {
         Ok(true)
     }
 
-    async fn delete(&self, owner: &Owner, id: &SystemPromptId) -> Result<bool, DomainError> {
+    async fn delete(
+        &self,
+        owner: &Owner,
+        id: &SystemPromptId,
+        _audit: &[AuditRecord],
+    ) -> Result<bool, DomainError> {
         let mut state = self.state()?;
         let Some(index) = state.owned_prompt(owner, id) else {
             return Ok(false);
@@ -451,6 +465,7 @@ impl SystemPromptStore for InMemoryPromptStore {
         &self,
         owner: &Owner,
         association: &Association,
+        _audit: &[AuditRecord],
     ) -> Result<bool, DomainError> {
         let mut state = self.state()?;
         if state
@@ -476,6 +491,7 @@ impl SystemPromptStore for InMemoryPromptStore {
         order: u32,
         pin: Option<Pin>,
         at: DateTime<Utc>,
+        _audit: &[AuditRecord],
     ) -> Result<bool, DomainError> {
         let mut state = self.state()?;
         if state.owned_prompt(owner, prompt).is_none() {
@@ -503,6 +519,7 @@ impl SystemPromptStore for InMemoryPromptStore {
         prompt: &SystemPromptId,
         id: &AssociationId,
         at: DateTime<Utc>,
+        _audit: &[AuditRecord],
     ) -> Result<bool, DomainError> {
         let mut state = self.state()?;
         if state.owned_prompt(owner, prompt).is_none() {

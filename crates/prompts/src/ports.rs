@@ -1,6 +1,6 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use tessera_kernel::{DomainError, OrganizationId, PageRequest};
+use tessera_kernel::{AuditRecord, DomainError, OrganizationId, PageRequest};
 
 use crate::{
     Association, AssociationId, Category, Owner, Particle, ParticleDeletion, ParticleId,
@@ -17,7 +17,9 @@ pub trait TokenCounter: Send + Sync {
     fn count(&self, text: &str) -> u32;
 }
 
-/// Persistence of particles and their versions.
+/// Persistence of particles and their versions. Every change comes with the audit records
+/// of it (none for the system's own records), written in the same transaction, and not at
+/// all when nothing changed.
 ///
 /// Reads on behalf of an organization (`viewer`) see its own particles and system ones;
 /// writes take the `Owner` and touch only that owner's records. Deleted particles are
@@ -26,7 +28,7 @@ pub trait TokenCounter: Send + Sync {
 #[async_trait]
 pub trait ParticleStore: Send + Sync {
     /// Stores a new particle with its first version.
-    async fn insert(&self, particle: &Particle) -> Result<(), DomainError>;
+    async fn insert(&self, particle: &Particle, audit: &[AuditRecord]) -> Result<(), DomainError>;
 
     async fn get(
         &self,
@@ -52,6 +54,7 @@ pub trait ParticleStore: Send + Sync {
         &self,
         owner: &Owner,
         version: &ParticleVersion,
+        audit: &[AuditRecord],
     ) -> Result<bool, DomainError>;
 
     /// Sets name and description; false when the particle is not the owner's.
@@ -62,6 +65,7 @@ pub trait ParticleStore: Send + Sync {
         name: &str,
         description: &str,
         at: DateTime<Utc>,
+        audit: &[AuditRecord],
     ) -> Result<bool, DomainError>;
 
     /// Deletes the particle unless a system prompt places it now (checked atomically).
@@ -70,6 +74,7 @@ pub trait ParticleStore: Send + Sync {
         owner: &Owner,
         id: &ParticleId,
         at: DateTime<Utc>,
+        audit: &[AuditRecord],
     ) -> Result<ParticleDeletion, DomainError>;
 
     /// Versions of a visible particle, ascending by number, at most `page.limit.overfetch()`.
@@ -109,6 +114,7 @@ pub trait SystemPromptStore: Send + Sync {
         &self,
         prompt: &SystemPrompt,
         associations: &[Association],
+        audit: &[AuditRecord],
     ) -> Result<(), DomainError>;
 
     async fn get(
@@ -129,10 +135,20 @@ pub trait SystemPromptStore: Send + Sync {
     async fn count(&self, owner: &Owner) -> Result<u64, DomainError>;
 
     /// Saves name, description and enabled; false when the prompt is not the owner's.
-    async fn update(&self, owner: &Owner, prompt: &SystemPrompt) -> Result<bool, DomainError>;
+    async fn update(
+        &self,
+        owner: &Owner,
+        prompt: &SystemPrompt,
+        audit: &[AuditRecord],
+    ) -> Result<bool, DomainError>;
 
     /// Deletes the prompt and its placements; false when it is not the owner's.
-    async fn delete(&self, owner: &Owner, id: &SystemPromptId) -> Result<bool, DomainError>;
+    async fn delete(
+        &self,
+        owner: &Owner,
+        id: &SystemPromptId,
+        audit: &[AuditRecord],
+    ) -> Result<bool, DomainError>;
 
     /// The placements of each prompt with their particle versions: the current ones when
     /// `at` is `None`, else those in effect at `at`, unpinned ones resolved to the latest
@@ -150,10 +166,12 @@ pub trait SystemPromptStore: Send + Sync {
         &self,
         owner: &Owner,
         association: &Association,
+        audit: &[AuditRecord],
     ) -> Result<bool, DomainError>;
 
     /// Replaces the current row of a placement with one of the new order and pin, effective
     /// `at`; false when no such current placement of the owner's prompt exists.
+    #[allow(clippy::too_many_arguments)] // the placement's fields, one by one, and its record
     async fn update_association(
         &self,
         owner: &Owner,
@@ -162,6 +180,7 @@ pub trait SystemPromptStore: Send + Sync {
         order: u32,
         pin: Option<Pin>,
         at: DateTime<Utc>,
+        audit: &[AuditRecord],
     ) -> Result<bool, DomainError>;
 
     /// Ends a placement at `at`; false when no such current placement exists.
@@ -171,5 +190,6 @@ pub trait SystemPromptStore: Send + Sync {
         prompt: &SystemPromptId,
         id: &AssociationId,
         at: DateTime<Utc>,
+        audit: &[AuditRecord],
     ) -> Result<bool, DomainError>;
 }

@@ -130,13 +130,13 @@ impl PromptService {
             .map_err(|e| PromptError::Domain(tessera_kernel::DomainError::internal(e)))?;
         let Some(existing) = self.particles().get_system(&seed.slug).await? else {
             let particle = self.new_particle(Owner::System, Some(seed.slug.clone()), fields);
-            tolerate_conflict(self.particles().insert(&particle).await)?;
+            tolerate_conflict(self.particles().insert(&particle, &[]).await)?;
             return self.system_particle(&seed.slug).await;
         };
         if existing.latest.content != seed.content {
             let version = self.next_version(&existing, fields.content);
             self.particles()
-                .add_version(&Owner::System, &version)
+                .add_version(&Owner::System, &version, &[])
                 .await?;
         }
         if existing.name != seed.name || existing.description != seed.description {
@@ -147,6 +147,7 @@ impl PromptService {
                     &seed.name,
                     &seed.description,
                     self.now(),
+                    &[],
                 )
                 .await?;
         }
@@ -188,13 +189,13 @@ impl PromptService {
                     valid_from: now,
                 })
                 .collect();
-            return tolerate_conflict(self.prompts().insert(&prompt, &associations).await);
+            return tolerate_conflict(self.prompts().insert(&prompt, &associations, &[]).await);
         };
         if prompt.name != profile.name || prompt.description != profile.description {
             prompt.name = profile.name.clone();
             prompt.description = profile.description.clone();
             prompt.updated_at = now;
-            self.prompts().update(&Owner::System, &prompt).await?;
+            self.prompts().update(&Owner::System, &prompt, &[]).await?;
         }
         let layout = Layout::new(
             self.prompts()
@@ -209,7 +210,13 @@ impl PromptService {
             match wanted {
                 None => {
                     self.prompts()
-                        .remove_association(&Owner::System, &prompt.id, &entry.association.id, now)
+                        .remove_association(
+                            &Owner::System,
+                            &prompt.id,
+                            &entry.association.id,
+                            now,
+                            &[],
+                        )
                         .await?;
                 }
                 Some((_, order)) if order != entry.association.order => {
@@ -221,6 +228,7 @@ impl PromptService {
                             order,
                             None,
                             now,
+                            &[],
                         )
                         .await?;
                 }
@@ -242,7 +250,7 @@ impl PromptService {
                     valid_from: now,
                 };
                 self.prompts()
-                    .add_association(&Owner::System, &association)
+                    .add_association(&Owner::System, &association, &[])
                     .await?;
             }
         }

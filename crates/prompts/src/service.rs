@@ -2,8 +2,8 @@ use std::{collections::HashMap, sync::Arc};
 
 use chrono::{DateTime, Utc};
 use tessera_kernel::{
-    Clock, CursorCodec, DomainError, FieldError, Limit, LocSegment, OrganizationId, Page,
-    PageRequest,
+    Actor, AuditRecord, Clock, CursorCodec, DomainError, FieldError, Limit, LocSegment,
+    OrganizationId, Page, PageRequest,
 };
 
 use crate::{
@@ -38,6 +38,8 @@ pub struct PromptService {
     counter: Arc<dyn TokenCounter>,
     clock: Arc<dyn Clock>,
     cursors: CursorCodec,
+    /// Who the audit records of changes name (`acting_as`); the service itself by default.
+    actor: Actor,
 }
 
 impl PromptService {
@@ -54,7 +56,31 @@ impl PromptService {
             counter,
             clock,
             cursors,
+            actor: Actor::System,
         }
+    }
+
+    /// The same service, recording its changes in the audit log as made by `actor` (the
+    /// API's handlers pass the caller). Cheap: the ports are shared.
+    pub fn acting_as(&self, actor: Actor) -> Self {
+        Self {
+            actor,
+            ..self.clone()
+        }
+    }
+
+    /// The audit record of `action` on a resource of `organization`, by the acting actor.
+    fn audit(
+        &self,
+        organization: &OrganizationId,
+        action: &str,
+        resource_type: &str,
+        resource_id: &str,
+        at: DateTime<Utc>,
+    ) -> [AuditRecord; 1] {
+        [self
+            .actor
+            .record(organization, action, resource_type, resource_id, at)]
     }
 
     pub fn counter(&self) -> &dyn TokenCounter {
@@ -69,7 +95,14 @@ impl PromptService {
         new: NewParticle,
     ) -> Result<Particle, PromptError> {
         let particle = self.new_particle(Owner::Organization(organization.clone()), None, new);
-        self.particles.insert(&particle).await?;
+        let audit = self.audit(
+            organization,
+            "particle.create",
+            "particle",
+            particle.id.as_str(),
+            particle.created_at,
+        );
+        self.particles.insert(&particle, &audit).await?;
         Ok(particle)
     }
 
@@ -161,9 +194,16 @@ impl PromptService {
             let now = self.clock.now();
             let number = particle.latest.number.saturating_add(1);
             let version = self.version(id, number, content.clone(), now);
+            let audit = self.audit(
+                organization,
+                "particle.update",
+                "particle",
+                id.as_str(),
+                now,
+            );
             if self
                 .particles
-                .add_version(&particle.owner, &version)
+                .add_version(&particle.owner, &version, &audit)
                 .await?
             {
                 particle.latest = version;
@@ -185,6 +225,14 @@ impl PromptService {
         if changes.is_empty() {
             return Ok(particle);
         }
+        let now = self.clock.now();
+        let audit = self.audit(
+            organization,
+            "particle.update",
+            "particle",
+            id.as_str(),
+            now,
+        );
         let updated = self
             .particles
             .update_details(
@@ -195,7 +243,8 @@ impl PromptService {
                     .description
                     .as_ref()
                     .map_or(&particle.description, |d| d.as_str()),
-                self.clock.now(),
+                now,
+                &audit,
             )
             .await?;
         if !updated {
@@ -211,9 +260,17 @@ impl PromptService {
         id: &ParticleId,
     ) -> Result<(), PromptError> {
         let particle = self.owned_particle(organization, id).await?;
+        let now = self.clock.now();
+        let audit = self.audit(
+            organization,
+            "particle.delete",
+            "particle",
+            id.as_str(),
+            now,
+        );
         match self
             .particles
-            .delete(&particle.owner, id, self.clock.now())
+            .delete(&particle.owner, id, now, &audit)
             .await?
         {
             ParticleDeletion::Deleted => Ok(()),
@@ -314,7 +371,14 @@ impl PromptService {
         if !invalid.is_empty() {
             return Err(PromptError::Invalid(invalid));
         }
-        self.prompts.insert(&prompt, &associations).await?;
+        let audit = self.audit(
+            organization,
+            "system_prompt.create",
+            "system_prompt",
+            prompt.id.as_str(),
+            now,
+        );
+        self.prompts.insert(&prompt, &associations, &audit).await?;
         self.view(prompt).await
     }
 
@@ -378,7 +442,14 @@ impl PromptService {
             prompt.enabled = enabled;
         }
         prompt.updated_at = self.clock.now();
-        if !self.prompts.update(&prompt.owner, &prompt).await? {
+        let audit = self.audit(
+            organization,
+            "system_prompt.update",
+            "system_prompt",
+            id.as_str(),
+            prompt.updated_at,
+        );
+        if !self.prompts.update(&prompt.owner, &prompt, &audit).await? {
             return Err(PromptError::SystemPromptNotFound(id.clone()));
         }
         self.view(prompt).await
@@ -390,7 +461,14 @@ impl PromptService {
         id: &SystemPromptId,
     ) -> Result<(), PromptError> {
         let prompt = self.owned_prompt(organization, id).await?;
-        if self.prompts.delete(&prompt.owner, id).await? {
+        let audit = self.audit(
+            organization,
+            "system_prompt.delete",
+            "system_prompt",
+            id.as_str(),
+            self.clock.now(),
+        );
+        if self.prompts.delete(&prompt.owner, id, &audit).await? {
             Ok(())
         } else {
             Err(PromptError::SystemPromptNotFound(id.clone()))
@@ -417,9 +495,16 @@ impl PromptService {
             pin,
             valid_from: self.clock.now(),
         };
+        let audit = self.audit(
+            organization,
+            "system_prompt_particle.add",
+            "system_prompt_particle",
+            association.id.as_str(),
+            association.valid_from,
+        );
         if !self
             .prompts
-            .add_association(&prompt.owner, &association)
+            .add_association(&prompt.owner, &association, &audit)
             .await?
         {
             return Err(PromptError::SystemPromptNotFound(prompt_id.clone()));
@@ -451,9 +536,17 @@ impl PromptService {
                 .await?,
             ),
         };
+        let now = self.clock.now();
+        let audit = self.audit(
+            organization,
+            "system_prompt_particle.update",
+            "system_prompt_particle",
+            id.as_str(),
+            now,
+        );
         if !self
             .prompts
-            .update_association(&prompt.owner, prompt_id, id, order, pin, self.clock.now())
+            .update_association(&prompt.owner, prompt_id, id, order, pin, now, &audit)
             .await?
         {
             return Err(PromptError::AssociationNotFound(id.clone()));
@@ -468,9 +561,17 @@ impl PromptService {
         id: &AssociationId,
     ) -> Result<(), PromptError> {
         let prompt = self.owned_prompt(organization, prompt_id).await?;
+        let now = self.clock.now();
+        let audit = self.audit(
+            organization,
+            "system_prompt_particle.remove",
+            "system_prompt_particle",
+            id.as_str(),
+            now,
+        );
         if self
             .prompts
-            .remove_association(&prompt.owner, prompt_id, id, self.clock.now())
+            .remove_association(&prompt.owner, prompt_id, id, now, &audit)
             .await?
         {
             Ok(())

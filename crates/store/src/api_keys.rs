@@ -3,9 +3,15 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use tessera_identity::{ApiKey, ApiKeyHash, ApiKeyId, ApiKeyStore, StoredApiKey};
-use tessera_kernel::{DomainError, OrganizationId, PageRequest, ScopeSet};
+use tessera_kernel::{AuditRecord, DomainError, OrganizationId, PageRequest, ScopeSet};
 
-use crate::{Database, database::with_connection, error::query_error, schema::api_keys};
+use crate::{
+    Database,
+    audit::record_audit,
+    database::{with_connection, with_transaction},
+    error::query_error,
+    schema::api_keys,
+};
 
 /// `ApiKeyStore` on PostgreSQL or SQLite. Authentication reads one row by the unique hash
 /// index, uncached, so a revocation holds on the next request on every replica.
@@ -104,12 +110,13 @@ impl TryFrom<StoredApiKeyRow> for StoredApiKey {
 
 #[async_trait]
 impl ApiKeyStore for SqlApiKeyStore {
-    async fn insert(&self, key: &StoredApiKey) -> Result<(), DomainError> {
+    async fn insert(&self, key: &StoredApiKey, audit: &AuditRecord) -> Result<(), DomainError> {
         let row = StoredApiKeyRow::from(key);
-        with_connection!(&self.db, conn => {
-            diesel::insert_into(api_keys::table).values(&row).execute(conn).await.map_err(query_error)?;
-        });
-        Ok(())
+        with_transaction!(&self.db, conn => {
+            diesel::insert_into(api_keys::table).values(&row).execute(conn).await?;
+            record_audit!(conn, audit);
+            Ok(())
+        })
     }
 
     async fn find_by_hash(&self, hash: &ApiKeyHash) -> Result<Option<StoredApiKey>, DomainError> {
@@ -187,10 +194,11 @@ impl ApiKeyStore for SqlApiKeyStore {
         organization: &OrganizationId,
         id: &ApiKeyId,
         at: DateTime<Utc>,
+        audit: &AuditRecord,
     ) -> Result<bool, DomainError> {
         let at = at.naive_utc();
-        let changed: usize = with_connection!(&self.db, conn => {
-            diesel::update(
+        with_transaction!(&self.db, conn => {
+            let changed = diesel::update(
                 api_keys::table
                     .filter(api_keys::organization_id.eq(organization.as_str()))
                     .filter(api_keys::id.eq(id.as_str()))
@@ -198,10 +206,12 @@ impl ApiKeyStore for SqlApiKeyStore {
             )
             .set(api_keys::revoked_at.eq(Some(at)))
             .execute(conn)
-            .await
-            .map_err(query_error)?
-        });
-        Ok(changed > 0)
+            .await?;
+            if changed > 0 {
+                record_audit!(conn, audit);
+            }
+            Ok(changed > 0)
+        })
     }
 
     async fn touch(

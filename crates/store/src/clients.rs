@@ -5,13 +5,14 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use tessera_identity::{Client, ClientId, ClientStore, SecretHash, StoredClient};
-use tessera_kernel::{DomainError, OrganizationId, PageRequest, PerThread, ScopeSet};
+use tessera_kernel::{AuditRecord, DomainError, OrganizationId, PageRequest, PerThread, ScopeSet};
 
 use crate::{
     Database,
+    audit::record_audit,
     batch::{Batcher, Limits, NotOnRuntime, Pending},
     batch_connections::BatchConnections,
-    database::with_connection,
+    database::{with_connection, with_transaction},
     error::query_error,
     schema::clients,
 };
@@ -190,12 +191,13 @@ impl TryFrom<StoredClientRow> for StoredClient {
 
 #[async_trait]
 impl ClientStore for SqlClientStore {
-    async fn insert(&self, client: &StoredClient) -> Result<(), DomainError> {
+    async fn insert(&self, client: &StoredClient, audit: &AuditRecord) -> Result<(), DomainError> {
         let row = StoredClientRow::try_from(client)?;
-        with_connection!(&self.db, conn => {
-            diesel::insert_into(clients::table).values(&row).execute(conn).await.map_err(query_error)?;
-        });
-        Ok(())
+        with_transaction!(&self.db, conn => {
+            diesel::insert_into(clients::table).values(&row).execute(conn).await?;
+            record_audit!(conn, audit);
+            Ok(())
+        })
     }
 
     async fn find_for_authentication(
@@ -278,11 +280,12 @@ impl ClientStore for SqlClientStore {
         hash: &SecretHash,
         generation: u32,
         at: DateTime<Utc>,
+        audit: &AuditRecord,
     ) -> Result<bool, DomainError> {
         let generation = generation_column(generation)?;
         let at = at.naive_utc();
-        let changed: usize = with_connection!(&self.db, conn => {
-            diesel::update(
+        with_transaction!(&self.db, conn => {
+            let changed = diesel::update(
                 clients::table
                     .filter(clients::organization_id.eq(organization.as_str()))
                     .filter(clients::id.eq(id.as_str()))
@@ -294,10 +297,12 @@ impl ClientStore for SqlClientStore {
                 clients::updated_at.eq(at),
             ))
             .execute(conn)
-            .await
-            .map_err(query_error)?
-        });
-        Ok(changed > 0)
+            .await?;
+            if changed > 0 {
+                record_audit!(conn, audit);
+            }
+            Ok(changed > 0)
+        })
     }
 
     async fn revoke(
@@ -305,10 +310,11 @@ impl ClientStore for SqlClientStore {
         organization: &OrganizationId,
         id: &ClientId,
         at: DateTime<Utc>,
+        audit: &AuditRecord,
     ) -> Result<bool, DomainError> {
         let at = at.naive_utc();
-        let changed: usize = with_connection!(&self.db, conn => {
-            diesel::update(
+        with_transaction!(&self.db, conn => {
+            let changed = diesel::update(
                 clients::table
                     .filter(clients::organization_id.eq(organization.as_str()))
                     .filter(clients::id.eq(id.as_str()))
@@ -316,9 +322,11 @@ impl ClientStore for SqlClientStore {
             )
             .set((clients::revoked_at.eq(Some(at)), clients::updated_at.eq(at)))
             .execute(conn)
-            .await
-            .map_err(query_error)?
-        });
-        Ok(changed > 0)
+            .await?;
+            if changed > 0 {
+                record_audit!(conn, audit);
+            }
+            Ok(changed > 0)
+        })
     }
 }

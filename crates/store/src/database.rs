@@ -132,12 +132,18 @@ macro_rules! with_connection {
     ($db:expr, $conn:ident => $body:expr) => {
         match $db {
             $crate::Database::Postgres(pool) => {
-                let mut pooled = pool.get().await.map_err($crate::error::pool_error)?;
+                let mut pooled =
+                    $crate::metrics::timed_checkout($crate::metrics::POSTGRESQL, pool.get())
+                        .await
+                        .map_err($crate::error::pool_error)?;
                 let $conn = &mut *pooled;
                 $body
             }
             $crate::Database::Sqlite(pool) => {
-                let mut pooled = pool.get().await.map_err($crate::error::pool_error)?;
+                let mut pooled =
+                    $crate::metrics::timed_checkout($crate::metrics::SQLITE, pool.get())
+                        .await
+                        .map_err($crate::error::pool_error)?;
                 let $conn = &mut *pooled;
                 $body
             }
@@ -157,7 +163,10 @@ macro_rules! with_transaction {
     ($db:expr, $conn:ident => $body:expr) => {
         $crate::error::settle(match $db {
             $crate::Database::Postgres(pool) => {
-                let mut pooled = pool.get().await.map_err($crate::error::pool_error)?;
+                let mut pooled =
+                    $crate::metrics::timed_checkout($crate::metrics::POSTGRESQL, pool.get())
+                        .await
+                        .map_err($crate::error::pool_error)?;
                 diesel_async::AsyncConnection::transaction(
                     &mut *pooled,
                     async |$conn| -> Result<_, $crate::error::Rollback<_>> { $body },
@@ -165,7 +174,10 @@ macro_rules! with_transaction {
                 .await
             }
             $crate::Database::Sqlite(pool) => {
-                let mut pooled = pool.get().await.map_err($crate::error::pool_error)?;
+                let mut pooled =
+                    $crate::metrics::timed_checkout($crate::metrics::SQLITE, pool.get())
+                        .await
+                        .map_err($crate::error::pool_error)?;
                 pooled
                     .immediate_transaction(async |$conn| -> Result<_, $crate::error::Rollback<_>> {
                         $body

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
-use tessera_kernel::{DomainError, OrganizationId, PageRequest};
+use tessera_kernel::{AuditRecord, DomainError, OrganizationId, PageRequest};
 use tessera_knowledge::{
     Dataset, DatasetFile, DatasetId, DatasetStore, FileId, Snapshot, StoredFile,
 };
@@ -16,6 +16,7 @@ use tessera_webhooks::{DatasetChange, Event};
 
 use crate::{
     Database,
+    audit::record_audit,
     database::{with_connection, with_transaction},
     error::{Rollback, query_error},
     files::FileRow,
@@ -151,7 +152,7 @@ fn snapshot_from(
 
 #[async_trait]
 impl DatasetStore for SqlDatasetStore {
-    async fn insert(&self, dataset: &Dataset) -> Result<(), DomainError> {
+    async fn insert(&self, dataset: &Dataset, audit: &AuditRecord) -> Result<(), DomainError> {
         let row = DatasetRow {
             id: dataset.id.to_string(),
             organization_id: dataset.organization.as_str().to_owned(),
@@ -162,14 +163,14 @@ impl DatasetStore for SqlDatasetStore {
             created_at: dataset.created_at.naive_utc(),
             updated_at: dataset.updated_at.naive_utc(),
         };
-        with_connection!(&self.db, conn => {
+        with_transaction!(&self.db, conn => {
             diesel::insert_into(datasets::table)
                 .values(&row)
                 .execute(conn)
-                .await
-                .map_err(query_error)?;
-        });
-        Ok(())
+                .await?;
+            record_audit!(conn, audit);
+            Ok(())
+        })
     }
 
     async fn get(
@@ -237,25 +238,28 @@ impl DatasetStore for SqlDatasetStore {
         Ok(u64::try_from(count).unwrap_or_default())
     }
 
-    async fn update(&self, dataset: &Dataset) -> Result<bool, DomainError> {
-        let changed: usize = with_connection!(&self.db, conn => {
-            diesel::update(one_dataset!(dataset.organization, dataset.id))
+    async fn update(&self, dataset: &Dataset, audit: &AuditRecord) -> Result<bool, DomainError> {
+        with_transaction!(&self.db, conn => {
+            let changed = diesel::update(one_dataset!(dataset.organization, dataset.id))
                 .set((
                     datasets::name.eq(&dataset.name),
                     datasets::description.eq(&dataset.description),
                     datasets::updated_at.eq(dataset.updated_at.naive_utc()),
                 ))
                 .execute(conn)
-                .await
-                .map_err(query_error)?
-        });
-        Ok(changed > 0)
+                .await?;
+            if changed > 0 {
+                record_audit!(conn, audit);
+            }
+            Ok(changed > 0)
+        })
     }
 
     async fn delete(
         &self,
         organization: &OrganizationId,
         id: &DatasetId,
+        audit: &AuditRecord,
     ) -> Result<Option<Vec<FileId>>, DomainError> {
         let held: Option<Vec<String>> = with_transaction!(&self.db, conn => {
             let files: Vec<String> = dataset_files::table
@@ -266,6 +270,9 @@ impl DatasetStore for SqlDatasetStore {
                 .load(conn)
                 .await?;
             let deleted = diesel::delete(one_dataset!(organization, id)).execute(conn).await?;
+            if deleted > 0 {
+                record_audit!(conn, audit);
+            }
             Ok((deleted > 0).then_some(files))
         })?;
         held.map(|files| {
@@ -283,6 +290,7 @@ impl DatasetStore for SqlDatasetStore {
         dataset: &DatasetId,
         file: &FileId,
         at: DateTime<Utc>,
+        audit: &AuditRecord,
     ) -> Result<(Dataset, bool), DomainError> {
         let at = at.naive_utc();
         let (row, count, added): (DatasetRow, i64, bool) = with_transaction!(&self.db, conn => {
@@ -323,6 +331,7 @@ impl DatasetStore for SqlDatasetStore {
                         let event =
                             dataset_updated(organization, &row, DatasetChange::FileAdded, file, at);
                         record_event!(conn, &event);
+                        record_audit!(conn, audit);
                     }
                     Ok((row, count, inserted > 0))
                 }
@@ -338,6 +347,7 @@ impl DatasetStore for SqlDatasetStore {
         dataset: &DatasetId,
         file: &FileId,
         at: DateTime<Utc>,
+        audit: &AuditRecord,
     ) -> Result<Option<(Dataset, bool)>, DomainError> {
         let at = at.naive_utc();
         let found: Option<(DatasetRow, i64, bool)> = with_transaction!(&self.db, conn => {
@@ -368,6 +378,7 @@ impl DatasetStore for SqlDatasetStore {
                 let event =
                     dataset_updated(organization, row, DatasetChange::FileRemoved, file, at);
                 record_event!(conn, &event);
+                record_audit!(conn, audit);
             }
             Ok(loaded.map(|(row, count)| (row, count, removed > 0)))
         })?;
@@ -414,6 +425,7 @@ impl DatasetStore for SqlDatasetStore {
         organization: &OrganizationId,
         dataset: &DatasetId,
         at: DateTime<Utc>,
+        audit: &AuditRecord,
     ) -> Result<Snapshot, DomainError> {
         let at = at.naive_utc();
         let (version, created_at, frozen): (i64, NaiveDateTime, Vec<(String, String)>) = with_transaction!(&self.db, conn => {
@@ -468,6 +480,7 @@ impl DatasetStore for SqlDatasetStore {
                     .execute(conn)
                     .await?;
             }
+            record_audit!(conn, audit);
             Ok((version, at, frozen))
         })?;
         snapshot_from(dataset, version, created_at, frozen)

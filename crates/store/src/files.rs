@@ -10,7 +10,7 @@ use diesel::{
     sql_types::{Integer, Text, Timestamp},
 };
 use diesel_async::RunQueryDsl;
-use tessera_kernel::{DomainError, OrganizationId, PageRequest};
+use tessera_kernel::{AuditRecord, DomainError, OrganizationId, PageRequest};
 use tessera_knowledge::{
     ChunkLocation, ClaimedJob, DatasetId, FileDeletion, FileFilter, FileFormat, FileId,
     FileReference, FileStatus, FileStore, StoredChunk, StoredFile,
@@ -19,6 +19,7 @@ use tessera_webhooks::Event;
 
 use crate::{
     Backend, Database,
+    audit::record_audit,
     database::{with_connection, with_transaction},
     error::{Rollback, query_error},
     schema::{dataset_files, datasets, file_chunks, file_jobs, files, snapshot_files},
@@ -215,7 +216,12 @@ pub(crate) fn load_file_rows(rows: Vec<FileRow>) -> Result<Vec<StoredFile>, Doma
 
 #[async_trait]
 impl FileStore for SqlFileStore {
-    async fn insert(&self, file: &StoredFile, queue_job: bool) -> Result<(), DomainError> {
+    async fn insert(
+        &self,
+        file: &StoredFile,
+        queue_job: bool,
+        audit: &AuditRecord,
+    ) -> Result<(), DomainError> {
         let row = FileRow::from(file);
         let run_after = file.created_at.naive_utc();
         // A file stored ready (an image: nothing to process) is ready as of now.
@@ -244,6 +250,7 @@ impl FileStore for SqlFileStore {
                     .execute(conn)
                     .await?;
             }
+            record_audit!(conn, audit);
             Ok(())
         })
     }
@@ -309,6 +316,7 @@ impl FileStore for SqlFileStore {
         &self,
         organization: &OrganizationId,
         id: &FileId,
+        audit: &AuditRecord,
     ) -> Result<FileDeletion, DomainError> {
         let outcome: Result<FileDeletion, String> = with_transaction!(&self.db, conn => {
             let sha256: Option<String> = files::table
@@ -362,6 +370,7 @@ impl FileStore for SqlFileStore {
                 .count()
                 .get_result(conn)
                 .await?;
+            record_audit!(conn, audit);
             Ok(Ok(FileDeletion::Deleted {
                 orphaned_blob: (sharing == 0).then_some(sha256),
             }))

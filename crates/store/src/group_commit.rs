@@ -27,6 +27,7 @@ use diesel_async::{
 };
 use futures_util::future::OptionFuture;
 use tessera_kernel::{DomainError, PerThread};
+use tracing::Instrument;
 
 use crate::{
     batch::{Batcher, Limits, NotOnRuntime, Pending},
@@ -137,18 +138,38 @@ impl Writers {
     /// Stores `chat` in the next batch; returns once that batch has committed (or the
     /// write has failed).
     pub(crate) async fn create(&self, chat: NewChat) -> Result<(), DomainError> {
-        self.chats.call(chat).await
+        self.chats
+            .call(chat)
+            .instrument(batch_span("insert chat"))
+            .await
     }
 
     /// Stores a finished turn in the next batch, like [`Writers::create`].
     pub(crate) async fn finish(&self, turn: TurnRows) -> Result<(), DomainError> {
-        self.turns.call(turn).await
+        self.turns
+            .call(turn)
+            .instrument(batch_span("finish turn"))
+            .await
     }
 
     /// Stores a usage record (and its hourly rollup) in the next batch.
     pub(crate) async fn record(&self, usage: UsageRow) -> Result<(), DomainError> {
-        self.usage.call(UsageWrite(usage)).await
+        self.usage
+            .call(UsageWrite(usage))
+            .instrument(batch_span("insert usage"))
+            .await
     }
+}
+
+/// The span of one write's wait for its batch's commit (a child of whatever asked for it).
+fn batch_span(operation: &'static str) -> tracing::Span {
+    tracing::info_span!(
+        "group commit",
+        "otel.name" = operation,
+        "otel.kind" = "client",
+        "db.system.name" = "postgresql",
+        "db.operation.name" = operation,
+    )
 }
 
 /// One kind of write the writers batch.

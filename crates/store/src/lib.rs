@@ -7,6 +7,7 @@
 
 mod api_keys;
 mod artifacts;
+mod audit;
 mod batch;
 mod batch_connections;
 mod chats;
@@ -18,6 +19,7 @@ mod files;
 mod group_commit;
 mod idempotency;
 mod leases;
+mod metrics;
 mod model_datasets;
 mod models;
 mod organizations;
@@ -31,6 +33,7 @@ mod webhooks;
 
 pub use api_keys::SqlApiKeyStore;
 pub use artifacts::SqlArtifactStore;
+pub use audit::SqlAuditStore;
 pub use chats::SqlChatStore;
 pub use clients::SqlClientStore;
 pub use database::{Backend, Database, DatabaseUrl, DatabaseUrlError, PoolOptions};
@@ -39,6 +42,7 @@ pub use error::StoreError;
 pub use files::SqlFileStore;
 pub use group_commit::GroupCommitStats;
 pub use idempotency::SqlIdempotencyStore;
+pub use metrics::{Backlog, CONNECTION_WAIT_TIME, PoolStatus};
 pub use model_datasets::SqlDatasetLinkStore;
 pub use models::SqlModelStore;
 pub use organizations::SqlOrganizationStore;

@@ -5,11 +5,12 @@ use async_trait::async_trait;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
-use tessera_kernel::{DomainError, OrganizationId};
+use tessera_kernel::{AuditRecord, DomainError, OrganizationId};
 use tessera_models::{DatasetLink, DatasetLinkStore, DatasetUsage, ModelId};
 
 use crate::{
     Database,
+    audit::record_audit,
     database::{with_connection, with_transaction},
     error::query_error,
     schema::model_datasets,
@@ -70,6 +71,7 @@ impl DatasetLinkStore for SqlDatasetLinkStore {
         &self,
         organization: &OrganizationId,
         link: &DatasetLink,
+        audit: &AuditRecord,
     ) -> Result<(DatasetLink, bool), DomainError> {
         let model = link.model_id.to_string();
         let usage = link.usage.as_str();
@@ -94,6 +96,7 @@ impl DatasetLinkStore for SqlDatasetLinkStore {
                 .select(LinkRow::as_select())
                 .first(conn)
                 .await?;
+            record_audit!(conn, audit);
             Ok((row, changed == 0))
         })?;
         Ok((row.into_link()?, created))
@@ -122,13 +125,16 @@ impl DatasetLinkStore for SqlDatasetLinkStore {
         organization: &OrganizationId,
         model: &ModelId,
         dataset_id: &str,
+        audit: &AuditRecord,
     ) -> Result<bool, DomainError> {
-        let deleted = with_connection!(&self.db, conn => {
-            diesel::delete(one_link!(organization, model.as_str(), dataset_id))
+        with_transaction!(&self.db, conn => {
+            let deleted = diesel::delete(one_link!(organization, model.as_str(), dataset_id))
                 .execute(conn)
-                .await
-                .map_err(query_error)?
-        });
-        Ok(deleted > 0)
+                .await?;
+            if deleted > 0 {
+                record_audit!(conn, audit);
+            }
+            Ok(deleted > 0)
+        })
     }
 }

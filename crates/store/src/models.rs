@@ -6,10 +6,16 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use serde_json::{Map, Value};
-use tessera_kernel::{DomainError, OrganizationId, PageRequest};
+use tessera_kernel::{AuditRecord, DomainError, OrganizationId, PageRequest};
 use tessera_models::{ModelId, ModelStore, UserModel};
 
-use crate::{Database, database::with_connection, error::query_error, schema::user_models};
+use crate::{
+    Database,
+    audit::record_audit,
+    database::{with_connection, with_transaction},
+    error::query_error,
+    schema::user_models,
+};
 
 /// `ModelStore` on PostgreSQL or SQLite.
 #[derive(Clone)]
@@ -102,16 +108,16 @@ impl TryFrom<ModelRow> for UserModel {
 
 #[async_trait]
 impl ModelStore for SqlModelStore {
-    async fn insert(&self, model: &UserModel) -> Result<(), DomainError> {
+    async fn insert(&self, model: &UserModel, audit: &AuditRecord) -> Result<(), DomainError> {
         let row = ModelRow::try_from(model)?;
-        with_connection!(&self.db, conn => {
+        with_transaction!(&self.db, conn => {
             diesel::insert_into(user_models::table)
                 .values(&row)
                 .execute(conn)
-                .await
-                .map_err(query_error)?;
-        });
-        Ok(())
+                .await?;
+            record_audit!(conn, audit);
+            Ok(())
+        })
     }
 
     async fn get(
@@ -164,10 +170,10 @@ impl ModelStore for SqlModelStore {
         Ok(u64::try_from(count).unwrap_or_default())
     }
 
-    async fn update(&self, model: &UserModel) -> Result<bool, DomainError> {
+    async fn update(&self, model: &UserModel, audit: &AuditRecord) -> Result<bool, DomainError> {
         let row = ModelRow::try_from(model)?;
-        let changed: usize = with_connection!(&self.db, conn => {
-            diesel::update(
+        with_transaction!(&self.db, conn => {
+            let changed = diesel::update(
                 user_models::table
                     .filter(user_models::organization_id.eq(&row.organization_id))
                     .filter(user_models::id.eq(&row.id)),
@@ -183,27 +189,32 @@ impl ModelStore for SqlModelStore {
                 user_models::updated_at.eq(row.updated_at),
             ))
             .execute(conn)
-            .await
-            .map_err(query_error)?
-        });
-        Ok(changed > 0)
+            .await?;
+            if changed > 0 {
+                record_audit!(conn, audit);
+            }
+            Ok(changed > 0)
+        })
     }
 
     async fn delete(
         &self,
         organization: &OrganizationId,
         id: &ModelId,
+        audit: &AuditRecord,
     ) -> Result<bool, DomainError> {
-        let deleted: usize = with_connection!(&self.db, conn => {
-            diesel::delete(
+        with_transaction!(&self.db, conn => {
+            let deleted = diesel::delete(
                 user_models::table
                     .filter(user_models::organization_id.eq(organization.as_str()))
                     .filter(user_models::id.eq(id.as_str())),
             )
             .execute(conn)
-            .await
-            .map_err(query_error)?
-        });
-        Ok(deleted > 0)
+            .await?;
+            if deleted > 0 {
+                record_audit!(conn, audit);
+            }
+            Ok(deleted > 0)
+        })
     }
 }

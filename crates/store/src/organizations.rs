@@ -2,10 +2,16 @@ use async_trait::async_trait;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
-use tessera_kernel::{DomainError, OrganizationId, PageRequest};
+use tessera_kernel::{AuditRecord, DomainError, OrganizationId, PageRequest};
 use tessera_organizations::{Organization, OrganizationStore, Plan};
 
-use crate::{Database, database::with_connection, error::query_error, schema::organizations};
+use crate::{
+    Database,
+    audit::record_audit,
+    database::{with_connection, with_transaction},
+    error::query_error,
+    schema::organizations,
+};
 
 /// `OrganizationStore` on PostgreSQL or SQLite.
 #[derive(Clone)]
@@ -62,12 +68,19 @@ impl TryFrom<OrganizationRow> for Organization {
 
 #[async_trait]
 impl OrganizationStore for SqlOrganizationStore {
-    async fn insert(&self, organization: &Organization) -> Result<(), DomainError> {
+    async fn insert(
+        &self,
+        organization: &Organization,
+        audit: &[AuditRecord],
+    ) -> Result<(), DomainError> {
         let row = OrganizationRow::from(organization);
-        with_connection!(&self.db, conn => {
-            diesel::insert_into(organizations::table).values(&row).execute(conn).await.map_err(query_error)?;
-        });
-        Ok(())
+        with_transaction!(&self.db, conn => {
+            diesel::insert_into(organizations::table).values(&row).execute(conn).await?;
+            for record in audit {
+                record_audit!(conn, record);
+            }
+            Ok(())
+        })
     }
 
     async fn get(&self, id: &OrganizationId) -> Result<Option<Organization>, DomainError> {

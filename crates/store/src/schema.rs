@@ -353,6 +353,21 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    audit_events (id) {
+        id -> Text,
+        organization_id -> Nullable<Text>,
+        occurred_at -> Timestamp,
+        actor_kind -> Text,
+        actor_id -> Nullable<Text>,
+        action -> Text,
+        resource_type -> Text,
+        resource_id -> Nullable<Text>,
+        address -> Nullable<Text>,
+        request_id -> Nullable<Text>,
+    }
+}
+
 diesel::joinable!(particle_versions -> particles (particle_id));
 diesel::joinable!(system_prompt_particles -> particles (particle_id));
 diesel::joinable!(system_prompt_particles -> system_prompts (system_prompt_id));

@@ -137,6 +137,17 @@ pub async fn text_rows(database: &Database, sql: &str) -> Vec<String> {
     rows.into_iter().map(|row| row.value).collect()
 }
 
+/// Runs one raw statement on either backend; how many rows it changed (for tests that check
+/// what the database itself refuses).
+pub async fn execute(database: &Database, sql: &str) -> Result<usize, tessera_kernel::DomainError> {
+    Ok(crate::database::with_connection!(database, conn => {
+        diesel::sql_query(sql)
+            .execute(conn)
+            .await
+            .map_err(crate::error::query_error)?
+    }))
+}
+
 /// The URL of database `name` on the server of `server_url` (replaces the path).
 fn database_url(server_url: &str, name: &str) -> String {
     let without_query = server_url.split('?').next().unwrap_or(server_url);

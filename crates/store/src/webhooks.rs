@@ -11,7 +11,7 @@ use diesel::{
     sql_types::{Text, Timestamp},
 };
 use diesel_async::RunQueryDsl;
-use tessera_kernel::{DomainError, OrganizationId, PageRequest};
+use tessera_kernel::{AuditRecord, DomainError, OrganizationId, PageRequest};
 use tessera_webhooks::{
     AttemptRecord, ClaimedDelivery, Delivery, DeliveryId, DeliveryStatus, Event, EventKind,
     Webhook, WebhookId, WebhookSecret, WebhookStore,
@@ -232,16 +232,16 @@ const CLAIM_SQLITE: &str = "UPDATE webhook_deliveries SET attempts = attempts + 
 
 #[async_trait]
 impl WebhookStore for SqlWebhookStore {
-    async fn insert(&self, webhook: &Webhook) -> Result<(), DomainError> {
+    async fn insert(&self, webhook: &Webhook, audit: &AuditRecord) -> Result<(), DomainError> {
         let row = WebhookRow::from(webhook);
-        with_connection!(&self.db, conn => {
+        with_transaction!(&self.db, conn => {
             diesel::insert_into(webhooks::table)
                 .values(&row)
                 .execute(conn)
-                .await
-                .map_err(query_error)?;
-        });
-        Ok(())
+                .await?;
+            crate::audit::record_audit!(conn, audit);
+            Ok(())
+        })
     }
 
     async fn get(
@@ -301,6 +301,7 @@ impl WebhookStore for SqlWebhookStore {
         &self,
         organization: &OrganizationId,
         id: &WebhookId,
+        audit: &AuditRecord,
     ) -> Result<bool, DomainError> {
         with_transaction!(&self.db, conn => {
             let owned: i64 = webhooks::table
@@ -319,6 +320,7 @@ impl WebhookStore for SqlWebhookStore {
             diesel::delete(webhooks::table.filter(webhooks::id.eq(id.as_str())))
                 .execute(conn)
                 .await?;
+            crate::audit::record_audit!(conn, audit);
             Ok(true)
         })
     }

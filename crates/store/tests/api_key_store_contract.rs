@@ -3,7 +3,9 @@
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use tessera_identity::{ApiKey, ApiKeyHash, ApiKeyId, ApiKeyStore, StoredApiKey};
-use tessera_kernel::{DomainError, Limit, OrganizationId, PageRequest, ScopeSet};
+use tessera_kernel::{
+    ActorKind, AuditRecord, DomainError, Limit, OrganizationId, PageRequest, ScopeSet,
+};
 use tessera_organizations::{Organization, OrganizationStore, Plan};
 use tessera_store::{
     Backend, Database, SqlApiKeyStore, SqlOrganizationStore,
@@ -24,10 +26,82 @@ async fn organization(db: &Database, name: &str) -> OrganizationId {
         updated_at: at(),
     };
     SqlOrganizationStore::new(db.clone())
-        .insert(&org)
+        .insert(&org, &[])
         .await
         .unwrap();
     org.id
+}
+
+/// The audit record of creating `key`.
+fn audited(key: &StoredApiKey) -> AuditRecord {
+    AuditRecord::by_operator(
+        &key.key.organization_id,
+        ActorKind::Operator,
+        "ops",
+        "api_key.create",
+        "api_key",
+        key.key.id.as_str(),
+        at(),
+    )
+}
+
+/// The audit record of a change to a key of `organization`.
+fn change(organization: &OrganizationId) -> AuditRecord {
+    AuditRecord::by_operator(
+        organization,
+        ActorKind::Operator,
+        "ops",
+        "api_key.revoke",
+        "api_key",
+        "key_x",
+        at(),
+    )
+}
+
+async fn changes_and_their_audit_records_commit_together(backend: Backend) {
+    let db = TestDatabase::of(backend).await;
+    let acme = organization(&db.database, "Acme").await;
+    let store = SqlApiKeyStore::new(db.database.clone());
+    let events = || {
+        text_rows(
+            &db.database,
+            "SELECT action || ' ' || resource_id AS value FROM audit_events ORDER BY id",
+        )
+    };
+    let bot = key(&acme, "bot");
+    store.insert(&bot, &audited(&bot)).await.unwrap();
+    let created = format!("api_key.create {}", bot.key.id);
+    assert_eq!(events().await, std::slice::from_ref(&created));
+    // A refused insert (the same hash again) leaves no event, nor does revoking nothing.
+    let mut twin = key(&acme, "twin");
+    twin.secret_hash = bot.secret_hash.clone();
+    assert!(store.insert(&twin, &audited(&twin)).await.is_err());
+    assert!(
+        !store
+            .revoke(&acme, &ApiKeyId::generate(), at(), &change(&acme))
+            .await
+            .unwrap()
+    );
+    assert_eq!(events().await, std::slice::from_ref(&created));
+    // A refused event undoes the change it records.
+    let stray = change(&OrganizationId::generate());
+    assert!(
+        store
+            .revoke(&acme, &bot.key.id, at(), &stray)
+            .await
+            .is_err()
+    );
+    assert!(
+        store.get(&acme, &bot.key.id).await.unwrap().is_some(),
+        "still active"
+    );
+    assert!(
+        store
+            .revoke(&acme, &bot.key.id, at(), &change(&acme))
+            .await
+            .unwrap()
+    );
+    assert_eq!(events().await, [created, "api_key.revoke key_x".to_owned()]);
 }
 
 fn key(organization: &OrganizationId, name: &str) -> StoredApiKey {
@@ -53,7 +127,7 @@ async fn inserted_keys_are_found_by_their_hash(backend: Backend) {
     let acme = organization(&db.database, "Acme").await;
     let store = SqlApiKeyStore::new(db.database.clone());
     let bot = key(&acme, "Bot – Ünïcode ✓");
-    store.insert(&bot).await.unwrap();
+    store.insert(&bot, &audited(&bot)).await.unwrap();
     assert_eq!(
         store.find_by_hash(&bot.secret_hash).await.unwrap(),
         Some(bot.clone())
@@ -75,7 +149,7 @@ async fn inserted_keys_are_found_by_their_hash(backend: Backend) {
     bare.key.scopes = ScopeSet::default();
     bare.key.expires_at = None;
     bare.key.last_used_at = Some(at() + Duration::microseconds(42));
-    store.insert(&bare).await.unwrap();
+    store.insert(&bare, &audited(&bare)).await.unwrap();
     assert_eq!(
         store.find_by_hash(&bare.secret_hash).await.unwrap(),
         Some(bare)
@@ -87,10 +161,10 @@ async fn hashes_are_unique(backend: Backend) {
     let acme = organization(&db.database, "Acme").await;
     let store = SqlApiKeyStore::new(db.database.clone());
     let first = key(&acme, "first");
-    store.insert(&first).await.unwrap();
+    store.insert(&first, &audited(&first)).await.unwrap();
     let mut second = key(&acme, "second");
     second.secret_hash = first.secret_hash.clone();
-    let refused = store.insert(&second).await.unwrap_err();
+    let refused = store.insert(&second, &audited(&second)).await.unwrap_err();
     assert!(
         matches!(
             refused,
@@ -101,7 +175,7 @@ async fn hashes_are_unique(backend: Backend) {
         ),
         "{refused:?}"
     );
-    let again = store.insert(&first).await.unwrap_err();
+    let again = store.insert(&first, &audited(&first)).await.unwrap_err();
     assert!(matches!(again, DomainError::Conflict { .. }), "{again:?}");
 }
 
@@ -114,11 +188,11 @@ async fn get_list_and_count_are_tenant_scoped_and_skip_revoked_keys(backend: Bac
     let mut theirs = Vec::new();
     for i in 0..5 {
         let ours = key(&acme, &format!("key {i}"));
-        store.insert(&ours).await.unwrap();
+        store.insert(&ours, &audited(&ours)).await.unwrap();
         mine.push(ours.key);
         if i % 2 == 0 {
             let other = key(&globex, &format!("other {i}"));
-            store.insert(&other).await.unwrap();
+            store.insert(&other, &audited(&other)).await.unwrap();
             theirs.push(other.key);
         }
     }
@@ -152,15 +226,28 @@ async fn get_list_and_count_are_tenant_scoped_and_skip_revoked_keys(backend: Bac
     // A revoked key is neither read nor listed nor counted; authentication still finds its
     // row (to refuse it), and other organizations cannot revoke it.
     let later = at() + Duration::hours(1) + Duration::microseconds(3);
-    assert!(!store.revoke(&globex, &mine[1].id, later).await.unwrap());
-    assert!(store.revoke(&acme, &mine[1].id, later).await.unwrap());
     assert!(
-        !store.revoke(&acme, &mine[1].id, later).await.unwrap(),
+        !store
+            .revoke(&globex, &mine[1].id, later, &change(&globex))
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .revoke(&acme, &mine[1].id, later, &change(&acme))
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .revoke(&acme, &mine[1].id, later, &change(&acme))
+            .await
+            .unwrap(),
         "revoked once"
     );
     assert!(
         !store
-            .revoke(&acme, &ApiKeyId::generate(), later)
+            .revoke(&acme, &ApiKeyId::generate(), later, &change(&acme))
             .await
             .unwrap()
     );
@@ -184,7 +271,7 @@ async fn last_use_is_written_at_most_once_per_interval(backend: Backend) {
     let acme = organization(&db.database, "Acme").await;
     let store = SqlApiKeyStore::new(db.database.clone());
     let bot = key(&acme, "bot");
-    store.insert(&bot).await.unwrap();
+    store.insert(&bot, &audited(&bot)).await.unwrap();
     let minute = Duration::seconds(60);
     let first = at() + Duration::hours(1) + Duration::microseconds(9);
     assert!(
@@ -229,7 +316,7 @@ async fn concurrent_touches_write_once(backend: Backend) {
     let acme = organization(&db.database, "Acme").await;
     let store = SqlApiKeyStore::new(db.database.clone());
     let bot = key(&acme, "bot");
-    store.insert(&bot).await.unwrap();
+    store.insert(&bot, &audited(&bot)).await.unwrap();
     let now = at() + Duration::hours(2);
     let stale_before = now - Duration::seconds(60);
     let written =
@@ -243,7 +330,7 @@ async fn keys_need_an_existing_organization(backend: Backend) {
     let db = TestDatabase::of(backend).await;
     let store = SqlApiKeyStore::new(db.database.clone());
     let orphan = key(&OrganizationId::generate(), "orphan");
-    assert!(store.insert(&orphan).await.is_err());
+    assert!(store.insert(&orphan, &audited(&orphan)).await.is_err());
     assert_eq!(store.find_by_hash(&orphan.secret_hash).await.unwrap(), None);
 }
 
@@ -253,7 +340,7 @@ async fn the_row_holds_what_it_was_given(backend: Backend) {
     let acme = organization(&db.database, "Acme").await;
     let store = SqlApiKeyStore::new(db.database.clone());
     let bot = key(&acme, "bot");
-    store.insert(&bot).await.unwrap();
+    store.insert(&bot, &audited(&bot)).await.unwrap();
     let rows = text_rows(
         &db.database,
         "SELECT id || ' ' || name || ' ' || scopes || ' ' || secret_hash || ' ' || created_by AS value FROM api_keys",
@@ -269,6 +356,7 @@ async fn the_row_holds_what_it_was_given(backend: Backend) {
 }
 
 tessera_store::on_both_databases!(
+    changes_and_their_audit_records_commit_together,
     inserted_keys_are_found_by_their_hash,
     hashes_are_unique,
     get_list_and_count_are_tenant_scoped_and_skip_revoked_keys,

@@ -165,7 +165,7 @@ impl Fixture {
         };
         if let Some(db) = &self.db {
             SqlOrganizationStore::new(db.database.clone())
-                .insert(&org)
+                .insert(&org, &[])
                 .await
                 .unwrap();
         }

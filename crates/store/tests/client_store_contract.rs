@@ -3,11 +3,94 @@
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use tessera_identity::{Client, ClientId, ClientStore, SecretHash, StoredClient};
-use tessera_kernel::{DomainError, Limit, OrganizationId, PageRequest, ScopeSet};
+use tessera_kernel::{
+    ActorKind, AuditRecord, DomainError, Limit, OrganizationId, PageRequest, ScopeSet,
+};
 use tessera_organizations::{Organization, OrganizationStore, Plan};
 use tessera_store::{
-    Backend, Database, SqlClientStore, SqlOrganizationStore, testing::TestDatabase,
+    Backend, Database, SqlClientStore, SqlOrganizationStore,
+    testing::{TestDatabase, text_rows},
 };
+
+/// The audit record of creating `client`.
+fn audited(client: &StoredClient) -> AuditRecord {
+    AuditRecord::by_operator(
+        &client.client.organization_id,
+        ActorKind::Operator,
+        "ops",
+        "client.create",
+        "client",
+        client.client.id.as_str(),
+        at(),
+    )
+}
+
+/// The audit record of a change to a client of `organization`.
+fn change(organization: &OrganizationId) -> AuditRecord {
+    AuditRecord::by_operator(
+        organization,
+        ActorKind::Operator,
+        "ops",
+        "client.revoke",
+        "client",
+        "cli_x",
+        at(),
+    )
+}
+
+/// The audit events stored, as `action resource_id`, oldest first.
+async fn audit_events(db: &Database) -> Vec<String> {
+    text_rows(
+        db,
+        "SELECT action || ' ' || resource_id AS value FROM audit_events ORDER BY id",
+    )
+    .await
+}
+
+async fn changes_and_their_audit_records_commit_together(backend: Backend) {
+    let db = TestDatabase::of(backend).await;
+    let acme = organization(&db.database, "Acme").await;
+    let store = SqlClientStore::new(db.database.clone());
+    let ci = client(&acme, "ci");
+    store.insert(&ci, &audited(&ci)).await.unwrap();
+    let created = format!("client.create {}", ci.client.id);
+    assert_eq!(
+        audit_events(&db.database).await,
+        std::slice::from_ref(&created)
+    );
+
+    // A refused insert (the same id again) leaves no event.
+    assert!(store.insert(&ci, &audited(&ci)).await.is_err());
+    // A change that changes nothing (an unknown client) leaves none either.
+    assert!(
+        !store
+            .revoke(&acme, &ClientId::generate(), at(), &change(&acme))
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        audit_events(&db.database).await,
+        std::slice::from_ref(&created)
+    );
+
+    // A refused event (an organization that does not exist) undoes the change.
+    let stray = change(&OrganizationId::generate());
+    let refused = store.revoke(&acme, &ci.client.id, at(), &stray).await;
+    assert!(refused.is_err(), "{refused:?}");
+    let still = store.get(&acme, &ci.client.id).await.unwrap().unwrap();
+    assert!(still.revoked_at.is_none(), "the revocation was rolled back");
+
+    assert!(
+        store
+            .revoke(&acme, &ci.client.id, at(), &change(&acme))
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        audit_events(&db.database).await,
+        [created, "client.revoke cli_x".to_owned()]
+    );
+}
 
 /// Microsecond precision, as the domain's clock produces.
 fn at() -> DateTime<Utc> {
@@ -24,7 +107,7 @@ async fn organization(db: &Database, name: &str) -> OrganizationId {
         updated_at: at(),
     };
     SqlOrganizationStore::new(db.clone())
-        .insert(&org)
+        .insert(&org, &[])
         .await
         .unwrap();
     org.id
@@ -51,7 +134,7 @@ async fn inserted_clients_authenticate_with_their_hash(backend: Backend) {
     let acme = organization(&db.database, "Acme").await;
     let store = SqlClientStore::new(db.database.clone());
     let ci = client(&acme, "CI – Ünïcode ✓");
-    store.insert(&ci).await.unwrap();
+    store.insert(&ci, &audited(&ci)).await.unwrap();
     assert_eq!(
         store.find_for_authentication(&ci.client.id).await.unwrap(),
         Some(ci.clone())
@@ -73,7 +156,7 @@ async fn inserted_clients_authenticate_with_their_hash(backend: Backend) {
     bare.client.scopes = ScopeSet::default();
     bare.client.secret_generation = 7;
     bare.client.revoked_at = Some(at() + Duration::microseconds(42));
-    store.insert(&bare).await.unwrap();
+    store.insert(&bare, &audited(&bare)).await.unwrap();
     assert_eq!(
         store
             .find_for_authentication(&bare.client.id)
@@ -89,7 +172,7 @@ async fn get_is_tenant_scoped(backend: Backend) {
     let globex = organization(&db.database, "Globex").await;
     let store = SqlClientStore::new(db.database.clone());
     let ci = client(&acme, "ci");
-    store.insert(&ci).await.unwrap();
+    store.insert(&ci, &audited(&ci)).await.unwrap();
     assert_eq!(store.get(&globex, &ci.client.id).await.unwrap(), None);
     assert_eq!(store.get(&acme, &ClientId::generate()).await.unwrap(), None);
     assert_eq!(
@@ -107,12 +190,12 @@ async fn list_is_tenant_scoped_ordered_and_paged(backend: Backend) {
     let mut others = Vec::new();
     for i in 0..5 {
         let mine = client(&acme, &format!("client {i}"));
-        store.insert(&mine).await.unwrap();
+        store.insert(&mine, &audited(&mine)).await.unwrap();
         created.push(mine.client);
         // Interleaved clients of another organization never show up.
         if i % 2 == 0 {
             let theirs = client(&globex, &format!("other {i}"));
-            store.insert(&theirs).await.unwrap();
+            store.insert(&theirs, &audited(&theirs)).await.unwrap();
             others.push(theirs.client);
         }
     }
@@ -161,13 +244,20 @@ async fn replace_secret_changes_only_active_clients_of_the_organization(backend:
     let globex = organization(&db.database, "Globex").await;
     let store = SqlClientStore::new(db.database.clone());
     let ci = client(&acme, "ci");
-    store.insert(&ci).await.unwrap();
+    store.insert(&ci, &audited(&ci)).await.unwrap();
     let new_hash = SecretHash("$argon2id$v=19$m=19456,t=2,p=1$salt$rotated".into());
     let later = at() + Duration::minutes(5) + Duration::microseconds(7);
 
     assert!(
         !store
-            .replace_secret(&globex, &ci.client.id, &new_hash, 2, later)
+            .replace_secret(
+                &globex,
+                &ci.client.id,
+                &new_hash,
+                2,
+                later,
+                &change(&globex)
+            )
             .await
             .unwrap(),
         "another organization's client is not found"
@@ -179,7 +269,7 @@ async fn replace_secret_changes_only_active_clients_of_the_organization(backend:
 
     assert!(
         store
-            .replace_secret(&acme, &ci.client.id, &new_hash, 2, later)
+            .replace_secret(&acme, &ci.client.id, &new_hash, 2, later, &change(&acme))
             .await
             .unwrap()
     );
@@ -194,12 +284,24 @@ async fn replace_secret_changes_only_active_clients_of_the_organization(backend:
 
     assert!(
         !store
-            .replace_secret(&acme, &ClientId::generate(), &new_hash, 2, later)
+            .replace_secret(
+                &acme,
+                &ClientId::generate(),
+                &new_hash,
+                2,
+                later,
+                &change(&acme)
+            )
             .await
             .unwrap()
     );
 
-    assert!(store.revoke(&acme, &ci.client.id, later).await.unwrap());
+    assert!(
+        store
+            .revoke(&acme, &ci.client.id, later, &change(&acme))
+            .await
+            .unwrap()
+    );
     let after_revocation = store.find_for_authentication(&ci.client.id).await.unwrap();
     let newer_hash = SecretHash("$argon2id$v=19$m=19456,t=2,p=1$salt$newer".into());
     assert!(
@@ -209,7 +311,8 @@ async fn replace_secret_changes_only_active_clients_of_the_organization(backend:
                 &ci.client.id,
                 &newer_hash,
                 3,
-                later + Duration::seconds(1)
+                later + Duration::seconds(1),
+                &change(&acme)
             )
             .await
             .unwrap(),
@@ -227,10 +330,15 @@ async fn revoke_is_tenant_scoped_and_happens_once(backend: Backend) {
     let globex = organization(&db.database, "Globex").await;
     let store = SqlClientStore::new(db.database.clone());
     let ci = client(&acme, "ci");
-    store.insert(&ci).await.unwrap();
+    store.insert(&ci, &audited(&ci)).await.unwrap();
     let revoked = at() + Duration::hours(1) + Duration::microseconds(1);
 
-    assert!(!store.revoke(&globex, &ci.client.id, revoked).await.unwrap());
+    assert!(
+        !store
+            .revoke(&globex, &ci.client.id, revoked, &change(&globex))
+            .await
+            .unwrap()
+    );
     assert!(
         store
             .get(&acme, &ci.client.id)
@@ -240,7 +348,12 @@ async fn revoke_is_tenant_scoped_and_happens_once(backend: Backend) {
             .is_active()
     );
 
-    assert!(store.revoke(&acme, &ci.client.id, revoked).await.unwrap());
+    assert!(
+        store
+            .revoke(&acme, &ci.client.id, revoked, &change(&acme))
+            .await
+            .unwrap()
+    );
     let mut expected = ci.client.clone();
     expected.revoked_at = Some(revoked);
     expected.updated_at = revoked;
@@ -250,7 +363,12 @@ async fn revoke_is_tenant_scoped_and_happens_once(backend: Backend) {
     );
 
     let again = revoked + Duration::hours(1);
-    assert!(!store.revoke(&acme, &ci.client.id, again).await.unwrap());
+    assert!(
+        !store
+            .revoke(&acme, &ci.client.id, again, &change(&acme))
+            .await
+            .unwrap()
+    );
     assert_eq!(
         store.get(&acme, &ci.client.id).await.unwrap(),
         Some(expected),
@@ -258,7 +376,7 @@ async fn revoke_is_tenant_scoped_and_happens_once(backend: Backend) {
     );
     assert!(
         !store
-            .revoke(&acme, &ClientId::generate(), again)
+            .revoke(&acme, &ClientId::generate(), again, &change(&acme))
             .await
             .unwrap()
     );
@@ -269,8 +387,8 @@ async fn duplicate_ids_conflict(backend: Backend) {
     let acme = organization(&db.database, "Acme").await;
     let store = SqlClientStore::new(db.database.clone());
     let ci = client(&acme, "ci");
-    store.insert(&ci).await.unwrap();
-    let again = store.insert(&ci).await.unwrap_err();
+    store.insert(&ci, &audited(&ci)).await.unwrap();
+    let again = store.insert(&ci, &audited(&ci)).await.unwrap_err();
     assert!(
         matches!(
             again,
@@ -288,7 +406,7 @@ async fn clients_need_an_existing_organization(backend: Backend) {
     let store = SqlClientStore::new(db.database.clone());
     let missing = OrganizationId::generate();
     let orphan = client(&missing, "orphan");
-    let refused = store.insert(&orphan).await;
+    let refused = store.insert(&orphan, &audited(&orphan)).await;
     assert!(refused.is_err(), "{refused:?}");
     assert_eq!(
         store
@@ -308,7 +426,7 @@ async fn concurrent_lookups_each_get_their_client(backend: Backend) {
     let store = SqlClientStore::new(db.database.clone());
     let clients: Vec<StoredClient> = (0..3).map(|i| client(&acme, &format!("c{i}"))).collect();
     for stored in &clients {
-        store.insert(stored).await.unwrap();
+        store.insert(stored, &audited(stored)).await.unwrap();
     }
     let unknown = ClientId::generate();
     let ids = [
@@ -329,7 +447,7 @@ async fn concurrent_lookups_each_get_their_client(backend: Backend) {
     let revoked = at() + Duration::hours(1);
     assert!(
         store
-            .revoke(&acme, &clients[1].client.id, revoked)
+            .revoke(&acme, &clients[1].client.id, revoked, &change(&acme))
             .await
             .unwrap()
     );
@@ -359,6 +477,7 @@ async fn concurrent_lookups_each_get_their_client(backend: Backend) {
 }
 
 tessera_store::on_both_databases!(
+    changes_and_their_audit_records_commit_together,
     inserted_clients_authenticate_with_their_hash,
     get_is_tenant_scoped,
     list_is_tenant_scoped_ordered_and_paged,

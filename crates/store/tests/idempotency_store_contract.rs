@@ -26,7 +26,7 @@ async fn owner(db: &Database, principal: &str) -> KeyOwner {
         updated_at: at(),
     };
     SqlOrganizationStore::new(db.clone())
-        .insert(&org)
+        .insert(&org, &[])
         .await
         .unwrap();
     KeyOwner {

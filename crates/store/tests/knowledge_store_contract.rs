@@ -22,6 +22,19 @@ struct Fixture {
     db: TestDatabase,
 }
 
+/// An audit record of a change in `organization` (what the knowledge services pass).
+fn audited(organization: &tessera_kernel::OrganizationId) -> tessera_kernel::AuditRecord {
+    tessera_kernel::AuditRecord::by_operator(
+        organization,
+        tessera_kernel::ActorKind::Operator,
+        "ops",
+        "dataset.update",
+        "dataset",
+        "ds_x",
+        chrono::Utc::now(),
+    )
+}
+
 fn at(minutes: i64) -> DateTime<Utc> {
     "2026-11-01T00:00:00Z".parse::<DateTime<Utc>>().unwrap() + Duration::minutes(minutes)
 }
@@ -45,7 +58,7 @@ impl Fixture {
             updated_at: at(0),
         };
         SqlOrganizationStore::new(self.db.database.clone())
-            .insert(&org)
+            .insert(&org, &[])
             .await
             .unwrap();
         org.id
@@ -68,7 +81,10 @@ impl Fixture {
             created_at: at(0),
             updated_at: at(0),
         };
-        self.files.insert(&file, true).await.unwrap();
+        self.files
+            .insert(&file, true, &audited(&file.organization))
+            .await
+            .unwrap();
         file
     }
 
@@ -84,7 +100,10 @@ impl Fixture {
             created_at: at(0),
             updated_at: at(0),
         };
-        self.datasets.insert(&dataset).await.unwrap();
+        self.datasets
+            .insert(&dataset, &audited(&dataset.organization))
+            .await
+            .unwrap();
         dataset
     }
 }
@@ -343,7 +362,7 @@ async fn datasets_count_versions_and_files(backend: Backend) {
 
     let (after, added) = f
         .datasets
-        .add_file(&acme, &dataset.id, &a.id, at(1))
+        .add_file(&acme, &dataset.id, &a.id, at(1), &audited(&acme))
         .await
         .unwrap();
     assert!(added);
@@ -353,18 +372,18 @@ async fn datasets_count_versions_and_files(backend: Backend) {
     );
     let (again, added) = f
         .datasets
-        .add_file(&acme, &dataset.id, &a.id, at(2))
+        .add_file(&acme, &dataset.id, &a.id, at(2), &audited(&acme))
         .await
         .unwrap();
     assert!(!added, "adding twice changes nothing");
     assert_eq!(again.version, 2);
     f.datasets
-        .add_file(&acme, &dataset.id, &b.id, at(3))
+        .add_file(&acme, &dataset.id, &b.id, at(3), &audited(&acme))
         .await
         .unwrap();
     assert!(matches!(
         f.datasets
-            .add_file(&acme, &dataset.id, &foreign.id, at(4))
+            .add_file(&acme, &dataset.id, &foreign.id, at(4), &audited(&acme))
             .await,
         Err(DomainError::NotFound {
             resource: "file",
@@ -373,7 +392,7 @@ async fn datasets_count_versions_and_files(backend: Backend) {
     ));
     assert!(matches!(
         f.datasets
-            .add_file(&other, &dataset.id, &foreign.id, at(4))
+            .add_file(&other, &dataset.id, &foreign.id, at(4), &audited(&other))
             .await,
         Err(DomainError::NotFound {
             resource: "dataset",
@@ -395,7 +414,7 @@ async fn datasets_count_versions_and_files(backend: Backend) {
 
     let (removed, was_there) = f
         .datasets
-        .remove_file(&acme, &dataset.id, &a.id, at(5))
+        .remove_file(&acme, &dataset.id, &a.id, at(5), &audited(&acme))
         .await
         .unwrap()
         .unwrap();
@@ -403,14 +422,14 @@ async fn datasets_count_versions_and_files(backend: Backend) {
     assert_eq!((removed.version, removed.file_count), (4, 1));
     let (_, was_there) = f
         .datasets
-        .remove_file(&acme, &dataset.id, &a.id, at(6))
+        .remove_file(&acme, &dataset.id, &a.id, at(6), &audited(&acme))
         .await
         .unwrap()
         .unwrap();
     assert!(!was_there);
     assert_eq!(
         f.datasets
-            .remove_file(&other, &dataset.id, &b.id, at(6))
+            .remove_file(&other, &dataset.id, &b.id, at(6), &audited(&other))
             .await
             .unwrap(),
         None
@@ -437,10 +456,12 @@ async fn files_held_by_a_dataset_or_snapshot_are_not_deleted(backend: Backend) {
     let a = f.file(&acme, "a.md", 'a').await;
     let twin = f.file(&acme, "copy-of-a.md", 'a').await;
     f.datasets
-        .add_file(&acme, &dataset.id, &a.id, at(1))
+        .add_file(&acme, &dataset.id, &a.id, at(1), &audited(&acme))
         .await
         .unwrap();
-    let FileDeletion::InUse(references) = f.files.delete(&acme, &a.id).await.unwrap() else {
+    let FileDeletion::InUse(references) =
+        f.files.delete(&acme, &a.id, &audited(&acme)).await.unwrap()
+    else {
         panic!("a file in a dataset was deleted");
     };
     assert_eq!(references.len(), 1);
@@ -454,28 +475,30 @@ async fn files_held_by_a_dataset_or_snapshot_are_not_deleted(backend: Backend) {
 
     let snapshot = f
         .datasets
-        .snapshot(&acme, &dataset.id, at(2))
+        .snapshot(&acme, &dataset.id, at(2), &audited(&acme))
         .await
         .unwrap();
     assert_eq!(snapshot.version, 2);
     assert_eq!(snapshot.files, vec![(a.id.clone(), a.sha256.clone())]);
     let same = f
         .datasets
-        .snapshot(&acme, &dataset.id, at(3))
+        .snapshot(&acme, &dataset.id, at(3), &audited(&acme))
         .await
         .unwrap();
     assert_eq!(same, snapshot, "a version is frozen once");
     f.datasets
-        .remove_file(&acme, &dataset.id, &a.id, at(4))
+        .remove_file(&acme, &dataset.id, &a.id, at(4), &audited(&acme))
         .await
         .unwrap();
-    let FileDeletion::InUse(references) = f.files.delete(&acme, &a.id).await.unwrap() else {
+    let FileDeletion::InUse(references) =
+        f.files.delete(&acme, &a.id, &audited(&acme)).await.unwrap()
+    else {
         panic!("a file in a snapshot was deleted");
     };
     assert_eq!(references[0].snapshot_version, Some(2));
     let empty = f
         .datasets
-        .snapshot(&acme, &dataset.id, at(5))
+        .snapshot(&acme, &dataset.id, at(5), &audited(&acme))
         .await
         .unwrap();
     assert_eq!((empty.version, empty.files.len()), (3, 0));
@@ -485,28 +508,40 @@ async fn files_held_by_a_dataset_or_snapshot_are_not_deleted(backend: Backend) {
     // Deleting the dataset drops its snapshots; then the file goes, its twin keeps the blob.
     let held = f
         .datasets
-        .delete(&acme, &dataset.id)
+        .delete(&acme, &dataset.id, &audited(&acme))
         .await
         .unwrap()
         .unwrap();
     assert!(held.is_empty());
     assert_eq!(
-        f.files.delete(&acme, &a.id).await.unwrap(),
+        f.files.delete(&acme, &a.id, &audited(&acme)).await.unwrap(),
         FileDeletion::Deleted {
             orphaned_blob: None
         }
     );
     assert_eq!(
-        f.files.delete(&acme, &twin.id).await.unwrap(),
+        f.files
+            .delete(&acme, &twin.id, &audited(&acme))
+            .await
+            .unwrap(),
         FileDeletion::Deleted {
             orphaned_blob: Some(twin.sha256.clone())
         }
     );
     assert_eq!(
-        f.files.delete(&acme, &twin.id).await.unwrap(),
+        f.files
+            .delete(&acme, &twin.id, &audited(&acme))
+            .await
+            .unwrap(),
         FileDeletion::NotFound
     );
-    assert_eq!(f.datasets.delete(&acme, &dataset.id).await.unwrap(), None);
+    assert_eq!(
+        f.datasets
+            .delete(&acme, &dataset.id, &audited(&acme))
+            .await
+            .unwrap(),
+        None
+    );
     f.db.destroy().await;
 }
 
@@ -516,16 +551,32 @@ async fn another_organization_cannot_touch_files_or_datasets(backend: Backend) {
     let file = f.file(&acme, "a.md", 'a').await;
     let dataset = f.dataset(&acme, "Handbook").await;
     assert_eq!(
-        f.files.delete(&other, &file.id).await.unwrap(),
+        f.files
+            .delete(&other, &file.id, &audited(&other))
+            .await
+            .unwrap(),
         FileDeletion::NotFound
     );
-    assert_eq!(f.datasets.delete(&other, &dataset.id).await.unwrap(), None);
+    assert_eq!(
+        f.datasets
+            .delete(&other, &dataset.id, &audited(&other))
+            .await
+            .unwrap(),
+        None
+    );
     let mut renamed = dataset.clone();
     renamed.organization = other.clone();
     renamed.name = "Stolen".into();
-    assert!(!f.datasets.update(&renamed).await.unwrap());
+    assert!(
+        !f.datasets
+            .update(&renamed, &audited(&renamed.organization))
+            .await
+            .unwrap()
+    );
     assert!(matches!(
-        f.datasets.snapshot(&other, &dataset.id, at(1)).await,
+        f.datasets
+            .snapshot(&other, &dataset.id, at(1), &audited(&other))
+            .await,
         Err(DomainError::NotFound { .. })
     ));
     assert!(

@@ -15,6 +15,19 @@ use tessera_store::{
 };
 
 /// Microsecond precision, as the domain's clock produces; `at(s)` is `s` seconds later.
+/// An audit record of a change in `organization` (what the knowledge services pass).
+fn audited(organization: &tessera_kernel::OrganizationId) -> tessera_kernel::AuditRecord {
+    tessera_kernel::AuditRecord::by_operator(
+        organization,
+        tessera_kernel::ActorKind::Operator,
+        "ops",
+        "dataset.update",
+        "dataset",
+        "ds_x",
+        chrono::Utc::now(),
+    )
+}
+
 fn at(seconds: i64) -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 3, 4, 5, 6, 7).unwrap()
         + Duration::microseconds(123_456)
@@ -31,7 +44,7 @@ async fn organization(db: &Database, name: &str) -> OrganizationId {
         updated_at: at(0),
     };
     SqlOrganizationStore::new(db.clone())
-        .insert(&org)
+        .insert(&org, &[])
         .await
         .unwrap();
     org.id
@@ -49,7 +62,7 @@ async fn system_prompt(db: &Database, organization: &OrganizationId, name: &str)
         created_at: at(0),
         updated_at: at(0),
     };
-    SystemPromptStore::insert(&SqlPromptStore::new(db.clone()), &prompt, &[])
+    SystemPromptStore::insert(&SqlPromptStore::new(db.clone()), &prompt, &[], &[])
         .await
         .unwrap();
     prompt.id
@@ -60,6 +73,19 @@ fn object(value: Value) -> Map<String, Value> {
         Value::Object(map) => map,
         other => panic!("not an object: {other}"),
     }
+}
+
+/// The audit record of a change to a model of `organization`.
+fn audit(organization: &OrganizationId) -> tessera_kernel::AuditRecord {
+    tessera_kernel::AuditRecord::by_operator(
+        organization,
+        tessera_kernel::ActorKind::Operator,
+        "ops",
+        "model.update",
+        "model",
+        "mdl_x",
+        at(0),
+    )
 }
 
 /// A plain model: no description, no system prompt, empty metadata.
@@ -139,14 +165,20 @@ async fn models_read_back_unchanged(backend: Backend) {
     let store = SqlModelStore::new(db.database.clone());
 
     let rich = rich_model(&acme, &prompt);
-    store.insert(&rich).await.unwrap();
+    store
+        .insert(&rich, &audit(&rich.organization_id))
+        .await
+        .unwrap();
     assert_eq!(
         store.get(&acme, &rich.id).await.unwrap(),
         Some(rich.clone())
     );
 
     let plain = model(&acme, "plain");
-    store.insert(&plain).await.unwrap();
+    store
+        .insert(&plain, &audit(&plain.organization_id))
+        .await
+        .unwrap();
     assert_eq!(
         store.get(&acme, &plain.id).await.unwrap(),
         Some(plain.clone())
@@ -156,7 +188,10 @@ async fn models_read_back_unchanged(backend: Backend) {
     let mut longest = model(&acme, &"é".repeat(255));
     longest.description = Some("ü".repeat(1000));
     longest.system_prompt = Some("ß".repeat(32_768));
-    store.insert(&longest).await.unwrap();
+    store
+        .insert(&longest, &audit(&longest.organization_id))
+        .await
+        .unwrap();
     assert_eq!(store.get(&acme, &longest.id).await.unwrap(), Some(longest));
 
     assert_eq!(store.get(&acme, &ModelId::generate()).await.unwrap(), None);
@@ -168,8 +203,14 @@ async fn duplicate_ids_conflict(backend: Backend) {
     let acme = organization(&db.database, "Acme").await;
     let store = SqlModelStore::new(db.database.clone());
     let plain = model(&acme, "plain");
-    store.insert(&plain).await.unwrap();
-    let again = store.insert(&plain).await.unwrap_err();
+    store
+        .insert(&plain, &audit(&plain.organization_id))
+        .await
+        .unwrap();
+    let again = store
+        .insert(&plain, &audit(&plain.organization_id))
+        .await
+        .unwrap_err();
     assert!(
         matches!(
             again,
@@ -189,13 +230,16 @@ async fn references_must_exist(backend: Backend) {
 
     let missing = OrganizationId::generate();
     let orphan = model(&missing, "orphan");
-    let refused = store.insert(&orphan).await;
+    let refused = store.insert(&orphan, &audit(&orphan.organization_id)).await;
     assert!(refused.is_err(), "{refused:?}");
     assert_eq!(store.count(&missing).await.unwrap(), 0);
 
     let mut dangling = model(&acme, "dangling");
     dangling.system_prompt_id = Some(SystemPromptId::generate());
-    let refused = store.insert(&dangling).await.unwrap_err();
+    let refused = store
+        .insert(&dangling, &audit(&dangling.organization_id))
+        .await
+        .unwrap_err();
     assert!(
         matches!(
             refused,
@@ -209,10 +253,16 @@ async fn references_must_exist(backend: Backend) {
     assert_eq!(store.get(&acme, &dangling.id).await.unwrap(), None);
 
     let plain = model(&acme, "plain");
-    store.insert(&plain).await.unwrap();
+    store
+        .insert(&plain, &audit(&plain.organization_id))
+        .await
+        .unwrap();
     let mut changed = plain.clone();
     changed.system_prompt_id = Some(SystemPromptId::generate());
-    let refused = store.update(&changed).await.unwrap_err();
+    let refused = store
+        .update(&changed, &audit(&changed.organization_id))
+        .await
+        .unwrap_err();
     assert!(
         matches!(
             refused,
@@ -233,7 +283,10 @@ async fn another_organization_cannot_reach_a_model(backend: Backend) {
     let prompt = system_prompt(&db.database, &acme, "Support").await;
     let store = SqlModelStore::new(db.database.clone());
     let rich = rich_model(&acme, &prompt);
-    store.insert(&rich).await.unwrap();
+    store
+        .insert(&rich, &audit(&rich.organization_id))
+        .await
+        .unwrap();
 
     assert_eq!(store.get(&globex, &rich.id).await.unwrap(), None);
     assert!(store.list(&globex, &first(10)).await.unwrap().is_empty());
@@ -244,8 +297,18 @@ async fn another_organization_cannot_reach_a_model(backend: Backend) {
     hijacked.display_name = "hijacked".to_owned();
     hijacked.enabled = true;
     hijacked.updated_at = at(60);
-    assert!(!store.update(&hijacked).await.unwrap());
-    assert!(!store.delete(&globex, &rich.id).await.unwrap());
+    assert!(
+        !store
+            .update(&hijacked, &audit(&hijacked.organization_id))
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .delete(&globex, &rich.id, &audit(&globex))
+            .await
+            .unwrap()
+    );
 
     assert_eq!(
         store.get(&acme, &rich.id).await.unwrap(),
@@ -265,12 +328,18 @@ async fn list_is_tenant_scoped_ordered_and_paged(backend: Backend) {
     let mut theirs = Vec::new();
     for i in 0..5 {
         let model = model(&acme, &format!("model {i}"));
-        store.insert(&model).await.unwrap();
+        store
+            .insert(&model, &audit(&model.organization_id))
+            .await
+            .unwrap();
         mine.push(model);
         // Interleaved models of another organization never show up.
         if i % 2 == 0 {
             let other = model_of(&globex, i);
-            store.insert(&other).await.unwrap();
+            store
+                .insert(&other, &audit(&other.organization_id))
+                .await
+                .unwrap();
             theirs.push(other);
         }
     }
@@ -340,9 +409,15 @@ async fn update_saves_every_mutable_field(backend: Backend) {
     let sales = system_prompt(&db.database, &acme, "Sales").await;
     let store = SqlModelStore::new(db.database.clone());
     let rich = rich_model(&acme, &support);
-    store.insert(&rich).await.unwrap();
+    store
+        .insert(&rich, &audit(&rich.organization_id))
+        .await
+        .unwrap();
     let untouched = model(&acme, "untouched");
-    store.insert(&untouched).await.unwrap();
+    store
+        .insert(&untouched, &audit(&untouched.organization_id))
+        .await
+        .unwrap();
 
     // Every mutable field changes; the optional ones are switched to another value.
     let mut changed = rich.clone();
@@ -354,7 +429,12 @@ async fn update_saves_every_mutable_field(backend: Backend) {
     changed.metadata = object(json!({ "team": "sales", "nested": { "level": [1, 2, 3] } }));
     changed.enabled = true;
     changed.updated_at = at(3600) + Duration::microseconds(654_321);
-    assert!(store.update(&changed).await.unwrap());
+    assert!(
+        store
+            .update(&changed, &audit(&changed.organization_id))
+            .await
+            .unwrap()
+    );
     assert_eq!(
         store.get(&acme, &rich.id).await.unwrap(),
         Some(changed.clone())
@@ -370,7 +450,12 @@ async fn update_saves_every_mutable_field(backend: Backend) {
     cleared.updated_at = at(7200);
     let mut attempt = cleared.clone();
     attempt.created_at = at(9999);
-    assert!(store.update(&attempt).await.unwrap());
+    assert!(
+        store
+            .update(&attempt, &audit(&attempt.organization_id))
+            .await
+            .unwrap()
+    );
     assert_eq!(
         store.get(&acme, &rich.id).await.unwrap(),
         Some(cleared.clone()),
@@ -384,7 +469,12 @@ async fn update_saves_every_mutable_field(backend: Backend) {
     set.system_prompt = Some("Help.".to_owned());
     set.metadata = object(json!({ "again": true }));
     set.updated_at = at(7201);
-    assert!(store.update(&set).await.unwrap());
+    assert!(
+        store
+            .update(&set, &audit(&set.organization_id))
+            .await
+            .unwrap()
+    );
     assert_eq!(store.get(&acme, &rich.id).await.unwrap(), Some(set));
 
     assert_eq!(
@@ -395,7 +485,12 @@ async fn update_saves_every_mutable_field(backend: Backend) {
 
     let mut unknown = model(&acme, "unknown");
     unknown.updated_at = at(10);
-    assert!(!store.update(&unknown).await.unwrap());
+    assert!(
+        !store
+            .update(&unknown, &audit(&unknown.organization_id))
+            .await
+            .unwrap()
+    );
     assert_eq!(store.get(&acme, &unknown.id).await.unwrap(), None);
     assert_eq!(store.count(&acme).await.unwrap(), 2);
 }
@@ -406,17 +501,31 @@ async fn delete_happens_once(backend: Backend) {
     let store = SqlModelStore::new(db.database.clone());
     let gone = model(&acme, "gone");
     let kept = model(&acme, "kept");
-    store.insert(&gone).await.unwrap();
-    store.insert(&kept).await.unwrap();
+    store
+        .insert(&gone, &audit(&gone.organization_id))
+        .await
+        .unwrap();
+    store
+        .insert(&kept, &audit(&kept.organization_id))
+        .await
+        .unwrap();
 
-    assert!(store.delete(&acme, &gone.id).await.unwrap());
+    assert!(store.delete(&acme, &gone.id, &audit(&acme)).await.unwrap());
     assert_eq!(store.get(&acme, &gone.id).await.unwrap(), None);
-    assert!(!store.delete(&acme, &gone.id).await.unwrap());
-    assert!(!store.delete(&acme, &ModelId::generate()).await.unwrap());
+    assert!(!store.delete(&acme, &gone.id, &audit(&acme)).await.unwrap());
+    assert!(
+        !store
+            .delete(&acme, &ModelId::generate(), &audit(&acme))
+            .await
+            .unwrap()
+    );
     assert_eq!(store.list(&acme, &first(10)).await.unwrap(), vec![kept]);
     assert_eq!(store.count(&acme).await.unwrap(), 1);
     assert!(
-        !store.update(&gone).await.unwrap(),
+        !store
+            .update(&gone, &audit(&gone.organization_id))
+            .await
+            .unwrap(),
         "a deleted model is gone"
     );
 }
@@ -428,12 +537,18 @@ async fn deleting_the_system_prompt_detaches_it(backend: Backend) {
     let prompts = SqlPromptStore::new(db.database.clone());
     let store = SqlModelStore::new(db.database.clone());
     let rich = rich_model(&acme, &support);
-    store.insert(&rich).await.unwrap();
+    store
+        .insert(&rich, &audit(&rich.organization_id))
+        .await
+        .unwrap();
     let plain = model(&acme, "plain");
-    store.insert(&plain).await.unwrap();
+    store
+        .insert(&plain, &audit(&plain.organization_id))
+        .await
+        .unwrap();
 
     assert!(
-        SystemPromptStore::delete(&prompts, &Owner::Organization(acme.clone()), &support)
+        SystemPromptStore::delete(&prompts, &Owner::Organization(acme.clone()), &support, &[])
             .await
             .unwrap()
     );
@@ -452,7 +567,10 @@ async fn corrupt_rows_are_internal_errors(backend: Backend) {
     let acme = organization(&db.database, "Acme").await;
     let store = SqlModelStore::new(db.database.clone());
     let plain = model(&acme, "plain");
-    store.insert(&plain).await.unwrap();
+    store
+        .insert(&plain, &audit(&plain.organization_id))
+        .await
+        .unwrap();
 
     for metadata in ["not json", "[1, 2]", "\"text\"", "null"] {
         execute(
@@ -509,7 +627,7 @@ async fn dataset(db: &Database, organization: &OrganizationId) -> DatasetId {
         updated_at: at(0),
     };
     SqlDatasetStore::new(db.clone())
-        .insert(&dataset)
+        .insert(&dataset, &audited(&dataset.organization))
         .await
         .unwrap();
     dataset.id
@@ -534,8 +652,8 @@ async fn dataset_links_upsert_list_and_go_with_their_model_or_dataset(backend: B
     let links = SqlDatasetLinkStore::new(db.database.clone());
     let bot = model(&acme, "bot");
     let helper = model(&acme, "helper");
-    models.insert(&bot).await.unwrap();
-    models.insert(&helper).await.unwrap();
+    models.insert(&bot, &audit(&acme)).await.unwrap();
+    models.insert(&helper, &audit(&acme)).await.unwrap();
     let (handbook, faq) = (
         dataset(&db.database, &acme).await,
         dataset(&db.database, &acme).await,
@@ -543,17 +661,21 @@ async fn dataset_links_upsert_list_and_go_with_their_model_or_dataset(backend: B
 
     let first = link(&bot, &handbook, DatasetUsage::Rag, 1);
     assert_eq!(
-        links.upsert(&acme, &first).await.unwrap(),
+        links.upsert(&acme, &first, &audit(&acme)).await.unwrap(),
         (first.clone(), true)
     );
     let second = link(&bot, &faq, DatasetUsage::Context, 2);
     assert_eq!(
-        links.upsert(&acme, &second).await.unwrap(),
+        links.upsert(&acme, &second, &audit(&acme)).await.unwrap(),
         (second.clone(), true)
     );
     // The same model and dataset again: the usage changes, the link keeps its creation time.
     let (changed, created) = links
-        .upsert(&acme, &link(&bot, &handbook, DatasetUsage::Context, 9))
+        .upsert(
+            &acme,
+            &link(&bot, &handbook, DatasetUsage::Context, 9),
+            &audit(&acme),
+        )
         .await
         .unwrap();
     assert!(!created);
@@ -571,13 +693,22 @@ async fn dataset_links_upsert_list_and_go_with_their_model_or_dataset(backend: B
         "oldest first"
     );
     assert!(links.links(&other, &bot.id).await.unwrap().is_empty());
-    assert!(!links.delete(&other, &bot.id, faq.as_str()).await.unwrap());
+    assert!(
+        !links
+            .delete(&other, &bot.id, faq.as_str(), &audit(&other))
+            .await
+            .unwrap()
+    );
 
     // A link may not name a model or dataset that does not exist.
     let ghost = model(&acme, "ghost");
     assert!(
         links
-            .upsert(&acme, &link(&ghost, &faq, DatasetUsage::Rag, 3))
+            .upsert(
+                &acme,
+                &link(&ghost, &faq, DatasetUsage::Rag, 3),
+                &audit(&acme)
+            )
             .await
             .is_err()
     );
@@ -585,7 +716,8 @@ async fn dataset_links_upsert_list_and_go_with_their_model_or_dataset(backend: B
         links
             .upsert(
                 &acme,
-                &link(&helper, &DatasetId::generate(), DatasetUsage::Rag, 3)
+                &link(&helper, &DatasetId::generate(), DatasetUsage::Rag, 3),
+                &audit(&acme)
             )
             .await
             .is_err()
@@ -593,23 +725,27 @@ async fn dataset_links_upsert_list_and_go_with_their_model_or_dataset(backend: B
 
     // Links go with their dataset and with their model.
     links
-        .upsert(&acme, &link(&helper, &faq, DatasetUsage::Rag, 4))
+        .upsert(
+            &acme,
+            &link(&helper, &faq, DatasetUsage::Rag, 4),
+            &audit(&acme),
+        )
         .await
         .unwrap();
     assert!(
         SqlDatasetStore::new(db.database.clone())
-            .delete(&acme, &faq)
+            .delete(&acme, &faq, &audited(&acme))
             .await
             .unwrap()
             .is_some()
     );
     assert_eq!(links.links(&acme, &bot.id).await.unwrap().len(), 1);
     assert!(links.links(&acme, &helper.id).await.unwrap().is_empty());
-    assert!(models.delete(&acme, &bot.id).await.unwrap());
+    assert!(models.delete(&acme, &bot.id, &audit(&acme)).await.unwrap());
     assert!(links.links(&acme, &bot.id).await.unwrap().is_empty());
     assert!(
         !links
-            .delete(&acme, &bot.id, handbook.as_str())
+            .delete(&acme, &bot.id, handbook.as_str(), &audit(&acme))
             .await
             .unwrap()
     );

@@ -2,9 +2,46 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use chrono::{Duration, TimeZone, Utc};
-use tessera_kernel::{DomainError, Limit, OrganizationId, PageRequest};
+use tessera_kernel::{ActorKind, AuditRecord, DomainError, Limit, OrganizationId, PageRequest};
 use tessera_organizations::{Organization, OrganizationStore, Plan};
-use tessera_store::{Backend, SqlOrganizationStore, testing::TestDatabase};
+use tessera_store::{
+    Backend, SqlOrganizationStore,
+    testing::{TestDatabase, text_rows},
+};
+
+async fn a_creation_and_its_audit_record_commit_together(backend: Backend) {
+    let db = TestDatabase::of(backend).await;
+    let store = SqlOrganizationStore::new(db.database.clone());
+    let acme = organization("Acme", Plan::Pro);
+    let record = |org: &Organization| {
+        AuditRecord::by_operator(
+            &org.id,
+            ActorKind::Operator,
+            "tessera-admin",
+            "organization.create",
+            "organization",
+            org.id.as_str(),
+            org.created_at,
+        )
+    };
+    store.insert(&acme, &[record(&acme)]).await.unwrap();
+    let events = || {
+        text_rows(
+            &db.database,
+            "SELECT organization_id || ' ' || action || ' ' || actor_id AS value FROM audit_events",
+        )
+    };
+    let expected = [format!("{} organization.create tessera-admin", acme.id)];
+    assert_eq!(events().await, expected);
+    // A refused creation (the same id again) leaves no second event.
+    assert!(store.insert(&acme, &[record(&acme)]).await.is_err());
+    assert_eq!(events().await, expected);
+    // A refused event (for an organization that does not exist) undoes the creation.
+    let globex = organization("Globex", Plan::Free);
+    let stray = record(&organization("Nowhere", Plan::Free));
+    assert!(store.insert(&globex, &[stray]).await.is_err());
+    assert_eq!(store.get(&globex.id).await.unwrap(), None);
+}
 
 fn organization(name: &str, plan: Plan) -> Organization {
     // Microsecond precision, as the domain's clock produces.
@@ -22,7 +59,7 @@ async fn inserted_records_read_back_unchanged(backend: Backend) {
     let db = TestDatabase::of(backend).await;
     let store = SqlOrganizationStore::new(db.database.clone());
     let acme = organization("Acme – Ünïcode ✓", Plan::Enterprise);
-    store.insert(&acme).await.unwrap();
+    store.insert(&acme, &[]).await.unwrap();
     assert_eq!(store.get(&acme.id).await.unwrap(), Some(acme));
 }
 
@@ -37,8 +74,8 @@ async fn duplicate_ids_conflict(backend: Backend) {
     let db = TestDatabase::of(backend).await;
     let store = SqlOrganizationStore::new(db.database.clone());
     let acme = organization("Acme", Plan::Free);
-    store.insert(&acme).await.unwrap();
-    let again = store.insert(&acme).await.unwrap_err();
+    store.insert(&acme, &[]).await.unwrap();
+    let again = store.insert(&acme, &[]).await.unwrap_err();
     assert!(
         matches!(
             again,
@@ -57,7 +94,7 @@ async fn list_pages_in_creation_order(backend: Backend) {
     let mut created = Vec::new();
     for i in 0..5 {
         let org = organization(&format!("org {i}"), Plan::Pro);
-        store.insert(&org).await.unwrap();
+        store.insert(&org, &[]).await.unwrap();
         created.push(org);
     }
     let limit = Limit::new(2).unwrap();
@@ -94,6 +131,7 @@ async fn migrations_are_idempotent(backend: Backend) {
 }
 
 tessera_store::on_both_databases!(
+    a_creation_and_its_audit_record_commit_together,
     inserted_records_read_back_unchanged,
     unknown_ids_are_absent,
     duplicate_ids_conflict,

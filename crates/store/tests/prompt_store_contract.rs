@@ -70,7 +70,7 @@ impl Fixture {
         };
         if let Some(db) = &self.db {
             SqlOrganizationStore::new(db.database.clone())
-                .insert(&org)
+                .insert(&org, &[])
                 .await
                 .unwrap();
         }
@@ -86,7 +86,7 @@ impl Fixture {
         created: DateTime<Utc>,
     ) -> Particle {
         let particle = particle(owner, name, category, created);
-        self.particles.insert(&particle).await.unwrap();
+        self.particles.insert(&particle, &[]).await.unwrap();
         particle
     }
 
@@ -100,7 +100,7 @@ impl Fixture {
         let version = version(&particle.id, particle.latest.number + 1, content, created);
         assert!(
             self.particles
-                .add_version(&particle.owner, &version)
+                .add_version(&particle.owner, &version, &[])
                 .await
                 .unwrap()
         );
@@ -121,7 +121,10 @@ impl Fixture {
             .iter()
             .map(|(particle, order, pin)| association(&prompt, particle, *order, *pin, created))
             .collect();
-        self.prompts.insert(&prompt, &associations).await.unwrap();
+        self.prompts
+            .insert(&prompt, &associations, &[])
+            .await
+            .unwrap();
         (prompt, associations)
     }
 
@@ -288,7 +291,7 @@ async fn particles_read_back_unchanged(target: impl Into<Target>) {
         "Du bist ein hilfreicher Assistent. 你好 — \"quoted\" 'text'\n\ttabs".into();
     mine.latest.token_count = 4_000_000;
     mine.updated_at = at(1) + micros(1);
-    f.particles.insert(&mine).await.unwrap();
+    f.particles.insert(&mine, &[]).await.unwrap();
     assert_eq!(
         f.particles.get(&acme, &mine.id).await.unwrap(),
         Some(mine.clone())
@@ -307,7 +310,7 @@ async fn particles_read_back_unchanged(target: impl Into<Target>) {
 
     let mut system = particle(&Owner::System, "System tone", Category::Tone, at(2));
     system.slug = Some("system-tone".into());
-    f.particles.insert(&system).await.unwrap();
+    f.particles.insert(&system, &[]).await.unwrap();
     assert_eq!(
         f.particles.get_system("system-tone").await.unwrap(),
         Some(system.clone())
@@ -541,25 +544,30 @@ async fn add_version_appends_only_the_next_number(target: impl Into<Target>) {
     let stale_owner = version(&p.id, 2, "theirs", at(1));
     assert!(
         !f.particles
-            .add_version(&org(&globex), &stale_owner)
+            .add_version(&org(&globex), &stale_owner, &[])
             .await
             .unwrap()
     );
     assert!(
         !f.particles
-            .add_version(&Owner::System, &stale_owner)
+            .add_version(&Owner::System, &stale_owner, &[])
             .await
             .unwrap()
     );
     for number in [0, 1, 3, u32::MAX] {
         let wrong = version(&p.id, number, "wrong number", at(1));
         assert!(
-            !f.particles.add_version(&owner, &wrong).await.unwrap(),
+            !f.particles.add_version(&owner, &wrong, &[]).await.unwrap(),
             "version {number} is not next"
         );
     }
     let unknown = version(&ParticleId::generate(), 2, "nobody's", at(1));
-    assert!(!f.particles.add_version(&owner, &unknown).await.unwrap());
+    assert!(
+        !f.particles
+            .add_version(&owner, &unknown, &[])
+            .await
+            .unwrap()
+    );
     assert_eq!(
         f.particles.get(&acme, &p.id).await.unwrap(),
         Some(p.clone())
@@ -572,7 +580,7 @@ async fn add_version_appends_only_the_next_number(target: impl Into<Target>) {
     );
     assert_eq!(p.updated_at, at(2));
     let again = version(&p.id, 2, "lost the race", at(3));
-    assert!(!f.particles.add_version(&owner, &again).await.unwrap());
+    assert!(!f.particles.add_version(&owner, &again, &[]).await.unwrap());
     let v3 = f.next_version(&mut p, "third", at(4)).await;
     assert_eq!(
         f.particles.get(&acme, &p.id).await.unwrap(),
@@ -655,7 +663,7 @@ async fn concurrent_writers_of_one_version_number_have_one_winner(target: impl I
             let owner = owner.clone();
             let candidate = version(&p.id, 2, &format!("writer {i}"), at(1) + micros(i));
             tokio::spawn(async move {
-                let won = store.add_version(&owner, &candidate).await.unwrap();
+                let won = store.add_version(&owner, &candidate, &[]).await.unwrap();
                 (won, candidate)
             })
         })
@@ -691,20 +699,20 @@ async fn update_details_changes_only_the_owners_live_particles(target: impl Into
 
     assert!(
         !f.particles
-            .update_details(&org(&globex), &p.id, "stolen", "", at(1))
+            .update_details(&org(&globex), &p.id, "stolen", "", at(1), &[])
             .await
             .unwrap()
     );
     assert!(
         !f.particles
-            .update_details(&owner, &system.id, "stolen", "", at(1))
+            .update_details(&owner, &system.id, "stolen", "", at(1), &[])
             .await
             .unwrap(),
         "an organization cannot change a system particle"
     );
     assert!(
         !f.particles
-            .update_details(&owner, &ParticleId::generate(), "x", "", at(1))
+            .update_details(&owner, &ParticleId::generate(), "x", "", at(1), &[])
             .await
             .unwrap()
     );
@@ -716,7 +724,7 @@ async fn update_details_changes_only_the_owners_live_particles(target: impl Into
     let later = at(5) + micros(7);
     assert!(
         f.particles
-            .update_details(&owner, &p.id, "Renamed ✓", "", later)
+            .update_details(&owner, &p.id, "Renamed ✓", "", later, &[])
             .await
             .unwrap()
     );
@@ -730,7 +738,7 @@ async fn update_details_changes_only_the_owners_live_particles(target: impl Into
 
     assert!(
         f.particles
-            .update_details(&Owner::System, &system.id, "System", "changed", later)
+            .update_details(&Owner::System, &system.id, "System", "changed", later, &[])
             .await
             .unwrap()
     );
@@ -745,12 +753,12 @@ async fn update_details_changes_only_the_owners_live_particles(target: impl Into
     );
 
     assert_eq!(
-        f.particles.delete(&owner, &p.id, at(6)).await.unwrap(),
+        f.particles.delete(&owner, &p.id, at(6), &[]).await.unwrap(),
         ParticleDeletion::Deleted
     );
     assert!(
         !f.particles
-            .update_details(&owner, &p.id, "ghost", "", at(7))
+            .update_details(&owner, &p.id, "ghost", "", at(7), &[])
             .await
             .unwrap()
     );
@@ -775,12 +783,12 @@ async fn delete_is_refused_while_a_prompt_places_the_particle(target: impl Into<
     let mut expected = vec![first.id.clone(), second.id.clone()];
     expected.sort();
     assert_eq!(
-        f.particles.delete(&owner, &p.id, at(2)).await.unwrap(),
+        f.particles.delete(&owner, &p.id, at(2), &[]).await.unwrap(),
         ParticleDeletion::Referenced(expected)
     );
     assert_eq!(
         f.particles
-            .delete(&org(&globex), &p.id, at(2))
+            .delete(&org(&globex), &p.id, at(2), &[])
             .await
             .unwrap(),
         ParticleDeletion::NotFound,
@@ -795,7 +803,7 @@ async fn delete_is_refused_while_a_prompt_places_the_particle(target: impl Into<
         for placement in placements {
             assert!(
                 f.prompts
-                    .remove_association(&owner, &prompt.id, &placement.id, at(3))
+                    .remove_association(&owner, &prompt.id, &placement.id, at(3), &[])
                     .await
                     .unwrap()
             );
@@ -803,30 +811,30 @@ async fn delete_is_refused_while_a_prompt_places_the_particle(target: impl Into<
     }
     assert_eq!(
         f.particles
-            .delete(&org(&globex), &p.id, at(4))
+            .delete(&org(&globex), &p.id, at(4), &[])
             .await
             .unwrap(),
         ParticleDeletion::NotFound
     );
     assert_eq!(
         f.particles
-            .delete(&Owner::System, &p.id, at(4))
+            .delete(&Owner::System, &p.id, at(4), &[])
             .await
             .unwrap(),
         ParticleDeletion::NotFound
     );
     assert_eq!(
-        f.particles.delete(&owner, &p.id, at(4)).await.unwrap(),
+        f.particles.delete(&owner, &p.id, at(4), &[]).await.unwrap(),
         ParticleDeletion::Deleted
     );
     assert_eq!(
-        f.particles.delete(&owner, &p.id, at(5)).await.unwrap(),
+        f.particles.delete(&owner, &p.id, at(5), &[]).await.unwrap(),
         ParticleDeletion::NotFound,
         "deleted once"
     );
     assert_eq!(
         f.particles
-            .delete(&owner, &ParticleId::generate(), at(5))
+            .delete(&owner, &ParticleId::generate(), at(5), &[])
             .await
             .unwrap(),
         ParticleDeletion::NotFound
@@ -851,13 +859,13 @@ async fn deleted_particles_are_invisible_but_resolve_past_layouts(target: impl I
     for placement in &placements {
         assert!(
             f.prompts
-                .remove_association(&owner, &prompt.id, &placement.id, at(3))
+                .remove_association(&owner, &prompt.id, &placement.id, at(3), &[])
                 .await
                 .unwrap()
         );
     }
     assert_eq!(
-        f.particles.delete(&owner, &p.id, at(4)).await.unwrap(),
+        f.particles.delete(&owner, &p.id, at(4), &[]).await.unwrap(),
         ParticleDeletion::Deleted
     );
 
@@ -884,7 +892,7 @@ async fn deleted_particles_are_invisible_but_resolve_past_layouts(target: impl I
         None
     );
     let v3 = version(&p.id, 3, "after deletion", at(5));
-    assert!(!f.particles.add_version(&owner, &v3).await.unwrap());
+    assert!(!f.particles.add_version(&owner, &v3, &[]).await.unwrap());
 
     assert!(f.layout(&prompt.id, None).await.is_empty());
     assert!(f.layout(&prompt.id, Some(at(4))).await.is_empty());
@@ -915,10 +923,10 @@ async fn prompts_read_back_and_are_visible_to_their_organization(target: impl In
     mine.enabled = false;
     mine.description = String::new();
     mine.updated_at = at(1) + micros(3);
-    f.prompts.insert(&mine, &[]).await.unwrap();
+    f.prompts.insert(&mine, &[], &[]).await.unwrap();
     let mut system = prompt(&Owner::System, "General", at(0));
     system.slug = Some("general-assistant".into());
-    f.prompts.insert(&system, &[]).await.unwrap();
+    f.prompts.insert(&system, &[], &[]).await.unwrap();
 
     assert_eq!(
         f.prompts.get(&acme, &mine.id).await.unwrap(),
@@ -1080,7 +1088,7 @@ async fn layouts_resolve_pins_and_latest_versions_now_and_then(target: impl Into
     // Names and categories are the particle's current ones, also for past moments.
     assert!(
         f.particles
-            .update_details(&owner, &format.id, "renamed", "", at(40))
+            .update_details(&owner, &format.id, "renamed", "", at(40), &[])
             .await
             .unwrap()
     );
@@ -1127,7 +1135,7 @@ async fn layouts_tell_microseconds_apart(target: impl Into<Target>) {
     let removed = boundary + micros(10);
     assert!(
         f.prompts
-            .remove_association(&owner, &prompt.id, &placements[0].id, removed)
+            .remove_association(&owner, &prompt.id, &placements[0].id, removed, &[])
             .await
             .unwrap()
     );
@@ -1157,13 +1165,13 @@ async fn placement_changes_keep_their_history(target: impl Into<Target>) {
     ] {
         assert!(
             !f.prompts
-                .update_association(&who, prompt_id, id, 9, Some(pin_of(&v1)), at(3))
+                .update_association(&who, prompt_id, id, 9, Some(pin_of(&v1)), at(3), &[])
                 .await
                 .unwrap()
         );
         assert!(
             !f.prompts
-                .remove_association(&who, prompt_id, id, at(3))
+                .remove_association(&who, prompt_id, id, at(3), &[])
                 .await
                 .unwrap()
         );
@@ -1187,7 +1195,8 @@ async fn placement_changes_keep_their_history(target: impl Into<Target>) {
                 &placement.id,
                 7,
                 Some(pin_of(&v1)),
-                at(4)
+                at(4),
+                &[],
             )
             .await
             .unwrap()
@@ -1224,19 +1233,19 @@ async fn placement_changes_keep_their_history(target: impl Into<Target>) {
     // Unpinned again at t5, then changed twice within one instant: the last change holds.
     assert!(
         f.prompts
-            .update_association(&owner, &prompt.id, &id, 7, None, at(5))
+            .update_association(&owner, &prompt.id, &id, 7, None, at(5), &[])
             .await
             .unwrap()
     );
     assert!(
         f.prompts
-            .update_association(&owner, &prompt.id, &id, 8, Some(pin_of(&v1)), at(6))
+            .update_association(&owner, &prompt.id, &id, 8, Some(pin_of(&v1)), at(6), &[])
             .await
             .unwrap()
     );
     assert!(
         f.prompts
-            .update_association(&owner, &prompt.id, &id, 0, None, at(6))
+            .update_association(&owner, &prompt.id, &id, 0, None, at(6), &[])
             .await
             .unwrap()
     );
@@ -1256,7 +1265,7 @@ async fn placement_changes_keep_their_history(target: impl Into<Target>) {
     // Removal ends the placement for good.
     assert!(
         f.prompts
-            .remove_association(&owner, &prompt.id, &id, at(7))
+            .remove_association(&owner, &prompt.id, &id, at(7), &[])
             .await
             .unwrap()
     );
@@ -1272,13 +1281,13 @@ async fn placement_changes_keep_their_history(target: impl Into<Target>) {
     );
     assert!(
         !f.prompts
-            .remove_association(&owner, &prompt.id, &id, at(8))
+            .remove_association(&owner, &prompt.id, &id, at(8), &[])
             .await
             .unwrap()
     );
     assert!(
         !f.prompts
-            .update_association(&owner, &prompt.id, &id, 1, None, at(8))
+            .update_association(&owner, &prompt.id, &id, 1, None, at(8), &[])
             .await
             .unwrap()
     );
@@ -1303,20 +1312,20 @@ async fn placements_are_added_to_the_owners_prompts_only(target: impl Into<Targe
     let refused = association(&prompt, &p, 0, None, at(2));
     assert!(
         !f.prompts
-            .add_association(&org(&globex), &refused)
+            .add_association(&org(&globex), &refused, &[])
             .await
             .unwrap()
     );
     assert!(
         !f.prompts
-            .add_association(&Owner::System, &refused)
+            .add_association(&Owner::System, &refused, &[])
             .await
             .unwrap()
     );
     let into_system = association(&system_prompt, &system_particle, 0, None, at(2));
     assert!(
         !f.prompts
-            .add_association(&owner, &into_system)
+            .add_association(&owner, &into_system, &[])
             .await
             .unwrap()
     );
@@ -1327,9 +1336,14 @@ async fn placements_are_added_to_the_owners_prompts_only(target: impl Into<Targe
     );
 
     let mine = association(&prompt, &p, 1, Some(&p.latest), at(3));
-    assert!(f.prompts.add_association(&owner, &mine).await.unwrap());
+    assert!(f.prompts.add_association(&owner, &mine, &[]).await.unwrap());
     let theirs = association(&prompt, &system_particle, 0, None, at(3) + micros(1));
-    assert!(f.prompts.add_association(&owner, &theirs).await.unwrap());
+    assert!(
+        f.prompts
+            .add_association(&owner, &theirs, &[])
+            .await
+            .unwrap()
+    );
     prompt.updated_at = at(3) + micros(1);
     assert_eq!(
         f.prompts.get(&acme, &prompt.id).await.unwrap(),
@@ -1337,7 +1351,7 @@ async fn placements_are_added_to_the_owners_prompts_only(target: impl Into<Targe
     );
     assert!(
         f.prompts
-            .add_association(&Owner::System, &into_system)
+            .add_association(&Owner::System, &into_system, &[])
             .await
             .unwrap()
     );
@@ -1373,8 +1387,18 @@ async fn prompts_are_updated_and_deleted_by_their_owner(target: impl Into<Target
     changed.description = "new".into();
     changed.enabled = false;
     changed.updated_at = at(2) + micros(9);
-    assert!(!f.prompts.update(&org(&globex), &changed).await.unwrap());
-    assert!(!f.prompts.update(&Owner::System, &changed).await.unwrap());
+    assert!(
+        !f.prompts
+            .update(&org(&globex), &changed, &[])
+            .await
+            .unwrap()
+    );
+    assert!(
+        !f.prompts
+            .update(&Owner::System, &changed, &[])
+            .await
+            .unwrap()
+    );
     assert_eq!(
         f.prompts.get(&acme, &prompt.id).await.unwrap(),
         Some(prompt.clone())
@@ -1383,27 +1407,37 @@ async fn prompts_are_updated_and_deleted_by_their_owner(target: impl Into<Target
     let mut attempt = changed.clone();
     attempt.slug = Some("sneaky".into());
     attempt.created_at = at(99);
-    assert!(f.prompts.update(&owner, &attempt).await.unwrap());
+    assert!(f.prompts.update(&owner, &attempt, &[]).await.unwrap());
     assert_eq!(
         f.prompts.get(&acme, &prompt.id).await.unwrap(),
         Some(changed)
     );
     let mut unknown = prompt.clone();
     unknown.id = SystemPromptId::generate();
-    assert!(!f.prompts.update(&owner, &unknown).await.unwrap());
+    assert!(!f.prompts.update(&owner, &unknown, &[]).await.unwrap());
 
-    assert!(!f.prompts.delete(&org(&globex), &prompt.id).await.unwrap());
-    assert!(!f.prompts.delete(&Owner::System, &prompt.id).await.unwrap());
+    assert!(
+        !f.prompts
+            .delete(&org(&globex), &prompt.id, &[])
+            .await
+            .unwrap()
+    );
+    assert!(
+        !f.prompts
+            .delete(&Owner::System, &prompt.id, &[])
+            .await
+            .unwrap()
+    );
     assert_eq!(f.layout(&prompt.id, None).await.len(), 2);
-    assert!(f.prompts.delete(&owner, &prompt.id).await.unwrap());
+    assert!(f.prompts.delete(&owner, &prompt.id, &[]).await.unwrap());
     assert_eq!(f.prompts.get(&acme, &prompt.id).await.unwrap(), None);
     assert!(f.layout(&prompt.id, None).await.is_empty());
     assert!(f.layout(&prompt.id, Some(at(1))).await.is_empty());
     assert_eq!(f.prompts.count(&owner).await.unwrap(), 0);
-    assert!(!f.prompts.delete(&owner, &prompt.id).await.unwrap());
+    assert!(!f.prompts.delete(&owner, &prompt.id, &[]).await.unwrap());
     // Its placements went with it, so the particle is free to go.
     assert_eq!(
-        f.particles.delete(&owner, &p.id, at(3)).await.unwrap(),
+        f.particles.delete(&owner, &p.id, at(3), &[]).await.unwrap(),
         ParticleDeletion::Deleted
     );
 }
@@ -1413,10 +1447,10 @@ async fn slugs_and_ids_are_unique(target: impl Into<Target>) {
     let acme = f.organization("Acme").await;
     let mut tone = particle(&Owner::System, "tone", Category::Tone, at(0));
     tone.slug = Some("friendly-tone".into());
-    f.particles.insert(&tone).await.unwrap();
+    f.particles.insert(&tone, &[]).await.unwrap();
     let mut again = particle(&Owner::System, "tone again", Category::Tone, at(1));
     again.slug = Some("friendly-tone".into());
-    assert!(is_conflict(f.particles.insert(&again).await));
+    assert!(is_conflict(f.particles.insert(&again, &[]).await));
     assert_eq!(
         f.particles.get_system("friendly-tone").await.unwrap(),
         Some(tone.clone())
@@ -1428,10 +1462,10 @@ async fn slugs_and_ids_are_unique(target: impl Into<Target>) {
 
     let mut profile = prompt(&Owner::System, "profile", at(0));
     profile.slug = Some("general-assistant".into());
-    f.prompts.insert(&profile, &[]).await.unwrap();
+    f.prompts.insert(&profile, &[], &[]).await.unwrap();
     let mut twin = prompt(&Owner::System, "twin", at(1));
     twin.slug = Some("general-assistant".into());
-    assert!(is_conflict(f.prompts.insert(&twin, &[]).await));
+    assert!(is_conflict(f.prompts.insert(&twin, &[], &[]).await));
     assert_eq!(
         f.prompts.get_system("general-assistant").await.unwrap(),
         Some(profile)
@@ -1449,16 +1483,16 @@ async fn duplicate_ids_conflict_and_change_nothing(target: impl Into<Target>) {
     let acme = f.organization("Acme").await;
     let owner = org(&acme);
     let p = f.particle(&owner, "role", Category::Role, at(0)).await;
-    assert!(is_conflict(f.particles.insert(&p).await));
+    assert!(is_conflict(f.particles.insert(&p, &[]).await));
     let (prompt, _) = f.prompt(&owner, "prompt", at(0), &[]).await;
-    assert!(is_conflict(f.prompts.insert(&prompt, &[]).await));
+    assert!(is_conflict(f.prompts.insert(&prompt, &[], &[]).await));
 
     // A prompt whose placements cannot be stored is not stored either.
     let fresh = self::prompt(&owner, "fresh", at(1));
     let placement = association(&fresh, &p, 0, None, at(1));
     assert!(is_conflict(
         f.prompts
-            .insert(&fresh, &[placement.clone(), placement])
+            .insert(&fresh, &[placement.clone(), placement], &[])
             .await
     ));
     assert_eq!(f.prompts.get(&acme, &fresh.id).await.unwrap(), None);
@@ -1466,7 +1500,7 @@ async fn duplicate_ids_conflict_and_change_nothing(target: impl Into<Target>) {
     // A particle whose first version cannot be stored is not stored either.
     let mut broken = particle(&owner, "broken", Category::Role, at(1));
     broken.latest.id = p.latest.id.clone();
-    assert!(is_conflict(f.particles.insert(&broken).await));
+    assert!(is_conflict(f.particles.insert(&broken, &[]).await));
     assert_eq!(f.particles.get(&acme, &broken.id).await.unwrap(), None);
 }
 
@@ -1477,7 +1511,10 @@ async fn deleted_and_foreign_particles_cannot_be_placed(target: impl Into<Target
     let owner = org(&acme);
     let gone = f.particle(&owner, "gone", Category::Role, at(0)).await;
     assert_eq!(
-        f.particles.delete(&owner, &gone.id, at(1)).await.unwrap(),
+        f.particles
+            .delete(&owner, &gone.id, at(1), &[])
+            .await
+            .unwrap(),
         ParticleDeletion::Deleted
     );
     let foreign = f
@@ -1490,22 +1527,31 @@ async fn deleted_and_foreign_particles_cannot_be_placed(target: impl Into<Target
         let placement = association(&prompt, particle, 0, None, at(3));
         assert!(is_conflict(
             f.prompts
-                .add_association(&owner, &placement)
+                .add_association(&owner, &placement, &[])
                 .await
                 .map(drop)
         ));
         let fresh = self::prompt(&owner, "fresh", at(3));
         let placement = association(&fresh, particle, 0, None, at(3));
-        assert!(is_conflict(f.prompts.insert(&fresh, &[placement]).await));
+        assert!(is_conflict(
+            f.prompts.insert(&fresh, &[placement], &[]).await
+        ));
         assert_eq!(f.prompts.get(&acme, &fresh.id).await.unwrap(), None);
     }
     // A system prompt places system particles only.
     let profile = self::prompt(&Owner::System, "profile", at(3));
     let placement = association(&profile, &own, 0, None, at(3));
-    assert!(is_conflict(f.prompts.insert(&profile, &[placement]).await));
+    assert!(is_conflict(
+        f.prompts.insert(&profile, &[placement], &[]).await
+    ));
     // A pin names a version of the placed particle.
     let placement = association(&prompt, &own, 0, Some(&foreign.latest), at(3));
-    assert!(f.prompts.add_association(&owner, &placement).await.is_err());
+    assert!(
+        f.prompts
+            .add_association(&owner, &placement, &[])
+            .await
+            .is_err()
+    );
 
     assert!(f.layout(&prompt.id, None).await.is_empty());
     assert_eq!(
@@ -1513,7 +1559,12 @@ async fn deleted_and_foreign_particles_cannot_be_placed(target: impl Into<Target
         Some(prompt.clone())
     );
     let placement = association(&prompt, &own, 0, Some(&own.latest), at(4));
-    assert!(f.prompts.add_association(&owner, &placement).await.unwrap());
+    assert!(
+        f.prompts
+            .add_association(&owner, &placement, &[])
+            .await
+            .unwrap()
+    );
     prompt.updated_at = at(4);
     assert_eq!(
         f.prompts.get(&acme, &prompt.id).await.unwrap(),
@@ -1535,12 +1586,12 @@ async fn deletion_and_placement_race_safely(target: impl Into<Target>) {
             tokio::spawn({
                 let prompts = f.prompts.clone();
                 let owner = owner.clone();
-                async move { prompts.add_association(&owner, &placement).await }
+                async move { prompts.add_association(&owner, &placement, &[]).await }
             }),
             tokio::spawn({
                 let particles = f.particles.clone();
                 let (owner, id) = (owner.clone(), p.id.clone());
-                async move { particles.delete(&owner, &id, at(3)).await.unwrap() }
+                async move { particles.delete(&owner, &id, at(3), &[]).await.unwrap() }
             }),
         );
         let placed = matches!(placed.unwrap(), Ok(true));

@@ -27,6 +27,32 @@ struct Fixture {
     db: TestDatabase,
 }
 
+/// The audit record of a change to a webhook of `organization`.
+/// An audit record of a change in `organization` (what the knowledge services pass).
+fn audited(organization: &tessera_kernel::OrganizationId) -> tessera_kernel::AuditRecord {
+    tessera_kernel::AuditRecord::by_operator(
+        organization,
+        tessera_kernel::ActorKind::Operator,
+        "ops",
+        "dataset.update",
+        "dataset",
+        "ds_x",
+        chrono::Utc::now(),
+    )
+}
+
+fn audit(organization: &OrganizationId, action: &str) -> tessera_kernel::AuditRecord {
+    tessera_kernel::AuditRecord::by_operator(
+        organization,
+        tessera_kernel::ActorKind::Operator,
+        "ops",
+        action,
+        "webhook",
+        "whk_x",
+        chrono::Utc::now(),
+    )
+}
+
 fn at(minutes: i64) -> DateTime<Utc> {
     "2026-11-01T00:00:00Z".parse::<DateTime<Utc>>().unwrap() + Duration::minutes(minutes)
 }
@@ -58,7 +84,7 @@ impl Fixture {
             updated_at: at(0),
         };
         SqlOrganizationStore::new(self.db.database.clone())
-            .insert(&org)
+            .insert(&org, &[])
             .await
             .unwrap();
         org.id
@@ -75,7 +101,10 @@ impl Fixture {
             created_by: "alice".into(),
             created_at: at(0),
         };
-        self.webhooks.insert(&webhook).await.unwrap();
+        self.webhooks
+            .insert(&webhook, &audit(organization, "webhook.create"))
+            .await
+            .unwrap();
         webhook
     }
 
@@ -96,7 +125,10 @@ impl Fixture {
             created_at: at(0),
             updated_at: at(0),
         };
-        self.files.insert(&file, true).await.unwrap();
+        self.files
+            .insert(&file, true, &audited(&file.organization))
+            .await
+            .unwrap();
         let job = self
             .files
             .claim_job("w", at(0), at(5))
@@ -134,8 +166,18 @@ async fn webhooks_read_back_within_their_organization(backend: Backend) {
         vec![first.clone()]
     );
     assert_eq!(f.webhooks.count(&acme).await.unwrap(), 2);
-    assert!(!f.webhooks.delete(&acme, &foreign.id).await.unwrap());
-    assert!(f.webhooks.delete(&acme, &first.id).await.unwrap());
+    assert!(
+        !f.webhooks
+            .delete(&acme, &foreign.id, &audit(&acme, "webhook.delete"))
+            .await
+            .unwrap()
+    );
+    assert!(
+        f.webhooks
+            .delete(&acme, &first.id, &audit(&acme, "webhook.delete"))
+            .await
+            .unwrap()
+    );
     assert_eq!(f.webhooks.get(&acme, &first.id).await.unwrap(), None);
     assert_eq!(f.webhooks.count(&other).await.unwrap(), 1);
     f.db.destroy().await;
@@ -180,18 +222,21 @@ async fn state_changes_write_deliveries_for_subscribed_webhooks_only(backend: Ba
         created_at: at(0),
         updated_at: at(0),
     };
-    f.datasets.insert(&dataset).await.unwrap();
     f.datasets
-        .add_file(&acme, &dataset.id, &good.id, at(4))
+        .insert(&dataset, &audited(&dataset.organization))
+        .await
+        .unwrap();
+    f.datasets
+        .add_file(&acme, &dataset.id, &good.id, at(4), &audited(&acme))
         .await
         .unwrap();
     // Adding it again changes nothing, so no event.
     f.datasets
-        .add_file(&acme, &dataset.id, &good.id, at(5))
+        .add_file(&acme, &dataset.id, &good.id, at(5), &audited(&acme))
         .await
         .unwrap();
     f.datasets
-        .remove_file(&acme, &dataset.id, &good.id, at(6))
+        .remove_file(&acme, &dataset.id, &good.id, at(6), &audited(&acme))
         .await
         .unwrap();
 
@@ -286,7 +331,12 @@ async fn state_changes_write_deliveries_for_subscribed_webhooks_only(backend: Ba
         assert_eq!(delivery.next_attempt_at, Some(delivery.created_at));
     }
     // Deleting a webhook drops its deliveries.
-    assert!(f.webhooks.delete(&acme, &all_hook.id).await.unwrap());
+    assert!(
+        f.webhooks
+            .delete(&acme, &all_hook.id, &audit(&acme, "webhook.delete"))
+            .await
+            .unwrap()
+    );
     assert_eq!(
         f.webhooks
             .count_deliveries(&acme, &all_hook.id)

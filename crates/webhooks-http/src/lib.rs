@@ -11,6 +11,7 @@ use std::{error::Error as _, net::IpAddr, time::Duration};
 
 use async_trait::async_trait;
 use reqwest::{header::CONTENT_TYPE, redirect};
+use tessera_kernel::TraceHeaders;
 use tessera_webhooks::{
     OutgoingRequest, SendError, TargetPolicy, WebhookSender, is_private_address,
 };
@@ -27,6 +28,7 @@ pub struct ClientError(String);
 pub struct HttpWebhookSender {
     http: reqwest::Client,
     policy: TargetPolicy,
+    trace_headers: Option<TraceHeaders>,
 }
 
 fn error_chain(error: &reqwest::Error) -> String {
@@ -55,7 +57,17 @@ impl HttpWebhookSender {
             builder = builder.dns_resolver(PublicAddressResolver::shared());
         }
         let http = builder.build().map_err(|e| ClientError(error_chain(&e)))?;
-        Ok(Self { http, policy })
+        Ok(Self {
+            http,
+            policy,
+            trace_headers: None,
+        })
+    }
+
+    /// Sends the current trace's context (W3C `traceparent`) with every delivery.
+    pub fn with_trace_headers(mut self, headers: TraceHeaders) -> Self {
+        self.trace_headers = Some(headers);
+        self
     }
 
     /// A literal private address in the URL (never resolved, so the resolver does not see it).
@@ -89,6 +101,13 @@ impl WebhookSender for HttpWebhookSender {
             .body(request.body.clone());
         for (name, value) in &request.headers {
             builder = builder.header(*name, value);
+        }
+        for (name, value) in self
+            .trace_headers
+            .map(|headers| headers())
+            .unwrap_or_default()
+        {
+            builder = builder.header(name, value);
         }
         let response = builder.send().await.map_err(|e| {
             if e.is_timeout() {

@@ -5,6 +5,7 @@ use std::{sync::Arc, time::Duration};
 
 use chrono::{DateTime, Utc};
 use tessera_kernel::{Clock, DomainError};
+use tracing::Instrument;
 
 use crate::{
     AttemptRecord, DELIVERY_HEADER, Delivery, DeliveryStatus, EVENT_HEADER, EVENT_ID_HEADER,
@@ -99,7 +100,28 @@ impl Dispatcher {
             ],
             body: delivery.body.clone(),
         };
-        let answer = self.sender.post(&request).await;
+        // The attempt's span; its `traceparent` goes to the receiver.
+        let span = tracing::info_span!(
+            "webhook delivery",
+            "otel.name" = format!("POST webhook {}", delivery.event.as_str()).as_str(),
+            "otel.kind" = "client",
+            "otel.status_code" = tracing::field::Empty,
+            "webhook.event" = delivery.event.as_str(),
+            "webhook.attempt" = i64::from(delivery.attempts),
+            "http.response.status_code" = tracing::field::Empty,
+        );
+        let answer = self.sender.post(&request).instrument(span.clone()).await;
+        match &answer {
+            Ok(code) => {
+                span.record("http.response.status_code", i64::from(*code));
+                if !(200..300).contains(code) {
+                    span.record("otel.status_code", "ERROR");
+                }
+            }
+            Err(_) => {
+                span.record("otel.status_code", "ERROR");
+            }
+        }
         let at = self.clock.now();
         let (status_code, error) = match answer {
             Ok(code) if (200..300).contains(&code) => (Some(code), None),

@@ -7,7 +7,7 @@ use std::{
 };
 
 use tessera_kernel::{
-    Clock, CursorCodec, DomainError, FieldError, Limit, OrganizationId, Page, PageRequest,
+    Actor, Clock, CursorCodec, DomainError, FieldError, Limit, OrganizationId, Page, PageRequest,
 };
 use url::{Host, Url};
 
@@ -121,7 +121,7 @@ impl WebhookService {
     pub async fn create(
         &self,
         organization: &OrganizationId,
-        created_by: &str,
+        actor: &Actor,
         new: NewWebhook,
     ) -> Result<Webhook, DomainError> {
         let mut errors = Vec::new();
@@ -187,10 +187,17 @@ impl WebhookService {
             events,
             description,
             secret: WebhookSecret::generate(),
-            created_by: created_by.to_owned(),
+            created_by: actor.name().to_owned(),
             created_at: self.clock.now(),
         };
-        self.store.insert(&webhook).await?;
+        let audit = actor.record(
+            organization,
+            "webhook.create",
+            "webhook",
+            webhook.id.as_str(),
+            webhook.created_at,
+        );
+        self.store.insert(&webhook, &audit).await?;
         Ok(webhook)
     }
 
@@ -234,8 +241,16 @@ impl WebhookService {
         &self,
         organization: &OrganizationId,
         id: &WebhookId,
+        actor: &Actor,
     ) -> Result<(), DomainError> {
-        if self.store.delete(organization, id).await? {
+        let audit = actor.record(
+            organization,
+            "webhook.delete",
+            "webhook",
+            id.as_str(),
+            self.clock.now(),
+        );
+        if self.store.delete(organization, id, &audit).await? {
             Ok(())
         } else {
             Err(DomainError::not_found("webhook", id))
@@ -311,12 +326,18 @@ mod tests {
     async fn a_valid_webhook_is_stored_with_sorted_events_and_a_fresh_secret() {
         let mut store = MockWebhookStore::new();
         store.expect_count().returning(|_| Ok(0));
-        store.expect_insert().times(1).returning(|_| Ok(()));
+        store.expect_insert().times(1).returning(|webhook, audit| {
+            assert_eq!(audit.action, "webhook.create");
+            assert_eq!(audit.resource_id.as_deref(), Some(webhook.id.as_str()));
+            assert_eq!(audit.actor_id.as_deref(), Some("user-1"));
+            assert_eq!(audit.organization_id.as_ref(), Some(&webhook.organization));
+            Ok(())
+        });
         let organization = OrganizationId::generate();
         let webhook = service(store, TargetPolicy::default())
             .create(
                 &organization,
-                "user-1",
+                &Actor::Operator("user-1".into()),
                 new(
                     "https://hooks.example.com/tessera",
                     &["dataset.updated", "file.ready", "file.ready"],
@@ -348,7 +369,11 @@ mod tests {
         ];
         for (url, loc) in cases {
             let error = service(MockWebhookStore::new(), TargetPolicy::default())
-                .create(&OrganizationId::generate(), "u", new(url, &["file.ready"]))
+                .create(
+                    &OrganizationId::generate(),
+                    &Actor::Operator("u".into()),
+                    new(url, &["file.ready"]),
+                )
                 .await
                 .unwrap_err();
             assert_eq!(invalid_locations(error), vec![loc], "{url}");
@@ -356,7 +381,7 @@ mod tests {
         let error = service(MockWebhookStore::new(), TargetPolicy::default())
             .create(
                 &OrganizationId::generate(),
-                "u",
+                &Actor::Operator("u".into()),
                 new("https://example.com", &["file.ready", "file.deleted"]),
             )
             .await
@@ -365,7 +390,7 @@ mod tests {
         let error = service(MockWebhookStore::new(), TargetPolicy::default())
             .create(
                 &OrganizationId::generate(),
-                "u",
+                &Actor::Operator("u".into()),
                 new("https://example.com", &[]),
             )
             .await
@@ -377,14 +402,14 @@ mod tests {
     async fn private_targets_are_allowed_only_by_policy() {
         let mut store = MockWebhookStore::new();
         store.expect_count().returning(|_| Ok(0));
-        store.expect_insert().returning(|_| Ok(()));
+        store.expect_insert().returning(|_, _| Ok(()));
         let policy = TargetPolicy {
             allow_private_targets: true,
         };
         let webhook = service(store, policy)
             .create(
                 &OrganizationId::generate(),
-                "u",
+                &Actor::Operator("u".into()),
                 new("http://127.0.0.1:9000/hook", &["file.failed"]),
             )
             .await
@@ -401,7 +426,7 @@ mod tests {
         let error = service(store, TargetPolicy::default())
             .create(
                 &OrganizationId::generate(),
-                "u",
+                &Actor::Operator("u".into()),
                 new("https://example.com/hook", &["file.ready"]),
             )
             .await

@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use tessera_kernel::{DomainError, OrganizationId, PageRequest};
+use tessera_kernel::{AuditRecord, DomainError, OrganizationId, PageRequest};
 
 use crate::{AttemptRecord, ClaimedDelivery, Delivery, DeliveryId, Webhook, WebhookId};
 
@@ -12,7 +12,8 @@ use crate::{AttemptRecord, ClaimedDelivery, Delivery, DeliveryId, Webhook, Webho
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 #[async_trait]
 pub trait WebhookStore: Send + Sync {
-    async fn insert(&self, webhook: &Webhook) -> Result<(), DomainError>;
+    /// Inserts the webhook and, in the same transaction, its audit record.
+    async fn insert(&self, webhook: &Webhook, audit: &AuditRecord) -> Result<(), DomainError>;
 
     async fn get(
         &self,
@@ -31,10 +32,13 @@ pub trait WebhookStore: Send + Sync {
 
     /// Deletes the webhook and its deliveries (pending ones are never sent); `false` when
     /// the organization has no such webhook.
+    /// Deletes the webhook and writes `audit` in the same transaction; false (and no record)
+    /// when the organization has no such webhook.
     async fn delete(
         &self,
         organization: &OrganizationId,
         id: &WebhookId,
+        audit: &AuditRecord,
     ) -> Result<bool, DomainError>;
 
     /// The webhook's deliveries, newest first, at most `limit + 1`.

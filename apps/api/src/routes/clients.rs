@@ -5,7 +5,7 @@ use actix_web::{HttpResponse, delete, get, http::header, post, web};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use tessera_identity::{Client, ClientId, ClientName, NewClient};
-use tessera_kernel::{DomainError, FieldError, Scope, ScopeSet};
+use tessera_kernel::{Actor, DomainError, FieldError, Scope, ScopeSet};
 use utoipa::{IntoParams, ToSchema};
 use validator::Validate;
 
@@ -141,7 +141,7 @@ pub async fn create_client(
     };
     let (client, secret) = state
         .identity
-        .create_client(new)
+        .create_client(new, &Actor::Principal(caller.0.clone()))
         .await
         .map_err(DomainError::from)?;
     let location = format!("/v1/clients/{}", client.id);
@@ -230,7 +230,7 @@ pub async fn rotate_client(
     let organization = &caller.0.organization_id;
     let secret = state
         .identity
-        .rotate_secret(organization, &id)
+        .rotate_secret(organization, &id, &Actor::Principal(caller.0.clone()))
         .await
         .map_err(DomainError::from)?;
     let client = state
@@ -262,7 +262,11 @@ pub async fn revoke_client(
     let id = client_id(&path)?;
     state
         .identity
-        .revoke(&caller.0.organization_id, &id)
+        .revoke(
+            &caller.0.organization_id,
+            &id,
+            &Actor::Principal(caller.0.clone()),
+        )
         .await
         .map_err(DomainError::from)?;
     Ok(HttpResponse::NoContent().finish())

@@ -3,6 +3,7 @@
 
 pub mod api_keys;
 pub mod artifacts;
+pub mod audit;
 pub mod chats;
 pub mod clients;
 pub mod datasets;

@@ -114,6 +114,7 @@ pub async fn link_dataset(
             &model,
             &body.dataset_id,
             body.usage_type.into(),
+            &tessera_kernel::Actor::Principal(caller.0.clone()),
         )
         .await
         .map_err(DomainError::from)?;
@@ -176,7 +177,12 @@ pub async fn unlink_dataset(
     let (model, dataset) = path.into_inner();
     state
         .dataset_links
-        .unlink(&caller.0.organization_id, &model_id(&model)?, &dataset)
+        .unlink(
+            &caller.0.organization_id,
+            &model_id(&model)?,
+            &dataset,
+            &tessera_kernel::Actor::Principal(caller.0.clone()),
+        )
         .await
         .map_err(DomainError::from)?;
     Ok(HttpResponse::NoContent().finish())

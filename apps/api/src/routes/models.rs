@@ -287,7 +287,11 @@ pub async fn create_model(
     };
     let view = state
         .models
-        .create(&caller.0.organization_id, new)
+        .create_by(
+            &tessera_kernel::Actor::Principal(caller.0.clone()),
+            &caller.0.organization_id,
+            new,
+        )
         .await
         .map_err(DomainError::from)?;
     Ok(HttpResponse::Created()
@@ -390,7 +394,12 @@ pub async fn update_model(
     };
     let view = state
         .models
-        .update(&caller.0.organization_id, &id, changes)
+        .update_by(
+            &tessera_kernel::Actor::Principal(caller.0.clone()),
+            &caller.0.organization_id,
+            &id,
+            changes,
+        )
         .await
         .map_err(DomainError::from)?;
     Ok(web::Json(ModelOut::user(view)))
@@ -414,7 +423,11 @@ pub async fn delete_model(
 ) -> Result<HttpResponse, ApiError> {
     state
         .models
-        .delete(&caller.0.organization_id, &model_id(&path)?)
+        .delete(
+            &caller.0.organization_id,
+            &model_id(&path)?,
+            &tessera_kernel::Actor::Principal(caller.0.clone()),
+        )
         .await
         .map_err(DomainError::from)?;
     Ok(HttpResponse::NoContent().finish())

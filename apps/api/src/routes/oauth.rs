@@ -164,10 +164,11 @@ async fn issue(req: HttpRequest, body: web::Bytes, state: web::Data<AppState>) -
     };
     match state
         .identity
-        .issue_token(
+        .issue_token_from(
             &client_id,
             &ClientSecret::presented(client_secret),
             request.scope.as_deref(),
+            &crate::origin::origin_of(&req),
         )
         .await
     {

@@ -312,6 +312,7 @@ pub async fn create_system_prompt(
     };
     let view = state
         .prompts
+        .acting_as(tessera_kernel::Actor::Principal(caller.0.clone()))
         .create_system_prompt(&caller.0.organization_id, new)
         .await
         .map_err(DomainError::from)?;
@@ -432,6 +433,7 @@ pub async fn update_system_prompt(
     };
     let view = state
         .prompts
+        .acting_as(tessera_kernel::Actor::Principal(caller.0.clone()))
         .update_system_prompt(&caller.0.organization_id, &id, changes)
         .await
         .map_err(DomainError::from)?;
@@ -457,6 +459,7 @@ pub async fn delete_system_prompt(
 ) -> Result<HttpResponse, ApiError> {
     state
         .prompts
+        .acting_as(tessera_kernel::Actor::Principal(caller.0.clone()))
         .delete_system_prompt(&caller.0.organization_id, &prompt_id(&path)?)
         .await
         .map_err(DomainError::from)?;
@@ -486,6 +489,7 @@ pub async fn add_particle(
     let id = prompt_id(&path)?;
     let entry = state
         .prompts
+        .acting_as(tessera_kernel::Actor::Principal(caller.0.clone()))
         .add_particle(&caller.0.organization_id, &id, body.into_new())
         .await
         .map_err(DomainError::from)?;
@@ -525,6 +529,7 @@ pub async fn update_particle_placement(
     };
     let entry = state
         .prompts
+        .acting_as(tessera_kernel::Actor::Principal(caller.0.clone()))
         .update_association(&caller.0.organization_id, &prompt, &association, changes)
         .await
         .map_err(DomainError::from)?;
@@ -554,6 +559,7 @@ pub async fn remove_particle(
     let (prompt, association) = path.into_inner();
     state
         .prompts
+        .acting_as(tessera_kernel::Actor::Principal(caller.0.clone()))
         .remove_association(
             &caller.0.organization_id,
             &prompt_id(&prompt)?,

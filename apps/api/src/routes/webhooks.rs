@@ -193,7 +193,7 @@ pub async fn create_webhook(
         .service
         .create(
             &caller.0.organization_id,
-            &caller.0.subject,
+            &tessera_kernel::Actor::Principal(caller.0.clone()),
             NewWebhook {
                 url: body.url,
                 events: body.events,
@@ -289,7 +289,11 @@ pub async fn delete_webhook(
     state
         .webhooks
         .service
-        .delete(&caller.0.organization_id, &id)
+        .delete(
+            &caller.0.organization_id,
+            &id,
+            &tessera_kernel::Actor::Principal(caller.0.clone()),
+        )
         .await?;
     Ok(HttpResponse::NoContent().finish())
 }

@@ -212,11 +212,14 @@ async fn answers_yield_versioned_artifacts(backend: Backend) {
         let (client, secret) = app
             .state
             .identity
-            .create_client(NewClient {
-                organization_id: organization.parse().unwrap(),
-                name: ClientName::parse("peer").unwrap(),
-                scopes: tessera_kernel::ScopeSet::parse_list("chats:read").unwrap(),
-            })
+            .create_client(
+                NewClient {
+                    organization_id: organization.parse().unwrap(),
+                    name: ClientName::parse("peer").unwrap(),
+                    scopes: tessera_kernel::ScopeSet::parse_list("chats:read").unwrap(),
+                },
+                &tessera_kernel::Actor::System,
+            )
             .await
             .unwrap();
         (client.id.to_string(), secret.expose().to_owned())

@@ -211,6 +211,7 @@ async fn every_protected_operation_refuses_bad_tokens() {
         .revoke(
             &revoked_org.parse().unwrap(),
             &revoked_client.parse().unwrap(),
+            &tessera_kernel::Actor::System,
         )
         .await
         .unwrap();
@@ -419,7 +420,12 @@ async fn rotating_or_revoking_a_client_ends_its_tokens() {
     assert_eq!(call(token.clone()).await.unwrap().status(), 200);
 
     let (org, id) = (org_id.parse().unwrap(), client_id.parse().unwrap());
-    let new_secret = app.state.identity.rotate_secret(&org, &id).await.unwrap();
+    let new_secret = app
+        .state
+        .identity
+        .rotate_secret(&org, &id, &tessera_kernel::Actor::System)
+        .await
+        .unwrap();
     problem(call(token).await.unwrap(), 401, "invalid_token").await;
     let fresh = app.token(&client_id, new_secret.expose()).await;
     assert_eq!(call(fresh.clone()).await.unwrap().status(), 200);
@@ -436,6 +442,10 @@ async fn rotating_or_revoking_a_client_ends_its_tokens() {
         .unwrap();
     assert_eq!(old_secret.status(), 401);
 
-    app.state.identity.revoke(&org, &id).await.unwrap();
+    app.state
+        .identity
+        .revoke(&org, &id, &tessera_kernel::Actor::System)
+        .await
+        .unwrap();
     problem(call(fresh).await.unwrap(), 401, "invalid_token").await;
 }

@@ -19,6 +19,7 @@ fn command(data_dir: &std::path::Path) -> Command {
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("TESSERA_DATA_DIR", data_dir)
         .env("TESSERA_LISTEN", "127.0.0.1:0")
+        .env("TESSERA_METRICS__LISTEN", "127.0.0.1:0")
         .env("TESSERA_HTTP__WORKERS", "1")
         .env("TESSERA_HTTP__SHUTDOWN_TIMEOUT_SECS", "5");
     command

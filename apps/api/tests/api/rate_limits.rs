@@ -71,7 +71,12 @@ async fn clients_of_one_organization_share_its_budget() {
             name: ClientName::parse("second").unwrap(),
             scopes: tessera_kernel::ScopeSet::parse_list("files:read").unwrap(),
         };
-        let (client, secret) = app.state.identity.create_client(new).await.unwrap();
+        let (client, secret) = app
+            .state
+            .identity
+            .create_client(new, &tessera_kernel::Actor::System)
+            .await
+            .unwrap();
         (client.id.to_string(), secret.expose().to_owned())
     };
     let tokens = [

@@ -13,6 +13,8 @@ pub struct TestApp {
     pub database: Option<TestDatabase>,
     pub bootstrap: Option<tessera_api::startup::Bootstrap>,
     pub state: tessera_api::state::AppState,
+    /// Where `GET /metrics` is served, when the test turned metrics on.
+    pub metrics: Option<std::net::SocketAddr>,
     handle: ServerHandle,
     _data_dir: tempfile::TempDir,
 }
@@ -37,11 +39,14 @@ impl TestApp {
         };
         settings.http.workers = 1;
         settings.http.shutdown_timeout_secs = 1;
+        // Tests run in parallel: a fixed metrics port would be taken; `metrics.rs` turns it on.
+        settings.metrics.listen = String::new();
         customize(&mut settings);
         let app = Application::build(settings.clone())
             .await
             .expect("the application starts");
         let port = app.port();
+        let metrics = app.metrics_address();
         let bootstrap = app.bootstrap.clone();
         let state = app.state().clone();
         let handle = app.handle();
@@ -61,6 +66,7 @@ impl TestApp {
             database,
             bootstrap,
             state,
+            metrics,
             handle,
             _data_dir: data_dir,
         }
@@ -74,10 +80,13 @@ impl TestApp {
         let org = self
             .state
             .organizations
-            .create(NewOrganization {
-                name: OrganizationName::parse("Test org").unwrap(),
-                plan: Plan::Pro,
-            })
+            .create(
+                NewOrganization {
+                    name: OrganizationName::parse("Test org").unwrap(),
+                    plan: Plan::Pro,
+                },
+                &tessera_kernel::Actor::System,
+            )
             .await
             .unwrap();
         let new = NewClient {
@@ -85,7 +94,12 @@ impl TestApp {
             name: ClientName::parse("test client").unwrap(),
             scopes: tessera_kernel::ScopeSet::parse_list(scopes).unwrap(),
         };
-        let (client, secret) = self.state.identity.create_client(new).await.unwrap();
+        let (client, secret) = self
+            .state
+            .identity
+            .create_client(new, &tessera_kernel::Actor::System)
+            .await
+            .unwrap();
         (
             org.id.to_string(),
             client.id.to_string(),

@@ -38,7 +38,12 @@ async fn second_principal(app: &TestApp, organization: &str, scopes: &str) -> (S
         name: ClientName::parse("second client").unwrap(),
         scopes: tessera_kernel::ScopeSet::parse_list(scopes).unwrap(),
     };
-    let (client, secret) = app.state.identity.create_client(new).await.unwrap();
+    let (client, secret) = app
+        .state
+        .identity
+        .create_client(new, &tessera_kernel::Actor::System)
+        .await
+        .unwrap();
     let id = client.id.to_string();
     (id.clone(), app.token(&id, secret.expose()).await)
 }

@@ -8,7 +8,7 @@ use diesel::{
     result::{DatabaseErrorKind, Error as DieselError},
 };
 use diesel_async::RunQueryDsl;
-use tessera_kernel::{DomainError, OrganizationId, PageRequest};
+use tessera_kernel::{AuditRecord, DomainError, OrganizationId, PageRequest};
 use tessera_prompts::{
     Category, Owner, Particle, ParticleDeletion, ParticleId, ParticleStore, ParticleVersion,
     ParticleVersionId, SystemPromptId,
@@ -22,6 +22,7 @@ use super::{
     visible_to,
 };
 use crate::{
+    audit::record_audit,
     database::{with_connection, with_transaction},
     error::{Rollback, query_error},
     schema::{particle_versions, particles, system_prompt_particles},
@@ -52,12 +53,15 @@ fn number_column(number: u32) -> Option<i32> {
 
 #[async_trait]
 impl ParticleStore for SqlPromptStore {
-    async fn insert(&self, particle: &Particle) -> Result<(), DomainError> {
+    async fn insert(&self, particle: &Particle, audit: &[AuditRecord]) -> Result<(), DomainError> {
         let row = ParticleRow::try_from(particle)?;
         let latest = VersionRow::try_from(&particle.latest)?;
         with_transaction!(&self.db, conn => {
             diesel::insert_into(particles::table).values(&row).execute(conn).await?;
             diesel::insert_into(particle_versions::table).values(&latest).execute(conn).await?;
+            for record in audit {
+                record_audit!(conn, record);
+            }
             Ok(())
         })
     }
@@ -144,6 +148,7 @@ impl ParticleStore for SqlPromptStore {
         &self,
         owner: &Owner,
         version: &ParticleVersion,
+        audit: &[AuditRecord],
     ) -> Result<bool, DomainError> {
         // The latest must be `number - 1`, which no row has when it is out of range.
         let Some(previous) = version.number.checked_sub(1).and_then(number_column) else {
@@ -170,13 +175,16 @@ impl ParticleStore for SqlPromptStore {
                 return Ok(false);
             }
             match diesel::insert_into(particle_versions::table).values(&row).execute(conn).await {
-                Ok(_) => Ok(true),
+                Ok(_) => {}
                 // The number was taken after all: another writer won.
                 Err(DieselError::DatabaseError(DatabaseErrorKind::UniqueViolation, _)) => {
-                    Err(Rollback::Return(false))
+                    return Err(Rollback::Return(false));
                 }
-                Err(other) => Err(other.into()),
+                Err(other) => return Err(other.into()),
+            }            for record in audit {
+                record_audit!(conn, record);
             }
+            Ok(true)
         })
     }
 
@@ -187,9 +195,10 @@ impl ParticleStore for SqlPromptStore {
         name: &str,
         description: &str,
         at: DateTime<Utc>,
+        audit: &[AuditRecord],
     ) -> Result<bool, DomainError> {
         let at = at.naive_utc();
-        let changed: usize = with_connection!(&self.db, conn => {
+        with_transaction!(&self.db, conn => {
             let update = diesel::update(particles::table)
                 .set((
                     particles::name.eq(name),
@@ -199,12 +208,16 @@ impl ParticleStore for SqlPromptStore {
                 .filter(particles::id.eq(id.as_str()))
                 .filter(particles::deleted_at.is_null())
                 .into_boxed();
-            owned_by!(update, particles::organization_id, owner)
+            let changed = owned_by!(update, particles::organization_id, owner)
                 .execute(conn)
-                .await
-                .map_err(query_error)?
-        });
-        Ok(changed > 0)
+                .await?;
+            if changed > 0 {
+                for record in audit {
+                    record_audit!(conn, record);
+                }
+            }
+            Ok(changed > 0)
+        })
     }
 
     async fn delete(
@@ -212,6 +225,7 @@ impl ParticleStore for SqlPromptStore {
         owner: &Owner,
         id: &ParticleId,
         at: DateTime<Utc>,
+        audit: &[AuditRecord],
     ) -> Result<ParticleDeletion, DomainError> {
         let at = at.naive_utc();
         let ids = [id.to_string()];
@@ -249,6 +263,9 @@ impl ParticleStore for SqlPromptStore {
                 .set(particles::deleted_at.eq(Some(at)))
                 .execute(conn)
                 .await?;
+            for record in audit {
+                record_audit!(conn, record);
+            }
             Ok(ParticleDeletion::Deleted)
         })
     }

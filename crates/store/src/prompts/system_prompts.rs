@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
-use tessera_kernel::{DomainError, OrganizationId, PageRequest};
+use tessera_kernel::{AuditRecord, DomainError, OrganizationId, PageRequest};
 use tessera_prompts::{
     Association, AssociationId, Owner, ParticleVersion, Pin, ResolvedAssociation, SystemPrompt,
     SystemPromptId, SystemPromptStore,
@@ -20,6 +20,7 @@ use super::{
     visible_to,
 };
 use crate::{
+    audit::record_audit,
     database::{with_connection, with_transaction},
     error::{Rollback, query_error},
     schema::{particle_versions, particles, system_prompt_particles, system_prompts},
@@ -50,6 +51,7 @@ impl SystemPromptStore for SqlPromptStore {
         &self,
         prompt: &SystemPrompt,
         associations: &[Association],
+        audit: &[AuditRecord],
     ) -> Result<(), DomainError> {
         let row = PromptRow::from(prompt);
         let placements = associations
@@ -72,6 +74,9 @@ impl SystemPromptStore for SqlPromptStore {
                         .execute(conn)
                         .await?;
                 }
+            }
+            for record in audit {
+                record_audit!(conn, record);
             }
             Ok(())
         })
@@ -142,9 +147,14 @@ impl SystemPromptStore for SqlPromptStore {
         Ok(u64::try_from(count).unwrap_or_default())
     }
 
-    async fn update(&self, owner: &Owner, prompt: &SystemPrompt) -> Result<bool, DomainError> {
+    async fn update(
+        &self,
+        owner: &Owner,
+        prompt: &SystemPrompt,
+        audit: &[AuditRecord],
+    ) -> Result<bool, DomainError> {
         let updated_at = prompt.updated_at.naive_utc();
-        let changed: usize = with_connection!(&self.db, conn => {
+        with_transaction!(&self.db, conn => {
             let update = diesel::update(system_prompts::table)
                 .set((
                     system_prompts::name.eq(&prompt.name),
@@ -154,26 +164,39 @@ impl SystemPromptStore for SqlPromptStore {
                 ))
                 .filter(system_prompts::id.eq(prompt.id.as_str()))
                 .into_boxed();
-            owned_by!(update, system_prompts::organization_id, owner)
+            let changed = owned_by!(update, system_prompts::organization_id, owner)
                 .execute(conn)
-                .await
-                .map_err(query_error)?
-        });
-        Ok(changed > 0)
+                .await?;
+            if changed > 0 {
+                for record in audit {
+                    record_audit!(conn, record);
+                }
+            }
+            Ok(changed > 0)
+        })
     }
 
-    async fn delete(&self, owner: &Owner, id: &SystemPromptId) -> Result<bool, DomainError> {
+    async fn delete(
+        &self,
+        owner: &Owner,
+        id: &SystemPromptId,
+        audit: &[AuditRecord],
+    ) -> Result<bool, DomainError> {
         // Placements go with the prompt (ON DELETE CASCADE).
-        let deleted: usize = with_connection!(&self.db, conn => {
+        with_transaction!(&self.db, conn => {
             let delete = diesel::delete(system_prompts::table)
                 .filter(system_prompts::id.eq(id.as_str()))
                 .into_boxed();
-            owned_by!(delete, system_prompts::organization_id, owner)
+            let deleted = owned_by!(delete, system_prompts::organization_id, owner)
                 .execute(conn)
-                .await
-                .map_err(query_error)?
-        });
-        Ok(deleted > 0)
+                .await?;
+            if deleted > 0 {
+                for record in audit {
+                    record_audit!(conn, record);
+                }
+            }
+            Ok(deleted > 0)
+        })
     }
 
     async fn layouts(
@@ -226,6 +249,7 @@ impl SystemPromptStore for SqlPromptStore {
         &self,
         owner: &Owner,
         association: &Association,
+        audit: &[AuditRecord],
     ) -> Result<bool, DomainError> {
         let row = PlacementRow::try_from(association)?;
         let particle = [row.particle_id.clone()];
@@ -239,6 +263,9 @@ impl SystemPromptStore for SqlPromptStore {
                 .values(&row)
                 .execute(conn)
                 .await?;
+            for record in audit {
+                record_audit!(conn, record);
+            }
             Ok(true)
         })
     }
@@ -251,6 +278,7 @@ impl SystemPromptStore for SqlPromptStore {
         order: u32,
         pin: Option<Pin>,
         at: DateTime<Utc>,
+        audit: &[AuditRecord],
     ) -> Result<bool, DomainError> {
         let order = int_column(order, "placement order")?;
         let (pinned_version_id, pinned_number) = pin_columns(pin.as_ref())?;
@@ -309,6 +337,9 @@ impl SystemPromptStore for SqlPromptStore {
             if changed == 0 {
                 return Err(Rollback::Return(false));
             }
+            for record in audit {
+                record_audit!(conn, record);
+            }
             Ok(true)
         })
     }
@@ -319,6 +350,7 @@ impl SystemPromptStore for SqlPromptStore {
         prompt: &SystemPromptId,
         id: &AssociationId,
         at: DateTime<Utc>,
+        audit: &[AuditRecord],
     ) -> Result<bool, DomainError> {
         let at = at.naive_utc();
         with_transaction!(&self.db, conn => {
@@ -334,6 +366,9 @@ impl SystemPromptStore for SqlPromptStore {
                 .await?;
             if closed == 0 {
                 return Err(Rollback::Return(false));
+            }
+            for record in audit {
+                record_audit!(conn, record);
             }
             Ok(true)
         })

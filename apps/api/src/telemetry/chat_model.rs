@@ -1,0 +1,142 @@
+//! A chat model whose upstream calls are spans (OpenTelemetry GenAI client spans): the
+//! call's model and provider, then its token usage and finish reason, and, with
+//! `telemetry.capture_content`, the messages sent and the answer. The provider's HTTP request
+//! is made inside the span, so the `traceparent` it sends names this span.
+
+use std::{
+    pin::Pin,
+    sync::Arc,
+    task::{Context, Poll},
+};
+
+use async_trait::async_trait;
+use futures_util::Stream;
+use serde_json::json;
+use tessera_models::{Capabilities, ChatEvent, ChatModel, ChatRequest, ChatStream, ProviderError};
+use tessera_prompts::TokenCounter;
+use tracing::{Instrument, Span, field::Empty};
+
+pub struct TracedChatModel {
+    inner: Arc<dyn ChatModel>,
+    provider: String,
+}
+
+impl TracedChatModel {
+    /// `provider` is the catalog provider's name (`gen_ai.provider.name`).
+    pub fn new(inner: Arc<dyn ChatModel>, provider: &str) -> Self {
+        Self {
+            inner,
+            provider: provider.to_owned(),
+        }
+    }
+}
+
+#[async_trait]
+impl ChatModel for TracedChatModel {
+    fn capabilities(&self) -> Capabilities {
+        self.inner.capabilities()
+    }
+
+    fn tokenizer(&self) -> Arc<dyn TokenCounter> {
+        self.inner.tokenizer()
+    }
+
+    async fn stream(&self, request: ChatRequest) -> Result<ChatStream, ProviderError> {
+        let span = tracing::info_span!(
+            "upstream",
+            "otel.name" = format!("chat {}", request.model).as_str(),
+            "otel.kind" = "client",
+            "otel.status_code" = Empty,
+            "gen_ai.operation.name" = "chat",
+            "gen_ai.provider.name" = self.provider.as_str(),
+            "gen_ai.request.model" = request.model.as_str(),
+            "gen_ai.request.max_tokens" = request.max_tokens.map(i64::from),
+            "gen_ai.request.temperature" = request.temperature.map(f64::from),
+            "gen_ai.usage.input_tokens" = Empty,
+            "gen_ai.usage.output_tokens" = Empty,
+            "gen_ai.response.finish_reasons" = Empty,
+            "gen_ai.input.messages" = Empty,
+            "gen_ai.output.messages" = Empty,
+            "error.type" = Empty,
+        );
+        let capture = super::capture_content();
+        if capture {
+            let messages: Vec<_> = request
+                .messages
+                .iter()
+                .map(|message| json!({"role": message.role.as_str(), "content": message.content}))
+                .collect();
+            span.record(
+                "gen_ai.input.messages",
+                serde_json::Value::from(messages).to_string().as_str(),
+            );
+        }
+        match self.inner.stream(request).instrument(span.clone()).await {
+            Ok(inner) => Ok(Box::pin(TracedStream {
+                inner,
+                span,
+                answer: capture.then(String::new),
+            })),
+            Err(error) => {
+                failed(&span, &error);
+                Err(error)
+            }
+        }
+    }
+}
+
+fn failed(span: &Span, error: &ProviderError) {
+    span.record("otel.status_code", "ERROR");
+    span.record(
+        "error.type",
+        match error {
+            ProviderError::Unavailable { .. } => "unavailable",
+            ProviderError::Timeout => "timeout",
+            ProviderError::Upstream { .. } => "upstream",
+            ProviderError::InvalidRequest(_) => "invalid_request",
+        },
+    );
+}
+
+/// The answer's stream, polled inside the upstream span (which ends when it is dropped).
+struct TracedStream {
+    inner: ChatStream,
+    span: Span,
+    /// The answer's text, kept when content is captured.
+    answer: Option<String>,
+}
+
+impl Stream for TracedStream {
+    type Item = Result<ChatEvent, ProviderError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        let polled = {
+            let _entered = this.span.enter();
+            this.inner.as_mut().poll_next(cx)
+        };
+        match &polled {
+            Poll::Ready(Some(Ok(ChatEvent::TextDelta(text)))) => {
+                if let Some(answer) = &mut this.answer {
+                    answer.push_str(text);
+                }
+            }
+            Poll::Ready(Some(Ok(ChatEvent::Finish { reason, usage }))) => {
+                let span = &this.span;
+                span.record("gen_ai.usage.input_tokens", i64::from(usage.input_tokens));
+                span.record("gen_ai.usage.output_tokens", i64::from(usage.output_tokens));
+                span.record(
+                    "gen_ai.response.finish_reasons",
+                    format!("[\"{}\"]", reason.as_str()).as_str(),
+                );
+                if let Some(answer) = &this.answer {
+                    let output = json!([{"role": "assistant", "content": answer}]);
+                    span.record("gen_ai.output.messages", output.to_string().as_str());
+                }
+            }
+            Poll::Ready(Some(Err(error))) => failed(&this.span, error),
+            _ => {}
+        }
+        polled
+    }
+}
