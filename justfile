@@ -74,6 +74,17 @@ test:
     "$ob/bin/python" -m pip freeze 2>/dev/null | sort | diff -q - <(grep -v '^#' tests/observability/requirements.txt | sort) >/dev/null \
         || "$ob/bin/python" -m pip install --quiet --disable-pip-version-check -r tests/observability/requirements.txt
     export TESSERA_OBSERVABILITY_PYTHON="$ob/bin/python"
+    # Real MCP servers for the MCP client tests: the official Python SDK's (tests/mcp/tool_server.py,
+    # in a venv whose Python the tests get in TESSERA_MCP_PYTHON) and the npm reference server
+    # @modelcontextprotocol/server-everything (tests/mcp/package.json).
+    if [ ! -d tests/mcp/node_modules/@modelcontextprotocol/server-everything ]; then
+        npm ci --prefix tests/mcp --no-audit --no-fund --loglevel=error
+    fi
+    mc="$HOME/.cache/tessera-venvs/mcp"
+    [ -x "$mc/bin/python" ] || python3 -m venv "$mc"
+    "$mc/bin/python" -m pip freeze 2>/dev/null | sort | diff -q - <(grep -v '^#' tests/mcp/requirements.txt | sort) >/dev/null \
+        || "$mc/bin/python" -m pip install --quiet --disable-pip-version-check -r tests/mcp/requirements.txt
+    export TESSERA_MCP_PYTHON="$mc/bin/python"
     # Each Postgres-backed test creates its own throwaway database on this server and drops it;
     # Redis-backed tests use keys under a random prefix.
     export TESSERA_TEST_POSTGRES_URL="$url"

@@ -139,6 +139,43 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
         "/v1/models/{model_id}/datasets/{dataset_id}",
         Access::Scope("models:write"),
     ),
+    (
+        "POST",
+        "/v1/models/{model_id}/tools",
+        Access::Scope("models:write"),
+    ),
+    (
+        "GET",
+        "/v1/models/{model_id}/tools",
+        Access::Scope("models:read"),
+    ),
+    (
+        "DELETE",
+        "/v1/models/{model_id}/tools/{server_id}",
+        Access::Scope("models:write"),
+    ),
+    ("POST", "/v1/mcp-servers", Access::Scope("org:admin")),
+    ("GET", "/v1/mcp-servers", Access::Scope("models:read")),
+    (
+        "GET",
+        "/v1/mcp-servers/{server_id}",
+        Access::Scope("models:read"),
+    ),
+    (
+        "PATCH",
+        "/v1/mcp-servers/{server_id}",
+        Access::Scope("org:admin"),
+    ),
+    (
+        "DELETE",
+        "/v1/mcp-servers/{server_id}",
+        Access::Scope("org:admin"),
+    ),
+    (
+        "GET",
+        "/v1/mcp-servers/{server_id}/tools",
+        Access::Scope("models:read"),
+    ),
     ("POST", "/v1/files", Access::Scope("files:write")),
     (
         "POST",

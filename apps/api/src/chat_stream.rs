@@ -63,10 +63,20 @@ pub struct StreamChunk {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<String>,
     /// Progress of a tool call: `index`, and `id` and `name` when it starts, then
-    /// `arguments` deltas.
+    /// `arguments` deltas; `server: true` on calls of tools Tessera runs itself (those of
+    /// the MCP servers linked to the model), whose result follows in `toolResult`.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub tool_call: Option<Value>,
+    /// The result of a server-run tool call: `toolCallId`, `name`, `content` (what the model
+    /// reads next) and `isError` (the tool failed or timed out).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub tool_result: Option<Value>,
+    /// The model is asked again after tool results: the number of the step that begins
+    /// (2 for the second model call, ...); tool call indexes start again from 0.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step: Option<u32>,
     /// Retrieved passages the answer is grounded on (one chunk, before the answer).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sources: Option<Vec<SourceOut>>,
@@ -96,6 +106,8 @@ impl StreamChunk {
             finished: false,
             reasoning: None,
             tool_call: None,
+            tool_result: None,
+            step: None,
             sources: None,
             message_id: None,
             tool_calls: None,
@@ -116,6 +128,8 @@ const DONE: &[u8] = b"data: [DONE]\n\n";
 /// Encodes generation events as default-format chunks.
 pub struct TesseraEncoder {
     chat: ChatId,
+    /// The model call under way, from 1.
+    step: u32,
 }
 
 impl TesseraEncoder {
@@ -135,8 +149,36 @@ impl TesseraEncoder {
             GenerationEvent::Delta(ChatEvent::ToolCallArgumentsDelta { index, delta }) => {
                 chunk.tool_call = Some(json!({"index": index, "arguments": delta}));
             }
-            GenerationEvent::Delta(ChatEvent::ToolCallEnd { .. } | ChatEvent::Finish { .. }) => {
+            GenerationEvent::Delta(ChatEvent::ToolCallEnd { .. } | ChatEvent::Finish { .. })
+            | GenerationEvent::ServerToolDelta(
+                ChatEvent::ToolCallEnd { .. }
+                | ChatEvent::Finish { .. }
+                | ChatEvent::TextDelta(_)
+                | ChatEvent::ReasoningDelta(_),
+            ) => {
                 return Vec::new();
+            }
+            GenerationEvent::ServerToolDelta(ChatEvent::ToolCallStart { index, id, name }) => {
+                chunk.tool_call =
+                    Some(json!({"index": index, "id": id, "name": name, "server": true}));
+            }
+            GenerationEvent::ServerToolDelta(ChatEvent::ToolCallArgumentsDelta {
+                index,
+                delta,
+            }) => {
+                chunk.tool_call = Some(json!({"index": index, "arguments": delta, "server": true}));
+            }
+            GenerationEvent::ToolResult(result) => {
+                chunk.tool_result = Some(json!({
+                    "toolCallId": result.tool_call_id,
+                    "name": result.name,
+                    "content": result.content,
+                    "isError": result.is_error,
+                }));
+            }
+            GenerationEvent::StepStarted => {
+                self.step += 1;
+                chunk.step = Some(self.step);
             }
             GenerationEvent::Finished(message) => {
                 chunk.finished = true;
@@ -263,7 +305,46 @@ impl AiSdkEncoder {
                     "type": "tool-input-start", "toolCallId": id, "toolName": name
                 })));
             }
-            GenerationEvent::Delta(ChatEvent::ToolCallArgumentsDelta { index, delta }) => {
+            GenerationEvent::ServerToolDelta(ChatEvent::ToolCallStart { index, id, name }) => {
+                self.close(&mut out);
+                self.tools
+                    .push((*index, id.clone(), name.clone(), String::new()));
+                // Run by Tessera: `useChat` shows them as dynamic tools it need not execute.
+                out.push(data(&json!({
+                    "type": "tool-input-start", "toolCallId": id, "toolName": name,
+                    "providerExecuted": true, "dynamic": true
+                })));
+            }
+            GenerationEvent::ServerToolDelta(ChatEvent::ToolCallEnd { index }) => {
+                if let Some(tool) = self.tools.iter().find(|t| t.0 == *index) {
+                    out.push(tool_available(&tool.1, &tool.2, &tool.3, true));
+                }
+            }
+            GenerationEvent::ToolResult(result) => {
+                let part = if result.is_error {
+                    json!({
+                        "type": "tool-output-error", "toolCallId": result.tool_call_id,
+                        "errorText": result.content, "providerExecuted": true, "dynamic": true
+                    })
+                } else {
+                    json!({
+                        "type": "tool-output-available", "toolCallId": result.tool_call_id,
+                        "output": result.content, "providerExecuted": true, "dynamic": true
+                    })
+                };
+                out.push(data(&part));
+            }
+            GenerationEvent::StepStarted => {
+                self.close(&mut out);
+                self.tools.clear();
+                out.push(data(&json!({"type": "finish-step"})));
+                out.push(data(&json!({"type": "start-step"})));
+            }
+            GenerationEvent::Delta(ChatEvent::ToolCallArgumentsDelta { index, delta })
+            | GenerationEvent::ServerToolDelta(ChatEvent::ToolCallArgumentsDelta {
+                index,
+                delta,
+            }) => {
                 if let Some(tool) = self.tools.iter_mut().find(|t| t.0 == *index) {
                     tool.3.push_str(delta);
                     out.push(data(&json!({
@@ -273,10 +354,11 @@ impl AiSdkEncoder {
             }
             GenerationEvent::Delta(ChatEvent::ToolCallEnd { index }) => {
                 if let Some(tool) = self.tools.iter().find(|t| t.0 == *index) {
-                    out.push(tool_available(&tool.1, &tool.2, &tool.3));
+                    out.push(tool_available(&tool.1, &tool.2, &tool.3, false));
                 }
             }
-            GenerationEvent::Delta(ChatEvent::Finish { .. }) => {}
+            GenerationEvent::Delta(ChatEvent::Finish { .. })
+            | GenerationEvent::ServerToolDelta(_) => {}
             GenerationEvent::Finished(message) => {
                 self.close(&mut out);
                 out.push(data(&json!({"type": "finish-step"})));
@@ -305,11 +387,16 @@ impl AiSdkEncoder {
     }
 }
 
-fn tool_available(id: &str, name: &str, arguments: &str) -> Bytes {
+fn tool_available(id: &str, name: &str, arguments: &str, server: bool) -> Bytes {
     let input: Value = serde_json::from_str(arguments).unwrap_or(Value::String(arguments.into()));
-    data(&json!({
+    let mut part = json!({
         "type": "tool-input-available", "toolCallId": id, "toolName": name, "input": input
-    }))
+    });
+    if server {
+        part["providerExecuted"] = json!(true);
+        part["dynamic"] = json!(true);
+    }
+    data(&part)
 }
 
 /// The AI SDK's spelling of why an answer ended (a closed set).
@@ -342,9 +429,10 @@ impl Encoder {
     /// The encoder of a `/v1` stream (an OpenAI stream builds its own `ChunkEncoder`).
     pub fn new(format: Format, chat: &ChatId, message: &MessageId) -> Self {
         match format {
-            Format::Tessera | Format::OpenAi => {
-                Encoder::Tessera(TesseraEncoder { chat: chat.clone() })
-            }
+            Format::Tessera | Format::OpenAi => Encoder::Tessera(TesseraEncoder {
+                chat: chat.clone(),
+                step: 1,
+            }),
             Format::AiSdk => Encoder::AiSdk(AiSdkEncoder {
                 message: message.clone(),
                 started: false,

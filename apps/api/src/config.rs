@@ -421,6 +421,22 @@ impl Default for WebhookSettings {
     }
 }
 
+/// MCP servers that organizations register (`POST /v1/mcp-servers`) and whose tools
+/// completions run.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct McpSettings {
+    /// Secret from which the key that encrypts MCP servers' header values (AES-256-GCM) is
+    /// derived. Replicas must share it, and changing it makes stored header values
+    /// unreadable; when absent a random key is generated once and kept in
+    /// `data_dir/mcp-header.key`.
+    pub header_secret: Option<Secret>,
+    /// Allow MCP servers on `localhost` and loopback, private and link-local addresses (off:
+    /// a tenant must not reach this service's own network through its MCP servers).
+    #[serde(deserialize_with = "lenient::parse")]
+    pub allow_private_targets: bool,
+}
+
 /// Chat generations.
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
@@ -622,6 +638,7 @@ pub struct Settings {
     pub quotas: QuotaSettings,
     pub knowledge: KnowledgeSettings,
     pub webhooks: WebhookSettings,
+    pub mcp: McpSettings,
     pub metrics: MetricsSettings,
     pub telemetry: TelemetrySettings,
 }
@@ -650,6 +667,7 @@ impl Default for Settings {
             quotas: QuotaSettings::default(),
             knowledge: KnowledgeSettings::default(),
             webhooks: WebhookSettings::default(),
+            mcp: McpSettings::default(),
             metrics: MetricsSettings::default(),
             telemetry: TelemetrySettings::default(),
         }

@@ -12,6 +12,7 @@ pub mod drain;
 pub mod extract;
 pub mod idempotency;
 pub mod knowledge;
+pub mod mcp;
 pub mod metrics;
 pub mod middleware;
 pub mod openapi;

@@ -41,6 +41,7 @@ pub use responses::apply_shared_responses;
         (name = "Datasets", description = "Sets of files searched together (hybrid dense + BM25), versioned, with snapshots; needs `datasets:*`"),
         (name = "Artifacts", description = "Rich content found in assistant answers (markdown, code, HTML, SVG, Mermaid), versioned per chat; needs `chats:read`"),
         (name = "Webhooks", description = "Signed HTTP callbacks for `file.ready`, `file.failed` and `dataset.updated`, retried until the receiver answers 2xx; needs `org:admin`"),
+        (name = "MCP servers", description = "Model Context Protocol servers (Streamable HTTP) whose tools the organization's models call during completions, run by Tessera; `org:admin` to change, `models:read` to list"),
         (name = "OpenAI", description = "OpenAI's wire format at `/openai/v1` (models, chat completions, embeddings) over the same models, prompts, knowledge, usage, budgets and limits; point an OpenAI client's base URL here with an API key. Errors are OpenAI's `{\"error\": {…}}`, not problems")
     )
 )]

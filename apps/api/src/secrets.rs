@@ -1,7 +1,8 @@
 //! Server-side keys: the cursor-signing key comes from `cursor_secret`, or from a random key
 //! generated once into `data_dir/cursor.key` (embedded mode, single node); the key of the
 //! HMAC that API key secrets are stored under comes from `api_key_secret`, or likewise from
-//! `data_dir/api-key.key`.
+//! `data_dir/api-key.key`; the key MCP servers' header values are encrypted under comes from
+//! `mcp.header_secret`, or from `data_dir/mcp-header.key`.
 
 use std::path::Path;
 
@@ -24,6 +25,14 @@ pub fn api_key_hash_key(settings: &Settings) -> Result<[u8; 32], String> {
     match &settings.api_key_secret {
         Some(secret) => Ok(Sha256::digest(secret.expose().as_bytes()).into()),
         None => load_or_create_key(&settings.data_dir.join("api-key.key")),
+    }
+}
+
+/// The key MCP servers' header values are encrypted under, for these settings.
+pub fn mcp_header_key(settings: &Settings) -> Result<[u8; 32], String> {
+    match &settings.mcp.header_secret {
+        Some(secret) => Ok(Sha256::digest(secret.expose().as_bytes()).into()),
+        None => load_or_create_key(&settings.data_dir.join("mcp-header.key")),
     }
 }
 

@@ -67,6 +67,8 @@ pub enum StartupError {
     Knowledge(String),
     #[error("config section `webhooks`: {0}")]
     Webhooks(String),
+    #[error("config section `mcp`: {0}")]
+    Mcp(String),
     #[error("config key `data_dir`: {0}")]
     DataDir(String),
     #[error("config key `auth.keys_dir`: {0}")]
@@ -135,6 +137,9 @@ where
         .service(routes::model_datasets::link_dataset)
         .service(routes::model_datasets::list_dataset_links)
         .service(routes::model_datasets::unlink_dataset)
+        .service(routes::mcp_servers::link_tools)
+        .service(routes::mcp_servers::list_tool_links)
+        .service(routes::mcp_servers::unlink_tools)
         .service(routes::particles::create_particle)
         .service(routes::particles::list_particles)
         .service(routes::particles::get_particle)
@@ -178,6 +183,12 @@ where
         .service(routes::webhooks::get_webhook)
         .service(routes::webhooks::delete_webhook)
         .service(routes::webhooks::list_deliveries)
+        .service(routes::mcp_servers::create_mcp_server)
+        .service(routes::mcp_servers::list_mcp_servers)
+        .service(routes::mcp_servers::get_mcp_server)
+        .service(routes::mcp_servers::update_mcp_server)
+        .service(routes::mcp_servers::delete_mcp_server)
+        .service(routes::mcp_servers::list_mcp_server_tools)
         .service(routes::openai::models::list_models)
         .service(routes::openai::models::get_model)
         .service(routes::openai::chat::create_chat_completion)
@@ -403,6 +414,8 @@ pub async fn state(
         clock.clone(),
         cursors.clone(),
     )?;
+    let mcp = crate::mcp::build(settings, &database, clock.clone(), cursors.clone())
+        .map_err(StartupError::Mcp)?;
     let dataset_links = DatasetLinks::new(
         models.clone(),
         Arc::new(SqlDatasetLinkStore::new(database.clone())),
@@ -419,6 +432,7 @@ pub async fn state(
             datasets: knowledge.datasets.clone(),
         }),
         attachments: Arc::new(crate::attachments::FileAttachments(knowledge.files.clone())),
+        server_tools: Arc::new(crate::mcp::LinkedServerTools(mcp.clone())),
         admission: Arc::new(crate::admission::PlansAndBudgets {
             organizations: organizations.clone(),
             quotas: settings.quotas.clone(),
@@ -441,6 +455,7 @@ pub async fn state(
         usage,
         knowledge,
         webhooks,
+        mcp,
         dataset_links,
         embeddings,
         idempotency,

@@ -32,6 +32,8 @@ pub struct AppState {
     pub webhooks: crate::webhooks::Webhooks,
     /// Embeddings on request, when an embedding model is loaded.
     pub embeddings: Option<tessera_knowledge::EmbeddingService>,
+    /// MCP servers of organizations, and their links to user models.
+    pub mcp: tessera_mcp::McpService,
     /// Datasets linked to user models (RAG).
     pub dataset_links: tessera_models::DatasetLinks,
     pub idempotency: IdempotencyService,

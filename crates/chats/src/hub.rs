@@ -22,10 +22,26 @@ pub enum GenerationEvent {
     Sources(Vec<Source>),
     /// Text, reasoning or tool-call progress (never `ChatEvent::Finish`).
     Delta(ChatEvent),
+    /// Progress of a call of a tool Tessera runs itself (an MCP tool linked to the model):
+    /// its start, argument deltas and end, as `Delta` carries a client tool's.
+    ServerToolDelta(ChatEvent),
+    /// A server-run tool answered (or failed); the model reads the result next.
+    ToolResult(ToolResult),
+    /// The model is asked again, after tool results: a new step of the answer begins.
+    StepStarted,
     /// The answer is complete and stored: the assistant message, with its usage.
     Finished(Box<Message>),
     /// The generation failed; the chat's status is `error`.
     Failed(ChatError),
+}
+
+/// The result of one server-run tool call, as it is fed back to the model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolResult {
+    pub tool_call_id: String,
+    pub name: String,
+    pub content: String,
+    pub is_error: bool,
 }
 
 impl GenerationEvent {

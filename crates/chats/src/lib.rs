@@ -5,7 +5,9 @@
 //! token count), retrieval through the `Retriever` port, structured-output validation, and
 //! generation as a background task whose events are replayed to any number of listeners
 //! (`GenerationHub`), plans and credit budgets through the `Admission` port, and stateless
-//! completions that keep only their usage record. Pure domain: persistence through `ChatStore`, generation through the
+//! completions that keep only their usage record, and the tool steps of a completion whose
+//! model calls tools Tessera runs itself (the `ServerTools` port: MCP servers linked to the
+//! model), each step stored and billed. Pure domain: persistence through `ChatStore`, generation through the
 //! models domain's `ChatModel` port; the caller runs the generation future on its runtime.
 
 mod admission;
@@ -20,6 +22,7 @@ mod hub;
 pub mod memory;
 mod retriever;
 mod satisfiable;
+mod server_tools;
 mod service;
 mod store;
 mod validate;
@@ -45,10 +48,15 @@ pub use chat::{
 };
 pub use context::{ContextOverflow, Fitted, IMAGE_TOKENS, MESSAGE_OVERHEAD_TOKENS, fit};
 pub use error::ChatError;
-pub use hub::{Attached, EventStream, GenerationEvent, GenerationHub};
+pub use hub::{Attached, EventStream, GenerationEvent, GenerationHub, ToolResult};
 #[cfg(any(test, feature = "mocks"))]
 pub use retriever::MockRetriever;
 pub use retriever::{NoRetrieval, Retriever, with_sources};
+#[cfg(any(test, feature = "mocks"))]
+pub use server_tools::MockServerTools;
+pub use server_tools::{
+    DEFAULT_TOOL_STEPS, MAX_TOOL_STEPS, NoServerTools, ServerToolbox, ServerTools, ToolRun,
+};
 pub use service::{
     Caller, ChatPorts, ChatService, ChatStored, CompletionRequest, INTERRUPTED, NewMessage, Started,
 };

@@ -1,4 +1,4 @@
-use std::{future::Future, panic::AssertUnwindSafe, pin::pin, sync::Arc};
+use std::{collections::HashSet, future::Future, panic::AssertUnwindSafe, pin::pin, sync::Arc};
 
 use chrono::{DateTime, Utc};
 use futures_util::{
@@ -20,9 +20,10 @@ use tracing::Instrument;
 
 use crate::{
     Admission, Artifact, ArtifactId, Attached, Attachment, AttachmentSource, CHARS_PER_TOKEN_BOUND,
-    Chat, ChatError, ChatFilter, ChatId, ChatRecord, ChatStatus, ChatStore, EventStream,
-    FinishedTurn, GenerationEvent, GenerationHub, MAX_ATTACHMENTS, MAX_TITLE_CHARS, Message,
-    MessageId, MessageUsage, ModelSnapshot, Retriever, Source,
+    Chat, ChatError, ChatFilter, ChatId, ChatRecord, ChatStatus, ChatStore, DEFAULT_TOOL_STEPS,
+    EventStream, FinishedTurn, GenerationEvent, GenerationHub, MAX_ATTACHMENTS, MAX_TITLE_CHARS,
+    MAX_TOOL_STEPS, Message, MessageId, MessageUsage, ModelSnapshot, Retriever, ServerToolbox,
+    ServerTools, Source, ToolResult,
     artifact::versioned,
     attachment::{attach, records, resolve_stored, resolve_turn},
     context::{ContextOverflow, fit},
@@ -109,6 +110,10 @@ pub struct CompletionRequest {
     /// Keep nothing but the usage record: no chat, no messages, no artifacts (an
     /// OpenAI-style completion). Only for new conversations.
     pub stateless: bool,
+    /// How many rounds of server-run tool calls (MCP tools linked to the model) the answer
+    /// may take before the model must answer without them; at most [`MAX_TOOL_STEPS`],
+    /// [`DEFAULT_TOOL_STEPS`] when not given.
+    pub max_tool_steps: Option<u32>,
 }
 
 /// The write of a new chat's row, under way while its generation starts; any number of
@@ -142,10 +147,12 @@ pub struct ChatPorts {
     pub prompts: PromptService,
     pub retriever: Arc<dyn Retriever>,
     pub attachments: Arc<dyn AttachmentSource>,
+    /// Tools Tessera runs itself (MCP servers linked to models).
+    pub server_tools: Arc<dyn ServerTools>,
     /// Plans and credit budgets.
     pub admission: Arc<dyn Admission>,
-    /// Where stateless completions record their usage (a chat's turn records it with the
-    /// turn, through `store`).
+    /// Where stateless completions record their usage, and every completion the usage of
+    /// its tool steps (a chat's answer records its own with the turn, through `store`).
     pub usage: Arc<dyn UsageStore>,
     pub clock: Arc<dyn Clock>,
     pub cursors: CursorCodec,
@@ -159,6 +166,7 @@ pub struct ChatService {
     prompts: PromptService,
     retriever: Arc<dyn Retriever>,
     attachments: Arc<dyn AttachmentSource>,
+    server_tools: Arc<dyn ServerTools>,
     admission: Arc<dyn Admission>,
     usage: Arc<dyn UsageStore>,
     hub: GenerationHub,
@@ -174,6 +182,7 @@ impl ChatService {
             prompts,
             retriever,
             attachments,
+            server_tools,
             admission,
             usage,
             clock,
@@ -185,6 +194,7 @@ impl ChatService {
             prompts,
             retriever,
             attachments,
+            server_tools,
             admission,
             usage,
             hub: GenerationHub::new(),
@@ -301,6 +311,14 @@ impl ChatService {
         let mut turn: Vec<ChatMessage> = request.messages.iter().map(ChatMessage::from).collect();
         let mut invalid = check_messages(&history, &turn);
         invalid.extend(check_attachments(&request.messages));
+        let max_tool_steps = request.max_tool_steps.unwrap_or(DEFAULT_TOOL_STEPS);
+        if max_tool_steps > MAX_TOOL_STEPS {
+            invalid.push(FieldError::new(
+                ["body".into(), "maxToolSteps".into()],
+                format!("at most {MAX_TOOL_STEPS}"),
+                "less_than_equal",
+            ));
+        }
         invalid.extend(check_images(&request.messages, vision, request.stateless));
         invalid.extend(check_requirements(
             &resolved.base,
@@ -348,6 +366,9 @@ impl ChatService {
             }
             None => Vec::new(),
         };
+        let server_tools = self
+            .server_toolbox(caller, &snapshot, &resolved, &request.tools, max_tool_steps)
+            .await?;
         let system = with_sources(snapshot.system_prompt.clone(), &sources);
         let reserve = request.max_tokens.unwrap_or_else(|| {
             (window / 4).min(resolved.base.max_tokens_per_request.unwrap_or(u32::MAX))
@@ -446,7 +467,9 @@ impl ChatService {
                 .filter(|format| format.strict)
                 .map(|format| format.schema.clone()),
             usage_only: request.stateless.then(|| self.usage.clone()),
+            usage_store: self.usage.clone(),
             model: resolved.chat_model.clone(),
+            tools: ToolPlan::new(server_tools, &request.tools, max_tool_steps),
             request: ChatRequest {
                 model: resolved.base.model_name.clone(),
                 messages: fitted.messages,
@@ -472,6 +495,53 @@ impl ChatService {
             stored: stored.clone(),
             generation: Box::pin(generation.run(publisher, stored).instrument(span)),
         })
+    }
+
+    /// The server-run tools the completion offers: none when the model cannot call tools or
+    /// no step is allowed. A client tool may not share a name with one of them.
+    async fn server_toolbox(
+        &self,
+        caller: &Caller,
+        snapshot: &ModelSnapshot,
+        resolved: &ResolvedModel,
+        client_tools: &[ToolSpec],
+        max_tool_steps: u32,
+    ) -> Result<Option<Arc<dyn ServerToolbox>>, ChatError> {
+        if max_tool_steps == 0 || !resolved.base.capabilities.tools {
+            return Ok(None);
+        }
+        let Some(toolbox) = self
+            .server_tools
+            .toolbox(&caller.organization, &snapshot.model_id)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let offered: HashSet<String> = toolbox.specs().into_iter().map(|spec| spec.name).collect();
+        let clashes: Vec<FieldError> = client_tools
+            .iter()
+            .enumerate()
+            .filter(|(_, tool)| offered.contains(&tool.name))
+            .map(|(index, tool)| {
+                FieldError::new(
+                    [
+                        LocSegment::from("body"),
+                        LocSegment::from("tools"),
+                        LocSegment::Index(index),
+                        LocSegment::from("name"),
+                    ],
+                    format!(
+                        "`{}` is the name of a tool of an MCP server linked to the model; rename yours",
+                        tool.name
+                    ),
+                    "value_error",
+                )
+            })
+            .collect();
+        if !clashes.is_empty() {
+            return Err(ChatError::Invalid(clashes));
+        }
+        Ok(Some(toolbox))
     }
 
     /// Begins storing a new chat without waiting for the commit: the write is handed to the
@@ -897,8 +967,53 @@ struct Generation {
     strict_schema: Option<serde_json::Value>,
     /// Stateless: the usage record is all that is kept, here (no chat row exists).
     usage_only: Option<Arc<dyn UsageStore>>,
+    /// Where each tool step's usage is recorded as the step ends.
+    usage_store: Arc<dyn UsageStore>,
     model: Arc<dyn ChatModel>,
+    tools: ToolPlan,
     request: ChatRequest,
+}
+
+/// Which tools a generation offers, and which of them Tessera runs itself.
+struct ToolPlan {
+    server: Option<Arc<dyn ServerToolbox>>,
+    server_specs: Vec<ToolSpec>,
+    client: Vec<ToolSpec>,
+    max_steps: u32,
+}
+
+impl ToolPlan {
+    fn new(server: Option<Arc<dyn ServerToolbox>>, client: &[ToolSpec], max_steps: u32) -> Self {
+        Self {
+            server_specs: server.as_ref().map(|s| s.specs()).unwrap_or_default(),
+            server,
+            client: client.to_vec(),
+            max_steps,
+        }
+    }
+
+    /// The tools offered after `steps` tool steps: the server's only while steps remain.
+    fn offered(&self, steps: u32) -> Vec<ToolSpec> {
+        let mut tools = self.client.clone();
+        if steps < self.max_steps {
+            tools.extend(self.server_specs.iter().cloned());
+        }
+        tools
+    }
+
+    /// Whether Tessera runs `name` after `steps` tool steps.
+    fn runs(&self, name: &str, steps: u32) -> bool {
+        steps < self.max_steps && self.server_specs.iter().any(|spec| spec.name == name)
+    }
+}
+
+/// The messages a generation produces besides its answer: tool steps before it (assistant
+/// messages with server-run calls, then their results) and, when the answer itself calls
+/// client and server tools together, the server calls' results after it.
+#[derive(Default)]
+struct Transcript {
+    before: Vec<Message>,
+    after: Vec<Message>,
 }
 
 impl Generation {
@@ -909,16 +1024,18 @@ impl Generation {
         // A panic in a provider must not leave the chat `generating` for good: it fails the
         // generation like any other error.
         let mut completion = Completion::default();
-        let generating = AssertUnwindSafe(self.generate(&publisher, &mut completion))
-            .catch_unwind()
-            .map(|caught| {
-                caught.unwrap_or_else(|_| {
-                    Err(
-                        DomainError::internal("the model provider panicked while generating")
-                            .into(),
-                    )
-                })
-            });
+        let mut transcript = Transcript::default();
+        let generating =
+            AssertUnwindSafe(self.generate(&publisher, &mut completion, &mut transcript))
+                .catch_unwind()
+                .map(|caught| {
+                    caught.unwrap_or_else(|_| {
+                        Err(
+                            DomainError::internal("the model provider panicked while generating")
+                                .into(),
+                        )
+                    })
+                });
         let generated = match alongside(stored, generating).await {
             Ok(generated) => generated,
             Err(unstored) => {
@@ -929,9 +1046,9 @@ impl Generation {
             }
         };
         let outcome = match (generated, &self.usage_only) {
-            (Ok(()), None) => self.store_answer(&completion).await,
+            (Ok(()), None) => self.store_answer(&completion, transcript).await,
             (Ok(()), Some(usage)) => {
-                let (answer, record) = self.answer(&completion, self.clock.now());
+                let (answer, record) = self.answer(&completion, 0, self.clock.now());
                 usage
                     .record(&record)
                     .await
@@ -982,15 +1099,96 @@ impl Generation {
     }
 
     /// Streams the answer into `completion` (which keeps what was produced when it fails).
+    /// When the model calls tools Tessera runs, runs them, keeps the step in `transcript`,
+    /// records its usage, and asks the model again, until it answers without them.
     async fn generate(
         &self,
         publisher: &Publisher,
         completion: &mut Completion,
+        transcript: &mut Transcript,
     ) -> Result<(), ChatError> {
-        let mut stream = self.model.stream(self.request.clone()).await?;
+        let mut request = self.request.clone();
+        let mut steps = 0;
+        loop {
+            request.tools = self.tools.offered(steps);
+            self.call(&request, steps, publisher, completion).await?;
+            let (server, client): (Vec<ToolCall>, Vec<ToolCall>) = (completion.tool_calls.iter())
+                .cloned()
+                .partition(|call| self.tools.runs(&call.name, steps));
+            if server.is_empty() {
+                if let Some(schema) = &self.strict_schema
+                    && completion.tool_calls.is_empty()
+                {
+                    let violations = conformance_errors(schema, &completion.content);
+                    if !violations.is_empty() {
+                        return Err(ChatError::SchemaMismatch(violations));
+                    }
+                }
+                return Ok(());
+            }
+            let results = self.run_tools(&server, publisher).await;
+            if !client.is_empty() {
+                // The client's calls end the turn; the server's results follow the answer.
+                transcript.after = results;
+                return Ok(());
+            }
+            let at = self.clock.now();
+            let usage = self.billing.consumed(completion, false).unwrap_or_default();
+            let step = Message {
+                content: completion.content.clone(),
+                reasoning: Some(completion.reasoning.clone()).filter(|r| !r.is_empty()),
+                tool_calls: completion.tool_calls.clone(),
+                usage: Some(MessageUsage {
+                    usage,
+                    finish_reason: tessera_models::FinishReason::ToolCalls,
+                }),
+                ..self.blank(0, Role::Assistant, at)
+            };
+            let record = self.billing.record(
+                &self.organization,
+                &self.chat,
+                &step.id,
+                usage,
+                tessera_models::FinishReason::ToolCalls.as_str(),
+                at,
+            );
+            self.usage_store.record(&record).await?;
+            request.messages.push(ChatMessage::from(&step));
+            request
+                .messages
+                .extend(results.iter().map(ChatMessage::from));
+            transcript.before.push(step);
+            transcript.before.extend(results);
+            steps += 1;
+            *completion = Completion::default();
+            publisher.publish(GenerationEvent::StepStarted);
+        }
+    }
+
+    /// One call of the model, streamed into `completion`; the deltas of calls of tools
+    /// Tessera runs are published as such.
+    async fn call(
+        &self,
+        request: &ChatRequest,
+        steps: u32,
+        publisher: &Publisher,
+        completion: &mut Completion,
+    ) -> Result<(), ChatError> {
+        let mut server_calls = HashSet::new();
+        let mut stream = self.model.stream(request.clone()).await?;
         while let Some(event) = stream.next().await {
             let event = event?;
-            if !matches!(event, ChatEvent::Finish { .. }) {
+            let server = match &event {
+                ChatEvent::ToolCallStart { index, name, .. } => {
+                    self.tools.runs(name, steps) && server_calls.insert(*index)
+                }
+                ChatEvent::ToolCallArgumentsDelta { index, .. }
+                | ChatEvent::ToolCallEnd { index } => server_calls.contains(index),
+                _ => false,
+            };
+            if server {
+                publisher.publish(GenerationEvent::ServerToolDelta(event.clone()));
+            } else if !matches!(event, ChatEvent::Finish { .. }) {
                 publisher.publish(GenerationEvent::Delta(event.clone()));
             }
             completion.apply(event);
@@ -1002,15 +1200,31 @@ impl Generation {
             }
             .into());
         }
-        if let Some(schema) = &self.strict_schema
-            && completion.tool_calls.is_empty()
-        {
-            let violations = conformance_errors(schema, &completion.content);
-            if !violations.is_empty() {
-                return Err(ChatError::SchemaMismatch(violations));
-            }
-        }
         Ok(())
+    }
+
+    /// Runs the calls one after another; each result is published and becomes a `tool`
+    /// message.
+    async fn run_tools(&self, calls: &[ToolCall], publisher: &Publisher) -> Vec<Message> {
+        let Some(toolbox) = &self.tools.server else {
+            return Vec::new();
+        };
+        let mut results = Vec::with_capacity(calls.len());
+        for call in calls {
+            let run = toolbox.run(call).await;
+            publisher.publish(GenerationEvent::ToolResult(ToolResult {
+                tool_call_id: call.id.clone(),
+                name: call.name.clone(),
+                content: run.content.clone(),
+                is_error: run.is_error,
+            }));
+            results.push(Message {
+                content: run.content,
+                tool_call_id: Some(call.id.clone()),
+                ..self.blank(0, Role::Tool, self.clock.now())
+            });
+        }
+        results
     }
 
     /// A message of this chat with nothing in it yet.
@@ -1031,9 +1245,15 @@ impl Generation {
         }
     }
 
-    /// The answer message of a finished completion and its usage record.
-    fn answer(&self, completion: &Completion, at: DateTime<Utc>) -> (Message, UsageRecord) {
-        let sequence = self.next_sequence + self.turn.len() as u32;
+    /// The answer message of a finished completion (after `steps` messages of tool steps)
+    /// and its usage record.
+    fn answer(
+        &self,
+        completion: &Completion,
+        steps: usize,
+        at: DateTime<Utc>,
+    ) -> (Message, UsageRecord) {
+        let sequence = self.next_sequence + (self.turn.len() + steps) as u32;
         let usage = self.billing.consumed(completion, false).unwrap_or_default();
         let finish_reason = completion
             .finish_reason
@@ -1062,7 +1282,11 @@ impl Generation {
         (answer, record)
     }
 
-    async fn store_answer(&self, completion: &Completion) -> Result<Message, ChatError> {
+    async fn store_answer(
+        &self,
+        completion: &Completion,
+        transcript: Transcript,
+    ) -> Result<Message, ChatError> {
         let at = self.clock.now();
         let mut messages: Vec<Message> = self
             .turn
@@ -1077,8 +1301,13 @@ impl Generation {
                 ..self.blank(sequence, new.role, at)
             })
             .collect();
-        let (answer, usage) = self.answer(completion, at);
+        let (answer, usage) = self.answer(completion, transcript.before.len(), at);
+        messages.extend(transcript.before);
         messages.push(answer.clone());
+        messages.extend(transcript.after);
+        for (message, sequence) in messages.iter_mut().zip(self.next_sequence..) {
+            message.sequence = sequence;
+        }
         let artifacts = self.artifacts(&answer).await?;
         let turn = FinishedTurn {
             messages,

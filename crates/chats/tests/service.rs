@@ -48,6 +48,8 @@ impl TokenCounter for Words {
 struct Scripted {
     requests: Mutex<Vec<ChatRequest>>,
     reply: Mutex<Vec<Result<ChatEvent, ProviderError>>>,
+    /// Replies used first, one per request, before `reply`.
+    queued: Mutex<std::collections::VecDeque<Vec<Result<ChatEvent, ProviderError>>>>,
     gate: Mutex<Option<oneshot::Receiver<()>>>,
 }
 
@@ -94,7 +96,8 @@ impl ChatModel for Scripted {
 
     async fn stream(&self, request: ChatRequest) -> Result<ChatStream, ProviderError> {
         self.requests.lock().unwrap().push(request);
-        let events = self.reply.lock().unwrap().clone();
+        let queued = self.queued.lock().unwrap().pop_front();
+        let events = queued.unwrap_or_else(|| self.reply.lock().unwrap().clone());
         let gate = self.gate.lock().unwrap().take();
         let wait = stream::once(async move {
             if let Some(gate) = gate {
@@ -264,6 +267,7 @@ fn ports(
         prompts: prompts.clone(),
         retriever: Arc::new(NoRetrieval),
         attachments,
+        server_tools: Arc::new(tessera_chats::NoServerTools),
         admission: Arc::new(FixedPlan(Plan::Free)),
         usage: Arc::new(InMemoryUsageStore::new()),
         clock,
@@ -1745,4 +1749,223 @@ async fn a_spent_budget_refuses_before_the_model_is_asked() {
         .unwrap();
     assert!(matches!(error, ChatError::BudgetSpent(_)), "{error:?}");
     assert!(f.model.requests.lock().unwrap().is_empty());
+}
+
+/// Tools Tessera would run itself: `weather` answers, `broken` fails.
+struct WeatherTools;
+
+#[async_trait]
+impl tessera_chats::ServerToolbox for WeatherTools {
+    fn specs(&self) -> Vec<ToolSpec> {
+        ["weather", "broken"]
+            .map(|name| ToolSpec {
+                name: name.into(),
+                description: None,
+                parameters: json!({"type": "object"}),
+            })
+            .to_vec()
+    }
+
+    async fn run(&self, call: &ToolCall) -> tessera_chats::ToolRun {
+        tessera_chats::ToolRun {
+            content: format!("{} says {}", call.name, call.arguments),
+            is_error: call.name == "broken",
+        }
+    }
+}
+
+struct Weather;
+
+#[async_trait]
+impl tessera_chats::ServerTools for Weather {
+    async fn toolbox(
+        &self,
+        _: &OrganizationId,
+        _: &str,
+    ) -> Result<Option<Arc<dyn tessera_chats::ServerToolbox>>, DomainError> {
+        Ok(Some(Arc::new(WeatherTools)))
+    }
+}
+
+fn calls(calls: &[(&str, &str)]) -> Vec<Result<ChatEvent, ProviderError>> {
+    let mut events = Vec::new();
+    for (index, (id, name)) in calls.iter().enumerate() {
+        let index = index as u32;
+        events.push(Ok(ChatEvent::ToolCallStart {
+            index,
+            id: (*id).into(),
+            name: (*name).into(),
+        }));
+        events.push(Ok(ChatEvent::ToolCallArgumentsDelta {
+            index,
+            delta: "{\"city\":\"Oslo\"}".into(),
+        }));
+        events.push(Ok(ChatEvent::ToolCallEnd { index }));
+    }
+    events.push(Ok(finish(FinishReason::ToolCalls)));
+    events
+}
+
+#[tokio::test]
+async fn server_tools_run_in_steps_each_stored_and_billed() {
+    let f = fixture();
+    let chats = ChatService::new(ChatPorts {
+        server_tools: Arc::new(Weather),
+        usage: f.usage.clone(),
+        ..ports(
+            f.store.clone() as Arc<dyn ChatStore>,
+            &f.models,
+            &f.prompts,
+            f.files.clone(),
+            f.clock.clone(),
+        )
+    });
+    f.model
+        .queued
+        .lock()
+        .unwrap()
+        .extend([calls(&[("c1", "weather")]), calls(&[("c2", "broken")])]);
+    f.model.answer("Sunny");
+    let started = chats
+        .start(&f.alice, ask("local/small", "weather?"))
+        .await
+        .unwrap();
+    let chat = started.chat.id.clone();
+    let events = run(started).await;
+    let results: Vec<_> = events
+        .iter()
+        .filter_map(|event| match event {
+            GenerationEvent::ToolResult(result) => Some((result.name.as_str(), result.is_error)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results, [("weather", false), ("broken", true)]);
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| **e == GenerationEvent::StepStarted)
+            .count(),
+        2
+    );
+    assert!(
+        events
+            .iter()
+            .all(|e| !matches!(e, GenerationEvent::Delta(ChatEvent::ToolCallStart { .. })))
+    );
+    let Some(GenerationEvent::Finished(answer)) = events.last() else {
+        panic!("{events:?}")
+    };
+    assert_eq!(answer.content, "Sunny");
+
+    let stored: Vec<_> = (f.chats.get(&f.alice, &chat).await.unwrap().messages)
+        .into_iter()
+        .map(|m| {
+            (
+                m.sequence,
+                m.role,
+                m.tool_call_id,
+                m.tool_calls.len(),
+                m.content,
+            )
+        })
+        .collect();
+    assert_eq!(
+        stored,
+        [
+            (0, Role::User, None, 0, "weather?".to_owned()),
+            (1, Role::Assistant, None, 1, String::new()),
+            (
+                2,
+                Role::Tool,
+                Some("c1".into()),
+                0,
+                "weather says {\"city\":\"Oslo\"}".into()
+            ),
+            (3, Role::Assistant, None, 1, String::new()),
+            (
+                4,
+                Role::Tool,
+                Some("c2".into()),
+                0,
+                "broken says {\"city\":\"Oslo\"}".into()
+            ),
+            (5, Role::Assistant, None, 0, "Sunny".into()),
+        ]
+    );
+    // Each tool step's model call is billed as it ends; the answer's with the turn.
+    let billed = f
+        .usage
+        .all()
+        .into_iter()
+        .filter(|record| record.finish_reason == "tool_calls")
+        .count();
+    assert_eq!(billed, 2);
+    // The last request carried both steps, and the tools again.
+    let last = f.model.last_request();
+    assert_eq!(last.messages.len(), 5);
+    assert_eq!(last.tools.len(), 2);
+}
+
+#[tokio::test]
+async fn tool_steps_are_bounded_and_names_may_not_clash() {
+    let f = fixture();
+    let chats = ChatService::new(ChatPorts {
+        server_tools: Arc::new(Weather),
+        ..ports(
+            f.store.clone() as Arc<dyn ChatStore>,
+            &f.models,
+            &f.prompts,
+            f.files.clone(),
+            f.clock.clone(),
+        )
+    });
+    let error = chats
+        .start(
+            &f.alice,
+            CompletionRequest {
+                max_tool_steps: Some(33),
+                ..ask("local/small", "weather?")
+            },
+        )
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(invalid_locs(error), ["body.maxToolSteps: at most 32"]);
+    let clash = chats
+        .start(
+            &f.alice,
+            CompletionRequest {
+                tools: vec![ToolSpec {
+                    name: "weather".into(),
+                    description: None,
+                    parameters: json!({"type": "object"}),
+                }],
+                ..ask("local/small", "weather?")
+            },
+        )
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(invalid_locs(clash).len(), 1);
+
+    // After its last step the model is asked without the server's tools.
+    f.model
+        .queued
+        .lock()
+        .unwrap()
+        .extend([calls(&[("c1", "weather")])]);
+    f.model.answer("Done");
+    let started = chats
+        .start(
+            &f.alice,
+            CompletionRequest {
+                max_tool_steps: Some(1),
+                ..ask("local/small", "weather?")
+            },
+        )
+        .await
+        .unwrap();
+    let events = run(started).await;
+    assert!(matches!(events.last(), Some(GenerationEvent::Finished(_))));
+    assert!(f.model.last_request().tools.is_empty());
 }

@@ -5,7 +5,8 @@
 //! per-thread values adapters keep next to a thread's runtime, and the rule for storable text
 //! (no NUL character, on any database), and `AuditRecord`, the audit event each domain hands
 //! its store together with the change it records, and `TraceHeaders`, how adapters carry the
-//! current trace to the services they call. It does no I/O and depends on
+//! current trace to the services they call, and `TargetPolicy`, which hosts outbound calls made
+//! for tenants may reach. It does no I/O and depends on
 //! no framework, so every domain crate (and other teams' services) can use it.
 
 mod audit;
@@ -14,6 +15,7 @@ mod cursor;
 mod error;
 mod ids;
 mod organization_id;
+mod outbound;
 mod page;
 mod per_thread;
 mod principal;
@@ -26,6 +28,7 @@ pub use cursor::{Cursor, CursorCodec, CursorError};
 pub use error::{DomainError, FieldError, Loc, LocSegment};
 pub use ids::IdError;
 pub use organization_id::{OrganizationId, OrganizationIdError};
+pub use outbound::{TargetPolicy, is_private_address};
 pub use page::{Limit, LimitError, Page, PageRequest};
 pub use per_thread::PerThread;
 pub use principal::{Action, Origin, Principal, PrincipalKind, Scope, ScopeError, ScopeSet};

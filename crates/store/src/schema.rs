@@ -368,6 +368,33 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    mcp_servers (id) {
+        id -> Text,
+        organization_id -> Text,
+        name -> Text,
+        url -> Text,
+        header_names -> Text,
+        headers -> Binary,
+        allowed_tools -> Nullable<Text>,
+        timeout_ms -> Integer,
+        tools -> Nullable<Text>,
+        tools_fetched_at -> Nullable<Timestamp>,
+        created_by -> Text,
+        created_at -> Timestamp,
+        updated_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    model_mcp_servers (organization_id, model_id, server_id) {
+        organization_id -> Text,
+        model_id -> Text,
+        server_id -> Text,
+        created_at -> Timestamp,
+    }
+}
+
 diesel::joinable!(particle_versions -> particles (particle_id));
 diesel::joinable!(system_prompt_particles -> particles (particle_id));
 diesel::joinable!(system_prompt_particles -> system_prompts (system_prompt_id));
@@ -398,5 +425,8 @@ diesel::allow_tables_to_appear_in_same_query!(
 );
 
 diesel::allow_tables_to_appear_in_same_query!(webhooks, webhook_deliveries);
+
+diesel::joinable!(model_mcp_servers -> mcp_servers (server_id));
+diesel::allow_tables_to_appear_in_same_query!(mcp_servers, model_mcp_servers);
 
 diesel::allow_tables_to_appear_in_same_query!(chats, running_generations, generation_runners);

@@ -19,13 +19,12 @@ pub use delivery::{AttemptRecord, ClaimedDelivery, Delivery, DeliveryId, Deliver
 pub use dispatcher::{DispatchSettings, Dispatcher, retry_delay};
 pub use event::{DatasetChange, Event, EventId, EventKind};
 pub use sender::{OutgoingRequest, SendError, WebhookSender};
-pub use service::{
-    MAX_WEBHOOKS_PER_ORGANIZATION, TargetPolicy, WebhookService, is_private_address,
-};
+pub use service::{MAX_WEBHOOKS_PER_ORGANIZATION, WebhookService};
 pub use signature::{
     DELIVERY_HEADER, EVENT_HEADER, EVENT_ID_HEADER, SIGNATURE_HEADER, sign, verify,
 };
 pub use store::WebhookStore;
+pub use tessera_kernel::{TargetPolicy, is_private_address};
 pub use webhook::{
     MAX_DESCRIPTION_CHARS, MAX_URL_CHARS, NewWebhook, Webhook, WebhookId, WebhookSecret,
 };

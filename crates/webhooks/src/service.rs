@@ -1,15 +1,12 @@
 //! Webhooks as the API offers them: register, read, list and delete within the caller's
 //! organization, and read what was delivered.
 
-use std::{
-    net::{IpAddr, Ipv4Addr},
-    sync::Arc,
-};
+use std::sync::Arc;
 
 use tessera_kernel::{
     Actor, Clock, CursorCodec, DomainError, FieldError, Limit, OrganizationId, Page, PageRequest,
+    TargetPolicy,
 };
-use url::{Host, Url};
 
 use crate::{
     Delivery, DeliveryId, EventKind, MAX_DESCRIPTION_CHARS, MAX_URL_CHARS, NewWebhook, Webhook,
@@ -22,14 +19,6 @@ const DELIVERY_LIST: &str = "webhook-deliveries";
 /// The most webhooks one organization may register.
 pub const MAX_WEBHOOKS_PER_ORGANIZATION: u64 = 20;
 
-/// Which receivers webhooks may target.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct TargetPolicy {
-    /// Allow `localhost` and loopback, private, link-local and unspecified IP addresses
-    /// (off by default: a tenant must not reach the service's own network through us).
-    pub allow_private_targets: bool,
-}
-
 /// Webhooks of organizations.
 #[derive(Clone)]
 pub struct WebhookService {
@@ -41,65 +30,6 @@ pub struct WebhookService {
 
 fn field(loc: &[&str], msg: impl Into<String>, kind: &str) -> FieldError {
     FieldError::new(loc.iter().map(|&s| s.into()), msg, kind)
-}
-
-/// Whether `ip` is loopback, private, link-local (cloud metadata services among them),
-/// unique-local, carrier-grade NAT, broadcast or unspecified: addresses of the service's own
-/// network, which webhooks must not reach unless the policy allows it.
-pub fn is_private_address(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(ip) => private_v4(ip),
-        IpAddr::V6(ip) => {
-            ip.is_loopback()
-                || ip.is_unspecified()
-                || ip.to_ipv4_mapped().is_some_and(private_v4)
-                // Unique local (fc00::/7) and link-local (fe80::/10).
-                || (ip.segments()[0] & 0xfe00) == 0xfc00
-                || (ip.segments()[0] & 0xffc0) == 0xfe80
-        }
-    }
-}
-
-fn private_v4(ip: Ipv4Addr) -> bool {
-    ip.is_loopback()
-        || ip.is_private()
-        || ip.is_link_local()
-        || ip.is_unspecified()
-        || ip.is_broadcast()
-        // Carrier-grade NAT (100.64.0.0/10).
-        || (ip.octets()[0] == 100 && (ip.octets()[1] & 0xc0) == 64)
-}
-
-impl TargetPolicy {
-    /// Why `text` cannot be a webhook URL, if it cannot.
-    fn check(self, text: &str) -> Result<Url, String> {
-        if text.chars().count() > MAX_URL_CHARS {
-            return Err(format!("at most {MAX_URL_CHARS} characters"));
-        }
-        let url = Url::parse(text).map_err(|e| format!("not an absolute URL: {e}"))?;
-        if !matches!(url.scheme(), "https" | "http") {
-            return Err("the scheme must be https or http".into());
-        }
-        if !url.username().is_empty() || url.password().is_some() {
-            return Err("credentials in the URL are not allowed; use the signature".into());
-        }
-        if url.fragment().is_some() {
-            return Err("a fragment is never sent; remove it".into());
-        }
-        let private = match url.host() {
-            None => return Err("the URL has no host".into()),
-            Some(Host::Domain(name)) => {
-                let name = name.trim_end_matches('.').to_ascii_lowercase();
-                name == "localhost" || name.ends_with(".localhost")
-            }
-            Some(Host::Ipv4(ip)) => is_private_address(IpAddr::V4(ip)),
-            Some(Host::Ipv6(ip)) => is_private_address(IpAddr::V6(ip)),
-        };
-        if private && !self.allow_private_targets {
-            return Err("loopback, private and link-local hosts are not allowed".into());
-        }
-        Ok(url)
-    }
 }
 
 impl WebhookService {
@@ -125,7 +55,7 @@ impl WebhookService {
         new: NewWebhook,
     ) -> Result<Webhook, DomainError> {
         let mut errors = Vec::new();
-        let url = match self.policy.check(new.url.trim()) {
+        let url = match self.policy.check(new.url.trim(), MAX_URL_CHARS) {
             Ok(url) => Some(url),
             Err(msg) => {
                 errors.push(field(&["body", "url"], msg, "invalid_url"));

@@ -226,6 +226,12 @@ pub struct CreateCompletion {
     pub temperature: Option<f32>,
     /// Makes sampling repeatable where the provider supports it.
     pub seed: Option<u64>,
+    /// Rounds of calls of the tools of MCP servers linked to the model, which Tessera runs
+    /// itself, before the model must answer without them (default 8, at most 32; 0 offers
+    /// none of them).
+    #[validate(range(max = 32))]
+    #[schema(minimum = 0, maximum = 32)]
+    pub max_tool_steps: Option<u32>,
 }
 
 impl CreateCompletion {
@@ -293,6 +299,7 @@ impl CreateCompletion {
             max_tokens: self.max_tokens,
             temperature: self.temperature,
             seed: self.seed,
+            max_tool_steps: self.max_tool_steps,
             ..CompletionRequest::default()
         };
         Ok((request, self.stream))

@@ -10,6 +10,7 @@ pub mod datasets;
 pub mod fallback;
 pub mod files;
 pub mod health;
+pub mod mcp_servers;
 pub mod model_datasets;
 pub mod models;
 pub mod oauth;

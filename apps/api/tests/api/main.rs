@@ -20,6 +20,7 @@ mod graceful_stop;
 mod hardening;
 mod http;
 mod idempotency;
+mod mcp;
 mod metrics;
 mod models;
 mod oidc;

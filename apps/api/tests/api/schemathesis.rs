@@ -95,6 +95,9 @@ async fn schemathesis_finds_no_failure() {
         // operation. `clients.rs` tests both operations.
         .args(["--exclude-operation-id", "revokeClient"])
         .args(["--exclude-operation-id", "rotateClientSecret"])
+        // Its answer is what a remote server says: the fuzzer's MCP servers are made-up hosts
+        // this machine cannot reach (503 by design). `mcp.rs` tests it against real servers.
+        .args(["--exclude-operation-id", "listMcpServerTools"])
         .args(["--max-examples", MAX_EXAMPLES])
         // A generator health check, not a finding about the API: hypothesis discards many of
         // its drafts for the two model deletions and would stop there.

@@ -90,7 +90,11 @@ impl ChunkEncoder {
                     None,
                 ));
             }
-            GenerationEvent::Delta(ChatEvent::ToolCallEnd { .. } | ChatEvent::Finish { .. }) => {}
+            // Tools Tessera runs itself stay inside: an OpenAI client sees only the answer.
+            GenerationEvent::Delta(ChatEvent::ToolCallEnd { .. } | ChatEvent::Finish { .. })
+            | GenerationEvent::ServerToolDelta(_)
+            | GenerationEvent::ToolResult(_)
+            | GenerationEvent::StepStarted => {}
             GenerationEvent::Finished(message) => {
                 let mut delta = json!({});
                 if !self.sources.is_empty() {

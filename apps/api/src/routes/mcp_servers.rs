@@ -1,0 +1,503 @@
+//! MCP servers of the caller's organization: register Streamable HTTP endpoints whose tools
+//! models may call during completions, list what each offers, and link them to models.
+
+use std::collections::BTreeMap;
+
+use actix_web::{HttpResponse, delete, get, http::header, patch, post, web};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use tessera_kernel::{Actor, DomainError};
+use tessera_mcp::{McpServer, McpServerId, McpServerPatch, NewMcpServer, RemoteTool, ToolLink};
+use tessera_models::ModelId;
+use utoipa::{IntoParams, ToSchema};
+use validator::Validate;
+
+use crate::{
+    access::Caller,
+    extract::{ValidJson, ValidQuery, page_limit, path_id},
+    problem::{ApiError, Problem, ValidationProblem},
+    routes::webhooks::ListPage,
+    state::AppState,
+};
+
+/// An MCP server (never its header values).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpServerOut {
+    #[schema(example = "mcp_0190f5c1a3e27c3d9b1e4a0c5d6e7f80")]
+    pub id: String,
+    pub organization_id: String,
+    #[schema(example = "Weather tools")]
+    pub name: String,
+    /// The Streamable HTTP endpoint.
+    #[schema(example = "https://tools.example.com/mcp")]
+    pub url: String,
+    /// The names of the headers sent with every request; their values are write-only.
+    #[schema(example = json!(["Authorization"]))]
+    pub header_names: Vec<String>,
+    /// When set, only these tools are offered to models.
+    pub allowed_tools: Option<Vec<String>>,
+    /// How long one call may take.
+    #[schema(example = 30000)]
+    pub timeout_ms: u32,
+    /// When the tools were last listed (`GET …/tools`, or a completion's first use).
+    pub tools_fetched_at: Option<DateTime<Utc>>,
+    pub created_by: String,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<McpServer> for McpServerOut {
+    fn from(server: McpServer) -> Self {
+        Self {
+            id: server.id.to_string(),
+            organization_id: server.organization.to_string(),
+            name: server.name,
+            url: server.url,
+            header_names: server.header_names,
+            allowed_tools: server.allowed_tools,
+            timeout_ms: server.timeout_ms,
+            tools_fetched_at: server.tools.map(|tools| tools.fetched_at),
+            created_by: server.created_by,
+            created_at: server.created_at,
+            updated_at: server.updated_at,
+        }
+    }
+}
+
+/// A page of MCP servers.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpServerPage {
+    pub items: Vec<McpServerOut>,
+    pub next_cursor: Option<String>,
+    pub has_more: bool,
+    pub total_count: Option<u64>,
+}
+
+/// Register an MCP server.
+#[derive(Debug, Deserialize, Validate, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CreateMcpServer {
+    #[schema(example = "Weather tools", min_length = 1, max_length = 100)]
+    pub name: String,
+    /// Absolute `https` (or `http`) URL of the Streamable HTTP endpoint, without
+    /// credentials; loopback, private and link-local hosts are refused unless the operator
+    /// allows them.
+    #[schema(example = "https://tools.example.com/mcp", max_length = 2048)]
+    pub url: String,
+    /// Headers sent with every request (an API key, say). Their values are secrets: stored
+    /// encrypted and never returned.
+    #[serde(default)]
+    #[schema(example = json!({"Authorization": "Bearer …"}))]
+    pub headers: BTreeMap<String, String>,
+    /// Offer only these tools to models (all when absent).
+    pub allowed_tools: Option<Vec<String>>,
+    /// 100 to 300000 milliseconds per call; 30000 when absent.
+    #[schema(minimum = 100, maximum = 300000)]
+    pub timeout_ms: Option<u32>,
+}
+
+/// Change an MCP server; every field given replaces the stored one.
+#[derive(Debug, Deserialize, Validate, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UpdateMcpServer {
+    #[schema(min_length = 1, max_length = 100)]
+    pub name: Option<String>,
+    /// A new URL forgets the listed tools.
+    #[schema(max_length = 2048)]
+    pub url: Option<String>,
+    /// Replaces every header (and forgets the listed tools); `{}` removes them all.
+    pub headers: Option<BTreeMap<String, String>>,
+    /// `null` offers every tool again.
+    #[serde(default, deserialize_with = "crate::extract::nullable")]
+    #[schema(value_type = Option<Vec<String>>)]
+    pub allowed_tools: Option<Option<Vec<String>>>,
+    #[schema(minimum = 100, maximum = 300000)]
+    pub timeout_ms: Option<u32>,
+}
+
+/// A tool as the server describes it.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpToolOut {
+    #[schema(example = "get_weather")]
+    pub name: String,
+    pub description: Option<String>,
+    /// JSON Schema of the arguments.
+    #[schema(value_type = Object)]
+    pub input_schema: serde_json::Value,
+}
+
+impl From<RemoteTool> for McpToolOut {
+    fn from(tool: RemoteTool) -> Self {
+        Self {
+            name: tool.name,
+            description: tool.description,
+            input_schema: tool.input_schema,
+        }
+    }
+}
+
+/// The tools a server offers models (its allow-list applied).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpToolList {
+    pub items: Vec<McpToolOut>,
+    /// When the server was asked.
+    pub fetched_at: DateTime<Utc>,
+}
+
+/// Ask the server again instead of answering from the cache.
+#[derive(Debug, Deserialize, Validate, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ToolsQuery {
+    /// `true`: list the tools from the server now.
+    pub refresh: Option<bool>,
+}
+
+fn server_id(text: &str) -> Result<McpServerId, ApiError> {
+    path_id(text, "MCP server")
+}
+
+fn headers(map: BTreeMap<String, String>) -> Vec<(String, String)> {
+    map.into_iter().collect()
+}
+
+fn actor(caller: &Caller) -> Actor {
+    Actor::Principal(caller.0.clone())
+}
+
+/// Register an MCP server; its tools are listed when first asked for or used.
+#[utoipa::path(
+    tag = "MCP servers",
+    operation_id = "createMcpServer",
+    request_body = CreateMcpServer,
+    responses(
+        (status = 201, description = "Registered", body = McpServerOut),
+        (status = 409, description = "The organization has the most MCP servers it may have", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid name, URL, header, tool name or timeout", body = ValidationProblem, content_type = "application/problem+json")
+    )
+)]
+#[post("/v1/mcp-servers")]
+pub async fn create_mcp_server(
+    caller: Caller,
+    state: web::Data<AppState>,
+    ValidJson(body): ValidJson<CreateMcpServer>,
+) -> Result<HttpResponse, ApiError> {
+    let server = state
+        .mcp
+        .create(
+            &caller.0.organization_id,
+            &actor(&caller),
+            NewMcpServer {
+                name: body.name,
+                url: body.url,
+                headers: headers(body.headers),
+                allowed_tools: body.allowed_tools,
+                timeout_ms: body.timeout_ms,
+            },
+        )
+        .await?;
+    Ok(HttpResponse::Created()
+        .insert_header((header::LOCATION, format!("/v1/mcp-servers/{}", server.id)))
+        .json(McpServerOut::from(server)))
+}
+
+/// List the organization's MCP servers, newest first.
+#[utoipa::path(
+    tag = "MCP servers",
+    operation_id = "listMcpServers",
+    params(ListPage),
+    responses(
+        (status = 200, description = "A page of MCP servers", body = McpServerPage),
+        (status = 422, description = "Invalid limit or cursor", body = ValidationProblem, content_type = "application/problem+json")
+    )
+)]
+#[get("/v1/mcp-servers")]
+pub async fn list_mcp_servers(
+    caller: Caller,
+    state: web::Data<AppState>,
+    ValidQuery(query): ValidQuery<ListPage>,
+) -> Result<web::Json<McpServerPage>, ApiError> {
+    let page = state
+        .mcp
+        .list(
+            &caller.0.organization_id,
+            page_limit(query.limit)?,
+            query.cursor.as_deref(),
+        )
+        .await?;
+    Ok(web::Json(McpServerPage {
+        items: page.items.into_iter().map(McpServerOut::from).collect(),
+        next_cursor: page.next_cursor.map(|c| c.as_str().to_owned()),
+        has_more: page.has_more,
+        total_count: page.total_count,
+    }))
+}
+
+/// One MCP server of the organization.
+#[utoipa::path(
+    tag = "MCP servers",
+    operation_id = "getMcpServer",
+    params(("server_id" = String, Path, description = "The MCP server id")),
+    responses(
+        (status = 200, description = "The MCP server", body = McpServerOut),
+        (status = 404, description = "No such MCP server in this organization", body = Problem, content_type = "application/problem+json")
+    )
+)]
+#[get("/v1/mcp-servers/{server_id}")]
+pub async fn get_mcp_server(
+    caller: Caller,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<web::Json<McpServerOut>, ApiError> {
+    let server = state
+        .mcp
+        .get(&caller.0.organization_id, &server_id(&path)?)
+        .await?;
+    Ok(web::Json(McpServerOut::from(server)))
+}
+
+/// Change an MCP server.
+#[utoipa::path(
+    tag = "MCP servers",
+    operation_id = "updateMcpServer",
+    params(("server_id" = String, Path, description = "The MCP server id")),
+    request_body = UpdateMcpServer,
+    responses(
+        (status = 200, description = "Changed", body = McpServerOut),
+        (status = 404, description = "No such MCP server in this organization", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid name, URL, header, tool name or timeout", body = ValidationProblem, content_type = "application/problem+json")
+    )
+)]
+#[patch("/v1/mcp-servers/{server_id}")]
+pub async fn update_mcp_server(
+    caller: Caller,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    ValidJson(body): ValidJson<UpdateMcpServer>,
+) -> Result<web::Json<McpServerOut>, ApiError> {
+    let server = state
+        .mcp
+        .update(
+            &caller.0.organization_id,
+            &actor(&caller),
+            &server_id(&path)?,
+            McpServerPatch {
+                name: body.name,
+                url: body.url,
+                headers: body.headers.map(headers),
+                allowed_tools: body.allowed_tools,
+                timeout_ms: body.timeout_ms,
+            },
+        )
+        .await?;
+    Ok(web::Json(McpServerOut::from(server)))
+}
+
+/// Delete an MCP server; models that linked it no longer offer its tools.
+#[utoipa::path(
+    tag = "MCP servers",
+    operation_id = "deleteMcpServer",
+    params(("server_id" = String, Path, description = "The MCP server id")),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 404, description = "No such MCP server in this organization", body = Problem, content_type = "application/problem+json")
+    )
+)]
+#[delete("/v1/mcp-servers/{server_id}")]
+pub async fn delete_mcp_server(
+    caller: Caller,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    state
+        .mcp
+        .delete(
+            &caller.0.organization_id,
+            &actor(&caller),
+            &server_id(&path)?,
+        )
+        .await?;
+    Ok(HttpResponse::NoContent().finish())
+}
+
+/// The tools the server offers models: from the last listing, or asked now with
+/// `refresh=true` (or when never listed).
+#[utoipa::path(
+    tag = "MCP servers",
+    operation_id = "listMcpServerTools",
+    params(("server_id" = String, Path, description = "The MCP server id"), ToolsQuery),
+    responses(
+        (status = 200, description = "The tools, the allow-list applied", body = McpToolList),
+        (status = 404, description = "No such MCP server in this organization", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The server could not be reached or did not answer as an MCP server", body = Problem, content_type = "application/problem+json")
+    )
+)]
+#[get("/v1/mcp-servers/{server_id}/tools")]
+pub async fn list_mcp_server_tools(
+    caller: Caller,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    ValidQuery(query): ValidQuery<ToolsQuery>,
+) -> Result<web::Json<McpToolList>, ApiError> {
+    let listed = state
+        .mcp
+        .tools(
+            &caller.0.organization_id,
+            &server_id(&path)?,
+            query.refresh.unwrap_or(false),
+        )
+        .await?;
+    Ok(web::Json(McpToolList {
+        items: listed.tools.into_iter().map(McpToolOut::from).collect(),
+        fetched_at: listed.fetched_at,
+    }))
+}
+
+/// Link an MCP server to a model.
+#[derive(Debug, Deserialize, Validate, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CreateToolLink {
+    #[schema(example = "mcp_0190f5c1a3e27c3d9b1e4a0c5d6e7f80")]
+    pub mcp_server_id: String,
+}
+
+/// An MCP server linked to a model: its tools are offered in the model's completions and
+/// run by Tessera.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolLinkOut {
+    pub model_id: String,
+    pub mcp_server_id: String,
+    pub created_at: DateTime<Utc>,
+}
+
+impl From<ToolLink> for ToolLinkOut {
+    fn from(link: ToolLink) -> Self {
+        Self {
+            model_id: link.model_id,
+            mcp_server_id: link.server_id.to_string(),
+            created_at: link.created_at,
+        }
+    }
+}
+
+/// The MCP servers linked to a model, oldest first.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ToolLinkList {
+    pub items: Vec<ToolLinkOut>,
+}
+
+/// The organization's user model the path names (404 otherwise).
+async fn user_model(state: &AppState, caller: &Caller, text: &str) -> Result<ModelId, ApiError> {
+    let id: ModelId = path_id(text, "model")?;
+    state
+        .models
+        .get(&caller.0.organization_id, &id)
+        .await
+        .map_err(DomainError::from)?;
+    Ok(id)
+}
+
+/// Link an MCP server to a model: its tools are offered in the model's completions.
+#[utoipa::path(
+    tag = "Models",
+    operation_id = "createModelToolLink",
+    params(("model_id" = String, Path, description = "The model id (an organization's model)")),
+    request_body = CreateToolLink,
+    responses(
+        (status = 201, description = "Linked", body = ToolLinkOut),
+        (status = 200, description = "Already linked", body = ToolLinkOut),
+        (status = 404, description = "No such model or MCP server in this organization", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid request", body = ValidationProblem, content_type = "application/problem+json")
+    )
+)]
+#[post("/v1/models/{model_id}/tools")]
+pub async fn link_tools(
+    caller: Caller,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    ValidJson(body): ValidJson<CreateToolLink>,
+) -> Result<HttpResponse, ApiError> {
+    let model = user_model(&state, &caller, &path).await?;
+    let server = server_id(&body.mcp_server_id)?;
+    let (link, created) = state
+        .mcp
+        .link(
+            &caller.0.organization_id,
+            &actor(&caller),
+            model.as_str(),
+            &server,
+        )
+        .await?;
+    let location = format!("/v1/models/{model}/tools/{server}");
+    let out = ToolLinkOut::from(link);
+    Ok(if created {
+        HttpResponse::Created()
+            .insert_header((header::LOCATION, location))
+            .json(out)
+    } else {
+        HttpResponse::Ok().json(out)
+    })
+}
+
+/// The MCP servers linked to a model.
+#[utoipa::path(
+    tag = "Models",
+    operation_id = "listModelToolLinks",
+    params(("model_id" = String, Path, description = "The model id")),
+    responses(
+        (status = 200, description = "The links, oldest first", body = ToolLinkList),
+        (status = 404, description = "No such model in this organization", body = Problem, content_type = "application/problem+json")
+    )
+)]
+#[get("/v1/models/{model_id}/tools")]
+pub async fn list_tool_links(
+    caller: Caller,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<web::Json<ToolLinkList>, ApiError> {
+    let model = user_model(&state, &caller, &path).await?;
+    let links = state
+        .mcp
+        .links(&caller.0.organization_id, model.as_str())
+        .await?;
+    Ok(web::Json(ToolLinkList {
+        items: links.into_iter().map(ToolLinkOut::from).collect(),
+    }))
+}
+
+/// Unlink an MCP server from a model (the server stays).
+#[utoipa::path(
+    tag = "Models",
+    operation_id = "deleteModelToolLink",
+    params(
+        ("model_id" = String, Path, description = "The model id"),
+        ("server_id" = String, Path, description = "The linked MCP server's id")
+    ),
+    responses(
+        (status = 204, description = "Unlinked"),
+        (status = 404, description = "No such model, or the server is not linked to it", body = Problem, content_type = "application/problem+json")
+    )
+)]
+#[delete("/v1/models/{model_id}/tools/{server_id}")]
+pub async fn unlink_tools(
+    caller: Caller,
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, ApiError> {
+    let (model, server) = path.into_inner();
+    let model = user_model(&state, &caller, &model).await?;
+    state
+        .mcp
+        .unlink(
+            &caller.0.organization_id,
+            &actor(&caller),
+            model.as_str(),
+            &server_id(&server)?,
+        )
+        .await?;
+    Ok(HttpResponse::NoContent().finish())
+}

@@ -1,0 +1,2 @@
+DROP TABLE model_mcp_servers;
+DROP TABLE mcp_servers;
