@@ -19,7 +19,7 @@ use opentelemetry_sdk::{
     Resource,
     trace::{Sampler, SdkTracerProvider},
 };
-use tracing_subscriber::{EnvFilter, Layer, fmt, prelude::*};
+use tracing_subscriber::{EnvFilter, Layer, filter::LevelFilter, fmt, prelude::*};
 
 use crate::config::{LogFormat, Settings, TelemetrySettings};
 use log_ids::WithTraceIds;
@@ -74,6 +74,8 @@ pub fn init(settings: &Settings) -> Result<Telemetry, TelemetryError> {
         Some(endpoint) => Some(tracer_provider(&settings.telemetry, endpoint)?),
         None => None,
     };
+    // Each layer filters for itself: `log` chooses the log lines, not the spans exported
+    // (with one global filter, `log = "warn"` dropped every `info` span before export).
     let otel = provider.as_ref().map(|provider| {
         tracing_opentelemetry::layer()
             .with_tracer(provider.tracer("tessera-api"))
@@ -82,6 +84,7 @@ pub fn init(settings: &Settings) -> Result<Telemetry, TelemetryError> {
             .with_level(false)
             .with_target(false)
             .with_tracked_inactivity(false)
+            .with_filter(LevelFilter::INFO)
     });
     let traced = provider.is_some();
     let logs = match settings.log_format {
@@ -115,9 +118,8 @@ pub fn init(settings: &Settings) -> Result<Telemetry, TelemetryError> {
         }
     };
     let installed = tracing_subscriber::registry()
-        .with(filter)
         .with(otel)
-        .with(logs)
+        .with(logs.with_filter(filter))
         .try_init()
         .is_ok();
     if installed && provider.is_some() {

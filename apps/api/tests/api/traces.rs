@@ -109,6 +109,8 @@ async fn a_streamed_rag_completion_is_one_trace_from_the_caller_to_the_upstream(
     settings.telemetry.otlp_endpoint = Some(endpoint.clone());
     settings.telemetry.service_name = "tessera-test".into();
     settings.telemetry.resource_attributes = "deployment.environment=test".into();
+    // Quiet logs must not silence the spans: each layer filters for itself.
+    settings.log = "warn".into();
     let mut telemetry = tessera_api::telemetry::init(&settings).expect("telemetry starts");
 
     let catalog_dir = tempfile::tempdir().unwrap();
