@@ -334,6 +334,8 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
         "/openai/v1/embeddings",
         Access::Scope("chats:invoke"),
     ),
+    // Each MCP tool and resource checks the scope of its REST twin.
+    ("POST", "/mcp", Access::Authenticated),
 ];
 
 /// The one path parameter that takes the rest of the path: catalog model ids contain a

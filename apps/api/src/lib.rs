@@ -13,6 +13,7 @@ pub mod extract;
 pub mod idempotency;
 pub mod knowledge;
 pub mod mcp;
+pub mod mcp_endpoint;
 pub mod metrics;
 pub mod middleware;
 pub mod openapi;

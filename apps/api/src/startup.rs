@@ -193,6 +193,7 @@ where
         .service(routes::openai::models::get_model)
         .service(routes::openai::chat::create_chat_completion)
         .service(routes::openai::embeddings::create_embeddings)
+        .service(crate::mcp_endpoint::mcp)
 }
 
 /// The OpenAPI document of the routes this build serves.

@@ -235,7 +235,7 @@ pub struct CreateCompletion {
 }
 
 impl CreateCompletion {
-    fn into_request(self) -> Result<(CompletionRequest, bool), ApiError> {
+    pub(crate) fn into_request(self) -> Result<(CompletionRequest, bool), ApiError> {
         let chat_id = self
             .chat_id
             .as_deref()
@@ -745,33 +745,80 @@ pub async fn create_completion(
     state: web::Data<AppState>,
     ValidJson(body): ValidJson<CreateCompletion>,
 ) -> Result<HttpResponse, ApiError> {
-    refuse_when_draining(&state)?;
     let format = Format::of(&req)?;
     let (request, stream) = body.into_request()?;
-    if request.messages.iter().any(|m| !m.attachments.is_empty()) {
-        require(&caller, "files:read", "attaching files")?;
-    }
-    let who = chat_caller(&caller);
-    let started = state.chats.start(&who, request).await.map_err(chat_error)?;
-    let chat = started.chat.id.clone();
-    tokio::spawn(started.generation);
-    // A new chat's row commits while the model is asked; its id goes out once it has.
-    started.stored.await.map_err(chat_error)?;
+    let running = start_completion(&state, &caller, request).await?;
 
     if stream {
         let mut builder = HttpResponse::Ok();
         completion_headers(
             &mut builder,
-            &chat,
-            started.truncated_messages,
-            &started.usability,
+            &running.chat.id,
+            running.truncated_messages,
+            &running.usability,
         );
-        let encoder = Encoder::new(format, &chat, &started.message_id);
-        let body = chat_stream::body(started.events, encoder, HEARTBEAT);
+        let encoder = Encoder::new(format, &running.chat.id, &running.message_id);
+        let body = chat_stream::body(running.events, encoder, HEARTBEAT);
         return Ok(chat_stream::sse(format, &mut builder, body));
     }
 
-    let outcome = chat_stream::final_event(started.events).await;
+    let mut builder = if running.created {
+        HttpResponse::Created()
+    } else {
+        HttpResponse::Ok()
+    };
+    completion_headers(
+        &mut builder,
+        &running.chat.id,
+        running.truncated_messages,
+        &running.usability,
+    );
+    Ok(builder.json(answer(running).await?))
+}
+
+/// A completion whose generation runs in the background, its chat stored.
+pub(crate) struct Running {
+    pub chat: Chat,
+    pub created: bool,
+    pub message_id: tessera_chats::MessageId,
+    pub truncated_messages: usize,
+    pub usability: Usability,
+    pub events: tessera_chats::EventStream,
+}
+
+/// Starts a completion for the caller (also the MCP tool `ask_model`): the generation runs
+/// in the background, so a caller that goes away loses nothing; returns once the chat's
+/// row has committed.
+pub(crate) async fn start_completion(
+    state: &AppState,
+    caller: &Caller,
+    request: CompletionRequest,
+) -> Result<Running, ApiError> {
+    refuse_when_draining(state)?;
+    if request.messages.iter().any(|m| !m.attachments.is_empty()) {
+        require(caller, "files:read", "attaching files")?;
+    }
+    let started = state
+        .chats
+        .start(&chat_caller(caller), request)
+        .await
+        .map_err(chat_error)?;
+    tokio::spawn(started.generation);
+    // A new chat's row commits while the model is asked; its id goes out once it has.
+    started.stored.await.map_err(chat_error)?;
+    Ok(Running {
+        chat: started.chat,
+        created: started.created,
+        message_id: started.message_id,
+        truncated_messages: started.truncated_messages,
+        usability: started.usability,
+        events: started.events,
+    })
+}
+
+/// Waits for the running completion's answer.
+pub(crate) async fn answer(running: Running) -> Result<CompletionOut, ApiError> {
+    let outcome = chat_stream::final_event(running.events).await;
     let message = match outcome.as_deref() {
         Some(GenerationEvent::Finished(message)) => message,
         Some(GenerationEvent::Failed(error)) => return Err(chat_error(error.clone())),
@@ -779,20 +826,9 @@ pub async fn create_completion(
             return Err(DomainError::internal("the generation ended without an answer").into());
         }
     };
-    let mut builder = if started.created {
-        HttpResponse::Created()
-    } else {
-        HttpResponse::Ok()
-    };
-    completion_headers(
-        &mut builder,
-        &chat,
-        started.truncated_messages,
-        &started.usability,
-    );
     let usage = message.usage.as_ref();
-    Ok(builder.json(CompletionOut {
-        id: chat.to_string(),
+    Ok(CompletionOut {
+        id: running.chat.id.to_string(),
         message_id: message.id.to_string(),
         message: AnswerOut {
             role: "assistant".into(),
@@ -808,8 +844,8 @@ pub async fn create_completion(
         finish_reason: usage
             .map_or("stop", |u| u.finish_reason.as_str())
             .to_owned(),
-        truncated_messages: started.truncated_messages,
-    }))
+        truncated_messages: running.truncated_messages,
+    })
 }
 
 /// Expands a chat's summary as asked.

@@ -282,21 +282,30 @@ pub async fn list_datasets(
     state: web::Data<AppState>,
     ValidQuery(query): ValidQuery<ListDatasets>,
 ) -> Result<web::Json<DatasetPage>, ApiError> {
+    Ok(web::Json(list(&state, &caller, query).await?))
+}
+
+/// One page of the organization's datasets (also the MCP tool `list_datasets`).
+pub(crate) async fn list(
+    state: &AppState,
+    caller: &Caller,
+    query: ListDatasets,
+) -> Result<DatasetPage, ApiError> {
     let page = state
         .knowledge
         .datasets
         .list(
-            &knowledge_caller(&caller),
+            &knowledge_caller(caller),
             page_limit(query.limit)?,
             query.cursor.as_deref(),
         )
         .await?;
-    Ok(web::Json(DatasetPage {
+    Ok(DatasetPage {
         items: page.items.iter().map(DatasetOut::from).collect(),
         next_cursor: page.next_cursor.map(|c| c.as_str().to_owned()),
         has_more: page.has_more,
         total_count: page.total_count,
-    }))
+    })
 }
 
 /// A dataset.
@@ -500,7 +509,17 @@ pub async fn search_dataset(
     path: web::Path<String>,
     ValidJson(body): ValidJson<SearchDataset>,
 ) -> Result<web::Json<SearchResults>, ApiError> {
-    let id = dataset_id(&path)?;
+    Ok(web::Json(search(&state, &caller, &path, body).await?))
+}
+
+/// The best passages of a dataset (also the MCP tool `search_dataset`).
+pub(crate) async fn search(
+    state: &AppState,
+    caller: &Caller,
+    dataset: &str,
+    body: SearchDataset,
+) -> Result<SearchResults, ApiError> {
+    let id = dataset_id(dataset)?;
     let files = body
         .file_ids
         .map(|ids| {
@@ -522,7 +541,7 @@ pub async fn search_dataset(
         .knowledge
         .datasets
         .search(
-            &knowledge_caller(&caller),
+            &knowledge_caller(caller),
             &id,
             SearchRequest {
                 query: body.query,
@@ -533,7 +552,7 @@ pub async fn search_dataset(
             },
         )
         .await?;
-    Ok(web::Json(SearchResults {
+    Ok(SearchResults {
         items: hits.into_iter().map(SearchHitOut::from).collect(),
-    }))
+    })
 }

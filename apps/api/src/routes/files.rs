@@ -286,6 +286,15 @@ pub async fn list_files(
     state: web::Data<AppState>,
     ValidQuery(query): ValidQuery<ListFiles>,
 ) -> Result<web::Json<FilePage>, ApiError> {
+    Ok(web::Json(list(&state, &caller, query).await?))
+}
+
+/// One page of the organization's files (also the MCP tool `list_files`).
+pub(crate) async fn list(
+    state: &AppState,
+    caller: &Caller,
+    query: ListFiles,
+) -> Result<FilePage, ApiError> {
     let status = query
         .status
         .as_deref()
@@ -303,18 +312,18 @@ pub async fn list_files(
         .knowledge
         .files
         .list(
-            &knowledge_caller(&caller),
+            &knowledge_caller(caller),
             status,
             page_limit(query.limit)?,
             query.cursor.as_deref(),
         )
         .await?;
-    Ok(web::Json(FilePage {
+    Ok(FilePage {
         items: page.items.iter().map(FileOut::from).collect(),
         next_cursor: page.next_cursor.map(|c| c.as_str().to_owned()),
         has_more: page.has_more,
         total_count: page.total_count,
-    }))
+    })
 }
 
 /// A file record with its processing status.

@@ -87,7 +87,7 @@ pub struct SystemPromptOut {
 }
 
 impl SystemPromptOut {
-    fn from(view: SystemPromptView, expand_particles: bool) -> Self {
+    pub(crate) fn from(view: SystemPromptView, expand_particles: bool) -> Self {
         let layout = &view.layout;
         let prompt = view.prompt;
         Self {
@@ -589,14 +589,29 @@ pub async fn compose(
     path: web::Path<String>,
     ValidQuery(query): ValidQuery<ComposeQuery>,
 ) -> Result<web::Json<ComposedPromptOut>, ApiError> {
+    Ok(web::Json(composed(&state, &caller, &path, query).await?))
+}
+
+/// A system prompt rendered as a model would receive it (also the MCP tool
+/// `compose_system_prompt`).
+pub(crate) async fn composed(
+    state: &AppState,
+    caller: &Caller,
+    system_prompt: &str,
+    query: ComposeQuery,
+) -> Result<ComposedPromptOut, ApiError> {
     let composition = state
         .prompts
-        .compose(&caller.0.organization_id, &prompt_id(&path)?, query.at)
+        .compose(
+            &caller.0.organization_id,
+            &prompt_id(system_prompt)?,
+            query.at,
+        )
         .await
         .map_err(DomainError::from)?;
-    Ok(web::Json(ComposedPromptOut::from(
+    Ok(ComposedPromptOut::from(
         composition,
         state.prompts.counter().encoding(),
         query.at,
-    )))
+    ))
 }

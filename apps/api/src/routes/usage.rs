@@ -174,6 +174,17 @@ pub async fn get_usage(
     state: web::Data<AppState>,
     ValidQuery(query): ValidQuery<UsageQuery>,
 ) -> Result<web::Json<UsageOut>, ApiError> {
+    let groups = group_by(req.query_string());
+    Ok(web::Json(report(&state, &caller, query, groups).await?))
+}
+
+/// The organization's usage report (also the MCP tool `read_usage`).
+pub(crate) async fn report(
+    state: &AppState,
+    caller: &Caller,
+    query: UsageQuery,
+    group_by: Vec<String>,
+) -> Result<UsageOut, ApiError> {
     let principal = &caller.0;
     let sees_users = Scope::from_str("usage:admin")
         .map(|scope| principal.can(&scope))
@@ -189,11 +200,11 @@ pub async fn get_usage(
         model_id: query.model_id,
         user_id: query.user_id,
         chat_id: query.chat_id,
-        group_by: group_by(req.query_string()),
+        group_by,
         time_zone: query.time_zone,
         limit: page_limit(query.limit)?,
         cursor: query.cursor,
     };
     let report = state.usage.report(&who, request).await?;
-    Ok(web::Json(report.into()))
+    Ok(report.into())
 }

@@ -21,6 +21,7 @@ mod hardening;
 mod http;
 mod idempotency;
 mod mcp;
+mod mcp_endpoint;
 mod metrics;
 mod models;
 mod oidc;
