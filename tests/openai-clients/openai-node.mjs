@@ -264,6 +264,39 @@ async function checkEmbeddings(client, embeddingModel) {
   return results;
 }
 
+async function checkResponses(client, model) {
+  // The Responses API (`client.responses`): create, stream, and continue the conversation.
+  const first = await client.responses.create({
+    model, input: 'My name is Ada.', max_output_tokens: MAX_TOKENS, temperature: 0,
+  });
+  expect(first.object === 'response' && first.id.startsWith('resp_'), `create: ${first.id}`);
+  expect(['completed', 'incomplete'].includes(first.status), `create: status ${first.status}`);
+  expect(first.output_text.length > 0, 'create: empty output_text');
+  expect(first.usage.input_tokens > 0 && first.usage.output_tokens > 0, 'create: usage');
+  const stream = await client.responses.create({
+    model, previous_response_id: first.id, input: 'What is my name?',
+    max_output_tokens: MAX_TOKENS, temperature: 0, stream: true,
+  });
+  const events = [];
+  for await (const event of stream) events.push(event);
+  const kinds = events.map((event) => event.type);
+  expect(kinds[0] === 'response.created', `stream: first event ${kinds[0]}`);
+  const last = events[events.length - 1];
+  expect(['response.completed', 'response.incomplete'].includes(last.type), `stream: last event ${last.type}`);
+  expect(events.every((event, at) => event.sequence_number === at), 'stream: sequence numbers');
+  const deltas = events.filter((e) => e.type === 'response.output_text.delta').map((e) => e.delta).join('');
+  // Stream events carry the raw response (the SDK adds `output_text` only to `create`'s).
+  const finalText = last.response.output
+    .filter((item) => item.type === 'message')
+    .flatMap((item) => item.content.filter((part) => part.type === 'output_text').map((part) => part.text))
+    .join('');
+  expect(deltas.length > 0 && deltas === finalText, `stream: deltas ${deltas} != final ${finalText}`);
+  expect(last.response.previous_response_id === first.id, `continue: previous ${last.response.previous_response_id}`);
+  const again = await client.responses.retrieve(last.response.id);
+  expect(again.output_text === deltas, 'retrieve: another text');
+  return { first: first.id, second: last.response.id, events: events.length };
+}
+
 async function checkErrors(client, model) {
   // The SDK's typed errors from OpenAI-shaped answers (no generation runs).
   const seen = {};
@@ -308,6 +341,7 @@ async function main() {
     tools: () => checkTools(client, model),
     parse: () => checkParse(client, model),
     embeddings: () => checkEmbeddings(client, embeddingModel),
+    responses: () => checkResponses(client, model),
     errors: () => checkErrors(client, model),
   };
   const summary = { client: 'openai-node', version: VERSION };

@@ -334,6 +334,21 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
         "/openai/v1/embeddings",
         Access::Scope("chats:invoke"),
     ),
+    (
+        "POST",
+        "/openai/v1/responses",
+        Access::Scope("chats:invoke"),
+    ),
+    (
+        "GET",
+        "/openai/v1/responses/{response_id}",
+        Access::Scope("chats:read"),
+    ),
+    (
+        "DELETE",
+        "/openai/v1/responses/{response_id}",
+        Access::Scope("chats:delete"),
+    ),
     // Each MCP tool and resource checks the scope of its REST twin.
     ("POST", "/mcp", Access::Authenticated),
 ];

@@ -423,6 +423,8 @@ pub enum Encoder {
     Tessera(TesseraEncoder),
     AiSdk(AiSdkEncoder),
     OpenAi(crate::routes::openai::stream::ChunkEncoder),
+    /// The Responses API's events (boxed: it keeps the request's echo).
+    Responses(Box<crate::routes::openai::response_stream::ResponseEncoder>),
 }
 
 impl Encoder {
@@ -448,6 +450,7 @@ impl Encoder {
             Encoder::Tessera(encoder) => encoder.encode(event),
             Encoder::AiSdk(encoder) => encoder.encode(event),
             Encoder::OpenAi(encoder) => encoder.encode(event),
+            Encoder::Responses(encoder) => encoder.encode(event),
         }
     }
 }

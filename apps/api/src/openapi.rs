@@ -43,7 +43,7 @@ pub use responses::apply_shared_responses;
         (name = "Webhooks", description = "Signed HTTP callbacks for `file.ready`, `file.failed` and `dataset.updated`, retried until the receiver answers 2xx; needs `org:admin`"),
         (name = "MCP servers", description = "Model Context Protocol servers (Streamable HTTP) whose tools the organization's models call during completions, run by Tessera; `org:admin` to change, `models:read` to list"),
         (name = "MCP", description = "Tessera as a Model Context Protocol server (Streamable HTTP, stateless, JSON responses): tools to search datasets, list datasets and files, compose system prompts, ask the organization's models and read usage; resources for particles and system prompts. Same tokens and API keys; each tool checks its REST twin's scope"),
-        (name = "OpenAI", description = "OpenAI's wire format at `/openai/v1` (models, chat completions, embeddings) over the same models, prompts, knowledge, usage, budgets and limits; point an OpenAI client's base URL here with an API key. Errors are OpenAI's `{\"error\": {…}}`, not problems")
+        (name = "OpenAI", description = "OpenAI's wire format at `/openai/v1` (models, chat completions, responses, embeddings) over the same models, prompts, knowledge, usage, budgets and limits; point an OpenAI client's base URL here with an API key. Errors are OpenAI's `{\"error\": {…}}`, not problems")
     )
 )]
 pub struct ApiDoc;

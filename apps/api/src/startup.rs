@@ -193,6 +193,9 @@ where
         .service(routes::openai::models::get_model)
         .service(routes::openai::chat::create_chat_completion)
         .service(routes::openai::embeddings::create_embeddings)
+        .service(routes::openai::responses::create_response)
+        .service(routes::openai::responses::get_response)
+        .service(routes::openai::responses::delete_response)
         .service(crate::mcp_endpoint::mcp)
 }
 

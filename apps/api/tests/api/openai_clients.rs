@@ -55,7 +55,7 @@ async fn setup() -> Setup {
             Method::POST,
             "/v1/api-keys",
             &admin,
-            &json!({"name": "openai clients", "scopes": ["models:read", "chats:invoke"]}),
+            &json!({"name": "openai clients", "scopes": ["models:read", "chats:invoke", "chats:read", "chats:delete"]}),
         )
         .await,
         201,
@@ -182,6 +182,62 @@ async fn the_openai_python_package_works_unchanged() {
     assert_eq!(summary["client"], "openai-python");
     usage_is_the_keys(&setup).await;
     setup.app.stop().await;
+}
+
+/// `client.responses` of the `openai` Python package (`responses.py`): create, stream, a
+/// conversation through `previous_response_id`, a function tool round trip, a strict JSON
+/// schema, a background response polled to the end, retrieve and delete; then the server
+/// side: each stored response is an answer of a Tessera chat, billed to the key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openai_python_package_speaks_the_responses_api() {
+    let python = std::env::var("TESSERA_OPENAI_PYTHON")
+        .expect("TESSERA_OPENAI_PYTHON names the venv's Python; `just test` installs it");
+    let setup = setup().await;
+    let mut command = Command::new(python);
+    command.arg(clients_dir().join("responses.py"));
+    let summary = run(&setup, "the openai Python package (responses)", command).await;
+    let app = &setup.app;
+    // The second turn continued the first turn's chat: one chat, two answers.
+    let second = summary["conversation"]["second"].as_str().unwrap();
+    let chat = format!("cht_{}", &second["resp_".len().."resp_".len() + 32]);
+    let record = ok(
+        app.call(Method::GET, &format!("/v1/chats/{chat}"), &setup.secret)
+            .await,
+        200,
+    )
+    .await;
+    let roles: Vec<&str> = record["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles,
+        ["user", "assistant", "user", "assistant"],
+        "{record}"
+    );
+    assert_eq!(record["messages"][0]["content"], "My name is Ada.");
+    usage_is_the_keys_for_chats(&setup).await;
+    setup.app.stop().await;
+}
+
+/// Every usage record is the key's (the responses test makes no embeddings).
+async fn usage_is_the_keys_for_chats(setup: &Setup) {
+    let usage = ok(
+        setup
+            .app
+            .call(Method::GET, "/v1/usage?groupBy=user", &setup.admin)
+            .await,
+        200,
+    )
+    .await;
+    let items = usage["items"].as_array().unwrap();
+    assert_eq!(items.len(), 1, "{usage}");
+    assert_eq!(items[0]["userId"], json!(setup.key_id), "{usage}");
+    // create, stream, 3 conversation turns (one refused before the model), 2 tool turns,
+    // json_schema, background, delete, store=false: at least 10 model calls.
+    assert!(items[0]["requests"].as_u64().unwrap() >= 10, "{usage}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -281,7 +281,7 @@ impl ContentIn {
 }
 
 /// The image of a `data:` URL, when it is one of the accepted kinds.
-fn data_url(url: &str) -> Option<tessera_models::ImageInput> {
+pub(super) fn data_url(url: &str) -> Option<tessera_models::ImageInput> {
     let rest = url.strip_prefix("data:")?;
     let (media_type, data) = rest.split_once(";base64,")?;
     if !matches!(

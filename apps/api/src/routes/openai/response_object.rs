@@ -1,0 +1,201 @@
+//! The Responses API's `response` object, built from a stored (or just generated) assistant
+//! message: its output items (a `message` with `output_text`, `function_call`s, a
+//! `reasoning` summary), usage and status; and response ids, which name the chat and the
+//! answer they come from.
+
+use serde_json::{Value, json};
+use tessera_chats::{ChatId, Message, MessageId};
+use tessera_models::FinishReason;
+
+/// `resp_` + the chat's and the answer's 32 hex digits: enough to find the answer again
+/// without another index.
+pub fn response_id(chat: &ChatId, message: &MessageId) -> String {
+    format!("resp_{}{}", hex_of(chat.as_str()), hex_of(message.as_str()))
+}
+
+fn hex_of(id: &str) -> &str {
+    id.split_once('_').map_or(id, |(_, hex)| hex)
+}
+
+/// The chat and answer a response id names; `None` for anything else.
+pub fn parse_response_id(id: &str) -> Option<(ChatId, MessageId)> {
+    let hex = id.strip_prefix("resp_")?;
+    if hex.len() != 64 || !hex.is_ascii() {
+        return None;
+    }
+    let (chat, message) = hex.split_at(32);
+    Some((
+        format!("cht_{chat}").parse().ok()?,
+        format!("msg_{message}").parse().ok()?,
+    ))
+}
+
+/// What the request said, echoed on the response object as OpenAI does.
+#[derive(Debug, Clone, Default)]
+pub struct Echo {
+    pub model: String,
+    pub instructions: Option<String>,
+    pub previous_response_id: Option<String>,
+    pub max_output_tokens: Option<u32>,
+    pub temperature: Option<f32>,
+    pub top_p: Option<f32>,
+    pub tools: Vec<Value>,
+    pub tool_choice: Value,
+    pub text_format: Value,
+    pub reasoning_effort: Option<String>,
+    pub metadata: Value,
+    pub store: bool,
+    pub background: bool,
+}
+
+/// A response's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    Queued,
+    InProgress,
+    Completed,
+    Incomplete,
+    Failed,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Queued => "queued",
+            Status::InProgress => "in_progress",
+            Status::Completed => "completed",
+            Status::Incomplete => "incomplete",
+            Status::Failed => "failed",
+        }
+    }
+
+    /// How an answer that ended this way is reported: cut by the token limit is incomplete.
+    pub fn of(message: &Message) -> Self {
+        match message.usage.as_ref().map(|u| &u.finish_reason) {
+            Some(FinishReason::Length) => Status::Incomplete,
+            _ => Status::Completed,
+        }
+    }
+}
+
+/// The output item id of an answer's text.
+pub fn message_item_id(message: &MessageId) -> String {
+    message.to_string()
+}
+
+/// The output item id of a function call (the call's own id is its `call_id`).
+pub fn call_item_id(call_id: &str) -> String {
+    format!("fc_{call_id}")
+}
+
+/// The output items of an answer: reasoning, the text (when there is any, or when nothing
+/// else was produced), then each function call.
+pub fn output_items(message: &Message) -> Vec<Value> {
+    let mut items = Vec::new();
+    if let Some(reasoning) = message.reasoning.as_deref().filter(|r| !r.is_empty()) {
+        items.push(json!({
+            "type": "reasoning",
+            "id": format!("rs_{}", hex_of(message.id.as_str())),
+            "summary": [{"type": "summary_text", "text": reasoning}],
+        }));
+    }
+    if !message.content.is_empty() || message.tool_calls.is_empty() {
+        items.push(json!({
+            "type": "message",
+            "id": message_item_id(&message.id),
+            "status": "completed",
+            "role": "assistant",
+            "content": [output_text(&message.content)],
+        }));
+    }
+    for call in &message.tool_calls {
+        items.push(function_call(
+            &call.id,
+            &call.name,
+            &call.arguments,
+            "completed",
+        ));
+    }
+    items
+}
+
+pub fn output_text(text: &str) -> Value {
+    json!({"type": "output_text", "text": text, "annotations": [], "logprobs": []})
+}
+
+pub fn function_call(call_id: &str, name: &str, arguments: &str, status: &str) -> Value {
+    json!({
+        "type": "function_call",
+        "id": call_item_id(call_id),
+        "call_id": call_id,
+        "name": name,
+        "arguments": arguments,
+        "status": status,
+    })
+}
+
+pub fn usage(message: &Message) -> Value {
+    let usage = message.usage.as_ref().map(|u| u.usage).unwrap_or_default();
+    json!({
+        "input_tokens": usage.input_tokens,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": usage.output_tokens,
+        "output_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
+        "total_tokens": usage.total_tokens(),
+    })
+}
+
+/// The `response` object. `answer` is absent while the response is queued or in progress
+/// (and when it failed before answering).
+pub fn response(
+    id: &str,
+    created_at: i64,
+    echo: &Echo,
+    status: Status,
+    answer: Option<&Message>,
+    error: Option<Value>,
+) -> Value {
+    let incomplete = (status == Status::Incomplete).then(|| json!({"reason": "max_output_tokens"}));
+    json!({
+        "id": id,
+        "object": "response",
+        "created_at": created_at,
+        "status": status.as_str(),
+        "background": echo.background,
+        "error": error,
+        "incomplete_details": incomplete,
+        "instructions": echo.instructions,
+        "max_output_tokens": echo.max_output_tokens,
+        "model": echo.model,
+        "output": answer.map(output_items).unwrap_or_default(),
+        "parallel_tool_calls": true,
+        "previous_response_id": echo.previous_response_id,
+        "reasoning": {"effort": echo.reasoning_effort, "summary": null},
+        "store": echo.store,
+        "temperature": echo.temperature,
+        "text": {"format": echo.text_format},
+        "tool_choice": echo.tool_choice,
+        "tools": echo.tools,
+        "top_p": echo.top_p,
+        "truncation": "disabled",
+        "usage": answer.map(usage),
+        "user": null,
+        "metadata": echo.metadata,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn response_ids_name_their_chat_and_answer() {
+        let chat = ChatId::generate();
+        let message = MessageId::generate();
+        let id = response_id(&chat, &message);
+        assert!(id.starts_with("resp_") && id.len() == 69, "{id}");
+        assert_eq!(parse_response_id(&id), Some((chat, message)));
+        assert_eq!(parse_response_id("resp_123"), None);
+        assert_eq!(parse_response_id(&format!("resp_{}", "g".repeat(64))), None);
+    }
+}

@@ -1,0 +1,250 @@
+//! Generation events as the Responses API's stream: `response.created` and
+//! `response.in_progress`, then for the answer's text `response.output_item.added`,
+//! `response.content_part.added`, `response.output_text.delta`… and their `.done` events,
+//! for each function call `response.output_item.added`,
+//! `response.function_call_arguments.delta`… `.done` and `response.output_item.done`, and
+//! last `response.completed` (or `response.incomplete`, `response.failed`) with the whole
+//! response. Every event carries its `type` and a `sequence_number` counted from 0. Tools
+//! Tessera runs itself (MCP) stay inside, as in the chat completions stream.
+
+use actix_web::web::Bytes;
+use serde_json::{Value, json};
+use tessera_chats::{GenerationEvent, MessageId};
+use tessera_models::ChatEvent;
+
+use super::{
+    error::translate,
+    response_object::{
+        Echo, Status, call_item_id, function_call, message_item_id, output_text, response,
+    },
+};
+use crate::routes::chats::chat_error;
+
+/// A function call being streamed.
+struct OpenCall {
+    index: u32,
+    output_index: usize,
+    call_id: String,
+    name: String,
+    arguments: String,
+}
+
+/// Encodes one response's events.
+pub struct ResponseEncoder {
+    id: String,
+    created_at: i64,
+    echo: Echo,
+    message: MessageId,
+    sequence: u64,
+    began: bool,
+    outputs: usize,
+    /// The text item's output index and its text so far, while it is open.
+    text: Option<(usize, String)>,
+    calls: Vec<OpenCall>,
+}
+
+impl ResponseEncoder {
+    pub fn new(id: String, created_at: i64, echo: Echo, message: MessageId) -> Self {
+        Self {
+            id,
+            created_at,
+            echo,
+            message,
+            sequence: 0,
+            began: false,
+            outputs: 0,
+            text: None,
+            calls: Vec::new(),
+        }
+    }
+
+    fn event(&mut self, kind: &str, mut body: Value) -> Bytes {
+        body["type"] = json!(kind);
+        body["sequence_number"] = json!(self.sequence);
+        self.sequence += 1;
+        Bytes::from(format!("event: {kind}\ndata: {body}\n\n"))
+    }
+
+    fn in_progress(&self) -> Value {
+        response(
+            &self.id,
+            self.created_at,
+            &self.echo,
+            Status::InProgress,
+            None,
+            None,
+        )
+    }
+
+    fn close_text(&mut self, out: &mut Vec<Bytes>) {
+        let Some((output_index, text)) = self.text.take() else {
+            return;
+        };
+        let item_id = message_item_id(&self.message);
+        let located = json!({"item_id": item_id, "output_index": output_index, "content_index": 0});
+        let mut done = located.clone();
+        done["text"] = json!(text);
+        done["logprobs"] = json!([]);
+        out.push(self.event("response.output_text.done", done));
+        let mut part = located;
+        part["part"] = output_text(&text);
+        out.push(self.event("response.content_part.done", part));
+        let item = json!({
+            "type": "message", "id": item_id, "status": "completed", "role": "assistant",
+            "content": [output_text(&text)],
+        });
+        out.push(self.event(
+            "response.output_item.done",
+            json!({"output_index": output_index, "item": item}),
+        ));
+    }
+
+    fn close_call(&mut self, out: &mut Vec<Bytes>, position: usize) {
+        let call = self.calls.remove(position);
+        let item_id = call_item_id(&call.call_id);
+        out.push(self.event(
+            "response.function_call_arguments.done",
+            json!({
+                "item_id": item_id, "output_index": call.output_index,
+                "name": call.name, "arguments": call.arguments,
+            }),
+        ));
+        out.push(self.event(
+            "response.output_item.done",
+            json!({
+                "output_index": call.output_index,
+                "item": function_call(&call.call_id, &call.name, &call.arguments, "completed"),
+            }),
+        ));
+    }
+
+    fn close_all(&mut self, out: &mut Vec<Bytes>) {
+        self.close_text(out);
+        while !self.calls.is_empty() {
+            self.close_call(out, 0);
+        }
+    }
+
+    pub fn encode(&mut self, event: &GenerationEvent) -> Vec<Bytes> {
+        let mut out = Vec::new();
+        if !self.began {
+            self.began = true;
+            let created = json!({"response": self.in_progress()});
+            out.push(self.event("response.created", created));
+            let progress = json!({"response": self.in_progress()});
+            out.push(self.event("response.in_progress", progress));
+        }
+        match event {
+            GenerationEvent::Delta(ChatEvent::TextDelta(delta)) => {
+                let item_id = message_item_id(&self.message);
+                let output_index = match &self.text {
+                    Some((index, _)) => *index,
+                    None => {
+                        let index = self.outputs;
+                        self.outputs += 1;
+                        self.text = Some((index, String::new()));
+                        let item = json!({
+                            "type": "message", "id": item_id, "status": "in_progress",
+                            "role": "assistant", "content": [],
+                        });
+                        out.push(self.event(
+                            "response.output_item.added",
+                            json!({"output_index": index, "item": item}),
+                        ));
+                        out.push(self.event(
+                            "response.content_part.added",
+                            json!({
+                                "item_id": item_id, "output_index": index, "content_index": 0,
+                                "part": output_text(""),
+                            }),
+                        ));
+                        index
+                    }
+                };
+                if let Some((_, text)) = &mut self.text {
+                    text.push_str(delta);
+                }
+                out.push(self.event(
+                    "response.output_text.delta",
+                    json!({
+                        "item_id": item_id, "output_index": output_index, "content_index": 0,
+                        "delta": delta, "logprobs": [],
+                    }),
+                ));
+            }
+            GenerationEvent::Delta(ChatEvent::ToolCallStart { index, id, name }) => {
+                self.close_text(&mut out);
+                let output_index = self.outputs;
+                self.outputs += 1;
+                self.calls.push(OpenCall {
+                    index: *index,
+                    output_index,
+                    call_id: id.clone(),
+                    name: name.clone(),
+                    arguments: String::new(),
+                });
+                out.push(self.event(
+                    "response.output_item.added",
+                    json!({
+                        "output_index": output_index,
+                        "item": function_call(id, name, "", "in_progress"),
+                    }),
+                ));
+            }
+            GenerationEvent::Delta(ChatEvent::ToolCallArgumentsDelta { index, delta }) => {
+                if let Some(call) = self.calls.iter_mut().find(|call| call.index == *index) {
+                    call.arguments.push_str(delta);
+                    let body = json!({
+                        "item_id": call_item_id(&call.call_id),
+                        "output_index": call.output_index,
+                        "delta": delta,
+                    });
+                    out.push(self.event("response.function_call_arguments.delta", body));
+                }
+            }
+            GenerationEvent::Delta(ChatEvent::ToolCallEnd { index }) => {
+                if let Some(position) = self.calls.iter().position(|call| call.index == *index) {
+                    self.close_call(&mut out, position);
+                }
+            }
+            // Reasoning arrives whole on the final response; server-run tools stay inside.
+            GenerationEvent::Delta(ChatEvent::ReasoningDelta(_) | ChatEvent::Finish { .. })
+            | GenerationEvent::Sources(_)
+            | GenerationEvent::ServerToolDelta(_)
+            | GenerationEvent::ToolResult(_)
+            | GenerationEvent::StepStarted => {}
+            GenerationEvent::Finished(message) => {
+                self.close_all(&mut out);
+                let status = Status::of(message);
+                let kind = match status {
+                    Status::Incomplete => "response.incomplete",
+                    _ => "response.completed",
+                };
+                let whole = response(
+                    &self.id,
+                    self.created_at,
+                    &self.echo,
+                    status,
+                    Some(message),
+                    None,
+                );
+                out.push(self.event(kind, json!({"response": whole})));
+            }
+            GenerationEvent::Failed(error) => {
+                let problem = chat_error(error.clone());
+                let (_, body) = translate(problem.status, &problem.body());
+                let error = json!({"code": body.error.code, "message": body.error.message});
+                let whole = response(
+                    &self.id,
+                    self.created_at,
+                    &self.echo,
+                    Status::Failed,
+                    None,
+                    Some(error),
+                );
+                out.push(self.event("response.failed", json!({"response": whole})));
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,772 @@
+//! OpenAI's Responses API at `/openai/v1/responses` over Tessera's chats: a response is an
+//! answer of a chat, `previous_response_id` continues that chat, `store: false` keeps
+//! nothing, `background: true` answers at once while the generation goes on. The request
+//! runs through the same completion pipeline as `POST /v1/chats` (model, system prompt,
+//! retrieval, MCP tools, budgets, usage); see decision 0031.
+
+use std::collections::HashMap;
+
+use actix_web::{HttpResponse, delete, get, http::StatusCode, post, web};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tessera_chats::{
+    ChatError, ChatRecord, ChatStatus, CompletionRequest, GenerationEvent, Message, NewMessage,
+};
+use tessera_kernel::FieldError;
+use tessera_models::{JsonSchemaFormat, ModelError, ReasoningEffort, Role, ToolCall, ToolSpec};
+use utoipa::ToSchema;
+use validator::Validate;
+
+use super::{
+    chat::{ReasoningEffortIn, data_url},
+    error::OpenAiError,
+    models::model_not_found,
+    response_object::{Echo, Status, parse_response_id, response, response_id},
+    response_stream::ResponseEncoder,
+    unix,
+};
+use crate::{
+    access::Caller,
+    chat_stream::{self, Encoder, Format, HEARTBEAT},
+    extract::ValidJson,
+    problem::ApiError,
+    routes::chats::{Running, chat_caller, chat_error, start_completion},
+    state::AppState,
+};
+
+/// How the answer's text is shaped.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum TextFormatIn {
+    Text,
+    /// Any JSON object.
+    JsonObject,
+    /// An answer that follows the schema (always constrained on Tessera's engine).
+    JsonSchema {
+        name: String,
+        description: Option<String>,
+        #[schema(value_type = Option<Object>)]
+        schema: Option<Value>,
+        strict: Option<bool>,
+    },
+}
+
+/// Text options.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct TextIn {
+    pub format: Option<TextFormatIn>,
+    /// Accepted and ignored.
+    pub verbosity: Option<String>,
+}
+
+/// Reasoning options.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct ReasoningIn {
+    pub effort: Option<ReasoningEffortIn>,
+    /// Accepted; the reasoning comes back whole as a summary item.
+    pub summary: Option<String>,
+    /// Accepted; the same as `summary`.
+    pub generate_summary: Option<String>,
+}
+
+/// A Responses API request. Parameters Tessera cannot honour are refused, never ignored.
+#[derive(Debug, Deserialize, Validate, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateResponse {
+    /// A catalog model id or one of the organization's models (`mdl_…`).
+    #[validate(length(min = 1, max = 255))]
+    #[schema(
+        min_length = 1,
+        max_length = 255,
+        example = "local/smollm2-135m-instruct"
+    )]
+    pub model: String,
+    /// A user message as text, or input items: messages (`role` and `content`, text and
+    /// `input_image` parts), earlier `function_call`s and `function_call_output`s.
+    #[schema(value_type = Object)]
+    pub input: Value,
+    /// Appended to the model's system prompt.
+    pub instructions: Option<String>,
+    /// Continue the conversation this response (the latest of its chat) belongs to.
+    pub previous_response_id: Option<String>,
+    /// Keep the exchange as a Tessera chat (default `true`).
+    pub store: Option<bool>,
+    pub stream: Option<bool>,
+    /// Answer at once with status `queued`; poll `GET /openai/v1/responses/{id}`.
+    pub background: Option<bool>,
+    /// Function tools (`{"type": "function", "name", "description", "parameters"}`).
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub tools: Option<Vec<Value>>,
+    /// `auto` (default) or `none`.
+    #[schema(value_type = Option<Object>)]
+    pub tool_choice: Option<Value>,
+    pub text: Option<TextIn>,
+    #[validate(range(min = 1))]
+    pub max_output_tokens: Option<u32>,
+    #[validate(range(min = 0.0, max = 2.0))]
+    pub temperature: Option<f32>,
+    #[validate(range(min = 0.0, max = 1.0))]
+    pub top_p: Option<f32>,
+    pub reasoning: Option<ReasoningIn>,
+    /// At most 16 pairs, echoed on the response.
+    #[validate(length(max = 16))]
+    pub metadata: Option<HashMap<String, String>>,
+    /// Accepted; the model decides how many calls it makes.
+    pub parallel_tool_calls: Option<bool>,
+    /// Accepted and ignored (usage is attributed to the credential).
+    pub user: Option<String>,
+    /// Accepted and ignored.
+    pub include: Option<Vec<String>>,
+    /// Only `disabled` (the chat's history is fitted to the context window either way).
+    pub truncation: Option<String>,
+    /// Accepted and ignored.
+    pub service_tier: Option<String>,
+    /// Accepted and ignored.
+    pub prompt_cache_key: Option<String>,
+    /// Accepted and ignored.
+    pub safety_identifier: Option<String>,
+    /// Accepted and ignored.
+    #[schema(value_type = Option<Object>)]
+    pub stream_options: Option<Value>,
+}
+
+fn field(loc: &[&str], index: Option<usize>, msg: impl Into<String>, kind: &str) -> FieldError {
+    let mut full: Vec<tessera_kernel::LocSegment> = vec!["body".into()];
+    for (at, name) in loc.iter().enumerate() {
+        full.push((*name).into());
+        if let (0, Some(index)) = (at, index) {
+            full.push(index.into());
+        }
+    }
+    FieldError::new(full, msg, kind)
+}
+
+/// The text and images of a message's `content` (a string or parts).
+fn content_of(
+    content: &Value,
+    at: usize,
+    errors: &mut Vec<FieldError>,
+) -> (String, Vec<tessera_models::ImageInput>) {
+    match content {
+        Value::String(text) => (text.clone(), Vec::new()),
+        Value::Array(parts) => {
+            let mut text = Vec::new();
+            let mut images = Vec::new();
+            for part in parts {
+                match part["type"].as_str() {
+                    Some("input_text" | "output_text" | "text" | "refusal") => {
+                        let piece = part["text"].as_str().or(part["refusal"].as_str());
+                        text.push(piece.unwrap_or_default().to_owned());
+                    }
+                    Some("input_image") => match part["image_url"]
+                        .as_str()
+                        .and_then(data_url)
+                    {
+                        Some(image) => images.push(image),
+                        None => errors.push(field(
+                            &["input", "content"],
+                            Some(at),
+                            "`input_image` needs a base64 `data:image/(png|jpeg|gif|webp);base64,…` \
+                             `image_url`; remote images and file ids are not fetched",
+                            "value_error",
+                        )),
+                    },
+                    _ => errors.push(field(
+                        &["input", "content"],
+                        Some(at),
+                        "content parts are `input_text`, `output_text` or `input_image`",
+                        "value_error",
+                    )),
+                }
+            }
+            (text.join("\n"), images)
+        }
+        _ => {
+            errors.push(field(
+                &["input", "content"],
+                Some(at),
+                "a string or an array of content parts",
+                "type_error",
+            ));
+            (String::new(), Vec::new())
+        }
+    }
+}
+
+fn message(role: Role, content: String) -> NewMessage {
+    NewMessage {
+        role,
+        content,
+        tool_calls: Vec::new(),
+        tool_call_id: None,
+        attachments: Vec::new(),
+        images: Vec::new(),
+    }
+}
+
+/// The input items as the chats domain's messages, and the instructions they carry.
+fn messages_of(input: &Value, errors: &mut Vec<FieldError>) -> (Vec<NewMessage>, Vec<String>) {
+    let items = match input {
+        Value::String(text) => return (vec![message(Role::User, text.clone())], Vec::new()),
+        Value::Array(items) if !items.is_empty() && items.len() <= 1000 => items,
+        _ => {
+            errors.push(field(
+                &["input"],
+                None,
+                "a string, or 1 to 1000 input items",
+                "type_error",
+            ));
+            return (Vec::new(), Vec::new());
+        }
+    };
+    let mut messages: Vec<NewMessage> = Vec::new();
+    let mut instructions = Vec::new();
+    for (at, item) in items.iter().enumerate() {
+        let text = |name: &str| item[name].as_str().map(str::to_owned);
+        match item["type"].as_str() {
+            Some("function_call") => {
+                let (Some(call_id), Some(name)) = (text("call_id"), text("name")) else {
+                    errors.push(field(
+                        &["input"],
+                        Some(at),
+                        "a `function_call` needs `call_id`, `name` and `arguments`",
+                        "missing",
+                    ));
+                    continue;
+                };
+                let call = ToolCall {
+                    id: call_id,
+                    name,
+                    arguments: text("arguments").unwrap_or_else(|| "{}".into()),
+                };
+                // Consecutive calls belong to one assistant turn.
+                match messages.last_mut() {
+                    Some(last) if last.role == Role::Assistant && last.content.is_empty() => {
+                        last.tool_calls.push(call);
+                    }
+                    _ => {
+                        let mut turn = message(Role::Assistant, String::new());
+                        turn.tool_calls.push(call);
+                        messages.push(turn);
+                    }
+                }
+            }
+            Some("function_call_output") => {
+                let output = match &item["output"] {
+                    Value::String(output) => output.clone(),
+                    other => content_of(other, at, errors).0,
+                };
+                let Some(call_id) = text("call_id") else {
+                    errors.push(field(
+                        &["input", "call_id"],
+                        Some(at),
+                        "field required",
+                        "missing",
+                    ));
+                    continue;
+                };
+                let mut result = message(Role::Tool, output);
+                result.tool_call_id = Some(call_id);
+                messages.push(result);
+            }
+            // Earlier reasoning is the model's own; it is not sent back.
+            Some("reasoning") => {}
+            None | Some("message") => {
+                let (content, images) = content_of(&item["content"], at, errors);
+                let role = match item["role"].as_str() {
+                    Some("user") => Role::User,
+                    Some("assistant") => Role::Assistant,
+                    Some("system" | "developer") => {
+                        instructions.push(content);
+                        continue;
+                    }
+                    _ => {
+                        errors.push(field(
+                            &["input", "role"],
+                            Some(at),
+                            "`user`, `assistant`, `system` or `developer`",
+                            "enum",
+                        ));
+                        continue;
+                    }
+                };
+                let mut turn = message(role, content);
+                turn.images = images;
+                messages.push(turn);
+            }
+            Some(other) => errors.push(field(
+                &["input", "type"],
+                Some(at),
+                format!(
+                    "`{other}` items are not supported: `message`, `function_call`, \
+                     `function_call_output` and `reasoning` are"
+                ),
+                "enum",
+            )),
+        }
+    }
+    (messages, instructions)
+}
+
+/// What the translation keeps beside the domain request.
+struct Translated {
+    request: CompletionRequest,
+    echo: Echo,
+    stream: bool,
+    /// The chat's latest answer that `previous_response_id` names, checked before starting.
+    continues: Option<(tessera_chats::ChatId, tessera_chats::MessageId)>,
+}
+
+impl CreateResponse {
+    fn translate(self) -> Result<Translated, ApiError> {
+        let mut errors = Vec::new();
+        let store = self.store.unwrap_or(true);
+        let background = self.background.unwrap_or(false);
+        let stream = self.stream.unwrap_or(false);
+        if background && !store {
+            errors.push(field(
+                &["background"],
+                None,
+                "a background response is stored: `store: false` cannot be combined with it",
+                "value_error",
+            ));
+        }
+        if self.truncation.as_deref().is_some_and(|t| t != "disabled") {
+            errors.push(field(
+                &["truncation"],
+                None,
+                "only `disabled`",
+                "unsupported",
+            ));
+        }
+        let continues = match &self.previous_response_id {
+            None => None,
+            Some(id) => match parse_response_id(id) {
+                Some(ids) if store => Some(ids),
+                Some(_) => {
+                    errors.push(field(
+                        &["store"],
+                        None,
+                        "continuing a stored conversation is stored too: leave `store` true",
+                        "value_error",
+                    ));
+                    None
+                }
+                None => return Err(previous_not_found(id)),
+            },
+        };
+        let use_tools = match &self.tool_choice {
+            None => true,
+            Some(Value::String(choice)) if choice == "auto" => true,
+            Some(Value::String(choice)) if choice == "none" => false,
+            Some(_) => {
+                errors.push(field(
+                    &["tool_choice"],
+                    None,
+                    "only `auto` and `none`: the model decides whether to call a tool",
+                    "unsupported",
+                ));
+                true
+            }
+        };
+        let mut tools = Vec::new();
+        for (index, tool) in self.tools.iter().flatten().enumerate() {
+            match (tool["type"].as_str(), tool["name"].as_str()) {
+                (Some("function"), Some(name)) => tools.push(ToolSpec {
+                    name: name.to_owned(),
+                    description: tool["description"].as_str().map(str::to_owned),
+                    parameters: match &tool["parameters"] {
+                        Value::Null => json!({"type": "object", "properties": {}}),
+                        parameters => parameters.clone(),
+                    },
+                }),
+                _ => errors.push(field(
+                    &["tools", "type"],
+                    Some(index),
+                    "only `function` tools with a `name` (MCP tools linked to the model run \
+                     on the server by themselves)",
+                    "enum",
+                )),
+            }
+        }
+        if !use_tools {
+            tools.clear();
+        }
+        let (messages, mut instructions) = messages_of(&self.input, &mut errors);
+        if !errors.is_empty() {
+            return Err(ApiError::validation(errors));
+        }
+        if let Some(text) = self.instructions.clone() {
+            instructions.insert(0, text);
+        }
+        let (response_format, text_format) = match self.text.and_then(|text| text.format) {
+            None | Some(TextFormatIn::Text) => (None, json!({"type": "text"})),
+            Some(TextFormatIn::JsonObject) => (
+                Some(JsonSchemaFormat {
+                    name: "json_object".into(),
+                    strict: false,
+                    schema: json!({"type": "object"}),
+                }),
+                json!({"type": "json_object"}),
+            ),
+            Some(TextFormatIn::JsonSchema {
+                name,
+                description,
+                schema,
+                strict,
+            }) => {
+                let schema = schema.unwrap_or_else(|| json!({"type": "object"}));
+                let echo = json!({
+                    "type": "json_schema", "name": name, "description": description,
+                    "schema": schema, "strict": strict,
+                });
+                (
+                    Some(JsonSchemaFormat {
+                        name,
+                        strict: strict.unwrap_or(false),
+                        schema,
+                    }),
+                    echo,
+                )
+            }
+        };
+        let effort = self.reasoning.and_then(|reasoning| reasoning.effort);
+        let (enable_reasoning, reasoning_effort, effort_name) = match effort {
+            None | Some(ReasoningEffortIn::None) => (false, None, None),
+            Some(ReasoningEffortIn::Minimal | ReasoningEffortIn::Low) => {
+                (true, Some(ReasoningEffort::Low), Some("low"))
+            }
+            Some(ReasoningEffortIn::Medium) => {
+                (true, Some(ReasoningEffort::Medium), Some("medium"))
+            }
+            Some(ReasoningEffortIn::High) => (true, Some(ReasoningEffort::High), Some("high")),
+        };
+        let echo = Echo {
+            model: self.model.clone(),
+            instructions: self.instructions,
+            previous_response_id: self.previous_response_id,
+            max_output_tokens: self.max_output_tokens,
+            temperature: self.temperature,
+            top_p: self.top_p,
+            tools: self.tools.unwrap_or_default(),
+            tool_choice: self.tool_choice.unwrap_or_else(|| json!("auto")),
+            text_format,
+            reasoning_effort: effort_name.map(str::to_owned),
+            metadata: json!(self.metadata.unwrap_or_default()),
+            store,
+            background,
+        };
+        Ok(Translated {
+            request: CompletionRequest {
+                // A continued chat keeps its model.
+                model_id: continues.is_none().then_some(self.model),
+                chat_id: continues.as_ref().map(|(chat, _)| chat.clone()),
+                messages,
+                tools,
+                response_format,
+                enable_reasoning,
+                reasoning_effort,
+                max_tokens: self.max_output_tokens,
+                temperature: self.temperature,
+                top_p: self.top_p,
+                instructions: Some(instructions.join("\n\n")).filter(|text| !text.is_empty()),
+                stateless: !store,
+                ..CompletionRequest::default()
+            },
+            echo,
+            stream,
+            continues,
+        })
+    }
+}
+
+fn previous_not_found(id: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "previous_response_not_found",
+        format!("Previous response with id '{id}' not found."),
+    )
+    .with("param", "previous_response_id")
+}
+
+fn response_not_found(id: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        format!("No response with id '{id}' found."),
+    )
+}
+
+/// The problem a failed response answers with, in this dialect's terms.
+fn response_error(error: ChatError, model: &str) -> ApiError {
+    match error {
+        ChatError::Model(ModelError::NotFound(_) | ModelError::UnknownBaseModel(_)) => {
+            model_not_found(model)
+        }
+        other => chat_error(other),
+    }
+}
+
+/// A conversation continues from its latest answer only: Tessera's chats do not branch.
+async fn check_latest(
+    state: &AppState,
+    caller: &Caller,
+    previous: &str,
+    (chat, message): &(tessera_chats::ChatId, tessera_chats::MessageId),
+) -> Result<(), ApiError> {
+    let record = match state.chats.get(&chat_caller(caller), chat).await {
+        Ok(record) if record.chat.deleted_at.is_some() => return Err(previous_not_found(previous)),
+        Ok(record) => record,
+        Err(ChatError::NotFound(_)) => return Err(previous_not_found(previous)),
+        Err(other) => return Err(chat_error(other)),
+    };
+    let latest = record
+        .messages
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::Assistant);
+    match latest {
+        Some(latest) if &latest.id == message => Ok(()),
+        _ if record.messages.iter().any(|m| &m.id == message) => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "conversation_moved_on",
+            format!(
+                "'{previous}' is not the latest response of its conversation; continue from \
+                 the latest (conversations do not branch)"
+            ),
+        )
+        .with("param", "previous_response_id")),
+        _ => Err(previous_not_found(previous)),
+    }
+}
+
+/// Create a response.
+///
+/// The same pipeline as `POST /v1/chats`: a user model brings its system prompt, datasets
+/// and MCP tools; usage is recorded once per model call; budgets and rate limits apply.
+/// With `stream: true` the answer is a stream of Responses events (`response.created` …
+/// `response.completed`), each with a `sequence_number`.
+#[utoipa::path(
+    tag = "OpenAI",
+    operation_id = "openaiCreateResponse",
+    request_body = CreateResponse,
+    responses(
+        (status = 200, description = "The response (`object: response`); with `stream: true`, `text/event-stream` of Responses events", body = serde_json::Value),
+        (status = 400, description = "Invalid or unsupported parameters (`param` names the first)", body = OpenAiError),
+        (status = 404, description = "No such model, or no such `previous_response_id`", body = OpenAiError),
+        (status = 409, description = "`previous_response_id` is not the latest response of its conversation", body = OpenAiError),
+        (status = 429, description = "Rate limited, or the monthly credits are spent", body = OpenAiError),
+        (status = 502, description = "The provider failed, or a strict answer does not conform to its schema", body = OpenAiError),
+        (status = 503, description = "The provider is unavailable, or this instance is shutting down", body = OpenAiError)
+    )
+)]
+#[post("/openai/v1/responses")]
+pub async fn create_response(
+    caller: Caller,
+    state: web::Data<AppState>,
+    ValidJson(body): ValidJson<CreateResponse>,
+) -> Result<HttpResponse, ApiError> {
+    let model = body.model.clone();
+    let translated = body.translate()?;
+    if let (Some(continues), Some(previous)) =
+        (&translated.continues, &translated.echo.previous_response_id)
+    {
+        check_latest(&state, &caller, previous, continues).await?;
+    }
+    let running = start_completion(&state, &caller, translated.request)
+        .await
+        .map_err(|error| located_model(error, &model))?;
+    let Running {
+        chat,
+        message_id,
+        events,
+        ..
+    } = running;
+    let id = response_id(&chat.id, &message_id);
+    let created_at = unix(chrono::Utc::now());
+    let echo = translated.echo;
+
+    if echo.background {
+        let queued = response(&id, created_at, &echo, Status::Queued, None, None);
+        return Ok(HttpResponse::Ok().json(queued));
+    }
+    if translated.stream {
+        let encoder = Encoder::Responses(Box::new(ResponseEncoder::new(
+            id, created_at, echo, message_id,
+        )));
+        let body = chat_stream::body(events, encoder, HEARTBEAT);
+        let mut builder = HttpResponse::Ok();
+        builder.insert_header(("Cache-Control", "no-cache"));
+        return Ok(chat_stream::sse(Format::OpenAi, &mut builder, body));
+    }
+    let outcome = chat_stream::final_event(events).await;
+    match outcome.as_deref() {
+        Some(GenerationEvent::Finished(message)) => {
+            let status = Status::of(message);
+            Ok(HttpResponse::Ok().json(response(
+                &id,
+                created_at,
+                &echo,
+                status,
+                Some(message),
+                None,
+            )))
+        }
+        Some(GenerationEvent::Failed(error)) => Err(response_error(error.clone(), &model)),
+        _ => Err(ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal_error",
+            "the generation ended without an answer",
+        )),
+    }
+}
+
+/// `start_completion` answers an unknown model as the chats API does; here it is OpenAI's
+/// `model_not_found`.
+fn located_model(error: ApiError, model: &str) -> ApiError {
+    if error.status == StatusCode::NOT_FOUND && error.code == "not_found" {
+        model_not_found(model)
+    } else {
+        error
+    }
+}
+
+/// The response of a chat's answer as stored: completed (or incomplete), in progress while
+/// the chat generates it, failed when its generation failed.
+fn stored_response(
+    id: &str,
+    record: &ChatRecord,
+    answer: &tessera_chats::MessageId,
+) -> Option<serde_json::Value> {
+    let position = record.messages.iter().position(|m| &m.id == answer);
+    let previous = |before: usize| -> Option<String> {
+        record.messages[..before]
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::Assistant)
+            .map(|m| response_id(&record.chat.id, &m.id))
+    };
+    let mut echo = Echo {
+        model: record.chat.model.model_id.clone(),
+        store: true,
+        tool_choice: json!("auto"),
+        text_format: json!({"type": "text"}),
+        metadata: json!({}),
+        ..Echo::default()
+    };
+    match position {
+        Some(at) => {
+            let message: &Message = &record.messages[at];
+            echo.previous_response_id = previous(at);
+            Some(response(
+                id,
+                unix(message.created_at),
+                &echo,
+                Status::of(message),
+                Some(message),
+                None,
+            ))
+        }
+        None => {
+            echo.previous_response_id = previous(record.messages.len());
+            let created_at = unix(record.chat.updated_at);
+            match record.chat.status {
+                Some(ChatStatus::Generating) => Some(response(
+                    id,
+                    created_at,
+                    &echo,
+                    Status::InProgress,
+                    None,
+                    None,
+                )),
+                Some(ChatStatus::Error) => {
+                    let error = json!({
+                        "code": "generation_failed",
+                        "message": record.chat.error.clone().unwrap_or_default(),
+                    });
+                    Some(response(
+                        id,
+                        created_at,
+                        &echo,
+                        Status::Failed,
+                        None,
+                        Some(error),
+                    ))
+                }
+                None => None,
+            }
+        }
+    }
+}
+
+/// The chat a response id names, as the caller may see it.
+async fn record_of(
+    state: &AppState,
+    caller: &Caller,
+    id: &str,
+) -> Result<(ChatRecord, tessera_chats::MessageId), ApiError> {
+    let (chat, message) = parse_response_id(id).ok_or_else(|| response_not_found(id))?;
+    match state.chats.get(&chat_caller(caller), &chat).await {
+        // A deleted response's chat stays restorable through `/v1/chats`, not here.
+        Ok(record) if record.chat.deleted_at.is_some() => Err(response_not_found(id)),
+        Ok(record) => Ok((record, message)),
+        Err(ChatError::NotFound(_)) => Err(response_not_found(id)),
+        Err(other) => Err(chat_error(other)),
+    }
+}
+
+/// A stored response: `completed` (or `incomplete`) once answered, `in_progress` while its
+/// generation runs (a background response), `failed` if it failed.
+#[utoipa::path(
+    tag = "OpenAI",
+    operation_id = "openaiGetResponse",
+    params(("response_id" = String, Path, description = "The response id (`resp_…`)")),
+    responses(
+        (status = 200, description = "The response", body = serde_json::Value),
+        (status = 404, description = "No such response in the organization (or it was not stored)", body = OpenAiError)
+    )
+)]
+#[get("/openai/v1/responses/{response_id}")]
+pub async fn get_response(
+    caller: Caller,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let (record, message) = record_of(&state, &caller, &path).await?;
+    let body =
+        stored_response(&path, &record, &message).ok_or_else(|| response_not_found(&path))?;
+    Ok(HttpResponse::Ok().json(body))
+}
+
+/// Delete a response: its conversation (the Tessera chat) is deleted, restorable with
+/// `POST /v1/chats/{id}/restore` as any deleted chat is.
+#[utoipa::path(
+    tag = "OpenAI",
+    operation_id = "openaiDeleteResponse",
+    params(("response_id" = String, Path, description = "The response id (`resp_…`)")),
+    responses(
+        (status = 200, description = "Deleted (`object: response.deleted`)", body = serde_json::Value),
+        (status = 404, description = "No such response in the organization", body = OpenAiError)
+    )
+)]
+#[delete("/openai/v1/responses/{response_id}")]
+pub async fn delete_response(
+    caller: Caller,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let (record, message) = record_of(&state, &caller, &path).await?;
+    if !record.messages.iter().any(|m| m.id == message) {
+        return Err(response_not_found(&path));
+    }
+    state
+        .chats
+        .delete(&chat_caller(&caller), &record.chat.id)
+        .await
+        .map_err(chat_error)?;
+    Ok(HttpResponse::Ok().json(json!({
+        "id": path.as_str(),
+        "object": "response.deleted",
+        "deleted": true,
+    })))
+}
