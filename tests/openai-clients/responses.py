@@ -137,6 +137,9 @@ def check_conversation(client: OpenAI, model: str) -> dict:
     expect(again.output_text == second.output_text, "retrieve: another text")
     expect(again.previous_response_id == first.id, f"retrieve: previous {again.previous_response_id}")
     expect(again.usage.output_tokens == second.usage.output_tokens, "retrieve: other usage")
+    items = client.responses.input_items.list(second.id)
+    expect(len(items.data) == 1 and items.data[0].role == "user", f"input items {items.data}")
+    expect(items.data[0].content[0].text == "What is my name?", f"input item {items.data[0]}")
     # Conversations do not branch: the first turn is no longer the latest.
     try:
         client.responses.create(
@@ -179,6 +182,11 @@ def check_tools(client: OpenAI, model: str) -> dict:
         temperature=0,
     )
     answered(final, "after the tool")
+    items = client.responses.input_items.list(final.id).data
+    expect(
+        [item.type for item in items] == ["function_call_output"] and items[0].call_id == call.call_id,
+        f"input items {items}",
+    )
     return {"call": call.arguments, "answer": final.output_text}
 
 
@@ -207,6 +215,15 @@ def check_background(client: OpenAI, model: str) -> dict:
         model=model, input="Count to five.", max_output_tokens=MAX_TOKENS, background=True
     )
     expect(queued.status == "queued", f"status {queued.status}")
+    # Resume its event stream after the first three events (live while it runs, replayed
+    # from the stored answer once it is done).
+    events = list(client.responses.retrieve(queued.id, stream=True, starting_after=2))
+    numbers = [event.sequence_number for event in events]
+    expect(numbers == list(range(3, 3 + len(events))), f"resumed sequence numbers {numbers}")
+    expect(
+        events[-1].type in ("response.completed", "response.incomplete"),
+        f"resumed stream ends with {events[-1].type}",
+    )
     deadline = time.monotonic() + 120
     polled = queued
     while polled.status in ("queued", "in_progress"):

@@ -349,6 +349,11 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
         "/openai/v1/responses/{response_id}",
         Access::Scope("chats:delete"),
     ),
+    (
+        "GET",
+        "/openai/v1/responses/{response_id}/input_items",
+        Access::Scope("chats:read"),
+    ),
     // Each MCP tool and resource checks the scope of its REST twin.
     ("POST", "/mcp", Access::Authenticated),
 ];

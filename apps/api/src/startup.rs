@@ -196,6 +196,7 @@ where
         .service(routes::openai::responses::create_response)
         .service(routes::openai::responses::get_response)
         .service(routes::openai::responses::delete_response)
+        .service(routes::openai::responses::list_input_items)
         .service(crate::mcp_endpoint::mcp)
 }
 

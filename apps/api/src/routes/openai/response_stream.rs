@@ -36,6 +36,7 @@ pub struct ResponseEncoder {
     echo: Echo,
     message: MessageId,
     sequence: u64,
+    skip_through: Option<u64>,
     began: bool,
     outputs: usize,
     /// The text item's output index and its text so far, while it is open.
@@ -51,6 +52,7 @@ impl ResponseEncoder {
             echo,
             message,
             sequence: 0,
+            skip_through: None,
             began: false,
             outputs: 0,
             text: None,
@@ -58,11 +60,22 @@ impl ResponseEncoder {
         }
     }
 
-    fn event(&mut self, kind: &str, mut body: Value) -> Bytes {
-        body["type"] = json!(kind);
-        body["sequence_number"] = json!(self.sequence);
+    /// Resumes a stream: events up to and including this sequence number are not sent
+    /// (they are still counted, so the rest keep their numbers).
+    pub fn starting_after(mut self, sequence: Option<u64>) -> Self {
+        self.skip_through = sequence;
+        self
+    }
+
+    fn emit(&mut self, out: &mut Vec<Bytes>, kind: &str, mut body: Value) {
+        let sequence = self.sequence;
         self.sequence += 1;
-        Bytes::from(format!("event: {kind}\ndata: {body}\n\n"))
+        if self.skip_through.is_some_and(|skip| sequence <= skip) {
+            return;
+        }
+        body["type"] = json!(kind);
+        body["sequence_number"] = json!(sequence);
+        out.push(Bytes::from(format!("event: {kind}\ndata: {body}\n\n")));
     }
 
     fn in_progress(&self) -> Value {
@@ -85,37 +98,40 @@ impl ResponseEncoder {
         let mut done = located.clone();
         done["text"] = json!(text);
         done["logprobs"] = json!([]);
-        out.push(self.event("response.output_text.done", done));
+        self.emit(out, "response.output_text.done", done);
         let mut part = located;
         part["part"] = output_text(&text);
-        out.push(self.event("response.content_part.done", part));
+        self.emit(out, "response.content_part.done", part);
         let item = json!({
             "type": "message", "id": item_id, "status": "completed", "role": "assistant",
             "content": [output_text(&text)],
         });
-        out.push(self.event(
+        self.emit(
+            out,
             "response.output_item.done",
             json!({"output_index": output_index, "item": item}),
-        ));
+        );
     }
 
     fn close_call(&mut self, out: &mut Vec<Bytes>, position: usize) {
         let call = self.calls.remove(position);
         let item_id = call_item_id(&call.call_id);
-        out.push(self.event(
+        self.emit(
+            out,
             "response.function_call_arguments.done",
             json!({
                 "item_id": item_id, "output_index": call.output_index,
                 "name": call.name, "arguments": call.arguments,
             }),
-        ));
-        out.push(self.event(
+        );
+        self.emit(
+            out,
             "response.output_item.done",
             json!({
                 "output_index": call.output_index,
                 "item": function_call(&call.call_id, &call.name, &call.arguments, "completed"),
             }),
-        ));
+        );
     }
 
     fn close_all(&mut self, out: &mut Vec<Bytes>) {
@@ -130,9 +146,9 @@ impl ResponseEncoder {
         if !self.began {
             self.began = true;
             let created = json!({"response": self.in_progress()});
-            out.push(self.event("response.created", created));
+            self.emit(&mut out, "response.created", created);
             let progress = json!({"response": self.in_progress()});
-            out.push(self.event("response.in_progress", progress));
+            self.emit(&mut out, "response.in_progress", progress);
         }
         match event {
             GenerationEvent::Delta(ChatEvent::TextDelta(delta)) => {
@@ -147,30 +163,33 @@ impl ResponseEncoder {
                             "type": "message", "id": item_id, "status": "in_progress",
                             "role": "assistant", "content": [],
                         });
-                        out.push(self.event(
+                        self.emit(
+                            &mut out,
                             "response.output_item.added",
                             json!({"output_index": index, "item": item}),
-                        ));
-                        out.push(self.event(
+                        );
+                        self.emit(
+                            &mut out,
                             "response.content_part.added",
                             json!({
                                 "item_id": item_id, "output_index": index, "content_index": 0,
                                 "part": output_text(""),
                             }),
-                        ));
+                        );
                         index
                     }
                 };
                 if let Some((_, text)) = &mut self.text {
                     text.push_str(delta);
                 }
-                out.push(self.event(
+                self.emit(
+                    &mut out,
                     "response.output_text.delta",
                     json!({
                         "item_id": item_id, "output_index": output_index, "content_index": 0,
                         "delta": delta, "logprobs": [],
                     }),
-                ));
+                );
             }
             GenerationEvent::Delta(ChatEvent::ToolCallStart { index, id, name }) => {
                 self.close_text(&mut out);
@@ -183,13 +202,14 @@ impl ResponseEncoder {
                     name: name.clone(),
                     arguments: String::new(),
                 });
-                out.push(self.event(
+                self.emit(
+                    &mut out,
                     "response.output_item.added",
                     json!({
                         "output_index": output_index,
                         "item": function_call(id, name, "", "in_progress"),
                     }),
-                ));
+                );
             }
             GenerationEvent::Delta(ChatEvent::ToolCallArgumentsDelta { index, delta }) => {
                 if let Some(call) = self.calls.iter_mut().find(|call| call.index == *index) {
@@ -199,7 +219,7 @@ impl ResponseEncoder {
                         "output_index": call.output_index,
                         "delta": delta,
                     });
-                    out.push(self.event("response.function_call_arguments.delta", body));
+                    self.emit(&mut out, "response.function_call_arguments.delta", body);
                 }
             }
             GenerationEvent::Delta(ChatEvent::ToolCallEnd { index }) => {
@@ -228,7 +248,7 @@ impl ResponseEncoder {
                     Some(message),
                     None,
                 );
-                out.push(self.event(kind, json!({"response": whole})));
+                self.emit(&mut out, kind, json!({"response": whole}));
             }
             GenerationEvent::Failed(error) => {
                 let problem = chat_error(error.clone());
@@ -242,7 +262,7 @@ impl ResponseEncoder {
                     None,
                     Some(error),
                 );
-                out.push(self.event("response.failed", json!({"response": whole})));
+                self.emit(&mut out, "response.failed", json!({"response": whole}));
             }
         }
         out

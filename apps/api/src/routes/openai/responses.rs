@@ -10,25 +10,28 @@ use actix_web::{HttpResponse, delete, get, http::StatusCode, post, web};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tessera_chats::{
-    ChatError, ChatRecord, ChatStatus, CompletionRequest, GenerationEvent, Message, NewMessage,
+    ChatError, ChatRecord, ChatStatus, CompletionRequest, EventStream, GenerationEvent, Message,
+    MessageId, NewMessage,
 };
 use tessera_kernel::FieldError;
-use tessera_models::{JsonSchemaFormat, ModelError, ReasoningEffort, Role, ToolCall, ToolSpec};
-use utoipa::ToSchema;
+use tessera_models::{
+    ChatEvent, JsonSchemaFormat, ModelError, ReasoningEffort, Role, ToolCall, ToolSpec,
+};
+use utoipa::{IntoParams, ToSchema};
 use validator::Validate;
 
 use super::{
     chat::{ReasoningEffortIn, data_url},
     error::OpenAiError,
     models::model_not_found,
-    response_object::{Echo, Status, parse_response_id, response, response_id},
+    response_object::{Echo, Status, function_call, parse_response_id, response, response_id},
     response_stream::ResponseEncoder,
     unix,
 };
 use crate::{
     access::Caller,
     chat_stream::{self, Encoder, Format, HEARTBEAT},
-    extract::ValidJson,
+    extract::{ValidJson, ValidQuery},
     problem::ApiError,
     routes::chats::{Running, chat_caller, chat_error, start_completion},
     state::AppState,
@@ -551,6 +554,8 @@ async fn check_latest(
     operation_id = "openaiCreateResponse",
     request_body = CreateResponse,
     responses(
+        (status = 401, description = "Missing, invalid, expired or revoked API key or token", body = OpenAiError),
+        (status = 403, description = "The credential lacks `chats:invoke`", body = OpenAiError),
         (status = 200, description = "The response (`object: response`); with `stream: true`, `text/event-stream` of Responses events", body = serde_json::Value),
         (status = 400, description = "Invalid or unsupported parameters (`param` names the first)", body = OpenAiError),
         (status = 404, description = "No such model, or no such `previous_response_id`", body = OpenAiError),
@@ -631,54 +636,53 @@ fn located_model(error: ApiError, model: &str) -> ApiError {
     }
 }
 
-/// The response of a chat's answer as stored: completed (or incomplete), in progress while
-/// the chat generates it, failed when its generation failed.
-fn stored_response(
-    id: &str,
-    record: &ChatRecord,
-    answer: &tessera_chats::MessageId,
-) -> Option<serde_json::Value> {
-    let position = record.messages.iter().position(|m| &m.id == answer);
-    let previous = |before: usize| -> Option<String> {
-        record.messages[..before]
+/// What a stored chat tells of the request that made its answer: the model and the
+/// preceding answer (instructions, tools and sampling are not stored with a chat).
+fn stored_echo(record: &ChatRecord, before: usize) -> Echo {
+    Echo {
+        model: record.chat.model.model_id.clone(),
+        previous_response_id: record.messages[..before]
             .iter()
             .rev()
             .find(|m| m.role == Role::Assistant)
-            .map(|m| response_id(&record.chat.id, &m.id))
-    };
-    let mut echo = Echo {
-        model: record.chat.model.model_id.clone(),
+            .map(|m| response_id(&record.chat.id, &m.id)),
         store: true,
         tool_choice: json!("auto"),
         text_format: json!({"type": "text"}),
         metadata: json!({}),
         ..Echo::default()
-    };
-    match position {
+    }
+}
+
+/// Where the answer sits in its chat, or `None` while it is not stored yet.
+fn position_of(record: &ChatRecord, answer: &MessageId) -> Option<usize> {
+    record.messages.iter().position(|m| &m.id == answer)
+}
+
+/// When the response was made, as far as the stored chat tells.
+fn created_at(record: &ChatRecord, answer: &MessageId) -> i64 {
+    position_of(record, answer).map_or(unix(record.chat.updated_at), |at| {
+        unix(record.messages[at].created_at)
+    })
+}
+
+/// The response of a chat's answer as stored: completed (or incomplete), in progress while
+/// the chat generates it, failed when its generation failed.
+fn stored_response(id: &str, record: &ChatRecord, answer: &MessageId) -> Option<Value> {
+    let created = created_at(record, answer);
+    match position_of(record, answer) {
         Some(at) => {
             let message: &Message = &record.messages[at];
-            echo.previous_response_id = previous(at);
-            Some(response(
-                id,
-                unix(message.created_at),
-                &echo,
-                Status::of(message),
-                Some(message),
-                None,
-            ))
+            let echo = stored_echo(record, at);
+            let status = Status::of(message);
+            Some(response(id, created, &echo, status, Some(message), None))
         }
         None => {
-            echo.previous_response_id = previous(record.messages.len());
-            let created_at = unix(record.chat.updated_at);
+            let echo = stored_echo(record, record.messages.len());
             match record.chat.status {
-                Some(ChatStatus::Generating) => Some(response(
-                    id,
-                    created_at,
-                    &echo,
-                    Status::InProgress,
-                    None,
-                    None,
-                )),
+                Some(ChatStatus::Generating) => {
+                    Some(response(id, created, &echo, Status::InProgress, None, None))
+                }
                 Some(ChatStatus::Error) => {
                     let error = json!({
                         "code": "generation_failed",
@@ -686,7 +690,7 @@ fn stored_response(
                     });
                     Some(response(
                         id,
-                        created_at,
+                        created,
                         &echo,
                         Status::Failed,
                         None,
@@ -699,12 +703,39 @@ fn stored_response(
     }
 }
 
+/// A stored answer's events, for a stream asked for after its generation ended: the text
+/// as one delta, each call whole, then the answer.
+fn replay_of(message: &Message) -> EventStream {
+    let mut events = Vec::new();
+    if !message.content.is_empty() {
+        events.push(GenerationEvent::Delta(ChatEvent::TextDelta(
+            message.content.clone(),
+        )));
+    }
+    for (index, call) in (0u32..).zip(&message.tool_calls) {
+        events.push(GenerationEvent::Delta(ChatEvent::ToolCallStart {
+            index,
+            id: call.id.clone(),
+            name: call.name.clone(),
+        }));
+        events.push(GenerationEvent::Delta(ChatEvent::ToolCallArgumentsDelta {
+            index,
+            delta: call.arguments.clone(),
+        }));
+        events.push(GenerationEvent::Delta(ChatEvent::ToolCallEnd { index }));
+    }
+    events.push(GenerationEvent::Finished(Box::new(message.clone())));
+    Box::pin(futures_util::stream::iter(
+        events.into_iter().map(std::sync::Arc::new),
+    ))
+}
+
 /// The chat a response id names, as the caller may see it.
 async fn record_of(
     state: &AppState,
     caller: &Caller,
     id: &str,
-) -> Result<(ChatRecord, tessera_chats::MessageId), ApiError> {
+) -> Result<(ChatRecord, MessageId), ApiError> {
     let (chat, message) = parse_response_id(id).ok_or_else(|| response_not_found(id))?;
     match state.chats.get(&chat_caller(caller), &chat).await {
         // A deleted response's chat stays restorable through `/v1/chats`, not here.
@@ -715,15 +746,33 @@ async fn record_of(
     }
 }
 
+/// How to read a response.
+#[derive(Debug, Deserialize, Validate, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct RetrieveResponse {
+    /// Stream the response's events instead: a running (background) response from its
+    /// first event on, live; a finished one replayed from the stored answer.
+    pub stream: Option<bool>,
+    /// With `stream`: send only the events after this `sequence_number` (resuming).
+    pub starting_after: Option<u64>,
+}
+
 /// A stored response: `completed` (or `incomplete`) once answered, `in_progress` while its
-/// generation runs (a background response), `failed` if it failed.
+/// generation runs (a background response), `failed` if it failed. With `stream=true`, its
+/// events, resumable with `starting_after`.
 #[utoipa::path(
     tag = "OpenAI",
     operation_id = "openaiGetResponse",
-    params(("response_id" = String, Path, description = "The response id (`resp_…`)")),
+    params(("response_id" = String, Path, description = "The response id (`resp_…`)"), RetrieveResponse),
     responses(
-        (status = 200, description = "The response", body = serde_json::Value),
-        (status = 404, description = "No such response in the organization (or it was not stored)", body = OpenAiError)
+        (status = 401, description = "Missing, invalid, expired or revoked API key or token", body = OpenAiError),
+        (status = 403, description = "The credential lacks `chats:read`", body = OpenAiError),
+        (status = 200, description = "The response; with `stream=true`, `text/event-stream` of its events", body = serde_json::Value),
+        (status = 400, description = "Invalid `stream` or `starting_after`", body = OpenAiError),
+        (status = 404, description = "No such response in the organization (or it was not stored)", body = OpenAiError),
+        (status = 409, description = "`stream=true` for a response that generates on another instance", body = OpenAiError),
+        (status = 429, description = "Rate limited (`Retry-After`)", body = OpenAiError),
+        (status = 503, description = "The database cannot answer; retry (`Retry-After`)", body = OpenAiError)
     )
 )]
 #[get("/openai/v1/responses/{response_id}")]
@@ -731,11 +780,170 @@ pub async fn get_response(
     caller: Caller,
     state: web::Data<AppState>,
     path: web::Path<String>,
+    ValidQuery(query): ValidQuery<RetrieveResponse>,
 ) -> Result<HttpResponse, ApiError> {
     let (record, message) = record_of(&state, &caller, &path).await?;
-    let body =
-        stored_response(&path, &record, &message).ok_or_else(|| response_not_found(&path))?;
-    Ok(HttpResponse::Ok().json(body))
+    if query.stream != Some(true) {
+        let body =
+            stored_response(&path, &record, &message).ok_or_else(|| response_not_found(&path))?;
+        return Ok(HttpResponse::Ok().json(body));
+    }
+    let attached = state
+        .chats
+        .attach(&chat_caller(&caller), &record.chat.id)
+        .await
+        .map_err(chat_error)?;
+    let (events, before) = match (attached, position_of(&record, &message)) {
+        (Some(attached), _) if attached.message == message => {
+            (attached.events, record.messages.len())
+        }
+        (_, Some(at)) => (replay_of(&record.messages[at]), at),
+        (_, None) if record.chat.status == Some(ChatStatus::Generating) => {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "response_elsewhere",
+                "the response generates on another instance; retrieve it without `stream` \
+                 until it is done",
+            ));
+        }
+        (_, None) => return Err(response_not_found(&path)),
+    };
+    let encoder = ResponseEncoder::new(
+        path.to_string(),
+        created_at(&record, &message),
+        stored_echo(&record, before),
+        message,
+    )
+    .starting_after(query.starting_after);
+    let body = chat_stream::body(events, Encoder::Responses(Box::new(encoder)), HEARTBEAT);
+    let mut builder = HttpResponse::Ok();
+    builder.insert_header(("Cache-Control", "no-cache"));
+    Ok(chat_stream::sse(Format::OpenAi, &mut builder, body))
+}
+
+/// Paging of a response's input items.
+#[derive(Debug, Deserialize, Validate, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ListInputItems {
+    /// 1 to 100, default 20.
+    #[validate(range(min = 1, max = 100))]
+    #[param(minimum = 1, maximum = 100)]
+    pub limit: Option<usize>,
+    /// `desc` (default, newest first) or `asc`.
+    pub order: Option<String>,
+    /// Items after this item id (in `order`).
+    pub after: Option<String>,
+    /// Items before this item id (in `order`).
+    pub before: Option<String>,
+}
+
+/// The input item of a stored message of the turn.
+fn input_items_of(message: &Message) -> Vec<Value> {
+    let id = message.id.to_string();
+    match message.role {
+        Role::Tool => vec![json!({
+            "type": "function_call_output", "id": id, "status": "completed",
+            "call_id": message.tool_call_id, "output": message.content,
+        })],
+        Role::Assistant => {
+            let mut items = Vec::new();
+            if !message.content.is_empty() {
+                items.push(json!({
+                    "type": "message", "id": id, "status": "completed", "role": "assistant",
+                    "content": [{"type": "output_text", "text": message.content, "annotations": []}],
+                }));
+            }
+            for call in &message.tool_calls {
+                items.push(function_call(
+                    &call.id,
+                    &call.name,
+                    &call.arguments,
+                    "completed",
+                ));
+            }
+            items
+        }
+        _ => vec![json!({
+            "type": "message", "id": id, "status": "completed", "role": "user",
+            "content": [{"type": "input_text", "text": message.content}],
+        })],
+    }
+}
+
+/// The items a response was made from: the messages of its turn (after the previous
+/// answer), paged as OpenAI pages them.
+#[utoipa::path(
+    tag = "OpenAI",
+    operation_id = "openaiListResponseInputItems",
+    params(("response_id" = String, Path, description = "The response id (`resp_…`)"), ListInputItems),
+    responses(
+        (status = 401, description = "Missing, invalid, expired or revoked API key or token", body = OpenAiError),
+        (status = 403, description = "The credential lacks `chats:read`", body = OpenAiError),
+        (status = 200, description = "`object: list` of input items with `first_id`, `last_id`, `has_more`", body = serde_json::Value),
+        (status = 400, description = "Invalid `limit`, `order`, `after` or `before`", body = OpenAiError),
+        (status = 404, description = "No such response in the organization", body = OpenAiError),
+        (status = 429, description = "Rate limited (`Retry-After`)", body = OpenAiError),
+        (status = 503, description = "The database cannot answer; retry (`Retry-After`)", body = OpenAiError)
+    )
+)]
+#[get("/openai/v1/responses/{response_id}/input_items")]
+pub async fn list_input_items(
+    caller: Caller,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    ValidQuery(query): ValidQuery<ListInputItems>,
+) -> Result<HttpResponse, ApiError> {
+    let (record, message) = record_of(&state, &caller, &path).await?;
+    let end = match position_of(&record, &message) {
+        Some(at) => at,
+        None if record.chat.status == Some(ChatStatus::Generating) => record.messages.len(),
+        None => return Err(response_not_found(&path)),
+    };
+    let start = record.messages[..end]
+        .iter()
+        .rposition(|m| m.role == Role::Assistant)
+        .map_or(0, |at| at + 1);
+    let mut items: Vec<Value> = record.messages[start..end]
+        .iter()
+        .flat_map(input_items_of)
+        .collect();
+    match query.order.as_deref() {
+        None | Some("desc") => items.reverse(),
+        Some("asc") => {}
+        Some(_) => {
+            return Err(ApiError::validation(vec![FieldError::new(
+                ["query".into(), "order".into()],
+                "`asc` or `desc`",
+                "enum",
+            )]));
+        }
+    }
+    let position = |id: &Option<String>, name: &str| -> Result<Option<usize>, ApiError> {
+        let Some(id) = id else { return Ok(None) };
+        items
+            .iter()
+            .position(|item| item["id"] == json!(id))
+            .map(Some)
+            .ok_or_else(|| {
+                ApiError::validation(vec![FieldError::new(
+                    ["query".into(), name.into()],
+                    "not an input item of this response",
+                    "value_error",
+                )])
+            })
+    };
+    let from = position(&query.after, "after")?.map_or(0, |at| at + 1);
+    let to = position(&query.before, "before")?.unwrap_or(items.len());
+    let window = items.get(from..to.max(from)).unwrap_or_default();
+    let limit = query.limit.unwrap_or(20);
+    let page: Vec<Value> = window.iter().take(limit).cloned().collect();
+    Ok(HttpResponse::Ok().json(json!({
+        "object": "list",
+        "first_id": page.first().map(|item| item["id"].clone()),
+        "last_id": page.last().map(|item| item["id"].clone()),
+        "has_more": window.len() > page.len(),
+        "data": page,
+    })))
 }
 
 /// Delete a response: its conversation (the Tessera chat) is deleted, restorable with
@@ -745,8 +953,12 @@ pub async fn get_response(
     operation_id = "openaiDeleteResponse",
     params(("response_id" = String, Path, description = "The response id (`resp_…`)")),
     responses(
+        (status = 401, description = "Missing, invalid, expired or revoked API key or token", body = OpenAiError),
+        (status = 403, description = "The credential lacks `chats:delete`", body = OpenAiError),
         (status = 200, description = "Deleted (`object: response.deleted`)", body = serde_json::Value),
-        (status = 404, description = "No such response in the organization", body = OpenAiError)
+        (status = 404, description = "No such response in the organization", body = OpenAiError),
+        (status = 429, description = "Rate limited (`Retry-After`)", body = OpenAiError),
+        (status = 503, description = "The database cannot answer; retry (`Retry-After`)", body = OpenAiError)
     )
 )]
 #[delete("/openai/v1/responses/{response_id}")]
