@@ -57,15 +57,15 @@ test:
     "$st/bin/schemathesis" --version 2>/dev/null | grep -q '4.32.5' || "$st/bin/python" -m pip install --quiet --disable-pip-version-check 'schemathesis==4.32.5'
     export TESSERA_SCHEMATHESIS="$st/bin/schemathesis"
     # The official OpenAI clients the /openai/v1 tests run unchanged: the `openai` npm package
-    # and the Vercel AI SDK (tests/openai-clients/package.json), and the `openai` PyPI package
-    # (requirements.txt) in a venv whose Python the tests get in TESSERA_OPENAI_PYTHON.
+    # and the Vercel AI SDK (tests/openai-clients/package.json), and the `openai` and
+    # `openai-agents` PyPI packages (requirements.txt) in a venv whose Python the tests get
+    # in TESSERA_OPENAI_PYTHON.
     if [ ! -d tests/openai-clients/node_modules/openai ] || [ ! -d tests/openai-clients/node_modules/ai ]; then
         npm ci --prefix tests/openai-clients --no-audit --no-fund --loglevel=error
     fi
     oc="$HOME/.cache/tessera-venvs/openai-clients"
     [ -x "$oc/bin/python" ] || python3 -m venv "$oc"
-    pinned=$(grep -E '^openai==' tests/openai-clients/requirements.txt | cut -d= -f3)
-    "$oc/bin/python" -c 'import openai, sys; sys.exit(openai.__version__ != sys.argv[1])' "$pinned" 2>/dev/null \
+    "$oc/bin/python" -m pip freeze 2>/dev/null | sort | diff -q - <(grep -v '^#' tests/openai-clients/requirements.txt | sort) >/dev/null \
         || "$oc/bin/python" -m pip install --quiet --disable-pip-version-check -r tests/openai-clients/requirements.txt
     export TESSERA_OPENAI_PYTHON="$oc/bin/python"
     # The official Prometheus client (PyPI), whose parser reads what /metrics serves.

@@ -222,6 +222,25 @@ async fn the_openai_python_package_speaks_the_responses_api() {
     setup.app.stop().await;
 }
 
+/// The OpenAI Agents SDK (`agent.py`) runs a one-tool agent with its default model class,
+/// the Responses API: the model calls the tool, the SDK runs it and sends the result back,
+/// the model answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openai_agents_sdk_runs_a_tool_agent() {
+    let python = std::env::var("TESSERA_OPENAI_PYTHON")
+        .expect("TESSERA_OPENAI_PYTHON names the venv's Python; `just test` installs it");
+    let setup = setup().await;
+    let mut command = Command::new(python);
+    command.arg(clients_dir().join("agent.py"));
+    let summary = run(&setup, "the OpenAI Agents SDK", command).await;
+    assert_eq!(summary["tool_calls"][0], "Paris", "{summary}");
+    assert!(
+        summary["responses"].as_array().unwrap().len() >= 2,
+        "the tool's result went back to the model: {summary}"
+    );
+    setup.app.stop().await;
+}
+
 /// Every usage record is the key's (the responses test makes no embeddings).
 async fn usage_is_the_keys_for_chats(setup: &Setup) {
     let usage = ok(
