@@ -234,6 +234,26 @@ def check_background(client: OpenAI, model: str) -> dict:
     return {"id": polled.id, "usage": usage_of(polled, "background")}
 
 
+def check_cancel(client: OpenAI, model: str) -> dict:
+    queued = client.responses.create(
+        model=model,
+        input="Count from one to two hundred, one number per line.",
+        max_output_tokens=400,
+        temperature=0,
+        background=True,
+    )
+    cancelled = client.responses.cancel(queued.id)
+    expect(cancelled.status == "cancelled", f"cancel: status {cancelled.status}")
+    again = client.responses.retrieve(queued.id)
+    expect(again.status == "cancelled", f"after cancel: status {again.status}")
+    try:
+        client.responses.cancel(queued.id)
+        raise CheckFailed("a cancelled response was cancelled again")
+    except openai.BadRequestError as error:
+        expect(error.code == "response_finished", f"cancel again: code {error.code}")
+    return {"id": queued.id}
+
+
 def check_delete(client: OpenAI, model: str) -> dict:
     response = client.responses.create(model=model, input="Bye.", max_output_tokens=8)
     deleted = client.responses.delete(response.id)
@@ -268,6 +288,7 @@ def main() -> None:
         "tools": check_tools,
         "json_schema": check_json_schema,
         "background": check_background,
+        "cancel": check_cancel,
         "delete": check_delete,
     }
     summary = {"client": "openai-python responses", "version": openai.__version__}

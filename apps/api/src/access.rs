@@ -354,6 +354,11 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
         "/openai/v1/responses/{response_id}/input_items",
         Access::Scope("chats:read"),
     ),
+    (
+        "POST",
+        "/openai/v1/responses/{response_id}/cancel",
+        Access::Scope("chats:invoke"),
+    ),
     // Each MCP tool and resource checks the scope of its REST twin.
     ("POST", "/mcp", Access::Authenticated),
 ];

@@ -197,6 +197,7 @@ where
         .service(routes::openai::responses::get_response)
         .service(routes::openai::responses::delete_response)
         .service(routes::openai::responses::list_input_items)
+        .service(routes::openai::responses::cancel_response)
         .service(crate::mcp_endpoint::mcp)
 }
 

@@ -30,6 +30,9 @@ pub enum ChatError {
         .0.used_credits, .0.monthly_credits, .0.resets_at.to_rfc3339()
     )]
     BudgetSpent(BudgetSpent),
+    /// The caller stopped the generation (`ChatService::cancel`).
+    #[error("{}", crate::CANCELLED)]
+    Cancelled,
     #[error(transparent)]
     Domain(#[from] DomainError),
 }
@@ -52,6 +55,7 @@ impl ChatError {
             Self::Provider(_) => "provider",
             Self::SchemaMismatch(_) => "schema_mismatch",
             Self::BudgetSpent(_) => "credit_budget_exhausted",
+            Self::Cancelled => "cancelled",
             Self::Domain(_) => "internal",
         }
     }
@@ -79,6 +83,10 @@ impl From<ChatError> for DomainError {
             },
             ChatError::BudgetSpent(_) => DomainError::Forbidden {
                 code: "credit_budget_exhausted",
+                message: error.to_string(),
+            },
+            ChatError::Cancelled => DomainError::Conflict {
+                code: "generation_cancelled",
                 message: error.to_string(),
             },
             ChatError::Domain(error) => error,

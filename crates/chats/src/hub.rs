@@ -10,7 +10,11 @@ use std::{
 };
 
 use futures_channel::mpsc::{UnboundedSender, unbounded};
-use futures_util::{Stream, StreamExt, stream};
+use futures_util::{
+    Stream, StreamExt,
+    future::{AbortHandle, Abortable},
+    stream,
+};
 use tessera_models::ChatEvent;
 
 use crate::{ChatError, ChatId, Message, MessageId, Source};
@@ -66,6 +70,8 @@ struct Channel {
     published: Vec<Arc<GenerationEvent>>,
     listeners: Vec<UnboundedSender<Arc<GenerationEvent>>>,
     closed: bool,
+    /// Stops the generation (see [`GenerationHub::cancel`]).
+    abort: Option<AbortHandle>,
 }
 
 type Channels = Arc<Mutex<HashMap<ChatId, Arc<Mutex<Channel>>>>>;
@@ -89,6 +95,7 @@ impl GenerationHub {
             published: Vec::new(),
             listeners: Vec::new(),
             closed: false,
+            abort: None,
         }));
         lock(&self.running).insert(chat.clone(), channel.clone());
         Publisher {
@@ -119,6 +126,21 @@ impl GenerationHub {
         })
     }
 
+    /// Stops the chat's generation running in this process; `false` when none runs here.
+    pub fn cancel(&self, chat: &ChatId) -> bool {
+        let Some(channel) = lock(&self.running).get(chat).cloned() else {
+            return false;
+        };
+        let channel = lock(&channel);
+        match &channel.abort {
+            Some(abort) if !channel.closed => {
+                abort.abort();
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// How many generations run in this process.
     pub fn running(&self) -> usize {
         lock(&self.running).len()
@@ -134,6 +156,13 @@ pub(crate) struct Publisher {
 }
 
 impl Publisher {
+    /// The generation, made stoppable through [`GenerationHub::cancel`].
+    pub(crate) fn abortable<F: Future>(&self, generation: F) -> Abortable<F> {
+        let (abort, registration) = AbortHandle::new_pair();
+        lock(&self.channel).abort = Some(abort);
+        Abortable::new(generation, registration)
+    }
+
     pub(crate) fn publish(&self, event: GenerationEvent) {
         let event = Arc::new(event);
         let mut channel = lock(&self.channel);
@@ -196,6 +225,19 @@ mod tests {
         let late: Vec<_> = late.collect().await;
         assert_eq!(early, late);
         assert_eq!(*early[1], text("lo"));
+    }
+
+    #[tokio::test]
+    async fn a_cancelled_generation_stops_where_it_waits() {
+        let hub = GenerationHub::new();
+        let chat = ChatId::generate();
+        assert!(!hub.cancel(&chat), "nothing runs");
+        let publisher = hub.open(&chat, &MessageId::generate());
+        let waiting = publisher.abortable(futures_util::future::pending::<()>());
+        assert!(hub.cancel(&chat));
+        assert!(waiting.await.is_err(), "the pending generation was aborted");
+        drop(publisher);
+        assert!(!hub.cancel(&chat), "nothing runs once it ended");
     }
 
     #[tokio::test]

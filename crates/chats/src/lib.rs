@@ -58,7 +58,8 @@ pub use server_tools::{
     DEFAULT_TOOL_STEPS, MAX_TOOL_STEPS, NoServerTools, ServerToolbox, ServerTools, ToolRun,
 };
 pub use service::{
-    Caller, ChatPorts, ChatService, ChatStored, CompletionRequest, INTERRUPTED, NewMessage, Started,
+    CANCELLED, Caller, ChatPorts, ChatService, ChatStored, CompletionRequest, INTERRUPTED,
+    NewMessage, Started,
 };
 #[cfg(any(test, feature = "mocks"))]
 pub use store::MockChatStore;

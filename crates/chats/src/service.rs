@@ -36,6 +36,8 @@ use crate::{
 const CHAT_LIST: &str = "chats";
 /// Recorded on chats a restart found `generating`.
 pub const INTERRUPTED: &str = "the generation was interrupted: the server stopped while it ran";
+/// Recorded on chats whose generation the caller cancelled.
+pub const CANCELLED: &str = "the generation was cancelled";
 
 /// Who asks, within their organization.
 #[derive(Debug, Clone)]
@@ -704,6 +706,13 @@ impl ChatService {
         self.save(caller, id, |chat| chat.deleted_at = None).await
     }
 
+    /// Stops the chat's generation running in this process; `false` when none runs here
+    /// (it may run on another instance). The generation ends as failed with [`CANCELLED`].
+    pub async fn cancel(&self, caller: &Caller, id: &ChatId) -> Result<bool, ChatError> {
+        self.visible(caller, id).await?;
+        Ok(self.hub.cancel(id))
+    }
+
     /// Re-attaches to the chat's running generation; `None` when none runs.
     pub async fn attach(
         &self,
@@ -1036,6 +1045,11 @@ impl Generation {
                         )
                     })
                 });
+        // Cancelling drops the generation where it waits (the provider's stream, a tool),
+        // then ends like a failure: what the model used is billed, the chat records why.
+        let generating = publisher
+            .abortable(generating)
+            .map(|aborted| aborted.unwrap_or(Err(ChatError::Cancelled)));
         let generated = match alongside(stored, generating).await {
             Ok(generated) => generated,
             Err(unstored) => {

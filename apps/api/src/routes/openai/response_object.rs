@@ -56,6 +56,7 @@ pub enum Status {
     Completed,
     Incomplete,
     Failed,
+    Cancelled,
 }
 
 impl Status {
@@ -66,6 +67,7 @@ impl Status {
             Status::Completed => "completed",
             Status::Incomplete => "incomplete",
             Status::Failed => "failed",
+            Status::Cancelled => "cancelled",
         }
     }
 

@@ -10,8 +10,8 @@ use actix_web::{HttpResponse, delete, get, http::StatusCode, post, web};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tessera_chats::{
-    ChatError, ChatRecord, ChatStatus, CompletionRequest, EventStream, GenerationEvent, Message,
-    MessageId, NewMessage,
+    CANCELLED, ChatError, ChatRecord, ChatStatus, CompletionRequest, EventStream, GenerationEvent,
+    Message, MessageId, NewMessage,
 };
 use tessera_kernel::FieldError;
 use tessera_models::{
@@ -683,6 +683,9 @@ fn stored_response(id: &str, record: &ChatRecord, answer: &MessageId) -> Option<
                 Some(ChatStatus::Generating) => {
                     Some(response(id, created, &echo, Status::InProgress, None, None))
                 }
+                Some(ChatStatus::Error) if record.chat.error.as_deref() == Some(CANCELLED) => {
+                    Some(response(id, created, &echo, Status::Cancelled, None, None))
+                }
                 Some(ChatStatus::Error) => {
                     let error = json!({
                         "code": "generation_failed",
@@ -819,6 +822,70 @@ pub async fn get_response(
     let mut builder = HttpResponse::Ok();
     builder.insert_header(("Cache-Control", "no-cache"));
     Ok(chat_stream::sse(Format::OpenAi, &mut builder, body))
+}
+
+/// Cancel a background response while it generates: the generation stops where it waits,
+/// what the model used is billed, and the response is `cancelled`.
+#[utoipa::path(
+    tag = "OpenAI",
+    operation_id = "openaiCancelResponse",
+    params(("response_id" = String, Path, description = "The response id (`resp_…`)")),
+    responses(
+        (status = 200, description = "The response, `cancelled`", body = serde_json::Value),
+        (status = 400, description = "The response is already finished (`response_finished`)", body = OpenAiError),
+        (status = 401, description = "Missing, invalid, expired or revoked API key or token", body = OpenAiError),
+        (status = 403, description = "The credential lacks `chats:invoke`", body = OpenAiError),
+        (status = 404, description = "No such response in the organization", body = OpenAiError),
+        (status = 409, description = "The response generates on another instance", body = OpenAiError),
+        (status = 429, description = "Rate limited (`Retry-After`)", body = OpenAiError),
+        (status = 503, description = "The database cannot answer; retry (`Retry-After`)", body = OpenAiError)
+    )
+)]
+#[post("/openai/v1/responses/{response_id}/cancel")]
+pub async fn cancel_response(
+    caller: Caller,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let (record, message) = record_of(&state, &caller, &path).await?;
+    if position_of(&record, &message).is_some()
+        || record.chat.status != Some(ChatStatus::Generating)
+    {
+        let body =
+            stored_response(&path, &record, &message).ok_or_else(|| response_not_found(&path))?;
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "response_finished",
+            format!(
+                "the response is {}; only a running response can be cancelled",
+                body["status"]
+            ),
+        ));
+    }
+    let who = chat_caller(&caller);
+    // Listen first, so the end of the generation is seen once it is stopped.
+    let attached = state
+        .chats
+        .attach(&who, &record.chat.id)
+        .await
+        .map_err(chat_error)?;
+    let Some(attached) = attached.filter(|attached| attached.message == message) else {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "response_elsewhere",
+            "the response generates on another instance",
+        ));
+    };
+    state
+        .chats
+        .cancel(&who, &record.chat.id)
+        .await
+        .map_err(chat_error)?;
+    chat_stream::final_event(attached.events).await;
+    let (record, message) = record_of(&state, &caller, &path).await?;
+    let body =
+        stored_response(&path, &record, &message).ok_or_else(|| response_not_found(&path))?;
+    Ok(HttpResponse::Ok().json(body))
 }
 
 /// Paging of a response's input items.
