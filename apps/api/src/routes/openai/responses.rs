@@ -555,11 +555,12 @@ async fn check_latest(
     request_body = CreateResponse,
     responses(
         (status = 401, description = "Missing, invalid, expired or revoked API key or token", body = OpenAiError),
-        (status = 403, description = "The credential lacks `chats:invoke`", body = OpenAiError),
+        (status = 403, description = "The credential lacks `chats:invoke`, or the model needs another plan", body = OpenAiError),
         (status = 200, description = "The response (`object: response`); with `stream: true`, `text/event-stream` of Responses events", body = serde_json::Value),
         (status = 400, description = "Invalid or unsupported parameters (`param` names the first)", body = OpenAiError),
         (status = 404, description = "No such model, or no such `previous_response_id`", body = OpenAiError),
-        (status = 409, description = "`previous_response_id` is not the latest response of its conversation", body = OpenAiError),
+        (status = 409, description = "`previous_response_id` is not the latest response of its conversation, or the model is disabled", body = OpenAiError),
+        (status = 410, description = "The model reached its end of life (`model_end_of_life`)", body = OpenAiError),
         (status = 429, description = "Rate limited, or the monthly credits are spent", body = OpenAiError),
         (status = 502, description = "The provider failed, or a strict answer does not conform to its schema", body = OpenAiError),
         (status = 503, description = "The provider is unavailable, or this instance is shutting down", body = OpenAiError)
