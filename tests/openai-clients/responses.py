@@ -270,7 +270,14 @@ def check_delete(client: OpenAI, model: str) -> dict:
         raise CheckFailed("a response with store=false was kept")
     except openai.NotFoundError:
         pass
-    return {"deleted": response.id}
+    try:
+        client.responses.create(
+            model=model, previous_response_id=unstored.id, input="And?", max_output_tokens=8
+        )
+        raise CheckFailed("a response with store=false was continued")
+    except openai.NotFoundError as error:
+        expect(error.code == "previous_response_not_found", f"continue unstored: code {error.code}")
+    return {"deleted": response.id, "unstored": unstored.id}
 
 
 def main() -> None:
