@@ -35,7 +35,14 @@
 //! `postgres://postgres@127.0.0.1:5432/postgres`: the server the throwaway database is created
 //! on); `TESSERA_BENCH_BIN_DIR` (where `tessera-api` and `tessera-admin` are; default the
 //! directory of this benchmark's `deps`, i.e. `target/release`); `TESSERA_BENCH_SKIP`
-//! (comma-separated targets to leave out: `tessera`, `observed`, `litellm`, `tensorzero`).
+//! (comma-separated targets to leave out: `tessera`, `observed`, `resilience`, `litellm`,
+//! `tensorzero`).
+//!
+//! Resilience (issue 34): on the same Tessera, streamed `/v1/chats` completions of a model
+//! with three deployments behind the fast stub, all healthy, then of one whose third
+//! deployment (`/flaky/v1` on the stub) answers 500 before its first byte for 30 % of its
+//! requests; the table gives the share of completions that succeeded and the p99 latency the
+//! failures add.
 //!
 //! `tessera +obs` is `/v1/chats` again on a second Tessera with Prometheus metrics on and
 //! every trace exported (sampling 1.0) to an OTLP sink on the stub's server (issue 32); the
@@ -211,6 +218,22 @@ async fn stub_completions(stub: web::Data<Stub>, body: Bytes) -> HttpResponse {
         .streaming(body)
 }
 
+/// Requests the flaky route has received.
+static FLAKY_REQUESTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The stub behind a deployment that fails 30 % of its requests before the first byte (a
+/// 500, drawn by a hash of the request's number so that failures come in irregular runs).
+async fn flaky_completions(stub: web::Data<Stub>, body: Bytes) -> HttpResponse {
+    use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+    let number = FLAKY_REQUESTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    if BuildHasherDefault::<DefaultHasher>::default().hash_one(number) % 10 < 3 {
+        return HttpResponse::InternalServerError()
+            .content_type("application/json")
+            .body(r#"{"error":{"message":"injected failure","type":"server_error"}}"#);
+    }
+    stub_completions(stub, body).await
+}
+
 /// Bytes of OTLP trace exports received (the observed Tessera's spans).
 static OTLP_BYTES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
@@ -236,6 +259,10 @@ fn start_stub(
         App::new()
             .app_data(stub.clone())
             .route("/v1/chat/completions", web::post().to(stub_completions))
+            .route(
+                "/flaky/v1/chat/completions",
+                web::post().to(flaky_completions),
+            )
             .route("/v1/traces", web::post().to(otlp_sink))
     })
     .workers(2)
@@ -417,9 +444,11 @@ fn template(name: &str, fast_base: &str, spaced_base: &str) -> anyhow::Result<St
     let path = manifest_dir().join("benches/chat_gateway").join(name);
     let text =
         fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    let flaky_base = format!("{}/flaky/v1", fast_base.trim_end_matches("/v1"));
     Ok(text
         .replace("{fast_base}", fast_base)
-        .replace("{spaced_base}", spaced_base))
+        .replace("{spaced_base}", spaced_base)
+        .replace("{flaky_base}", &flaky_base))
 }
 
 fn home() -> anyhow::Result<PathBuf> {
@@ -1475,6 +1504,7 @@ async fn main() -> anyhow::Result<()> {
     if !skipped("tessera") {
         let (tessera, targets) =
             start_tessera(&fast_base, &spaced_base, max_concurrency, None).await?;
+        let resilience = resilience_targets(&targets[0]);
         // `/v1/chats` keeps chats and messages; `/openai/v1` keeps usage records only.
         for (target, table) in targets.into_iter().zip(["chats", "usage_records"]) {
             let name = target.name;
@@ -1489,6 +1519,13 @@ async fn main() -> anyhow::Result<()> {
             match tessera.database.row_counters(table) {
                 Ok(counters) => println!("{name}: tessera's PostgreSQL, {counters}"),
                 Err(error) => eprintln!("no row counters: {error:#}"),
+            }
+        }
+        if !skipped("resilience") {
+            for target in resilience {
+                let target = Arc::new(target);
+                let run = drive(&target, Mode::Stream, 16, measure, ticks_per_second).await?;
+                runs.push(run);
             }
         }
         drop(tessera);
@@ -1532,7 +1569,66 @@ async fn main() -> anyhow::Result<()> {
     spaced_handle.stop(true).await;
     print_tables(&runs, measure);
     print_observability_cost(&runs);
+    print_resilience(&runs);
     Ok(())
+}
+
+/// Targets of the resilience run on `native`'s Tessera: streamed completions of the model
+/// with three healthy deployments, then of the one whose third deployment is flaky.
+fn resilience_targets(native: &Target) -> [Target; 2] {
+    let url = native.request(Mode::Stream).0.clone();
+    let target = |name: &'static str, model: &str| {
+        let body = json!({
+            "modelId": model,
+            "stream": true,
+            "messages": [{"role": "user", "content": PROMPT}],
+        });
+        let request = (url.clone(), Bytes::from(body.to_string()));
+        Target {
+            name,
+            client: native.client.clone(),
+            authorization: native.authorization.clone(),
+            requests: [request.clone(), request.clone(), request],
+            cpu_pid: native.cpu_pid,
+            database: native.database.clone(),
+        }
+    };
+    [
+        target("3 healthy", "bench/three-healthy"),
+        target("1 of 3 flaky", "bench/one-flaky"),
+    ]
+}
+
+/// The resilience table: success rate and the latency the flaky deployment adds.
+fn print_resilience(runs: &[Run]) {
+    let find = |name: &str| runs.iter().find(|run| run.target == name);
+    let (Some(healthy), Some(flaky)) = (find("3 healthy"), find("1 of 3 flaky")) else {
+        return;
+    };
+    println!();
+    println!(
+        "Resilience: streamed /v1/chats, 16 clients, three deployments; one fails 30 % of its requests before the first byte:"
+    );
+    println!();
+    println!("| deployments | completions | failed | succeeded | p50 ms | p99 ms | p99 added ms |");
+    println!("|---|---:|---:|---:|---:|---:|---:|");
+    for run in [healthy, flaky] {
+        let attempted = run.requests + run.errors;
+        let succeeded = 100.0 * run.requests as f64 / attempted.max(1) as f64;
+        let added = percentile_ms(&run.latencies, 99.0) - percentile_ms(&healthy.latencies, 99.0);
+        println!(
+            "| {} | {} | {} | {succeeded:.2} % | {:.2} | {:.2} | {added:+.2} |",
+            run.target,
+            attempted,
+            run.errors,
+            percentile_ms(&run.latencies, 50.0),
+            percentile_ms(&run.latencies, 99.0),
+        );
+    }
+    println!(
+        "flaky route: {} requests reached it",
+        FLAKY_REQUESTS.load(std::sync::atomic::Ordering::Relaxed)
+    );
 }
 
 /// `/v1/chats` again on a Tessera with Prometheus metrics on and every trace exported

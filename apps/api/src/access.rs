@@ -111,6 +111,11 @@ pub const ROUTES: &[(&str, &str, Access)] = &[
         Access::Scope("org:admin"),
     ),
     ("GET", "/v1/models/catalog", Access::Scope("models:read")),
+    (
+        "GET",
+        "/v1/models/catalog/deployments",
+        Access::Scope("org:admin"),
+    ),
     ("POST", "/v1/models", Access::Scope("models:write")),
     ("GET", "/v1/models", Access::Scope("models:read")),
     ("GET", "/v1/models/{model_id}", Access::Scope("models:read")),

@@ -149,10 +149,13 @@ impl TesseraEncoder {
             GenerationEvent::Delta(ChatEvent::ToolCallArgumentsDelta { index, delta }) => {
                 chunk.tool_call = Some(json!({"index": index, "arguments": delta}));
             }
-            GenerationEvent::Delta(ChatEvent::ToolCallEnd { .. } | ChatEvent::Finish { .. })
+            GenerationEvent::Delta(
+                ChatEvent::ToolCallEnd { .. } | ChatEvent::Finish { .. } | ChatEvent::Routed(_),
+            )
             | GenerationEvent::ServerToolDelta(
                 ChatEvent::ToolCallEnd { .. }
                 | ChatEvent::Finish { .. }
+                | ChatEvent::Routed(_)
                 | ChatEvent::TextDelta(_)
                 | ChatEvent::ReasoningDelta(_),
             ) => {
@@ -357,7 +360,7 @@ impl AiSdkEncoder {
                     out.push(tool_available(&tool.1, &tool.2, &tool.3, false));
                 }
             }
-            GenerationEvent::Delta(ChatEvent::Finish { .. })
+            GenerationEvent::Delta(ChatEvent::Finish { .. } | ChatEvent::Routed(_))
             | GenerationEvent::ServerToolDelta(_) => {}
             GenerationEvent::Finished(message) => {
                 self.close(&mut out);

@@ -27,5 +27,6 @@ pub mod startup;
 pub mod state;
 pub mod telemetry;
 pub mod tls;
+pub mod upstreams;
 pub mod webhooks;
 pub mod worker;

@@ -16,9 +16,7 @@ use tessera_identity::{
 use tessera_kernel::{CursorCodec, DomainError, Scope, ScopeSet, SystemClock};
 use tessera_limits::{InProcessRateLimiter, Quota, RateLimiter};
 use tessera_limits_redis::RedisRateLimiter;
-use tessera_llm_local::{LocalEngine, LocalEngineOptions, find_model_file};
-use tessera_llm_openai::{OpenAiChatModel, OpenAiConfig};
-use tessera_models::{Catalog, DatasetLinks, ModelService, Providers};
+use tessera_models::{Catalog, DatasetLinks, ModelService};
 use tessera_organizations::{Organization, OrganizationService};
 use tessera_prompts::{PromptService, SystemProfiles};
 use tessera_store::{
@@ -36,7 +34,7 @@ use crate::{
     access,
     config::Settings,
     extract, idempotency,
-    metrics::{MeteredChatModel, MetricsListener, MetricsServer},
+    metrics::{MetricsListener, MetricsServer},
     middleware::{
         HeaderLimit, TrustedProxies, limit_headers, problem_errors, request_context, require_https,
     },
@@ -45,7 +43,6 @@ use crate::{
     retrieval::{DatasetRetriever, KnowledgeDirectory},
     routes, secrets,
     state::AppState,
-    telemetry::TracedChatModel,
     tls::{self, TlsError},
 };
 
@@ -129,6 +126,7 @@ where
         .service(routes::chats::restore_chat)
         .service(routes::chats::stream_chat)
         .service(routes::models::catalog)
+        .service(routes::models::deployments)
         .service(routes::models::create_model)
         .service(routes::models::list_models)
         .service(routes::models::get_model)
@@ -367,7 +365,7 @@ pub async fn state(
     }
     .map_err(|e| StartupError::Catalog(e.to_string()))?;
     let mut catalog = catalog;
-    let providers = providers(&catalog, settings).await?;
+    let providers = crate::upstreams::providers(&catalog, settings).await?;
     for id in catalog.disable_unserved(|id| providers.get(id).is_some()) {
         tracing::warn!(model = %id, "base model disabled: no provider can run it (for the embedded engine: `just models`, then set models.local_dir)");
     }
@@ -478,81 +476,6 @@ pub async fn state(
         limits: limits(settings).await?,
         draining: crate::drain::Draining::default(),
     })
-}
-
-/// A chat model for every enabled base model: an OpenAI-compatible client, or the embedded
-/// engine when its model file is in `models.local_dir` (loaded off the async runtime).
-async fn providers(catalog: &Catalog, settings: &Settings) -> Result<Providers, StartupError> {
-    let mut providers = Providers::default();
-    for model in catalog.models().iter().filter(|model| model.enabled) {
-        let Some(provider) = catalog.provider(&model.provider) else {
-            continue;
-        };
-        // Measured when metrics are on, a span of its own when traces are exported.
-        let metered = |chat_model: Arc<dyn tessera_models::ChatModel>| {
-            let chat_model: Arc<dyn tessera_models::ChatModel> =
-                if settings.metrics.address().is_some() {
-                    Arc::new(MeteredChatModel::new(
-                        chat_model,
-                        &model.id,
-                        &model.provider,
-                    ))
-                } else {
-                    chat_model
-                };
-            if settings.telemetry.endpoint().is_some() {
-                Arc::new(TracedChatModel::new(chat_model, &model.provider))
-            } else {
-                chat_model
-            }
-        };
-        if provider.kind == "local" {
-            if let Some(engine) = local_engine(settings, &model.model_name).await? {
-                providers.insert(model.id.clone(), metered(engine));
-            }
-            continue;
-        }
-        let Some(base_url) = &provider.base_url else {
-            continue;
-        };
-        let mut config = OpenAiConfig::new(base_url.clone())
-            .with_trace_headers(crate::telemetry::propagation::outgoing)
-            .with_capabilities(model.capabilities)
-            .with_json_schema_style(provider.json_schema_style);
-        if let Some(key) = provider
-            .api_key_env
-            .as_deref()
-            .and_then(|name| std::env::var(name).ok())
-        {
-            config = config.with_api_key(key);
-        }
-        let chat_model = OpenAiChatModel::new(config)
-            .map_err(|e| StartupError::Catalog(format!("provider `{}`: {e}", model.provider)))?;
-        providers.insert(model.id.clone(), metered(Arc::new(chat_model)));
-    }
-    Ok(providers)
-}
-
-/// The embedded engine for a model file, when `models.local_dir` holds it.
-async fn local_engine(
-    settings: &Settings,
-    file: &str,
-) -> Result<Option<Arc<dyn tessera_models::ChatModel>>, StartupError> {
-    let Some(dir) = &settings.models.local_dir else {
-        return Ok(None);
-    };
-    let Some(path) = find_model_file(dir, file) else {
-        return Ok(None);
-    };
-    let shown = path.display().to_string();
-    let engine = tokio::task::spawn_blocking(move || {
-        LocalEngine::load(&path, LocalEngineOptions::default())
-    })
-    .await
-    .map_err(|e| StartupError::Catalog(format!("loading {shown}: {e}")))?
-    .map_err(|e| StartupError::Catalog(format!("loading {shown}: {e}")))?;
-    tracing::info!(model = %shown, "embedded engine loaded");
-    Ok(Some(Arc::new(engine)))
 }
 
 /// The rate limiter: on Redis when `redis_url` is set, in this process otherwise. Redis
@@ -681,12 +604,13 @@ pub fn bind_metrics(settings: &Settings) -> Result<Option<MetricsListener>, Star
 pub fn serve_metrics(
     listener: Option<MetricsListener>,
     database: &Database,
+    models: Option<&ModelService>,
 ) -> Result<Option<MetricsServer>, StartupError> {
     listener
         .map(|listener| {
             let addr = listener.address();
             listener
-                .serve(database.clone())
+                .serve(database.clone(), models.cloned())
                 .map_err(|source| StartupError::MetricsBind { addr, source })
         })
         .transpose()
@@ -803,7 +727,7 @@ impl Application {
             .webhooks
             .start_dispatchers(settings.webhooks.dispatchers);
         tracing::info!(address = %settings.listen, port, database = %settings.database(), issuer = %state.issuer, "tessera-api listening (HTTPS only)");
-        let metrics = serve_metrics(metrics, &state.database)?;
+        let metrics = serve_metrics(metrics, &state.database, Some(&state.models))?;
         Ok(Self {
             port,
             server,

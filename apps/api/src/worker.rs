@@ -73,7 +73,7 @@ impl Worker {
             ));
         }
         let webhooks = Webhooks::build(&settings.webhooks, &database, clock, cursors)?;
-        let metrics = serve_metrics(metrics, &database)?;
+        let metrics = serve_metrics(metrics, &database, None)?;
         Ok(Self {
             knowledge,
             webhooks,

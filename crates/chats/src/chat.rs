@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use tessera_kernel::OrganizationId;
-use tessera_models::{FinishReason, Role, ToolCall, Usage};
+use tessera_models::{FinishReason, Role, Route, ToolCall, Usage};
 use tessera_prompts::SystemPromptId;
 
 use crate::Attachment;
@@ -116,6 +116,8 @@ pub struct SourceLocation {
 pub struct MessageUsage {
     pub usage: Usage,
     pub finish_reason: FinishReason,
+    /// Which deployment answered, after which failed attempts (routed models).
+    pub route: Option<Route>,
 }
 
 /// One stored message. Messages are numbered from 0 within their chat.

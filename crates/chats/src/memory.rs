@@ -243,8 +243,8 @@ impl ChatStore for InMemoryChatStore {
             stored.extend(messages.iter().cloned());
             stored.sort_by_key(|m| m.sequence);
             if let Some(chat) = owned(state, organization, id) {
-                chat.status = None;
-                chat.error = None;
+                chat.status = turn.error.as_ref().map(|_| ChatStatus::Error);
+                chat.error.clone_from(&turn.error);
                 chat.updated_at = at;
             }
             state.running.remove(id);

@@ -1059,8 +1059,22 @@ impl Generation {
                 return;
             }
         };
+        // A provider failure after part of the answer was produced keeps that part.
+        let mut failure_stored = false;
         let outcome = match (generated, &self.usage_only) {
-            (Ok(()), None) => self.store_answer(&completion, transcript).await,
+            (Ok(()), None) => self.store_answer(&completion, transcript, None).await,
+            (Err(error @ ChatError::Provider(_)), None) if completion.has_output() => {
+                match self
+                    .store_answer(&completion, transcript, Some(&error))
+                    .await
+                {
+                    Ok(_) => failure_stored = true,
+                    Err(store) => {
+                        tracing::error!(chat = %self.chat, error = %store, "could not store a partial answer");
+                    }
+                }
+                Err(error)
+            }
             (Ok(()), Some(usage)) => {
                 let (answer, record) = self.answer(&completion, 0, self.clock.now());
                 usage
@@ -1074,6 +1088,7 @@ impl Generation {
         record_outcome(&completion, &outcome);
         let event = match outcome {
             Ok(message) => GenerationEvent::Finished(Box::new(message)),
+            Err(error) if failure_stored => GenerationEvent::Failed(error),
             Err(error) => {
                 let at = self.clock.now();
                 let usage = self.billing.consumed(&completion, true).map(|usage| {
@@ -1155,6 +1170,7 @@ impl Generation {
                 usage: Some(MessageUsage {
                     usage,
                     finish_reason: tessera_models::FinishReason::ToolCalls,
+                    route: completion.route.clone(),
                 }),
                 ..self.blank(0, Role::Assistant, at)
             };
@@ -1202,7 +1218,7 @@ impl Generation {
             };
             if server {
                 publisher.publish(GenerationEvent::ServerToolDelta(event.clone()));
-            } else if !matches!(event, ChatEvent::Finish { .. }) {
+            } else if !matches!(event, ChatEvent::Finish { .. } | ChatEvent::Routed(_)) {
                 publisher.publish(GenerationEvent::Delta(event.clone()));
             }
             completion.apply(event);
@@ -1289,6 +1305,7 @@ impl Generation {
             usage: Some(MessageUsage {
                 usage,
                 finish_reason,
+                route: completion.route.clone(),
             }),
             id: self.answer_id.clone(),
             ..self.blank(sequence, Role::Assistant, at)
@@ -1296,10 +1313,14 @@ impl Generation {
         (answer, record)
     }
 
+    /// Stores the turn with its answer. With `failure`, the answer is what was produced
+    /// before the provider failed: kept with the finish reason `error`, no artifacts taken
+    /// from it, and the chat ends in `error`.
     async fn store_answer(
         &self,
         completion: &Completion,
         transcript: Transcript,
+        failure: Option<&ChatError>,
     ) -> Result<Message, ChatError> {
         let at = self.clock.now();
         let mut messages: Vec<Message> = self
@@ -1315,18 +1336,28 @@ impl Generation {
                 ..self.blank(sequence, new.role, at)
             })
             .collect();
-        let (answer, usage) = self.answer(completion, transcript.before.len(), at);
+        let (mut answer, mut usage) = self.answer(completion, transcript.before.len(), at);
+        if failure.is_some() {
+            usage.finish_reason = FAILED.to_owned();
+            if let Some(message_usage) = &mut answer.usage {
+                message_usage.finish_reason = tessera_models::FinishReason::Other(FAILED.into());
+            }
+        }
         messages.extend(transcript.before);
         messages.push(answer.clone());
         messages.extend(transcript.after);
         for (message, sequence) in messages.iter_mut().zip(self.next_sequence..) {
             message.sequence = sequence;
         }
-        let artifacts = self.artifacts(&answer).await?;
+        let artifacts = match failure {
+            None => self.artifacts(&answer).await?,
+            Some(_) => Vec::new(),
+        };
         let turn = FinishedTurn {
             messages,
             usage,
             artifacts,
+            error: failure.map(ToString::to_string),
         };
         self.store
             .finish_generation(&self.organization, &self.chat, &turn, at)

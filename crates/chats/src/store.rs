@@ -14,6 +14,9 @@ pub struct FinishedTurn {
     pub messages: Vec<Message>,
     pub usage: UsageRecord,
     pub artifacts: Vec<Artifact>,
+    /// Set when the generation failed after part of its answer was produced: the chat ends
+    /// in `error` with this reason, and the partial answer is kept.
+    pub error: Option<String>,
 }
 
 /// Which chats a list shows.

@@ -564,7 +564,7 @@ async fn one_generation_at_a_time_per_chat_and_it_outlives_its_listeners() {
 }
 
 #[tokio::test]
-async fn failures_are_recorded_and_store_nothing() {
+async fn a_failure_keeps_the_partial_answer_and_is_recorded() {
     let f = fixture();
     *f.model.reply.lock().unwrap() = vec![
         Ok(ChatEvent::TextDelta("partial".into())),
@@ -592,7 +592,27 @@ async fn failures_are_recorded_and_store_nothing() {
             .unwrap()
             .contains("did not answer in time")
     );
-    assert!(record.messages.is_empty());
+    // The turn is stored with what the model produced, marked as failed.
+    assert_eq!(record.messages.len(), 2);
+    assert_eq!(record.messages[0].content, "q");
+    let partial = &record.messages[1];
+    assert_eq!(partial.content, "partial");
+    assert_eq!(
+        partial.usage.as_ref().unwrap().finish_reason,
+        FinishReason::Other("error".into())
+    );
+
+    // A failure before anything was produced stores nothing.
+    *f.model.reply.lock().unwrap() = vec![Err(ProviderError::Timeout)];
+    let started = f
+        .chats
+        .start(&f.alice, follow_up(&chat, "again"))
+        .await
+        .unwrap();
+    run(started).await;
+    let record = f.chats.get(&f.alice, &chat).await.unwrap();
+    assert_eq!(record.chat.status, Some(ChatStatus::Error));
+    assert_eq!(record.messages.len(), 2);
 
     // The chat can be continued after a failure.
     f.model.answer("ok");

@@ -1,9 +1,14 @@
-//! `RedisRateLimiter`: the `RateLimiter` port on Redis, so every replica draws from one budget
-//! per key. The GCRA step runs as one Lua script (atomic, no read-modify-write race) and uses
-//! Redis's own clock, so replicas with skewed clocks still agree. Keys expire when their
-//! quota is fully replenished.
+//! Tessera's Redis adapters for what replicas must share: `RedisRateLimiter`, the
+//! `RateLimiter` port on Redis, so every replica draws from one budget per key, and
+//! `RedisCircuits`, the routing's circuit board (`circuits`). The GCRA step runs as one Lua
+//! script (atomic, no read-modify-write race) and uses Redis's own clock, so replicas with
+//! skewed clocks still agree. Keys expire when their quota is fully replenished.
+
+mod circuits;
 
 use std::time::Duration;
+
+pub use circuits::RedisCircuits;
 
 use async_trait::async_trait;
 use redis::{

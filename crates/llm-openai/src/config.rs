@@ -83,6 +83,8 @@ pub struct OpenAiConfig {
     pub api_key: Option<ApiKey>,
     /// What the models behind this endpoint can do.
     pub capabilities: Capabilities,
+    /// Opening a connection (also bounded by `first_byte_timeout`).
+    pub connect_timeout: Duration,
     /// From sending a request until the response's status and headers arrive, connecting
     /// included (the time to first byte).
     pub first_byte_timeout: Duration,
@@ -109,6 +111,7 @@ impl OpenAiConfig {
                 streaming: true,
                 ..Capabilities::default()
             },
+            connect_timeout: Duration::from_secs(10),
             first_byte_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(60),
             retry: RetryPolicy::default(),
@@ -142,6 +145,11 @@ impl OpenAiConfig {
     pub fn with_timeouts(mut self, first_byte: Duration, idle: Duration) -> Self {
         self.first_byte_timeout = first_byte;
         self.idle_timeout = idle;
+        self
+    }
+
+    pub fn with_connect_timeout(mut self, connect: Duration) -> Self {
+        self.connect_timeout = connect;
         self
     }
 

@@ -131,7 +131,7 @@ impl Upstream {
             }
         };
         let mut settings = ClientSettings {
-            connect_timeout: config.first_byte_timeout,
+            connect_timeout: config.connect_timeout.min(config.first_byte_timeout),
             extra_roots: Vec::new(),
         };
         if let Some(pem) = &config.extra_roots_pem {

@@ -4,10 +4,12 @@
 
 use std::collections::BTreeMap;
 
+use std::time::Duration;
+
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
-use crate::Capabilities;
+use crate::{Capabilities, Timeouts};
 
 const BUILTIN: &str = include_str!("../catalog.toml");
 
@@ -48,6 +50,75 @@ pub struct ProviderSettings {
     /// Fireworks).
     #[serde(default)]
     pub json_schema_style: JsonSchemaStyle,
+    /// Timeouts of this provider's deployments (each may override them).
+    #[serde(default)]
+    pub timeouts: TimeoutSettings,
+}
+
+/// Timeouts in milliseconds; an absent one keeps the value it overrides (the provider's,
+/// or the defaults of [`Timeouts`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TimeoutSettings {
+    pub connect_ms: Option<u64>,
+    pub first_token_ms: Option<u64>,
+    pub idle_ms: Option<u64>,
+    pub total_ms: Option<u64>,
+}
+
+impl TimeoutSettings {
+    /// `base` with these overrides applied.
+    pub fn apply(&self, base: Timeouts) -> Timeouts {
+        let or = |ms: Option<u64>, default| ms.map_or(default, Duration::from_millis);
+        Timeouts {
+            connect: or(self.connect_ms, base.connect),
+            first_token: or(self.first_token_ms, base.first_token),
+            idle: or(self.idle_ms, base.idle),
+            total: or(self.total_ms, base.total),
+        }
+    }
+
+    fn check(&self) -> Result<(), &'static str> {
+        let all = [
+            self.connect_ms,
+            self.first_token_ms,
+            self.idle_ms,
+            self.total_ms,
+        ];
+        if all.contains(&Some(0)) {
+            return Err("timeouts must be at least 1 ms");
+        }
+        Ok(())
+    }
+}
+
+/// One place a model is served from: a provider and its name for the model.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeploymentSettings {
+    /// Unique within the model; the provider's key when absent.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// A key of the catalog's `providers`.
+    pub provider: String,
+    /// The provider's own identifier of the model.
+    pub model_name: String,
+    /// Share of traffic among healthy deployments of equal priority (at least 1).
+    #[serde(default = "one")]
+    pub weight: u32,
+    /// Deployments of a lower priority are tried first.
+    #[serde(default)]
+    pub priority: u32,
+    /// Overrides of the provider's timeouts.
+    #[serde(default)]
+    pub timeouts: TimeoutSettings,
+}
+
+impl DeploymentSettings {
+    /// The name routes and health show.
+    pub fn name(&self) -> &str {
+        self.name.as_deref().unwrap_or(&self.provider)
+    }
 }
 
 /// The two shapes OpenAI-compatible servers accept a response schema in.
@@ -70,10 +141,17 @@ pub struct BaseModel {
     pub display_name: String,
     #[serde(default)]
     pub description: Option<String>,
-    /// A key of the catalog's `providers`.
+    /// A key of the catalog's `providers`: the (first) deployment's provider. Give either
+    /// `provider` and `model_name`, or `deployments`.
+    #[serde(default)]
     pub provider: String,
-    /// The provider's own identifier of the model.
+    /// The provider's own identifier of the model (of the first deployment).
+    #[serde(default)]
     pub model_name: String,
+    /// Where the model is served from, when more than one place: tried by priority, then
+    /// weighted among the healthy ones, falling back before the first token.
+    #[serde(default)]
+    pub deployments: Vec<DeploymentSettings>,
     pub context_window: u32,
     #[serde(default)]
     pub max_tokens_per_request: Option<u32>,
@@ -94,6 +172,36 @@ pub struct BaseModel {
     pub deprecation_message: Option<String>,
     #[serde(default)]
     pub is_recommended: bool,
+}
+
+/// Fills `deployments` from `provider` and `model_name` (the one-deployment form), or
+/// `provider` and `model_name` from the first deployment.
+fn deployments_of(model: &mut BaseModel) -> Result<(), String> {
+    match (model.deployments.first(), model.provider.is_empty()) {
+        (None, true) => Err("give `provider` and `model_name`, or `deployments`".into()),
+        (None, false) => {
+            if model.model_name.is_empty() {
+                return Err("`model_name` is required with `provider`".into());
+            }
+            model.deployments.push(DeploymentSettings {
+                name: None,
+                provider: model.provider.clone(),
+                model_name: model.model_name.clone(),
+                weight: 1,
+                priority: 0,
+                timeouts: TimeoutSettings::default(),
+            });
+            Ok(())
+        }
+        (Some(first), true) => {
+            model.provider = first.provider.clone();
+            model.model_name = first.model_name.clone();
+            Ok(())
+        }
+        (Some(_), false) => {
+            Err("give either `provider` and `model_name`, or `deployments`, not both".into())
+        }
+    }
 }
 
 fn one() -> u32 {
@@ -138,7 +246,8 @@ impl Catalog {
         let mut models = file.models;
         let mut seen = std::collections::HashSet::new();
         for model in &mut models {
-            let problem = |what: &str| CatalogError(format!("model `{}`: {what}", model.id));
+            let id = model.id.clone();
+            let problem = |what: &str| CatalogError(format!("model `{id}`: {what}"));
             if model.id.is_empty()
                 || !model
                     .id
@@ -155,13 +264,34 @@ impl Catalog {
             if model.context_window == 0 {
                 return Err(problem("context_window must be at least 1"));
             }
-            let Some(provider) = file.providers.get(&model.provider) else {
-                return Err(problem(&format!("unknown provider `{}`", model.provider)));
-            };
-            if let Some(variable) = &provider.api_key_env {
-                let has_key = env(variable).is_some_and(|key| !key.trim().is_empty());
-                model.enabled &= has_key;
+            deployments_of(model).map_err(|what| problem(&what))?;
+            let mut names = std::collections::HashSet::new();
+            let mut served = false;
+            for deployment in &model.deployments {
+                let Some(provider) = file.providers.get(&deployment.provider) else {
+                    return Err(problem(&format!(
+                        "unknown provider `{}`",
+                        deployment.provider
+                    )));
+                };
+                if !names.insert(deployment.name().to_owned()) {
+                    return Err(problem(&format!(
+                        "deployment `{}` is named twice (give each a `name`)",
+                        deployment.name()
+                    )));
+                }
+                if deployment.weight == 0 {
+                    return Err(problem("a deployment's weight must be at least 1"));
+                }
+                deployment.timeouts.check().map_err(problem)?;
+                served |= provider
+                    .api_key_env
+                    .as_ref()
+                    .is_none_or(|variable| env(variable).is_some_and(|key| !key.trim().is_empty()));
             }
+            // Deployments whose provider has no key are left out; with none left, the
+            // model is disabled.
+            model.enabled &= served;
         }
         for model in &models {
             if let Some(replacement) = &model.replacement_model_id
@@ -184,6 +314,10 @@ impl Catalog {
                     "provider `{name}`: base_url is required"
                 )));
             }
+            provider
+                .timeouts
+                .check()
+                .map_err(|what| CatalogError(format!("provider `{name}`: {what}")))?;
         }
         Ok(Self {
             providers: file.providers,
@@ -307,6 +441,110 @@ mod tests {
             (
                 CATALOG.replace("id = \"local/smollm2-135m\"\n", "id = \"Local Model\"\n"),
                 "lowercase",
+            ),
+        ] {
+            let error = Catalog::parse(&broken, |_| None).unwrap_err();
+            assert!(error.to_string().contains(needle), "{error}");
+        }
+    }
+
+    const TWO_DEPLOYMENTS: &str = r#"
+        [providers.primary]
+        kind = "openai"
+        base_url = "http://127.0.0.1:9001/v1"
+        timeouts = { first_token_ms = 5000 }
+        [providers.backup]
+        kind = "openai"
+        base_url = "http://127.0.0.1:9002/v1"
+        api_key_env = "BACKUP_KEY"
+
+        [[models]]
+        id = "acme/chat"
+        display_name = "Chat"
+        context_window = 8192
+
+        [[models.deployments]]
+        provider = "primary"
+        model_name = "chat-large"
+        weight = 3
+        timeouts = { idle_ms = 2000 }
+
+        [[models.deployments]]
+        provider = "backup"
+        model_name = "chat-large-v2"
+        priority = 1
+    "#;
+
+    #[test]
+    fn a_model_may_list_several_deployments() {
+        let catalog = Catalog::parse(TWO_DEPLOYMENTS, |_| None).unwrap();
+        let model = catalog.get("acme/chat").unwrap();
+        // The first deployment is the model's provider; a keyless backup does not disable it.
+        assert!(model.enabled);
+        assert_eq!(
+            (model.provider.as_str(), model.model_name.as_str()),
+            ("primary", "chat-large")
+        );
+        let names: Vec<_> = model
+            .deployments
+            .iter()
+            .map(|d| (d.name(), d.weight, d.priority))
+            .collect();
+        assert_eq!(names, [("primary", 3, 0), ("backup", 1, 1)]);
+        let primary = catalog.provider("primary").unwrap();
+        let timeouts = model.deployments[0]
+            .timeouts
+            .apply(primary.timeouts.apply(Timeouts::default()));
+        assert_eq!(timeouts.first_token, Duration::from_secs(5));
+        assert_eq!(timeouts.idle, Duration::from_secs(2));
+        assert_eq!(timeouts.total, Timeouts::default().total);
+    }
+
+    #[test]
+    fn the_one_provider_form_is_one_deployment() {
+        let catalog = Catalog::parse(CATALOG, |_| None).unwrap();
+        let local = catalog.get("local/smollm2-135m").unwrap();
+        assert_eq!(local.deployments.len(), 1);
+        assert_eq!(local.deployments[0].name(), "local");
+        assert_eq!(
+            local.deployments[0].model_name,
+            "SmolLM2-135M-Instruct.Q4_1.gguf"
+        );
+    }
+
+    #[test]
+    fn inconsistent_deployments_are_refused() {
+        for (broken, needle) in [
+            (
+                TWO_DEPLOYMENTS.replace(
+                    "context_window = 8192",
+                    "provider = \"primary\"\nmodel_name = \"x\"\ncontext_window = 8192",
+                ),
+                "not both",
+            ),
+            (
+                TWO_DEPLOYMENTS.replace("provider = \"backup\"", "provider = \"primary\""),
+                "named twice",
+            ),
+            (
+                TWO_DEPLOYMENTS.replace("weight = 3", "weight = 0"),
+                "weight",
+            ),
+            (
+                TWO_DEPLOYMENTS.replace("idle_ms = 2000", "idle_ms = 0"),
+                "at least 1 ms",
+            ),
+            (
+                TWO_DEPLOYMENTS.replace("provider = \"backup\"", "provider = \"nope\""),
+                "unknown provider",
+            ),
+            (
+                TWO_DEPLOYMENTS
+                    .split("[[models.deployments]]")
+                    .next()
+                    .unwrap()
+                    .to_owned(),
+                "or `deployments`",
             ),
         ] {
             let error = Catalog::parse(&broken, |_| None).unwrap_err();

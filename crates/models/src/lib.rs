@@ -2,8 +2,8 @@
 //! name, context window, capabilities, credit multiplier, tier, lifecycle), organizations'
 //! user models derived from a base model (own name, system prompt, metadata), the one
 //! lifecycle rule both the model endpoints and chats apply, the datasets linked to user models
-//! (`rag` or `context`), and the `ChatModel` provider
-//! port that chats generate through. Pure domain: persistence through `ModelStore`,
+//! (`rag` or `context`), the `ChatModel` provider port that chats generate through, and the
+//! routing of a model over its deployments (retries, fallbacks, timeouts, circuits). Pure domain: persistence through `ModelStore`,
 //! system prompts checked through the prompts domain.
 
 mod catalog;
@@ -15,10 +15,14 @@ pub mod memory;
 mod model;
 mod provider;
 mod providers;
+mod routing;
 mod service;
 mod store;
 
-pub use catalog::{BaseModel, Catalog, CatalogError, JsonSchemaStyle, ModelTier, ProviderSettings};
+pub use catalog::{
+    BaseModel, Catalog, CatalogError, DeploymentSettings, JsonSchemaStyle, ModelTier,
+    ProviderSettings, TimeoutSettings,
+};
 pub use dataset_links::{
     CONTEXT_SHARE_PERCENT, DatasetDirectory, DatasetLink, DatasetLinkStore, DatasetLinks,
     DatasetUsage,
@@ -35,7 +39,11 @@ pub use provider::{
     FinishReason, ImageInput, JsonSchemaFormat, ProviderError, ReasoningEffort, Role, ToolCall,
     ToolSpec, Usage, complete,
 };
-pub use providers::{Providers, ResolvedModel};
+pub use providers::{DeploymentHealth, Providers, ResolvedModel};
+pub use routing::{
+    CircuitBoard, CircuitPolicy, CircuitState, Deployment, FailedAttempt, InProcessCircuits,
+    RetryPolicy, Route, RoutedChatModel, Timeouts,
+};
 pub use service::ModelService;
 #[cfg(any(test, feature = "mocks"))]
 pub use store::MockModelStore;

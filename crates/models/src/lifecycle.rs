@@ -102,6 +102,7 @@ mod tests {
             description: None,
             provider: "x".into(),
             model_name: "model".into(),
+            deployments: Vec::new(),
             context_window: 1000,
             max_tokens_per_request: None,
             capabilities: Capabilities::default(),

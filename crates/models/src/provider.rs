@@ -186,7 +186,7 @@ impl FinishReason {
 }
 
 /// Tokens a generation used.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Usage {
     pub input_tokens: u32,
@@ -219,6 +219,9 @@ pub enum ChatEvent {
     ToolCallEnd {
         index: u32,
     },
+    /// Which deployment answers, after which failed attempts: the first event of a routed
+    /// model's stream (see [`crate::RoutedChatModel`]).
+    Routed(crate::Route),
     /// The last event of a successful stream.
     Finish {
         reason: FinishReason,
@@ -274,9 +277,16 @@ pub struct Completion {
     pub tool_calls: Vec<ToolCall>,
     pub finish_reason: Option<FinishReason>,
     pub usage: Usage,
+    /// Which deployment answered, when the model is routed.
+    pub route: Option<crate::Route>,
 }
 
 impl Completion {
+    /// Whether the model produced anything: text, reasoning or a tool call.
+    pub fn has_output(&self) -> bool {
+        !self.content.is_empty() || !self.reasoning.is_empty() || !self.tool_calls.is_empty()
+    }
+
     /// Applies one event of a stream.
     pub fn apply(&mut self, event: ChatEvent) {
         match event {
@@ -293,6 +303,7 @@ impl Completion {
                 }
             }
             ChatEvent::ToolCallEnd { .. } => {}
+            ChatEvent::Routed(route) => self.route = Some(route),
             ChatEvent::Finish { reason, usage } => {
                 self.finish_reason = Some(reason);
                 self.usage = usage;

@@ -8,20 +8,67 @@ use tessera_kernel::OrganizationId;
 use tessera_organizations::Plan;
 
 use crate::{
-    BaseModel, ChatModel, ModelError, ModelId, ModelService, Usability, UserModel, usability,
+    BaseModel, ChatModel, CircuitState, ModelError, ModelId, ModelService, RoutedChatModel,
+    Usability, UserModel, usability,
 };
 
-/// Chat models by base-model id, built at start-up from the catalog.
+/// Chat models by base-model id, built at start-up from the catalog, and the routing of
+/// those served by deployments (for their health).
 #[derive(Clone, Default)]
-pub struct Providers(HashMap<String, Arc<dyn ChatModel>>);
+pub struct Providers {
+    models: HashMap<String, Arc<dyn ChatModel>>,
+    routed: HashMap<String, Arc<RoutedChatModel>>,
+}
+
+/// One deployment of a catalog model and its circuit, as an operator sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeploymentHealth {
+    pub name: String,
+    pub provider: String,
+    pub model_name: String,
+    pub weight: u32,
+    pub priority: u32,
+    pub circuit: CircuitState,
+}
 
 impl Providers {
     pub fn insert(&mut self, base_model_id: impl Into<String>, model: Arc<dyn ChatModel>) {
-        self.0.insert(base_model_id.into(), model);
+        self.models.insert(base_model_id.into(), model);
+    }
+
+    /// Keeps `routed` for its health; `model` is what generates (it may wrap `routed`).
+    pub fn insert_routed(
+        &mut self,
+        base_model_id: impl Into<String>,
+        routed: Arc<RoutedChatModel>,
+        model: Arc<dyn ChatModel>,
+    ) {
+        let id = base_model_id.into();
+        self.routed.insert(id.clone(), routed);
+        self.models.insert(id, model);
     }
 
     pub fn get(&self, base_model_id: &str) -> Option<Arc<dyn ChatModel>> {
-        self.0.get(base_model_id).cloned()
+        self.models.get(base_model_id).cloned()
+    }
+
+    /// The deployments of a routed model with their circuits, in catalog order.
+    pub async fn health(&self, base_model_id: &str) -> Option<Vec<DeploymentHealth>> {
+        let routed = self.routed.get(base_model_id)?;
+        let health = routed.health().await;
+        Some(
+            health
+                .into_iter()
+                .map(|(deployment, circuit)| DeploymentHealth {
+                    name: deployment.name.clone(),
+                    provider: deployment.provider.clone(),
+                    model_name: deployment.model_name.clone(),
+                    weight: deployment.weight,
+                    priority: deployment.priority,
+                    circuit,
+                })
+                .collect(),
+        )
     }
 }
 
@@ -38,6 +85,17 @@ pub struct ResolvedModel {
 }
 
 impl ModelService {
+    /// Each catalog model served by a remote provider, with its deployments' health.
+    pub async fn deployment_health(&self) -> Vec<(String, Vec<DeploymentHealth>)> {
+        let mut models = Vec::new();
+        for model in self.catalog().models() {
+            if let Some(health) = self.providers().health(&model.id).await {
+                models.push((model.id.clone(), health));
+            }
+        }
+        models
+    }
+
     /// Everything a chat needs to generate with one of the organization's models, or why it
     /// cannot: unknown model (404), retired (410), disabled (409), premium on a free plan
     /// (403), or no provider configured for its base model (503).

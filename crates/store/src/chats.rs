@@ -111,6 +111,8 @@ pub(crate) struct MessageRow {
     finish_reason: Option<String>,
     created_at: NaiveDateTime,
     attachments: String,
+    /// JSON of the answer's `Route`, for routed models.
+    route: Option<String>,
 }
 
 unnest_statement! {
@@ -152,6 +154,7 @@ unnest_statement! {
         finish_reason: Nullable<Text> as Option<String> = &row.finish_reason,
         created_at: Timestamp as NaiveDateTime = &row.created_at,
         attachments: Text as String = &row.attachments,
+        route: Nullable<Text> as Option<String> = &row.route,
     }
     insert into "chat_messages" then "";
 }
@@ -277,6 +280,11 @@ impl MessageRow {
         let attachments = serde_json::to_string(&message.attachments)
             .map_err(|e| refused(format!("attachments: {e}")))?;
         let usage = message.usage.as_ref();
+        let route = usage
+            .and_then(|u| u.route.as_ref())
+            .map(serde_json::to_string)
+            .transpose()
+            .map_err(|e| refused(format!("route: {e}")))?;
         Ok(Self {
             id: message.id.to_string(),
             chat_id: chat.to_string(),
@@ -294,6 +302,7 @@ impl MessageRow {
             finish_reason: usage.map(|u| u.finish_reason.as_str().to_owned()),
             created_at: message.created_at.naive_utc(),
             attachments,
+            route,
         })
     }
 }
@@ -319,6 +328,12 @@ impl TryFrom<MessageRow> for Message {
                     reasoning_tokens: tokens("reasoning_tokens", reasoning)?,
                 },
                 finish_reason: FinishReason::parse(reason),
+                route: row
+                    .route
+                    .as_deref()
+                    .map(serde_json::from_str)
+                    .transpose()
+                    .map_err(|e| corrupt(format!("route: {e}")))?,
             }),
             (None, None, None, None) => None,
             _ => return Err(corrupt("part of a usage".to_owned())),
@@ -643,8 +658,13 @@ impl ChatStore for SqlChatStore {
         turn: &FinishedTurn,
         at: DateTime<Utc>,
     ) -> Result<(), DomainError> {
+        let failure = turn.error.as_deref();
         let turn = TurnRows::new(organization, id, &self.runner, turn, at)?;
-        if let Some(writers) = self.commits.as_ref().and_then(|commits| commits.here()) {
+        // A failed turn is rare: it takes its own transaction rather than the group commit's
+        // batched status update.
+        if let Some(writers) = self.commits.as_ref().and_then(|commits| commits.here())
+            && failure.is_none()
+        {
             return writers.finish(turn).await;
         }
         let TurnRows {
@@ -655,10 +675,16 @@ impl ChatStore for SqlChatStore {
             ..
         } = &turn;
         with_transaction!(&self.db, conn => {
-            let changed = diesel::update(one_chat(organization, id))
-                .set(finished_at!(*at))
-                .execute(conn)
-                .await?;
+            let changed = match failure {
+                None => diesel::update(one_chat(organization, id))
+                    .set(finished_at!(*at))
+                    .execute(conn)
+                    .await?,
+                Some(error) => diesel::update(one_chat(organization, id))
+                    .set(failed_with!(error, *at))
+                    .execute(conn)
+                    .await?,
+            };
             if changed == 0 {
                 return Err(Rollback::Fail(DomainError::not_found("chat", id)));
             }

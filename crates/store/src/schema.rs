@@ -184,6 +184,7 @@ diesel::table! {
         finish_reason -> Nullable<Text>,
         created_at -> Timestamp,
         attachments -> Text,
+        route -> Nullable<Text>,
     }
 }
 

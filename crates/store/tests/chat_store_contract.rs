@@ -17,7 +17,7 @@ use tessera_chats::{
     MessageUsage, ModelSnapshot, Source, SourceLocation, memory::InMemoryChatStore,
 };
 use tessera_kernel::{DomainError, Limit, OrganizationId, PageRequest, PrincipalKind};
-use tessera_models::{FinishReason, Role, ToolCall, Usage};
+use tessera_models::{FailedAttempt, FinishReason, Role, Route, ToolCall, Usage};
 use tessera_organizations::{Organization, OrganizationStore, Plan};
 use tessera_prompts::SystemPromptId;
 use tessera_store::{
@@ -361,6 +361,7 @@ fn usage(input: u32, output: u32, reasoning: u32, finish_reason: FinishReason) -
             reasoning_tokens: reasoning,
         },
         finish_reason,
+        route: None,
     }
 }
 
@@ -399,6 +400,7 @@ fn turn_of(chat: &Chat, messages: &[Message], when: DateTime<Utc>) -> FinishedTu
         messages: messages.to_vec(),
         usage: usage_record(chat, &answer, when),
         artifacts: Vec::new(),
+        error: None,
     }
 }
 
@@ -1194,6 +1196,50 @@ async fn failing_records_the_error(target: impl Into<Target>) {
         .await;
     assert!(is_not_found(&failed), "{failed:?}");
     assert_eq!(f.get(&untouched).await, Some(untouched));
+}
+
+async fn a_failed_turn_keeps_its_partial_answer_and_its_route(target: impl Into<Target>) {
+    let f = Fixture::new(target).await;
+    let acme = f.organization("Acme").await;
+    let chat = f.chat(&acme, "alice").await;
+    assert!(f.begin(&chat, at(10)).await);
+    let route = Route {
+        deployment: "backup".into(),
+        failed_attempts: vec![FailedAttempt {
+            deployment: "primary".into(),
+            error: "the model provider failed: HTTP 500".into(),
+        }],
+    };
+    let partial = Message {
+        usage: Some(MessageUsage {
+            route: Some(route),
+            ..usage(7, 1, 0, FinishReason::Other("error".into()))
+        }),
+        ..message(&chat, 1, Role::Assistant, "Hel")
+    };
+    let messages = vec![message(&chat, 0, Role::User, "Say hello"), partial];
+    let failed = FinishedTurn {
+        error: Some("the model provider did not answer in time".into()),
+        ..turn_of(&chat, &messages, at(11))
+    };
+    f.finish_turn(&chat, &failed, at(11)).await;
+    assert_eq!(
+        f.get(&chat).await,
+        Some(Chat {
+            status: Some(ChatStatus::Error),
+            error: failed.error.clone(),
+            updated_at: at(11),
+            ..chat.clone()
+        })
+    );
+    assert_eq!(
+        f.messages(&chat).await,
+        messages,
+        "the partial answer reads back"
+    );
+    assert_eq!(f.recorded_usage().await.len(), 1);
+    // The chat can go on.
+    assert!(f.begin(&chat, at(12)).await);
 }
 
 async fn interrupted_generations_fail_in_every_organization(target: impl Into<Target>) {
@@ -2130,6 +2176,7 @@ tessera_store::on_both_databases!(
     finishing_appends_messages_and_clears_the_status,
     a_taken_sequence_number_rolls_the_whole_finish_back,
     failing_records_the_error,
+    a_failed_turn_keeps_its_partial_answer_and_its_route,
     interrupted_generations_fail_in_every_organization,
     a_runner_retires_only_without_generations,
     update_saves_title_deletion_and_time_only,

@@ -6,6 +6,7 @@ use std::net::{SocketAddr, TcpListener};
 
 use actix_web::{App, HttpResponse, dev::ServerHandle, web};
 use metrics_exporter_prometheus::PrometheusHandle;
+use tessera_models::ModelService;
 use tessera_store::Database;
 
 use super::names;
@@ -15,6 +16,8 @@ use super::names;
 struct Scrape {
     handle: PrometheusHandle,
     database: Database,
+    /// The API's models, whose deployments' circuits are read (none in a worker).
+    models: Option<ModelService>,
 }
 
 /// The bound metrics listener, not yet serving.
@@ -36,10 +39,15 @@ impl MetricsListener {
     }
 
     /// Installs the recorder and serves scrapes on one worker thread until stopped.
-    pub fn serve(self, database: Database) -> std::io::Result<MetricsServer> {
+    pub fn serve(
+        self,
+        database: Database,
+        models: Option<ModelService>,
+    ) -> std::io::Result<MetricsServer> {
         let scrape = Scrape {
             handle: super::install().map_err(std::io::Error::other)?,
             database,
+            models,
         };
         let server = actix_web::HttpServer::new(move || {
             App::new()
@@ -75,9 +83,30 @@ impl MetricsServer {
 
 async fn render(scrape: web::Data<Scrape>) -> HttpResponse {
     sample(&scrape.database).await;
+    if let Some(models) = &scrape.models {
+        circuits(models).await;
+    }
     HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4; charset=utf-8")
         .body(scrape.handle.render())
+}
+
+/// Each routed deployment's circuit: open (1) or not (0), and its failures in a row. Labels
+/// are catalog names, a bounded set.
+async fn circuits(models: &ModelService) {
+    let now = chrono::Utc::now();
+    for (model, deployments) in models.deployment_health().await {
+        for deployment in deployments {
+            let labels = [
+                ("gen_ai_request_model", model.clone()),
+                ("deployment", deployment.name.clone()),
+            ];
+            metrics::gauge!(names::DEPLOYMENT_CIRCUIT_OPEN, &labels)
+                .set(f64::from(u8::from(deployment.circuit.is_open(now))));
+            metrics::gauge!(names::DEPLOYMENT_FAILURES, &labels)
+                .set(f64::from(deployment.circuit.failures));
+        }
+    }
 }
 
 /// Reads the gauges that are states rather than events: the pool's occupancy and the work

@@ -58,6 +58,12 @@ pub const EMBEDDING_TEXTS: &str = "tessera_embedding_texts_total";
 /// How long one embedding batch took.
 pub const EMBEDDING_DURATION: &str = "tessera_embedding_batch_duration_seconds";
 
+/// 1 while a routed deployment's circuit is open (cooling down), else 0; by model and
+/// deployment.
+pub const DEPLOYMENT_CIRCUIT_OPEN: &str = "tessera_deployment_circuit_open";
+/// A routed deployment's failures in a row since its last success or opening.
+pub const DEPLOYMENT_FAILURES: &str = "tessera_deployment_consecutive_failures";
+
 /// Always 1, labelled with the build's `version`.
 pub const BUILD_INFO: &str = "tessera_build_info";
 
@@ -143,6 +149,14 @@ pub fn describe() {
     describe_gauge!(
         WEBHOOK_OUTBOX_DEPTH,
         "Webhook deliveries still to be attempted."
+    );
+    describe_gauge!(
+        DEPLOYMENT_CIRCUIT_OPEN,
+        "1 while a deployment's circuit is open (cooling down after failures)."
+    );
+    describe_gauge!(
+        DEPLOYMENT_FAILURES,
+        "A deployment's failures in a row since its last success or opening."
     );
     describe_gauge!(
         DB_CONNECTIONS,

@@ -15,8 +15,8 @@ use tessera_chats::{
 };
 use tessera_kernel::{DomainError, Scope};
 use tessera_models::{
-    JsonSchemaFormat, ModelError, ModelId, ProviderError, Role, ToolCall, ToolSpec, Usability,
-    Usage,
+    JsonSchemaFormat, ModelError, ModelId, ProviderError, Role, Route, ToolCall, ToolSpec,
+    Usability, Usage,
 };
 use utoipa::{IntoParams, ToSchema};
 use validator::Validate;
@@ -328,6 +328,42 @@ impl From<&Usage> for UsageOut {
     }
 }
 
+/// Which of the model's deployments answered, after which failed attempts (models served
+/// by a remote provider).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RouteOut {
+    /// The catalog's name of the deployment that answered.
+    pub deployment: String,
+    /// Attempts that failed before the first token (retried or fallen back from); they
+    /// bill nothing.
+    pub failed_attempts: Vec<FailedAttemptOut>,
+}
+
+/// An attempt that failed before its first token.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FailedAttemptOut {
+    pub deployment: String,
+    pub error: String,
+}
+
+impl From<&Route> for RouteOut {
+    fn from(route: &Route) -> Self {
+        Self {
+            deployment: route.deployment.clone(),
+            failed_attempts: route
+                .failed_attempts
+                .iter()
+                .map(|attempt| FailedAttemptOut {
+                    deployment: attempt.deployment.clone(),
+                    error: attempt.error.clone(),
+                })
+                .collect(),
+        }
+    }
+}
+
 /// A retrieved passage an answer is grounded on.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -412,6 +448,9 @@ pub struct CompletionOut {
     /// Earlier messages left out to fit the model's context window (also in the
     /// `X-Truncated-Messages` header).
     pub truncated_messages: usize,
+    /// Which deployment answered (models served by a remote provider).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub route: Option<RouteOut>,
 }
 
 /// A stored message.
@@ -431,6 +470,9 @@ pub struct MessageOut {
     /// Assistant answers only.
     pub usage: Option<UsageOut>,
     pub finish_reason: Option<String>,
+    /// Which deployment answered (answers of models served by a remote provider).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub route: Option<RouteOut>,
     pub created_at: DateTime<Utc>,
 }
 
@@ -454,6 +496,9 @@ impl From<&Message> for MessageOut {
                 .usage
                 .as_ref()
                 .map(|u| u.finish_reason.as_str().to_owned()),
+            route: (message.usage.as_ref())
+                .and_then(|u| u.route.as_ref())
+                .map(RouteOut::from),
             created_at: message.created_at,
         }
     }
@@ -845,6 +890,7 @@ pub(crate) async fn answer(running: Running) -> Result<CompletionOut, ApiError> 
             .map_or("stop", |u| u.finish_reason.as_str())
             .to_owned(),
         truncated_messages: running.truncated_messages,
+        route: usage.and_then(|u| u.route.as_ref()).map(RouteOut::from),
     })
 }
 

@@ -261,6 +261,89 @@ pub async fn catalog(state: web::Data<AppState>) -> web::Json<Catalog> {
     })
 }
 
+/// A deployment of a catalog model and the state of its circuit.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DeploymentOut {
+    pub name: String,
+    /// The catalog's provider key.
+    pub provider: String,
+    /// The provider's name of the model.
+    pub model_name: String,
+    pub weight: u32,
+    /// Lower is tried first.
+    pub priority: u32,
+    /// `closed` (serving), `open` (cooling down until `openUntil`) or `half_open` (its next
+    /// attempt decides).
+    pub circuit: String,
+    /// Failures in a row since its last success or opening.
+    pub consecutive_failures: u32,
+    pub open_until: Option<DateTime<Utc>>,
+}
+
+/// A catalog model served by a remote provider, and where.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelDeploymentsOut {
+    pub model_id: String,
+    pub deployments: Vec<DeploymentOut>,
+}
+
+/// Catalog models' deployments.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Deployments {
+    pub items: Vec<ModelDeploymentsOut>,
+}
+
+/// The deployments of every catalog model served by a remote provider, with the health the
+/// router sees (shared by the replicas when Redis is configured).
+#[utoipa::path(
+    tag = "Models",
+    operation_id = "listModelDeployments",
+    responses(
+        (status = 200, description = "Each routed catalog model's deployments and circuits", body = Deployments),
+        (status = 401, description = "No valid bearer token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "The token lacks `org:admin`", body = Problem, content_type = "application/problem+json")
+    )
+)]
+#[get("/v1/models/catalog/deployments")]
+pub async fn deployments(state: web::Data<AppState>) -> web::Json<Deployments> {
+    let now = Utc::now();
+    let items = state
+        .models
+        .deployment_health()
+        .await
+        .into_iter()
+        .map(|(model_id, deployments)| ModelDeploymentsOut {
+            model_id,
+            deployments: deployments
+                .into_iter()
+                .map(|deployment| {
+                    let circuit = deployment.circuit;
+                    let shown = if circuit.is_open(now) {
+                        "open"
+                    } else if circuit.opens > 0 {
+                        "half_open"
+                    } else {
+                        "closed"
+                    };
+                    DeploymentOut {
+                        name: deployment.name,
+                        provider: deployment.provider,
+                        model_name: deployment.model_name,
+                        weight: deployment.weight,
+                        priority: deployment.priority,
+                        circuit: shown.to_owned(),
+                        consecutive_failures: circuit.failures,
+                        open_until: circuit.open_until.filter(|until| *until > now),
+                    }
+                })
+                .collect(),
+        })
+        .collect();
+    web::Json(Deployments { items })
+}
+
 /// Create a model built on a base model.
 #[utoipa::path(
     tag = "Models",

@@ -1085,6 +1085,7 @@ async fn both_wire_formats_carry_reasoning_sources_and_tool_calls() {
                 reasoning_tokens: 4,
             },
             finish_reason: FinishReason::ToolCalls,
+            route: None,
         }),
         created_at: chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap(),
     };

@@ -33,6 +33,7 @@ mod prompts;
 mod rag;
 mod rate_limits;
 mod remote_embeddings;
+mod routing;
 mod s3_uploads;
 mod schemathesis;
 mod support;

@@ -228,7 +228,9 @@ impl ResponseEncoder {
                 }
             }
             // Reasoning arrives whole on the final response; server-run tools stay inside.
-            GenerationEvent::Delta(ChatEvent::ReasoningDelta(_) | ChatEvent::Finish { .. })
+            GenerationEvent::Delta(
+                ChatEvent::ReasoningDelta(_) | ChatEvent::Finish { .. } | ChatEvent::Routed(_),
+            )
             | GenerationEvent::Sources(_)
             | GenerationEvent::ServerToolDelta(_)
             | GenerationEvent::ToolResult(_)

@@ -91,7 +91,9 @@ impl ChunkEncoder {
                 ));
             }
             // Tools Tessera runs itself stay inside: an OpenAI client sees only the answer.
-            GenerationEvent::Delta(ChatEvent::ToolCallEnd { .. } | ChatEvent::Finish { .. })
+            GenerationEvent::Delta(
+                ChatEvent::ToolCallEnd { .. } | ChatEvent::Finish { .. } | ChatEvent::Routed(_),
+            )
             | GenerationEvent::ServerToolDelta(_)
             | GenerationEvent::ToolResult(_)
             | GenerationEvent::StepStarted => {}

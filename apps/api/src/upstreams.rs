@@ -1,0 +1,156 @@
+//! The chat models of the catalog: each enabled base model served by its deployments (an
+//! OpenAI-compatible client per remote deployment, the embedded engine for a local one),
+//! routed with retries, fallbacks, timeouts and circuits when a remote provider serves it,
+//! measured when metrics are on and traced when traces are exported.
+
+use std::sync::Arc;
+
+use tessera_kernel::SystemClock;
+use tessera_limits_redis::RedisCircuits;
+use tessera_llm_local::{LocalEngine, LocalEngineOptions, find_model_file};
+use tessera_llm_openai::{OpenAiChatModel, OpenAiConfig};
+use tessera_models::{
+    BaseModel, Catalog, ChatModel, CircuitBoard, CircuitPolicy, Deployment, DeploymentSettings,
+    InProcessCircuits, Providers, RetryPolicy, RoutedChatModel, Timeouts,
+};
+
+use crate::{
+    config::Settings, metrics::MeteredChatModel, startup::StartupError, telemetry::TracedChatModel,
+};
+
+/// A chat model for every enabled base model that at least one deployment can serve.
+pub async fn providers(catalog: &Catalog, settings: &Settings) -> Result<Providers, StartupError> {
+    // Shared by the replicas through Redis when there is one.
+    let circuits: Arc<dyn CircuitBoard> = match &settings.redis_url {
+        Some(url) => Arc::new(
+            RedisCircuits::connect_lazily(url, "tessera:circuit:", CircuitPolicy::default())
+                .map_err(|e| StartupError::Redis(e.to_string()))?,
+        ),
+        None => Arc::new(InProcessCircuits::default()),
+    };
+    let mut providers = Providers::default();
+    for model in catalog.models().iter().filter(|model| model.enabled) {
+        let mut deployments = Vec::new();
+        for deployment in &model.deployments {
+            if let Some(served) = deployment_of(catalog, model, deployment, settings).await? {
+                deployments.push(served);
+            }
+        }
+        let remote = deployments.iter().any(|deployment| {
+            catalog
+                .provider(&deployment.provider)
+                .is_some_and(|provider| provider.kind != "local")
+        });
+        if deployments.is_empty() {
+            continue;
+        }
+        let measured = |chat_model: Arc<dyn ChatModel>| -> Arc<dyn ChatModel> {
+            if settings.metrics.address().is_some() {
+                Arc::new(MeteredChatModel::new(
+                    chat_model,
+                    &model.id,
+                    &model.provider,
+                ))
+            } else {
+                chat_model
+            }
+        };
+        // The embedded engine alone has nothing to fall back to and cannot time out.
+        if deployments.len() == 1 && !remote {
+            providers.insert(model.id.clone(), measured(deployments.remove(0).model));
+            continue;
+        }
+        let routed = RoutedChatModel::new(
+            model.id.clone(),
+            deployments,
+            RetryPolicy::default(),
+            circuits.clone(),
+            Arc::new(SystemClock),
+        )
+        .map(Arc::new)
+        .ok_or_else(|| StartupError::Catalog(format!("model `{}`: no deployment", model.id)))?;
+        providers.insert_routed(model.id.clone(), routed.clone(), measured(routed));
+    }
+    Ok(providers)
+}
+
+/// One deployment, ready; `None` when it cannot serve here (a provider without its key, an
+/// embedded model whose file is not in `models.local_dir`).
+async fn deployment_of(
+    catalog: &Catalog,
+    model: &BaseModel,
+    deployment: &DeploymentSettings,
+    settings: &Settings,
+) -> Result<Option<Deployment>, StartupError> {
+    let Some(provider) = catalog.provider(&deployment.provider) else {
+        return Ok(None);
+    };
+    let timeouts = deployment
+        .timeouts
+        .apply(provider.timeouts.apply(Timeouts::default()));
+    let chat_model: Arc<dyn ChatModel> = if provider.kind == "local" {
+        match local_engine(settings, &deployment.model_name).await? {
+            Some(engine) => engine,
+            None => return Ok(None),
+        }
+    } else {
+        let Some(base_url) = &provider.base_url else {
+            return Ok(None);
+        };
+        let key = provider.api_key_env.as_deref().map(std::env::var);
+        if matches!(&key, Some(Err(_))) || matches!(&key, Some(Ok(k)) if k.trim().is_empty()) {
+            return Ok(None);
+        }
+        // Retries are the router's: the adapter makes one attempt.
+        let mut config = OpenAiConfig::new(base_url.clone())
+            .with_trace_headers(crate::telemetry::propagation::outgoing)
+            .with_capabilities(model.capabilities)
+            .with_json_schema_style(provider.json_schema_style)
+            .with_connect_timeout(timeouts.connect)
+            .with_timeouts(timeouts.first_token, timeouts.idle)
+            .with_retry(tessera_llm_openai::RetryPolicy::none());
+        if let Some(Ok(key)) = key {
+            config = config.with_api_key(key);
+        }
+        Arc::new(OpenAiChatModel::new(config).map_err(|e| {
+            StartupError::Catalog(format!("provider `{}`: {e}", deployment.provider))
+        })?)
+    };
+    // Each attempt is a span of its own when traces are exported.
+    let chat_model: Arc<dyn ChatModel> = if settings.telemetry.endpoint().is_some() {
+        Arc::new(TracedChatModel::new(chat_model, &deployment.provider))
+    } else {
+        chat_model
+    };
+    Ok(Some(Deployment {
+        name: deployment.name().to_owned(),
+        provider: deployment.provider.clone(),
+        model_name: deployment.model_name.clone(),
+        weight: deployment.weight,
+        priority: deployment.priority,
+        timeouts,
+        model: chat_model,
+    }))
+}
+
+/// The embedded engine for a model file, when `models.local_dir` holds it.
+async fn local_engine(
+    settings: &Settings,
+    file: &str,
+) -> Result<Option<Arc<dyn ChatModel>>, StartupError> {
+    let Some(dir) = &settings.models.local_dir else {
+        return Ok(None);
+    };
+    let Some(path) = find_model_file(dir, file) else {
+        return Ok(None);
+    };
+    let shown = path.display().to_string();
+    let engine = tokio::task::spawn_blocking(move || {
+        LocalEngine::load(&path, LocalEngineOptions::default())
+    })
+    .await
+    .map_err(|e| StartupError::Catalog(format!("loading {shown}: {e}")))?
+    .map_err(|e| StartupError::Catalog(format!("loading {shown}: {e}")))?;
+    tracing::info!(model = %shown, "embedded engine loaded");
+    Ok(Some(Arc::new(engine)))
+}

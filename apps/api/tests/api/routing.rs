@@ -1,0 +1,335 @@
+//! Routing under fault injection, through the real HTTP stack: real upstreams on loopback
+//! (an OpenAI-compatible server in this process) that answer 500, answer 429 with
+//! `Retry-After`, hang before the first byte, hang mid-stream, or close the connection
+//! mid-stream, each deployed in front of a healthy backup. Before the first token the client
+//! gets one clean answer from the backup, once; after it, a clean error event, the partial
+//! answer kept with the chat in `error`; one usage record per completion either way, and the
+//! attempts on the stored answer.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use reqwest::Method;
+use serde_json::{Value, json};
+use tessera_store::Backend;
+use tokio::{
+    io::{AsyncReadExt, AsyncWriteExt},
+    net::{TcpListener, TcpStream},
+};
+
+use crate::support::{TestApp, ok, problem};
+
+/// An OpenAI-compatible server whose behaviour is the first segment of the path
+/// (`/ok/v1/chat/completions`, `/fail500/v1/…`); it counts the requests of each.
+struct FaultyUpstream {
+    port: u16,
+    requests: Arc<Mutex<HashMap<String, u32>>>,
+}
+
+impl FaultyUpstream {
+    async fn start() -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let requests = Arc::new(Mutex::new(HashMap::new()));
+        let counted = requests.clone();
+        tokio::spawn(async move {
+            loop {
+                let Ok((socket, _)) = listener.accept().await else {
+                    return;
+                };
+                tokio::spawn(serve(socket, counted.clone()));
+            }
+        });
+        Self { port, requests }
+    }
+
+    fn requests(&self, behaviour: &str) -> u32 {
+        self.requests
+            .lock()
+            .unwrap()
+            .get(behaviour)
+            .copied()
+            .unwrap_or(0)
+    }
+}
+
+fn chunk(delta: Value, finish: Option<&str>) -> String {
+    let chunk = json!({
+        "id": "chatcmpl-stub", "object": "chat.completion.chunk", "created": 0,
+        "model": "stub-model",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]
+    });
+    format!("data: {chunk}\n\n")
+}
+
+async fn serve(mut socket: TcpStream, requests: Arc<Mutex<HashMap<String, u32>>>) {
+    // The request: its head, then `Content-Length` bytes of body.
+    let mut received = Vec::new();
+    let mut buffer = [0u8; 8192];
+    let (head_end, length) = loop {
+        let Ok(read) = socket.read(&mut buffer).await else {
+            return;
+        };
+        if read == 0 {
+            return;
+        }
+        received.extend_from_slice(&buffer[..read]);
+        if let Some(end) = received.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&received[..end]).to_lowercase();
+            let length = head
+                .lines()
+                .find_map(|line| line.strip_prefix("content-length:"))
+                .and_then(|value| value.trim().parse::<usize>().ok())
+                .unwrap_or(0);
+            break (end + 4, length);
+        }
+    };
+    while received.len() < head_end + length {
+        match socket.read(&mut buffer).await {
+            Ok(0) | Err(_) => return,
+            Ok(read) => received.extend_from_slice(&buffer[..read]),
+        }
+    }
+    let head = String::from_utf8_lossy(&received[..head_end]).into_owned();
+    let path = head.split_whitespace().nth(1).unwrap_or("/");
+    let behaviour = path
+        .trim_start_matches('/')
+        .split('/')
+        .next()
+        .unwrap_or("")
+        .to_owned();
+    *requests
+        .lock()
+        .unwrap()
+        .entry(behaviour.clone())
+        .or_default() += 1;
+    let stream_head =
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+    let error = |status: &str, extra: &str| {
+        let body = r#"{"error":{"message":"injected fault","type":"server_error"}}"#;
+        format!(
+            "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n{extra}\r\n{body}",
+            body.len()
+        )
+    };
+    let partial = chunk(json!({"role": "assistant", "content": "Hel"}), None);
+    match behaviour.as_str() {
+        "fail500" => {
+            let _ = socket
+                .write_all(error("500 Internal Server Error", "").as_bytes())
+                .await;
+        }
+        "r429" => {
+            let response = error("429 Too Many Requests", "retry-after: 1\r\n");
+            let _ = socket.write_all(response.as_bytes()).await;
+        }
+        "hang" => tokio::time::sleep(Duration::from_secs(120)).await,
+        "midhang" => {
+            let _ = socket
+                .write_all(format!("{stream_head}{partial}").as_bytes())
+                .await;
+            tokio::time::sleep(Duration::from_secs(120)).await;
+        }
+        "midclose" => {
+            let _ = socket
+                .write_all(format!("{stream_head}{partial}").as_bytes())
+                .await;
+        }
+        _ => {
+            let usage = json!({
+                "id": "chatcmpl-stub", "object": "chat.completion.chunk", "created": 0,
+                "model": "stub-model", "choices": [],
+                "usage": {"prompt_tokens": 7, "completion_tokens": 2, "total_tokens": 9}
+            });
+            let body = [
+                partial,
+                chunk(json!({"content": "lo world"}), None),
+                chunk(json!({}), Some("stop")),
+                format!("data: {usage}\n\n"),
+                "data: [DONE]\n\n".to_owned(),
+            ]
+            .concat();
+            let _ = socket
+                .write_all(format!("{stream_head}{body}").as_bytes())
+                .await;
+        }
+    }
+    let _ = socket.shutdown().await;
+}
+
+const FAULTS: [&str; 5] = ["fail500", "r429", "hang", "midhang", "midclose"];
+
+/// A model per fault: the faulty deployment first, the healthy one as its fallback.
+fn catalog(port: u16) -> String {
+    let mut text = String::new();
+    for behaviour in FAULTS.iter().chain(&["ok"]) {
+        text.push_str(&format!(
+            "[providers.{behaviour}]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:{port}/{behaviour}/v1\"\ntimeouts = {{ first_token_ms = 1500, idle_ms = 1500 }}\n\n"
+        ));
+    }
+    for behaviour in FAULTS {
+        text.push_str(&format!(
+            r#"[[models]]
+id = "faulty/{behaviour}"
+display_name = "Faulty {behaviour}"
+context_window = 8192
+capabilities = {{ streaming = true }}
+
+[[models.deployments]]
+provider = "{behaviour}"
+model_name = "stub-model"
+
+[[models.deployments]]
+provider = "ok"
+model_name = "stub-model"
+priority = 1
+
+"#
+        ));
+    }
+    text
+}
+
+/// The text of a default-format stream and its error chunk, if any.
+fn streamed(body: &str) -> (String, Option<Value>) {
+    let chunks = crate::chats::chunks(body);
+    let text = chunks
+        .iter()
+        .filter_map(|chunk| chunk["delta"].as_str())
+        .collect();
+    let error = chunks
+        .iter()
+        .find_map(|chunk| chunk.get("error").filter(|error| !error.is_null()).cloned());
+    (text, error)
+}
+
+async fn complete(app: &TestApp, token: &str, model: &str) -> (String, Option<Value>, String) {
+    let response = app
+        .client
+        .post(app.url("/v1/chats"))
+        .bearer_auth(token)
+        .json(&json!({
+            "modelId": model,
+            "stream": true,
+            "messages": [{"role": "user", "content": "Say hello"}]
+        }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let chat = response.headers()["x-chat-id"].to_str().unwrap().to_owned();
+    let (text, error) = streamed(&response.text().await.unwrap());
+    (text, error, chat)
+}
+
+async fn requests_counted(app: &TestApp, token: &str) -> Value {
+    let usage = ok(app.call(Method::GET, "/v1/usage", token).await, 200).await;
+    usage["totals"]["requests"].clone()
+}
+
+async fn upstream_faults_are_routed_around_before_the_first_token(backend: Backend) {
+    let upstream = FaultyUpstream::start().await;
+    let (app, _dir) = crate::chats::local_app(backend, Some(catalog(upstream.port))).await;
+    let token = app
+        .caller_token("chats:admin chats:invoke usage:read")
+        .await;
+    let mut completions = 0;
+
+    for (fault, attempts) in [("fail500", 2), ("r429", 2), ("hang", 2)] {
+        let (text, error, chat) = complete(&app, &token, &format!("faulty/{fault}")).await;
+        completions += 1;
+        assert_eq!(
+            text, "Hello world",
+            "{fault}: one clean answer, nothing repeated"
+        );
+        assert_eq!(error, None, "{fault}");
+        let record = crate::chats::settled(&app, &token, &chat).await;
+        assert_eq!(record["status"], json!(null), "{fault}");
+        let answer = &record["messages"][1];
+        assert_eq!(answer["content"], json!("Hello world"));
+        assert_eq!(answer["finishReason"], json!("stop"));
+        assert_eq!(
+            answer["usage"]["totalTokens"],
+            json!(9),
+            "the answering attempt is billed"
+        );
+        assert_eq!(answer["route"]["deployment"], json!("ok"), "{fault}");
+        let failed = answer["route"]["failedAttempts"].as_array().unwrap();
+        assert_eq!(failed.len(), attempts, "{fault}: {failed:?}");
+        assert!(
+            failed
+                .iter()
+                .all(|attempt| attempt["deployment"] == json!(fault))
+        );
+        assert_eq!(upstream.requests(fault), attempts as u32, "{fault}");
+        assert_eq!(requests_counted(&app, &token).await, json!(completions));
+    }
+    assert_eq!(upstream.requests("ok"), 3);
+
+    // The operator sees the failures on the deployments (two in a row: not yet open).
+    let admin = app.caller_token("org:admin").await;
+    let health = ok(
+        app.call(Method::GET, "/v1/models/catalog/deployments", &admin)
+            .await,
+        200,
+    )
+    .await;
+    let of = |model: &str| -> Value {
+        health["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|item| item["modelId"] == json!(model))
+            .unwrap_or_else(|| panic!("{model} in {health}"))["deployments"]
+            .clone()
+    };
+    let deployments = of("faulty/fail500");
+    assert_eq!(deployments[0]["name"], json!("fail500"));
+    assert_eq!(deployments[0]["circuit"], json!("closed"));
+    assert_eq!(deployments[0]["consecutiveFailures"], json!(2));
+    assert_eq!(deployments[1]["name"], json!("ok"));
+    assert_eq!(deployments[1]["priority"], json!(1));
+    assert_eq!(deployments[1]["consecutiveFailures"], json!(0));
+    problem(
+        app.call(Method::GET, "/v1/models/catalog/deployments", &token)
+            .await,
+        403,
+        "insufficient_scope",
+    )
+    .await;
+
+    for fault in ["midhang", "midclose"] {
+        let (text, error, chat) = complete(&app, &token, &format!("faulty/{fault}")).await;
+        completions += 1;
+        assert_eq!(text, "Hel", "{fault}: what was sent is not sent again");
+        let error = error.unwrap_or_else(|| panic!("{fault}: no error event"));
+        let status = error["status"].as_u64();
+        assert!(matches!(status, Some(502 | 504)), "{fault}: {error}");
+        let record = crate::chats::settled(&app, &token, &chat).await;
+        assert_eq!(record["status"], json!("error"), "{fault}");
+        let answer = &record["messages"][1];
+        assert_eq!(
+            answer["content"],
+            json!("Hel"),
+            "{fault}: the partial answer is kept"
+        );
+        assert_eq!(answer["finishReason"], json!("error"));
+        assert_eq!(answer["route"]["deployment"], json!(fault));
+        assert_eq!(
+            upstream.requests(fault),
+            1,
+            "{fault}: not retried after the first token"
+        );
+        assert_eq!(requests_counted(&app, &token).await, json!(completions));
+    }
+    assert_eq!(
+        upstream.requests("ok"),
+        3,
+        "no fallback after the first token"
+    );
+}
+
+tessera_store::on_both_databases!(upstream_faults_are_routed_around_before_the_first_token);

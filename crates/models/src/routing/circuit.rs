@@ -1,0 +1,181 @@
+//! The circuit breaker: a deployment that keeps failing is cooled down (its circuit open)
+//! for a period that grows each time it opens again, and closes on its next success. The
+//! board is a port, so replicas can share it (Redis) or keep it in the process.
+
+use std::{collections::HashMap, sync::Mutex, time::Duration};
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+/// When circuits open and for how long.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CircuitPolicy {
+    /// Consecutive failures that open a closed circuit.
+    pub failures_to_open: u32,
+    /// The first cool-down; it doubles with every reopening without a success between.
+    pub first_cooldown: Duration,
+    pub max_cooldown: Duration,
+}
+
+impl Default for CircuitPolicy {
+    fn default() -> Self {
+        Self {
+            failures_to_open: 3,
+            first_cooldown: Duration::from_secs(5),
+            max_cooldown: Duration::from_secs(300),
+        }
+    }
+}
+
+impl CircuitPolicy {
+    /// The cool-down of the `opens`-th opening in a row (1 for the first).
+    pub fn cooldown(&self, opens: u32) -> Duration {
+        let doubled = self
+            .first_cooldown
+            .saturating_mul(1 << opens.saturating_sub(1).min(16));
+        doubled.min(self.max_cooldown)
+    }
+
+    /// The state after a failure at `at`.
+    pub fn after_failure(&self, state: CircuitState, at: DateTime<Utc>) -> CircuitState {
+        let failures = state.failures.saturating_add(1);
+        // After a cool-down the circuit is half open: one failure opens it again.
+        let threshold = if state.opens > 0 {
+            1
+        } else {
+            self.failures_to_open.max(1)
+        };
+        if failures < threshold {
+            return CircuitState { failures, ..state };
+        }
+        let opens = state.opens.saturating_add(1);
+        let cooldown =
+            chrono::Duration::from_std(self.cooldown(opens)).unwrap_or(chrono::Duration::MAX);
+        CircuitState {
+            failures: 0,
+            opens,
+            open_until: Some(at + cooldown),
+        }
+    }
+}
+
+/// A deployment's circuit: closed when `open_until` is past or unset.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CircuitState {
+    /// Consecutive failures since the last success or opening.
+    pub failures: u32,
+    /// Openings in a row without a success between.
+    pub opens: u32,
+    pub open_until: Option<DateTime<Utc>>,
+}
+
+impl CircuitState {
+    pub fn is_open(&self, at: DateTime<Utc>) -> bool {
+        self.open_until.is_some_and(|until| until > at)
+    }
+}
+
+/// Where circuits are kept. Implementations never fail a completion: a board that cannot
+/// be read answers "closed" (and logs why).
+#[async_trait]
+pub trait CircuitBoard: Send + Sync {
+    /// The state of each of `keys`, in order.
+    async fn states(&self, keys: &[String]) -> Vec<CircuitState>;
+
+    /// An attempt on `key` failed at `at`.
+    async fn failed(&self, key: &str, at: DateTime<Utc>);
+
+    /// An attempt on `key` answered: its circuit closes.
+    async fn succeeded(&self, key: &str);
+}
+
+/// Circuits of this process only.
+#[derive(Debug, Default)]
+pub struct InProcessCircuits {
+    policy: CircuitPolicy,
+    states: Mutex<HashMap<String, CircuitState>>,
+}
+
+impl InProcessCircuits {
+    pub fn new(policy: CircuitPolicy) -> Self {
+        Self {
+            policy,
+            states: Mutex::default(),
+        }
+    }
+
+    fn locked(&self) -> std::sync::MutexGuard<'_, HashMap<String, CircuitState>> {
+        self.states
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+#[async_trait]
+impl CircuitBoard for InProcessCircuits {
+    async fn states(&self, keys: &[String]) -> Vec<CircuitState> {
+        let states = self.locked();
+        keys.iter()
+            .map(|key| states.get(key).copied().unwrap_or_default())
+            .collect()
+    }
+
+    async fn failed(&self, key: &str, at: DateTime<Utc>) {
+        let mut states = self.locked();
+        let state = states.entry(key.to_owned()).or_default();
+        *state = self.policy.after_failure(*state, at);
+    }
+
+    async fn succeeded(&self, key: &str) {
+        // Most answers come from healthy deployments: no write for those.
+        let mut states = self.locked();
+        if states.contains_key(key) {
+            states.remove(key);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(seconds: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(1_800_000_000 + seconds, 0).unwrap()
+    }
+
+    #[tokio::test]
+    async fn three_failures_open_a_circuit_and_a_success_closes_it() {
+        let board = InProcessCircuits::default();
+        let key = ["m#a".to_owned()];
+        board.failed("m#a", at(0)).await;
+        board.failed("m#a", at(1)).await;
+        assert!(!board.states(&key).await[0].is_open(at(1)));
+        board.failed("m#a", at(2)).await;
+        let state = board.states(&key).await[0];
+        assert!(state.is_open(at(6)));
+        assert!(!state.is_open(at(7)), "{state:?}");
+        board.succeeded("m#a").await;
+        assert_eq!(board.states(&key).await[0], CircuitState::default());
+    }
+
+    #[tokio::test]
+    async fn a_failure_after_the_cooldown_reopens_for_longer() {
+        let board = InProcessCircuits::default();
+        for second in 0..3 {
+            board.failed("m#a", at(second)).await;
+        }
+        // Half open after 5 s: one failure opens it again, for 10 s.
+        board.failed("m#a", at(8)).await;
+        let state = board.states(&["m#a".to_owned()]).await[0];
+        assert_eq!(state.opens, 2);
+        assert_eq!(state.open_until, Some(at(18)));
+    }
+
+    #[test]
+    fn cooldowns_double_up_to_the_cap() {
+        let policy = CircuitPolicy::default();
+        assert_eq!(policy.cooldown(1), Duration::from_secs(5));
+        assert_eq!(policy.cooldown(3), Duration::from_secs(20));
+        assert_eq!(policy.cooldown(40), Duration::from_secs(300));
+    }
+}
