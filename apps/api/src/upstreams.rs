@@ -11,7 +11,7 @@ use tessera_llm_local::{LocalEngine, LocalEngineOptions, find_model_file};
 use tessera_llm_openai::{OpenAiChatModel, OpenAiConfig};
 use tessera_models::{
     BaseModel, Catalog, ChatModel, CircuitBoard, CircuitPolicy, Deployment, DeploymentSettings,
-    InProcessCircuits, Providers, RetryPolicy, RoutedChatModel, Timeouts,
+    InProcessCircuits, Providers, RetryPolicy, RoutedChatModel,
 };
 
 use crate::{
@@ -85,9 +85,7 @@ async fn deployment_of(
     let Some(provider) = catalog.provider(&deployment.provider) else {
         return Ok(None);
     };
-    let timeouts = deployment
-        .timeouts
-        .apply(provider.timeouts.apply(Timeouts::default()));
+    let timeouts = catalog.timeouts(deployment);
     let chat_model: Arc<dyn ChatModel> = if provider.kind == "local" {
         match local_engine(settings, &deployment.model_name).await? {
             Some(engine) => engine,
@@ -97,10 +95,12 @@ async fn deployment_of(
         let Some(base_url) = &provider.base_url else {
             return Ok(None);
         };
-        let key = provider.api_key_env.as_deref().map(std::env::var);
-        if matches!(&key, Some(Err(_))) || matches!(&key, Some(Ok(k)) if k.trim().is_empty()) {
-            return Ok(None);
-        }
+        // A deployment whose provider's key is unset is left out (as the catalog says).
+        let key = match provider.api_key_env.as_deref().map(std::env::var) {
+            None => None,
+            Some(Ok(key)) if !key.trim().is_empty() => Some(key),
+            Some(_) => return Ok(None),
+        };
         // Retries are the router's: the adapter makes one attempt.
         let mut config = OpenAiConfig::new(base_url.clone())
             .with_trace_headers(crate::telemetry::propagation::outgoing)
@@ -109,7 +109,7 @@ async fn deployment_of(
             .with_connect_timeout(timeouts.connect)
             .with_timeouts(timeouts.first_token, timeouts.idle)
             .with_retry(tessera_llm_openai::RetryPolicy::none());
-        if let Some(Ok(key)) = key {
+        if let Some(key) = key {
             config = config.with_api_key(key);
         }
         Arc::new(OpenAiChatModel::new(config).map_err(|e| {

@@ -349,6 +349,16 @@ impl Catalog {
     pub fn provider(&self, name: &str) -> Option<&ProviderSettings> {
         self.providers.get(name)
     }
+
+    /// A deployment's timeouts: the defaults, its provider's, then its own.
+    pub fn timeouts(&self, deployment: &DeploymentSettings) -> Timeouts {
+        let provider = self
+            .provider(&deployment.provider)
+            .map_or(Timeouts::default(), |p| {
+                p.timeouts.apply(Timeouts::default())
+            });
+        deployment.timeouts.apply(provider)
+    }
 }
 
 #[cfg(test)]
@@ -443,9 +453,13 @@ mod tests {
                 "lowercase",
             ),
         ] {
-            let error = Catalog::parse(&broken, |_| None).unwrap_err();
-            assert!(error.to_string().contains(needle), "{error}");
+            assert_refused(&broken, needle);
         }
+    }
+
+    fn assert_refused(catalog: &str, needle: &str) {
+        let error = Catalog::parse(catalog, |_| None).unwrap_err();
+        assert!(error.to_string().contains(needle), "{error}");
     }
 
     const TWO_DEPLOYMENTS: &str = r#"
@@ -491,10 +505,7 @@ mod tests {
             .map(|d| (d.name(), d.weight, d.priority))
             .collect();
         assert_eq!(names, [("primary", 3, 0), ("backup", 1, 1)]);
-        let primary = catalog.provider("primary").unwrap();
-        let timeouts = model.deployments[0]
-            .timeouts
-            .apply(primary.timeouts.apply(Timeouts::default()));
+        let timeouts = catalog.timeouts(&model.deployments[0]);
         assert_eq!(timeouts.first_token, Duration::from_secs(5));
         assert_eq!(timeouts.idle, Duration::from_secs(2));
         assert_eq!(timeouts.total, Timeouts::default().total);
@@ -547,8 +558,7 @@ mod tests {
                 "or `deployments`",
             ),
         ] {
-            let error = Catalog::parse(&broken, |_| None).unwrap_err();
-            assert!(error.to_string().contains(needle), "{error}");
+            assert_refused(&broken, needle);
         }
     }
 
