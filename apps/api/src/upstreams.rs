@@ -1,5 +1,6 @@
 //! The chat models of the catalog: each enabled base model served by its deployments (an
-//! OpenAI-compatible client per remote deployment, the embedded engine for a local one),
+//! OpenAI-compatible or Anthropic Messages client per remote deployment, the embedded engine
+//! for a local one),
 //! routed with retries, fallbacks, timeouts and circuits when a remote provider serves it,
 //! measured when metrics are on and traced when traces are exported.
 
@@ -7,6 +8,7 @@ use std::sync::Arc;
 
 use tessera_kernel::SystemClock;
 use tessera_limits_redis::RedisCircuits;
+use tessera_llm_anthropic::{AnthropicChatModel, AnthropicConfig, DEFAULT_BASE_URL};
 use tessera_llm_local::{LocalEngine, LocalEngineOptions, find_model_file};
 use tessera_llm_openai::{OpenAiChatModel, OpenAiConfig};
 use tessera_models::{
@@ -92,29 +94,47 @@ async fn deployment_of(
             None => return Ok(None),
         }
     } else {
-        let Some(base_url) = &provider.base_url else {
-            return Ok(None);
-        };
         // A deployment whose provider's key is unset is left out (as the catalog says).
         let key = match provider.api_key_env.as_deref().map(std::env::var) {
             None => None,
             Some(Ok(key)) if !key.trim().is_empty() => Some(key),
             Some(_) => return Ok(None),
         };
-        // Retries are the router's: the adapter makes one attempt.
-        let mut config = OpenAiConfig::new(base_url.clone())
-            .with_trace_headers(crate::telemetry::propagation::outgoing)
-            .with_capabilities(model.capabilities)
-            .with_json_schema_style(provider.json_schema_style)
-            .with_connect_timeout(timeouts.connect)
-            .with_timeouts(timeouts.first_token, timeouts.idle)
-            .with_retry(tessera_llm_openai::RetryPolicy::none());
-        if let Some(key) = key {
-            config = config.with_api_key(key);
-        }
-        Arc::new(OpenAiChatModel::new(config).map_err(|e| {
+        let refused = |e: tessera_llm_anthropic::ConfigError| {
             StartupError::Catalog(format!("provider `{}`: {e}", deployment.provider))
-        })?)
+        };
+        // Retries are the router's: the adapter makes one attempt.
+        if provider.kind == "anthropic" {
+            let base_url = provider.base_url.as_deref().unwrap_or(DEFAULT_BASE_URL);
+            let mut config = AnthropicConfig::new(base_url)
+                .with_trace_headers(crate::telemetry::propagation::outgoing)
+                .with_capabilities(model.capabilities)
+                .with_connect_timeout(timeouts.connect)
+                .with_timeouts(timeouts.first_token, timeouts.idle)
+                .with_retry(tessera_llm_anthropic::RetryPolicy::none());
+            if let Some(max_tokens) = model.max_tokens_per_request {
+                config.default_max_tokens = config.default_max_tokens.min(max_tokens);
+            }
+            if let Some(key) = key {
+                config = config.with_api_key(key);
+            }
+            Arc::new(AnthropicChatModel::new(config).map_err(refused)?)
+        } else {
+            let Some(base_url) = &provider.base_url else {
+                return Ok(None);
+            };
+            let mut config = OpenAiConfig::new(base_url.clone())
+                .with_trace_headers(crate::telemetry::propagation::outgoing)
+                .with_capabilities(model.capabilities)
+                .with_json_schema_style(provider.json_schema_style)
+                .with_connect_timeout(timeouts.connect)
+                .with_timeouts(timeouts.first_token, timeouts.idle)
+                .with_retry(tessera_llm_openai::RetryPolicy::none());
+            if let Some(key) = key {
+                config = config.with_api_key(key);
+            }
+            Arc::new(OpenAiChatModel::new(config).map_err(refused)?)
+        }
     };
     // Each attempt is a span of its own when traces are exported.
     let chat_model: Arc<dyn ChatModel> = if settings.telemetry.endpoint().is_some() {

@@ -11,7 +11,7 @@ use tessera_kernel::{
 };
 use tessera_models::{
     ChatEvent, ChatMessage, ChatModel, ChatRequest, Completion, ImageInput, JsonSchemaFormat,
-    ModelService, ProviderError, ReasoningEffort, ResolvedModel, Role, ToolCall, ToolSpec,
+    ModelService, ProviderError, ReasoningEffort, ResolvedModel, Role, Route, ToolCall, ToolSpec,
     Usability, Usage,
 };
 use tessera_prompts::{PromptService, TokenCounter};
@@ -842,6 +842,7 @@ impl Billing {
         })
     }
 
+    #[allow(clippy::too_many_arguments)] // the record's fields, one by one
     fn record(
         &self,
         organization: &OrganizationId,
@@ -849,6 +850,7 @@ impl Billing {
         message: &MessageId,
         usage: Usage,
         finish_reason: &str,
+        route: Option<&Route>,
         at: DateTime<Utc>,
     ) -> UsageRecord {
         let tokens = Tokens {
@@ -865,7 +867,12 @@ impl Billing {
             message_id: message.to_string(),
             model_id: self.model_id.clone(),
             parent_model_id: self.parent_model_id.clone(),
-            provider: self.provider.clone(),
+            // The provider that answered, when the model is routed.
+            provider: route
+                .map(|route| route.provider.as_str())
+                .filter(|provider| !provider.is_empty())
+                .unwrap_or(&self.provider)
+                .to_owned(),
             credits: tokens.credits(self.credit_multiplier),
             tokens,
             latency_ms: u64::try_from((at - self.accepted_at).num_milliseconds()).unwrap_or(0),
@@ -1098,6 +1105,7 @@ impl Generation {
                         &self.answer_id,
                         usage,
                         FAILED,
+                        completion.route.as_ref(),
                         at,
                     )
                 });
@@ -1180,6 +1188,7 @@ impl Generation {
                 &step.id,
                 usage,
                 tessera_models::FinishReason::ToolCalls.as_str(),
+                completion.route.as_ref(),
                 at,
             );
             self.usage_store.record(&record).await?;
@@ -1295,6 +1304,7 @@ impl Generation {
             &self.answer_id,
             usage,
             finish_reason.as_str(),
+            completion.route.as_ref(),
             at,
         );
         let answer = Message {

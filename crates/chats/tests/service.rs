@@ -23,9 +23,9 @@ use tessera_kernel::{
     PrincipalKind,
 };
 use tessera_models::{
-    Capabilities, Catalog, ChatEvent, ChatModel, ChatRequest, ChatStream, FinishReason,
-    JsonSchemaFormat, ModelChanges, ModelService, NewUserModel, ProviderError, Providers, Role,
-    ToolCall, ToolSpec, Usage, memory::InMemoryModelStore,
+    Capabilities, Catalog, ChatEvent, ChatModel, ChatRequest, ChatStream, FailedAttempt,
+    FinishReason, JsonSchemaFormat, ModelChanges, ModelService, NewUserModel, ProviderError,
+    Providers, Role, Route, ToolCall, ToolSpec, Usage, memory::InMemoryModelStore,
 };
 use tessera_organizations::Plan;
 use tessera_prompts::{Name, PromptService, TokenCounter, memory::InMemoryPromptStore};
@@ -1050,6 +1050,41 @@ async fn unknown_models_and_new_chats_without_a_model_are_refused() {
             .map(|e| matches!(e, ChatError::NotFound(_))),
         Some(true)
     );
+}
+
+#[tokio::test]
+async fn a_routed_answer_keeps_its_route_and_bills_the_provider_that_answered() {
+    let f = fixture();
+    let route = Route {
+        deployment: "backup".into(),
+        provider: "azure".into(),
+        failed_attempts: vec![FailedAttempt {
+            deployment: "primary".into(),
+            error: "the model provider failed: boom".into(),
+        }],
+    };
+    f.model.queued.lock().unwrap().push_back(vec![
+        Ok(ChatEvent::Routed(route.clone())),
+        Ok(ChatEvent::TextDelta("Hi".into())),
+        Ok(finish(FinishReason::Stop)),
+    ]);
+    let started = f
+        .chats
+        .start(&f.alice, ask("local/plain", "Hi there"))
+        .await
+        .unwrap();
+    let chat = started.chat.id.clone();
+    run(started).await;
+    let records = f.store.usage_records();
+    assert_eq!(records.len(), 1);
+    assert_eq!(
+        records[0].provider, "azure",
+        "not the catalog's first provider"
+    );
+    let record = f.chats.get(&f.alice, &chat).await.unwrap();
+    let answer = record.messages.last().unwrap();
+    assert_eq!(answer.content, "Hi");
+    assert_eq!(answer.usage.as_ref().unwrap().route.as_ref(), Some(&route));
 }
 
 #[tokio::test]

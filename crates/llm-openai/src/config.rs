@@ -1,76 +1,12 @@
 //! How to reach one OpenAI-compatible server, and how patiently.
 
-use std::{fmt, time::Duration};
+use std::time::Duration;
 
+use reqwest::header::AUTHORIZATION;
 use tessera_kernel::TraceHeaders;
+pub use tessera_llm_http::{ApiKey, ConfigError, RetryPolicy};
+use tessera_llm_http::{Upstream, UpstreamSettings, credential_header, endpoint_of};
 use tessera_models::{Capabilities, JsonSchemaStyle};
-
-/// A provider's API key. Its `Debug` never shows it, and it has no `Display`: the only way
-/// to read it is [`ApiKey::expose`], which the adapter calls once to build its header.
-#[derive(Clone, PartialEq, Eq)]
-pub struct ApiKey(String);
-
-impl ApiKey {
-    pub fn new(key: impl Into<String>) -> Self {
-        Self(key.into())
-    }
-
-    /// The key itself. Do not log it.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for ApiKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("ApiKey(<redacted>)")
-    }
-}
-
-impl From<String> for ApiKey {
-    fn from(key: String) -> Self {
-        Self(key)
-    }
-}
-
-impl From<&str> for ApiKey {
-    fn from(key: &str) -> Self {
-        Self(key.to_owned())
-    }
-}
-
-/// Retries of failures that happen before the first byte of an answer (HTTP 429, 5xx,
-/// connection errors). Nothing is retried once the upstream has started answering.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RetryPolicy {
-    /// Attempts in all, the first included (0 counts as 1).
-    pub max_attempts: u32,
-    /// The delay before the first retry; it doubles with every further one (with jitter).
-    pub backoff_base: Duration,
-    /// The longest delay between two attempts, whether computed or asked for by the upstream
-    /// in `Retry-After`.
-    pub max_delay: Duration,
-}
-
-impl Default for RetryPolicy {
-    fn default() -> Self {
-        Self {
-            max_attempts: 3,
-            backoff_base: Duration::from_millis(250),
-            max_delay: Duration::from_secs(8),
-        }
-    }
-}
-
-impl RetryPolicy {
-    /// No retries: one attempt.
-    pub fn none() -> Self {
-        Self {
-            max_attempts: 1,
-            ..Self::default()
-        }
-    }
-}
 
 /// One OpenAI-compatible endpoint: OpenAI itself, vLLM, Ollama, the llama.cpp server,
 /// LM Studio, Groq, Together, a LiteLLM proxy… differ only by `base_url` and `api_key`.
@@ -157,23 +93,30 @@ impl OpenAiConfig {
         self.retry = retry;
         self
     }
-}
 
-/// Why an adapter could not be built from its configuration.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ConfigError {
-    #[error("invalid base URL `{url}`: {reason}")]
-    BaseUrl { url: String, reason: String },
-    #[error("invalid API key: it must be printable ASCII without spaces")]
-    ApiKey,
-    #[error("the {0} timeout must be greater than zero")]
-    ZeroTimeout(&'static str),
-    #[error("invalid root certificates: {0}")]
-    RootCertificates(String),
-    #[error("cannot build the HTTP client: {0}")]
-    Client(String),
-    #[error("cannot load the tokenizer: {0}")]
-    Tokenizer(String),
+    /// The transport to `base_url` + `/` + `resource`, with the key as a bearer token when
+    /// there is one (local servers usually need none).
+    pub(crate) fn connect(&self, resource: &str) -> Result<Upstream, ConfigError> {
+        let endpoint = endpoint_of(&self.base_url, resource)?;
+        let headers = match &self.api_key {
+            Some(key) if !key.expose().is_empty() => {
+                vec![(AUTHORIZATION, credential_header("Bearer ", key)?)]
+            }
+            _ => Vec::new(),
+        };
+        Upstream::connect(&self.settings(), endpoint, headers)
+    }
+
+    fn settings(&self) -> UpstreamSettings {
+        UpstreamSettings {
+            connect_timeout: self.connect_timeout,
+            first_byte_timeout: self.first_byte_timeout,
+            idle_timeout: self.idle_timeout,
+            retry: self.retry,
+            extra_roots_pem: self.extra_roots_pem.clone(),
+            trace_headers: self.trace_headers,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -7,11 +7,9 @@
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use tessera_knowledge::{EmbedError, Embedder};
+use tessera_llm_http::Upstream;
 
-use crate::{
-    config::{ConfigError, OpenAiConfig},
-    model::Upstream,
-};
+use crate::config::{ConfigError, OpenAiConfig};
 
 const EMBEDDINGS: &str = "embeddings";
 
@@ -107,7 +105,7 @@ impl OpenAiEmbedder {
             return Err(EmbedderConfigError::Zero);
         }
         Ok(Self {
-            upstream: Upstream::connect(config, EMBEDDINGS)?,
+            upstream: config.connect(EMBEDDINGS)?,
             model,
             dimensions,
             batch_size,
@@ -129,7 +127,7 @@ impl OpenAiEmbedder {
             .send(&body)
             .await
             .map_err(|e| EmbedError::Unavailable(format!("embeddings: {e}")))?;
-        let bytes = tokio::time::timeout(self.upstream.idle_timeout, response.bytes())
+        let bytes = tokio::time::timeout(self.upstream.idle_timeout(), response.bytes())
             .await
             .map_err(|_| EmbedError::Unavailable("embeddings: the answer stalled".into()))?
             .map_err(|e| EmbedError::Unavailable(format!("embeddings: reading the answer: {e}")))?;
@@ -215,7 +213,7 @@ mod tests {
         ));
         let embedder = OpenAiEmbedder::new(&config, "text-embedding-3-small", 1536, 64).unwrap();
         assert_eq!(
-            embedder.upstream.endpoint_str(),
+            embedder.upstream.endpoint().as_str(),
             "http://127.0.0.1:1/v1/embeddings"
         );
         assert_eq!(

@@ -4,13 +4,10 @@
 //! URL and API key ([`OpenAiConfig`]); and the knowledge domain's `Embedder` port over the
 //! same servers' `POST /embeddings` ([`OpenAiEmbedder`]).
 //!
-//! This crate owns: the mapping of a `ChatRequest` to the upstream's JSON; the upstream
-//! call (always streamed, with usage), its timeouts (to first byte, and between chunks) and
-//! its retries (HTTP 429, 5xx and connection failures before the first byte, exponential
-//! backoff honouring `Retry-After`, never once the answer has begun); the translation of
-//! the upstream's server-sent events, odd ones included, into typed `ChatEvent`s; and the
-//! mapping of upstream failures to `ProviderError` (each thread calls through an HTTP client of
-//! its own, `thread_clients`). It holds the API key and never logs it.
+//! This crate owns: the mapping of a `ChatRequest` to the upstream's JSON (always streamed,
+//! with usage); the translation of the upstream's server-sent events, odd ones included, into
+//! typed `ChatEvent`s; and the key, sent as a bearer token and never logged. The call itself
+//! (timeouts, retries, failure classification, the event reader) is `tessera-llm-http`'s.
 //! Token counting defaults to tiktoken's `o200k_base`; it also estimates the usage of an
 //! answer whose upstream streamed none (`estimate`). A response schema goes out in OpenAI's
 //! `json_schema` shape or, per [`OpenAiConfig::json_schema_style`], in the `json_object`
@@ -23,12 +20,10 @@
 mod config;
 mod embeddings;
 mod estimate;
-mod events;
 mod model;
 mod request;
 #[cfg(feature = "testing")]
 pub mod testing;
-mod thread_clients;
 mod translate;
 
 pub use config::{ApiKey, ConfigError, OpenAiConfig, RetryPolicy};

@@ -302,3 +302,35 @@ impl LlamaCppServer {
         })
     }
 }
+
+/// Reads one HTTP/1.1 request from `socket`, for tests' loopback upstreams: its head (the
+/// request line and headers, as text) and its `Content-Length` bytes of body. `None` when
+/// the peer closes or fails first.
+pub async fn read_http_request(socket: &mut tokio::net::TcpStream) -> Option<(String, Vec<u8>)> {
+    use tokio::io::AsyncReadExt;
+    let mut received = Vec::new();
+    let mut buffer = [0_u8; 8192];
+    let (head_end, length) = loop {
+        match socket.read(&mut buffer).await {
+            Ok(0) | Err(_) => return None,
+            Ok(read) => received.extend_from_slice(&buffer[..read]),
+        }
+        if let Some(end) = received.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&received[..end]).to_ascii_lowercase();
+            let length = head
+                .lines()
+                .find_map(|line| line.strip_prefix("content-length:"))
+                .and_then(|value| value.trim().parse::<usize>().ok())
+                .unwrap_or(0);
+            break (end + 4, length);
+        }
+    };
+    while received.len() < head_end + length {
+        match socket.read(&mut buffer).await {
+            Ok(0) | Err(_) => return None,
+            Ok(read) => received.extend_from_slice(&buffer[..read]),
+        }
+    }
+    let head = String::from_utf8_lossy(&received[..head_end]).into_owned();
+    Some((head, received[head_end..head_end + length].to_vec()))
+}

@@ -24,6 +24,7 @@
 use std::collections::HashMap;
 
 use serde::Deserialize;
+use tessera_llm_http::{Items, Translate, clip, error_details};
 use tessera_models::{ChatEvent, FinishReason, ProviderError, Usage};
 
 /// One `data:` payload of the stream (or a whole non-streamed answer: `message` instead of
@@ -147,51 +148,6 @@ pub(crate) struct Translator {
     done: bool,
 }
 
-/// What one step produced.
-pub(crate) type Items = Vec<Result<ChatEvent, ProviderError>>;
-
-const MAX_ERROR_TEXT: usize = 500;
-
-/// Cuts an upstream text to a reasonable length for an error message.
-pub(crate) fn clip(text: &str) -> String {
-    let text = text.trim();
-    match text.char_indices().nth(MAX_ERROR_TEXT) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_owned(),
-    }
-}
-
-/// The message and status of an OpenAI-style error document: `{"error": {"message": …,
-/// "code": …}}`, `{"error": "…"}` (Ollama), `{"message": …}`, `{"detail": …}` (FastAPI).
-pub(crate) fn error_details(document: &serde_json::Value) -> (Option<String>, Option<u16>) {
-    let error = document.get("error").unwrap_or(document);
-    let message = match error {
-        serde_json::Value::String(text) => Some(text.clone()),
-        _ => ["message", "detail", "msg"].iter().find_map(|key| {
-            error
-                .get(*key)
-                .or_else(|| document.get(*key))
-                .and_then(|value| match value {
-                    serde_json::Value::String(text) => Some(text.clone()),
-                    serde_json::Value::Null => None,
-                    other => Some(other.to_string()),
-                })
-        }),
-    };
-    let status = ["code", "status"].iter().find_map(|key| {
-        let value = error.get(*key)?;
-        let number = match value {
-            serde_json::Value::Number(n) => n.as_u64(),
-            serde_json::Value::String(s) => s.trim().parse::<u64>().ok(),
-            _ => None,
-        }?;
-        u16::try_from(number)
-            .ok()
-            .filter(|status| (100..600).contains(status))
-    });
-    (message.map(|m| clip(&m)), status)
-}
-
 /// `{"error": …}` (OpenAI, LiteLLM, llama.cpp) or `{"object": "error", …}` (vLLM).
 fn is_error(document: &serde_json::Value) -> bool {
     document.get("error").is_some_and(|e| !e.is_null())
@@ -212,14 +168,16 @@ impl Translator {
     pub(crate) fn new() -> Self {
         Self::default()
     }
+}
 
+impl Translate for Translator {
     /// Whether the answer is over (finished or failed): nothing more should be fed.
-    pub(crate) fn is_done(&self) -> bool {
+    fn is_done(&self) -> bool {
         self.done
     }
 
     /// One server-sent event: its type (`message` unless named) and data.
-    pub(crate) fn event(&mut self, kind: &str, data: &str) -> Items {
+    fn event(&mut self, kind: &str, data: &str) -> Items {
         if self.done {
             return Vec::new();
         }
@@ -268,7 +226,7 @@ impl Translator {
     }
 
     /// A whole (non-streamed) answer: translated like one chunk, then complete.
-    pub(crate) fn whole(&mut self, body: &[u8]) -> Items {
+    fn whole(&mut self, body: &[u8]) -> Items {
         let document: serde_json::Value = match serde_json::from_slice(body) {
             Ok(document) => document,
             Err(e) => {
@@ -297,45 +255,35 @@ impl Translator {
         items
     }
 
-    /// The stream ended (the connection closed) without `[DONE]`.
-    pub(crate) fn end(&mut self) -> Items {
-        if self.done {
-            return Vec::new();
-        }
-        if self.finish.is_some() {
-            self.complete()
+    fn finishing(&self) -> bool {
+        self.finish.is_some()
+    }
+
+    fn complete(&mut self) -> Items {
+        let mut items = Vec::new();
+        self.end_calls(&mut items);
+        let reason = self.finish.take().unwrap_or(if self.next_index > 0 {
+            FinishReason::ToolCalls
         } else {
-            self.fail(
-                None,
-                "the provider's stream ended before the answer was complete".to_owned(),
-            )
-        }
-    }
-
-    /// The stream went silent for the idle timeout.
-    pub(crate) fn silence(&mut self) -> Items {
-        if self.done {
-            return Vec::new();
-        }
-        if self.finish.is_some() {
-            self.complete()
-        } else {
-            self.done = true;
-            vec![Err(ProviderError::Timeout)]
-        }
-    }
-
-    /// The transport failed after the answer began.
-    pub(crate) fn broken(&mut self, message: String) -> Items {
-        if self.done {
-            return Vec::new();
-        }
-        self.fail(None, message)
-    }
-
-    fn fail(&mut self, status: Option<u16>, message: String) -> Items {
+            FinishReason::Stop
+        });
+        items.push(Ok(ChatEvent::Finish {
+            reason,
+            usage: self.usage.unwrap_or_default(),
+        }));
         self.done = true;
-        vec![Err(ProviderError::Upstream { status, message })]
+        items
+    }
+
+    fn failed(&mut self, error: ProviderError) -> Items {
+        self.done = true;
+        vec![Err(error)]
+    }
+}
+
+impl Translator {
+    fn fail(&mut self, status: Option<u16>, message: String) -> Items {
+        self.failed(ProviderError::Upstream { status, message })
     }
 
     fn chunk(&mut self, chunk: Chunk) -> Items {
@@ -465,22 +413,6 @@ impl Translator {
                 items.push(Ok(ChatEvent::ToolCallEnd { index }));
             }
         }
-    }
-
-    fn complete(&mut self) -> Items {
-        let mut items = Vec::new();
-        self.end_calls(&mut items);
-        let reason = self.finish.take().unwrap_or(if self.next_index > 0 {
-            FinishReason::ToolCalls
-        } else {
-            FinishReason::Stop
-        });
-        items.push(Ok(ChatEvent::Finish {
-            reason,
-            usage: self.usage.unwrap_or_default(),
-        }));
-        self.done = true;
-        items
     }
 }
 
@@ -796,40 +728,5 @@ mod tests {
                 }
             }
         );
-    }
-
-    #[test]
-    fn error_documents_of_every_known_shape_give_their_message() {
-        let cases = [
-            (
-                json!({"error": {"message": "bad model", "code": 400}}),
-                Some("bad model"),
-                Some(400),
-            ),
-            (
-                json!({"error": "model not found"}),
-                Some("model not found"),
-                None,
-            ),
-            (json!({"detail": "Not Found"}), Some("Not Found"), None),
-            (
-                json!({"object": "error", "message": "too long", "code": 400}),
-                Some("too long"),
-                Some(400),
-            ),
-            (json!({"error": {"code": "rate_limit"}}), None, None),
-        ];
-        for (document, message, status) in cases {
-            let (m, s) = error_details(&document);
-            assert_eq!((m.as_deref(), s), (message, status), "{document}");
-        }
-    }
-
-    #[test]
-    fn clip_cuts_long_texts_on_a_character_boundary() {
-        let long = "é".repeat(600);
-        let clipped = clip(&long);
-        assert_eq!(clipped.chars().count(), MAX_ERROR_TEXT + 1);
-        assert!(clipped.ends_with('…'));
     }
 }

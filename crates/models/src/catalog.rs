@@ -35,9 +35,11 @@ impl ModelTier {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub struct ProviderSettings {
-    /// `openai` (any OpenAI-compatible API) or `local` (the embedded engine).
+    /// `openai` (any OpenAI-compatible API), `anthropic` (the Messages API) or `local` (the
+    /// embedded engine).
     pub kind: String,
-    /// Base URL of an OpenAI-compatible API, e.g. `https://api.openai.com/v1`.
+    /// Base URL of the API, e.g. `https://api.openai.com/v1`; required for `openai`, for
+    /// `anthropic` Anthropic's own (`https://api.anthropic.com/v1`) when unset.
     #[serde(default)]
     pub base_url: Option<String>,
     /// Environment variable holding the API key; when set but empty or missing, the
@@ -304,9 +306,9 @@ impl Catalog {
             }
         }
         for (name, provider) in &file.providers {
-            if provider.kind != "openai" && provider.kind != "local" {
+            if !matches!(provider.kind.as_str(), "openai" | "anthropic" | "local") {
                 return Err(CatalogError(format!(
-                    "provider `{name}`: kind must be `openai` or `local`"
+                    "provider `{name}`: kind must be `openai`, `anthropic` or `local`"
                 )));
             }
             if provider.kind == "openai" && provider.base_url.is_none() {
@@ -585,5 +587,39 @@ mod tests {
             .unwrap();
         assert!(local.enabled);
         assert!(local.is_recommended);
+        // Claude through the Messages API, disabled until its key is set.
+        let claude = |env: fn(&str) -> Option<String>| {
+            Catalog::builtin(env)
+                .unwrap()
+                .models()
+                .iter()
+                .find(|m| m.id == "anthropic/claude-sonnet-4-5")
+                .map(|m| (m.enabled, m.provider.clone()))
+                .unwrap()
+        };
+        assert_eq!(claude(|_| None), (false, "anthropic".to_owned()));
+        assert!(claude(|name| (name == "ANTHROPIC_API_KEY").then(|| "sk-ant".into())).0);
+    }
+
+    #[test]
+    fn providers_are_of_a_known_kind_and_openai_ones_have_a_base_url() {
+        let catalog = |kind: &str, base_url: &str| {
+            format!(
+                "[providers.p]\nkind = \"{kind}\"\n{base_url}\n[[models]]\nid = \"p/m\"\n\
+                 display_name = \"M\"\nprovider = \"p\"\nmodel_name = \"m\"\ncontext_window = 1000\n"
+            )
+        };
+        // Anthropic's own API is the default base URL of `anthropic`.
+        Catalog::parse(&catalog("anthropic", ""), |_| None).unwrap();
+        Catalog::parse(
+            &catalog("anthropic", "base_url = \"http://127.0.0.1:1/v1\""),
+            |_| None,
+        )
+        .unwrap();
+        assert_refused(&catalog("openai", ""), "base_url is required");
+        assert_refused(
+            &catalog("gemini", ""),
+            "kind must be `openai`, `anthropic` or `local`",
+        );
     }
 }

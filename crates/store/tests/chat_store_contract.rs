@@ -1205,6 +1205,7 @@ async fn a_failed_turn_keeps_its_partial_answer_and_its_route(target: impl Into<
     assert!(f.begin(&chat, at(10)).await);
     let route = Route {
         deployment: "backup".into(),
+        provider: "azure".into(),
         failed_attempts: vec![FailedAttempt {
             deployment: "primary".into(),
             error: "the model provider failed: HTTP 500".into(),

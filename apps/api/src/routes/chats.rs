@@ -335,6 +335,9 @@ impl From<&Usage> for UsageOut {
 pub struct RouteOut {
     /// The catalog's name of the deployment that answered.
     pub deployment: String,
+    /// The catalog's key of its provider (absent on answers stored before it was kept).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
     /// Attempts that failed before the first token (retried or fallen back from); they
     /// bill nothing.
     pub failed_attempts: Vec<FailedAttemptOut>,
@@ -352,6 +355,7 @@ impl From<&Route> for RouteOut {
     fn from(route: &Route) -> Self {
         Self {
             deployment: route.deployment.clone(),
+            provider: (!route.provider.is_empty()).then(|| route.provider.clone()),
             failed_attempts: route
                 .failed_attempts
                 .iter()

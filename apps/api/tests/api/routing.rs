@@ -4,7 +4,8 @@
 //! mid-stream, each deployed in front of a healthy backup. Before the first token the client
 //! gets one clean answer from the backup, once; after it, a clean error event, the partial
 //! answer kept with the chat in `error`; one usage record per completion either way, and the
-//! attempts on the stored answer.
+//! attempts on the stored answer. The same upstream also speaks Anthropic's Messages API
+//! (`/anthropic-…` paths), for a model served by `kind = "anthropic"` deployments.
 
 use std::{
     collections::HashMap,
@@ -14,9 +15,10 @@ use std::{
 
 use reqwest::Method;
 use serde_json::{Value, json};
+use tessera_llm_openai::testing::read_http_request;
 use tessera_store::Backend;
 use tokio::{
-    io::{AsyncReadExt, AsyncWriteExt},
+    io::AsyncWriteExt,
     net::{TcpListener, TcpStream},
 };
 
@@ -66,34 +68,9 @@ fn chunk(delta: Value, finish: Option<&str>) -> String {
 }
 
 async fn serve(mut socket: TcpStream, requests: Arc<Mutex<HashMap<String, u32>>>) {
-    // The request: its head, then `Content-Length` bytes of body.
-    let mut received = Vec::new();
-    let mut buffer = [0u8; 8192];
-    let (head_end, length) = loop {
-        let Ok(read) = socket.read(&mut buffer).await else {
-            return;
-        };
-        if read == 0 {
-            return;
-        }
-        received.extend_from_slice(&buffer[..read]);
-        if let Some(end) = received.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&received[..end]).to_lowercase();
-            let length = head
-                .lines()
-                .find_map(|line| line.strip_prefix("content-length:"))
-                .and_then(|value| value.trim().parse::<usize>().ok())
-                .unwrap_or(0);
-            break (end + 4, length);
-        }
+    let Some((head, _)) = read_http_request(&mut socket).await else {
+        return;
     };
-    while received.len() < head_end + length {
-        match socket.read(&mut buffer).await {
-            Ok(0) | Err(_) => return,
-            Ok(read) => received.extend_from_slice(&buffer[..read]),
-        }
-    }
-    let head = String::from_utf8_lossy(&received[..head_end]).into_owned();
     let path = head.split_whitespace().nth(1).unwrap_or("/");
     let behaviour = path
         .trim_start_matches('/')
@@ -138,6 +115,20 @@ async fn serve(mut socket: TcpStream, requests: Arc<Mutex<HashMap<String, u32>>>
                 .write_all(format!("{stream_head}{partial}").as_bytes())
                 .await;
         }
+        "anthropic-overloaded" => {
+            let body =
+                r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+            let response = format!(
+                "HTTP/1.1 529 Overloaded\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = socket.write_all(response.as_bytes()).await;
+        }
+        "anthropic-ok" => {
+            let _ = socket
+                .write_all(format!("{stream_head}{}", messages_answer()).as_bytes())
+                .await;
+        }
         _ => {
             let usage = json!({
                 "id": "chatcmpl-stub", "object": "chat.completion.chunk", "created": 0,
@@ -160,6 +151,24 @@ async fn serve(mut socket: TcpStream, requests: Arc<Mutex<HashMap<String, u32>>>
     let _ = socket.shutdown().await;
 }
 
+/// "Hello world" as the Messages API streams it: 5 input tokens plus 2 read from the cache.
+fn messages_answer() -> String {
+    [
+        json!({"type": "message_start", "message": {"id": "msg_stub", "type": "message",
+            "role": "assistant", "content": [], "model": "stub-model",
+            "usage": {"input_tokens": 5, "cache_read_input_tokens": 2, "output_tokens": 1}}}),
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hel"}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "lo world"}}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 2}}),
+        json!({"type": "message_stop"}),
+    ]
+    .iter()
+    .map(|event| format!("event: {}\ndata: {event}\n\n", event["type"].as_str().unwrap()))
+    .collect()
+}
+
 const FAULTS: [&str; 5] = ["fail500", "r429", "hang", "midhang", "midclose"];
 
 /// A model per fault: the faulty deployment first, the healthy one as its fallback.
@@ -170,6 +179,29 @@ fn catalog(port: u16) -> String {
             "[providers.{behaviour}]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:{port}/{behaviour}/v1\"\ntimeouts = {{ first_token_ms = 1500, idle_ms = 1500 }}\n\n"
         ));
     }
+    for behaviour in ["anthropic-overloaded", "anthropic-ok"] {
+        text.push_str(&format!(
+            "[providers.{behaviour}]\nkind = \"anthropic\"\nbase_url = \"http://127.0.0.1:{port}/{behaviour}/v1\"\n\n"
+        ));
+    }
+    text.push_str(
+        r#"[[models]]
+id = "claude/overloaded"
+display_name = "Claude, first deployment overloaded"
+context_window = 8192
+capabilities = { streaming = true }
+
+[[models.deployments]]
+provider = "anthropic-overloaded"
+model_name = "claude-stub"
+
+[[models.deployments]]
+provider = "anthropic-ok"
+model_name = "claude-stub"
+priority = 1
+
+"#,
+    );
     for behaviour in FAULTS {
         text.push_str(&format!(
             r#"[[models]]
@@ -238,7 +270,8 @@ async fn upstream_faults_are_routed_around_before_the_first_token(backend: Backe
         .await;
     let mut completions = 0;
 
-    for (fault, attempts) in [("fail500", 2), ("r429", 2), ("hang", 2)] {
+    // One failed attempt each: the backup is tried at once, no back-off first.
+    for (fault, attempts) in [("fail500", 1), ("r429", 1), ("hang", 1)] {
         let (text, error, chat) = complete(&app, &token, &format!("faulty/{fault}")).await;
         completions += 1;
         assert_eq!(
@@ -269,7 +302,7 @@ async fn upstream_faults_are_routed_around_before_the_first_token(backend: Backe
     }
     assert_eq!(upstream.requests("ok"), 3);
 
-    // The operator sees the failures on the deployments (two in a row: not yet open).
+    // The operator sees the failures on the deployments (one: not open).
     let admin = app.caller_token("org:admin").await;
     let health = ok(
         app.call(Method::GET, "/v1/models/catalog/deployments", &admin)
@@ -289,7 +322,7 @@ async fn upstream_faults_are_routed_around_before_the_first_token(backend: Backe
     let deployments = of("faulty/fail500");
     assert_eq!(deployments[0]["name"], json!("fail500"));
     assert_eq!(deployments[0]["circuit"], json!("closed"));
-    assert_eq!(deployments[0]["consecutiveFailures"], json!(2));
+    assert_eq!(deployments[0]["consecutiveFailures"], json!(1));
     assert_eq!(deployments[1]["name"], json!("ok"));
     assert_eq!(deployments[1]["priority"], json!(1));
     assert_eq!(deployments[1]["consecutiveFailures"], json!(0));
@@ -332,4 +365,39 @@ async fn upstream_faults_are_routed_around_before_the_first_token(backend: Backe
     );
 }
 
-tessera_store::on_both_databases!(upstream_faults_are_routed_around_before_the_first_token);
+async fn anthropic_deployments_answer_and_fall_back(backend: Backend) {
+    let upstream = FaultyUpstream::start().await;
+    let (app, _dir) = crate::chats::local_app(backend, Some(catalog(upstream.port))).await;
+    let token = app.caller_token("chats:admin chats:invoke").await;
+    let (text, error, chat) = complete(&app, &token, "claude/overloaded").await;
+    assert_eq!(
+        text, "Hello world",
+        "one clean answer from the Messages API"
+    );
+    assert_eq!(error, None);
+    let record = crate::chats::settled(&app, &token, &chat).await;
+    let answer = &record["messages"][1];
+    assert_eq!(answer["content"], json!("Hello world"));
+    assert_eq!(answer["finishReason"], json!("stop"));
+    assert_eq!(
+        answer["usage"]["inputTokens"],
+        json!(7),
+        "cache reads are input"
+    );
+    assert_eq!(answer["usage"]["outputTokens"], json!(2));
+    assert_eq!(answer["route"]["deployment"], json!("anthropic-ok"));
+    assert_eq!(answer["route"]["provider"], json!("anthropic-ok"));
+    let failed = answer["route"]["failedAttempts"].as_array().unwrap();
+    assert_eq!(failed.len(), 1, "529 falls back at once: {failed:?}");
+    assert!(
+        failed[0]["error"].as_str().unwrap().contains("Overloaded"),
+        "{failed:?}"
+    );
+    assert_eq!(upstream.requests("anthropic-overloaded"), 1);
+    assert_eq!(upstream.requests("anthropic-ok"), 1);
+}
+
+tessera_store::on_both_databases!(
+    upstream_faults_are_routed_around_before_the_first_token,
+    anthropic_deployments_answer_and_fall_back,
+);

@@ -9,6 +9,10 @@ use serde::{Deserialize, Serialize};
 pub struct Route {
     /// The deployment that answered.
     pub deployment: String,
+    /// Its provider (the catalog's key): usage is recorded against it. Empty in routes
+    /// stored before it was kept.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub provider: String,
     /// The attempts that failed before it, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failed_attempts: Vec<FailedAttempt>,

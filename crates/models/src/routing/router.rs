@@ -17,15 +17,16 @@ use super::{
 };
 use crate::{Capabilities, ChatEvent, ChatModel, ChatRequest, ChatStream, ProviderError};
 
-/// Retries on one deployment before falling back to the next.
+/// Rounds of attempts: every deployment once, then again (after a back-off) those whose
+/// failure may pass.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryPolicy {
-    /// Attempts on each deployment, the first included (0 counts as 1).
+    /// Attempts on each deployment, the first included (0 counts as 1): the number of rounds.
     pub attempts_per_deployment: u32,
     /// The delay before the first retry; it doubles with every further one (with jitter).
     pub backoff_base: Duration,
-    /// The longest wait before retrying a deployment. An upstream that asks (`Retry-After`)
-    /// for longer is not retried: the next deployment is tried at once.
+    /// The longest wait before a round of retries. An upstream that asks (`Retry-After`)
+    /// for longer is not retried.
     pub max_delay: Duration,
 }
 
@@ -62,9 +63,10 @@ impl RetryPolicy {
 enum NextStep {
     /// The request itself is at fault: every deployment would refuse it.
     GiveUp,
-    /// Try the same deployment again (after the upstream's `Retry-After`, if it said).
+    /// Try this deployment again in the next round (after the upstream's `Retry-After`, if
+    /// it said).
     Retry(Option<Duration>),
-    /// This deployment cannot serve (e.g. its credentials are refused): try the next.
+    /// This deployment cannot serve (e.g. its credentials are refused): not again.
     Fallback,
 }
 
@@ -82,7 +84,8 @@ fn next_step(error: &ProviderError) -> NextStep {
 
 /// A catalog model served by one or more deployments. Before the first token reaches the
 /// caller, a failed attempt (connect error, 429, 5xx, timeout, an answer that ends before
-/// its first token) is retried, then the next deployment is tried; the first event of the
+/// its first token) falls back to the next deployment at once; when every one has failed,
+/// those that may be retried are tried again after a back-off; the first event of the
 /// stream is [`ChatEvent::Routed`], saying which deployment answered after which failures.
 /// After the first token nothing is retried: a failure ends the stream with its error.
 pub struct RoutedChatModel {
@@ -200,6 +203,34 @@ impl RoutedChatModel {
             .await
             .unwrap_or(Err(ProviderError::Timeout))
     }
+
+    /// The stream of the attempt that produced a first token: its route, what it has said
+    /// so far, then the rest under the idle and total watchdog.
+    async fn answering(
+        &self,
+        deployment: &Deployment,
+        marked: bool,
+        route: Route,
+        head: Vec<ChatEvent>,
+        rest: ChatStream,
+        started: Instant,
+    ) -> ChatStream {
+        let circuit = self.circuit(deployment);
+        if marked {
+            self.circuits.succeeded(&circuit).await;
+        }
+        let watch = Watch {
+            idle: deployment.timeouts.idle,
+            deadline: started + deployment.timeouts.total,
+            circuit: self.has_circuits().then(|| Circuit {
+                board: self.circuits.clone(),
+                key: circuit,
+                clock: self.clock.clone(),
+            }),
+        };
+        let head = std::iter::once(ChatEvent::Routed(route)).chain(head);
+        Box::pin(stream::iter(head.map(Ok)).chain(watched(rest, watch)))
+    }
 }
 
 #[async_trait]
@@ -215,35 +246,27 @@ impl ChatModel for RoutedChatModel {
     async fn stream(&self, request: ChatRequest) -> Result<ChatStream, ProviderError> {
         let mut failed_attempts = Vec::new();
         let mut last_error = None;
-        let (order, mut marked) = self.order().await;
-        for index in order {
-            let deployment = &self.deployments[index];
-            let circuit = self.circuit(deployment);
-            let mut attempt = 1;
-            loop {
+        let (mut candidates, mut marked) = self.order().await;
+        let rounds = self.retry.attempts_per_deployment.max(1);
+        // Round one tries every deployment once, falling back at once; the deployments that
+        // may be retried are tried again in the next round, after the back-off (or the
+        // longest `Retry-After` they asked for).
+        for round in 1..=rounds {
+            let mut retried = Vec::new();
+            let mut wait = Duration::ZERO;
+            for index in candidates {
+                let deployment = &self.deployments[index];
                 let started = Instant::now();
                 let error = match Self::first_token(deployment, &request).await {
                     Ok((head, rest)) => {
-                        if marked[index] {
-                            self.circuits.succeeded(&circuit).await;
-                        }
                         let route = Route {
                             deployment: deployment.name.clone(),
+                            provider: deployment.provider.clone(),
                             failed_attempts,
                         };
-                        let watch = Watch {
-                            idle: deployment.timeouts.idle,
-                            deadline: started + deployment.timeouts.total,
-                            circuit: self.has_circuits().then(|| Circuit {
-                                board: self.circuits.clone(),
-                                key: circuit,
-                                clock: self.clock.clone(),
-                            }),
-                        };
-                        let head = std::iter::once(ChatEvent::Routed(route)).chain(head);
-                        return Ok(Box::pin(
-                            stream::iter(head.map(Ok)).chain(watched(rest, watch)),
-                        ));
+                        return Ok(self
+                            .answering(deployment, marked[index], route, head, rest, started)
+                            .await);
                     }
                     Err(error) => error,
                 };
@@ -252,13 +275,15 @@ impl ChatModel for RoutedChatModel {
                     return Err(error);
                 }
                 if self.has_circuits() {
-                    self.circuits.failed(&circuit, self.clock.now()).await;
+                    self.circuits
+                        .failed(&self.circuit(deployment), self.clock.now())
+                        .await;
                     marked[index] = true;
                 }
                 tracing::warn!(
                     model = %self.model_id,
                     deployment = %deployment.name,
-                    attempt,
+                    round,
                     %error,
                     "a deployment failed before its first token"
                 );
@@ -266,21 +291,20 @@ impl ChatModel for RoutedChatModel {
                     deployment: deployment.name.clone(),
                     error: error.to_string(),
                 });
-                let delay = match step {
-                    NextStep::Retry(retry_after)
-                        if attempt < self.retry.attempts_per_deployment =>
-                    {
-                        self.retry.delay(attempt, retry_after)
-                    }
-                    _ => None,
-                };
+                if let NextStep::Retry(retry_after) = step
+                    && round < rounds
+                    && let Some(delay) = self.retry.delay(round, retry_after)
+                {
+                    retried.push(index);
+                    wait = wait.max(delay);
+                }
                 last_error = Some(error);
-                let Some(delay) = delay else {
-                    break;
-                };
-                tokio::time::sleep(delay).await;
-                attempt += 1;
             }
+            if retried.is_empty() {
+                break;
+            }
+            tokio::time::sleep(wait).await;
+            candidates = retried;
         }
         Err(last_error.unwrap_or_else(|| ProviderError::Unavailable {
             message: format!("model `{}` has no deployment", self.model_id),

@@ -176,7 +176,7 @@ fn route_of(events: &[Result<ChatEvent, ProviderError>]) -> Route {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_failing_deployment_is_retried_then_fallen_back_from() {
+async fn a_failing_deployment_is_fallen_back_from_at_once() {
     let failing = Scripted::always(server_error());
     let healthy = Scripted::always(answer("Hello"));
     let model = routed(
@@ -186,6 +186,41 @@ async fn a_failing_deployment_is_retried_then_fallen_back_from() {
         ],
         Arc::new(InProcessCircuits::default()),
     );
+    let started = tokio::time::Instant::now();
+    let events = collect(model.stream(ChatRequest::default()).await.unwrap()).await;
+    assert_eq!(
+        started.elapsed(),
+        Duration::ZERO,
+        "no back-off before a fallback"
+    );
+    let route = route_of(&events);
+    assert_eq!(route.deployment, "backup");
+    let failed: Vec<_> = route
+        .failed_attempts
+        .iter()
+        .map(|a| a.deployment.as_str())
+        .collect();
+    assert_eq!(failed, ["primary"]);
+    assert!(route.failed_attempts[0].error.contains("boom"));
+    assert_eq!((failing.calls(), healthy.calls()), (1, 1));
+    // Each deployment is asked for its own name of the model.
+    assert_eq!(*healthy.models.lock().unwrap(), ["backup-model"]);
+    assert_eq!(events[1], Ok(ChatEvent::TextDelta("Hello".into())));
+    assert_eq!(events.len(), 3, "{events:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn when_every_deployment_failed_they_are_retried_in_a_second_round_after_a_back_off() {
+    let failing = Scripted::always(server_error());
+    let recovering = Scripted::new(vec![server_error()], answer("Hello"));
+    let model = routed(
+        vec![
+            deployment("primary", failing.clone(), 0, 1),
+            deployment("backup", recovering.clone(), 1, 1),
+        ],
+        Arc::new(InProcessCircuits::default()),
+    );
+    let started = tokio::time::Instant::now();
     let events = collect(model.stream(ChatRequest::default()).await.unwrap()).await;
     let route = route_of(&events);
     assert_eq!(route.deployment, "backup");
@@ -194,13 +229,24 @@ async fn a_failing_deployment_is_retried_then_fallen_back_from() {
         .iter()
         .map(|a| a.deployment.as_str())
         .collect();
-    assert_eq!(failed, ["primary", "primary"]);
-    assert!(route.failed_attempts[0].error.contains("boom"));
-    assert_eq!((failing.calls(), healthy.calls()), (2, 1));
-    // Each deployment is asked for its own name of the model.
-    assert_eq!(*healthy.models.lock().unwrap(), ["backup-model"]);
-    assert_eq!(events[1], Ok(ChatEvent::TextDelta("Hello".into())));
-    assert_eq!(events.len(), 3, "{events:?}");
+    assert_eq!(failed, ["primary", "backup", "primary"]);
+    assert_eq!((failing.calls(), recovering.calls()), (2, 2));
+    // One jittered back-off of 100–200 ms between the rounds.
+    let elapsed = started.elapsed();
+    assert!(
+        elapsed >= Duration::from_millis(100) && elapsed <= Duration::from_millis(200),
+        "{elapsed:?}"
+    );
+    // Two rounds in all: a lone deployment that never recovers is tried twice, then the
+    // completion fails with its error.
+    let broken = Scripted::always(server_error());
+    let model = routed(
+        vec![deployment("only", broken.clone(), 0, 1)],
+        Arc::new(InProcessCircuits::default()),
+    );
+    let error = model.stream(ChatRequest::default()).await.err().unwrap();
+    assert!(error.to_string().contains("boom"), "{error}");
+    assert_eq!(broken.calls(), 2);
 }
 
 #[tokio::test(start_paused = true)]
@@ -289,16 +335,13 @@ async fn a_deployment_that_hangs_or_ends_early_times_out_before_the_first_token(
         .iter()
         .map(|a| a.error.as_str())
         .collect();
-    assert_eq!(errors.len(), 6, "{errors:?}");
+    assert_eq!(errors.len(), 3, "{errors:?}");
     assert!(errors[0].contains("did not answer in time"), "{errors:?}");
-    assert!(errors[5].contains("before its first token"), "{errors:?}");
-    // Two attempts of 2 s on each hanging deployment, plus the back-offs (at most 200 ms).
-    let elapsed = started.elapsed();
-    assert!(
-        elapsed >= Duration::from_secs(8) && elapsed < Duration::from_secs(9),
-        "{elapsed:?}"
-    );
-    assert_eq!((hanging.calls(), silent.calls(), empty.calls()), (2, 2, 2));
+    assert!(errors[1].contains("did not answer in time"), "{errors:?}");
+    assert!(errors[2].contains("before its first token"), "{errors:?}");
+    // One attempt of 2 s on each hanging deployment, no back-off before a fallback.
+    assert_eq!(started.elapsed(), Duration::from_secs(4));
+    assert_eq!((hanging.calls(), silent.calls(), empty.calls()), (1, 1, 1));
 }
 
 #[tokio::test(start_paused = true)]
@@ -352,8 +395,12 @@ async fn an_open_circuit_is_skipped_until_every_circuit_is_open() {
         ],
         circuits.clone(),
     );
-    // Two failures (one completion), then a third failure opens the circuit.
-    collect(model.stream(ChatRequest::default()).await.unwrap()).await;
+    // Two failures (one per completion, each answered by the backup), then a third failure
+    // opens the circuit.
+    for _ in 0..2 {
+        let events = collect(model.stream(ChatRequest::default()).await.unwrap()).await;
+        assert_eq!(route_of(&events).deployment, "backup");
+    }
     circuits.failed("acme/chat#flaky", clock().now()).await;
     let health = model.health().await;
     assert!(health[0].1.is_open(clock().now()));

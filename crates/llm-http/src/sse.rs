@@ -1,6 +1,6 @@
 //! A successful response → the `ChatStream`: server-sent events read with an idle timeout
-//! and a bound on buffered bytes, translated by the `Translator`. A server that ignored
-//! `stream: true` and answered with one JSON document is translated the same way.
+//! and a bound on buffered bytes, translated by the adapter's [`Translate`]. A server that
+//! ignored `stream: true` and answered with one JSON document is translated whole.
 
 use std::{
     collections::VecDeque,
@@ -18,7 +18,65 @@ use futures_util::{Stream, StreamExt, stream};
 use reqwest::header::CONTENT_TYPE;
 use tessera_models::{ChatEvent, ChatStream, ProviderError};
 
-use crate::{model::error_chain, translate::Translator};
+use crate::upstream::error_chain;
+
+/// What one step of a translation produced.
+pub type Items = Vec<Result<ChatEvent, ProviderError>>;
+
+/// A provider's answer → `ChatEvent`s: pure, fed the answer's events (or its whole body) and
+/// told how the stream ended, so every odd shape can be unit-tested without a socket.
+pub trait Translate: Send + 'static {
+    /// Whether the answer is over (finished or failed): nothing more is fed.
+    fn is_done(&self) -> bool;
+    /// One server-sent event: its type (`message` unless named) and data.
+    fn event(&mut self, kind: &str, data: &str) -> Items;
+    /// A whole (non-streamed) answer.
+    fn whole(&mut self, body: &[u8]) -> Items;
+    /// Whether the answer said how it ends (a finish or stop reason): if the stream ends or
+    /// goes silent now, the answer is complete.
+    fn finishing(&self) -> bool;
+    /// The answer's `Finish` (after whatever must close first); the translation is done.
+    fn complete(&mut self) -> Items;
+    /// The answer failed with `error`; the translation is done.
+    fn failed(&mut self, error: ProviderError) -> Items;
+
+    /// The stream ended (the connection closed) without the protocol's last event: complete
+    /// if the answer said how it ends, a failure otherwise.
+    fn end(&mut self) -> Items {
+        if self.is_done() {
+            Vec::new()
+        } else if self.finishing() {
+            self.complete()
+        } else {
+            self.failed(ProviderError::Upstream {
+                status: None,
+                message: "the provider's stream ended before the answer was complete".into(),
+            })
+        }
+    }
+
+    /// The stream went silent for the idle timeout.
+    fn silence(&mut self) -> Items {
+        if self.is_done() {
+            Vec::new()
+        } else if self.finishing() {
+            self.complete()
+        } else {
+            self.failed(ProviderError::Timeout)
+        }
+    }
+
+    /// The transport failed after the answer began.
+    fn broken(&mut self, message: String) -> Items {
+        if self.is_done() {
+            return Vec::new();
+        }
+        self.failed(ProviderError::Upstream {
+            status: None,
+            message,
+        })
+    }
+}
 
 /// The most bytes received without completing an event (an SSE event, or a whole JSON
 /// answer): a misbehaving upstream cannot make the adapter buffer without end.
@@ -28,9 +86,10 @@ type Item = Result<ChatEvent, ProviderError>;
 
 /// The events of an answer whose headers arrived. Waits for the first event, so that a
 /// failure before it is returned here rather than as the stream's first item.
-pub(crate) async fn answer(
+pub async fn answer<T: Translate>(
     response: reqwest::Response,
     idle_timeout: Duration,
+    translator: T,
 ) -> Result<ChatStream, ProviderError> {
     let is_json = response
         .headers()
@@ -38,9 +97,9 @@ pub(crate) async fn answer(
         .and_then(|value| value.to_str().ok())
         .is_some_and(|value| value.trim_start().starts_with("application/json"));
     let mut events: ChatStream = if is_json {
-        whole(response, idle_timeout)
+        whole(response, idle_timeout, translator)
     } else {
-        server_sent(response, idle_timeout)
+        server_sent(response, idle_timeout, translator)
     };
     match events.next().await {
         Some(Err(error)) => Err(error),
@@ -118,11 +177,11 @@ impl Activity {
 
 type Events = Pin<Box<dyn Stream<Item = Result<Event, EventStreamError<Transport>>> + Send>>;
 
-struct ServerSent {
+struct ServerSent<T> {
     events: Events,
     activity: Arc<Activity>,
     idle_timeout: Duration,
-    translator: Translator,
+    translator: T,
     pending: VecDeque<Item>,
 }
 
@@ -133,7 +192,7 @@ enum Next {
     Broken(String),
 }
 
-impl ServerSent {
+impl<T: Translate> ServerSent<T> {
     /// The next event, or why there is none. Bytes that complete no event (comments used
     /// as keep-alives, halves of events) still count as activity.
     async fn next_event(&mut self) -> Next {
@@ -182,7 +241,11 @@ impl ServerSent {
     }
 }
 
-fn server_sent(response: reqwest::Response, idle_timeout: Duration) -> ChatStream {
+fn server_sent<T: Translate>(
+    response: reqwest::Response,
+    idle_timeout: Duration,
+    translator: T,
+) -> ChatStream {
     let activity = Arc::new(Activity::new());
     let counter = Arc::clone(&activity);
     // Bytes, not text: the parser joins UTF-8 sequences split across network chunks.
@@ -195,15 +258,18 @@ fn server_sent(response: reqwest::Response, idle_timeout: Duration) -> ChatStrea
         events: Box::pin(EventStream::new(bytes)),
         activity,
         idle_timeout,
-        translator: Translator::new(),
+        translator,
         pending: VecDeque::new(),
     };
     Box::pin(stream::unfold(state, ServerSent::next_item))
 }
 
-fn whole(response: reqwest::Response, idle_timeout: Duration) -> ChatStream {
+fn whole<T: Translate>(
+    response: reqwest::Response,
+    idle_timeout: Duration,
+    mut translator: T,
+) -> ChatStream {
     let items = async move {
-        let mut translator = Translator::new();
         match read_whole(response, idle_timeout).await {
             Ok(body) => translator.whole(&body),
             Err(None) => vec![Err(ProviderError::Timeout)],
