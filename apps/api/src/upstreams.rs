@@ -10,7 +10,9 @@ use tessera_kernel::SystemClock;
 use tessera_limits_redis::RedisCircuits;
 use tessera_llm_anthropic::{AnthropicChatModel, AnthropicConfig, DEFAULT_BASE_URL};
 use tessera_llm_local::{LocalEngine, LocalEngineOptions, find_model_file};
-use tessera_llm_openai::{OpenAiChatModel, OpenAiConfig};
+use tessera_llm_openai::{
+    ConfigError, OpenAiChatModel, OpenAiConfig, RetryPolicy as AdapterRetry, UpstreamSettings,
+};
 use tessera_models::{
     BaseModel, Catalog, ChatModel, CircuitBoard, CircuitPolicy, Deployment, DeploymentSettings,
     InProcessCircuits, Providers, RetryPolicy, RoutedChatModel,
@@ -100,18 +102,23 @@ async fn deployment_of(
             Some(Ok(key)) if !key.trim().is_empty() => Some(key),
             Some(_) => return Ok(None),
         };
-        let refused = |e: tessera_llm_anthropic::ConfigError| {
+        let refused = |e: ConfigError| {
             StartupError::Catalog(format!("provider `{}`: {e}", deployment.provider))
         };
         // Retries are the router's: the adapter makes one attempt.
+        let transport = UpstreamSettings {
+            connect_timeout: timeouts.connect,
+            first_byte_timeout: timeouts.first_token,
+            idle_timeout: timeouts.idle,
+            retry: AdapterRetry::none(),
+            extra_roots_pem: None,
+            trace_headers: Some(crate::telemetry::propagation::outgoing),
+        };
         if provider.kind == "anthropic" {
             let base_url = provider.base_url.as_deref().unwrap_or(DEFAULT_BASE_URL);
             let mut config = AnthropicConfig::new(base_url)
-                .with_trace_headers(crate::telemetry::propagation::outgoing)
                 .with_capabilities(model.capabilities)
-                .with_connect_timeout(timeouts.connect)
-                .with_timeouts(timeouts.first_token, timeouts.idle)
-                .with_retry(tessera_llm_anthropic::RetryPolicy::none());
+                .with_transport(transport);
             if let Some(max_tokens) = model.max_tokens_per_request {
                 config.default_max_tokens = config.default_max_tokens.min(max_tokens);
             }
@@ -124,12 +131,9 @@ async fn deployment_of(
                 return Ok(None);
             };
             let mut config = OpenAiConfig::new(base_url.clone())
-                .with_trace_headers(crate::telemetry::propagation::outgoing)
                 .with_capabilities(model.capabilities)
                 .with_json_schema_style(provider.json_schema_style)
-                .with_connect_timeout(timeouts.connect)
-                .with_timeouts(timeouts.first_token, timeouts.idle)
-                .with_retry(tessera_llm_openai::RetryPolicy::none());
+                .with_transport(transport);
             if let Some(key) = key {
                 config = config.with_api_key(key);
             }

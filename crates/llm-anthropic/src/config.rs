@@ -1,11 +1,8 @@
 //! How to reach Anthropic's API (or a server that speaks it), and how patiently.
 
-use std::time::Duration;
-
 use reqwest::header::{HeaderName, HeaderValue};
-use tessera_kernel::TraceHeaders;
 use tessera_llm_http::{
-    ApiKey, ConfigError, RetryPolicy, Upstream, UpstreamSettings, credential_header, endpoint_of,
+    ApiKey, ConfigError, Upstream, UpstreamSettings, credential_header, endpoint_of,
 };
 use tessera_models::Capabilities;
 
@@ -57,25 +54,9 @@ impl AnthropicConfig {
         self
     }
 
-    pub fn with_timeouts(mut self, first_byte: Duration, idle: Duration) -> Self {
-        self.transport.first_byte_timeout = first_byte;
-        self.transport.idle_timeout = idle;
-        self
-    }
-
-    pub fn with_connect_timeout(mut self, connect: Duration) -> Self {
-        self.transport.connect_timeout = connect;
-        self
-    }
-
-    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
-        self.transport.retry = retry;
-        self
-    }
-
-    /// Sends the current trace's context (W3C `traceparent`) with every request.
-    pub fn with_trace_headers(mut self, headers: TraceHeaders) -> Self {
-        self.transport.trace_headers = Some(headers);
+    /// Timeouts, retries, trusted roots and trace headers, all at once.
+    pub fn with_transport(mut self, transport: UpstreamSettings) -> Self {
+        self.transport = transport;
         self
     }
 

@@ -17,4 +17,4 @@ mod translate;
 
 pub use config::{API_VERSION, AnthropicConfig, DEFAULT_BASE_URL};
 pub use model::AnthropicChatModel;
-pub use tessera_llm_http::{ApiKey, ConfigError, RetryPolicy};
+pub use tessera_llm_http::{ApiKey, ConfigError, RetryPolicy, UpstreamSettings};

@@ -17,7 +17,7 @@ use std::{
 
 use futures_util::StreamExt;
 use serde_json::{Value, json};
-use tessera_llm_anthropic::{AnthropicChatModel, AnthropicConfig, RetryPolicy};
+use tessera_llm_anthropic::{AnthropicChatModel, AnthropicConfig, RetryPolicy, UpstreamSettings};
 use tessera_llm_openai::testing::{LiteLlm, read_http_request};
 use tessera_models::{
     ChatEvent, ChatMessage, ChatModel, ChatRequest, FinishReason, ImageInput, ProviderError, Role,
@@ -207,8 +207,12 @@ async fn litellm_messages_api_plain_streamed_tools_thinking_images_and_errors() 
     let model = AnthropicChatModel::new(
         AnthropicConfig::new(format!("{}/v1", proxy.base_url))
             .with_api_key(proxy.master_key.as_str())
-            .with_timeouts(Duration::from_secs(30), Duration::from_secs(30))
-            .with_retry(RetryPolicy::none()),
+            .with_transport(UpstreamSettings {
+                first_byte_timeout: Duration::from_secs(30),
+                idle_timeout: Duration::from_secs(30),
+                retry: RetryPolicy::none(),
+                ..UpstreamSettings::default()
+            }),
     )
     .expect("the adapter");
 

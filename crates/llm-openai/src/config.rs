@@ -84,13 +84,27 @@ impl OpenAiConfig {
         self
     }
 
-    pub fn with_connect_timeout(mut self, connect: Duration) -> Self {
-        self.connect_timeout = connect;
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
         self
     }
 
-    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
+    /// Timeouts, retries, trusted roots and trace headers, all at once.
+    pub fn with_transport(mut self, transport: UpstreamSettings) -> Self {
+        let UpstreamSettings {
+            connect_timeout,
+            first_byte_timeout,
+            idle_timeout,
+            retry,
+            extra_roots_pem,
+            trace_headers,
+        } = transport;
+        self.connect_timeout = connect_timeout;
+        self.first_byte_timeout = first_byte_timeout;
+        self.idle_timeout = idle_timeout;
         self.retry = retry;
+        self.extra_roots_pem = extra_roots_pem;
+        self.trace_headers = trace_headers;
         self
     }
 

@@ -29,3 +29,4 @@ mod translate;
 pub use config::{ApiKey, ConfigError, OpenAiConfig, RetryPolicy};
 pub use embeddings::{EmbedderConfigError, OpenAiEmbedder};
 pub use model::OpenAiChatModel;
+pub use tessera_llm_http::UpstreamSettings;

@@ -168,6 +168,15 @@ async fn collect(stream: ChatStream) -> Vec<Result<ChatEvent, ProviderError>> {
     stream.collect().await
 }
 
+/// The deployments of a route's failed attempts, in order.
+fn failed_deployments(route: &Route) -> Vec<&str> {
+    route
+        .failed_attempts
+        .iter()
+        .map(|attempt| attempt.deployment.as_str())
+        .collect()
+}
+
 fn route_of(events: &[Result<ChatEvent, ProviderError>]) -> Route {
     match &events[0] {
         Ok(ChatEvent::Routed(route)) => route.clone(),
@@ -195,11 +204,7 @@ async fn a_failing_deployment_is_fallen_back_from_at_once() {
     );
     let route = route_of(&events);
     assert_eq!(route.deployment, "backup");
-    let failed: Vec<_> = route
-        .failed_attempts
-        .iter()
-        .map(|a| a.deployment.as_str())
-        .collect();
+    let failed = failed_deployments(&route);
     assert_eq!(failed, ["primary"]);
     assert!(route.failed_attempts[0].error.contains("boom"));
     assert_eq!((failing.calls(), healthy.calls()), (1, 1));
@@ -224,11 +229,7 @@ async fn when_every_deployment_failed_they_are_retried_in_a_second_round_after_a
     let events = collect(model.stream(ChatRequest::default()).await.unwrap()).await;
     let route = route_of(&events);
     assert_eq!(route.deployment, "backup");
-    let failed: Vec<_> = route
-        .failed_attempts
-        .iter()
-        .map(|a| a.deployment.as_str())
-        .collect();
+    let failed = failed_deployments(&route);
     assert_eq!(failed, ["primary", "backup", "primary"]);
     assert_eq!((failing.calls(), recovering.calls()), (2, 2));
     // One jittered back-off of 100–200 ms between the rounds.
