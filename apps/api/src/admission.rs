@@ -1,41 +1,21 @@
-//! The chats domain's `Admission` port over this deployment's organizations (their plans),
-//! configured quotas (monthly credits per plan or organization) and the usage domain's
-//! budget guard.
+//! The chats domain's admission (plans and monthly credit budgets, `PlansAndBudgets`),
+//! counted: each refusal for a spent budget moves the refusals metric.
 
 use async_trait::async_trait;
-use tessera_chats::{Admission, BudgetSpent, ChatError};
-use tessera_kernel::{DomainError, OrganizationId};
-use tessera_organizations::{OrganizationService, Plan};
-use tessera_usage::BudgetGuard;
+use tessera_chats::{Admission, ChatError, PlansAndBudgets};
+use tessera_kernel::OrganizationId;
+use tessera_organizations::Plan;
 
-use crate::config::QuotaSettings;
-
-/// Plans from the organizations, budgets from the quotas and this month's spend.
-pub struct PlansAndBudgets {
-    pub organizations: OrganizationService,
-    pub quotas: QuotaSettings,
-    pub budgets: BudgetGuard,
-}
+/// [`PlansAndBudgets`], with its refusals recorded.
+pub struct MeteredAdmission(pub PlansAndBudgets);
 
 #[async_trait]
-impl Admission for PlansAndBudgets {
+impl Admission for MeteredAdmission {
     async fn admit(&self, organization: &OrganizationId) -> Result<Plan, ChatError> {
-        let plan = self
-            .organizations
-            .plan(organization)
-            .await
-            .map_err(DomainError::from)?;
-        if let Some(budget) = self.quotas.monthly_credits(organization, plan) {
-            let status = self.budgets.status(organization, budget).await?;
-            if status.exhausted() {
-                crate::metrics::refused("credit_budget");
-                return Err(ChatError::BudgetSpent(BudgetSpent {
-                    monthly_credits: status.monthly_credits,
-                    used_credits: status.used,
-                    resets_at: status.resets_at,
-                }));
-            }
+        let admitted = self.0.admit(organization).await;
+        if let Err(ChatError::BudgetSpent(_)) = &admitted {
+            crate::metrics::refused("credit_budget");
         }
-        Ok(plan)
+        admitted
     }
 }

@@ -581,21 +581,14 @@ impl Default for QuotaSettings {
 }
 
 impl QuotaSettings {
-    /// The organization's monthly budget, if it has one.
-    pub fn monthly_credits(
-        &self,
-        organization: &tessera_kernel::OrganizationId,
-        plan: tessera_organizations::Plan,
-    ) -> Option<u64> {
-        use tessera_organizations::Plan;
-        self.organizations
-            .get(organization.as_str())
-            .copied()
-            .or(match plan {
-                Plan::Free => self.free_monthly_credits,
-                Plan::Pro => self.pro_monthly_credits,
-                Plan::Enterprise => self.enterprise_monthly_credits,
-            })
+    /// The budgets, as the chats domain's admission applies them.
+    pub fn credit_quotas(&self) -> tessera_chats::CreditQuotas {
+        tessera_chats::CreditQuotas {
+            free: self.free_monthly_credits,
+            pro: self.pro_monthly_credits,
+            enterprise: self.enterprise_monthly_credits,
+            organizations: self.organizations.clone(),
+        }
     }
 }
 
@@ -1127,7 +1120,7 @@ mod tests {
             &[("TESSERA_QUOTAS__PRO_MONTHLY_CREDITS", "20000")],
         )
         .unwrap();
-        let quotas = &settings.quotas;
+        let quotas = settings.quotas.credit_quotas();
         let org = |id: &str| id.parse::<tessera_kernel::OrganizationId>().unwrap();
         use tessera_organizations::Plan;
         assert_eq!(
@@ -1146,7 +1139,7 @@ mod tests {
             quotas.monthly_credits(&org("org_small"), Plan::Enterprise),
             None
         );
-        assert_eq!(quotas.cache_secs, 10);
+        assert_eq!(settings.quotas.cache_secs, 10);
     }
 
     #[test]

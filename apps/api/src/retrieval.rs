@@ -4,19 +4,14 @@
 //! domain whether a dataset exists and how large it is.
 
 use async_trait::async_trait;
-use tessera_chats::{Retriever, Source, SourceLocation};
+use tessera_chats::{RetrievalQuery, Retrieved, Retriever, Source, SourceLocation};
 use tessera_kernel::{DomainError, OrganizationId};
 use tessera_knowledge::{
     ChunkLocation, DatasetId, DatasetService, FileId, KnowledgeCaller, MAX_QUERY_CHARS, SearchMode,
     SearchRequest,
 };
-use tessera_models::{DatasetLinks, DatasetUsage, ModelService};
+use tessera_models::{DatasetLinks, DatasetUsage};
 use tracing::Instrument;
-
-/// Passages retrieved per question from a model's `rag` datasets, best first.
-pub const RAG_PASSAGES: usize = 5;
-/// The share of the model's context window retrieved `rag` passages may fill.
-const RAG_SHARE_PERCENT: u64 = 20;
 
 /// The knowledge domain, as the models domain sees datasets.
 pub struct KnowledgeDirectory(pub DatasetService);
@@ -36,11 +31,10 @@ impl tessera_models::DatasetDirectory for KnowledgeDirectory {
 }
 
 /// Sources for chats on user models with linked datasets: every `context` dataset in full
-/// (as far as its budget allows), then the passages of the `rag` datasets that best match
-/// the question.
+/// (as far as its share of the context window allows), and the passages of each `rag`
+/// dataset that best match the question (the chats domain ranks and cuts them).
 pub struct DatasetRetriever {
     pub links: DatasetLinks,
-    pub models: ModelService,
     pub datasets: DatasetService,
 }
 
@@ -75,62 +69,43 @@ fn source(
     }
 }
 
-impl DatasetRetriever {
-    /// The model's context window, when `model_id` is one of the organization's models.
-    async fn context_window(&self, organization: &OrganizationId, model_id: &str) -> u32 {
-        let Ok(id) = model_id.parse() else {
-            return 0;
-        };
-        self.models
-            .get(organization, &id)
-            .await
-            .ok()
-            .and_then(|view| view.parent.map(|base| base.context_window))
-            .unwrap_or(0)
-    }
-}
-
 #[async_trait]
 impl Retriever for DatasetRetriever {
     async fn retrieve(
         &self,
         organization: &OrganizationId,
-        model_id: &str,
-        query: &str,
-    ) -> Result<Vec<Source>, DomainError> {
-        let links = self.links.links_of(organization, model_id).await?;
+        query: &RetrievalQuery,
+    ) -> Result<Retrieved, DomainError> {
+        let links = self.links.links_of(organization, &query.model_id).await?;
         if links.is_empty() {
-            return Ok(Vec::new());
+            return Ok(Retrieved::default());
         }
         let span = tracing::info_span!(
             "retrieval",
             "tessera.datasets" = i64::try_from(links.len()).unwrap_or(i64::MAX),
             "tessera.sources" = tracing::field::Empty,
         );
-        let sources = self
-            .passages_of(organization, model_id, query, links)
+        let retrieved = self
+            .passages_of(organization, query, links)
             .instrument(span.clone())
             .await?;
-        span.record(
-            "tessera.sources",
-            i64::try_from(sources.len()).unwrap_or(i64::MAX),
-        );
-        Ok(sources)
+        let found = retrieved.whole.len() + retrieved.candidates.len();
+        span.record("tessera.sources", i64::try_from(found).unwrap_or(i64::MAX));
+        Ok(retrieved)
     }
 }
 
 impl DatasetRetriever {
-    /// The passages of the linked datasets: whole datasets first, then the search hits.
+    /// The linked datasets' passages: whole `context` datasets, and the search hits of the
+    /// `rag` ones.
     async fn passages_of(
         &self,
         organization: &OrganizationId,
-        model_id: &str,
-        query: &str,
+        query: &RetrievalQuery,
         links: Vec<tessera_models::DatasetLink>,
-    ) -> Result<Vec<Source>, DomainError> {
-        let window = self.context_window(organization, model_id).await;
+    ) -> Result<Retrieved, DomainError> {
         let mut sources = Vec::new();
-        let mut context_budget = DatasetLinks::context_budget(window);
+        let mut context_budget = DatasetLinks::context_budget(query.context_window);
         let mut searched = Vec::new();
         for link in links {
             let Ok(dataset) = link.dataset_id.parse::<DatasetId>() else {
@@ -162,12 +137,21 @@ impl DatasetRetriever {
                 )
             }));
         }
+        let whole = |whole| Retrieved {
+            whole,
+            candidates: Vec::new(),
+        };
         if searched.is_empty() {
-            return Ok(sources);
+            return Ok(whole(sources));
         }
-        let query: String = query.trim().chars().take(MAX_QUERY_CHARS).collect();
-        if query.is_empty() {
-            return Ok(sources);
+        let question: String = query
+            .question
+            .trim()
+            .chars()
+            .take(MAX_QUERY_CHARS)
+            .collect();
+        if question.is_empty() {
+            return Ok(whole(sources));
         }
         let caller = KnowledgeCaller {
             organization: organization.clone(),
@@ -175,42 +159,36 @@ impl DatasetRetriever {
             // Retrieval only reads: nothing it does is audited.
             actor: tessera_kernel::Actor::System,
         };
-        let mut hits = Vec::new();
+        let mut candidates = Vec::new();
         for dataset in searched {
             let request = SearchRequest {
-                query: query.clone(),
-                limit: RAG_PASSAGES,
+                query: question.clone(),
+                limit: query.passages,
                 version: None,
                 files: None,
                 mode: SearchMode::Hybrid,
             };
             match self.datasets.search(&caller, &dataset, request).await {
-                Ok(found) => hits.extend(found.into_iter().map(|hit| (dataset.clone(), hit))),
+                Ok(found) => candidates.extend(found.into_iter().map(|hit| {
+                    let chunk = hit.chunk;
+                    let file = (&chunk.file_id, hit.file_name.as_str());
+                    source(
+                        &dataset,
+                        file,
+                        chunk.ordinal,
+                        &chunk.location,
+                        chunk.text,
+                        chunk.score,
+                    )
+                })),
                 // Deleted since it was linked (the link goes with it).
                 Err(DomainError::NotFound { .. }) => {}
                 Err(error) => return Err(error),
             }
         }
-        hits.sort_by(|a, b| b.1.chunk.score.total_cmp(&a.1.chunk.score));
-        let mut rag_budget = u64::from(window) * RAG_SHARE_PERCENT / 100;
-        for (dataset, hit) in hits.into_iter().take(RAG_PASSAGES) {
-            // Four characters a token is close enough to keep within the budget.
-            let tokens = (hit.chunk.text.len() / 4) as u64;
-            if tokens > rag_budget {
-                break;
-            }
-            rag_budget -= tokens;
-            let chunk = hit.chunk;
-            let file = (&chunk.file_id, hit.file_name.as_str());
-            sources.push(source(
-                &dataset,
-                file,
-                chunk.ordinal,
-                &chunk.location,
-                chunk.text,
-                chunk.score,
-            ));
-        }
-        Ok(sources)
+        Ok(Retrieved {
+            whole: sources,
+            candidates,
+        })
     }
 }

@@ -8,7 +8,7 @@ use tessera_audit::{AuditService, Retention};
 use tessera_auth::{
     Argon2SecretHasher, HmacApiKeyHasher, JwtKeys, KeyError, OidcProvider, OidcVerifier, TokenRules,
 };
-use tessera_chats::{ArtifactService, ChatPorts, ChatService};
+use tessera_chats::{ArtifactService, ChatPorts, ChatService, PlansAndBudgets};
 use tessera_idempotency::IdempotencyService;
 use tessera_identity::{
     ApiKeyService, ClientName, ClientSecret, IdentityService, NewClient, TokenSettings,
@@ -426,22 +426,24 @@ pub async fn state(
         Arc::new(KnowledgeDirectory(knowledge.datasets.clone())),
         clock.clone(),
     );
+    // The chat store's runner is this process's: its leases keep the generations it begins.
+    let chat_store = Arc::new(SqlChatStore::new(database.clone()));
     let chats = ChatService::new(ChatPorts {
-        store: Arc::new(SqlChatStore::new(database.clone())),
-        models: models.clone(),
-        prompts: prompts.clone(),
+        store: chat_store.clone(),
+        leases: chat_store,
+        models: Arc::new(models.clone()),
+        prompts: Arc::new(prompts.clone()),
         retriever: Arc::new(DatasetRetriever {
             links: dataset_links.clone(),
-            models: models.clone(),
             datasets: knowledge.datasets.clone(),
         }),
         attachments: Arc::new(crate::attachments::FileAttachments(knowledge.files.clone())),
         server_tools: Arc::new(crate::mcp::LinkedServerTools(mcp.clone())),
-        admission: Arc::new(crate::admission::PlansAndBudgets {
-            organizations: organizations.clone(),
-            quotas: settings.quotas.clone(),
+        admission: Arc::new(crate::admission::MeteredAdmission(PlansAndBudgets {
+            plans: Arc::new(organizations.clone()),
+            quotas: settings.quotas.credit_quotas(),
             budgets,
-        }),
+        })),
         usage: usage_store.clone(),
         clock: clock.clone(),
         cursors: cursors.clone(),

@@ -1,14 +1,17 @@
 //! Chats: conversations of one principal with a model, their stored messages, and the
 //! orchestration of a completion: the model snapshot a chat keeps, message validation
 //! (roles, tool-call round trips), attached files (documents inlined, images to vision
-//! models, through the `AttachmentSource` port), the context window (oldest-first truncation by exact
-//! token count), retrieval through the `Retriever` port, structured-output validation, and
-//! generation as a background task whose events are replayed to any number of listeners
-//! (`GenerationHub`), plans and credit budgets through the `Admission` port, and stateless
+//! models, through the `AttachmentSource` port), the context window (oldest-first truncation
+//! by exact token count), retrieval through the `Retriever` port (which passages the model
+//! reads, and how much of its window they take, decided here), structured-output validation,
+//! and generation as a background task whose events are replayed to any number of listeners
+//! (`GenerationHub`), plans and credit budgets through the `Admission` port, stateless
 //! completions that keep only their usage record, and the tool steps of a completion whose
 //! model calls tools Tessera runs itself (the `ServerTools` port: MCP servers linked to the
-//! model), each step stored and billed. Pure domain: persistence through `ChatStore`, generation through the
-//! models domain's `ChatModel` port; the caller runs the generation future on its runtime.
+//! model), each step stored and billed. Pure domain on narrow ports: models through
+//! `ModelResolver`, system prompts through `SystemPromptSource`, persistence through
+//! `ChatStore`, generation liveness through `GenerationLeases`, generation through the models
+//! domain's `ChatModel` port; the caller runs the generation future on its runtime.
 
 mod admission;
 mod artifact;
@@ -20,16 +23,18 @@ mod error;
 mod hub;
 #[cfg(any(test, feature = "memory"))]
 pub mod memory;
+mod model_resolver;
 mod retriever;
 mod satisfiable;
 mod server_tools;
 mod service;
 mod store;
+mod system_prompts;
 mod validate;
 
+pub use admission::{Admission, BudgetSpent, CreditQuotas, FixedPlan, PlanSource, PlansAndBudgets};
 #[cfg(any(test, feature = "mocks"))]
-pub use admission::MockAdmission;
-pub use admission::{Admission, BudgetSpent, FixedPlan};
+pub use admission::{MockAdmission, MockPlanSource};
 #[cfg(any(test, feature = "mocks"))]
 pub use artifact::MockArtifactStore;
 pub use artifact::{
@@ -50,8 +55,14 @@ pub use context::{ContextOverflow, Fitted, IMAGE_TOKENS, MESSAGE_OVERHEAD_TOKENS
 pub use error::ChatError;
 pub use hub::{Attached, EventStream, GenerationEvent, GenerationHub, ToolResult};
 #[cfg(any(test, feature = "mocks"))]
+pub use model_resolver::MockModelResolver;
+pub use model_resolver::ModelResolver;
+#[cfg(any(test, feature = "mocks"))]
 pub use retriever::MockRetriever;
-pub use retriever::{NoRetrieval, Retriever, with_sources};
+pub use retriever::{
+    NoRetrieval, RAG_PASSAGES, RAG_SHARE_PERCENT, RetrievalQuery, Retrieved, Retriever, select,
+    with_sources,
+};
 #[cfg(any(test, feature = "mocks"))]
 pub use server_tools::MockServerTools;
 pub use server_tools::{
@@ -61,7 +72,10 @@ pub use service::{
     CANCELLED, Caller, ChatPorts, ChatService, ChatStored, CompletionRequest, INTERRUPTED,
     NewMessage, Started,
 };
+pub use store::{ChatFilter, ChatStore, FinishedTurn, GenerationLeases};
 #[cfg(any(test, feature = "mocks"))]
-pub use store::MockChatStore;
-pub use store::{ChatFilter, ChatStore, FinishedTurn};
+pub use store::{MockChatStore, MockGenerationLeases};
+#[cfg(any(test, feature = "mocks"))]
+pub use system_prompts::MockSystemPromptSource;
+pub use system_prompts::{NoSystemPrompts, SystemPromptSource};
 pub use validate::{check_schema, conformance_errors};

@@ -17,7 +17,7 @@ use tessera_usage::UsageRecord;
 
 use crate::{
     Artifact, ArtifactFilter, ArtifactId, ArtifactStore, Chat, ChatFilter, ChatId, ChatStatus,
-    ChatStore, FinishedTurn, Message, MessageId,
+    ChatStore, FinishedTurn, GenerationLeases, Message, MessageId,
 };
 
 #[derive(Default)]
@@ -293,6 +293,23 @@ impl ChatStore for InMemoryChatStore {
         }))
     }
 
+    async fn update(&self, chat: &Chat) -> Result<bool, DomainError> {
+        Ok(self.with(
+            |state| match owned(state, &chat.organization_id, &chat.id) {
+                Some(stored) => {
+                    stored.title = chat.title.clone();
+                    stored.deleted_at = chat.deleted_at;
+                    stored.updated_at = chat.updated_at;
+                    true
+                }
+                None => false,
+            },
+        ))
+    }
+}
+
+#[async_trait]
+impl GenerationLeases for InMemoryChatStore {
     async fn keep_alive(&self, at: DateTime<Utc>) -> Result<(), DomainError> {
         self.with(|state| state.runners.insert(self.runner.clone(), at));
         Ok(())
@@ -335,20 +352,6 @@ impl ChatStore for InMemoryChatStore {
             let holds = state.running.values().any(|runner| runner == &self.runner);
             !holds && state.runners.remove(&self.runner).is_some()
         }))
-    }
-
-    async fn update(&self, chat: &Chat) -> Result<bool, DomainError> {
-        Ok(self.with(
-            |state| match owned(state, &chat.organization_id, &chat.id) {
-                Some(stored) => {
-                    stored.title = chat.title.clone();
-                    stored.deleted_at = chat.deleted_at;
-                    stored.updated_at = chat.updated_at;
-                    true
-                }
-                None => false,
-            },
-        ))
     }
 }
 

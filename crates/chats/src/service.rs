@@ -11,27 +11,20 @@ use tessera_kernel::{
 };
 use tessera_models::{
     ChatEvent, ChatMessage, ChatModel, ChatRequest, Completion, ImageInput, JsonSchemaFormat,
-    ModelService, ProviderError, ReasoningEffort, ResolvedModel, Role, Route, ToolCall, ToolSpec,
-    Usability, Usage,
+    ProviderError, ReasoningEffort, Role, Route, ToolCall, ToolSpec, Usability, Usage,
 };
-use tessera_prompts::{PromptService, TokenCounter};
+use tessera_prompts::TokenCounter;
 use tessera_usage::{FAILED, Tokens, UsageId, UsageRecord, UsageStore};
-use tracing::Instrument;
 
 use crate::{
-    Admission, Artifact, ArtifactId, Attached, Attachment, AttachmentSource, CHARS_PER_TOKEN_BOUND,
-    Chat, ChatError, ChatFilter, ChatId, ChatRecord, ChatStatus, ChatStore, DEFAULT_TOOL_STEPS,
-    EventStream, FinishedTurn, GenerationEvent, GenerationHub, MAX_ATTACHMENTS, MAX_TITLE_CHARS,
-    MAX_TOOL_STEPS, Message, MessageId, MessageUsage, ModelSnapshot, Retriever, ServerToolbox,
-    ServerTools, Source, ToolResult,
-    artifact::versioned,
-    attachment::{attach, records, resolve_stored, resolve_turn},
-    context::{ContextOverflow, fit},
-    derive_title, extract_artifacts,
-    hub::Publisher,
-    retriever::with_sources,
-    validate::{Requirements, check_messages, check_requirements, conformance_errors},
+    Admission, Artifact, ArtifactId, Attached, Attachment, AttachmentSource, Chat, ChatError,
+    ChatFilter, ChatId, ChatRecord, ChatStore, EventStream, FinishedTurn, GenerationEvent,
+    GenerationHub, GenerationLeases, MAX_ATTACHMENTS, MAX_TITLE_CHARS, Message, MessageId,
+    MessageUsage, ModelResolver, Retriever, ServerToolbox, ServerTools, Source, SystemPromptSource,
+    ToolResult, artifact::versioned, context::ContextOverflow, extract_artifacts, hub::Publisher,
+    validate::conformance_errors,
 };
+mod start;
 
 const CHAT_LIST: &str = "chats";
 /// Recorded on chats a restart found `generating`.
@@ -145,8 +138,12 @@ pub struct Started {
 /// What the chat service is built from.
 pub struct ChatPorts {
     pub store: Arc<dyn ChatStore>,
-    pub models: ModelService,
-    pub prompts: PromptService,
+    /// Which process runs each generation (usually the chat store's own runner).
+    pub leases: Arc<dyn GenerationLeases>,
+    /// The models completions name (Tessera's: `tessera_models::ModelService`).
+    pub models: Arc<dyn ModelResolver>,
+    /// The text of system prompts models name by id (Tessera's: `PromptService`).
+    pub prompts: Arc<dyn SystemPromptSource>,
     pub retriever: Arc<dyn Retriever>,
     pub attachments: Arc<dyn AttachmentSource>,
     /// Tools Tessera runs itself (MCP servers linked to models).
@@ -164,8 +161,9 @@ pub struct ChatPorts {
 #[derive(Clone)]
 pub struct ChatService {
     store: Arc<dyn ChatStore>,
-    models: ModelService,
-    prompts: PromptService,
+    leases: Arc<dyn GenerationLeases>,
+    models: Arc<dyn ModelResolver>,
+    prompts: Arc<dyn SystemPromptSource>,
     retriever: Arc<dyn Retriever>,
     attachments: Arc<dyn AttachmentSource>,
     server_tools: Arc<dyn ServerTools>,
@@ -180,6 +178,7 @@ impl ChatService {
     pub fn new(ports: ChatPorts) -> Self {
         let ChatPorts {
             store,
+            leases,
             models,
             prompts,
             retriever,
@@ -192,6 +191,7 @@ impl ChatService {
         } = ports;
         Self {
             store,
+            leases,
             models,
             prompts,
             retriever,
@@ -215,416 +215,21 @@ impl ChatService {
     /// it, say), on every replica; returns how many chats it failed.
     pub async fn recover_interrupted(&self, lease: std::time::Duration) -> Result<u64, ChatError> {
         let now = self.clock.now();
-        self.store.keep_alive(now).await?;
+        self.leases.keep_alive(now).await?;
         let lapsed_before = chrono::Duration::from_std(lease)
             .ok()
             .and_then(|lease| now.checked_sub_signed(lease))
             .unwrap_or(DateTime::<Utc>::MIN_UTC);
         Ok(self
-            .store
+            .leases
             .fail_interrupted(INTERRUPTED, lapsed_before, now)
             .await?)
     }
 
     /// Forgets this process's generation runner as it stops cleanly, once it begins no more
-    /// generations (see [`ChatStore::retire`]); false when it still holds one.
+    /// generations (see [`GenerationLeases::retire`]); false when it still holds one.
     pub async fn retire(&self) -> Result<bool, ChatError> {
-        Ok(self.store.retire().await?)
-    }
-
-    /// Validates a completion request, builds its context and begins the generation.
-    pub async fn start(
-        &self,
-        caller: &Caller,
-        request: CompletionRequest,
-    ) -> Result<Started, ChatError> {
-        let span = completion_span(&request);
-        self.start_in(caller, request, span.clone())
-            .instrument(span)
-            .await
-    }
-
-    /// [`ChatService::start`] within `span`, the completion's span (its retrieval and the
-    /// background generation are its children; the model and the usage are recorded on it).
-    async fn start_in(
-        &self,
-        caller: &Caller,
-        request: CompletionRequest,
-        span: tracing::Span,
-    ) -> Result<Started, ChatError> {
-        let plan = self.admission.admit(&caller.organization).await?;
-        if request.chat_id.is_some() && (request.stateless || request.instructions.is_some()) {
-            return Err(ChatError::invalid(FieldError::new(
-                ["body".into(), "chatId".into()],
-                "a continued chat keeps its own instructions and is stored; stateless or \
-                 instructed completions begin a conversation",
-                "value_error",
-            )));
-        }
-        let existing = match &request.chat_id {
-            Some(id) => Some(
-                self.continuable(caller, id, request.model_id.as_deref())
-                    .await?,
-            ),
-            None => None,
-        };
-        let resolved = match (&existing, &request.model_id) {
-            (Some(chat), _) => self.models.resolve_base(&chat.model.base_model_id, plan)?,
-            (None, Some(model_id)) => {
-                self.models
-                    .resolve_any(&caller.organization, model_id, plan)
-                    .await?
-            }
-            (None, None) => {
-                return Err(ChatError::invalid(FieldError::new(
-                    ["body".into(), "modelId".into()],
-                    "a new chat needs a modelId (or give chatId to continue a chat)",
-                    "missing",
-                )));
-            }
-        };
-        if let Some(chat) = &existing {
-            span.record("gen_ai.request.model", chat.model.model_id.as_str());
-        }
-        span.record("gen_ai.response.model", resolved.base.id.as_str());
-        span.record("gen_ai.provider.name", resolved.base.provider.as_str());
-        let stored: Vec<Message> = match &existing {
-            Some(chat) => self.store.messages(&caller.organization, &chat.id).await?,
-            None => Vec::new(),
-        };
-        let next_sequence = stored.last().map_or(0, |m| m.sequence + 1);
-        let window = resolved.base.context_window;
-        let vision = resolved.base.capabilities.vision;
-        let max_chars = (window as usize).saturating_mul(CHARS_PER_TOKEN_BOUND);
-        let mut history = Vec::with_capacity(stored.len());
-        for message in &stored {
-            let mut sent = ChatMessage::from(message);
-            let attached = resolve_stored(
-                self.attachments.as_ref(),
-                &caller.organization,
-                &message.attachments,
-                max_chars,
-                vision,
-            )
-            .await?;
-            attach(&mut sent, &attached);
-            history.push(sent);
-        }
-        let mut turn: Vec<ChatMessage> = request.messages.iter().map(ChatMessage::from).collect();
-        let mut invalid = check_messages(&history, &turn);
-        invalid.extend(check_attachments(&request.messages));
-        let max_tool_steps = request.max_tool_steps.unwrap_or(DEFAULT_TOOL_STEPS);
-        if max_tool_steps > MAX_TOOL_STEPS {
-            invalid.push(FieldError::new(
-                ["body".into(), "maxToolSteps".into()],
-                format!("at most {MAX_TOOL_STEPS}"),
-                "less_than_equal",
-            ));
-        }
-        invalid.extend(check_images(&request.messages, vision, request.stateless));
-        invalid.extend(check_requirements(
-            &resolved.base,
-            &Requirements {
-                tools: &request.tools,
-                response_format: request.response_format.as_ref(),
-                reasoning: request.enable_reasoning,
-                reasoning_budget: request.reasoning_budget,
-                max_tokens: request.max_tokens,
-            },
-        ));
-        if !invalid.is_empty() {
-            return Err(ChatError::Invalid(invalid));
-        }
-        let attaching: Vec<(usize, &[String])> = request
-            .messages
-            .iter()
-            .enumerate()
-            .map(|(index, message)| (index, message.attachments.as_slice()))
-            .collect();
-        let (attached, invalid) = resolve_turn(
-            self.attachments.as_ref(),
-            &caller.organization,
-            &attaching,
-            max_chars,
-            vision,
-        )
-        .await?;
-        if !invalid.is_empty() {
-            return Err(ChatError::Invalid(invalid));
-        }
-        for (message, attached) in turn.iter_mut().zip(&attached) {
-            attach(message, attached);
-        }
-
-        let snapshot = match &existing {
-            Some(chat) => chat.model.clone(),
-            None => self.snapshot(caller, &request, &resolved).await?,
-        };
-        let sources = match request.messages.iter().rev().find(|m| m.role == Role::User) {
-            Some(question) => {
-                self.retriever
-                    .retrieve(&caller.organization, &snapshot.model_id, &question.content)
-                    .await?
-            }
-            None => Vec::new(),
-        };
-        let server_tools = self
-            .server_toolbox(caller, &snapshot, &resolved, &request.tools, max_tool_steps)
-            .await?;
-        let system = with_sources(snapshot.system_prompt.clone(), &sources);
-        let reserve = request.max_tokens.unwrap_or_else(|| {
-            (window / 4).min(resolved.base.max_tokens_per_request.unwrap_or(u32::MAX))
-        });
-        let counter = resolved.chat_model.tokenizer();
-        let fitted = fit(
-            system.as_deref(),
-            history,
-            turn,
-            counter.as_ref(),
-            window.saturating_sub(reserve),
-        )
-        .map_err(|overflow| context_error(overflow, window))?;
-        let max_tokens = request.max_tokens.unwrap_or_else(|| {
-            window
-                .saturating_sub(fitted.prompt_tokens)
-                .min(resolved.base.max_tokens_per_request.unwrap_or(u32::MAX))
-        });
-
-        let now = self.clock.now();
-        let (chat, created, stored) = match existing {
-            Some(mut chat) => {
-                if !self
-                    .store
-                    .begin_generation(&caller.organization, &chat.id, now)
-                    .await?
-                {
-                    return Err(ChatError::Generating(chat.id));
-                }
-                chat.status = Some(ChatStatus::Generating);
-                chat.error = None;
-                chat.updated_at = now;
-                (chat, false, future::ready(Ok(())).boxed().shared())
-            }
-            None => {
-                let chat = Chat {
-                    id: ChatId::generate(),
-                    organization_id: caller.organization.clone(),
-                    owner: caller.subject.clone(),
-                    model: snapshot,
-                    title: request
-                        .messages
-                        .iter()
-                        .find(|m| m.role == Role::User)
-                        .and_then(|m| derive_title(&m.content)),
-                    status: Some(ChatStatus::Generating),
-                    error: None,
-                    deleted_at: None,
-                    created_at: now,
-                    updated_at: now,
-                };
-                if request.stateless {
-                    (chat, false, future::ready(Ok(())).boxed().shared())
-                } else {
-                    let stored = self.insert(&chat)?;
-                    (chat, true, stored)
-                }
-            }
-        };
-
-        if !request.stateless {
-            span.record("gen_ai.conversation.id", chat.id.as_str());
-        }
-        let message_id = MessageId::generate();
-        let publisher = self.hub.open(&chat.id, &message_id);
-        let events = self
-            .hub
-            .subscribe(&chat.id)
-            .ok_or_else(|| DomainError::internal("a generation vanished as it opened"))?
-            .events;
-        let generation = Generation {
-            answer_id: message_id.clone(),
-            store: self.store.clone(),
-            clock: self.clock.clone(),
-            organization: caller.organization.clone(),
-            chat: chat.id.clone(),
-            owner: chat.owner.clone(),
-            billing: Billing {
-                principal: caller.subject.clone(),
-                principal_kind: caller.kind,
-                model_id: chat.model.model_id.clone(),
-                parent_model_id: resolved.base.id.clone(),
-                provider: resolved.base.provider.clone(),
-                credit_multiplier: resolved.base.credit_multiplier,
-                accepted_at: now,
-                prompt_tokens: fitted.prompt_tokens,
-                counter: counter.clone(),
-            },
-            turn: request.messages,
-            turn_attachments: attached.iter().map(|resolved| records(resolved)).collect(),
-            next_sequence,
-            sources,
-            strict_schema: request
-                .response_format
-                .as_ref()
-                .filter(|format| format.strict)
-                .map(|format| format.schema.clone()),
-            usage_only: request.stateless.then(|| self.usage.clone()),
-            usage_store: self.usage.clone(),
-            model: resolved.chat_model.clone(),
-            tools: ToolPlan::new(server_tools, &request.tools, max_tool_steps),
-            request: ChatRequest {
-                model: resolved.base.model_name.clone(),
-                messages: fitted.messages,
-                tools: request.tools,
-                response_format: request.response_format,
-                max_tokens: Some(max_tokens),
-                temperature: request.temperature,
-                top_p: request.top_p,
-                seed: request.seed,
-                stop: request.stop,
-                reasoning: request
-                    .enable_reasoning
-                    .then_some((request.reasoning_effort, request.reasoning_budget)),
-            },
-        };
-        Ok(Started {
-            chat,
-            created,
-            message_id,
-            truncated_messages: fitted.dropped,
-            usability: resolved.usability,
-            events,
-            stored: stored.clone(),
-            generation: Box::pin(generation.run(publisher, stored).instrument(span)),
-        })
-    }
-
-    /// The server-run tools the completion offers: none when the model cannot call tools or
-    /// no step is allowed. A client tool may not share a name with one of them.
-    async fn server_toolbox(
-        &self,
-        caller: &Caller,
-        snapshot: &ModelSnapshot,
-        resolved: &ResolvedModel,
-        client_tools: &[ToolSpec],
-        max_tool_steps: u32,
-    ) -> Result<Option<Arc<dyn ServerToolbox>>, ChatError> {
-        if max_tool_steps == 0 || !resolved.base.capabilities.tools {
-            return Ok(None);
-        }
-        let Some(toolbox) = self
-            .server_tools
-            .toolbox(&caller.organization, &snapshot.model_id)
-            .await?
-        else {
-            return Ok(None);
-        };
-        let offered: HashSet<String> = toolbox.specs().into_iter().map(|spec| spec.name).collect();
-        let clashes: Vec<FieldError> = client_tools
-            .iter()
-            .enumerate()
-            .filter(|(_, tool)| offered.contains(&tool.name))
-            .map(|(index, tool)| {
-                FieldError::new(
-                    [
-                        LocSegment::from("body"),
-                        LocSegment::from("tools"),
-                        LocSegment::Index(index),
-                        LocSegment::from("name"),
-                    ],
-                    format!(
-                        "`{}` is the name of a tool of an MCP server linked to the model; rename yours",
-                        tool.name
-                    ),
-                    "value_error",
-                )
-            })
-            .collect();
-        if !clashes.is_empty() {
-            return Err(ChatError::Invalid(clashes));
-        }
-        Ok(Some(toolbox))
-    }
-
-    /// Begins storing a new chat without waiting for the commit: the write is handed to the
-    /// store now (a group-committing store queues it on this first poll), so concurrent
-    /// completions' rows share a commit while their generations already run. An error the
-    /// store reports at once is returned at once.
-    fn insert(&self, chat: &Chat) -> Result<ChatStored, ChatError> {
-        let store = self.store.clone();
-        let row = chat.clone();
-        let stored = async move { Ok(store.insert(&row).await?) }
-            .boxed()
-            .shared();
-        match stored.clone().now_or_never() {
-            Some(Err(error)) => Err(error),
-            _ => Ok(stored),
-        }
-    }
-
-    /// The chat a request continues: the caller's, live and idle.
-    async fn continuable(
-        &self,
-        caller: &Caller,
-        id: &ChatId,
-        model_id: Option<&str>,
-    ) -> Result<Chat, ChatError> {
-        let chat = self.visible(caller, id).await?;
-        if chat.deleted_at.is_some() {
-            return Err(ChatError::Deleted(chat.id));
-        }
-        if chat.status == Some(ChatStatus::Generating) {
-            return Err(ChatError::Generating(chat.id));
-        }
-        if let Some(model_id) = model_id
-            && model_id != chat.model.model_id
-        {
-            return Err(ChatError::invalid(FieldError::new(
-                ["body".into(), "modelId".into()],
-                format!(
-                    "chat {} uses model {}; a chat keeps the model it was created with",
-                    chat.id, chat.model.model_id
-                ),
-                "value_error",
-            )));
-        }
-        Ok(chat)
-    }
-
-    /// What a new chat keeps of its model: the base model and the system prompt as of now.
-    async fn snapshot(
-        &self,
-        caller: &Caller,
-        request: &CompletionRequest,
-        resolved: &ResolvedModel,
-    ) -> Result<ModelSnapshot, ChatError> {
-        let model_id = request.model_id.clone().unwrap_or_default();
-        let (system_prompt, system_prompt_id) = match &resolved.model {
-            Some(model) => match (&model.system_prompt, &model.system_prompt_id) {
-                (Some(text), _) => (Some(text.clone()), None),
-                (None, Some(id)) => {
-                    let composition = self
-                        .prompts
-                        .compose(&caller.organization, id, None)
-                        .await
-                        .map_err(DomainError::from)?;
-                    let text = Some(composition.text).filter(|text| !text.is_empty());
-                    (text, Some(id.clone()))
-                }
-                (None, None) => (None, None),
-            },
-            None => (None, None),
-        };
-        let system_prompt = match (system_prompt, &request.instructions) {
-            (Some(prompt), Some(instructions)) => Some(format!("{prompt}\n\n{instructions}")),
-            (prompt, instructions) => prompt.or_else(|| instructions.clone()),
-        };
-        Ok(ModelSnapshot {
-            model_id,
-            base_model_id: resolved.base.id.clone(),
-            system_prompt,
-            system_prompt_id,
-        })
+        Ok(self.leases.retire().await?)
     }
 
     /// A chat the caller may see (deleted ones included).

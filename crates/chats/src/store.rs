@@ -34,7 +34,7 @@ pub struct ChatFilter {
 #[async_trait]
 pub trait ChatStore: Send + Sync {
     /// Stores a new chat (without messages); a chat stored `generating` is this store's
-    /// runner's generation.
+    /// runner's generation (see [`GenerationLeases`]).
     async fn insert(&self, chat: &Chat) -> Result<(), DomainError>;
 
     /// The chat, deleted or not.
@@ -61,8 +61,9 @@ pub trait ChatStore: Send + Sync {
 
     async fn count(&self, filter: &ChatFilter) -> Result<u64, DomainError>;
 
-    /// Marks a live chat `generating`, atomically, as a generation of this store's runner:
-    /// false when it is already generating, deleted, or not the organization's.
+    /// Marks a live chat `generating`, atomically, as a generation of this store's runner
+    /// (the process its [`GenerationLeases`] keep alive): false when it is already
+    /// generating, deleted, or not the organization's.
     async fn begin_generation(
         &self,
         organization: &OrganizationId,
@@ -101,7 +102,18 @@ pub trait ChatStore: Send + Sync {
         id: &ChatId,
     ) -> Result<HashMap<String, u32>, DomainError>;
 
-    /// Renews the lease of this store's runner (the process whose generations it starts):
+    /// Saves title, deleted_at and updated_at; false when the chat is not the organization's.
+    async fn update(&self, chat: &Chat) -> Result<bool, DomainError>;
+}
+
+/// Which process runs each generation, so that the chats a stopped process left
+/// `generating` are failed by another rather than shown as generating forever. A store of
+/// chats implements it for the generations it begins (its "runner": one per process); a
+/// service that runs in one process may still want the sweep at start-up, after a crash.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+#[async_trait]
+pub trait GenerationLeases: Send + Sync {
+    /// Renews the lease of this runner (the process whose generations it starts):
     /// while it is renewed, `fail_interrupted` of any process leaves them alone.
     async fn keep_alive(&self, at: DateTime<Utc>) -> Result<(), DomainError>;
 
@@ -110,7 +122,7 @@ pub trait ChatStore: Send + Sync {
     /// and forgets those runners (a store may keep a lapsed runner's record a while, so that
     /// a process that wakes after a stall is still swept). A runner that never renewed counts
     /// as lapsed; a store that keeps runners in a table may find those only at its first
-    /// sweep. This store's own generations are never failed: they run in this process.
+    /// sweep. This runner's own generations are never failed: they run in this process.
     /// Returns how many chats.
     async fn fail_interrupted(
         &self,
@@ -119,13 +131,10 @@ pub trait ChatStore: Send + Sync {
         at: DateTime<Utc>,
     ) -> Result<u64, DomainError>;
 
-    /// Forgets this store's runner unless it still holds a generation: what a process does
+    /// Forgets this runner unless it still holds a generation: what a process does
     /// as it stops cleanly, once it begins no more generations, so that other processes'
     /// sweeps need not carry it as lapsed. A runner that holds one is kept, and that
     /// generation fails once the lease lapses, as after a crash. Returns whether the runner
     /// was forgotten.
     async fn retire(&self) -> Result<bool, DomainError>;
-
-    /// Saves title, deleted_at and updated_at; false when the chat is not the organization's.
-    async fn update(&self, chat: &Chat) -> Result<bool, DomainError>;
 }

@@ -227,6 +227,7 @@ fn fixture_over(wrap: impl FnOnce(Arc<InMemoryChatStore>) -> Arc<dyn ChatStore>)
     let usage = Arc::new(InMemoryUsageStore::new());
     let chats = ChatService::new(ChatPorts {
         usage: usage.clone(),
+        leases: store.clone(),
         ..ports(
             wrap(store.clone()),
             &models,
@@ -263,8 +264,10 @@ fn ports(
 ) -> ChatPorts {
     ChatPorts {
         store,
-        models: models.clone(),
-        prompts: prompts.clone(),
+        // A runner of its own: tests of the leases give the store's.
+        leases: Arc::new(InMemoryChatStore::new()),
+        models: Arc::new(models.clone()),
+        prompts: Arc::new(prompts.clone()),
         retriever: Arc::new(NoRetrieval),
         attachments,
         server_tools: Arc::new(tessera_chats::NoServerTools),
@@ -989,13 +992,17 @@ async fn generations_of_a_stopped_process_fail_once_its_lease_lapses() {
     let chat = started.chat.id.clone();
     drop(started); // the process died before the generation ran
     // Another replica on the same database.
-    let replica = ChatService::new(ports(
-        Arc::new(f.store.another_runner()),
-        &f.models,
-        &f.prompts,
-        f.files.clone(),
-        f.clock.clone(),
-    ));
+    let runner = Arc::new(f.store.another_runner());
+    let replica = ChatService::new(ChatPorts {
+        leases: runner.clone(),
+        ..ports(
+            runner,
+            &f.models,
+            &f.prompts,
+            f.files.clone(),
+            f.clock.clone(),
+        )
+    });
     assert_eq!(
         replica.recover_interrupted(lease).await.unwrap(),
         0,
@@ -1558,23 +1565,6 @@ impl ChatStore for HeldInsert {
         self.inner.artifact_versions(org, id).await
     }
 
-    async fn keep_alive(&self, at: chrono::DateTime<Utc>) -> Result<(), DomainError> {
-        self.inner.keep_alive(at).await
-    }
-
-    async fn fail_interrupted(
-        &self,
-        error: &str,
-        lapsed_before: chrono::DateTime<Utc>,
-        at: chrono::DateTime<Utc>,
-    ) -> Result<u64, DomainError> {
-        self.inner.fail_interrupted(error, lapsed_before, at).await
-    }
-
-    async fn retire(&self) -> Result<bool, DomainError> {
-        self.inner.retire().await
-    }
-
     async fn update(&self, chat: &Chat) -> Result<bool, DomainError> {
         self.inner.update(chat).await
     }
@@ -2023,4 +2013,73 @@ async fn tool_steps_are_bounded_and_names_may_not_clash() {
     let events = run(started).await;
     assert!(matches!(events.last(), Some(GenerationEvent::Finished(_))));
     assert!(f.model.last_request().tools.is_empty());
+}
+
+#[tokio::test]
+async fn retrieval_is_asked_the_question_and_its_best_passages_within_their_share_reach_the_model()
+{
+    let f = fixture();
+    let passage = |id: &str, score: f32, text: &str| tessera_chats::Source {
+        id: id.into(),
+        file_id: format!("file_{id}"),
+        dataset_id: Some("ds".into()),
+        title: Some(format!("{id}.md")),
+        text: text.into(),
+        score,
+        file_name: Some(format!("{id}.md")),
+        location: None,
+    };
+    let mut retriever = tessera_chats::MockRetriever::new();
+    let retrieved = tessera_chats::Retrieved {
+        whole: vec![passage("handbook", 1.0, "Always be kind.")],
+        candidates: vec![
+            passage("weak", 0.2, "Lunch is at noon."),
+            passage("best", 0.9, "Refunds take 14 days."),
+            // 4096 tokens of window leave 819 for passages: this one (1000) never fits.
+            passage("huge", 0.5, &"long ".repeat(800)),
+        ],
+    };
+    retriever
+        .expect_retrieve()
+        .withf(|_, query| {
+            *query
+                == tessera_chats::RetrievalQuery {
+                    model_id: "local/plain".into(),
+                    question: "How long do refunds take?".into(),
+                    context_window: 4096,
+                    passages: tessera_chats::RAG_PASSAGES,
+                }
+        })
+        .times(1)
+        .return_once(move |_, _| Ok(retrieved));
+    let chats = ChatService::new(ChatPorts {
+        retriever: Arc::new(retriever),
+        ..ports(
+            f.store.clone() as Arc<dyn ChatStore>,
+            &f.models,
+            &f.prompts,
+            f.files.clone(),
+            f.clock.clone(),
+        )
+    });
+    let started = chats
+        .start(&f.alice, ask("local/plain", "How long do refunds take?"))
+        .await
+        .unwrap();
+    let events = run(started).await;
+    let Some(GenerationEvent::Finished(answer)) = events.last() else {
+        panic!("{events:?}")
+    };
+    let cited: Vec<&str> = answer.sources.iter().map(|s| s.id.as_str()).collect();
+    // Whole documents first, then the best passage; the huge one ends the list.
+    assert_eq!(cited, ["handbook", "best"]);
+    let system = &f.model.last_request().messages[0];
+    assert_eq!(system.role, Role::System);
+    assert!(system.content.contains("[1] handbook.md\nAlways be kind."));
+    assert!(
+        system
+            .content
+            .contains("[2] best.md\nRefunds take 14 days.")
+    );
+    assert!(!system.content.contains("Lunch"), "{}", system.content);
 }

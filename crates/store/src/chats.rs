@@ -18,8 +18,8 @@ use diesel::{
 };
 use diesel_async::RunQueryDsl;
 use tessera_chats::{
-    Attachment, Chat, ChatFilter, ChatId, ChatStatus, ChatStore, FinishedTurn, Message,
-    MessageUsage, ModelSnapshot, Source,
+    Attachment, Chat, ChatFilter, ChatId, ChatStatus, ChatStore, FinishedTurn, GenerationLeases,
+    Message, MessageUsage, ModelSnapshot, Source,
 };
 use tessera_kernel::{DomainError, OrganizationId, PageRequest};
 use tessera_models::{FinishReason, Role, ToolCall, Usage};
@@ -760,6 +760,25 @@ impl ChatStore for SqlChatStore {
             .collect())
     }
 
+    async fn update(&self, chat: &Chat) -> Result<bool, DomainError> {
+        let row = ChatRow::from(chat);
+        let changed: usize = with_connection!(&self.db, conn => {
+            diesel::update(one_chat(&chat.organization_id, &chat.id))
+                .set((
+                    chats::title.eq(&row.title),
+                    chats::deleted_at.eq(row.deleted_at),
+                    chats::updated_at.eq(row.updated_at),
+                ))
+                .execute(conn)
+                .await
+                .map_err(query_error)?
+        });
+        Ok(changed > 0)
+    }
+}
+
+#[async_trait]
+impl GenerationLeases for SqlChatStore {
     async fn keep_alive(&self, at: DateTime<Utc>) -> Result<(), DomainError> {
         leases::keep_alive(&self.db, &self.runner, at).await
     }
@@ -783,21 +802,5 @@ impl ChatStore for SqlChatStore {
 
     async fn retire(&self) -> Result<bool, DomainError> {
         leases::retire(&self.db, &self.runner).await
-    }
-
-    async fn update(&self, chat: &Chat) -> Result<bool, DomainError> {
-        let row = ChatRow::from(chat);
-        let changed: usize = with_connection!(&self.db, conn => {
-            diesel::update(one_chat(&chat.organization_id, &chat.id))
-                .set((
-                    chats::title.eq(&row.title),
-                    chats::deleted_at.eq(row.deleted_at),
-                    chats::updated_at.eq(row.updated_at),
-                ))
-                .execute(conn)
-                .await
-                .map_err(query_error)?
-        });
-        Ok(changed > 0)
     }
 }

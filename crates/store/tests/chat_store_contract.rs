@@ -13,8 +13,8 @@ use diesel::sql_types::{BigInt, Text, Timestamp};
 use diesel_async::RunQueryDsl;
 use tessera_chats::{
     Artifact, ArtifactFilter, ArtifactId, ArtifactKind, ArtifactStore, Attachment, AttachmentKind,
-    Chat, ChatFilter, ChatId, ChatStatus, ChatStore, FinishedTurn, Message, MessageId,
-    MessageUsage, ModelSnapshot, Source, SourceLocation, memory::InMemoryChatStore,
+    Chat, ChatFilter, ChatId, ChatStatus, ChatStore, FinishedTurn, GenerationLeases, Message,
+    MessageId, MessageUsage, ModelSnapshot, Source, SourceLocation, memory::InMemoryChatStore,
 };
 use tessera_kernel::{DomainError, Limit, OrganizationId, PageRequest, PrincipalKind};
 use tessera_models::{FailedAttempt, FinishReason, Role, Route, ToolCall, Usage};
@@ -39,10 +39,15 @@ impl From<Backend> for Target {
     }
 }
 
+/// A store of chats and the leases of the generations it begins, as one runner (process).
+trait Runner: ChatStore + GenerationLeases {}
+
+impl<T: ChatStore + GenerationLeases> Runner for T {}
+
 /// A chat store and the artifact store reading what it wrote, over one empty database (or
 /// one in-memory state).
 struct Fixture {
-    store: Arc<dyn ChatStore>,
+    store: Arc<dyn Runner>,
     artifacts: Arc<dyn ArtifactStore>,
     memory: Option<Arc<InMemoryChatStore>>,
     db: Option<TestDatabase>,
@@ -146,7 +151,7 @@ impl Fixture {
 
     /// A store of the same chats for another runner: what another process (replica) on the
     /// same database is.
-    fn another_runner(&self) -> Arc<dyn ChatStore> {
+    fn another_runner(&self) -> Arc<dyn Runner> {
         match (&self.memory, &self.db) {
             (Some(memory), _) => Arc::new(memory.another_runner()),
             (None, Some(db)) => Arc::new(SqlChatStore::new(db.database.clone())),
