@@ -1,8 +1,13 @@
 //! Organizations, the tenants every record belongs to: their plan (which decides access to
 //! premium models and, later, quotas), the `OrganizationStore` port that persists them and
 //! the `OrganizationService` that creates, reads and lists them. Pure domain: no database,
-//! no HTTP; adapters implement the port.
+//! no HTTP; adapters implement the port. The `memory` feature has the port's reference
+//! implementation, the `contract` feature its contract suite for any other.
 
+#[cfg(feature = "contract")]
+pub mod contract;
+#[cfg(any(test, feature = "memory"))]
+pub mod memory;
 mod organization;
 mod service;
 mod store;

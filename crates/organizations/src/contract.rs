@@ -1,0 +1,118 @@
+//! The `OrganizationStore` contract, for anyone implementing the port: each function checks
+//! one promise of the trait against a fresh, empty store, and
+//! [`organization_store_contract!`](crate::organization_store_contract) turns them into
+//! tests. Tessera runs it against the in-memory store and both SQL stores.
+// Test support: a broken promise is a failed assertion.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use chrono::{Duration, TimeZone, Utc};
+use tessera_kernel::{DomainError, Limit, OrganizationId, PageRequest};
+
+use crate::{Organization, OrganizationStore, Plan};
+
+/// Runs every check of the contract as a `#[tokio::test]` of the calling crate, each on its
+/// own store made by `$factory`: an expression that, called with no argument, gives a future
+/// of `(store, guard)` (the guard, e.g. a throwaway database, lives until the test ends).
+#[macro_export]
+macro_rules! organization_store_contract {
+    ($factory:expr) => {
+        $crate::organization_store_contract!(@tests $factory;
+            inserted_records_read_back_unchanged,
+            unknown_ids_are_absent,
+            duplicate_ids_conflict,
+            list_pages_in_creation_order,
+            audit_records_need_a_stored_organization,
+        );
+    };
+    (@tests $factory:expr; $($check:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $check() {
+                let (store, guard) = ($factory)().await;
+                $crate::contract::$check(&store).await;
+                drop(guard);
+            }
+        )*
+    };
+}
+
+/// An organization as the domain makes them (microsecond timestamps, as its clock gives).
+pub fn organization(name: &str, plan: Plan) -> Organization {
+    let at = Utc.with_ymd_and_hms(2026, 3, 4, 5, 6, 7).unwrap() + Duration::microseconds(123_456);
+    Organization {
+        id: OrganizationId::generate(),
+        name: name.to_owned(),
+        plan,
+        created_at: at,
+        updated_at: at + Duration::seconds(1),
+    }
+}
+
+pub async fn inserted_records_read_back_unchanged(store: &impl OrganizationStore) {
+    let acme = organization("Acme – Ünïcode ✓", Plan::Enterprise);
+    store.insert(&acme, &[]).await.unwrap();
+    assert_eq!(store.get(&acme.id).await.unwrap(), Some(acme));
+}
+
+pub async fn unknown_ids_are_absent(store: &impl OrganizationStore) {
+    assert_eq!(store.get(&OrganizationId::generate()).await.unwrap(), None);
+    assert_eq!(store.count().await.unwrap(), 0);
+}
+
+pub async fn duplicate_ids_conflict(store: &impl OrganizationStore) {
+    let acme = organization("Acme", Plan::Free);
+    store.insert(&acme, &[]).await.unwrap();
+    let again = store.insert(&acme, &[]).await.unwrap_err();
+    assert!(
+        matches!(
+            again,
+            DomainError::Conflict {
+                code: "already_exists",
+                ..
+            }
+        ),
+        "{again:?}"
+    );
+    assert_eq!(store.count().await.unwrap(), 1);
+}
+
+pub async fn list_pages_in_creation_order(store: &impl OrganizationStore) {
+    let mut created = Vec::new();
+    for i in 0..5 {
+        let org = organization(&format!("org {i}"), Plan::Pro);
+        store.insert(&org, &[]).await.unwrap();
+        created.push(org);
+    }
+    let limit = Limit::new(2).unwrap();
+    let first = store.list(&PageRequest::first(limit)).await.unwrap();
+    assert_eq!(
+        first,
+        created[..3],
+        "a page fetches one extra row to tell whether more exist"
+    );
+    let after = |i: usize| PageRequest {
+        limit,
+        after: Some(created[i].id.clone()),
+    };
+    assert_eq!(store.list(&after(1)).await.unwrap(), created[2..5]);
+    assert!(store.list(&after(4)).await.unwrap().is_empty());
+    assert_eq!(store.count().await.unwrap(), 5);
+}
+
+/// An audit record of an organization that does not exist refuses the whole insert: the
+/// change and its record commit together or not at all.
+pub async fn audit_records_need_a_stored_organization(store: &impl OrganizationStore) {
+    let globex = organization("Globex", Plan::Free);
+    let nowhere = organization("Nowhere", Plan::Free);
+    let stray = tessera_kernel::AuditRecord::by_operator(
+        &nowhere.id,
+        tessera_kernel::ActorKind::Operator,
+        "tessera-admin",
+        "organization.create",
+        "organization",
+        nowhere.id.as_str(),
+        nowhere.created_at,
+    );
+    assert!(store.insert(&globex, &[stray]).await.is_err());
+    assert_eq!(store.get(&globex.id).await.unwrap(), None);
+}
