@@ -1114,30 +1114,22 @@ mod tests {
     }
 
     #[test]
-    fn budgets_come_from_the_organization_then_its_plan() {
+    fn budgets_per_plan_and_per_organization_are_read() {
         let settings = load_toml(
             "[quotas]\nfree_monthly_credits = 1000\n[quotas.organizations]\norg_big = 50000\n",
             &[("TESSERA_QUOTAS__PRO_MONTHLY_CREDITS", "20000")],
         )
         .unwrap();
-        let quotas = settings.quotas.credit_quotas();
-        let org = |id: &str| id.parse::<tessera_kernel::OrganizationId>().unwrap();
-        use tessera_organizations::Plan;
+        // The rule that applies them (an organization's own, else its plan's) is the chats
+        // domain's (`CreditQuotas::monthly_credits`).
         assert_eq!(
-            quotas.monthly_credits(&org("org_big"), Plan::Free),
-            Some(50000)
-        );
-        assert_eq!(
-            quotas.monthly_credits(&org("org_small"), Plan::Free),
-            Some(1000)
-        );
-        assert_eq!(
-            quotas.monthly_credits(&org("org_small"), Plan::Pro),
-            Some(20000)
-        );
-        assert_eq!(
-            quotas.monthly_credits(&org("org_small"), Plan::Enterprise),
-            None
+            settings.quotas.credit_quotas(),
+            tessera_chats::CreditQuotas {
+                free: Some(1000),
+                pro: Some(20000),
+                enterprise: None,
+                organizations: [("org_big".to_owned(), 50000)].into(),
+            }
         );
         assert_eq!(settings.quotas.cache_secs, 10);
     }

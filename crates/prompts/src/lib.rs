@@ -4,10 +4,14 @@
 //! system prompt into one string, now or as of any past moment. Token counts come through
 //! the `TokenCounter` port, persistence through `ParticleStore` and `SystemPromptStore`.
 //! Size guidance is reported as warnings, never enforced. System profiles are read-only
-//! templates seeded from `profiles.toml`. Pure domain: no I/O, no framework.
+//! templates seeded from `profiles.toml`. Pure domain: no I/O, no framework. The `memory`
+//! feature has the store ports' reference implementation, the `contract` feature their
+//! contract suite (`prompt_store_contract!`) for any other.
 
 mod category;
 mod compose;
+#[cfg(feature = "contract")]
+pub mod contract;
 mod error;
 mod guidance;
 mod ids;
