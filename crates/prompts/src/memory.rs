@@ -82,6 +82,51 @@ impl State {
         }
     }
 
+    /// Refuses a pin that names no version of the placed particle (the databases' foreign
+    /// key from a placement's pin to the particle's versions).
+    fn check_pin(&self, particle: &ParticleId, pin: Option<&Pin>) -> Result<(), DomainError> {
+        let Some(pin) = pin else {
+            return Ok(());
+        };
+        let exists = self.versions.iter().any(|v| {
+            v.id == pin.version_id && &v.particle_id == particle && v.number == pin.number
+        });
+        if exists {
+            Ok(())
+        } else {
+            Err(DomainError::Conflict {
+                code: "missing_reference",
+                message: format!(
+                    "version {} of particle {particle} does not exist",
+                    pin.version_id
+                ),
+            })
+        }
+    }
+
+    /// Refuses placements that cannot be stored for a prompt of `owner`: an unplaceable
+    /// particle, a pin to no version of it, or a history row (id, valid from) that exists
+    /// already, here or earlier in `placements`.
+    fn check_placements(
+        &self,
+        owner: &Owner,
+        placements: &[Association],
+    ) -> Result<(), DomainError> {
+        for (index, association) in placements.iter().enumerate() {
+            self.check_placeable(owner, &association.particle_id)?;
+            self.check_pin(&association.particle_id, association.pin.as_ref())?;
+            let same_row = |other: &Association| {
+                other.id == association.id && other.valid_from == association.valid_from
+            };
+            let taken = self.placements.iter().any(|row| same_row(&row.association))
+                || placements[..index].iter().any(same_row);
+            if taken {
+                return Err(already_exists(format!("placement {}", association.id)));
+            }
+        }
+        Ok(())
+    }
+
     fn owned_prompt(&self, owner: &Owner, id: &SystemPromptId) -> Option<usize> {
         self.prompts
             .iter()
@@ -107,17 +152,30 @@ impl State {
     }
 }
 
+/// The conflict of storing a record whose key (id or slug) is taken, as the databases'
+/// unique constraints report it.
+fn already_exists(what: impl std::fmt::Display) -> DomainError {
+    DomainError::Conflict {
+        code: "already_exists",
+        message: format!("{what} already exists"),
+    }
+}
+
 #[async_trait]
 impl ParticleStore for InMemoryPromptStore {
     async fn insert(&self, particle: &Particle, _audit: &[AuditRecord]) -> Result<(), DomainError> {
         let mut state = self.state()?;
+        // Deleted particles keep their id and slug.
+        if state.particles.iter().any(|(p, _)| p.id == particle.id) {
+            return Err(already_exists(format!("particle {}", particle.id)));
+        }
         let slug_taken =
             particle.slug.is_some() && state.particles.iter().any(|(p, _)| p.slug == particle.slug);
         if slug_taken {
-            return Err(DomainError::Conflict {
-                code: "already_exists",
-                message: "slug already exists".into(),
-            });
+            return Err(already_exists("slug"));
+        }
+        if state.versions.iter().any(|v| v.id == particle.latest.id) {
+            return Err(already_exists(format!("version {}", particle.latest.id)));
         }
         state.versions.push(particle.latest.clone());
         state.particles.push((particle.clone(), None));
@@ -185,6 +243,10 @@ impl ParticleStore for InMemoryPromptStore {
         _audit: &[AuditRecord],
     ) -> Result<bool, DomainError> {
         let mut state = self.state()?;
+        // A taken version id is lost like a taken number: nothing changes.
+        if state.versions.iter().any(|v| v.id == version.id) {
+            return Ok(false);
+        }
         let Some((particle, _)) = state.particles.iter_mut().find(|(p, deleted)| {
             p.id == version.particle_id && &p.owner == owner && deleted.is_none()
         }) else {
@@ -313,17 +375,15 @@ impl SystemPromptStore for InMemoryPromptStore {
         _audit: &[AuditRecord],
     ) -> Result<(), DomainError> {
         let mut state = self.state()?;
+        if state.prompts.iter().any(|p| p.id == prompt.id) {
+            return Err(already_exists(format!("system prompt {}", prompt.id)));
+        }
         let slug_taken =
             prompt.slug.is_some() && state.prompts.iter().any(|p| p.slug == prompt.slug);
         if slug_taken {
-            return Err(DomainError::Conflict {
-                code: "already_exists",
-                message: "slug already exists".into(),
-            });
+            return Err(already_exists("slug"));
         }
-        for association in associations {
-            state.check_placeable(&prompt.owner, &association.particle_id)?;
-        }
+        state.check_placements(&prompt.owner, associations)?;
         state.prompts.push(prompt.clone());
         state
             .placements
@@ -474,7 +534,7 @@ impl SystemPromptStore for InMemoryPromptStore {
         {
             return Ok(false);
         }
-        state.check_placeable(owner, &association.particle_id)?;
+        state.check_placements(owner, std::slice::from_ref(association))?;
         state.placements.push(PlacementRow {
             association: association.clone(),
             valid_to: None,
@@ -497,6 +557,13 @@ impl SystemPromptStore for InMemoryPromptStore {
         if state.owned_prompt(owner, prompt).is_none() {
             return Ok(false);
         }
+        let Some(particle) = state
+            .current_placement(prompt, id)
+            .map(|row| row.association.particle_id.clone())
+        else {
+            return Ok(false);
+        };
+        state.check_pin(&particle, pin.as_ref())?;
         let Some(current) = state.current_placement(prompt, id) else {
             return Ok(false);
         };

@@ -137,6 +137,28 @@ pub async fn text_rows(database: &Database, sql: &str) -> Vec<String> {
     rows.into_iter().map(|row| row.value).collect()
 }
 
+/// Stores an organization with this id (on the pro plan), for the contract suites' records
+/// that refer to one.
+pub async fn store_organization(
+    database: &Database,
+    id: &tessera_kernel::OrganizationId,
+    name: &str,
+) {
+    use tessera_organizations::{Organization, OrganizationStore, Plan};
+    let at = chrono::DateTime::<chrono::Utc>::UNIX_EPOCH;
+    let organization = Organization {
+        id: id.clone(),
+        name: name.to_owned(),
+        plan: Plan::Pro,
+        created_at: at,
+        updated_at: at,
+    };
+    crate::SqlOrganizationStore::new(database.clone())
+        .insert(&organization, &[])
+        .await
+        .unwrap_or_else(|e| panic!("storing organization {id}: {e}"));
+}
+
 /// Runs one raw statement on either backend; how many rows it changed (for tests that check
 /// what the database itself refuses).
 pub async fn execute(database: &Database, sql: &str) -> Result<usize, tessera_kernel::DomainError> {

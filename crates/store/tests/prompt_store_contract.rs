@@ -1,20 +1,21 @@
 //! The `ParticleStore` and `SystemPromptStore` contract (`tessera_prompts::contract`, also
-//! run against the in-memory reference) on SQLite and PostgreSQL, every check of it,
-//! including the integrity the databases enforce beyond the reference.
+//! run against the in-memory reference) on SQLite and PostgreSQL, every check of it.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use tessera_kernel::OrganizationId;
-use tessera_organizations::{Organization, OrganizationStore, Plan, contract::organization};
 use tessera_prompts::{ParticleStore, SystemPromptStore, contract::PromptStores};
-use tessera_store::{Backend, SqlOrganizationStore, SqlPromptStore, testing::TestDatabase};
+use tessera_store::{
+    Backend, Database, SqlPromptStore,
+    testing::{TestDatabase, store_organization},
+};
 
 /// Both prompt stores over one database, which stores the organizations records refer to.
 struct SqlStores {
     prompts: Arc<SqlPromptStore>,
-    organizations: SqlOrganizationStore,
+    database: Database,
 }
 
 #[async_trait]
@@ -28,11 +29,7 @@ impl PromptStores for SqlStores {
     }
 
     async fn organization_exists(&self, id: &OrganizationId, name: &str) {
-        let org = Organization {
-            id: id.clone(),
-            ..organization(name, Plan::Pro)
-        };
-        self.organizations.insert(&org, &[]).await.unwrap();
+        store_organization(&self.database, id, name).await;
     }
 }
 
@@ -41,7 +38,7 @@ async fn sql_store(backend: Backend) -> (SqlStores, TestDatabase) {
     let db = TestDatabase::of(backend).await;
     let stores = SqlStores {
         prompts: Arc::new(SqlPromptStore::new(db.database.clone())),
-        organizations: SqlOrganizationStore::new(db.database.clone()),
+        database: db.database.clone(),
     };
     (stores, db)
 }

@@ -4,9 +4,13 @@
 //! paged by group key. Pure domain: records are written through the chats store in the
 //! transaction that stores the answer, and aggregated by a `UsageStore`, which computes
 //! local periods from the UTC offset spans this crate derives (`zone`). `BudgetGuard`
-//! compares an organization's spend this month with its monthly credit budget.
+//! compares an organization's spend this month with its monthly credit budget. The `memory`
+//! feature has the store port's in-memory reference, the `contract` feature its contract
+//! suite (`usage_store_contract!`) for any implementation.
 
 mod budget;
+#[cfg(feature = "contract")]
+pub mod contract;
 #[cfg(any(test, feature = "memory"))]
 pub mod memory;
 mod query;

@@ -1,5 +1,4 @@
-//! Integrity beyond the reference store's: duplicate ids, unplaceable particles, and a
-//! deletion racing a placement. Run by `prompt_store_contract!(…, integrity)`.
+//! Integrity: duplicate ids, unplaceable particles, and a deletion racing a placement.
 
 use super::*;
 

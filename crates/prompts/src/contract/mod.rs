@@ -22,28 +22,13 @@ use crate::{
     SystemPromptId, SystemPromptStore,
 };
 
-/// Runs checks of the contract as `#[tokio::test]`s of the calling crate, each on its own
-/// stores made by `$factory`: an expression that, called with no argument, gives a future
-/// of `(stores, guard)`, `stores` a [`PromptStores`](crate::contract::PromptStores) (the
-/// guard, e.g. a throwaway database, lives until the test ends).
-///
-/// `prompt_store_contract!(factory)` runs every check; `(factory, behaviour)` only the
-/// ports' behaviour and `(factory, integrity)` only the integrity checks (duplicate ids,
-/// unplaceable particles, a deletion racing a placement), which the in-memory reference
-/// does not enforce.
+/// Runs every check of the contract as a `#[tokio::test]` of the calling crate, each on its
+/// own stores made by `$factory`: an expression that, called with no argument, gives a
+/// future of `(stores, guard)`, `stores` a [`PromptStores`](crate::contract::PromptStores)
+/// (the guard, e.g. a throwaway database, lives until the test ends).
 #[macro_export]
 macro_rules! prompt_store_contract {
-    (@tests $factory:expr; $($check:ident),* $(,)?) => {
-        $(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $check() {
-                let (stores, guard) = ($factory)().await;
-                $crate::contract::$check(&stores).await;
-                drop(guard);
-            }
-        )*
-    };
-    ($factory:expr, behaviour) => {
+    ($factory:expr) => {
         $crate::prompt_store_contract!(@tests $factory;
             particles_read_back_unchanged,
             particles_are_visible_to_their_organization_and_system_ones_to_all,
@@ -60,18 +45,20 @@ macro_rules! prompt_store_contract {
             placements_are_added_to_the_owners_prompts_only,
             prompts_are_updated_and_deleted_by_their_owner,
             slugs_and_ids_are_unique,
-        );
-    };
-    ($factory:expr, integrity) => {
-        $crate::prompt_store_contract!(@tests $factory;
             duplicate_ids_conflict_and_change_nothing,
             deleted_and_foreign_particles_cannot_be_placed,
             deletion_and_placement_race_safely,
         );
     };
-    ($factory:expr) => {
-        $crate::prompt_store_contract!($factory, behaviour);
-        $crate::prompt_store_contract!($factory, integrity);
+    (@tests $factory:expr; $($check:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $check() {
+                let (stores, guard) = ($factory)().await;
+                $crate::contract::$check(&stores).await;
+                drop(guard);
+            }
+        )*
     };
 }
 
