@@ -143,7 +143,7 @@ pub(crate) fn lease_of<'a>(runner: &'a RunnerId, chat: &'a str) -> OneLease<'a> 
         .filter(running_generations::chat_id.eq(chat))
 }
 
-/// Forgets `runner` unless it holds a lease (see `ChatStore::retire`); whether it did.
+/// Forgets `runner` unless it holds a lease (see `GenerationLeases::retire`); whether it did.
 pub(crate) async fn retire(db: &Database, runner: &RunnerId) -> Result<bool, DomainError> {
     let forgotten = with_connection!(db, conn => {
         diesel::delete(
