@@ -4,9 +4,12 @@
 //! lifecycle rule both the model endpoints and chats apply, the datasets linked to user models
 //! (`rag` or `context`), the `ChatModel` provider port that chats generate through, and the
 //! routing of a model over its deployments (retries, fallbacks, timeouts, circuits). Pure domain: persistence through `ModelStore`,
-//! system prompts checked through the prompts domain.
+//! system prompts checked through the prompts domain. The `contract` feature exports the
+//! `ModelStore` and `DatasetLinkStore` contract suite (`model_store_contract!`).
 
 mod catalog;
+#[cfg(feature = "contract")]
+pub mod contract;
 mod dataset_links;
 mod error;
 mod lifecycle;

@@ -26,7 +26,14 @@ impl InMemoryModelStore {
 #[async_trait]
 impl ModelStore for InMemoryModelStore {
     async fn insert(&self, model: &UserModel, _audit: &AuditRecord) -> Result<(), DomainError> {
-        self.models().push(model.clone());
+        let mut models = self.models();
+        if models.iter().any(|m| m.id == model.id) {
+            return Err(DomainError::Conflict {
+                code: "already_exists",
+                message: format!("model {} already exists", model.id),
+            });
+        }
+        models.push(model.clone());
         Ok(())
     }
 
@@ -47,14 +54,21 @@ impl ModelStore for InMemoryModelStore {
         organization: &OrganizationId,
         page: &PageRequest<ModelId>,
     ) -> Result<Vec<UserModel>, DomainError> {
-        Ok(self
+        let mut models: Vec<UserModel> = self
             .models()
             .iter()
             .filter(|m| &m.organization_id == organization)
-            .filter(|m| page.after.as_ref().is_none_or(|after| &m.id > after))
-            .take(page.limit.overfetch() as usize)
+            .filter(|m| {
+                page.after
+                    .as_ref()
+                    .is_none_or(|after| m.id.as_str() > after.as_str())
+            })
             .cloned()
-            .collect())
+            .collect();
+        // In id order, as the SQL stores list them.
+        models.sort_by(|a, b| a.id.as_str().cmp(b.id.as_str()));
+        models.truncate(page.limit.overfetch() as usize);
+        Ok(models)
     }
 
     async fn count(&self, organization: &OrganizationId) -> Result<u64, DomainError> {
@@ -73,7 +87,11 @@ impl ModelStore for InMemoryModelStore {
         else {
             return Ok(false);
         };
-        *stored = model.clone();
+        // The creation time is never saved.
+        *stored = UserModel {
+            created_at: stored.created_at,
+            ..model.clone()
+        };
         Ok(true)
     }
 
