@@ -11,6 +11,7 @@
 
 mod audit;
 mod clock;
+mod contract;
 mod cursor;
 mod error;
 mod ids;

@@ -25,7 +25,7 @@ use crate::{
 #[macro_export]
 macro_rules! model_store_contract {
     ($factory:expr) => {
-        $crate::model_store_contract!(@tests $factory;
+        $crate::__tessera_kernel::contract_checks!($factory, $crate;
             models_read_back_unchanged,
             duplicate_ids_conflict,
             another_organization_cannot_reach_a_model,
@@ -34,16 +34,6 @@ macro_rules! model_store_contract {
             delete_happens_once,
             dataset_links_upsert_and_list_per_organization,
         );
-    };
-    (@tests $factory:expr; $($check:ident),* $(,)?) => {
-        $(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $check() {
-                let (stores, guard) = ($factory)().await;
-                $crate::contract::$check(&stores).await;
-                drop(guard);
-            }
-        )*
     };
 }
 

@@ -10,6 +10,10 @@
 mod catalog;
 #[cfg(feature = "contract")]
 pub mod contract;
+// The contract macro's path to the kernel's `contract_checks!`, from any calling crate.
+#[cfg(feature = "contract")]
+#[doc(hidden)]
+pub use tessera_kernel as __tessera_kernel;
 mod dataset_links;
 mod error;
 mod lifecycle;

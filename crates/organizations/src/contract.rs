@@ -16,23 +16,13 @@ use crate::{Organization, OrganizationStore, Plan};
 #[macro_export]
 macro_rules! organization_store_contract {
     ($factory:expr) => {
-        $crate::organization_store_contract!(@tests $factory;
+        $crate::__tessera_kernel::contract_checks!($factory, $crate;
             inserted_records_read_back_unchanged,
             unknown_ids_are_absent,
             duplicate_ids_conflict,
             list_pages_in_creation_order,
             audit_records_need_a_stored_organization,
         );
-    };
-    (@tests $factory:expr; $($check:ident),* $(,)?) => {
-        $(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $check() {
-                let (store, guard) = ($factory)().await;
-                $crate::contract::$check(&store).await;
-                drop(guard);
-            }
-        )*
     };
 }
 

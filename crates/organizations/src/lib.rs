@@ -6,6 +6,10 @@
 
 #[cfg(feature = "contract")]
 pub mod contract;
+// The contract macro's path to the kernel's `contract_checks!`, from any calling crate.
+#[cfg(feature = "contract")]
+#[doc(hidden)]
+pub use tessera_kernel as __tessera_kernel;
 #[cfg(any(test, feature = "memory"))]
 pub mod memory;
 mod organization;

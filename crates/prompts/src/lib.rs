@@ -12,6 +12,10 @@ mod category;
 mod compose;
 #[cfg(feature = "contract")]
 pub mod contract;
+// The contract macro's path to the kernel's `contract_checks!`, from any calling crate.
+#[cfg(feature = "contract")]
+#[doc(hidden)]
+pub use tessera_kernel as __tessera_kernel;
 mod error;
 mod guidance;
 mod ids;

@@ -7,6 +7,7 @@ use std::{collections::HashSet, sync::Arc};
 use futures_util::{FutureExt, future};
 use tessera_kernel::{DomainError, FieldError, LocSegment};
 use tessera_models::{ChatMessage, ChatRequest, ResolvedModel, Role, ToolSpec};
+use tessera_prompts::TokenCounter;
 use tracing::Instrument;
 
 use super::{
@@ -99,7 +100,15 @@ impl ChatService {
             next_sequence,
         } = conversation;
         let system = with_sources(snapshot.system_prompt.clone(), &sources);
-        let (fitted, max_tokens) = fitted(system.as_deref(), history, turn, &request, &resolved)?;
+        let counter = resolved.chat_model.tokenizer();
+        let (fitted, max_tokens) = fitted(
+            system.as_deref(),
+            history,
+            turn,
+            counter.as_ref(),
+            &request,
+            &resolved,
+        )?;
         let Begun {
             chat,
             created,
@@ -116,7 +125,6 @@ impl ChatService {
             .subscribe(&chat.id)
             .ok_or_else(|| DomainError::internal("a generation vanished as it opened"))?
             .events;
-        let counter = resolved.chat_model.tokenizer();
         let generation = Generation {
             answer_id: message_id.clone(),
             store: self.store.clone(),
@@ -513,6 +521,7 @@ fn fitted(
     system: Option<&str>,
     history: Vec<ChatMessage>,
     turn: Vec<ChatMessage>,
+    counter: &dyn TokenCounter,
     request: &CompletionRequest,
     resolved: &ResolvedModel,
 ) -> Result<(Fitted, u32), ChatError> {
@@ -521,12 +530,11 @@ fn fitted(
     let reserve = request
         .max_tokens
         .unwrap_or_else(|| (window / 4).min(per_request));
-    let counter = resolved.chat_model.tokenizer();
     let fitted = fit(
         system,
         history,
         turn,
-        counter.as_ref(),
+        counter,
         window.saturating_sub(reserve),
     )
     .map_err(|overflow| context_error(overflow, window))?;

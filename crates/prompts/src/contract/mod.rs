@@ -29,7 +29,7 @@ use crate::{
 #[macro_export]
 macro_rules! prompt_store_contract {
     ($factory:expr) => {
-        $crate::prompt_store_contract!(@tests $factory;
+        $crate::__tessera_kernel::contract_checks!($factory, $crate;
             particles_read_back_unchanged,
             particles_are_visible_to_their_organization_and_system_ones_to_all,
             particle_lists_are_ordered_paged_and_filtered,
@@ -49,16 +49,6 @@ macro_rules! prompt_store_contract {
             deleted_and_foreign_particles_cannot_be_placed,
             deletion_and_placement_race_safely,
         );
-    };
-    (@tests $factory:expr; $($check:ident),* $(,)?) => {
-        $(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $check() {
-                let (stores, guard) = ($factory)().await;
-                $crate::contract::$check(&stores).await;
-                drop(guard);
-            }
-        )*
     };
 }
 

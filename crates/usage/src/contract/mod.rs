@@ -33,7 +33,7 @@ use crate::{
 #[macro_export]
 macro_rules! usage_store_contract {
     ($factory:expr) => {
-        $crate::usage_store_contract!(@tests $factory;
+        $crate::__tessera_kernel::contract_checks!($factory, $crate;
             totals_are_exact_sums_over_the_filtered_range,
             ungrouped_queries_form_one_group,
             periods_follow_the_time_zone_into_summer_time,
@@ -44,16 +44,6 @@ macro_rules! usage_store_contract {
             a_message_is_recorded_once,
             agrees_with_the_reference_on_seeded_random_records,
         );
-    };
-    (@tests $factory:expr; $($check:ident),* $(,)?) => {
-        $(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $check() {
-                let (stores, guard) = ($factory)().await;
-                $crate::contract::$check(&stores).await;
-                drop(guard);
-            }
-        )*
     };
 }
 
