@@ -5,7 +5,9 @@
 //! changes the row) and its lease (`leases`), and finishes in one transaction (messages,
 //! status and lease together, or none: a taken sequence number rolls everything back). On
 //! PostgreSQL, new chats and finished turns go through the store's group commit
-//! (`group_commit`).
+//! (`group_commit`). A turn's usage record is written in the turn's transaction when the
+//! database has the usage part; a database with the chats part alone hands it to another
+//! `UsageStore` first (`SqlChatStore::with_usage_store`).
 
 use std::{collections::HashMap, sync::Arc};
 
@@ -23,7 +25,7 @@ use tessera_chats::{
 };
 use tessera_kernel::{DomainError, OrganizationId, PageRequest};
 use tessera_models::{FinishReason, Role, ToolCall, Usage};
-use tessera_usage::UsageRecord;
+use tessera_usage::{UsageRecord, UsageStore};
 
 use crate::{
     Database,
@@ -49,13 +51,59 @@ pub struct SqlChatStore {
     runner: RunnerId,
     /// Whether this runner's sweeps have adopted the leases of runners with no row.
     adoption: leases::Adoption,
+    usage: UsageRecording,
+}
+
+/// Where the usage records of finished and failed turns go.
+#[derive(Clone)]
+enum UsageRecording {
+    /// Into the usage part's tables, in the turn's own transaction.
+    WithTheTurn,
+    /// To another store, before the turn is written: the tokens were spent whether or not
+    /// the turn is then stored, and a record already there for the answer (a retry, or the
+    /// failure written after a turn that could not be) counts as recorded.
+    Before(Arc<dyn UsageStore>),
+}
+
+impl UsageRecording {
+    fn with_the_turn(&self) -> bool {
+        matches!(self, UsageRecording::WithTheTurn)
+    }
+
+    /// Records `usage` now unless it goes with the turn.
+    async fn before_the_turn(&self, usage: Option<&UsageRecord>) -> Result<(), DomainError> {
+        let (UsageRecording::Before(store), Some(usage)) = (self, usage) else {
+            return Ok(());
+        };
+        match store.record(usage).await {
+            Err(DomainError::Conflict {
+                code: "already_exists",
+                ..
+            })
+            | Ok(()) => Ok(()),
+            Err(other) => Err(other),
+        }
+    }
 }
 
 impl SqlChatStore {
-    /// The store, a new runner; on PostgreSQL each thread's group-commit writers start on
-    /// its Tokio runtime when it first writes, and stop when the last clone of the store is
-    /// dropped.
+    /// The store, a new runner, over a database with the chats and usage parts (usage
+    /// records are written with their turns); on PostgreSQL each thread's group-commit
+    /// writers start on its Tokio runtime when it first writes, and stop when the last clone
+    /// of the store is dropped.
     pub fn new(db: Database) -> Self {
+        Self::recording_usage(db, UsageRecording::WithTheTurn)
+    }
+
+    /// The store over a database with the chats part alone ([`crate::Part::Chats`]): each
+    /// turn's usage record goes to `usage` just before the turn is written. Finished turns
+    /// then take a transaction each rather than PostgreSQL's group commit, whose one
+    /// statement writes the usage tables.
+    pub fn with_usage_store(db: Database, usage: Arc<dyn UsageStore>) -> Self {
+        Self::recording_usage(db, UsageRecording::Before(usage))
+    }
+
+    fn recording_usage(db: Database, usage: UsageRecording) -> Self {
         let commits = match &db {
             Database::Postgres(pool) => Some(Arc::new(GroupCommit::new(pool.clone()))),
             Database::Sqlite(_) => None,
@@ -65,6 +113,7 @@ impl SqlChatStore {
             commits,
             runner: RunnerId::generate(),
             adoption: leases::Adoption::default(),
+            usage,
         }
     }
 
@@ -659,11 +708,14 @@ impl ChatStore for SqlChatStore {
         at: DateTime<Utc>,
     ) -> Result<(), DomainError> {
         let failure = turn.error.as_deref();
+        self.usage.before_the_turn(Some(&turn.usage)).await?;
+        let with_usage = self.usage.with_the_turn();
         let turn = TurnRows::new(organization, id, &self.runner, turn, at)?;
         // A failed turn is rare: it takes its own transaction rather than the group commit's
         // batched status update.
         if let Some(writers) = self.commits.as_ref().and_then(|commits| commits.here())
             && failure.is_none()
+            && with_usage
         {
             return writers.finish(turn).await;
         }
@@ -697,7 +749,9 @@ impl ChatStore for SqlChatStore {
                     .execute(conn)
                     .await?;
             }
-            crate::usage::insert_usage!(conn, usage);
+            if with_usage {
+                crate::usage::insert_usage!(conn, usage);
+            }
             for artifact in artifacts {
                 diesel::insert_into(artifacts::table)
                     .values(artifact)
@@ -717,7 +771,10 @@ impl ChatStore for SqlChatStore {
         at: DateTime<Utc>,
     ) -> Result<(), DomainError> {
         let at = at.naive_utc();
-        let usage = usage.as_ref().map(UsageRow::from);
+        self.usage.before_the_turn(usage.as_ref()).await?;
+        let usage = (usage.as_ref())
+            .filter(|_| self.usage.with_the_turn())
+            .map(UsageRow::from);
         with_transaction!(&self.db, conn => {
             let changed = diesel::update(one_chat(organization, id))
                 .set(failed_with!(error, at))

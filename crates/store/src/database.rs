@@ -9,14 +9,14 @@ use diesel_async::{
     },
     sync_connection_wrapper::SyncConnectionWrapper,
 };
-use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
+use diesel_migrations::MigrationHarness;
 use futures_util::FutureExt;
 use tessera_kernel::DomainError;
 
-use crate::error::{StoreError, query_error};
-
-const POSTGRES_MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations/postgres");
-const SQLITE_MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations/sqlite");
+use crate::{
+    Part,
+    error::{StoreError, query_error},
+};
 
 /// Serializes concurrent `migrate` runs of several replicas (an arbitrary fixed key).
 const MIGRATION_LOCK_KEY: i64 = 0x7e55_e7a0;
@@ -270,16 +270,27 @@ impl Database {
         Ok(())
     }
 
-    /// Applies pending migrations and returns the versions applied. On PostgreSQL an
-    /// advisory lock makes replicas starting together migrate one after another.
+    /// Applies the pending migrations of every part and returns the versions applied. On
+    /// PostgreSQL an advisory lock makes replicas starting together migrate one after
+    /// another.
     pub async fn migrate(url: &DatabaseUrl) -> Result<Vec<String>, StoreError> {
+        Self::migrate_parts(url, &Part::ALL).await
+    }
+
+    /// Applies the pending migrations of `parts` and of the parts they need (`Part::needs`),
+    /// part by part in `Part::ALL`'s order; returns the versions applied.
+    pub async fn migrate_parts(
+        url: &DatabaseUrl,
+        parts: &[Part],
+    ) -> Result<Vec<String>, StoreError> {
         let url = url.clone();
+        let parts = Part::with_needs(parts);
         tokio::task::spawn_blocking(move || match &url {
             DatabaseUrl::Postgres(postgres) => {
                 let mut conn =
                     <AsyncConnectionWrapper<AsyncPgConnection> as Connection>::establish(postgres)
                         .map_err(|e| StoreError::Connect(format!("{url}: {e}")))?;
-                lock_and_migrate(&mut conn)
+                lock_and_migrate(&mut conn, &parts)
             }
             DatabaseUrl::Sqlite(path) => {
                 if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -292,7 +303,7 @@ impl Database {
                     .map_err(|e| StoreError::Connect(format!("{url}: {e}")))?;
                 diesel::connection::SimpleConnection::batch_execute(&mut conn, SQLITE_PRAGMAS)
                     .map_err(|e| StoreError::Migrate(e.to_string()))?;
-                run_migrations(&mut conn, SQLITE_MIGRATIONS)
+                run_migrations(&mut conn, Backend::Sqlite, &parts)
             }
         })
         .await
@@ -302,6 +313,7 @@ impl Database {
 
 fn lock_and_migrate(
     conn: &mut AsyncConnectionWrapper<AsyncPgConnection>,
+    parts: &[Part],
 ) -> Result<Vec<String>, StoreError> {
     let advisory = |conn: &mut AsyncConnectionWrapper<AsyncPgConnection>, function: &str| {
         let query = diesel::sql_query(format!("SELECT {function}($1)"))
@@ -311,7 +323,7 @@ fn lock_and_migrate(
             .map_err(|e| StoreError::Migrate(e.to_string()))
     };
     advisory(conn, "pg_advisory_lock")?;
-    let result = run_migrations(conn, POSTGRES_MIGRATIONS);
+    let result = run_migrations(conn, Backend::Postgres, parts);
     let unlock = advisory(conn, "pg_advisory_unlock");
     let applied = result?;
     unlock?;
@@ -320,14 +332,20 @@ fn lock_and_migrate(
 
 fn run_migrations<C>(
     conn: &mut C,
-    migrations: EmbeddedMigrations,
+    backend: Backend,
+    parts: &[Part],
 ) -> Result<Vec<String>, StoreError>
 where
     C: MigrationHarness<C::Backend> + Connection,
 {
-    conn.run_pending_migrations(migrations)
-        .map(|versions| versions.into_iter().map(|v| v.to_string()).collect())
-        .map_err(|e| StoreError::Migrate(e.to_string()))
+    let mut applied = Vec::new();
+    for part in parts {
+        let versions = conn
+            .run_pending_migrations(part.migrations(backend))
+            .map_err(|e| StoreError::Migrate(format!("{part}: {e}")))?;
+        applied.extend(versions.into_iter().map(|v| v.to_string()));
+    }
+    Ok(applied)
 }
 
 #[cfg(test)]

@@ -1,8 +1,9 @@
 //! Diesel storage for Tessera: one crate implements every repository port on both
 //! PostgreSQL (diesel-async + deadpool, for scale-out) and SQLite (the embedded default,
 //! through diesel-async's sync-connection wrapper). Query code is written once and
-//! type-checked against both backends (`with_connection!`); schema changes ship as two
-//! migration folders, `migrations/postgres` and `migrations/sqlite`, embedded in the binary.
+//! type-checked against both backends (`with_connection!`); schema changes ship as
+//! migration folders per backend and per domain (`migrations/<backend>/<part>`, see
+//! [`Part`]), embedded in the binary, so a service can migrate one domain's tables alone.
 //! Database errors are mapped into `tessera_kernel::DomainError` here and nowhere else.
 
 mod api_keys;
@@ -24,6 +25,7 @@ mod metrics;
 mod model_datasets;
 mod models;
 mod organizations;
+mod parts;
 mod prompts;
 mod schema;
 #[cfg(feature = "testing")]
@@ -48,6 +50,7 @@ pub use metrics::{Backlog, CONNECTION_WAIT_TIME, PoolStatus};
 pub use model_datasets::SqlDatasetLinkStore;
 pub use models::SqlModelStore;
 pub use organizations::SqlOrganizationStore;
+pub use parts::Part;
 pub use prompts::SqlPromptStore;
 pub use usage::SqlUsageStore;
 pub use webhooks::SqlWebhookStore;

@@ -8,7 +8,7 @@
 
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 
-use crate::{Database, DatabaseUrl, PoolOptions};
+use crate::{Backend, Database, DatabaseUrl, Part, PoolOptions};
 
 /// Where tests find a PostgreSQL server they may create databases on.
 pub const POSTGRES_URL_VAR: &str = "TESSERA_TEST_POSTGRES_URL";
@@ -28,13 +28,34 @@ enum Cleanup {
 
 impl TestDatabase {
     pub async fn sqlite() -> Self {
-        let dir = tempfile::tempdir()
-            .unwrap_or_else(|e| panic!("cannot create a temporary directory: {e}"));
-        let url = DatabaseUrl::Sqlite(dir.path().join("test.sqlite"));
-        Self::migrated(url, Cleanup::Directory(dir)).await
+        Self::sqlite_with(&Part::ALL).await
     }
 
     pub async fn postgres() -> Self {
+        Self::postgres_with(&Part::ALL).await
+    }
+
+    /// Both backends, for contract tests that must hold on each.
+    pub async fn of(backend: Backend) -> Self {
+        Self::with_parts(backend, &Part::ALL).await
+    }
+
+    /// A database migrated with `parts` (and what they need) only.
+    pub async fn with_parts(backend: Backend, parts: &[Part]) -> Self {
+        match backend {
+            Backend::Sqlite => Self::sqlite_with(parts).await,
+            Backend::Postgres => Self::postgres_with(parts).await,
+        }
+    }
+
+    async fn sqlite_with(parts: &[Part]) -> Self {
+        let dir = tempfile::tempdir()
+            .unwrap_or_else(|e| panic!("cannot create a temporary directory: {e}"));
+        let url = DatabaseUrl::Sqlite(dir.path().join("test.sqlite"));
+        Self::migrated(url, Cleanup::Directory(dir), parts).await
+    }
+
+    async fn postgres_with(parts: &[Part]) -> Self {
         let server_url =
             std::env::var(POSTGRES_URL_VAR).unwrap_or_else(|_| DEFAULT_POSTGRES_URL.to_owned());
         let name = format!("tessera_test_{}", uuid::Uuid::now_v7().simple());
@@ -46,15 +67,7 @@ impl TestDatabase {
             .await
             .unwrap_or_else(|e| panic!("cannot create test database {name}: {e}"));
         let url = DatabaseUrl::Postgres(database_url(&server_url, &name));
-        Self::migrated(url, Cleanup::Postgres { server_url, name }).await
-    }
-
-    /// Both backends, for contract tests that must hold on each.
-    pub async fn of(backend: crate::Backend) -> Self {
-        match backend {
-            crate::Backend::Sqlite => Self::sqlite().await,
-            crate::Backend::Postgres => Self::postgres().await,
-        }
+        Self::migrated(url, Cleanup::Postgres { server_url, name }, parts).await
     }
 
     /// Terminates every server connection to this PostgreSQL database (as a restart or a
@@ -96,8 +109,8 @@ impl TestDatabase {
         }
     }
 
-    async fn migrated(url: DatabaseUrl, cleanup: Cleanup) -> Self {
-        Database::migrate(&url)
+    async fn migrated(url: DatabaseUrl, cleanup: Cleanup, parts: &[Part]) -> Self {
+        Database::migrate_parts(&url, parts)
             .await
             .unwrap_or_else(|e| panic!("migrating {url} failed: {e}"));
         let options = PoolOptions {

@@ -1,29 +1,30 @@
 //! The example's [`Admission`]: a fixed credit budget per organization, spent by the usage
-//! its stored answers recorded.
+//! its answers recorded.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use chrono::{Days, Utc};
-use tessera_chats::{Admission, BudgetSpent, ChatError, memory::InMemoryChatStore};
+use tessera_chats::{Admission, BudgetSpent, ChatError};
 use tessera_kernel::OrganizationId;
 use tessera_organizations::Plan;
+use tessera_usage::memory::InMemoryUsageStore;
 
 pub struct CreditBudget {
     credits: u64,
-    chats: Arc<InMemoryChatStore>,
+    usage: Arc<InMemoryUsageStore>,
 }
 
 impl CreditBudget {
-    pub fn new(credits: u64, chats: Arc<InMemoryChatStore>) -> Self {
-        Self { credits, chats }
+    pub fn new(credits: u64, usage: Arc<InMemoryUsageStore>) -> Self {
+        Self { credits, usage }
     }
 }
 
 #[async_trait]
 impl Admission for CreditBudget {
     async fn admit(&self, organization: &OrganizationId) -> Result<Plan, ChatError> {
-        let used: u64 = (self.chats.usage_records().iter())
+        let used: u64 = (self.usage.all().iter())
             .filter(|record| &record.organization_id == organization)
             .map(|record| record.credits)
             .sum();

@@ -2,12 +2,15 @@
 //! pipeline: validation, context window, generation, usage) with its own answers to the
 //! domain's ports — one model on the embedded engine instead of Tessera's catalog, no
 //! composed system prompts, no retrieval, and a credit budget of its own that refuses once
-//! spent. No HTTP framework, no Tessera app; chats are kept in memory.
+//! spent. No HTTP framework, no Tessera app. Chats are stored in SQL by `tessera-store`
+//! with the chats part of its schema alone (`Part::Chats`: no usage, webhook or other
+//! domains' tables); usage records go to the budget's own store, here in memory.
 //!
-//! Usage: `chat-service --model <file.gguf> [--budget <credits>] [question]`. It asks the
-//! question, prints the answer and its usage, then asks again: with a budget smaller than
-//! what the first answer cost, the second completion is refused. Exits non-zero if either
-//! does not happen.
+//! Usage: `chat-service --model <file.gguf> [--database <url>] [--budget <credits>]
+//! [question]` (`--database` defaults to `sqlite://chat-service.sqlite`; `postgres://…`
+//! works too). It asks the question, prints the answer and its usage, then asks again: with
+//! a budget smaller than what the first answer cost, the second completion is refused.
+//! Exits non-zero if either does not happen.
 
 mod budget;
 mod one_model;
@@ -18,29 +21,34 @@ use anyhow::{Context, bail};
 use futures_util::StreamExt;
 use tessera_chats::{
     Caller, ChatError, ChatPorts, ChatService, CompletionRequest, GenerationEvent, NewMessage,
-    NoAttachments, NoRetrieval, NoServerTools, NoSystemPrompts, memory::InMemoryChatStore,
+    NoAttachments, NoRetrieval, NoServerTools, NoSystemPrompts,
 };
 use tessera_kernel::{CursorCodec, OrganizationId, PrincipalKind, SystemClock};
 use tessera_llm_local::{LocalEngine, LocalEngineOptions};
 use tessera_models::Role;
+use tessera_organizations::{Organization, OrganizationStore, Plan};
+use tessera_store::{Database, DatabaseUrl, Part, PoolOptions, SqlChatStore, SqlOrganizationStore};
 use tessera_usage::memory::InMemoryUsageStore;
 
 use crate::{budget::CreditBudget, one_model::OneModel};
 
 struct Args {
     model: PathBuf,
+    database: DatabaseUrl,
     budget: u64,
     question: String,
 }
 
 fn args() -> anyhow::Result<Args> {
     let mut model = None;
+    let mut database = "sqlite://chat-service.sqlite".to_owned();
     let mut budget = 1;
     let mut question = "Say hello in three words.".to_owned();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--model" => model = args.next().map(PathBuf::from),
+            "--database" => database = args.next().context("--database needs a URL")?,
             "--budget" => {
                 budget = args
                     .next()
@@ -54,6 +62,7 @@ fn args() -> anyhow::Result<Args> {
     }
     Ok(Args {
         model: model.context("--model <file.gguf> is required (`just models` fetches one)")?,
+        database: database.parse()?,
         budget,
         question,
     })
@@ -70,7 +79,11 @@ async fn main() -> anyhow::Result<()> {
         },
     )
     .with_context(|| format!("loading {}", args.model.display()))?;
-    let chats_store = Arc::new(InMemoryChatStore::new());
+    let organization: OrganizationId = "example".parse()?;
+    let database = chats_database(&args.database, &organization).await?;
+    // Usage records go to the budget's store: the database has no usage tables.
+    let usage = Arc::new(InMemoryUsageStore::new());
+    let chats_store = Arc::new(SqlChatStore::with_usage_store(database, usage.clone()));
     let chats = ChatService::new(ChatPorts {
         store: chats_store.clone(),
         leases: chats_store.clone(),
@@ -79,13 +92,13 @@ async fn main() -> anyhow::Result<()> {
         retriever: Arc::new(NoRetrieval),
         attachments: Arc::new(NoAttachments),
         server_tools: Arc::new(NoServerTools),
-        admission: Arc::new(CreditBudget::new(args.budget, chats_store.clone())),
-        usage: Arc::new(InMemoryUsageStore::new()),
+        admission: Arc::new(CreditBudget::new(args.budget, usage.clone())),
+        usage,
         clock: Arc::new(SystemClock),
         cursors: CursorCodec::new(*b"an example's own cursor key....."),
     });
     let caller = Caller {
-        organization: "example".parse::<OrganizationId>()?,
+        organization,
         subject: "someone".into(),
         kind: PrincipalKind::User,
         sees_all: false,
@@ -112,6 +125,30 @@ async fn main() -> anyhow::Result<()> {
         Err(other) => bail!("the second completion failed otherwise: {other}"),
         Ok(_) => bail!("the second completion was answered although the budget is spent"),
     }
+}
+
+/// The database at `url`, migrated with the chats part alone, holding `organization` (the
+/// tenant every chat refers to).
+async fn chats_database(
+    url: &DatabaseUrl,
+    organization: &OrganizationId,
+) -> anyhow::Result<Database> {
+    let applied = Database::migrate_parts(url, &[Part::Chats]).await?;
+    eprintln!("{url}: {} migrations applied", applied.len());
+    let database = Database::connect(url, PoolOptions::default()).await?;
+    let organizations = SqlOrganizationStore::new(database.clone());
+    if organizations.get(organization).await?.is_none() {
+        let now = chrono::Utc::now();
+        let tenant = Organization {
+            id: organization.clone(),
+            name: "Example".to_owned(),
+            plan: Plan::Free,
+            created_at: now,
+            updated_at: now,
+        };
+        organizations.insert(&tenant, &[]).await?;
+    }
+    Ok(database)
 }
 
 /// One completion in a new chat, run to its end: the stored answer.

@@ -1,13 +1,20 @@
 //! The example service runs as its own binary: the first completion is answered by the
-//! embedded engine, the second refused by the spent budget.
+//! embedded engine and stored in a database that has the chats part of the schema alone;
+//! the second is refused by the spent budget.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::Command;
 
-#[test]
-fn answers_then_refuses_once_the_budget_is_spent() {
+use tessera_store::{Database, DatabaseUrl, PoolOptions, testing::text_rows};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_then_refuses_once_the_budget_is_spent() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = DatabaseUrl::Sqlite(dir.path().join("chats.sqlite"));
     let output = Command::new(env!("CARGO_BIN_EXE_chat-service"))
         .arg("--model")
         .arg(tessera_llm_local::testing::model_path())
+        .args(["--database", &url.to_string()])
         .args(["--budget", "1", "What is the capital of France?"])
         .env("CANDLE_NUM_THREADS", "1")
         .output()
@@ -23,4 +30,33 @@ fn answers_then_refuses_once_the_budget_is_spent() {
     assert!(lines[1].starts_with("usage: "), "{stdout}");
     assert!(lines[2].starts_with("refused: "), "{stdout}");
     assert!(lines[2].ends_with(" of 1 credits used"), "{stdout}");
+
+    // The answer is in the database, which has no usage, webhook or other domains' tables.
+    let database = Database::connect(&url, PoolOptions::default())
+        .await
+        .unwrap();
+    let tables = text_rows(
+        &database,
+        "SELECT name AS value FROM sqlite_master WHERE type = 'table' \
+         AND name NOT LIKE 'sqlite_%' AND name <> '__diesel_schema_migrations' ORDER BY name",
+    )
+    .await;
+    assert_eq!(
+        tables,
+        [
+            "artifacts",
+            "audit_events",
+            "chat_messages",
+            "chats",
+            "generation_runners",
+            "organizations",
+            "running_generations",
+        ]
+    );
+    let answers = text_rows(
+        &database,
+        "SELECT role AS value FROM chat_messages ORDER BY sequence",
+    )
+    .await;
+    assert_eq!(answers, ["user", "assistant"]);
 }

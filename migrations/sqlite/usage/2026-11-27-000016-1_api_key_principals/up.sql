@@ -1,8 +1,14 @@
-CREATE TABLE usage_records_old (
+-- Split from `2026-11-27-000016_api_keys` when each domain got its own migrations
+-- (docs/decisions/0035-storage-per-domain.md). A database that ran that migration runs
+-- this again: it is written to be harmless a second time.
+-- Usage records may name an API key as their principal. SQLite cannot change a CHECK
+-- constraint in place: the table is rebuilt with the same columns and indexes (nothing
+-- references it).
+CREATE TABLE usage_records_new (
     id                TEXT PRIMARY KEY NOT NULL CHECK (length(id) BETWEEN 1 AND 64),
     organization_id   TEXT NOT NULL REFERENCES organizations (id),
     principal         TEXT NOT NULL CHECK (length(principal) BETWEEN 1 AND 255),
-    principal_kind    TEXT NOT NULL CHECK (principal_kind IN ('user', 'client')),
+    principal_kind    TEXT NOT NULL CHECK (principal_kind IN ('user', 'client', 'api_key')),
     chat_id           TEXT NOT NULL,
     message_id        TEXT NOT NULL UNIQUE,
     model_id          TEXT NOT NULL CHECK (length(model_id) >= 1),
@@ -16,10 +22,9 @@ CREATE TABLE usage_records_old (
     finish_reason     TEXT NOT NULL,
     created_at        TIMESTAMP NOT NULL
 );
-INSERT INTO usage_records_old SELECT * FROM usage_records WHERE principal_kind <> 'api_key';
+INSERT INTO usage_records_new SELECT * FROM usage_records;
 DROP TABLE usage_records;
-ALTER TABLE usage_records_old RENAME TO usage_records;
+ALTER TABLE usage_records_new RENAME TO usage_records;
 CREATE INDEX usage_records_organization_id_created_at_idx
     ON usage_records (organization_id, created_at);
 CREATE INDEX usage_records_organization_id_chat_id_idx ON usage_records (organization_id, chat_id);
-DROP TABLE api_keys;

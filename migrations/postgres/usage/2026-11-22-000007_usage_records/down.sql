@@ -1,2 +1,1 @@
-DROP TABLE artifacts;
 DROP TABLE usage_records;

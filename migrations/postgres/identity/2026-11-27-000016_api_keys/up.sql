@@ -23,8 +23,3 @@ CREATE UNIQUE INDEX api_keys_secret_hash_idx ON api_keys (secret_hash);
 -- NULL AND id > ? ORDER BY id.
 CREATE INDEX api_keys_organization_id_id_idx ON api_keys (organization_id, id)
     WHERE revoked_at IS NULL;
-
--- Usage records may name an API key as their principal.
-ALTER TABLE usage_records DROP CONSTRAINT usage_records_principal_kind_check;
-ALTER TABLE usage_records ADD CONSTRAINT usage_records_principal_kind_check
-    CHECK (principal_kind IN ('user', 'client', 'api_key'));
