@@ -7,12 +7,13 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use tessera_identity::{ApiKey, ApiKeyId, NewApiKey};
 use tessera_kernel::{Actor, DomainError};
-use utoipa::{IntoParams, ToSchema};
+use utoipa::ToSchema;
 use validator::Validate;
 
 use crate::{
     access::Caller,
     extract::{ValidJson, ValidQuery, page_limit, path_id},
+    page::{PageOf, PageQuery, paged},
     problem::{ApiError, Problem, ValidationProblem},
     state::AppState,
 };
@@ -58,15 +59,7 @@ impl ApiKeyOut {
     }
 }
 
-/// A page of API keys.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ApiKeyPage {
-    pub items: Vec<ApiKeyOut>,
-    pub next_cursor: Option<String>,
-    pub has_more: bool,
-    pub total_count: Option<u64>,
-}
+paged!(ApiKeyOut => ApiKeyPage, "A page of API keys.");
 
 /// What a new key is called, may do, and until when.
 #[derive(Debug, Deserialize, Validate, ToSchema)]
@@ -81,18 +74,6 @@ pub struct CreateApiKey {
     pub scopes: Vec<String>,
     /// When the key stops working (RFC 3339, in the future); absent for never.
     pub expires_at: Option<DateTime<Utc>>,
-}
-
-/// Page through API keys.
-#[derive(Debug, Deserialize, Validate, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct ListApiKeys {
-    /// 1 to 100, default 20.
-    #[validate(range(min = 1, max = 100))]
-    #[param(minimum = 1, maximum = 100)]
-    pub limit: Option<i64>,
-    /// `nextCursor` of the previous page.
-    pub cursor: Option<String>,
 }
 
 fn api_key_id(text: &str) -> Result<ApiKeyId, ApiError> {
@@ -136,7 +117,7 @@ pub async fn create_api_key(
 #[utoipa::path(
     tag = "API keys",
     operation_id = "listApiKeys",
-    params(ListApiKeys),
+    params(PageQuery),
     responses(
         (status = 200, description = "A page of API keys", body = ApiKeyPage),
         (status = 422, description = "Invalid limit or cursor", body = ValidationProblem, content_type = "application/problem+json")
@@ -146,7 +127,7 @@ pub async fn create_api_key(
 pub async fn list_api_keys(
     caller: Caller,
     state: web::Data<AppState>,
-    ValidQuery(query): ValidQuery<ListApiKeys>,
+    ValidQuery(query): ValidQuery<PageQuery>,
 ) -> Result<web::Json<ApiKeyPage>, ApiError> {
     let limit = page_limit(query.limit)?;
     let page = state
@@ -154,16 +135,9 @@ pub async fn list_api_keys(
         .list(&caller.0.organization_id, limit, query.cursor.as_deref())
         .await
         .map_err(DomainError::from)?;
-    Ok(web::Json(ApiKeyPage {
-        items: page
-            .items
-            .into_iter()
-            .map(|key| ApiKeyOut::from(key, None))
-            .collect(),
-        next_cursor: page.next_cursor.map(|c| c.as_str().to_owned()),
-        has_more: page.has_more,
-        total_count: page.total_count,
-    }))
+    Ok(web::Json(PageOf::of(page, |key| {
+        ApiKeyOut::from(key, None)
+    })))
 }
 
 /// One API key of the organization, with when it was last used.

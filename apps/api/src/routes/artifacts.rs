@@ -13,6 +13,7 @@ use validator::Validate;
 use crate::{
     access::Caller,
     extract::{ValidQuery, page_limit, path_id},
+    page::{PageOf, paged},
     problem::{ApiError, Problem, ValidationProblem},
     routes::chats::chat_caller,
     state::AppState,
@@ -55,15 +56,7 @@ pub struct ArtifactOut {
     pub content: String,
 }
 
-/// A page of artifacts.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ArtifactPage {
-    pub items: Vec<ArtifactSummary>,
-    pub next_cursor: Option<String>,
-    pub has_more: bool,
-    pub total_count: Option<u64>,
-}
+paged!(ArtifactSummary => ArtifactPage, "A page of artifacts.");
 
 /// Page through artifacts, newest first.
 #[derive(Debug, Deserialize, Validate, IntoParams)]
@@ -137,12 +130,7 @@ pub async fn list_artifacts(
             query.cursor.as_deref(),
         )
         .await?;
-    Ok(web::Json(ArtifactPage {
-        items: page.items.iter().map(summary).collect(),
-        next_cursor: page.next_cursor.map(|c| c.as_str().to_owned()),
-        has_more: page.has_more,
-        total_count: page.total_count,
-    }))
+    Ok(web::Json(PageOf::of(page, |item| summary(&item))))
 }
 
 async fn artifact(state: &AppState, caller: &Caller, id: &str) -> Result<Artifact, ApiError> {

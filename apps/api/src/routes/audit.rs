@@ -12,6 +12,7 @@ use validator::Validate;
 use crate::{
     access::Caller,
     extract::{ValidQuery, page_limit},
+    page::{PageOf, paged},
     problem::{ApiError, ValidationProblem},
     state::AppState,
 };
@@ -60,15 +61,7 @@ impl From<AuditRecord> for AuditEventOut {
     }
 }
 
-/// A page of audit events.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct AuditEventPage {
-    pub items: Vec<AuditEventOut>,
-    pub next_cursor: Option<String>,
-    pub has_more: bool,
-    pub total_count: Option<u64>,
-}
+paged!(AuditEventOut => AuditEventPage, "A page of audit events.");
 
 /// Which events to list; every filter given must match exactly.
 #[derive(Debug, Deserialize, Validate, IntoParams)]
@@ -132,10 +125,5 @@ pub async fn list_audit_events(
         .audit
         .list(&scope, filter, limit, query.cursor.as_deref())
         .await?;
-    Ok(web::Json(AuditEventPage {
-        items: page.items.into_iter().map(AuditEventOut::from).collect(),
-        next_cursor: page.next_cursor.map(|c| c.as_str().to_owned()),
-        has_more: page.has_more,
-        total_count: page.total_count,
-    }))
+    Ok(web::Json(PageOf::of(page, AuditEventOut::from)))
 }

@@ -25,6 +25,7 @@ use crate::{
     access::Caller,
     chat_stream::{self, Encoder, Format, HEARTBEAT},
     extract::{ValidJson, ValidQuery, expansions, page_limit, path_id},
+    page::{PageOf, paged},
     problem::{ApiError, Problem, ValidationProblem},
     routes::models::ModelOut,
     state::AppState,
@@ -566,15 +567,7 @@ pub struct ChatOut {
     pub messages: Vec<MessageOut>,
 }
 
-/// A page of chats.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ChatSummaryPage {
-    pub items: Vec<ChatSummary>,
-    pub next_cursor: Option<String>,
-    pub has_more: bool,
-    pub total_count: Option<u64>,
-}
+paged!(ChatSummary => ChatSummaryPage, "A page of chats.");
 
 /// Page through chats, newest first.
 #[derive(Debug, Deserialize, Validate, IntoParams)]
@@ -994,7 +987,7 @@ pub async fn list_chats(
 ) -> Result<web::Json<ChatSummaryPage>, ApiError> {
     let expand = expansions(req.query_string(), EXPANSIONS)?;
     let who = chat_caller(&caller);
-    let page = state
+    let mut page = state
         .chats
         .list(
             &who,
@@ -1004,16 +997,11 @@ pub async fn list_chats(
         )
         .await
         .map_err(chat_error)?;
-    let mut items = Vec::with_capacity(page.items.len());
-    for chat in page.items {
-        items.push(summary(&state, chat, &expand).await?);
+    let mut summaries = Vec::with_capacity(page.items.len());
+    for chat in std::mem::take(&mut page.items) {
+        summaries.push(summary(&state, chat, &expand).await?);
     }
-    Ok(web::Json(ChatSummaryPage {
-        items,
-        next_cursor: page.next_cursor.map(|c| c.as_str().to_owned()),
-        has_more: page.has_more,
-        total_count: page.total_count,
-    }))
+    Ok(web::Json(PageOf::with_items(page, summaries)))
 }
 
 /// A chat with its messages (soft-deleted chats too).

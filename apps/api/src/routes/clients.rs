@@ -6,12 +6,13 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use tessera_identity::{Client, ClientId, ClientName, NewClient};
 use tessera_kernel::{Actor, DomainError, FieldError, Scope, ScopeSet};
-use utoipa::{IntoParams, ToSchema};
+use utoipa::ToSchema;
 use validator::Validate;
 
 use crate::{
     access::Caller,
     extract::{ValidJson, ValidQuery, page_limit, path_id},
+    page::{PageOf, PageQuery, paged},
     problem::{ApiError, Problem, ValidationProblem},
     state::AppState,
 };
@@ -53,15 +54,7 @@ impl ClientOut {
     }
 }
 
-/// A page of clients.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ClientPage {
-    pub items: Vec<ClientOut>,
-    pub next_cursor: Option<String>,
-    pub has_more: bool,
-    pub total_count: Option<u64>,
-}
+paged!(ClientOut => ClientPage, "A page of clients.");
 
 /// What a new client is called and may do.
 #[derive(Debug, Deserialize, Validate, ToSchema)]
@@ -74,18 +67,6 @@ pub struct CreateClient {
     #[validate(length(min = 1, max = 64))]
     #[schema(min_items = 1, max_items = 64)]
     pub scopes: Vec<String>,
-}
-
-/// Page through clients.
-#[derive(Debug, Deserialize, Validate, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct ListClients {
-    /// 1 to 100, default 20.
-    #[validate(range(min = 1, max = 100))]
-    #[param(minimum = 1, maximum = 100)]
-    pub limit: Option<i64>,
-    /// `nextCursor` of the previous page.
-    pub cursor: Option<String>,
 }
 
 fn client_id(text: &str) -> Result<ClientId, ApiError> {
@@ -155,7 +136,7 @@ pub async fn create_client(
 #[utoipa::path(
     tag = "Clients",
     operation_id = "listClients",
-    params(ListClients),
+    params(PageQuery),
     responses(
         (status = 200, description = "A page of clients", body = ClientPage),
         (status = 422, description = "Invalid limit or cursor", body = ValidationProblem, content_type = "application/problem+json")
@@ -165,7 +146,7 @@ pub async fn create_client(
 pub async fn list_clients(
     caller: Caller,
     state: web::Data<AppState>,
-    ValidQuery(query): ValidQuery<ListClients>,
+    ValidQuery(query): ValidQuery<PageQuery>,
 ) -> Result<web::Json<ClientPage>, ApiError> {
     let limit = page_limit(query.limit)?;
     let page = state
@@ -173,16 +154,7 @@ pub async fn list_clients(
         .list(&caller.0.organization_id, limit, query.cursor.as_deref())
         .await
         .map_err(DomainError::from)?;
-    Ok(web::Json(ClientPage {
-        items: page
-            .items
-            .into_iter()
-            .map(|c| ClientOut::from(c, None))
-            .collect(),
-        next_cursor: page.next_cursor.map(|c| c.as_str().to_owned()),
-        has_more: page.has_more,
-        total_count: page.total_count,
-    }))
+    Ok(web::Json(PageOf::of(page, |c| ClientOut::from(c, None))))
 }
 
 /// One API client of the organization.

@@ -7,12 +7,13 @@ use serde::{Deserialize, Serialize};
 use tessera_knowledge::{
     Dataset, DatasetId, FileId, SearchHit, SearchMode, SearchRequest, Snapshot,
 };
-use utoipa::{IntoParams, ToSchema};
+use utoipa::ToSchema;
 use validator::Validate;
 
 use crate::{
     access::Caller,
     extract::{ValidJson, ValidQuery, nullable, page_limit, path_id},
+    page::{PageOf, PageQuery, itemized, paged},
     problem::{ApiError, Problem, ValidationProblem},
     routes::files::{FileOut, knowledge_caller},
     state::AppState,
@@ -48,15 +49,7 @@ impl From<&Dataset> for DatasetOut {
     }
 }
 
-/// A page of datasets.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct DatasetPage {
-    pub items: Vec<DatasetOut>,
-    pub next_cursor: Option<String>,
-    pub has_more: bool,
-    pub total_count: Option<u64>,
-}
+paged!(DatasetOut => DatasetPage, "A page of datasets.");
 
 /// A file of a dataset.
 #[derive(Debug, Serialize, ToSchema)]
@@ -67,28 +60,7 @@ pub struct DatasetFileOut {
     pub added_at: DateTime<Utc>,
 }
 
-/// A page of a dataset's files.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct DatasetFilePage {
-    pub items: Vec<DatasetFileOut>,
-    pub next_cursor: Option<String>,
-    pub has_more: bool,
-    pub total_count: Option<u64>,
-}
-
-/// Page through datasets (newest first) or a dataset's files.
-#[derive(Debug, Deserialize, Validate, IntoParams)]
-#[into_params(parameter_in = Query)]
-#[serde(rename_all = "camelCase")]
-pub struct ListDatasets {
-    /// 1 to 100, default 20.
-    #[validate(range(min = 1, max = 100))]
-    #[param(minimum = 1, maximum = 100)]
-    pub limit: Option<i64>,
-    /// `nextCursor` of the previous page.
-    pub cursor: Option<String>,
-}
+paged!(DatasetFileOut => DatasetFilePage, "A page of a dataset's files.");
 
 /// A new dataset.
 #[derive(Debug, Deserialize, Validate, ToSchema)]
@@ -131,11 +103,7 @@ pub struct SnapshotFileOut {
     pub sha256: String,
 }
 
-/// A dataset's snapshots, newest first.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct SnapshotList {
-    pub items: Vec<SnapshotOut>,
-}
+itemized!(SnapshotOut => SnapshotList, "A dataset's snapshots, newest first.");
 
 impl From<Snapshot> for SnapshotOut {
     fn from(snapshot: Snapshot) -> Self {
@@ -270,7 +238,7 @@ pub async fn create_dataset(
 #[utoipa::path(
     tag = "Datasets",
     operation_id = "listDatasets",
-    params(ListDatasets),
+    params(PageQuery),
     responses(
         (status = 200, description = "A page of datasets", body = DatasetPage),
         (status = 422, description = "Invalid limit or cursor", body = ValidationProblem, content_type = "application/problem+json")
@@ -280,7 +248,7 @@ pub async fn create_dataset(
 pub async fn list_datasets(
     caller: Caller,
     state: web::Data<AppState>,
-    ValidQuery(query): ValidQuery<ListDatasets>,
+    ValidQuery(query): ValidQuery<PageQuery>,
 ) -> Result<web::Json<DatasetPage>, ApiError> {
     Ok(web::Json(list(&state, &caller, query).await?))
 }
@@ -289,7 +257,7 @@ pub async fn list_datasets(
 pub(crate) async fn list(
     state: &AppState,
     caller: &Caller,
-    query: ListDatasets,
+    query: PageQuery,
 ) -> Result<DatasetPage, ApiError> {
     let page = state
         .knowledge
@@ -300,12 +268,7 @@ pub(crate) async fn list(
             query.cursor.as_deref(),
         )
         .await?;
-    Ok(DatasetPage {
-        items: page.items.iter().map(DatasetOut::from).collect(),
-        next_cursor: page.next_cursor.map(|c| c.as_str().to_owned()),
-        has_more: page.has_more,
-        total_count: page.total_count,
-    })
+    Ok(PageOf::of(page, |item| DatasetOut::from(&item)))
 }
 
 /// A dataset.
@@ -392,7 +355,7 @@ pub async fn delete_dataset(
 #[utoipa::path(
     tag = "Datasets",
     operation_id = "listDatasetFiles",
-    params(("dataset_id" = String, Path, description = "The dataset id"), ListDatasets),
+    params(("dataset_id" = String, Path, description = "The dataset id"), PageQuery),
     responses(
         (status = 200, description = "A page of files", body = DatasetFilePage),
         (status = 404, description = "No such dataset in the organization", body = Problem, content_type = "application/problem+json"),
@@ -404,7 +367,7 @@ pub async fn list_dataset_files(
     caller: Caller,
     state: web::Data<AppState>,
     path: web::Path<String>,
-    ValidQuery(query): ValidQuery<ListDatasets>,
+    ValidQuery(query): ValidQuery<PageQuery>,
 ) -> Result<web::Json<DatasetFilePage>, ApiError> {
     let page = state
         .knowledge
@@ -416,19 +379,10 @@ pub async fn list_dataset_files(
             query.cursor.as_deref(),
         )
         .await?;
-    Ok(web::Json(DatasetFilePage {
-        items: page
-            .items
-            .iter()
-            .map(|entry| DatasetFileOut {
-                file: FileOut::from(&entry.file),
-                added_at: entry.added_at,
-            })
-            .collect(),
-        next_cursor: page.next_cursor.map(|c| c.as_str().to_owned()),
-        has_more: page.has_more,
-        total_count: page.total_count,
-    }))
+    Ok(web::Json(PageOf::of(page, |entry| DatasetFileOut {
+        file: FileOut::from(&entry.file),
+        added_at: entry.added_at,
+    })))
 }
 
 /// Freeze the dataset's current files (with their content hashes) at its current version.
@@ -483,9 +437,9 @@ pub async fn list_snapshots(
         .datasets
         .snapshots(&knowledge_caller(&caller), &dataset_id(&path)?)
         .await?;
-    Ok(web::Json(SnapshotList {
-        items: snapshots.into_iter().map(SnapshotOut::from).collect(),
-    }))
+    Ok(web::Json(
+        snapshots.into_iter().map(SnapshotOut::from).collect(),
+    ))
 }
 
 /// Hybrid search of the dataset's ready files (or of a snapshot's files with `version`):

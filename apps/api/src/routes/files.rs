@@ -19,6 +19,7 @@ use validator::Validate;
 use crate::{
     access::Caller,
     extract::{ValidJson, ValidQuery, page_limit, path_id},
+    page::{PageOf, paged},
     problem::{ApiError, Problem, ValidationProblem},
     routes::artifacts::ARTIFACT_CSP,
     state::AppState,
@@ -72,15 +73,7 @@ impl From<&StoredFile> for FileOut {
     }
 }
 
-/// A page of files.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct FilePage {
-    pub items: Vec<FileOut>,
-    pub next_cursor: Option<String>,
-    pub has_more: bool,
-    pub total_count: Option<u64>,
-}
+paged!(FileOut => FilePage, "A page of files.");
 
 /// Page through files, newest first.
 #[derive(Debug, Deserialize, Validate, IntoParams)]
@@ -318,12 +311,7 @@ pub(crate) async fn list(
             query.cursor.as_deref(),
         )
         .await?;
-    Ok(FilePage {
-        items: page.items.iter().map(FileOut::from).collect(),
-        next_cursor: page.next_cursor.map(|c| c.as_str().to_owned()),
-        has_more: page.has_more,
-        total_count: page.total_count,
-    })
+    Ok(PageOf::of(page, |item| FileOut::from(&item)))
 }
 
 /// A file record with its processing status.

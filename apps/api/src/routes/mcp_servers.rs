@@ -15,8 +15,8 @@ use validator::Validate;
 use crate::{
     access::Caller,
     extract::{ValidJson, ValidQuery, page_limit, path_id},
+    page::{PageOf, PageQuery, itemized, paged},
     problem::{ApiError, Problem, ValidationProblem},
-    routes::webhooks::ListPage,
     state::AppState,
 };
 
@@ -65,15 +65,7 @@ impl From<McpServer> for McpServerOut {
     }
 }
 
-/// A page of MCP servers.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct McpServerPage {
-    pub items: Vec<McpServerOut>,
-    pub next_cursor: Option<String>,
-    pub has_more: bool,
-    pub total_count: Option<u64>,
-}
+paged!(McpServerOut => McpServerPage, "A page of MCP servers.");
 
 /// Register an MCP server.
 #[derive(Debug, Deserialize, Validate, ToSchema)]
@@ -208,7 +200,7 @@ pub async fn create_mcp_server(
 #[utoipa::path(
     tag = "MCP servers",
     operation_id = "listMcpServers",
-    params(ListPage),
+    params(PageQuery),
     responses(
         (status = 200, description = "A page of MCP servers", body = McpServerPage),
         (status = 422, description = "Invalid limit or cursor", body = ValidationProblem, content_type = "application/problem+json")
@@ -218,7 +210,7 @@ pub async fn create_mcp_server(
 pub async fn list_mcp_servers(
     caller: Caller,
     state: web::Data<AppState>,
-    ValidQuery(query): ValidQuery<ListPage>,
+    ValidQuery(query): ValidQuery<PageQuery>,
 ) -> Result<web::Json<McpServerPage>, ApiError> {
     let page = state
         .mcp
@@ -228,12 +220,7 @@ pub async fn list_mcp_servers(
             query.cursor.as_deref(),
         )
         .await?;
-    Ok(web::Json(McpServerPage {
-        items: page.items.into_iter().map(McpServerOut::from).collect(),
-        next_cursor: page.next_cursor.map(|c| c.as_str().to_owned()),
-        has_more: page.has_more,
-        total_count: page.total_count,
-    }))
+    Ok(web::Json(PageOf::of(page, McpServerOut::from)))
 }
 
 /// One MCP server of the organization.
@@ -384,11 +371,7 @@ impl From<ToolLink> for ToolLinkOut {
     }
 }
 
-/// The MCP servers linked to a model, oldest first.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ToolLinkList {
-    pub items: Vec<ToolLinkOut>,
-}
+itemized!(ToolLinkOut => ToolLinkList, "The MCP servers linked to a model, oldest first.");
 
 /// The organization's user model the path names (404 otherwise).
 async fn user_model(state: &AppState, caller: &Caller, text: &str) -> Result<ModelId, ApiError> {
@@ -464,9 +447,9 @@ pub async fn list_tool_links(
         .mcp
         .links(&caller.0.organization_id, model.as_str())
         .await?;
-    Ok(web::Json(ToolLinkList {
-        items: links.into_iter().map(ToolLinkOut::from).collect(),
-    }))
+    Ok(web::Json(
+        links.into_iter().map(ToolLinkOut::from).collect(),
+    ))
 }
 
 /// Unlink an MCP server from a model (the server stays).

@@ -12,6 +12,7 @@ use validator::Validate;
 use crate::{
     access::Caller,
     extract::{ValidJson, path_id},
+    page::itemized,
     problem::{ApiError, Problem, ValidationProblem},
     state::AppState,
 };
@@ -76,11 +77,7 @@ impl From<DatasetLink> for DatasetLinkOut {
     }
 }
 
-/// The model's dataset links, oldest first.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct DatasetLinkList {
-    pub items: Vec<DatasetLinkOut>,
-}
+itemized!(DatasetLinkOut => DatasetLinkList, "The model's dataset links, oldest first.");
 
 fn model_id(text: &str) -> Result<ModelId, ApiError> {
     path_id(text, "model")
@@ -150,9 +147,9 @@ pub async fn list_dataset_links(
         .list(&caller.0.organization_id, &model_id(&path)?)
         .await
         .map_err(DomainError::from)?;
-    Ok(web::Json(DatasetLinkList {
-        items: links.into_iter().map(DatasetLinkOut::from).collect(),
-    }))
+    Ok(web::Json(
+        links.into_iter().map(DatasetLinkOut::from).collect(),
+    ))
 }
 
 /// Unlink a dataset from a model (the dataset stays).

@@ -7,12 +7,13 @@ use serde_json::{Map, Value};
 use tessera_kernel::DomainError;
 use tessera_models::{BaseModel, LifecycleState, ModelChanges, ModelId, ModelView, NewUserModel};
 use tessera_prompts::{Description, Name, SystemPromptId};
-use utoipa::{IntoParams, ToSchema};
+use utoipa::ToSchema;
 use validator::Validate;
 
 use crate::{
     access::Caller,
     extract::{ValidJson, ValidQuery, page_limit, path_id, text_field},
+    page::{PageOf, PageQuery, paged},
     problem::{ApiError, Problem, ValidationProblem},
     state::AppState,
 };
@@ -162,15 +163,7 @@ pub struct Catalog {
     pub items: Vec<ModelOut>,
 }
 
-/// A page of the organization's models.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ModelPage {
-    pub items: Vec<ModelOut>,
-    pub next_cursor: Option<String>,
-    pub has_more: bool,
-    pub total_count: Option<u64>,
-}
+paged!(ModelOut => ModelPage, "A page of the organization's models.");
 
 /// A new model built on a base model.
 #[derive(Debug, Deserialize, Validate, ToSchema)]
@@ -219,18 +212,6 @@ pub struct UpdateModel {
     #[schema(value_type = Option<Object>)]
     pub metadata: Option<Map<String, Value>>,
     pub enabled: Option<bool>,
-}
-
-/// Page through models.
-#[derive(Debug, Deserialize, Validate, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct ListModels {
-    /// 1 to 100, default 20.
-    #[validate(range(min = 1, max = 100))]
-    #[param(minimum = 1, maximum = 100)]
-    pub limit: Option<i64>,
-    /// `nextCursor` of the previous page.
-    pub cursor: Option<String>,
 }
 
 fn model_id(text: &str) -> Result<ModelId, ApiError> {
@@ -386,7 +367,7 @@ pub async fn create_model(
 #[utoipa::path(
     tag = "Models",
     operation_id = "listModels",
-    params(ListModels),
+    params(PageQuery),
     responses(
         (status = 200, description = "A page of models", body = ModelPage),
         (status = 422, description = "Invalid limit or cursor", body = ValidationProblem, content_type = "application/problem+json")
@@ -396,7 +377,7 @@ pub async fn create_model(
 pub async fn list_models(
     caller: Caller,
     state: web::Data<AppState>,
-    ValidQuery(query): ValidQuery<ListModels>,
+    ValidQuery(query): ValidQuery<PageQuery>,
 ) -> Result<web::Json<ModelPage>, ApiError> {
     let page = state
         .models
@@ -407,12 +388,7 @@ pub async fn list_models(
         )
         .await
         .map_err(DomainError::from)?;
-    Ok(web::Json(ModelPage {
-        items: page.items.into_iter().map(ModelOut::user).collect(),
-        next_cursor: page.next_cursor.map(|c| c.as_str().to_owned()),
-        has_more: page.has_more,
-        total_count: page.total_count,
-    }))
+    Ok(web::Json(PageOf::of(page, ModelOut::user)))
 }
 
 /// One of the organization's models.

@@ -3,7 +3,7 @@
 use actix_web::{HttpResponse, delete, get, http::header, patch, post, put, web};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use tessera_kernel::{DomainError, Page};
+use tessera_kernel::DomainError;
 use tessera_prompts::{
     Category, Content, Description, Name, NewParticle, Particle, ParticleChanges, ParticleId,
     ParticleVersion, Warning, particle_warnings,
@@ -14,6 +14,7 @@ use validator::Validate;
 use crate::{
     access::Caller,
     extract::{ValidJson, ValidQuery, page_limit, path_id, text_field},
+    page::{PageOf, PageQuery, paged},
     problem::{ApiError, Problem, ValidationProblem},
     state::AppState,
 };
@@ -157,35 +158,9 @@ impl From<ParticleVersion> for ParticleVersionOut {
     }
 }
 
-/// A page of particles.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ParticlePage {
-    pub items: Vec<ParticleOut>,
-    pub next_cursor: Option<String>,
-    pub has_more: bool,
-    pub total_count: Option<u64>,
-}
+paged!(ParticleOut => ParticlePage, "A page of particles.");
 
-/// A page of particle versions, oldest first.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ParticleVersionPage {
-    pub items: Vec<ParticleVersionOut>,
-    pub next_cursor: Option<String>,
-    pub has_more: bool,
-    pub total_count: Option<u64>,
-}
-
-/// Converts a domain page into a list body of the given item type.
-pub fn page_parts<T, U: From<T>>(page: Page<T>) -> (Vec<U>, Option<String>, bool, Option<u64>) {
-    (
-        page.items.into_iter().map(U::from).collect(),
-        page.next_cursor.map(|c| c.as_str().to_owned()),
-        page.has_more,
-        page.total_count,
-    )
-}
+paged!(ParticleVersionOut => ParticleVersionPage, "A page of particle versions, oldest first.");
 
 /// A new particle.
 #[derive(Debug, Deserialize, Validate, ToSchema)]
@@ -240,18 +215,6 @@ pub struct ListParticles {
     pub category: Option<CategoryDto>,
     /// `true` lists the read-only system particles instead of the organization's.
     pub system: Option<bool>,
-    /// 1 to 100, default 20.
-    #[validate(range(min = 1, max = 100))]
-    #[param(minimum = 1, maximum = 100)]
-    pub limit: Option<i64>,
-    /// `nextCursor` of the previous page.
-    pub cursor: Option<String>,
-}
-
-/// Page through a particle's versions.
-#[derive(Debug, Deserialize, Validate, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct ListVersions {
     /// 1 to 100, default 20.
     #[validate(range(min = 1, max = 100))]
     #[param(minimum = 1, maximum = 100)]
@@ -324,13 +287,7 @@ pub async fn list_particles(
         )
         .await
         .map_err(DomainError::from)?;
-    let (items, next_cursor, has_more, total_count) = page_parts(page);
-    Ok(web::Json(ParticlePage {
-        items,
-        next_cursor,
-        has_more,
-        total_count,
-    }))
+    Ok(web::Json(PageOf::from(page)))
 }
 
 /// One particle with its latest version and token count.
@@ -476,7 +433,7 @@ pub async fn delete_particle(
 #[utoipa::path(
     tag = "Particles",
     operation_id = "listParticleVersions",
-    params(("particle_id" = String, Path, description = "The particle id"), ListVersions),
+    params(("particle_id" = String, Path, description = "The particle id"), PageQuery),
     responses(
         (status = 200, description = "A page of versions", body = ParticleVersionPage),
         (status = 404, description = "No such particle in this organization", body = Problem, content_type = "application/problem+json"),
@@ -488,7 +445,7 @@ pub async fn list_versions(
     caller: Caller,
     state: web::Data<AppState>,
     path: web::Path<String>,
-    ValidQuery(query): ValidQuery<ListVersions>,
+    ValidQuery(query): ValidQuery<PageQuery>,
 ) -> Result<web::Json<ParticleVersionPage>, ApiError> {
     let page = state
         .prompts
@@ -500,13 +457,7 @@ pub async fn list_versions(
         )
         .await
         .map_err(DomainError::from)?;
-    let (items, next_cursor, has_more, total_count) = page_parts(page);
-    Ok(web::Json(ParticleVersionPage {
-        items,
-        next_cursor,
-        has_more,
-        total_count,
-    }))
+    Ok(web::Json(PageOf::from(page)))
 }
 
 /// One version of a particle.

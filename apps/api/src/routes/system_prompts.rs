@@ -16,6 +16,7 @@ use validator::Validate;
 use crate::{
     access::Caller,
     extract::{ValidJson, ValidQuery, expansions, page_limit, path_id, text_field},
+    page::{PageOf, paged},
     problem::{ApiError, Problem, ValidationProblem},
     routes::particles::{CategoryDto, WarningOut, warnings_out},
     state::AppState,
@@ -117,15 +118,7 @@ impl SystemPromptOut {
     }
 }
 
-/// A page of system prompts.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SystemPromptPage {
-    pub items: Vec<SystemPromptOut>,
-    pub next_cursor: Option<String>,
-    pub has_more: bool,
-    pub total_count: Option<u64>,
-}
+paged!(SystemPromptOut => SystemPromptPage, "A page of system prompts.");
 
 /// One particle of a composition.
 #[derive(Debug, Serialize, ToSchema)]
@@ -355,16 +348,9 @@ pub async fn list_system_prompts(
         )
         .await
         .map_err(DomainError::from)?;
-    Ok(web::Json(SystemPromptPage {
-        items: page
-            .items
-            .into_iter()
-            .map(|view| SystemPromptOut::from(view, expand))
-            .collect(),
-        next_cursor: page.next_cursor.map(|c| c.as_str().to_owned()),
-        has_more: page.has_more,
-        total_count: page.total_count,
-    }))
+    Ok(web::Json(PageOf::of(page, |view| {
+        SystemPromptOut::from(view, expand)
+    })))
 }
 
 /// One system prompt (an organization's, or a system profile).

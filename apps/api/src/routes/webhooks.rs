@@ -5,12 +5,13 @@ use actix_web::{HttpResponse, delete, get, http::header, post, web};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use tessera_webhooks::{Delivery, NewWebhook, Webhook, WebhookId};
-use utoipa::{IntoParams, ToSchema};
+use utoipa::ToSchema;
 use validator::Validate;
 
 use crate::{
     access::Caller,
     extract::{ValidJson, ValidQuery, page_limit, path_id},
+    page::{PageOf, PageQuery, paged},
     problem::{ApiError, Problem, ValidationProblem},
     state::AppState,
 };
@@ -56,15 +57,7 @@ impl WebhookOut {
     }
 }
 
-/// A page of webhooks.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct WebhookPage {
-    pub items: Vec<WebhookOut>,
-    pub next_cursor: Option<String>,
-    pub has_more: bool,
-    pub total_count: Option<u64>,
-}
+paged!(WebhookOut => WebhookPage, "A page of webhooks.");
 
 /// One event on its way to a webhook.
 #[derive(Debug, Serialize, ToSchema)]
@@ -111,15 +104,7 @@ impl From<Delivery> for DeliveryOut {
     }
 }
 
-/// A page of deliveries.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct DeliveryPage {
-    pub items: Vec<DeliveryOut>,
-    pub next_cursor: Option<String>,
-    pub has_more: bool,
-    pub total_count: Option<u64>,
-}
+paged!(DeliveryOut => DeliveryPage, "A page of deliveries.");
 
 /// Where events go and which ones.
 #[derive(Debug, Deserialize, Validate, ToSchema)]
@@ -153,18 +138,6 @@ pub enum WebhookEventName {
     FileFailed,
     #[schema(rename = "dataset.updated")]
     DatasetUpdated,
-}
-
-/// Page through a list.
-#[derive(Debug, Deserialize, Validate, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct ListPage {
-    /// 1 to 100, default 20.
-    #[validate(range(min = 1, max = 100))]
-    #[param(minimum = 1, maximum = 100)]
-    pub limit: Option<i64>,
-    /// `nextCursor` of the previous page.
-    pub cursor: Option<String>,
 }
 
 fn webhook_id(text: &str) -> Result<WebhookId, ApiError> {
@@ -211,7 +184,7 @@ pub async fn create_webhook(
 #[utoipa::path(
     tag = "Webhooks",
     operation_id = "listWebhooks",
-    params(ListPage),
+    params(PageQuery),
     responses(
         (status = 200, description = "A page of webhooks", body = WebhookPage),
         (status = 422, description = "Invalid limit or cursor", body = ValidationProblem, content_type = "application/problem+json")
@@ -221,7 +194,7 @@ pub async fn create_webhook(
 pub async fn list_webhooks(
     caller: Caller,
     state: web::Data<AppState>,
-    ValidQuery(query): ValidQuery<ListPage>,
+    ValidQuery(query): ValidQuery<PageQuery>,
 ) -> Result<web::Json<WebhookPage>, ApiError> {
     let page = state
         .webhooks
@@ -232,16 +205,7 @@ pub async fn list_webhooks(
             query.cursor.as_deref(),
         )
         .await?;
-    Ok(web::Json(WebhookPage {
-        items: page
-            .items
-            .into_iter()
-            .map(|w| WebhookOut::from(w, false))
-            .collect(),
-        next_cursor: page.next_cursor.map(|c| c.as_str().to_owned()),
-        has_more: page.has_more,
-        total_count: page.total_count,
-    }))
+    Ok(web::Json(PageOf::of(page, |w| WebhookOut::from(w, false))))
 }
 
 /// One webhook of the organization.
@@ -302,7 +266,7 @@ pub async fn delete_webhook(
 #[utoipa::path(
     tag = "Webhooks",
     operation_id = "listWebhookDeliveries",
-    params(("webhook_id" = String, Path, description = "The webhook id"), ListPage),
+    params(("webhook_id" = String, Path, description = "The webhook id"), PageQuery),
     responses(
         (status = 200, description = "A page of deliveries", body = DeliveryPage),
         (status = 404, description = "No such webhook in this organization", body = Problem, content_type = "application/problem+json"),
@@ -314,7 +278,7 @@ pub async fn list_deliveries(
     caller: Caller,
     state: web::Data<AppState>,
     path: web::Path<String>,
-    ValidQuery(query): ValidQuery<ListPage>,
+    ValidQuery(query): ValidQuery<PageQuery>,
 ) -> Result<web::Json<DeliveryPage>, ApiError> {
     let id = webhook_id(&path)?;
     let page = state
@@ -327,10 +291,5 @@ pub async fn list_deliveries(
             query.cursor.as_deref(),
         )
         .await?;
-    Ok(web::Json(DeliveryPage {
-        items: page.items.into_iter().map(DeliveryOut::from).collect(),
-        next_cursor: page.next_cursor.map(|c| c.as_str().to_owned()),
-        has_more: page.has_more,
-        total_count: page.total_count,
-    }))
+    Ok(web::Json(PageOf::of(page, DeliveryOut::from)))
 }
