@@ -576,6 +576,13 @@ async fn with_limit(
 #[derive(Debug, Clone)]
 pub struct Caller(pub Principal);
 
+impl Caller {
+    /// Who the audit records of this request's changes name.
+    pub fn actor(&self) -> tessera_kernel::Actor {
+        tessera_kernel::Actor::Principal(self.0.clone())
+    }
+}
+
 impl FromRequest for Caller {
     type Error = ApiError;
     type Future = std::future::Ready<Result<Self, ApiError>>;

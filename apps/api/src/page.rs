@@ -67,10 +67,7 @@ impl<T: Listed> PartialSchema for PageOf<T> {
     fn schema() -> RefOr<Schema> {
         ObjectBuilder::new()
             .description(Some(T::PAGE_DESCRIPTION))
-            .property(
-                "items",
-                ArrayBuilder::new().items(Ref::from_schema_name(T::name())),
-            )
+            .property("items", items_of::<T>())
             .required("items")
             .property("nextCursor", nullable(Type::String))
             .property("hasMore", ObjectBuilder::new().schema_type(Type::Boolean))
@@ -91,8 +88,7 @@ impl<T: Listed> ToSchema for PageOf<T> {
     }
 
     fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
-        schemas.push((T::name().into_owned(), T::schema()));
-        T::schemas(schemas);
+        item_schemas::<T>(schemas);
     }
 }
 
@@ -122,10 +118,7 @@ impl<T: Itemized> PartialSchema for ListOf<T> {
     fn schema() -> RefOr<Schema> {
         ObjectBuilder::new()
             .description(Some(T::LIST_DESCRIPTION))
-            .property(
-                "items",
-                ArrayBuilder::new().items(Ref::from_schema_name(T::name())),
-            )
+            .property("items", items_of::<T>())
             .required("items")
             .into()
     }
@@ -137,9 +130,19 @@ impl<T: Itemized> ToSchema for ListOf<T> {
     }
 
     fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
-        schemas.push((T::name().into_owned(), T::schema()));
-        T::schemas(schemas);
+        item_schemas::<T>(schemas);
     }
+}
+
+/// `items`: an array of references to the item's schema.
+fn items_of<T: ToSchema>() -> ArrayBuilder {
+    ArrayBuilder::new().items(Ref::from_schema_name(T::name()))
+}
+
+/// The item's schema and those it refers to: what a list's `ToSchema::schemas` adds.
+fn item_schemas<T: ToSchema>(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+    schemas.push((T::name().into_owned(), T::schema()));
+    T::schemas(schemas);
 }
 
 fn nullable(kind: Type) -> ObjectBuilder {

@@ -6,7 +6,7 @@ use actix_web::{HttpResponse, delete, get, http::header, post, web};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use tessera_identity::{ApiKey, ApiKeyId, NewApiKey};
-use tessera_kernel::{Actor, DomainError};
+use tessera_kernel::DomainError;
 use utoipa::ToSchema;
 use validator::Validate;
 
@@ -184,11 +184,7 @@ pub async fn revoke_api_key(
     let id = api_key_id(&path)?;
     state
         .api_keys
-        .revoke(
-            &caller.0.organization_id,
-            &id,
-            &Actor::Principal(caller.0.clone()),
-        )
+        .revoke(&caller.0.organization_id, &id, &caller.actor())
         .await
         .map_err(DomainError::from)?;
     Ok(HttpResponse::NoContent().finish())

@@ -5,7 +5,7 @@ use actix_web::{HttpResponse, delete, get, http::header, post, web};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use tessera_identity::{Client, ClientId, ClientName, NewClient};
-use tessera_kernel::{Actor, DomainError, FieldError, Scope, ScopeSet};
+use tessera_kernel::{DomainError, FieldError, Scope, ScopeSet};
 use utoipa::ToSchema;
 use validator::Validate;
 
@@ -122,7 +122,7 @@ pub async fn create_client(
     };
     let (client, secret) = state
         .identity
-        .create_client(new, &Actor::Principal(caller.0.clone()))
+        .create_client(new, &caller.actor())
         .await
         .map_err(DomainError::from)?;
     let location = format!("/v1/clients/{}", client.id);
@@ -202,7 +202,7 @@ pub async fn rotate_client(
     let organization = &caller.0.organization_id;
     let secret = state
         .identity
-        .rotate_secret(organization, &id, &Actor::Principal(caller.0.clone()))
+        .rotate_secret(organization, &id, &caller.actor())
         .await
         .map_err(DomainError::from)?;
     let client = state
@@ -234,11 +234,7 @@ pub async fn revoke_client(
     let id = client_id(&path)?;
     state
         .identity
-        .revoke(
-            &caller.0.organization_id,
-            &id,
-            &Actor::Principal(caller.0.clone()),
-        )
+        .revoke(&caller.0.organization_id, &id, &caller.actor())
         .await
         .map_err(DomainError::from)?;
     Ok(HttpResponse::NoContent().finish())

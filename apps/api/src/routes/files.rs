@@ -121,7 +121,7 @@ pub fn knowledge_caller(caller: &Caller) -> KnowledgeCaller {
     KnowledgeCaller {
         organization: caller.0.organization_id.clone(),
         subject: caller.0.subject.clone(),
-        actor: tessera_kernel::Actor::Principal(caller.0.clone()),
+        actor: caller.actor(),
     }
 }
 

@@ -157,7 +157,7 @@ fn headers(map: BTreeMap<String, String>) -> Vec<(String, String)> {
 }
 
 fn actor(caller: &Caller) -> Actor {
-    Actor::Principal(caller.0.clone())
+    caller.actor()
 }
 
 /// Register an MCP server; its tools are listed when first asked for or used.

@@ -111,7 +111,7 @@ pub async fn link_dataset(
             &model,
             &body.dataset_id,
             body.usage_type.into(),
-            &tessera_kernel::Actor::Principal(caller.0.clone()),
+            &caller.actor(),
         )
         .await
         .map_err(DomainError::from)?;
@@ -178,7 +178,7 @@ pub async fn unlink_dataset(
             &caller.0.organization_id,
             &model_id(&model)?,
             &dataset,
-            &tessera_kernel::Actor::Principal(caller.0.clone()),
+            &caller.actor(),
         )
         .await
         .map_err(DomainError::from)?;

@@ -351,11 +351,7 @@ pub async fn create_model(
     };
     let view = state
         .models
-        .create_by(
-            &tessera_kernel::Actor::Principal(caller.0.clone()),
-            &caller.0.organization_id,
-            new,
-        )
+        .create_by(&caller.actor(), &caller.0.organization_id, new)
         .await
         .map_err(DomainError::from)?;
     Ok(HttpResponse::Created()
@@ -453,12 +449,7 @@ pub async fn update_model(
     };
     let view = state
         .models
-        .update_by(
-            &tessera_kernel::Actor::Principal(caller.0.clone()),
-            &caller.0.organization_id,
-            &id,
-            changes,
-        )
+        .update_by(&caller.actor(), &caller.0.organization_id, &id, changes)
         .await
         .map_err(DomainError::from)?;
     Ok(web::Json(ModelOut::user(view)))
@@ -485,7 +476,7 @@ pub async fn delete_model(
         .delete(
             &caller.0.organization_id,
             &model_id(&path)?,
-            &tessera_kernel::Actor::Principal(caller.0.clone()),
+            &caller.actor(),
         )
         .await
         .map_err(DomainError::from)?;

@@ -251,7 +251,7 @@ pub async fn create_particle(
     };
     let particle = state
         .prompts
-        .acting_as(tessera_kernel::Actor::Principal(caller.0.clone()))
+        .acting_as(caller.actor())
         .create_particle(&caller.0.organization_id, new)
         .await
         .map_err(DomainError::from)?;
@@ -342,14 +342,14 @@ pub async fn replace_particle(
     let organization = &caller.0.organization_id;
     let (mut particle, _) = state
         .prompts
-        .acting_as(tessera_kernel::Actor::Principal(caller.0.clone()))
+        .acting_as(caller.actor())
         .update_content(organization, &id, content)
         .await
         .map_err(DomainError::from)?;
     if !changes.is_empty() {
         particle = state
             .prompts
-            .acting_as(tessera_kernel::Actor::Principal(caller.0.clone()))
+            .acting_as(caller.actor())
             .update_particle(organization, &id, changes)
             .await
             .map_err(DomainError::from)?;
@@ -395,7 +395,7 @@ pub async fn update_particle(
     let changes = particle_changes(body.name.as_deref(), body.description.as_deref())?;
     let particle = state
         .prompts
-        .acting_as(tessera_kernel::Actor::Principal(caller.0.clone()))
+        .acting_as(caller.actor())
         .update_particle(&caller.0.organization_id, &id, changes)
         .await
         .map_err(DomainError::from)?;
@@ -422,7 +422,7 @@ pub async fn delete_particle(
 ) -> Result<HttpResponse, ApiError> {
     state
         .prompts
-        .acting_as(tessera_kernel::Actor::Principal(caller.0.clone()))
+        .acting_as(caller.actor())
         .delete_particle(&caller.0.organization_id, &particle_id(&path)?)
         .await
         .map_err(DomainError::from)?;

@@ -305,7 +305,7 @@ pub async fn create_system_prompt(
     };
     let view = state
         .prompts
-        .acting_as(tessera_kernel::Actor::Principal(caller.0.clone()))
+        .acting_as(caller.actor())
         .create_system_prompt(&caller.0.organization_id, new)
         .await
         .map_err(DomainError::from)?;
@@ -419,7 +419,7 @@ pub async fn update_system_prompt(
     };
     let view = state
         .prompts
-        .acting_as(tessera_kernel::Actor::Principal(caller.0.clone()))
+        .acting_as(caller.actor())
         .update_system_prompt(&caller.0.organization_id, &id, changes)
         .await
         .map_err(DomainError::from)?;
@@ -445,7 +445,7 @@ pub async fn delete_system_prompt(
 ) -> Result<HttpResponse, ApiError> {
     state
         .prompts
-        .acting_as(tessera_kernel::Actor::Principal(caller.0.clone()))
+        .acting_as(caller.actor())
         .delete_system_prompt(&caller.0.organization_id, &prompt_id(&path)?)
         .await
         .map_err(DomainError::from)?;
@@ -475,7 +475,7 @@ pub async fn add_particle(
     let id = prompt_id(&path)?;
     let entry = state
         .prompts
-        .acting_as(tessera_kernel::Actor::Principal(caller.0.clone()))
+        .acting_as(caller.actor())
         .add_particle(&caller.0.organization_id, &id, body.into_new())
         .await
         .map_err(DomainError::from)?;
@@ -515,7 +515,7 @@ pub async fn update_particle_placement(
     };
     let entry = state
         .prompts
-        .acting_as(tessera_kernel::Actor::Principal(caller.0.clone()))
+        .acting_as(caller.actor())
         .update_association(&caller.0.organization_id, &prompt, &association, changes)
         .await
         .map_err(DomainError::from)?;
@@ -545,7 +545,7 @@ pub async fn remove_particle(
     let (prompt, association) = path.into_inner();
     state
         .prompts
-        .acting_as(tessera_kernel::Actor::Principal(caller.0.clone()))
+        .acting_as(caller.actor())
         .remove_association(
             &caller.0.organization_id,
             &prompt_id(&prompt)?,

@@ -166,7 +166,7 @@ pub async fn create_webhook(
         .service
         .create(
             &caller.0.organization_id,
-            &tessera_kernel::Actor::Principal(caller.0.clone()),
+            &caller.actor(),
             NewWebhook {
                 url: body.url,
                 events: body.events,
@@ -253,11 +253,7 @@ pub async fn delete_webhook(
     state
         .webhooks
         .service
-        .delete(
-            &caller.0.organization_id,
-            &id,
-            &tessera_kernel::Actor::Principal(caller.0.clone()),
-        )
+        .delete(&caller.0.organization_id, &id, &caller.actor())
         .await?;
     Ok(HttpResponse::NoContent().finish())
 }
