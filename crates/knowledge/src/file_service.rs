@@ -10,8 +10,8 @@ use tessera_kernel::{
 };
 
 use crate::{
-    BlobError, BlobStore, FileDeletion, FileFilter, FileFormat, FileId, FileStatus, FileStore,
-    StoredFile, Upload, UploadError, VectorIndex, upload,
+    BlobError, BlobStore, FileDeletion, FileFilter, FileFormat, FileId, FileReady, FileStatus,
+    FileStore, StoredFile, Upload, UploadError, VectorIndex, upload,
 };
 
 const FILE_LIST: &str = "files";
@@ -102,8 +102,10 @@ impl FileService {
             updated_at: now,
         };
         let audit = caller.audit("file.upload", "file", file.id.as_str(), now);
+        // An image has nothing to process: it is searchable (by name) as stored.
+        let ready = image.then(|| FileReady::of(&file, 0, now));
         self.files
-            .insert(&file, !image, &audit)
+            .insert(&file, !image, ready, &audit)
             .await
             .map_err(|error| UploadError::Interrupted(format!("the file record: {error}")))?;
         Ok(file)

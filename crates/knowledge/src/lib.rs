@@ -13,6 +13,7 @@ mod dataset_service;
 mod document;
 mod embedding;
 mod embeddings;
+mod events;
 mod file;
 mod file_service;
 mod file_text;
@@ -35,6 +36,7 @@ pub use embeddings::{
     EMBEDDED, EmbeddingCaller, EmbeddingError, EmbeddingRequest, EmbeddingService, Embeddings,
     MAX_EMBEDDING_INPUTS,
 };
+pub use events::{FileFailed, FileReady};
 pub use file::{FileFilter, FileStatus, StoredChunk, StoredFile};
 pub use file_service::{FileService, KnowledgeCaller};
 pub use file_text::DocumentText;

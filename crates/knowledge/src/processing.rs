@@ -10,8 +10,8 @@ use tessera_kernel::{Clock, DomainError};
 use tracing::Instrument;
 
 use crate::{
-    BlobStore, ChunkingSettings, ClaimedJob, DocumentError, DocumentProcessor, Embedder, FileStore,
-    IndexedChunk, StoredChunk, VectorIndex,
+    BlobStore, ChunkingSettings, ClaimedJob, DocumentError, DocumentProcessor, Embedder,
+    FileFailed, FileReady, FileStore, IndexedChunk, StoredChunk, VectorIndex,
 };
 
 /// How workers process files.
@@ -134,8 +134,9 @@ impl Processor {
         match self.steps(job).await {
             Ok(chunks) => {
                 let count = chunks.len();
-                let now = self.pipeline.clock.now();
-                if files.complete_job(id, &self.worker, &chunks, now).await? {
+                let chunk_count = u32::try_from(count).unwrap_or(u32::MAX);
+                let ready = FileReady::of(&job.file, chunk_count, self.pipeline.clock.now());
+                if files.complete_job(&self.worker, &chunks, &ready).await? {
                     Ok(JobOutcome::Ready { chunks: count })
                 } else {
                     Ok(JobOutcome::LeaseLost)
@@ -168,12 +169,8 @@ impl Processor {
     }
 
     async fn fail(&self, job: &ClaimedJob, reason: String) -> Result<JobOutcome, DomainError> {
-        let now = self.pipeline.clock.now();
-        let kept = self
-            .pipeline
-            .files
-            .fail_job(&job.file.id, &self.worker, &reason, now)
-            .await?;
+        let failed = FileFailed::of(&job.file, &reason, self.pipeline.clock.now());
+        let kept = self.pipeline.files.fail_job(&self.worker, &failed).await?;
         if kept {
             // Whatever an earlier attempt indexed must not stay searchable.
             if let Err(error) = self

@@ -8,8 +8,8 @@ use chrono::{DateTime, Utc};
 use tessera_kernel::{AuditRecord, DomainError, OrganizationId, PageRequest};
 
 use crate::{
-    Dataset, DatasetFile, DatasetId, FileFilter, FileId, FileReference, Snapshot, StoredChunk,
-    StoredFile,
+    Dataset, DatasetFile, DatasetId, FileFailed, FileFilter, FileId, FileReady, FileReference,
+    Snapshot, StoredChunk, StoredFile,
 };
 
 /// A processing job handed to a worker: the file and which attempt this is (1-based).
@@ -35,11 +35,13 @@ pub enum FileDeletion {
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 #[async_trait]
 pub trait FileStore: Send + Sync {
-    /// Stores a new file; with `queue_job` also its processing job, in the same transaction.
+    /// Stores a new file; with `queue_job` also its processing job, and with `ready` (a file
+    /// stored ready, with nothing to process) that event, in the same transaction.
     async fn insert(
         &self,
         file: &StoredFile,
         queue_job: bool,
+        ready: Option<FileReady>,
         audit: &AuditRecord,
     ) -> Result<(), DomainError>;
 
@@ -100,14 +102,14 @@ pub trait FileStore: Send + Sync {
         lease_until: DateTime<Utc>,
     ) -> Result<bool, DomainError>;
 
-    /// Ends a job `worker` holds successfully: stores the chunks, marks the file `ready`,
-    /// removes the job. False (and nothing changed) when the lease was lost.
+    /// Ends the job of `ready.file` that `worker` holds successfully: stores the chunks,
+    /// marks the file `ready` as of `ready.at`, removes the job and records the event. False
+    /// (and nothing changed) when the lease was lost.
     async fn complete_job(
         &self,
-        id: &FileId,
         worker: &str,
         chunks: &[StoredChunk],
-        now: DateTime<Utc>,
+        ready: &FileReady,
     ) -> Result<bool, DomainError>;
 
     /// Releases a job `worker` holds to run again at `run_after`, recording the error.
@@ -119,14 +121,10 @@ pub trait FileStore: Send + Sync {
         run_after: DateTime<Utc>,
     ) -> Result<bool, DomainError>;
 
-    /// Ends a job `worker` holds for good: the file is `failed` with `error`.
-    async fn fail_job(
-        &self,
-        id: &FileId,
-        worker: &str,
-        error: &str,
-        now: DateTime<Utc>,
-    ) -> Result<bool, DomainError>;
+    /// Ends the job of `failed.file` that `worker` holds for good: the file is `failed` with
+    /// `failed.error` as of `failed.at`, and the event is recorded. False (and nothing
+    /// changed) when the lease was lost.
+    async fn fail_job(&self, worker: &str, failed: &FileFailed) -> Result<bool, DomainError>;
 }
 
 /// Datasets, their files and snapshots.

@@ -165,13 +165,15 @@ async fn a_document_is_embedded_in_batches_indexed_and_completed() {
     ports
         .files
         .expect_complete_job()
-        .withf(move |id, worker, chunks, _| {
-            *id == file_id
+        .withf(move |worker, chunks, ready| {
+            // The processing decides the event: this file, ready in five chunks.
+            ready.file == file_id
+                && ready.chunk_count == 5
                 && worker == "w1"
                 && chunks.iter().map(|c| c.ordinal).collect::<Vec<_>>() == vec![0, 1, 2, 3, 4]
         })
         .times(1)
-        .returning(|_, _, _, _| Ok(true));
+        .returning(|_, _, _| Ok(true));
     let (_, outcome) = ports.processor().process_next().await.unwrap().unwrap();
     assert_eq!(outcome, JobOutcome::Ready { chunks: 5 });
     assert_eq!(*batches.lock().unwrap(), vec![2, 2, 1]);
@@ -196,9 +198,9 @@ async fn a_broken_document_fails_at_once_and_leaves_nothing_indexed() {
     ports
         .files
         .expect_fail_job()
-        .withf(|_, _, error, _| error.contains("encrypted"))
+        .withf(|_, failed| failed.error.contains("encrypted"))
         .times(1)
-        .returning(|_, _, _, _| Ok(true));
+        .returning(|_, _| Ok(true));
     let organization = job.file.organization.clone();
     let file = job.file.id.clone();
     ports
@@ -246,9 +248,11 @@ async fn an_unavailable_embedder_is_retried_with_growing_delays_then_fails() {
                 ports
                     .files
                     .expect_fail_job()
-                    .withf(|_, _, error, _| error.contains("3 times") && error.contains("busy"))
+                    .withf(|_, failed| {
+                        failed.error.contains("3 times") && failed.error.contains("busy")
+                    })
                     .times(1)
-                    .returning(|_, _, _, _| Ok(true));
+                    .returning(|_, _| Ok(true));
                 ports.index.expect_delete_file().returning(|_, _| Ok(()));
             }
         }
@@ -318,7 +322,7 @@ async fn an_association_made_during_processing_reaches_the_index() {
     ports
         .files
         .expect_complete_job()
-        .returning(|_, _, _, _| Ok(true));
+        .returning(|_, _, _| Ok(true));
     let (_, outcome) = ports.processor().process_next().await.unwrap().unwrap();
     assert_eq!(outcome, JobOutcome::Ready { chunks: 1 });
 }

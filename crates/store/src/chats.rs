@@ -708,9 +708,10 @@ impl ChatStore for SqlChatStore {
         at: DateTime<Utc>,
     ) -> Result<(), DomainError> {
         let failure = turn.error.as_deref();
+        let rows = TurnRows::new(organization, id, &self.runner, turn, at)?;
         self.usage.before_the_turn(Some(&turn.usage)).await?;
         let with_usage = self.usage.with_the_turn();
-        let turn = TurnRows::new(organization, id, &self.runner, turn, at)?;
+        let turn = rows;
         // A failed turn is rare: it takes its own transaction rather than the group commit's
         // batched status update.
         if let Some(writers) = self.commits.as_ref().and_then(|commits| commits.here())

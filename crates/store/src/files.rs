@@ -12,8 +12,8 @@ use diesel::{
 use diesel_async::RunQueryDsl;
 use tessera_kernel::{AuditRecord, DomainError, OrganizationId, PageRequest};
 use tessera_knowledge::{
-    ChunkLocation, ClaimedJob, DatasetId, FileDeletion, FileFilter, FileFormat, FileId,
-    FileReference, FileStatus, FileStore, StoredChunk, StoredFile,
+    ChunkLocation, ClaimedJob, DatasetId, FileDeletion, FileFailed, FileFilter, FileFormat, FileId,
+    FileReady, FileReference, FileStatus, FileStore, StoredChunk, StoredFile,
 };
 use tessera_webhooks::Event;
 
@@ -21,7 +21,7 @@ use crate::{
     Backend, Database,
     audit::record_audit,
     database::{with_connection, with_transaction},
-    error::{Rollback, query_error},
+    error::query_error,
     schema::{dataset_files, datasets, file_chunks, file_jobs, files, snapshot_files},
     webhooks::record_event,
 };
@@ -190,24 +190,15 @@ macro_rules! held_job {
     };
 }
 
-/// The organization and name of file `$id`, inside a transaction body.
-macro_rules! file_identity {
-    ($conn:expr, $id:expr) => {{
-        let (organization, name): (String, String) = files::table
-            .filter(files::id.eq($id.as_str()))
-            .select((files::organization_id, files::name))
-            .first($conn)
-            .await?;
-        match organization.parse::<OrganizationId>() {
-            Ok(organization) => (organization, name),
-            Err(error) => {
-                return Err(Rollback::Fail(DomainError::internal(format!(
-                    "files row {}: {error}",
-                    $id
-                ))));
-            }
-        }
-    }};
+/// The webhook event of a file the knowledge domain announced ready.
+fn ready_event(ready: &FileReady) -> Event {
+    Event::file_ready(
+        &ready.organization,
+        ready.file.as_str(),
+        &ready.name,
+        ready.chunk_count,
+        ready.at,
+    )
 }
 
 pub(crate) fn load_file_rows(rows: Vec<FileRow>) -> Result<Vec<StoredFile>, DomainError> {
@@ -220,20 +211,12 @@ impl FileStore for SqlFileStore {
         &self,
         file: &StoredFile,
         queue_job: bool,
+        ready: Option<FileReady>,
         audit: &AuditRecord,
     ) -> Result<(), DomainError> {
         let row = FileRow::from(file);
         let run_after = file.created_at.naive_utc();
-        // A file stored ready (an image: nothing to process) is ready as of now.
-        let ready = (file.status == FileStatus::Ready).then(|| {
-            Event::file_ready(
-                &file.organization,
-                file.id.as_str(),
-                &file.name,
-                file.chunk_count,
-                file.created_at,
-            )
-        });
+        let ready = ready.as_ref().map(ready_event);
         with_transaction!(&self.db, conn => {
             diesel::insert_into(files::table).values(&row).execute(conn).await?;
             if let Some(event) = &ready {
@@ -494,17 +477,18 @@ impl FileStore for SqlFileStore {
 
     async fn complete_job(
         &self,
-        id: &FileId,
         worker: &str,
         chunks: &[StoredChunk],
-        now: DateTime<Utc>,
+        ready: &FileReady,
     ) -> Result<bool, DomainError> {
+        let id = &ready.file;
+        let event = ready_event(ready);
         let rows: Vec<ChunkRow> = chunks
             .iter()
             .map(|chunk| ChunkRow::new(id, chunk))
             .collect();
         let count = i32::try_from(rows.len()).unwrap_or(i32::MAX);
-        let now = now.naive_utc();
+        let now = ready.at.naive_utc();
         with_transaction!(&self.db, conn => {
             let held = diesel::delete(held_job!(id, worker)).execute(conn).await?;
             if held == 0 {
@@ -530,9 +514,6 @@ impl FileStore for SqlFileStore {
                 ))
                 .execute(conn)
                 .await?;
-            let (organization, name) = file_identity!(conn, id);
-            let chunk_count = u32::try_from(count).unwrap_or_default();
-            let event = Event::file_ready(&organization, id.as_str(), &name, chunk_count, utc(now));
             record_event!(conn, &event);
             Ok(true)
         })
@@ -561,14 +542,16 @@ impl FileStore for SqlFileStore {
         Ok(changed > 0)
     }
 
-    async fn fail_job(
-        &self,
-        id: &FileId,
-        worker: &str,
-        error: &str,
-        now: DateTime<Utc>,
-    ) -> Result<bool, DomainError> {
-        let now = now.naive_utc();
+    async fn fail_job(&self, worker: &str, failed: &FileFailed) -> Result<bool, DomainError> {
+        let (id, error) = (&failed.file, failed.error.as_str());
+        let event = Event::file_failed(
+            &failed.organization,
+            id.as_str(),
+            &failed.name,
+            error,
+            failed.at,
+        );
+        let now = failed.at.naive_utc();
         with_transaction!(&self.db, conn => {
             let held = diesel::delete(held_job!(id, worker)).execute(conn).await?;
             if held == 0 {
@@ -587,8 +570,6 @@ impl FileStore for SqlFileStore {
                 ))
                 .execute(conn)
                 .await?;
-            let (organization, name) = file_identity!(conn, id);
-            let event = Event::file_failed(&organization, id.as_str(), &name, error, utc(now));
             record_event!(conn, &event);
             Ok(true)
         })

@@ -8,8 +8,8 @@ use std::{collections::HashSet, sync::Arc};
 use chrono::{DateTime, Duration, Utc};
 use tessera_kernel::{DomainError, Limit, OrganizationId, PageRequest};
 use tessera_knowledge::{
-    ChunkLocation, Dataset, DatasetId, DatasetStore, FileDeletion, FileFilter, FileFormat, FileId,
-    FileStatus, FileStore, StoredChunk, StoredFile,
+    ChunkLocation, Dataset, DatasetId, DatasetStore, FileDeletion, FileFailed, FileFilter,
+    FileFormat, FileId, FileReady, FileStatus, FileStore, StoredChunk, StoredFile,
 };
 use tessera_organizations::{Organization, OrganizationStore, Plan};
 use tessera_store::{
@@ -82,7 +82,7 @@ impl Fixture {
             updated_at: at(0),
         };
         self.files
-            .insert(&file, true, &audited(&file.organization))
+            .insert(&file, true, None, &audited(&file.organization))
             .await
             .unwrap();
         file
@@ -202,13 +202,21 @@ async fn jobs_are_claimed_once_processed_and_completed(backend: Backend) {
     let chunks = vec![chunk(0, "first"), chunk(1, "second")];
     assert!(
         !f.files
-            .complete_job(&file.id, "w2", &chunks, at(3))
+            .complete_job(
+                "w2",
+                &chunks,
+                &FileReady::of(&file, u32::try_from(chunks.len()).unwrap(), at(3))
+            )
             .await
             .unwrap()
     );
     assert!(
         f.files
-            .complete_job(&file.id, "w1", &chunks, at(3))
+            .complete_job(
+                "w1",
+                &chunks,
+                &FileReady::of(&file, u32::try_from(chunks.len()).unwrap(), at(3))
+            )
             .await
             .unwrap()
     );
@@ -253,19 +261,19 @@ async fn a_crashed_workers_job_is_taken_over_when_its_lease_expires(backend: Bac
     // The crashed worker comes back: its lease is gone, so nothing it writes lands.
     assert!(
         !f.files
-            .complete_job(&file.id, "crashed", &[chunk(0, "x")], at(4))
+            .complete_job("crashed", &[chunk(0, "x")], &FileReady::of(&file, 1, at(4)))
             .await
             .unwrap()
     );
     assert!(
         !f.files
-            .fail_job(&file.id, "crashed", "late", at(4))
+            .fail_job("crashed", &FileFailed::of(&file, "late", at(4)))
             .await
             .unwrap()
     );
     assert!(
         f.files
-            .complete_job(&file.id, "w2", &[chunk(0, "y")], at(4))
+            .complete_job("w2", &[chunk(0, "y")], &FileReady::of(&file, 1, at(4)))
             .await
             .unwrap()
     );
@@ -305,7 +313,10 @@ async fn retried_jobs_wait_and_failed_jobs_end_failed(backend: Backend) {
     assert_eq!(job.attempt, 2);
     assert!(
         f.files
-            .fail_job(&file.id, "w1", "the document is encrypted", at(11))
+            .fail_job(
+                "w1",
+                &FileFailed::of(&file, "the document is encrypted", at(11))
+            )
             .await
             .unwrap()
     );

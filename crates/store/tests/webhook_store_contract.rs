@@ -9,7 +9,8 @@ use std::sync::Arc;
 use chrono::{DateTime, Duration, Utc};
 use tessera_kernel::{Limit, OrganizationId, PageRequest};
 use tessera_knowledge::{
-    Dataset, DatasetId, DatasetStore, FileFormat, FileId, FileStatus, FileStore, StoredFile,
+    Dataset, DatasetId, DatasetStore, FileFailed, FileFormat, FileId, FileReady, FileStatus,
+    FileStore, StoredFile,
 };
 use tessera_organizations::{Organization, OrganizationStore, Plan};
 use tessera_store::{
@@ -126,7 +127,7 @@ impl Fixture {
             updated_at: at(0),
         };
         self.files
-            .insert(&file, true, &audited(&file.organization))
+            .insert(&file, true, None, &audited(&file.organization))
             .await
             .unwrap();
         let job = self
@@ -193,21 +194,21 @@ async fn state_changes_write_deliveries_for_subscribed_webhooks_only(backend: Ba
     let good = f.claimed_file(&acme, "good.md").await;
     assert!(
         f.files
-            .complete_job(&good.id, "w", &[], at(1))
+            .complete_job("w", &[], &FileReady::of(&good, 0, at(1)))
             .await
             .unwrap()
     );
     let bad = f.claimed_file(&acme, "bad.pdf").await;
     assert!(
         f.files
-            .fail_job(&bad.id, "w", "the PDF is encrypted", at(2))
+            .fail_job("w", &FileFailed::of(&bad, "the PDF is encrypted", at(2)))
             .await
             .unwrap()
     );
     // A worker that lost its lease changes nothing and reports nothing.
     assert!(
         !f.files
-            .complete_job(&bad.id, "w", &[], at(3))
+            .complete_job("w", &[], &FileReady::of(&bad, 0, at(3)))
             .await
             .unwrap()
     );
@@ -354,7 +355,7 @@ async fn due_deliveries_are_claimed_once_retried_and_settled(backend: Backend) {
     let first = f.claimed_file(&acme, "one.md").await;
     assert!(
         f.files
-            .complete_job(&first.id, "w", &[], at(1))
+            .complete_job("w", &[], &FileReady::of(&first, 0, at(1)))
             .await
             .unwrap()
     );
@@ -497,14 +498,14 @@ async fn due_deliveries_are_claimed_once_retried_and_settled(backend: Backend) {
     let second = f.claimed_file(&acme, "two.md").await;
     assert!(
         f.files
-            .complete_job(&second.id, "w", &[], at(20))
+            .complete_job("w", &[], &FileReady::of(&second, 0, at(20)))
             .await
             .unwrap()
     );
     let third = f.claimed_file(&acme, "three.md").await;
     assert!(
         f.files
-            .complete_job(&third.id, "w", &[], at(21))
+            .complete_job("w", &[], &FileReady::of(&third, 0, at(21)))
             .await
             .unwrap()
     );
@@ -553,8 +554,56 @@ async fn due_deliveries_are_claimed_once_retried_and_settled(backend: Backend) {
     f.db.destroy().await;
 }
 
+/// The knowledge domain decides the events: a file stored ready (an image) is announced in
+/// its insert's transaction when the domain hands the event over, and only then.
+async fn a_file_stored_ready_is_announced_with_its_insert(backend: Backend) {
+    let f = Fixture::new(backend).await;
+    let acme = f.organization().await;
+    let hook = f.webhook(&acme, &[EventKind::FileReady]).await;
+    let image = |name: &str| StoredFile {
+        id: FileId::generate(),
+        organization: acme.clone(),
+        created_by: "alice".into(),
+        name: name.into(),
+        format: FileFormat::from_file_name(name).unwrap(),
+        size: 42,
+        sha256: "b".repeat(64),
+        status: FileStatus::Ready,
+        progress: 100,
+        error: None,
+        chunk_count: 0,
+        created_at: at(1),
+        updated_at: at(1),
+    };
+    let announced = image("photo.png");
+    let ready = FileReady::of(&announced, 0, at(1));
+    f.files
+        .insert(&announced, false, Some(ready), &audited(&acme))
+        .await
+        .unwrap();
+    let quiet = image("other.png");
+    f.files
+        .insert(&quiet, false, None, &audited(&acme))
+        .await
+        .unwrap();
+
+    let deliveries = f
+        .webhooks
+        .deliveries(&acme, &hook.id, &page(50, None))
+        .await
+        .unwrap();
+    assert_eq!(deliveries.len(), 1);
+    let body: serde_json::Value = serde_json::from_str(&deliveries[0].body).unwrap();
+    assert_eq!(body["type"], "file.ready");
+    assert_eq!(body["data"]["fileId"], announced.id.as_str());
+    assert_eq!(body["data"]["name"], "photo.png");
+    assert_eq!(body["data"]["chunkCount"], 0);
+    f.db.destroy().await;
+}
+
 tessera_store::on_both_databases!(
     webhooks_read_back_within_their_organization,
+    a_file_stored_ready_is_announced_with_its_insert,
     state_changes_write_deliveries_for_subscribed_webhooks_only,
     due_deliveries_are_claimed_once_retried_and_settled,
 );
