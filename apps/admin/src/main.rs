@@ -35,7 +35,14 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Apply pending database migrations.
-    Migrate,
+    Migrate {
+        /// Only these parts of the schema and the parts they need (repeatable: `tenants`,
+        /// `identity`, `prompts`, `idempotency`, `webhooks`, `knowledge`, `models`, `mcp`,
+        /// `chats`, `usage`), for a service that embeds some domains' stores. Default: all,
+        /// as the API needs.
+        #[arg(long = "part", value_name = "PART", value_parser = clap::builder::ValueParser::new(|name: &str| name.parse::<tessera_store::Part>()))]
+        parts: Vec<tessera_store::Part>,
+    },
     /// Manage organizations (tenants).
     #[command(subcommand)]
     Org(OrgCommand),
@@ -145,8 +152,13 @@ async fn run(cli: Cli) -> Result<String, Failure> {
     })?;
     let url = settings.database();
     match cli.command {
-        Command::Migrate => {
-            let applied = Database::migrate(&url)
+        Command::Migrate { parts } => {
+            let parts = if parts.is_empty() {
+                tessera_store::Part::ALL.to_vec()
+            } else {
+                parts
+            };
+            let applied = Database::migrate_parts(&url, &parts)
                 .await
                 .map_err(|e| Failure(e.to_string()))?;
             Ok(if cli.json {

@@ -648,6 +648,32 @@ async fn signing_keys_rotate_and_old_ones_keep_verifying() {
     );
 }
 
+/// `migrate --part` migrates those parts of the schema (and what they need) only; the rest
+/// follows with a plain `migrate`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrate_takes_parts() {
+    let env = Env::new(Backend::Sqlite).await;
+    let (code, _, stderr) = env.run(&["migrate", "--part", "billing"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("unknown store part `billing`"), "{stderr}");
+
+    let chats = env.json(&["migrate", "--part", "chats"]);
+    let applied: Vec<&str> = (chats["applied"].as_array().unwrap().iter())
+        .map(|version| version.as_str().unwrap())
+        .collect();
+    // Organizations (the tenants part it needs) and chats; no usage (000009) or webhooks.
+    assert!(applied.contains(&"20261122000001"), "{chats}");
+    assert!(applied.contains(&"20261122000006"), "{chats}");
+    assert!(!applied.contains(&"20261122000009"), "{chats}");
+    assert!(!applied.contains(&"20261124000011"), "{chats}");
+    let rest = env.json(&["migrate"]);
+    assert!(
+        (rest["applied"].as_array().unwrap().iter()).any(|v| v == "20261122000009"),
+        "{rest}"
+    );
+    assert_eq!(env.json(&["migrate"])["applied"], serde_json::json!([]));
+}
+
 #[test]
 fn bad_configuration_is_one_line_naming_the_key() {
     let dir = tempfile::tempdir().unwrap();
