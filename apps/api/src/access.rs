@@ -1,7 +1,8 @@
-//! Who may call what. `ROUTES` is the one table that says, for every documented operation,
-//! whether it is public, needs any valid token, or needs a scope; the `authorize` middleware
-//! enforces it and `apply_to_openapi` writes it into the document's `security` sections, so
-//! the two cannot disagree. A test walks the document and proves every entry is enforced.
+//! Who may call what. The route table (`crate::routes::operations`) says, for every
+//! documented operation, whether it is public, needs any valid token, or needs a scope; the
+//! `authorize` middleware enforces it and `apply_to_openapi` writes it into the document's
+//! `security` sections, so the two cannot disagree. A test walks the document and proves
+//! every entry is enforced.
 
 use actix_web::{
     Error, FromRequest, HttpMessage, HttpRequest, ResponseError,
@@ -14,7 +15,11 @@ use actix_web::{
 use tessera_identity::{IdentityError, TokenError};
 use tessera_kernel::{Principal, Scope};
 
-use crate::{problem::ApiError, state::AppState};
+use crate::{
+    problem::ApiError,
+    routes::{Operation, operations},
+    state::AppState,
+};
 
 /// What a route requires of its caller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,347 +31,6 @@ pub enum Access {
     /// A valid token holding this scope (or one that implies it).
     Scope(&'static str),
 }
-
-/// Every documented operation: method, OpenAPI path template, access.
-pub const ROUTES: &[(&str, &str, Access)] = &[
-    ("GET", "/v1/health", Access::Public),
-    ("GET", "/v1/health/ready", Access::Public),
-    ("POST", "/v1/oauth2/token", Access::Public),
-    ("POST", "/oauth/token", Access::Public),
-    ("GET", "/.well-known/jwks.json", Access::Public),
-    ("GET", "/.well-known/openid-configuration", Access::Public),
-    ("GET", "/v1/organization", Access::Authenticated),
-    ("POST", "/v1/clients", Access::Scope("org:admin")),
-    ("GET", "/v1/clients", Access::Scope("org:admin")),
-    ("GET", "/v1/clients/{client_id}", Access::Scope("org:admin")),
-    (
-        "POST",
-        "/v1/clients/{client_id}/rotate",
-        Access::Scope("org:admin"),
-    ),
-    (
-        "DELETE",
-        "/v1/clients/{client_id}",
-        Access::Scope("org:admin"),
-    ),
-    ("POST", "/v1/api-keys", Access::Scope("org:admin")),
-    ("GET", "/v1/api-keys", Access::Scope("org:admin")),
-    (
-        "GET",
-        "/v1/api-keys/{api_key_id}",
-        Access::Scope("org:admin"),
-    ),
-    (
-        "DELETE",
-        "/v1/api-keys/{api_key_id}",
-        Access::Scope("org:admin"),
-    ),
-    ("GET", "/v1/audit-events", Access::Scope("org:admin")),
-    ("POST", "/v1/chats", Access::Scope("chats:invoke")),
-    ("GET", "/v1/chats", Access::Scope("chats:read")),
-    ("GET", "/v1/chats/{chat_id}", Access::Scope("chats:read")),
-    ("PATCH", "/v1/chats/{chat_id}", Access::Scope("chats:write")),
-    (
-        "DELETE",
-        "/v1/chats/{chat_id}",
-        Access::Scope("chats:delete"),
-    ),
-    (
-        "POST",
-        "/v1/chats/{chat_id}/restore",
-        Access::Scope("chats:write"),
-    ),
-    (
-        "GET",
-        "/v1/chats/{chat_id}/stream",
-        Access::Scope("chats:read"),
-    ),
-    ("GET", "/v1/artifacts", Access::Scope("chats:read")),
-    (
-        "GET",
-        "/v1/artifacts/{artifact_id}",
-        Access::Scope("chats:read"),
-    ),
-    (
-        "GET",
-        "/v1/artifacts/{artifact_id}/content",
-        Access::Scope("chats:read"),
-    ),
-    ("GET", "/v1/usage", Access::Scope("usage:read")),
-    ("POST", "/v1/webhooks", Access::Scope("org:admin")),
-    ("GET", "/v1/webhooks", Access::Scope("org:admin")),
-    (
-        "GET",
-        "/v1/webhooks/{webhook_id}",
-        Access::Scope("org:admin"),
-    ),
-    (
-        "DELETE",
-        "/v1/webhooks/{webhook_id}",
-        Access::Scope("org:admin"),
-    ),
-    (
-        "GET",
-        "/v1/webhooks/{webhook_id}/deliveries",
-        Access::Scope("org:admin"),
-    ),
-    ("GET", "/v1/models/catalog", Access::Scope("models:read")),
-    (
-        "GET",
-        "/v1/models/catalog/deployments",
-        Access::Scope("org:admin"),
-    ),
-    ("POST", "/v1/models", Access::Scope("models:write")),
-    ("GET", "/v1/models", Access::Scope("models:read")),
-    ("GET", "/v1/models/{model_id}", Access::Scope("models:read")),
-    (
-        "PATCH",
-        "/v1/models/{model_id}",
-        Access::Scope("models:write"),
-    ),
-    (
-        "DELETE",
-        "/v1/models/{model_id}",
-        Access::Scope("models:delete"),
-    ),
-    (
-        "POST",
-        "/v1/models/{model_id}/datasets",
-        Access::Scope("models:write"),
-    ),
-    (
-        "GET",
-        "/v1/models/{model_id}/datasets",
-        Access::Scope("models:read"),
-    ),
-    (
-        "DELETE",
-        "/v1/models/{model_id}/datasets/{dataset_id}",
-        Access::Scope("models:write"),
-    ),
-    (
-        "POST",
-        "/v1/models/{model_id}/tools",
-        Access::Scope("models:write"),
-    ),
-    (
-        "GET",
-        "/v1/models/{model_id}/tools",
-        Access::Scope("models:read"),
-    ),
-    (
-        "DELETE",
-        "/v1/models/{model_id}/tools/{server_id}",
-        Access::Scope("models:write"),
-    ),
-    ("POST", "/v1/mcp-servers", Access::Scope("org:admin")),
-    ("GET", "/v1/mcp-servers", Access::Scope("models:read")),
-    (
-        "GET",
-        "/v1/mcp-servers/{server_id}",
-        Access::Scope("models:read"),
-    ),
-    (
-        "PATCH",
-        "/v1/mcp-servers/{server_id}",
-        Access::Scope("org:admin"),
-    ),
-    (
-        "DELETE",
-        "/v1/mcp-servers/{server_id}",
-        Access::Scope("org:admin"),
-    ),
-    (
-        "GET",
-        "/v1/mcp-servers/{server_id}/tools",
-        Access::Scope("models:read"),
-    ),
-    ("POST", "/v1/files", Access::Scope("files:write")),
-    (
-        "POST",
-        "/v1/files/bulk-delete",
-        Access::Scope("files:delete"),
-    ),
-    ("GET", "/v1/files", Access::Scope("files:read")),
-    ("GET", "/v1/files/{file_id}", Access::Scope("files:read")),
-    (
-        "GET",
-        "/v1/files/{file_id}/content",
-        Access::Scope("files:read"),
-    ),
-    (
-        "DELETE",
-        "/v1/files/{file_id}",
-        Access::Scope("files:delete"),
-    ),
-    (
-        "POST",
-        "/v1/files/{file_id}/associations",
-        Access::Scope("files:write"),
-    ),
-    (
-        "DELETE",
-        "/v1/files/{file_id}/associations/{dataset_id}",
-        Access::Scope("files:write"),
-    ),
-    ("POST", "/v1/datasets", Access::Scope("datasets:write")),
-    ("GET", "/v1/datasets", Access::Scope("datasets:read")),
-    (
-        "GET",
-        "/v1/datasets/{dataset_id}",
-        Access::Scope("datasets:read"),
-    ),
-    (
-        "PATCH",
-        "/v1/datasets/{dataset_id}",
-        Access::Scope("datasets:write"),
-    ),
-    (
-        "DELETE",
-        "/v1/datasets/{dataset_id}",
-        Access::Scope("datasets:delete"),
-    ),
-    (
-        "GET",
-        "/v1/datasets/{dataset_id}/files",
-        Access::Scope("datasets:read"),
-    ),
-    (
-        "POST",
-        "/v1/datasets/{dataset_id}/snapshots",
-        Access::Scope("datasets:write"),
-    ),
-    (
-        "GET",
-        "/v1/datasets/{dataset_id}/snapshots",
-        Access::Scope("datasets:read"),
-    ),
-    (
-        "POST",
-        "/v1/datasets/{dataset_id}/search",
-        Access::Scope("datasets:read"),
-    ),
-    ("POST", "/v1/particles", Access::Scope("particles:write")),
-    ("GET", "/v1/particles", Access::Scope("particles:read")),
-    (
-        "GET",
-        "/v1/particles/{particle_id}",
-        Access::Scope("particles:read"),
-    ),
-    (
-        "PUT",
-        "/v1/particles/{particle_id}",
-        Access::Scope("particles:write"),
-    ),
-    (
-        "PATCH",
-        "/v1/particles/{particle_id}",
-        Access::Scope("particles:write"),
-    ),
-    (
-        "DELETE",
-        "/v1/particles/{particle_id}",
-        Access::Scope("particles:delete"),
-    ),
-    (
-        "GET",
-        "/v1/particles/{particle_id}/versions",
-        Access::Scope("particles:read"),
-    ),
-    (
-        "GET",
-        "/v1/particles/{particle_id}/versions/{version}",
-        Access::Scope("particles:read"),
-    ),
-    (
-        "POST",
-        "/v1/system-prompts",
-        Access::Scope("system-prompts:write"),
-    ),
-    (
-        "GET",
-        "/v1/system-prompts",
-        Access::Scope("system-prompts:read"),
-    ),
-    (
-        "GET",
-        "/v1/system-prompts/{system_prompt_id}",
-        Access::Scope("system-prompts:read"),
-    ),
-    (
-        "PATCH",
-        "/v1/system-prompts/{system_prompt_id}",
-        Access::Scope("system-prompts:write"),
-    ),
-    (
-        "DELETE",
-        "/v1/system-prompts/{system_prompt_id}",
-        Access::Scope("system-prompts:delete"),
-    ),
-    (
-        "POST",
-        "/v1/system-prompts/{system_prompt_id}/particles",
-        Access::Scope("system-prompts:write"),
-    ),
-    (
-        "PATCH",
-        "/v1/system-prompts/{system_prompt_id}/particles/{association_id}",
-        Access::Scope("system-prompts:write"),
-    ),
-    (
-        "DELETE",
-        "/v1/system-prompts/{system_prompt_id}/particles/{association_id}",
-        Access::Scope("system-prompts:write"),
-    ),
-    (
-        "GET",
-        "/v1/system-prompts/{system_prompt_id}/compose",
-        Access::Scope("system-prompts:read"),
-    ),
-    ("GET", "/openai/v1/models", Access::Scope("models:read")),
-    (
-        "GET",
-        "/openai/v1/models/{model}",
-        Access::Scope("models:read"),
-    ),
-    (
-        "POST",
-        "/openai/v1/chat/completions",
-        Access::Scope("chats:invoke"),
-    ),
-    (
-        "POST",
-        "/openai/v1/embeddings",
-        Access::Scope("chats:invoke"),
-    ),
-    (
-        "POST",
-        "/openai/v1/responses",
-        Access::Scope("chats:invoke"),
-    ),
-    (
-        "GET",
-        "/openai/v1/responses/{response_id}",
-        Access::Scope("chats:read"),
-    ),
-    (
-        "DELETE",
-        "/openai/v1/responses/{response_id}",
-        Access::Scope("chats:delete"),
-    ),
-    (
-        "GET",
-        "/openai/v1/responses/{response_id}/input_items",
-        Access::Scope("chats:read"),
-    ),
-    (
-        "POST",
-        "/openai/v1/responses/{response_id}/cancel",
-        Access::Scope("chats:invoke"),
-    ),
-    // Each MCP tool and resource checks the scope of its REST twin.
-    ("POST", "/mcp", Access::Authenticated),
-];
 
 /// The one path parameter that takes the rest of the path: catalog model ids contain a
 /// slash (`local/smollm2-135m-instruct`), and OpenAI clients put them in the path as is.
@@ -387,21 +51,21 @@ pub fn path_matches(template: &str, path: &str) -> bool {
     }
 }
 
-fn route(method: &str, path: &str) -> Option<&'static (&'static str, &'static str, Access)> {
-    ROUTES
+fn operation(method: &str, path: &str) -> Option<&'static Operation> {
+    operations()
         .iter()
-        .find(|(m, template, _)| *m == method && path_matches(template, path))
+        .find(|operation| operation.method == method && path_matches(&operation.template, path))
 }
 
 /// The access rule for a request, when it targets a documented operation.
 pub fn access_for(method: &str, path: &str) -> Option<Access> {
-    route(method, path).map(|(_, _, access)| *access)
+    operation(method, path).map(|operation| operation.access)
 }
 
 /// The template of the documented operation a request targets (known before routing, so a
 /// request's span can be named after it).
 pub fn template_for(method: &str, path: &str) -> Option<&'static str> {
-    route(method, path).map(|(_, template, _)| *template)
+    operation(method, path).map(|operation| operation.template.as_str())
 }
 
 /// Writes each operation's requirement into the document: public operations get an empty
@@ -629,11 +293,13 @@ mod tests {
 
     #[test]
     fn every_declared_scope_is_a_real_scope() {
-        for (method, path, access) in ROUTES {
-            if let Access::Scope(scope) = access {
+        for operation in operations() {
+            if let Access::Scope(scope) = operation.access {
                 assert!(
                     scope.parse::<Scope>().is_ok(),
-                    "{method} {path}: unknown scope {scope}"
+                    "{} {}: unknown scope {scope}",
+                    operation.method,
+                    operation.template
                 );
             }
         }
@@ -649,14 +315,14 @@ mod tests {
             }
         }
         documented.sort();
-        let mut declared: Vec<(String, String)> = ROUTES
+        let mut declared: Vec<(String, String)> = operations()
             .iter()
-            .map(|(m, p, _)| ((*m).to_owned(), (*p).to_owned()))
+            .map(|operation| (operation.method.to_owned(), operation.template.clone()))
             .collect();
         declared.sort();
         assert_eq!(
             documented, declared,
-            "every operation appears once in access::ROUTES"
+            "every operation appears once in the route table"
         );
     }
 }

@@ -27,7 +27,7 @@ use tessera_store::{
 use tessera_tokenizer::{Encoding, TiktokenCounter};
 use tessera_usage::{BudgetGuard, UsageService};
 use utoipa::OpenApi;
-use utoipa_actix_web::{AppExt, UtoipaApp};
+use utoipa_actix_web::AppExt;
 use utoipa_swagger_ui::SwaggerUi;
 
 use crate::{
@@ -91,118 +91,10 @@ pub enum StartupError {
     },
 }
 
-/// Registers every documented route on a utoipa-aware app.
-fn routes<T>(app: UtoipaApp<T>) -> UtoipaApp<T>
-where
-    T: actix_web::dev::ServiceFactory<
-            actix_web::dev::ServiceRequest,
-            Config = (),
-            Error = actix_web::Error,
-            InitError = (),
-        >,
-{
-    app.service(routes::health::health)
-        .service(routes::health::ready)
-        .service(routes::oauth::token)
-        .service(routes::oauth::token_oauth)
-        .service(routes::oauth::jwks)
-        .service(routes::oauth::openid_configuration)
-        .service(routes::organization::get_organization)
-        .service(routes::clients::create_client)
-        .service(routes::clients::list_clients)
-        .service(routes::clients::get_client)
-        .service(routes::clients::rotate_client)
-        .service(routes::clients::revoke_client)
-        .service(routes::api_keys::create_api_key)
-        .service(routes::api_keys::list_api_keys)
-        .service(routes::api_keys::get_api_key)
-        .service(routes::api_keys::revoke_api_key)
-        .service(routes::audit::list_audit_events)
-        .service(routes::chats::create_completion)
-        .service(routes::chats::list_chats)
-        .service(routes::chats::get_chat)
-        .service(routes::chats::update_chat)
-        .service(routes::chats::delete_chat)
-        .service(routes::chats::restore_chat)
-        .service(routes::chats::stream_chat)
-        .service(routes::models::catalog)
-        .service(routes::models::deployments)
-        .service(routes::models::create_model)
-        .service(routes::models::list_models)
-        .service(routes::models::get_model)
-        .service(routes::models::update_model)
-        .service(routes::models::delete_model)
-        .service(routes::model_datasets::link_dataset)
-        .service(routes::model_datasets::list_dataset_links)
-        .service(routes::model_datasets::unlink_dataset)
-        .service(routes::mcp_servers::link_tools)
-        .service(routes::mcp_servers::list_tool_links)
-        .service(routes::mcp_servers::unlink_tools)
-        .service(routes::particles::create_particle)
-        .service(routes::particles::list_particles)
-        .service(routes::particles::get_particle)
-        .service(routes::particles::replace_particle)
-        .service(routes::particles::update_particle)
-        .service(routes::particles::delete_particle)
-        .service(routes::particles::list_versions)
-        .service(routes::particles::get_version)
-        .service(routes::system_prompts::create_system_prompt)
-        .service(routes::system_prompts::list_system_prompts)
-        .service(routes::system_prompts::get_system_prompt)
-        .service(routes::system_prompts::update_system_prompt)
-        .service(routes::system_prompts::delete_system_prompt)
-        .service(routes::system_prompts::add_particle)
-        .service(routes::system_prompts::update_particle_placement)
-        .service(routes::system_prompts::remove_particle)
-        .service(routes::system_prompts::compose)
-        .service(routes::usage::get_usage)
-        .service(routes::artifacts::list_artifacts)
-        .service(routes::artifacts::get_artifact)
-        .service(routes::artifacts::get_artifact_content)
-        .service(routes::files::upload_file)
-        .service(routes::files::bulk_delete_files)
-        .service(routes::files::list_files)
-        .service(routes::files::get_file)
-        .service(routes::files::get_file_content)
-        .service(routes::files::delete_file)
-        .service(routes::files::create_association)
-        .service(routes::files::delete_association)
-        .service(routes::datasets::create_dataset)
-        .service(routes::datasets::list_datasets)
-        .service(routes::datasets::get_dataset)
-        .service(routes::datasets::update_dataset)
-        .service(routes::datasets::delete_dataset)
-        .service(routes::datasets::list_dataset_files)
-        .service(routes::datasets::create_snapshot)
-        .service(routes::datasets::list_snapshots)
-        .service(routes::datasets::search_dataset)
-        .service(routes::webhooks::create_webhook)
-        .service(routes::webhooks::list_webhooks)
-        .service(routes::webhooks::get_webhook)
-        .service(routes::webhooks::delete_webhook)
-        .service(routes::webhooks::list_deliveries)
-        .service(routes::mcp_servers::create_mcp_server)
-        .service(routes::mcp_servers::list_mcp_servers)
-        .service(routes::mcp_servers::get_mcp_server)
-        .service(routes::mcp_servers::update_mcp_server)
-        .service(routes::mcp_servers::delete_mcp_server)
-        .service(routes::mcp_servers::list_mcp_server_tools)
-        .service(routes::openai::models::list_models)
-        .service(routes::openai::models::get_model)
-        .service(routes::openai::chat::create_chat_completion)
-        .service(routes::openai::embeddings::create_embeddings)
-        .service(routes::openai::responses::create_response)
-        .service(routes::openai::responses::get_response)
-        .service(routes::openai::responses::delete_response)
-        .service(routes::openai::responses::list_input_items)
-        .service(routes::openai::responses::cancel_response)
-        .service(crate::mcp_endpoint::mcp)
-}
-
 /// The OpenAPI document of the routes this build serves.
 pub fn openapi() -> utoipa::openapi::OpenApi {
     let (_, mut document) =
-        routes(App::new().into_utoipa_app().openapi(ApiDoc::openapi())).split_for_parts();
+        routes::register(App::new().into_utoipa_app().openapi(ApiDoc::openapi())).split_for_parts();
     access::apply_to_openapi(&mut document);
     idempotency::apply_to_openapi(&mut document);
     crate::openapi::apply_shared_responses(&mut document);
@@ -676,7 +568,7 @@ impl Application {
         let header_limit = HeaderLimit(settings.http.max_header_bytes);
         let data = web::Data::new(state.clone());
         let mut server = actix_web::HttpServer::new(move || {
-            let (app, _) = routes(
+            let (app, _) = routes::register(
                 App::new()
                     .app_data(data.clone())
                     .app_data(trusted.clone())

@@ -1,5 +1,5 @@
 //! Answers requests no route took. Route macros guard on the method, so a known path with
-//! the wrong method would otherwise look like an unknown path; the access table (which lists
+//! the wrong method would otherwise look like an unknown path; the route table (which lists
 //! every documented operation) tells the two apart: 405 with `Allow`, or 404.
 
 use actix_web::{HttpRequest, HttpResponse, ResponseError, http::StatusCode};
@@ -11,15 +11,18 @@ use crate::{access, problem::ApiError};
 /// resource, as it does for routing.
 fn methods_for(path: &str) -> Option<Vec<&'static str>> {
     let parameters = |template: &str| template.matches('{').count();
-    let matching: Vec<&(&'static str, &'static str, access::Access)> = access::ROUTES
+    let matching: Vec<&super::Operation> = super::operations()
         .iter()
-        .filter(|(_, template, _)| access::path_matches(template, path))
+        .filter(|operation| access::path_matches(&operation.template, path))
         .collect();
-    let fewest = matching.iter().map(|(_, t, _)| parameters(t)).min()?;
+    let fewest = matching
+        .iter()
+        .map(|operation| parameters(&operation.template))
+        .min()?;
     let mut methods: Vec<&'static str> = matching
         .iter()
-        .filter(|(_, template, _)| parameters(template) == fewest)
-        .map(|(m, _, _)| *m)
+        .filter(|operation| parameters(&operation.template) == fewest)
+        .map(|operation| operation.method)
         .collect();
     methods.sort_unstable();
     methods.dedup();
