@@ -5,8 +5,18 @@
 //! operators, filtered by time, actor, resource and action, newest first, keyset-paginated),
 //! writes the events that have no change to share a transaction with (refused credentials),
 //! and deletes events older than the retention period. Its one port is `AuditEventStore`.
+//! The `memory` feature has the port's in-memory reference implementation, the `contract`
+//! feature its contract suite (`audit_store_contract!`) for any other.
 
+#[cfg(feature = "contract")]
+pub mod contract;
+// The contract macro's path to the kernel's `contract_checks!`, from any calling crate.
+#[cfg(feature = "contract")]
+#[doc(hidden)]
+pub use tessera_kernel as __tessera_kernel;
 mod filter;
+#[cfg(any(test, feature = "memory"))]
+pub mod memory;
 mod service;
 mod store;
 

@@ -11,7 +11,9 @@
 //! model), each step stored and billed. Pure domain on narrow ports: models through
 //! `ModelResolver`, system prompts through `SystemPromptSource`, persistence through
 //! `ChatStore`, generation liveness through `GenerationLeases`, generation through the models
-//! domain's `ChatModel` port; the caller runs the generation future on its runtime.
+//! domain's `ChatModel` port; the caller runs the generation future on its runtime. The
+//! `memory` feature has the store ports' in-memory reference, the `contract` feature their
+//! contract suite (`chat_store_contract!`) for any implementation.
 
 mod admission;
 mod artifact;
@@ -19,6 +21,12 @@ mod artifacts;
 mod attachment;
 mod chat;
 mod context;
+#[cfg(feature = "contract")]
+pub mod contract;
+// The contract macro's path to the kernel's `contract_checks!`, from any calling crate.
+#[cfg(feature = "contract")]
+#[doc(hidden)]
+pub use tessera_kernel as __tessera_kernel;
 mod error;
 mod hub;
 #[cfg(any(test, feature = "memory"))]

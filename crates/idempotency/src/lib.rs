@@ -4,9 +4,19 @@
 //! the first is still running is refused as a conflict. Keys belong to one principal of one
 //! organization and expire after a retention period (24 h by default). Responses that must
 //! not be stored (they carry secrets) are recorded without their body and are not replayed.
-//! The `IdempotencyStore` port persists claims; this crate holds the rules, no I/O.
+//! The `IdempotencyStore` port persists claims; this crate holds the rules, no I/O. The
+//! `memory` feature has the port's in-memory reference implementation, the `contract`
+//! feature its contract suite (`idempotency_store_contract!`) for any other.
 
+#[cfg(feature = "contract")]
+pub mod contract;
+// The contract macro's path to the kernel's `contract_checks!`, from any calling crate.
+#[cfg(feature = "contract")]
+#[doc(hidden)]
+pub use tessera_kernel as __tessera_kernel;
 mod key;
+#[cfg(any(test, feature = "memory"))]
+pub mod memory;
 mod service;
 mod store;
 

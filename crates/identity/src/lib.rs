@@ -7,12 +7,22 @@
 //! `ApiKeyStore`, and `SessionVerifier` for session tokens of external identity providers)
 //! implemented by adapters (`tessera-auth`, `tessera-store`). Its changes (clients created,
 //! rotated, revoked; keys created, revoked) reach their stores with their audit records, and
-//! refused credentials go to the `RefusalLog` port (the audit log).
+//! refused credentials go to the `RefusalLog` port (the audit log). The `memory` feature has
+//! the store ports' in-memory reference implementations, the `contract` feature their
+//! contract suites (`client_store_contract!`, `api_key_store_contract!`) for any other.
 
 mod api_key;
 mod api_key_service;
 mod claims;
 mod client;
+#[cfg(feature = "contract")]
+pub mod contract;
+// The contract macros' path to the kernel's `contract_checks!`, from any calling crate.
+#[cfg(feature = "contract")]
+#[doc(hidden)]
+pub use tessera_kernel as __tessera_kernel;
+#[cfg(any(test, feature = "memory"))]
+pub mod memory;
 mod ports;
 mod refusal;
 mod service;

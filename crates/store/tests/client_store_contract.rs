@@ -1,41 +1,61 @@
-//! The `ClientStore` contract, run against every adapter: SQLite and PostgreSQL.
+//! The `ClientStore` contract (`tessera_identity::contract`, also run against the in-memory
+//! store) on SQLite and PostgreSQL, and what only a database can show: the audit events
+//! written in each change's transaction, and clients refer to a stored organization.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use chrono::{DateTime, Duration, TimeZone, Utc};
-use tessera_identity::{Client, ClientId, ClientStore, SecretHash, StoredClient};
-use tessera_kernel::{
-    ActorKind, AuditRecord, DomainError, Limit, OrganizationId, PageRequest, ScopeSet,
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use tessera_identity::{
+    ClientId, ClientStore,
+    contract::{ClientStores, at, client, client_changed, client_created},
 };
-use tessera_organizations::{Organization, OrganizationStore, Plan};
+use tessera_kernel::OrganizationId;
 use tessera_store::{
-    Backend, Database, SqlClientStore, SqlOrganizationStore,
-    testing::{TestDatabase, text_rows},
+    Backend, Database, SqlClientStore,
+    testing::{TestDatabase, store_organization, text_rows},
 };
 
-/// The audit record of creating `client`.
-fn audited(client: &StoredClient) -> AuditRecord {
-    AuditRecord::by_operator(
-        &client.client.organization_id,
-        ActorKind::Operator,
-        "ops",
-        "client.create",
-        "client",
-        client.client.id.as_str(),
-        at(),
-    )
+/// A client store over one database, which stores the organizations clients refer to.
+struct SqlStores {
+    clients: Arc<SqlClientStore>,
+    database: Database,
 }
 
-/// The audit record of a change to a client of `organization`.
-fn change(organization: &OrganizationId) -> AuditRecord {
-    AuditRecord::by_operator(
-        organization,
-        ActorKind::Operator,
-        "ops",
-        "client.revoke",
-        "client",
-        "cli_x",
-        at(),
-    )
+#[async_trait]
+impl ClientStores for SqlStores {
+    fn store(&self) -> Arc<dyn ClientStore> {
+        self.clients.clone()
+    }
+
+    async fn organization_exists(&self, id: &OrganizationId, name: &str) {
+        store_organization(&self.database, id, name).await;
+    }
+}
+
+/// The stores over a fresh database of `backend`, and the database (dropped after the test).
+async fn sql_store(backend: Backend) -> (SqlStores, TestDatabase) {
+    let db = TestDatabase::of(backend).await;
+    let stores = SqlStores {
+        clients: Arc::new(SqlClientStore::new(db.database.clone())),
+        database: db.database.clone(),
+    };
+    (stores, db)
+}
+
+mod contract_sqlite {
+    tessera_identity::client_store_contract!(|| super::sql_store(tessera_store::Backend::Sqlite));
+}
+
+mod contract_postgres {
+    tessera_identity::client_store_contract!(|| super::sql_store(tessera_store::Backend::Postgres));
+}
+
+/// Inserts a fresh organization and returns its id.
+async fn organization(db: &Database, name: &str) -> OrganizationId {
+    let id = OrganizationId::generate();
+    store_organization(db, &id, name).await;
+    id
 }
 
 /// The audit events stored, as `action resource_id`, oldest first.
@@ -52,7 +72,7 @@ async fn changes_and_their_audit_records_commit_together(backend: Backend) {
     let acme = organization(&db.database, "Acme").await;
     let store = SqlClientStore::new(db.database.clone());
     let ci = client(&acme, "ci");
-    store.insert(&ci, &audited(&ci)).await.unwrap();
+    store.insert(&ci, &client_created(&ci)).await.unwrap();
     let created = format!("client.create {}", ci.client.id);
     assert_eq!(
         audit_events(&db.database).await,
@@ -60,11 +80,11 @@ async fn changes_and_their_audit_records_commit_together(backend: Backend) {
     );
 
     // A refused insert (the same id again) leaves no event.
-    assert!(store.insert(&ci, &audited(&ci)).await.is_err());
+    assert!(store.insert(&ci, &client_created(&ci)).await.is_err());
     // A change that changes nothing (an unknown client) leaves none either.
     assert!(
         !store
-            .revoke(&acme, &ClientId::generate(), at(), &change(&acme))
+            .revoke(&acme, &ClientId::generate(), at(), &client_changed(&acme))
             .await
             .unwrap()
     );
@@ -74,7 +94,7 @@ async fn changes_and_their_audit_records_commit_together(backend: Backend) {
     );
 
     // A refused event (an organization that does not exist) undoes the change.
-    let stray = change(&OrganizationId::generate());
+    let stray = client_changed(&OrganizationId::generate());
     let refused = store.revoke(&acme, &ci.client.id, at(), &stray).await;
     assert!(refused.is_err(), "{refused:?}");
     let still = store.get(&acme, &ci.client.id).await.unwrap().unwrap();
@@ -82,7 +102,7 @@ async fn changes_and_their_audit_records_commit_together(backend: Backend) {
 
     assert!(
         store
-            .revoke(&acme, &ci.client.id, at(), &change(&acme))
+            .revoke(&acme, &ci.client.id, at(), &client_changed(&acme))
             .await
             .unwrap()
     );
@@ -92,321 +112,12 @@ async fn changes_and_their_audit_records_commit_together(backend: Backend) {
     );
 }
 
-/// Microsecond precision, as the domain's clock produces.
-fn at() -> DateTime<Utc> {
-    Utc.with_ymd_and_hms(2026, 3, 4, 5, 6, 7).unwrap() + Duration::microseconds(123_456)
-}
-
-/// Inserts a fresh organization and returns its id.
-async fn organization(db: &Database, name: &str) -> OrganizationId {
-    let org = Organization {
-        id: OrganizationId::generate(),
-        name: name.to_owned(),
-        plan: Plan::Pro,
-        created_at: at(),
-        updated_at: at(),
-    };
-    SqlOrganizationStore::new(db.clone())
-        .insert(&org, &[])
-        .await
-        .unwrap();
-    org.id
-}
-
-fn client(organization: &OrganizationId, name: &str) -> StoredClient {
-    StoredClient {
-        client: Client {
-            id: ClientId::generate(),
-            organization_id: organization.clone(),
-            name: name.to_owned(),
-            scopes: ScopeSet::parse_list("files:read chat:invoke models:read").unwrap(),
-            secret_generation: 1,
-            revoked_at: None,
-            created_at: at(),
-            updated_at: at() + Duration::seconds(1),
-        },
-        secret_hash: SecretHash(format!("$argon2id$v=19$m=19456,t=2,p=1$salt${name}")),
-    }
-}
-
-async fn inserted_clients_authenticate_with_their_hash(backend: Backend) {
-    let db = TestDatabase::of(backend).await;
-    let acme = organization(&db.database, "Acme").await;
-    let store = SqlClientStore::new(db.database.clone());
-    let ci = client(&acme, "CI – Ünïcode ✓");
-    store.insert(&ci, &audited(&ci)).await.unwrap();
-    assert_eq!(
-        store.find_for_authentication(&ci.client.id).await.unwrap(),
-        Some(ci.clone())
-    );
-    assert_eq!(
-        store.get(&acme, &ci.client.id).await.unwrap(),
-        Some(ci.client.clone())
-    );
-    assert_eq!(
-        store
-            .find_for_authentication(&ClientId::generate())
-            .await
-            .unwrap(),
-        None
-    );
-
-    // No scopes, a later generation and a revocation read back unchanged too.
-    let mut bare = client(&acme, "bare");
-    bare.client.scopes = ScopeSet::default();
-    bare.client.secret_generation = 7;
-    bare.client.revoked_at = Some(at() + Duration::microseconds(42));
-    store.insert(&bare, &audited(&bare)).await.unwrap();
-    assert_eq!(
-        store
-            .find_for_authentication(&bare.client.id)
-            .await
-            .unwrap(),
-        Some(bare)
-    );
-}
-
-async fn get_is_tenant_scoped(backend: Backend) {
-    let db = TestDatabase::of(backend).await;
-    let acme = organization(&db.database, "Acme").await;
-    let globex = organization(&db.database, "Globex").await;
-    let store = SqlClientStore::new(db.database.clone());
-    let ci = client(&acme, "ci");
-    store.insert(&ci, &audited(&ci)).await.unwrap();
-    assert_eq!(store.get(&globex, &ci.client.id).await.unwrap(), None);
-    assert_eq!(store.get(&acme, &ClientId::generate()).await.unwrap(), None);
-    assert_eq!(
-        store.get(&acme, &ci.client.id).await.unwrap(),
-        Some(ci.client)
-    );
-}
-
-async fn list_is_tenant_scoped_ordered_and_paged(backend: Backend) {
-    let db = TestDatabase::of(backend).await;
-    let acme = organization(&db.database, "Acme").await;
-    let globex = organization(&db.database, "Globex").await;
-    let store = SqlClientStore::new(db.database.clone());
-    let mut created = Vec::new();
-    let mut others = Vec::new();
-    for i in 0..5 {
-        let mine = client(&acme, &format!("client {i}"));
-        store.insert(&mine, &audited(&mine)).await.unwrap();
-        created.push(mine.client);
-        // Interleaved clients of another organization never show up.
-        if i % 2 == 0 {
-            let theirs = client(&globex, &format!("other {i}"));
-            store.insert(&theirs, &audited(&theirs)).await.unwrap();
-            others.push(theirs.client);
-        }
-    }
-    let limit = Limit::new(2).unwrap();
-    let first = store.list(&acme, &PageRequest::first(limit)).await.unwrap();
-    assert_eq!(
-        first,
-        created[..3],
-        "a page fetches one extra row to tell whether more exist"
-    );
-    let second = store
-        .list(
-            &acme,
-            &PageRequest {
-                limit,
-                after: Some(created[1].id.clone()),
-            },
-        )
-        .await
-        .unwrap();
-    assert_eq!(second, created[2..5]);
-    let last = store
-        .list(
-            &acme,
-            &PageRequest {
-                limit,
-                after: Some(created[4].id.clone()),
-            },
-        )
-        .await
-        .unwrap();
-    assert!(last.is_empty());
-    let theirs = store
-        .list(&globex, &PageRequest::first(Limit::DEFAULT))
-        .await
-        .unwrap();
-    assert_eq!(theirs, others);
-    assert_eq!(store.count(&acme).await.unwrap(), 5);
-    assert_eq!(store.count(&globex).await.unwrap(), 3);
-    assert_eq!(store.count(&OrganizationId::generate()).await.unwrap(), 0);
-}
-
-async fn replace_secret_changes_only_active_clients_of_the_organization(backend: Backend) {
-    let db = TestDatabase::of(backend).await;
-    let acme = organization(&db.database, "Acme").await;
-    let globex = organization(&db.database, "Globex").await;
-    let store = SqlClientStore::new(db.database.clone());
-    let ci = client(&acme, "ci");
-    store.insert(&ci, &audited(&ci)).await.unwrap();
-    let new_hash = SecretHash("$argon2id$v=19$m=19456,t=2,p=1$salt$rotated".into());
-    let later = at() + Duration::minutes(5) + Duration::microseconds(7);
-
-    assert!(
-        !store
-            .replace_secret(
-                &globex,
-                &ci.client.id,
-                &new_hash,
-                2,
-                later,
-                &change(&globex)
-            )
-            .await
-            .unwrap(),
-        "another organization's client is not found"
-    );
-    assert_eq!(
-        store.find_for_authentication(&ci.client.id).await.unwrap(),
-        Some(ci.clone())
-    );
-
-    assert!(
-        store
-            .replace_secret(&acme, &ci.client.id, &new_hash, 2, later, &change(&acme))
-            .await
-            .unwrap()
-    );
-    let mut expected = ci.clone();
-    expected.secret_hash = new_hash.clone();
-    expected.client.secret_generation = 2;
-    expected.client.updated_at = later;
-    assert_eq!(
-        store.find_for_authentication(&ci.client.id).await.unwrap(),
-        Some(expected.clone())
-    );
-
-    assert!(
-        !store
-            .replace_secret(
-                &acme,
-                &ClientId::generate(),
-                &new_hash,
-                2,
-                later,
-                &change(&acme)
-            )
-            .await
-            .unwrap()
-    );
-
-    assert!(
-        store
-            .revoke(&acme, &ci.client.id, later, &change(&acme))
-            .await
-            .unwrap()
-    );
-    let after_revocation = store.find_for_authentication(&ci.client.id).await.unwrap();
-    let newer_hash = SecretHash("$argon2id$v=19$m=19456,t=2,p=1$salt$newer".into());
-    assert!(
-        !store
-            .replace_secret(
-                &acme,
-                &ci.client.id,
-                &newer_hash,
-                3,
-                later + Duration::seconds(1),
-                &change(&acme)
-            )
-            .await
-            .unwrap(),
-        "a revoked client keeps its secret"
-    );
-    assert_eq!(
-        store.find_for_authentication(&ci.client.id).await.unwrap(),
-        after_revocation
-    );
-}
-
-async fn revoke_is_tenant_scoped_and_happens_once(backend: Backend) {
-    let db = TestDatabase::of(backend).await;
-    let acme = organization(&db.database, "Acme").await;
-    let globex = organization(&db.database, "Globex").await;
-    let store = SqlClientStore::new(db.database.clone());
-    let ci = client(&acme, "ci");
-    store.insert(&ci, &audited(&ci)).await.unwrap();
-    let revoked = at() + Duration::hours(1) + Duration::microseconds(1);
-
-    assert!(
-        !store
-            .revoke(&globex, &ci.client.id, revoked, &change(&globex))
-            .await
-            .unwrap()
-    );
-    assert!(
-        store
-            .get(&acme, &ci.client.id)
-            .await
-            .unwrap()
-            .unwrap()
-            .is_active()
-    );
-
-    assert!(
-        store
-            .revoke(&acme, &ci.client.id, revoked, &change(&acme))
-            .await
-            .unwrap()
-    );
-    let mut expected = ci.client.clone();
-    expected.revoked_at = Some(revoked);
-    expected.updated_at = revoked;
-    assert_eq!(
-        store.get(&acme, &ci.client.id).await.unwrap(),
-        Some(expected.clone())
-    );
-
-    let again = revoked + Duration::hours(1);
-    assert!(
-        !store
-            .revoke(&acme, &ci.client.id, again, &change(&acme))
-            .await
-            .unwrap()
-    );
-    assert_eq!(
-        store.get(&acme, &ci.client.id).await.unwrap(),
-        Some(expected),
-        "the first revocation's time stays"
-    );
-    assert!(
-        !store
-            .revoke(&acme, &ClientId::generate(), again, &change(&acme))
-            .await
-            .unwrap()
-    );
-}
-
-async fn duplicate_ids_conflict(backend: Backend) {
-    let db = TestDatabase::of(backend).await;
-    let acme = organization(&db.database, "Acme").await;
-    let store = SqlClientStore::new(db.database.clone());
-    let ci = client(&acme, "ci");
-    store.insert(&ci, &audited(&ci)).await.unwrap();
-    let again = store.insert(&ci, &audited(&ci)).await.unwrap_err();
-    assert!(
-        matches!(
-            again,
-            DomainError::Conflict {
-                code: "already_exists",
-                ..
-            }
-        ),
-        "{again:?}"
-    );
-}
-
 async fn clients_need_an_existing_organization(backend: Backend) {
     let db = TestDatabase::of(backend).await;
     let store = SqlClientStore::new(db.database.clone());
     let missing = OrganizationId::generate();
     let orphan = client(&missing, "orphan");
-    let refused = store.insert(&orphan, &audited(&orphan)).await;
+    let refused = store.insert(&orphan, &client_created(&orphan)).await;
     assert!(refused.is_err(), "{refused:?}");
     assert_eq!(
         store
@@ -418,72 +129,7 @@ async fn clients_need_an_existing_organization(backend: Backend) {
     assert_eq!(store.count(&missing).await.unwrap(), 0);
 }
 
-/// Lookups made together (on PostgreSQL: one batched query) each get their own client, and
-/// a lookup made after a revocation sees it.
-async fn concurrent_lookups_each_get_their_client(backend: Backend) {
-    let db = TestDatabase::of(backend).await;
-    let acme = organization(&db.database, "Acme").await;
-    let store = SqlClientStore::new(db.database.clone());
-    let clients: Vec<StoredClient> = (0..3).map(|i| client(&acme, &format!("c{i}"))).collect();
-    for stored in &clients {
-        store.insert(stored, &audited(stored)).await.unwrap();
-    }
-    let unknown = ClientId::generate();
-    let ids = [
-        &clients[0].client.id,
-        &clients[1].client.id,
-        &clients[0].client.id,
-        &unknown,
-        &clients[2].client.id,
-        &clients[1].client.id,
-    ];
-    let found =
-        futures_util::future::join_all(ids.iter().map(|id| store.find_for_authentication(id)))
-            .await;
-    let expected = [0, 1, 0, usize::MAX, 2, 1].map(|i| clients.get(i).cloned());
-    let found: Vec<Option<StoredClient>> = found.into_iter().map(Result::unwrap).collect();
-    assert_eq!(found, expected);
-
-    let revoked = at() + Duration::hours(1);
-    assert!(
-        store
-            .revoke(&acme, &clients[1].client.id, revoked, &change(&acme))
-            .await
-            .unwrap()
-    );
-    let found = futures_util::future::join_all(
-        [&clients[0].client.id, &clients[1].client.id].map(|id| store.find_for_authentication(id)),
-    )
-    .await;
-    assert!(
-        found[0]
-            .as_ref()
-            .unwrap()
-            .as_ref()
-            .unwrap()
-            .client
-            .is_active()
-    );
-    assert_eq!(
-        found[1]
-            .as_ref()
-            .unwrap()
-            .as_ref()
-            .unwrap()
-            .client
-            .revoked_at,
-        Some(revoked)
-    );
-}
-
 tessera_store::on_both_databases!(
     changes_and_their_audit_records_commit_together,
-    inserted_clients_authenticate_with_their_hash,
-    get_is_tenant_scoped,
-    list_is_tenant_scoped_ordered_and_paged,
-    replace_secret_changes_only_active_clients_of_the_organization,
-    revoke_is_tenant_scoped_and_happens_once,
-    duplicate_ids_conflict,
     clients_need_an_existing_organization,
-    concurrent_lookups_each_get_their_client,
 );

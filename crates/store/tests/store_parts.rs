@@ -7,17 +7,17 @@
 
 use std::sync::Arc;
 
-use chrono::{DateTime, TimeZone, Utc};
 use tessera_chats::{
-    Chat, ChatId, ChatStore, FinishedTurn, Message, MessageId, MessageUsage, ModelSnapshot,
+    Chat, ChatStore, FinishedTurn, Message, MessageId,
+    contract::{at, chat, message, turn_of, usage, usage_record},
 };
 use tessera_kernel::{OrganizationId, PrincipalKind};
-use tessera_models::{FinishReason, Role, Usage};
+use tessera_models::{FinishReason, Role};
 use tessera_store::{
     Backend, Database, Part, SqlChatStore, SqlUsageStore,
     testing::{TestDatabase, execute, store_organization, text_rows},
 };
-use tessera_usage::{FAILED, Tokens, UsageId, UsageRecord, UsageStore, memory::InMemoryUsageStore};
+use tessera_usage::{FAILED, UsageRecord, UsageStore, memory::InMemoryUsageStore};
 
 /// The split-out halves: artifacts (chats) and the `api_key` principal kind (usage).
 const SPLIT_VERSIONS: [&str; 2] = ["202611220000071", "202611270000161"];
@@ -36,91 +36,25 @@ async fn tables(database: &Database, backend: Backend) -> Vec<String> {
     text_rows(database, sql).await
 }
 
-fn at(seconds: i64) -> DateTime<Utc> {
-    Utc.with_ymd_and_hms(2026, 3, 4, 5, 6, 7).unwrap() + chrono::Duration::seconds(seconds)
-}
-
-fn chat(organization: &OrganizationId) -> Chat {
-    Chat {
-        id: ChatId::generate(),
-        organization_id: organization.clone(),
-        owner: "someone".to_owned(),
-        model: ModelSnapshot {
-            model_id: "local/smollm2-135m".to_owned(),
-            base_model_id: "local/smollm2-135m".to_owned(),
-            system_prompt: None,
-            system_prompt_id: None,
-        },
-        title: None,
-        status: None,
-        error: None,
-        deleted_at: None,
-        created_at: at(0),
-        updated_at: at(0),
-    }
-}
-
-fn usage_record(
-    chat: &Chat,
-    message: &str,
-    kind: PrincipalKind,
-    finish_reason: &str,
-) -> UsageRecord {
-    UsageRecord {
-        id: UsageId::generate(),
-        organization_id: chat.organization_id.clone(),
-        principal: "someone".to_owned(),
-        principal_kind: kind,
-        chat_id: chat.id.to_string(),
-        message_id: message.to_owned(),
-        model_id: chat.model.model_id.clone(),
-        parent_model_id: chat.model.base_model_id.clone(),
-        provider: "local".to_owned(),
-        tokens: Tokens {
-            input: 7,
-            output: 3,
-            reasoning: 0,
-        },
-        credits: 10,
-        latency_ms: 12,
-        finish_reason: finish_reason.to_owned(),
-        created_at: at(2),
-    }
-}
-
-/// A finished turn: the question and its answer, with the answer's usage record.
+/// A finished turn of `chat`: the question and its answer, with the answer's usage record.
 fn turn(chat: &Chat) -> FinishedTurn {
-    let message = |role: Role, sequence: u32, content: &str| Message {
-        id: MessageId::generate(),
-        chat_id: chat.id.clone(),
-        sequence,
-        role,
-        content: content.to_owned(),
-        reasoning: None,
-        tool_calls: Vec::new(),
-        tool_call_id: None,
-        sources: Vec::new(),
-        attachments: Vec::new(),
-        usage: None,
-        created_at: at(1),
+    let answer = Message {
+        usage: Some(usage(7, 3, 0, FinishReason::Stop)),
+        ..message(chat, 1, Role::Assistant, "Hello.")
     };
-    let question = message(Role::User, 0, "Hello?");
-    let mut answer = message(Role::Assistant, 1, "Hello.");
-    answer.usage = Some(MessageUsage {
-        usage: Usage {
-            input_tokens: 7,
-            output_tokens: 3,
-            reasoning_tokens: 0,
-        },
-        finish_reason: FinishReason::Stop,
-        route: None,
-    });
-    let usage = usage_record(chat, answer.id.as_str(), PrincipalKind::User, "stop");
-    FinishedTurn {
-        messages: vec![question, answer],
-        usage,
-        artifacts: Vec::new(),
-        error: None,
+    turn_of(
+        chat,
+        &[message(chat, 0, Role::User, "Hello?"), answer],
+        at(2),
+    )
+}
+
+/// A usage record of an API key's completion in `chat`, answer `message_id`.
+fn api_key_usage(chat: &Chat, message_id: &str) -> UsageRecord {
+    UsageRecord {
+        principal_kind: PrincipalKind::ApiKey,
+        message_id: message_id.to_owned(),
+        ..usage_record(chat, &MessageId::generate(), at(2))
     }
 }
 
@@ -150,7 +84,7 @@ async fn the_chat_store_over_the_chats_part_alone_hands_usage_to_another_store(b
     let store = SqlChatStore::with_usage_store(db.database.clone(), usage.clone());
 
     // A finished turn: its messages in the database, its usage record in the other store.
-    let first = chat(&organization);
+    let first = chat(&organization, "someone");
     store.insert(&first).await.unwrap();
     assert!(
         store
@@ -197,7 +131,7 @@ async fn the_chat_store_over_the_chats_part_alone_hands_usage_to_another_store(b
     assert_eq!(usage.all(), vec![finished.usage.clone()]);
 
     // A failed attempt that consumed tokens is recorded too.
-    let second = chat(&organization);
+    let second = chat(&organization, "someone");
     store.insert(&second).await.unwrap();
     assert!(
         store
@@ -205,12 +139,10 @@ async fn the_chat_store_over_the_chats_part_alone_hands_usage_to_another_store(b
             .await
             .unwrap()
     );
-    let failed = usage_record(
-        &second,
-        MessageId::generate().as_str(),
-        PrincipalKind::User,
-        FAILED,
-    );
+    let failed = UsageRecord {
+        finish_reason: FAILED.to_owned(),
+        ..usage_record(&second, &MessageId::generate(), at(6))
+    };
     store
         .fail_generation(
             &organization,
@@ -226,7 +158,7 @@ async fn the_chat_store_over_the_chats_part_alone_hands_usage_to_another_store(b
     assert_eq!(stored.error.as_deref(), Some("upstream failed"));
 
     // An unknown chat is still not found, with its usage recorded (the tokens were spent).
-    let unknown = chat(&organization);
+    let unknown = chat(&organization, "someone");
     let error = store
         .finish_generation(&organization, &unknown.id, &turn(&unknown), at(7))
         .await
@@ -266,12 +198,7 @@ async fn a_database_migrated_before_the_split_runs_the_split_halves_harmlessly(b
     let organization = OrganizationId::generate();
     store_organization(&db.database, &organization, "Before the split").await;
     let records = SqlUsageStore::new(db.database.clone());
-    let kept = usage_record(
-        &chat(&organization),
-        "msg_kept",
-        PrincipalKind::ApiKey,
-        "stop",
-    );
+    let kept = api_key_usage(&chat(&organization, "someone"), "msg_kept");
     records.record(&kept).await.unwrap();
 
     // Before the split, the two halves ran inside their combined migrations: a database
@@ -295,12 +222,7 @@ async fn a_database_migrated_before_the_split_runs_the_split_halves_harmlessly(b
     )
     .await;
     assert_eq!(report, ["msg_kept"]);
-    let another = usage_record(
-        &chat(&organization),
-        "msg_after",
-        PrincipalKind::ApiKey,
-        "stop",
-    );
+    let another = api_key_usage(&chat(&organization, "someone"), "msg_after");
     records.record(&another).await.unwrap();
 }
 
