@@ -5,9 +5,19 @@
 //! [`Toolbox`]: the tools a model's servers offer during a completion and the running of one
 //! call, whose failure or timeout becomes a result the model reads rather than an error. It
 //! knows nothing of the protocol's transport, of encryption or of SQL: adapters implement
-//! [`McpClient`], [`HeaderSealer`] and [`McpServerStore`].
+//! [`McpClient`], [`HeaderSealer`] and [`McpServerStore`]. The `memory` feature has the store
+//! port's in-memory reference implementation, the `contract` feature its contract suite
+//! (`mcp_server_store_contract!`) for any other.
 
 mod client;
+#[cfg(feature = "contract")]
+pub mod contract;
+// The contract macro's path to the kernel's `contract_checks!`, from any calling crate.
+#[cfg(feature = "contract")]
+#[doc(hidden)]
+pub use tessera_kernel as __tessera_kernel;
+#[cfg(any(test, feature = "memory"))]
+pub mod memory;
 mod sealer;
 mod server;
 mod service;

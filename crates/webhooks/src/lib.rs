@@ -5,10 +5,20 @@
 //! answers 2xx or the attempts run out. Events are written to the outbox by the stores whose
 //! state change they report, in the same transaction, so none is lost or invented. It knows
 //! nothing of HTTP clients or SQL: adapters implement [`WebhookStore`] and [`WebhookSender`].
+//! The `memory` feature has the store port's in-memory reference implementation, the
+//! `contract` feature its contract suite (`webhook_store_contract!`) for any other.
 
+#[cfg(feature = "contract")]
+pub mod contract;
+// The contract macro's path to the kernel's `contract_checks!`, from any calling crate.
+#[cfg(feature = "contract")]
+#[doc(hidden)]
+pub use tessera_kernel as __tessera_kernel;
 mod delivery;
 mod dispatcher;
 mod event;
+#[cfg(any(test, feature = "memory"))]
+pub mod memory;
 mod sender;
 mod service;
 mod signature;
