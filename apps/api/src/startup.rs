@@ -8,7 +8,7 @@ use tessera_audit::{AuditService, Retention};
 use tessera_auth::{
     Argon2SecretHasher, HmacApiKeyHasher, JwtKeys, KeyError, OidcProvider, OidcVerifier, TokenRules,
 };
-use tessera_chats::{ArtifactService, ChatPorts, ChatService, PlansAndBudgets};
+use tessera_chats::{ArtifactService, ChatPorts, ChatRelations, ChatService, PlansAndBudgets};
 use tessera_idempotency::IdempotencyService;
 use tessera_identity::{
     ApiKeyService, ClientName, ClientSecret, IdentityService, NewClient, TokenSettings,
@@ -347,8 +347,10 @@ pub async fn state(
         .await
         .map_err(|e| StartupError::Recovery(e.to_string()))?;
     log_interrupted(interrupted);
+    let chat_relations = ChatRelations::new(Arc::new(models.clone()), Arc::new(prompts.clone()));
     Ok(AppState {
         chats,
+        chat_relations,
         artifacts,
         usage,
         knowledge,

@@ -1,7 +1,7 @@
 use std::sync::Arc;
 
 use tessera_auth::JwtKeys;
-use tessera_chats::{ArtifactService, ChatService};
+use tessera_chats::{ArtifactService, ChatRelations, ChatService};
 use tessera_idempotency::IdempotencyService;
 use tessera_identity::{ApiKeyService, IdentityService};
 use tessera_kernel::CursorCodec;
@@ -24,6 +24,8 @@ pub struct AppState {
     pub prompts: PromptService,
     pub models: ModelService,
     pub chats: ChatService,
+    /// A chat's model and system prompt composition, for `expand[]`.
+    pub chat_relations: ChatRelations,
     pub artifacts: ArtifactService,
     pub usage: UsageService,
     /// Files, datasets and their processing workers.

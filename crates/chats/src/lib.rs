@@ -8,8 +8,10 @@
 //! (`GenerationHub`), plans and credit budgets through the `Admission` port, stateless
 //! completions that keep only their usage record, and the tool steps of a completion whose
 //! model calls tools Tessera runs itself (the `ServerTools` port: MCP servers linked to the
-//! model), each step stored and billed. Pure domain on narrow ports: models through
-//! `ModelResolver`, system prompts through `SystemPromptSource`, persistence through
+//! model), each step stored and billed, and a chat's related objects for readers
+//! (`ChatRelations`: its model now, its system prompt as composed at its creation). Pure
+//! domain on narrow ports: models through `ModelResolver`, system prompts through
+//! `SystemPromptSource`, persistence through
 //! `ChatStore`, generation liveness through `GenerationLeases`, generation through the models
 //! domain's `ChatModel` port; the caller runs the generation future on its runtime. The
 //! `memory` feature has the store ports' in-memory reference, the `contract` feature their
@@ -32,6 +34,7 @@ mod hub;
 #[cfg(any(test, feature = "memory"))]
 pub mod memory;
 mod model_resolver;
+mod related;
 mod retriever;
 mod satisfiable;
 mod server_tools;
@@ -65,6 +68,9 @@ pub use hub::{Attached, EventStream, GenerationEvent, GenerationHub, ToolResult}
 #[cfg(any(test, feature = "mocks"))]
 pub use model_resolver::MockModelResolver;
 pub use model_resolver::ModelResolver;
+pub use related::{ChatRelations, Compositions, Expansion, Related, RelatedModel, RelatedModels};
+#[cfg(any(test, feature = "mocks"))]
+pub use related::{MockCompositions, MockRelatedModels};
 #[cfg(any(test, feature = "mocks"))]
 pub use retriever::MockRetriever;
 pub use retriever::{

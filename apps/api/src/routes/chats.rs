@@ -11,12 +11,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tessera_chats::{
     Attachment, Caller as ChatCaller, Chat, ChatError, ChatId, ChatStatus, CompletionRequest,
-    GenerationEvent, Message, NewMessage, Source,
+    Expansion, GenerationEvent, Message, NewMessage, RelatedModel, Source,
 };
 use tessera_kernel::{DomainError, Scope};
 use tessera_models::{
-    JsonSchemaFormat, ModelError, ModelId, ProviderError, Role, Route, ToolCall, ToolSpec,
-    Usability, Usage,
+    JsonSchemaFormat, ModelError, ProviderError, Role, Route, ToolCall, ToolSpec, Usability, Usage,
 };
 use utoipa::{IntoParams, ToSchema};
 use validator::Validate;
@@ -892,45 +891,35 @@ pub(crate) async fn answer(running: Running) -> Result<CompletionOut, ApiError> 
 }
 
 /// Expands a chat's summary as asked.
-async fn summary(state: &AppState, chat: Chat, expand: &[String]) -> Result<ChatSummary, ApiError> {
+/// The `expand[]` values of a request, as the chats domain's expansion.
+fn expansion(query: &str) -> Result<Expansion, ApiError> {
+    let expand = expansions(query, EXPANSIONS)?;
     let wants = |name: &str| expand.iter().any(|value| value == name);
-    let model = if wants("model") {
-        Some(match chat.model.model_id.parse::<ModelId>() {
-            Ok(id) => match state.models.get(&chat.organization_id, &id).await {
-                Ok(view) => Some(ModelOut::user(view)),
-                Err(ModelError::NotFound(_)) => None,
-                Err(error) => return Err(DomainError::from(error).into()),
-            },
-            Err(_) => state
-                .models
-                .base_models()
-                .into_iter()
-                .find(|(base, _)| base.id == chat.model.model_id)
-                .map(|(base, lifecycle)| {
-                    ModelOut::base(base, lifecycle, state.models.catalog_loaded_at())
-                }),
+    Ok(Expansion {
+        model: wants("model"),
+        versions: wants("versions"),
+        particles: wants("particles"),
+    })
+}
+
+async fn summary(
+    state: &AppState,
+    chat: Chat,
+    expansion: Expansion,
+) -> Result<ChatSummary, ApiError> {
+    let related = state.chat_relations.related(&chat, expansion).await?;
+    let model = related.model.map(|model| {
+        model.map(|model| match model {
+            RelatedModel::User(view) => ModelOut::user(*view),
+            RelatedModel::Base(base, lifecycle) => {
+                ModelOut::base(*base, lifecycle, state.models.catalog_loaded_at())
+            }
         })
-    } else {
-        None
-    };
-    let composition = match (
-        &chat.model.system_prompt_id,
-        wants("versions") || wants("particles"),
-    ) {
-        (Some(id), true) => Some(
-            state
-                .prompts
-                .compose(&chat.organization_id, id, Some(chat.created_at))
-                .await
-                .map(|c| c.particles)
-                // The prompt was deleted since: nothing left to expand.
-                .unwrap_or_default(),
-        ),
-        (None, true) => Some(Vec::new()),
-        _ => None,
-    };
-    let versions = composition.as_ref().filter(|_| wants("versions")).map(|c| {
-        c.iter()
+    });
+    let composition = related.composition.unwrap_or_default();
+    let versions = expansion.versions.then(|| {
+        composition
+            .iter()
             .map(|p| ComposedVersionOut {
                 particle_id: p.id.to_string(),
                 particle_version_id: p.version_id.to_string(),
@@ -938,19 +927,17 @@ async fn summary(state: &AppState, chat: Chat, expand: &[String]) -> Result<Chat
             })
             .collect()
     });
-    let particles = composition
-        .as_ref()
-        .filter(|_| wants("particles"))
-        .map(|c| {
-            c.iter()
-                .map(|p| ComposedParticleOut {
-                    id: p.id.to_string(),
-                    category: p.category.as_str().to_owned(),
-                    version: p.version,
-                    token_count: p.token_count,
-                })
-                .collect()
-        });
+    let particles = expansion.particles.then(|| {
+        composition
+            .iter()
+            .map(|p| ComposedParticleOut {
+                id: p.id.to_string(),
+                category: p.category.as_str().to_owned(),
+                version: p.version,
+                token_count: p.token_count,
+            })
+            .collect()
+    });
     Ok(ChatSummary {
         id: chat.id.to_string(),
         organization_id: chat.organization_id.to_string(),
@@ -985,7 +972,7 @@ pub async fn list_chats(
     state: web::Data<AppState>,
     ValidQuery(query): ValidQuery<ListChats>,
 ) -> Result<web::Json<ChatSummaryPage>, ApiError> {
-    let expand = expansions(req.query_string(), EXPANSIONS)?;
+    let expansion = expansion(req.query_string())?;
     let who = chat_caller(&caller);
     let mut page = state
         .chats
@@ -999,7 +986,7 @@ pub async fn list_chats(
         .map_err(chat_error)?;
     let mut summaries = Vec::with_capacity(page.items.len());
     for chat in std::mem::take(&mut page.items) {
-        summaries.push(summary(&state, chat, &expand).await?);
+        summaries.push(summary(&state, chat, expansion).await?);
     }
     Ok(web::Json(PageOf::with_items(page, summaries)))
 }
@@ -1021,7 +1008,7 @@ pub async fn get_chat(
     state: web::Data<AppState>,
     path: web::Path<String>,
 ) -> Result<web::Json<ChatOut>, ApiError> {
-    let expand = expansions(req.query_string(), EXPANSIONS)?;
+    let expansion = expansion(req.query_string())?;
     let who = chat_caller(&caller);
     let record = state
         .chats
@@ -1030,7 +1017,7 @@ pub async fn get_chat(
         .map_err(chat_error)?;
     Ok(web::Json(ChatOut {
         messages: record.messages.iter().map(MessageOut::from).collect(),
-        chat: summary(&state, record.chat, &expand).await?,
+        chat: summary(&state, record.chat, expansion).await?,
     }))
 }
 
@@ -1059,7 +1046,9 @@ pub async fn update_chat(
         .rename(&who, &chat_id(&path)?, body.title)
         .await
         .map_err(chat_error)?;
-    Ok(web::Json(summary(&state, chat, &[]).await?))
+    Ok(web::Json(
+        summary(&state, chat, Expansion::default()).await?,
+    ))
 }
 
 /// Soft-delete a chat: it leaves the list (see `includeDeleted`) and can be restored.
@@ -1109,7 +1098,9 @@ pub async fn restore_chat(
         .restore(&who, &chat_id(&path)?)
         .await
         .map_err(chat_error)?;
-    Ok(web::Json(summary(&state, chat, &[]).await?))
+    Ok(web::Json(
+        summary(&state, chat, Expansion::default()).await?,
+    ))
 }
 
 /// Re-attach to the chat's running generation: everything produced so far, then live, in
