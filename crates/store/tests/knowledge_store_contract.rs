@@ -162,6 +162,47 @@ async fn files_read_back_and_list_newest_first_within_the_organization(backend: 
     f.db.destroy().await;
 }
 
+/// A file stored ready announces itself: an event naming another file (or organization) is
+/// refused, and nothing is stored.
+async fn a_ready_event_must_name_the_file_it_is_stored_with(backend: Backend) {
+    let f = Fixture::new(backend).await;
+    let (acme, other) = (f.organization().await, f.organization().await);
+    let stored = f.file(&acme, "stored.md", 's').await;
+    let image = StoredFile {
+        id: FileId::generate(),
+        name: "photo.png".into(),
+        format: FileFormat::from_file_name("photo.png").unwrap(),
+        status: FileStatus::Ready,
+        progress: 100,
+        ..stored.clone()
+    };
+    let elsewhere = StoredFile {
+        organization: other.clone(),
+        ..image.clone()
+    };
+    for ready in [
+        FileReady::of(&stored, 0, at(1)),
+        FileReady::of(&elsewhere, 0, at(1)),
+    ] {
+        let refused = f
+            .files
+            .insert(&image, false, Some(ready), &audited(&acme))
+            .await;
+        assert!(
+            matches!(refused, Err(DomainError::Internal { .. })),
+            "{refused:?}"
+        );
+        assert_eq!(f.files.get(&acme, &image.id).await.unwrap(), None);
+    }
+    let ready = FileReady::of(&image, 0, at(1));
+    f.files
+        .insert(&image, false, Some(ready), &audited(&acme))
+        .await
+        .unwrap();
+    assert_eq!(f.files.get(&acme, &image.id).await.unwrap(), Some(image));
+    f.db.destroy().await;
+}
+
 async fn jobs_are_claimed_once_processed_and_completed(backend: Backend) {
     let f = Fixture::new(backend).await;
     let acme = f.organization().await;
@@ -603,6 +644,7 @@ async fn another_organization_cannot_touch_files_or_datasets(backend: Backend) {
 
 tessera_store::on_both_databases!(
     files_read_back_and_list_newest_first_within_the_organization,
+    a_ready_event_must_name_the_file_it_is_stored_with,
     jobs_are_claimed_once_processed_and_completed,
     a_crashed_workers_job_is_taken_over_when_its_lease_expires,
     retried_jobs_wait_and_failed_jobs_end_failed,
