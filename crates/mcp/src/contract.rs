@@ -198,14 +198,15 @@ pub fn actions(records: &[AuditRecord]) -> Vec<String> {
         .collect()
 }
 
-/// The stores of one check, and the steps the checks share.
-struct Fixture<'a> {
+/// The stores of one check, and the steps the checks share (public, for an adapter's own
+/// checks beyond the contract).
+pub struct Fixture<'a> {
     stores: &'a dyn McpServerStores,
-    servers: Arc<dyn McpServerStore>,
+    pub servers: Arc<dyn McpServerStore>,
 }
 
 impl<'a> Fixture<'a> {
-    fn new(stores: &'a impl McpServerStores) -> Self {
+    pub fn new(stores: &'a impl McpServerStores) -> Self {
         Self {
             stores,
             servers: stores.store(),
@@ -213,18 +214,18 @@ impl<'a> Fixture<'a> {
     }
 
     /// A fresh organization, made to exist first.
-    async fn organization(&self) -> OrganizationId {
+    pub async fn organization(&self) -> OrganizationId {
         let id = OrganizationId::generate();
         self.stores.organization_exists(&id, "Acme").await;
         id
     }
 
     /// A user model of `organization`, made to exist first.
-    async fn model(&self, organization: &OrganizationId, name: &str) -> String {
+    pub async fn model(&self, organization: &OrganizationId, name: &str) -> String {
         self.stores.model_exists(organization, name).await
     }
 
-    async fn insert(&self, server: &McpServer) {
+    pub async fn insert(&self, server: &McpServer) {
         self.servers
             .insert(
                 server,
@@ -238,7 +239,7 @@ impl<'a> Fixture<'a> {
             .unwrap();
     }
 
-    async fn link(
+    pub async fn link(
         &self,
         organization: &OrganizationId,
         model: &str,
@@ -262,7 +263,7 @@ impl<'a> Fixture<'a> {
         (link, created)
     }
 
-    async fn unlink(
+    pub async fn unlink(
         &self,
         organization: &OrganizationId,
         model: &str,
@@ -280,7 +281,7 @@ impl<'a> Fixture<'a> {
     }
 
     /// `<action> <resource id>` of every audit record, oldest first.
-    async fn events(&self) -> Vec<String> {
+    pub async fn events(&self) -> Vec<String> {
         actions(&self.stores.recorded_audit().await)
     }
 }

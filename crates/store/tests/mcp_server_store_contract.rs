@@ -12,8 +12,8 @@ use serde_json::Map;
 use tessera_audit::{AuditEventStore, AuditFilter, AuditScope};
 use tessera_kernel::{AuditRecord, Limit, OrganizationId, PageRequest};
 use tessera_mcp::{
-    McpServer, McpServerId, McpServerStore, ToolLink,
-    contract::{McpServerStores, actions, at, audit, plain},
+    McpServer, McpServerStore, ToolLink,
+    contract::{Fixture, McpServerStores, actions, at, audit, plain},
 };
 use tessera_models::{ModelId, ModelStore, UserModel};
 use tessera_store::{
@@ -109,54 +109,6 @@ mod contract_postgres {
     tessera_mcp::mcp_server_store_contract!(|| super::sql_store(tessera_store::Backend::Postgres));
 }
 
-/// A fresh organization of `stores`.
-async fn organization(stores: &SqlStores) -> OrganizationId {
-    let id = OrganizationId::generate();
-    stores.organization_exists(&id, "Acme").await;
-    id
-}
-
-async fn insert(stores: &SqlStores, server: &McpServer) {
-    stores
-        .servers
-        .insert(
-            server,
-            &audit(
-                &server.organization,
-                "mcp_server.create",
-                server.id.as_str(),
-            ),
-        )
-        .await
-        .unwrap();
-}
-
-async fn link(
-    stores: &SqlStores,
-    organization: &OrganizationId,
-    model: &str,
-    server: &McpServerId,
-    seconds: i64,
-) -> ToolLink {
-    let link = ToolLink {
-        model_id: model.to_owned(),
-        server_id: server.clone(),
-        created_at: at(seconds),
-    };
-    assert!(
-        stores
-            .servers
-            .link(
-                organization,
-                &link,
-                &audit(organization, "model.tools.link", model)
-            )
-            .await
-            .unwrap()
-    );
-    link
-}
-
 /// `<action> <resource id>` of every audit event, oldest first, read with SQL.
 async fn events(database: &Database) -> Vec<String> {
     text_rows(
@@ -168,9 +120,10 @@ async fn events(database: &Database) -> Vec<String> {
 
 async fn links_name_stored_models(backend: Backend) {
     let (stores, _db) = sql_store(backend).await;
-    let acme = organization(&stores).await;
+    let f = Fixture::new(&stores);
+    let acme = f.organization().await;
     let wiki = plain(&acme, "wiki");
-    insert(&stores, &wiki).await;
+    f.insert(&wiki).await;
     let ghost = ToolLink {
         model_id: ModelId::generate().to_string(),
         server_id: wiki.id.clone(),
@@ -199,16 +152,18 @@ async fn links_name_stored_models(backend: Backend) {
 
 async fn links_go_with_their_model(backend: Backend) {
     let (stores, db) = sql_store(backend).await;
-    let acme = organization(&stores).await;
+    let f = Fixture::new(&stores);
+    let acme = f.organization().await;
     let bot = stores.model_exists(&acme, "bot").await;
     let helper = stores.model_exists(&acme, "helper").await;
     let (wiki, jira) = (plain(&acme, "wiki"), plain(&acme, "jira"));
-    insert(&stores, &wiki).await;
-    insert(&stores, &jira).await;
-    link(&stores, &acme, &bot, &jira.id, 1).await;
-    link(&stores, &acme, &bot, &wiki.id, 2).await;
-    link(&stores, &acme, &helper, &wiki.id, 3).await;
-    let jira_for_helper = link(&stores, &acme, &helper, &jira.id, 4).await;
+    f.insert(&wiki).await;
+    f.insert(&jira).await;
+    assert!(f.link(&acme, &bot, &jira.id, 1).await.1);
+    assert!(f.link(&acme, &bot, &wiki.id, 2).await.1);
+    assert!(f.link(&acme, &helper, &wiki.id, 3).await.1);
+    let (jira_for_helper, created) = f.link(&acme, &helper, &jira.id, 4).await;
+    assert!(created);
     assert!(
         stores
             .servers
@@ -247,10 +202,11 @@ async fn links_go_with_their_model(backend: Backend) {
 
 async fn a_record_that_cannot_be_written_undoes_its_change(backend: Backend) {
     let (stores, db) = sql_store(backend).await;
-    let acme = organization(&stores).await;
+    let f = Fixture::new(&stores);
+    let acme = f.organization().await;
     let bot = stores.model_exists(&acme, "bot").await;
     let server = plain(&acme, "wiki");
-    insert(&stores, &server).await;
+    f.insert(&server).await;
     let id = server.id.as_str();
     let changed = McpServer {
         name: "Wiki".into(),
@@ -308,7 +264,7 @@ async fn a_record_that_cannot_be_written_undoes_its_change(backend: Backend) {
             .is_err()
     );
     assert!(stores.servers.links(&acme, &bot).await.unwrap().is_empty());
-    link(&stores, &acme, &bot, &server.id, 7).await;
+    assert!(f.link(&acme, &bot, &server.id, 7).await.1);
     expected.push(format!("model.tools.link {bot}"));
     assert!(
         stores
