@@ -37,7 +37,7 @@ pub use dataset_links::{
 #[cfg(any(test, feature = "mocks"))]
 pub use dataset_links::{MockDatasetDirectory, MockDatasetLinkStore};
 pub use error::ModelError;
-pub use lifecycle::{LifecycleState, Usability, lifecycle_state, usability};
+pub use lifecycle::{LifecycleState, Usability, deprecation_notice, lifecycle_state, usability};
 pub use model::{ModelChanges, ModelId, ModelView, NewUserModel, UserModel};
 #[cfg(any(test, feature = "mocks"))]
 pub use provider::MockChatModel;

@@ -45,6 +45,27 @@ pub fn lifecycle_state(
     }
 }
 
+/// What a deprecated or retired base model tells its users (`deprecationMessage`): the
+/// catalog's own message, or when it has none, when it retires and what replaces it. `None`
+/// while it is active or merely disabled.
+pub fn deprecation_notice(base: &BaseModel, state: LifecycleState) -> Option<String> {
+    match state {
+        LifecycleState::Deprecated | LifecycleState::EndOfLife => {
+            Some(base.deprecation_message.clone().unwrap_or_else(|| {
+                let when = base
+                    .end_of_life_at
+                    .map(|at| at.to_rfc3339())
+                    .unwrap_or_default();
+                match &base.replacement_model_id {
+                    Some(next) => format!("{} retires at {when}; use {next}", base.id),
+                    None => format!("{} retires at {when}", base.id),
+                }
+            }))
+        }
+        LifecycleState::Active | LifecycleState::Disabled => None,
+    }
+}
+
 /// A usable model, possibly with a retirement to announce (`Deprecation`/`Sunset` headers).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Usability {
@@ -113,6 +134,35 @@ mod tests {
             replacement_model_id: Some("x/next".into()),
             deprecation_message: None,
             is_recommended: false,
+        }
+    }
+
+    #[test]
+    fn only_deprecated_and_retired_models_carry_a_notice() {
+        let retiring = base(ModelTier::Standard, Some(now() + Duration::days(1)));
+        let when = (now() + Duration::days(1)).to_rfc3339();
+        assert_eq!(
+            deprecation_notice(&retiring, LifecycleState::Deprecated),
+            Some(format!("x/model retires at {when}; use x/next"))
+        );
+        let without_replacement = BaseModel {
+            replacement_model_id: None,
+            ..retiring.clone()
+        };
+        assert_eq!(
+            deprecation_notice(&without_replacement, LifecycleState::EndOfLife),
+            Some(format!("x/model retires at {when}"))
+        );
+        let worded = BaseModel {
+            deprecation_message: Some("Retired; move to x/next.".into()),
+            ..retiring.clone()
+        };
+        assert_eq!(
+            deprecation_notice(&worded, LifecycleState::Deprecated).as_deref(),
+            Some("Retired; move to x/next.")
+        );
+        for state in [LifecycleState::Active, LifecycleState::Disabled] {
+            assert_eq!(deprecation_notice(&worded, state), None);
         }
     }
 

@@ -5,7 +5,9 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tessera_kernel::DomainError;
-use tessera_models::{BaseModel, LifecycleState, ModelChanges, ModelId, ModelView, NewUserModel};
+use tessera_models::{
+    BaseModel, LifecycleState, ModelChanges, ModelId, ModelView, NewUserModel, deprecation_notice,
+};
 use tessera_prompts::{Description, Name, SystemPromptId};
 use utoipa::ToSchema;
 use validator::Validate;
@@ -60,28 +62,10 @@ pub struct ModelOut {
     pub updated_at: DateTime<Utc>,
 }
 
-fn deprecation_message(base: &BaseModel, state: LifecycleState) -> Option<String> {
-    match state {
-        LifecycleState::Deprecated | LifecycleState::EndOfLife => {
-            Some(base.deprecation_message.clone().unwrap_or_else(|| {
-                let when = base
-                    .end_of_life_at
-                    .map(|at| at.to_rfc3339())
-                    .unwrap_or_default();
-                match &base.replacement_model_id {
-                    Some(next) => format!("{} retires at {when}; use {next}", base.id),
-                    None => format!("{} retires at {when}", base.id),
-                }
-            }))
-        }
-        _ => None,
-    }
-}
-
 impl ModelOut {
     pub(crate) fn base(base: BaseModel, state: LifecycleState, loaded_at: DateTime<Utc>) -> Self {
         Self {
-            deprecation_message: deprecation_message(&base, state),
+            deprecation_message: deprecation_notice(&base, state),
             id: base.id,
             display_name: base.display_name,
             description: base.description,
@@ -118,7 +102,7 @@ impl ModelOut {
         let capabilities = parent.as_ref().map(|p| p.capabilities).unwrap_or_default();
         Self {
             deprecation_message: match &parent {
-                Some(base) => deprecation_message(base, state),
+                Some(base) => deprecation_notice(base, state),
                 None => Some(format!(
                     "the base model {} is no longer offered; choose another parentModelId",
                     model.parent_model_id
