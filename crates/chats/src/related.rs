@@ -87,13 +87,15 @@ impl ChatRelations {
 
     /// What `expansion` asks for of `chat`; nothing is read that was not asked for.
     pub async fn related(&self, chat: &Chat, expansion: Expansion) -> Result<Related, DomainError> {
-        let model = match expansion.model {
-            true => Some(self.model(chat).await?),
-            false => None,
+        let model = if expansion.model {
+            Some(self.model(chat).await?)
+        } else {
+            None
         };
-        let composition = match expansion.versions || expansion.particles {
-            true => Some(self.composition(chat).await?),
-            false => None,
+        let composition = if expansion.versions || expansion.particles {
+            Some(self.composition(chat).await?)
+        } else {
+            None
         };
         Ok(Related { model, composition })
     }
