@@ -85,6 +85,7 @@ def check(metadata: dict, rules: dict) -> tuple[list[str], str]:
     domains = set(rules.get("domains", {}).get("crates", []))
     adapters = set(rules.get("adapters", {}).get("crates", []))
     apps = set(rules.get("apps", {}).get("crates", []))
+    wire = set(rules.get("wire", {}).get("crates", []))
     examples = set(rules.get("examples", {}).get("crates", []))
     example_forbidden = set(rules.get("examples", {}).get("forbidden", []))
     forbidden = set(rules.get("forbidden_in_domains", {}))
@@ -94,18 +95,18 @@ def check(metadata: dict, rules: dict) -> tuple[list[str], str]:
     errors: list[str] = []
 
     # (d) Every workspace member in exactly one class; no stale entries.
-    for name in sorted(members - domains - adapters - apps - examples):
+    for name in sorted(members - domains - wire - adapters - apps - examples):
         errors.append(
-            f"{name}: workspace member not classified; list it under [domains], [adapters], "
-            f"[apps] or [examples] in layering.toml"
+            f"{name}: workspace member not classified; list it under [domains], [wire], "
+            f"[adapters], [apps] or [examples] in layering.toml"
         )
-    classes = (("domains", domains), ("adapters", adapters), ("apps", apps),
+    classes = (("domains", domains), ("wire", wire), ("adapters", adapters), ("apps", apps),
                ("examples", examples))
     for i, (a_label, a) in enumerate(classes):
         for b_label, b in classes[i + 1:]:
             for name in sorted(a & b):
                 errors.append(f"{name}: listed under both {a_label} and {b_label} in layering.toml")
-    for name in sorted((domains | adapters | apps | examples) - members):
+    for name in sorted((domains | wire | adapters | apps | examples) - members):
         errors.append(f"{name}: listed in layering.toml but not a workspace member; remove it")
 
     # (a) A domain's tree: no forbidden package, no adapter, no app. The walk goes through
@@ -113,14 +114,32 @@ def check(metadata: dict, rules: dict) -> tuple[list[str], str]:
     # so a violation is reported once, by the domain that has it) and stops at a violation.
     for domain in sorted(domains & members):
         for path, dep_name in _reaching(by_name[domain], graph, names,
-                                        lambda n: n in forbidden or n in adapters or n in apps,
+                                        lambda n: n in forbidden or n in adapters or n in apps
+                                        or n in wire,
                                         lambda n: n in domains and n in members):
             if dep_name in forbidden:
                 why = f"a domain crate may not depend on {dep_name}"
             elif dep_name in adapters:
                 why = f"a domain crate may not depend on an adapter ({dep_name})"
+            elif dep_name in wire:
+                why = f"a domain crate may not depend on a wire crate ({dep_name})"
             else:
                 why = f"a domain crate may not depend on an app ({dep_name})"
+            errors.append(f"{path}: {why} (layering.toml)")
+
+    # (f) A wire crate (the HTTP surfaces' JSON shapes) stands on the domains alone: the
+    # domains' forbidden packages (the HTTP framework first), adapters and apps are out of
+    # its tree. Domains are not walked into: each is checked from its own root.
+    for crate in sorted(wire & members):
+        for path, dep_name in _reaching(by_name[crate], graph, names,
+                                        lambda n: n in forbidden or n in adapters or n in apps,
+                                        lambda n: (n in domains or n in wire) and n in members):
+            if dep_name in forbidden:
+                why = f"a wire crate may not depend on {dep_name}"
+            elif dep_name in adapters:
+                why = f"a wire crate may not depend on an adapter ({dep_name})"
+            else:
+                why = f"a wire crate may not depend on an app ({dep_name})"
             errors.append(f"{path}: {why} (layering.toml)")
 
     # (e) An example embeds domains and adapters the way another team's service would: its
@@ -167,7 +186,8 @@ def check(metadata: dict, rules: dict) -> tuple[list[str], str]:
 
     summary = (
         f"layering: ok ({len(domains)} domains reach none of {len(forbidden)} forbidden "
-        f"packages nor any adapter or app; {len(adapters)} adapters with "
+        f"packages nor any adapter, wire crate or app; {len(wire)} wire crates on domains "
+        f"alone; {len(adapters)} adapters with "
         f"{len(adapter_edges)} allowed adapter edges; {len(apps)} apps; "
         f"{len(examples)} examples clear of {len(example_forbidden)} packages; "
         f"{len(members)} workspace members classified)"

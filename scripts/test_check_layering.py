@@ -225,6 +225,30 @@ class CheckLayering(unittest.TestCase):
             errors, ["chat-example → tessera-api: nothing may depend on an app (layering.toml)"]
         )
 
+    def test_wire_crate_stands_on_domains_alone(self):
+        rules = dict(RULES_DOC, wire={"crates": ["tessera-wire"]})
+        graph = dict(CLEAN, **{"tessera-wire": ["tessera-chats", "serde"]})
+        graph["tessera-api"] = CLEAN["tessera-api"] + ["tessera-wire"]
+        members = MEMBERS + ["tessera-wire"]
+        self.assertEqual(self.violations(metadata(graph, members), rules), [])
+        graph["tessera-wire"] = ["tessera-chats", "reqwest", "tessera-store"]
+        self.assertEqual(
+            self.violations(metadata(graph, members), rules),
+            ["tessera-wire → reqwest: a wire crate may not depend on reqwest (layering.toml)",
+             "tessera-wire → tessera-store: a wire crate may not depend on an adapter "
+             "(tessera-store) (layering.toml)"],
+        )
+
+    def test_domain_to_wire(self):
+        rules = dict(RULES_DOC, wire={"crates": ["tessera-wire"]})
+        graph = dict(CLEAN, **{"tessera-wire": ["tessera-kernel"]})
+        graph["tessera-chats"] = CLEAN["tessera-chats"] + ["tessera-wire"]
+        self.assertEqual(
+            self.violations(metadata(graph, MEMBERS + ["tessera-wire"]), rules),
+            ["tessera-chats → tessera-wire: a domain crate may not depend on a wire crate "
+             "(tessera-wire) (layering.toml)"],
+        )
+
     def test_repository_rules_file_parses(self):
         rules = load_rules(ROOT / RULES)
         for key in ("domains", "adapters", "apps", "forbidden_in_domains", "allowed_adapter_edge"):

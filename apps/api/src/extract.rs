@@ -165,16 +165,6 @@ pub fn parse_query<T: DeserializeOwned + Validate>(query: &str) -> Result<T, Api
     Ok(value)
 }
 
-/// Deserializes an optional field so that absent (`None`) and `null` (`Some(None)`) differ:
-/// `#[serde(default, deserialize_with = "extract::nullable")]` on an `Option<Option<T>>`.
-pub fn nullable<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: serde::Deserialize<'de>,
-{
-    <Option<T> as serde::Deserialize>::deserialize(deserializer).map(Some)
-}
-
 /// A text field checked by the domain's rules, or a 422 at `body.<field>`.
 pub fn text_field<T, E: std::fmt::Display>(
     field: &str,

@@ -18,7 +18,6 @@ pub mod metrics;
 pub mod middleware;
 pub mod openapi;
 pub mod origin;
-pub mod page;
 pub mod problem;
 pub mod rate_limit;
 pub mod retrieval;

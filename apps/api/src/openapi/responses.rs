@@ -24,7 +24,7 @@ pub fn apply_shared_responses(document: &mut utoipa::openapi::OpenApi) {
     }
     for (path, item) in document.paths.paths.iter_mut() {
         // The OpenAI dialect declares its own answers, in OpenAI's error shape.
-        let own_dialect = path.starts_with(crate::routes::openai::PREFIX);
+        let own_dialect = path.starts_with(tessera_wire::openai::PREFIX);
         let operations = [
             item.get.as_mut(),
             item.put.as_mut(),

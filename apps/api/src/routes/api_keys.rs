@@ -7,13 +7,14 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use tessera_identity::{ApiKey, ApiKeyId, NewApiKey};
 use tessera_kernel::DomainError;
+use tessera_wire::page::{PageOf, PageQuery};
+use tessera_wire::paged;
 use utoipa::ToSchema;
 use validator::Validate;
 
 use crate::{
     access::Caller,
     extract::{ValidJson, ValidQuery, page_limit, path_id},
-    page::{PageOf, PageQuery, paged},
     problem::{ApiError, Problem, ValidationProblem},
     state::AppState,
 };

@@ -7,13 +7,14 @@ use actix_web::{HttpResponse, get, http::header, web};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use tessera_chats::{Artifact, ArtifactId, ArtifactKind, ChatId};
+use tessera_wire::page::PageOf;
+use tessera_wire::paged;
 use utoipa::{IntoParams, ToSchema};
 use validator::Validate;
 
 use crate::{
     access::Caller,
     extract::{ValidQuery, page_limit, path_id},
-    page::{PageOf, paged},
     problem::{ApiError, Problem, ValidationProblem},
     routes::chats::chat_caller,
     state::AppState,

@@ -6,13 +6,14 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use tessera_audit::{AuditQuery, AuditScope};
 use tessera_kernel::AuditRecord;
+use tessera_wire::page::PageOf;
+use tessera_wire::paged;
 use utoipa::{IntoParams, ToSchema};
 use validator::Validate;
 
 use crate::{
     access::Caller,
     extract::{ValidQuery, page_limit},
-    page::{PageOf, paged},
     problem::{ApiError, ValidationProblem},
     state::AppState,
 };

@@ -11,12 +11,15 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tessera_chats::{
     Attachment, Caller as ChatCaller, Chat, ChatError, ChatId, ChatStatus, CompletionRequest,
-    Expansion, GenerationEvent, Message, NewMessage, RelatedModel, Source,
+    Expansion, GenerationEvent, Message, NewMessage, RelatedModel,
 };
 use tessera_kernel::{DomainError, Scope};
 use tessera_models::{
     JsonSchemaFormat, ModelError, ProviderError, Role, Route, ToolCall, ToolSpec, Usability, Usage,
 };
+use tessera_wire::chat::{SourceOut, TokenUsageOut, ToolCallOut};
+use tessera_wire::page::PageOf;
+use tessera_wire::paged;
 use utoipa::{IntoParams, ToSchema};
 use validator::Validate;
 
@@ -24,7 +27,6 @@ use crate::{
     access::Caller,
     chat_stream::{self, Encoder, Format, HEARTBEAT},
     extract::{ValidJson, ValidQuery, expansions, page_limit, path_id},
-    page::{PageOf, paged},
     problem::{ApiError, Problem, ValidationProblem},
     routes::models::ModelOut,
     state::AppState,
@@ -37,43 +39,6 @@ pub enum RoleIn {
     User,
     Assistant,
     Tool,
-}
-
-/// A function call: its name and its arguments as a JSON document in a string.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct FunctionCall {
-    pub name: String,
-    /// JSON text, e.g. `{"city":"Oslo"}`.
-    pub arguments: String,
-}
-
-/// A tool call of an assistant message.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ToolCallOut {
-    pub id: String,
-    /// Always `function`.
-    #[serde(rename = "type", default = "function_type")]
-    pub kind: String,
-    pub function: FunctionCall,
-}
-
-fn function_type() -> String {
-    "function".into()
-}
-
-impl From<&ToolCall> for ToolCallOut {
-    fn from(call: &ToolCall) -> Self {
-        Self {
-            id: call.id.clone(),
-            kind: function_type(),
-            function: FunctionCall {
-                name: call.name.clone(),
-                arguments: call.arguments.clone(),
-            },
-        }
-    }
 }
 
 /// One message of a completion request.
@@ -306,28 +271,6 @@ impl CreateCompletion {
     }
 }
 
-/// Tokens a completion used.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct UsageOut {
-    pub input_tokens: u32,
-    pub output_tokens: u32,
-    pub total_tokens: u32,
-    /// Part of `outputTokens` spent on reasoning, when the provider says.
-    pub reasoning_tokens: u32,
-}
-
-impl From<&Usage> for UsageOut {
-    fn from(usage: &Usage) -> Self {
-        Self {
-            input_tokens: usage.input_tokens,
-            output_tokens: usage.output_tokens,
-            total_tokens: usage.total_tokens(),
-            reasoning_tokens: usage.reasoning_tokens,
-        }
-    }
-}
-
 /// Which of the model's deployments answered, after which failed attempts (models served
 /// by a remote provider).
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -368,57 +311,6 @@ impl From<&Route> for RouteOut {
     }
 }
 
-/// A retrieved passage an answer is grounded on.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SourceOut {
-    /// `<fileId>#<chunk ordinal>`.
-    pub id: String,
-    pub file_id: String,
-    pub dataset_id: Option<String>,
-    /// The file's name and where in it, for display, e.g. `policy.pdf, page 2`.
-    pub title: Option<String>,
-    pub text: String,
-    pub score: f32,
-    #[schema(example = "policy.pdf")]
-    pub file_name: Option<String>,
-    /// Where the passage sits in the file.
-    pub location: Option<SourceLocationOut>,
-}
-
-/// Where a cited passage sits in its file.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SourceLocationOut {
-    /// 1-based page (PDF).
-    pub page: Option<u32>,
-    /// The heading (Markdown, DOCX), row range (CSV) or JSON path the passage is under.
-    pub section: Option<String>,
-    /// Character offsets of the passage in the file's extracted text.
-    pub char_start: u64,
-    pub char_end: u64,
-}
-
-impl From<&Source> for SourceOut {
-    fn from(source: &Source) -> Self {
-        Self {
-            id: source.id.clone(),
-            file_id: source.file_id.clone(),
-            dataset_id: source.dataset_id.clone(),
-            title: source.title.clone(),
-            text: source.text.clone(),
-            score: source.score,
-            file_name: source.file_name.clone(),
-            location: source.location.as_ref().map(|l| SourceLocationOut {
-                page: l.page,
-                section: l.section.clone(),
-                char_start: l.char_start,
-                char_end: l.char_end,
-            }),
-        }
-    }
-}
-
 /// The answer of a completion.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -446,7 +338,7 @@ pub struct CompletionOut {
     /// The stored answer's id.
     pub message_id: String,
     pub message: AnswerOut,
-    pub usage: UsageOut,
+    pub usage: TokenUsageOut,
     /// `stop`, `length`, `tool_calls`, `content_filter`, or the provider's own reason.
     pub finish_reason: String,
     /// Earlier messages left out to fit the model's context window (also in the
@@ -472,7 +364,7 @@ pub struct MessageOut {
     /// Files a user message attached.
     pub attachments: Vec<AttachmentOut>,
     /// Assistant answers only.
-    pub usage: Option<UsageOut>,
+    pub usage: Option<TokenUsageOut>,
     pub finish_reason: Option<String>,
     /// Which deployment answered (answers of models served by a remote provider).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -495,7 +387,10 @@ impl From<&Message> for MessageOut {
                 .iter()
                 .map(AttachmentOut::from)
                 .collect(),
-            usage: message.usage.as_ref().map(|u| UsageOut::from(&u.usage)),
+            usage: message
+                .usage
+                .as_ref()
+                .map(|u| TokenUsageOut::from(&u.usage)),
             finish_reason: message
                 .usage
                 .as_ref()
@@ -879,8 +774,8 @@ pub(crate) async fn answer(running: Running) -> Result<CompletionOut, ApiError> 
             sources: message.sources.iter().map(SourceOut::from).collect(),
         },
         usage: usage.map_or_else(
-            || UsageOut::from(&Usage::default()),
-            |u| UsageOut::from(&u.usage),
+            || TokenUsageOut::from(&Usage::default()),
+            |u| TokenUsageOut::from(&u.usage),
         ),
         finish_reason: usage
             .map_or("stop", |u| u.finish_reason.as_str())

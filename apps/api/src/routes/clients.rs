@@ -6,13 +6,14 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use tessera_identity::{Client, ClientId, ClientName, NewClient};
 use tessera_kernel::{DomainError, FieldError, Scope, ScopeSet};
+use tessera_wire::page::{PageOf, PageQuery};
+use tessera_wire::paged;
 use utoipa::ToSchema;
 use validator::Validate;
 
 use crate::{
     access::Caller,
     extract::{ValidJson, ValidQuery, page_limit, path_id},
-    page::{PageOf, PageQuery, paged},
     problem::{ApiError, Problem, ValidationProblem},
     state::AppState,
 };

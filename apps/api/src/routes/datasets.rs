@@ -7,13 +7,14 @@ use serde::{Deserialize, Serialize};
 use tessera_knowledge::{
     Dataset, DatasetId, FileId, SearchHit, SearchMode, SearchRequest, Snapshot,
 };
+use tessera_wire::page::{PageOf, PageQuery};
+use tessera_wire::{itemized, paged};
 use utoipa::ToSchema;
 use validator::Validate;
 
 use crate::{
     access::Caller,
-    extract::{ValidJson, ValidQuery, nullable, page_limit, path_id},
-    page::{PageOf, PageQuery, itemized, paged},
+    extract::{ValidJson, ValidQuery, page_limit, path_id},
     problem::{ApiError, Problem, ValidationProblem},
     routes::files::{FileOut, knowledge_caller},
     state::AppState,
@@ -80,7 +81,7 @@ pub struct CreateDataset {
 pub struct UpdateDataset {
     #[schema(min_length = 1, max_length = 200)]
     pub name: Option<String>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "tessera_wire::nullable")]
     #[schema(value_type = Option<String>, max_length = 2000)]
     pub description: Option<Option<String>>,
 }

@@ -13,13 +13,14 @@ use tessera_kernel::{FieldError, text};
 use tessera_knowledge::{
     DatasetId, FileId, FileStatus, FormatError, KnowledgeCaller, StoredFile, Upload, UploadError,
 };
+use tessera_wire::page::PageOf;
+use tessera_wire::paged;
 use utoipa::{IntoParams, ToSchema};
 use validator::Validate;
 
 use crate::{
     access::Caller,
     extract::{ValidJson, ValidQuery, page_limit, path_id},
-    page::{PageOf, paged},
     problem::{ApiError, Problem, ValidationProblem},
     routes::artifacts::ARTIFACT_CSP,
     state::AppState,

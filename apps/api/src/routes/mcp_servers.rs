@@ -9,13 +9,14 @@ use serde::{Deserialize, Serialize};
 use tessera_kernel::{Actor, DomainError};
 use tessera_mcp::{McpServer, McpServerId, McpServerPatch, NewMcpServer, RemoteTool, ToolLink};
 use tessera_models::ModelId;
+use tessera_wire::page::{PageOf, PageQuery};
+use tessera_wire::{itemized, paged};
 use utoipa::{IntoParams, ToSchema};
 use validator::Validate;
 
 use crate::{
     access::Caller,
     extract::{ValidJson, ValidQuery, page_limit, path_id},
-    page::{PageOf, PageQuery, itemized, paged},
     problem::{ApiError, Problem, ValidationProblem},
     state::AppState,
 };
@@ -102,7 +103,7 @@ pub struct UpdateMcpServer {
     /// Replaces every header (and forgets the listed tools); `{}` removes them all.
     pub headers: Option<BTreeMap<String, String>>,
     /// `null` offers every tool again.
-    #[serde(default, deserialize_with = "crate::extract::nullable")]
+    #[serde(default, deserialize_with = "tessera_wire::nullable")]
     #[schema(value_type = Option<Vec<String>>)]
     pub allowed_tools: Option<Option<Vec<String>>>,
     #[schema(minimum = 100, maximum = 300000)]

@@ -6,13 +6,13 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use tessera_kernel::DomainError;
 use tessera_models::{DatasetLink, DatasetUsage, ModelId};
+use tessera_wire::itemized;
 use utoipa::ToSchema;
 use validator::Validate;
 
 use crate::{
     access::Caller,
     extract::{ValidJson, path_id},
-    page::itemized,
     problem::{ApiError, Problem, ValidationProblem},
     state::AppState,
 };

@@ -9,13 +9,14 @@ use tessera_models::{
     BaseModel, LifecycleState, ModelChanges, ModelId, ModelView, NewUserModel, deprecation_notice,
 };
 use tessera_prompts::{Description, Name, SystemPromptId};
+use tessera_wire::page::{PageOf, PageQuery};
+use tessera_wire::paged;
 use utoipa::ToSchema;
 use validator::Validate;
 
 use crate::{
     access::Caller,
     extract::{ValidJson, ValidQuery, page_limit, path_id, text_field},
-    page::{PageOf, PageQuery, paged},
     problem::{ApiError, Problem, ValidationProblem},
     state::AppState,
 };
@@ -184,13 +185,13 @@ pub struct UpdateModel {
     #[validate(length(min = 1, max = 255))]
     #[schema(min_length = 1, max_length = 255)]
     pub display_name: Option<String>,
-    #[serde(default, deserialize_with = "crate::extract::nullable")]
+    #[serde(default, deserialize_with = "tessera_wire::nullable")]
     #[schema(value_type = Option<String>)]
     pub description: Option<Option<String>>,
-    #[serde(default, deserialize_with = "crate::extract::nullable")]
+    #[serde(default, deserialize_with = "tessera_wire::nullable")]
     #[schema(value_type = Option<String>)]
     pub system_prompt_id: Option<Option<SystemPromptId>>,
-    #[serde(default, deserialize_with = "crate::extract::nullable")]
+    #[serde(default, deserialize_with = "tessera_wire::nullable")]
     #[schema(value_type = Option<String>)]
     pub system_prompt: Option<Option<String>>,
     #[schema(value_type = Option<Object>)]

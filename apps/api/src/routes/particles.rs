@@ -8,13 +8,14 @@ use tessera_prompts::{
     Category, Content, Description, Name, NewParticle, Particle, ParticleChanges, ParticleId,
     ParticleVersion, Warning, particle_warnings,
 };
+use tessera_wire::page::{PageOf, PageQuery};
+use tessera_wire::paged;
 use utoipa::{IntoParams, ToSchema};
 use validator::Validate;
 
 use crate::{
     access::Caller,
     extract::{ValidJson, ValidQuery, page_limit, path_id, text_field},
-    page::{PageOf, PageQuery, paged},
     problem::{ApiError, Problem, ValidationProblem},
     state::AppState,
 };

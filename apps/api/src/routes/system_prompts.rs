@@ -10,13 +10,14 @@ use tessera_prompts::{
     NewSystemPrompt, ParticleId, ParticleVersionId, ResolvedAssociation, SystemPromptChanges,
     SystemPromptId, SystemPromptView, composition_warnings,
 };
+use tessera_wire::page::PageOf;
+use tessera_wire::paged;
 use utoipa::{IntoParams, ToSchema};
 use validator::Validate;
 
 use crate::{
     access::Caller,
     extract::{ValidJson, ValidQuery, expansions, page_limit, path_id, text_field},
-    page::{PageOf, paged},
     problem::{ApiError, Problem, ValidationProblem},
     routes::particles::{CategoryDto, WarningOut, warnings_out},
     state::AppState,
@@ -236,7 +237,7 @@ pub struct UpdatePlacement {
     #[schema(minimum = 0, maximum = 1000000)]
     pub order: Option<i64>,
     /// A version id pins it; `null` unpins (follow the latest); absent leaves it.
-    #[serde(default, deserialize_with = "crate::extract::nullable")]
+    #[serde(default, deserialize_with = "tessera_wire::nullable")]
     #[schema(value_type = Option<String>, pattern = "^pav_[0-9a-f]{32}$")]
     pub particle_version_id: Option<Option<ParticleVersionId>>,
 }

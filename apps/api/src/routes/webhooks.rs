@@ -5,13 +5,14 @@ use actix_web::{HttpResponse, delete, get, http::header, post, web};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use tessera_webhooks::{Delivery, NewWebhook, Webhook, WebhookId};
+use tessera_wire::page::{PageOf, PageQuery};
+use tessera_wire::paged;
 use utoipa::ToSchema;
 use validator::Validate;
 
 use crate::{
     access::Caller,
     extract::{ValidJson, ValidQuery, page_limit, path_id},
-    page::{PageOf, PageQuery, paged},
     problem::{ApiError, Problem, ValidationProblem},
     state::AppState,
 };

@@ -33,3 +33,71 @@ fn every_operation_declares_security_and_problem_responses_are_documented() {
         );
     }
 }
+
+/// utoipa names a schema after its type and keeps one schema per name: two types of the same
+/// name would share one entry in `components.schemas`, and every reference to the other
+/// would describe the wrong shape. Reads the sources that derive `ToSchema`.
+#[test]
+fn every_schema_name_belongs_to_one_type() {
+    let workspace = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut owners: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for root in ["apps/api/src", "crates/wire/src"] {
+        let mut pending = vec![workspace.join(root)];
+        while let Some(dir) = pending.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    pending.push(path);
+                } else if path.extension().is_some_and(|e| e == "rs") {
+                    let text = std::fs::read_to_string(&path).unwrap();
+                    for name in schema_names(&text) {
+                        owners
+                            .entry(name)
+                            .or_default()
+                            .push(path.display().to_string());
+                    }
+                }
+            }
+        }
+    }
+    assert!(owners.len() > 100, "found {} schemas", owners.len());
+    let shared: Vec<_> = owners.iter().filter(|(_, files)| files.len() > 1).collect();
+    assert!(shared.is_empty(), "schema names used twice: {shared:?}");
+}
+
+/// The schema names a source file declares: each type deriving `ToSchema`, by its
+/// `#[schema(as = …)]` name when it has one.
+fn schema_names(text: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut deriving = false;
+    let mut renamed = None;
+    for line in text.lines().map(str::trim) {
+        if line.starts_with("#[derive(") && line.contains("ToSchema") {
+            deriving = true;
+        } else if deriving && line.starts_with("#[schema(as = ") {
+            renamed = line
+                .trim_start_matches("#[schema(as = ")
+                .split(|c: char| !c.is_alphanumeric() && c != '_')
+                .next()
+                .map(str::to_owned);
+        } else if deriving
+            && let Some(item) = line
+                .trim_start_matches("pub(crate) ")
+                .trim_start_matches("pub ")
+                .strip_prefix("struct ")
+                .or_else(|| line.trim_start_matches("pub ").strip_prefix("enum "))
+        {
+            let declared = item
+                .split_whitespace()
+                .next()
+                .unwrap_or_default()
+                .split(|c: char| !c.is_alphanumeric() && c != '_')
+                .next()
+                .unwrap_or_default()
+                .to_owned();
+            names.push(renamed.take().unwrap_or(declared));
+            deriving = false;
+        }
+    }
+    names
+}

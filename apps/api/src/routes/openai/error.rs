@@ -1,8 +1,6 @@
-//! OpenAI's error shape, `{"error": {"message", "type", "param", "code"}}`, with OpenAI's
-//! status codes: a validation problem is a 400 naming the offending parameter, a spent
-//! credit budget a 429 `insufficient_quota`. Every problem+json answer on an `/openai/`
-//! path (token checks, rate limits, unknown routes and handlers alike) is rewritten here,
-//! so the dialect cannot leak Tessera's own error format.
+//! Every problem+json answer on an `/openai/` path (token checks, rate limits, unknown
+//! routes and handlers alike) is rewritten into OpenAI's error shape
+//! (`tessera_wire::openai::error`), so the dialect cannot leak Tessera's own error format.
 
 use actix_web::{
     Error, HttpResponse,
@@ -11,31 +9,17 @@ use actix_web::{
     http::{StatusCode, header},
     middleware::Next,
 };
-use serde::Serialize;
 use serde_json::Value;
-use utoipa::ToSchema;
+use tessera_chats::ChatError;
+use tessera_wire::openai::error::{OpenAiError, translate};
 
-use crate::problem::PROBLEM_JSON;
+use crate::{problem::PROBLEM_JSON, routes::chats::chat_error};
 
-/// The body of every error on `/openai/v1`.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct OpenAiError {
-    pub error: OpenAiErrorBody,
-}
-
-/// What went wrong, as OpenAI reports it.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct OpenAiErrorBody {
-    pub message: String,
-    /// `invalid_request_error`, `authentication_error`, `permission_error`,
-    /// `not_found_error`, `rate_limit_error`, `insufficient_quota` or `server_error`.
-    #[serde(rename = "type")]
-    pub kind: String,
-    /// The request parameter at fault (dotted path), when one is.
-    pub param: Option<String>,
-    /// A stable code: Tessera's problem code, or OpenAI's where it has one
-    /// (`invalid_api_key`, `model_not_found`, `insufficient_quota`).
-    pub code: Option<String>,
+/// A generation's failure as OpenAI reports it in a stream that already began: the problem
+/// `/v1` would answer, translated.
+pub fn failure(error: &ChatError) -> OpenAiError {
+    let problem = chat_error(error.clone());
+    translate(problem.status.as_u16(), &problem.body()).1
 }
 
 /// Rewrites problem+json responses of `/openai/` paths into OpenAI's error shape.
@@ -59,7 +43,8 @@ pub async fn dialect(
         .await
         .unwrap_or_default();
     let problem: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-    let (status, error) = translate(status, &problem);
+    let (status, error) = translate(status.as_u16(), &problem);
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut rewritten = HttpResponse::build(status);
     for (name, value) in headers.iter() {
         if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
@@ -68,130 +53,4 @@ pub async fn dialect(
     }
     let rewritten = rewritten.json(error);
     Ok(ServiceResponse::new(request, rewritten))
-}
-
-/// OpenAI's status and error for a problem.
-pub fn translate(status: StatusCode, problem: &Value) -> (StatusCode, OpenAiError) {
-    let code = problem["code"].as_str().unwrap_or("error").to_owned();
-    let (message, param) = match &problem["detail"] {
-        Value::Array(fields) => {
-            let first_param = fields.first().map(|field| param_of(&field["loc"]));
-            let message = fields
-                .iter()
-                .map(|field| {
-                    let param = param_of(&field["loc"]);
-                    let msg = field["msg"].as_str().unwrap_or("invalid");
-                    if param.is_empty() {
-                        msg.to_owned()
-                    } else {
-                        format!("{param}: {msg}")
-                    }
-                })
-                .collect::<Vec<_>>()
-                .join("; ");
-            (message, first_param.filter(|p| !p.is_empty()))
-        }
-        Value::String(text) => (text.clone(), None),
-        _ => (
-            status.canonical_reason().unwrap_or("error").to_owned(),
-            None,
-        ),
-    };
-    let (status, kind, code) = match status.as_u16() {
-        422 | 400 | 413 | 415 | 431 => (
-            StatusCode::BAD_REQUEST,
-            "invalid_request_error",
-            if code == "validation_failed" {
-                "invalid_value".to_owned()
-            } else {
-                code
-            },
-        ),
-        401 => (status, "authentication_error", "invalid_api_key".to_owned()),
-        402 => (
-            StatusCode::TOO_MANY_REQUESTS,
-            "insufficient_quota",
-            "insufficient_quota".to_owned(),
-        ),
-        403 => (status, "permission_error", code),
-        404 => (status, "not_found_error", code),
-        409 | 410 => (status, "invalid_request_error", code),
-        429 => (status, "rate_limit_error", "rate_limit_exceeded".to_owned()),
-        _ => (status, "server_error", code),
-    };
-    (
-        status,
-        OpenAiError {
-            error: OpenAiErrorBody {
-                message,
-                kind: kind.to_owned(),
-                param,
-                code: Some(code),
-            },
-        },
-    )
-}
-
-/// A problem's `loc` as OpenAI names parameters: `messages.0.content` (the `body` prefix
-/// dropped; query and header locations keep theirs).
-fn param_of(loc: &Value) -> String {
-    let segments: Vec<String> = loc
-        .as_array()
-        .map(|items| {
-            items
-                .iter()
-                .map(|item| match item {
-                    Value::String(text) => text.clone(),
-                    other => other.to_string(),
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let skip = usize::from(segments.first().is_some_and(|first| first == "body"));
-    segments[skip..].join(".")
-}
-
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-
-    #[test]
-    fn validation_problems_become_400_naming_the_parameter() {
-        let (status, error) = translate(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            &json!({"code": "validation_failed", "detail": [
-                {"loc": ["body", "messages", 0, "content"], "msg": "too long", "type": "x"},
-                {"loc": ["body", "n"], "msg": "only 1", "type": "x"}
-            ]}),
-        );
-        assert_eq!(status, StatusCode::BAD_REQUEST);
-        assert_eq!(error.error.param.as_deref(), Some("messages.0.content"));
-        assert_eq!(
-            error.error.message,
-            "messages.0.content: too long; n: only 1"
-        );
-        assert_eq!(error.error.kind, "invalid_request_error");
-    }
-
-    #[test]
-    fn statuses_take_openai_types() {
-        let problem = json!({"code": "x", "detail": "no"});
-        let cases = [
-            (401, 401, "authentication_error", "invalid_api_key"),
-            (402, 429, "insufficient_quota", "insufficient_quota"),
-            (403, 403, "permission_error", "x"),
-            (404, 404, "not_found_error", "x"),
-            (429, 429, "rate_limit_error", "rate_limit_exceeded"),
-            (503, 503, "server_error", "x"),
-        ];
-        for (from, to, kind, code) in cases {
-            let (status, error) = translate(StatusCode::from_u16(from).unwrap(), &problem);
-            assert_eq!(status.as_u16(), to);
-            assert_eq!(error.error.kind, kind);
-            assert_eq!(error.error.code.as_deref(), Some(code));
-            assert_eq!(error.error.message, "no");
-        }
-    }
 }

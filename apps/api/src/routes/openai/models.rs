@@ -3,36 +3,15 @@
 //! OpenAI's model object shape.
 
 use actix_web::{get, web};
-use serde::Serialize;
 use tessera_kernel::{DomainError, Limit, OrganizationId};
 use tessera_models::{LifecycleState, ModelError, ModelId};
-use utoipa::ToSchema;
+use tessera_wire::openai::{
+    error::OpenAiError,
+    models::{OpenAiModel, OpenAiModelList},
+    unix,
+};
 
-use super::{error::OpenAiError, unix};
 use crate::{access::Caller, problem::ApiError, state::AppState};
-
-/// A model, as OpenAI describes one.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct OpenAiModel {
-    /// What to pass as `model`: a catalog id (`local/smollm2-135m-instruct`) or an
-    /// organization's model (`mdl_…`).
-    pub id: String,
-    /// Always `model`.
-    pub object: &'static str,
-    /// Unix seconds.
-    pub created: i64,
-    /// The provider of a catalog model, the organization of its own models, `tessera` for
-    /// the embedding model.
-    pub owned_by: String,
-}
-
-/// The model list.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct OpenAiModelList {
-    /// Always `list`.
-    pub object: &'static str,
-    pub data: Vec<OpenAiModel>,
-}
 
 fn usable(state: LifecycleState) -> bool {
     matches!(state, LifecycleState::Active | LifecycleState::Deprecated)
@@ -49,12 +28,7 @@ async fn all_models(
         .base_models()
         .into_iter()
         .filter(|(_, lifecycle)| usable(*lifecycle))
-        .map(|(base, _)| OpenAiModel {
-            id: base.id,
-            object: "model",
-            created: loaded,
-            owned_by: base.provider,
-        })
+        .map(|(base, _)| OpenAiModel::of_base(base, loaded))
         .collect();
     let mut cursor: Option<String> = None;
     loop {
@@ -71,12 +45,7 @@ async fn all_models(
             page.items
                 .into_iter()
                 .filter(|view| usable(view.lifecycle))
-                .map(|view| OpenAiModel {
-                    id: view.model.id.to_string(),
-                    object: "model",
-                    created: unix(view.model.created_at),
-                    owned_by: organization.to_string(),
-                }),
+                .map(|view| OpenAiModel::of_user(&view, organization)),
         );
         match page.next_cursor {
             Some(next) if page.has_more => cursor = Some(next.as_str().to_owned()),
@@ -84,12 +53,7 @@ async fn all_models(
         }
     }
     if let Some(embeddings) = &state.embeddings {
-        models.push(OpenAiModel {
-            id: embeddings.model().to_owned(),
-            object: "model",
-            created: loaded,
-            owned_by: "tessera".into(),
-        });
+        models.push(OpenAiModel::of_embeddings(embeddings.model(), loaded));
     }
     Ok(models)
 }
@@ -111,10 +75,8 @@ pub async fn list_models(
     caller: Caller,
     state: web::Data<AppState>,
 ) -> Result<web::Json<OpenAiModelList>, ApiError> {
-    Ok(web::Json(OpenAiModelList {
-        object: "list",
-        data: all_models(&state, &caller.0.organization_id).await?,
-    }))
+    let models = all_models(&state, &caller.0.organization_id).await?;
+    Ok(web::Json(OpenAiModelList::of(models)))
 }
 
 /// One model. Catalog ids contain a slash (`local/smollm2-135m-instruct`); the path takes
@@ -143,12 +105,9 @@ pub async fn get_model(
     // Only the organization's own models are read one by one; catalog models are few.
     if let Ok(model_id) = id.parse::<ModelId>() {
         return match state.models.get(organization, &model_id).await {
-            Ok(view) if usable(view.lifecycle) => Ok(web::Json(OpenAiModel {
-                id: view.model.id.to_string(),
-                object: "model",
-                created: unix(view.model.created_at),
-                owned_by: organization.to_string(),
-            })),
+            Ok(view) if usable(view.lifecycle) => {
+                Ok(web::Json(OpenAiModel::of_user(&view, organization)))
+            }
             Ok(_) | Err(ModelError::NotFound(_)) => Err(model_not_found(&id)),
             Err(error) => Err(DomainError::from(error).into()),
         };

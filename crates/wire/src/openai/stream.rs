@@ -4,16 +4,15 @@
 //! without choices (`stream_options.include_usage`), then `data: [DONE]`. A failure after
 //! the stream began is one `data: {"error": …}` event, as OpenAI sends it.
 
-use actix_web::web::Bytes;
 use serde_json::{Value, json};
 use tessera_chats::{GenerationEvent, Source};
 use tessera_models::ChatEvent;
 
 use super::{
     chat::{CompletionUsage, finish_reason},
-    error::translate,
+    error::Failure,
 };
-use crate::routes::chats::{SourceOut, chat_error};
+use crate::chat::SourceOut;
 
 /// Encodes one completion's events as chunks.
 pub struct ChunkEncoder {
@@ -23,14 +22,21 @@ pub struct ChunkEncoder {
     include_usage: bool,
     began: bool,
     sources: Vec<Source>,
+    failure: Failure,
 }
 
-fn data(value: &Value) -> Bytes {
-    Bytes::from(format!("data: {value}\n\n"))
+fn data(value: &Value) -> String {
+    format!("data: {value}\n\n")
 }
 
 impl ChunkEncoder {
-    pub fn new(id: String, created: i64, model: String, include_usage: bool) -> Self {
+    pub fn new(
+        id: String,
+        created: i64,
+        model: String,
+        include_usage: bool,
+        failure: Failure,
+    ) -> Self {
         Self {
             id,
             created,
@@ -38,10 +44,11 @@ impl ChunkEncoder {
             include_usage,
             began: false,
             sources: Vec::new(),
+            failure,
         }
     }
 
-    fn chunk(&self, delta: Value, finish_reason: Option<&str>) -> Bytes {
+    fn chunk(&self, delta: Value, finish_reason: Option<&str>) -> String {
         let mut chunk = json!({
             "id": self.id,
             "object": "chat.completion.chunk",
@@ -61,7 +68,8 @@ impl ChunkEncoder {
         data(&chunk)
     }
 
-    pub fn encode(&mut self, event: &GenerationEvent) -> Vec<Bytes> {
+    /// The SSE frames (`data: …` and a blank line each) this event adds.
+    pub fn encode(&mut self, event: &GenerationEvent) -> Vec<String> {
         let mut out = Vec::new();
         if !self.began {
             self.began = true;
@@ -116,12 +124,10 @@ impl ChunkEncoder {
                         "usage": CompletionUsage::of(message),
                     })));
                 }
-                out.push(Bytes::from_static(b"data: [DONE]\n\n"));
+                out.push("data: [DONE]\n\n".to_owned());
             }
             GenerationEvent::Failed(error) => {
-                let problem = chat_error(error.clone());
-                let (_, error) = translate(problem.status, &problem.body());
-                out.push(data(&json!(error)));
+                out.push(data(&json!((self.failure)(error))));
             }
         }
         out

@@ -7,18 +7,16 @@
 //! response. Every event carries its `type` and a `sequence_number` counted from 0. Tools
 //! Tessera runs itself (MCP) stay inside, as in the chat completions stream.
 
-use actix_web::web::Bytes;
 use serde_json::{Value, json};
 use tessera_chats::{GenerationEvent, MessageId};
 use tessera_models::ChatEvent;
 
 use super::{
-    error::translate,
+    error::Failure,
     response_object::{
         Echo, Status, call_item_id, function_call, message_item_id, output_text, response,
     },
 };
-use crate::routes::chats::chat_error;
 
 /// A function call being streamed.
 struct OpenCall {
@@ -42,10 +40,17 @@ pub struct ResponseEncoder {
     /// The text item's output index and its text so far, while it is open.
     text: Option<(usize, String)>,
     calls: Vec<OpenCall>,
+    failure: Failure,
 }
 
 impl ResponseEncoder {
-    pub fn new(id: String, created_at: i64, echo: Echo, message: MessageId) -> Self {
+    pub fn new(
+        id: String,
+        created_at: i64,
+        echo: Echo,
+        message: MessageId,
+        failure: Failure,
+    ) -> Self {
         Self {
             id,
             created_at,
@@ -57,6 +62,7 @@ impl ResponseEncoder {
             outputs: 0,
             text: None,
             calls: Vec::new(),
+            failure,
         }
     }
 
@@ -67,7 +73,7 @@ impl ResponseEncoder {
         self
     }
 
-    fn emit(&mut self, out: &mut Vec<Bytes>, kind: &str, mut body: Value) {
+    fn emit(&mut self, out: &mut Vec<String>, kind: &str, mut body: Value) {
         let sequence = self.sequence;
         self.sequence += 1;
         if self.skip_through.is_some_and(|skip| sequence <= skip) {
@@ -75,7 +81,7 @@ impl ResponseEncoder {
         }
         body["type"] = json!(kind);
         body["sequence_number"] = json!(sequence);
-        out.push(Bytes::from(format!("event: {kind}\ndata: {body}\n\n")));
+        out.push(format!("event: {kind}\ndata: {body}\n\n"));
     }
 
     fn in_progress(&self) -> Value {
@@ -89,7 +95,7 @@ impl ResponseEncoder {
         )
     }
 
-    fn close_text(&mut self, out: &mut Vec<Bytes>) {
+    fn close_text(&mut self, out: &mut Vec<String>) {
         let Some((output_index, text)) = self.text.take() else {
             return;
         };
@@ -113,7 +119,7 @@ impl ResponseEncoder {
         );
     }
 
-    fn close_call(&mut self, out: &mut Vec<Bytes>, position: usize) {
+    fn close_call(&mut self, out: &mut Vec<String>, position: usize) {
         let call = self.calls.remove(position);
         let item_id = call_item_id(&call.call_id);
         self.emit(
@@ -134,14 +140,15 @@ impl ResponseEncoder {
         );
     }
 
-    fn close_all(&mut self, out: &mut Vec<Bytes>) {
+    fn close_all(&mut self, out: &mut Vec<String>) {
         self.close_text(out);
         while !self.calls.is_empty() {
             self.close_call(out, 0);
         }
     }
 
-    pub fn encode(&mut self, event: &GenerationEvent) -> Vec<Bytes> {
+    /// The SSE frames (`event:` and `data:` lines and a blank line each) this event adds.
+    pub fn encode(&mut self, event: &GenerationEvent) -> Vec<String> {
         let mut out = Vec::new();
         if !self.began {
             self.began = true;
@@ -253,8 +260,7 @@ impl ResponseEncoder {
                 self.emit(&mut out, kind, json!({"response": whole}));
             }
             GenerationEvent::Failed(error) => {
-                let problem = chat_error(error.clone());
-                let (_, body) = translate(problem.status, &problem.body());
+                let body = (self.failure)(error);
                 let error = json!({"code": body.error.code, "message": body.error.message});
                 let whole = response(
                     &self.id,

@@ -163,6 +163,7 @@ pub struct PageQuery {
 
 /// Declares the page of `$item` under the name `$page` (a `PageOf<$item>` described by
 /// `$description` in the OpenAPI document).
+#[macro_export]
 macro_rules! paged {
     ($item:ty => $page:ident, $description:literal) => {
         #[doc = $description]
@@ -174,9 +175,9 @@ macro_rules! paged {
         }
     };
 }
-pub(crate) use paged;
 
 /// Declares the whole list of `$item` under the name `$list`, like [`paged!`].
+#[macro_export]
 macro_rules! itemized {
     ($item:ty => $list:ident, $description:literal) => {
         #[doc = $description]
@@ -188,4 +189,3 @@ macro_rules! itemized {
         }
     };
 }
-pub(crate) use itemized;

@@ -1,0 +1,160 @@
+//! OpenAI's error shape, `{"error": {"message", "type", "param", "code"}}`, with OpenAI's
+//! status codes: a validation problem is a 400 naming the offending parameter, a spent
+//! credit budget a 429 `insufficient_quota`. `translate` reads a problem+json body (RFC
+//! 9457, as Tessera's `/v1` answers) and its status, so a server can rewrite every problem
+//! it answers on the dialect's paths and never leak its own error format.
+
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
+
+/// The body of every error on `/openai/v1`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct OpenAiError {
+    pub error: OpenAiErrorBody,
+}
+
+/// What went wrong, as OpenAI reports it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct OpenAiErrorBody {
+    pub message: String,
+    /// `invalid_request_error`, `authentication_error`, `permission_error`,
+    /// `not_found_error`, `rate_limit_error`, `insufficient_quota` or `server_error`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The request parameter at fault (dotted path), when one is.
+    pub param: Option<String>,
+    /// A stable code: Tessera's problem code, or OpenAI's where it has one
+    /// (`invalid_api_key`, `model_not_found`, `insufficient_quota`).
+    pub code: Option<String>,
+}
+
+/// How a generation's failure reads in OpenAI's shape, for the error event of a stream that
+/// already began. The server decides it (it owns what each domain error means).
+pub type Failure = fn(&tessera_chats::ChatError) -> OpenAiError;
+
+/// OpenAI's status and error for a problem.
+pub fn translate(status: u16, problem: &Value) -> (u16, OpenAiError) {
+    let code = problem["code"].as_str().unwrap_or("error").to_owned();
+    let (message, param) = match &problem["detail"] {
+        Value::Array(fields) => {
+            let first_param = fields.first().map(|field| param_of(&field["loc"]));
+            let message = fields
+                .iter()
+                .map(|field| {
+                    let param = param_of(&field["loc"]);
+                    let msg = field["msg"].as_str().unwrap_or("invalid");
+                    if param.is_empty() {
+                        msg.to_owned()
+                    } else {
+                        format!("{param}: {msg}")
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("; ");
+            (message, first_param.filter(|p| !p.is_empty()))
+        }
+        Value::String(text) => (text.clone(), None),
+        _ => (
+            http::StatusCode::from_u16(status)
+                .ok()
+                .and_then(|status| status.canonical_reason())
+                .unwrap_or("error")
+                .to_owned(),
+            None,
+        ),
+    };
+    let (status, kind, code) = match status {
+        422 | 400 | 413 | 415 | 431 => (
+            400,
+            "invalid_request_error",
+            if code == "validation_failed" {
+                "invalid_value".to_owned()
+            } else {
+                code
+            },
+        ),
+        401 => (status, "authentication_error", "invalid_api_key".to_owned()),
+        402 => (429, "insufficient_quota", "insufficient_quota".to_owned()),
+        403 => (status, "permission_error", code),
+        404 => (status, "not_found_error", code),
+        409 | 410 => (status, "invalid_request_error", code),
+        429 => (status, "rate_limit_error", "rate_limit_exceeded".to_owned()),
+        _ => (status, "server_error", code),
+    };
+    (
+        status,
+        OpenAiError {
+            error: OpenAiErrorBody {
+                message,
+                kind: kind.to_owned(),
+                param,
+                code: Some(code),
+            },
+        },
+    )
+}
+
+/// A problem's `loc` as OpenAI names parameters: `messages.0.content` (the `body` prefix
+/// dropped; query and header locations keep theirs).
+fn param_of(loc: &Value) -> String {
+    let segments: Vec<String> = loc
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .map(|item| match item {
+                    Value::String(text) => text.clone(),
+                    other => other.to_string(),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let skip = usize::from(segments.first().is_some_and(|first| first == "body"));
+    segments[skip..].join(".")
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn validation_problems_become_400_naming_the_parameter() {
+        let (status, error) = translate(
+            422,
+            &json!({"code": "validation_failed", "detail": [
+                {"loc": ["body", "messages", 0, "content"], "msg": "too long", "type": "x"},
+                {"loc": ["body", "n"], "msg": "only 1", "type": "x"}
+            ]}),
+        );
+        assert_eq!(status, 400);
+        assert_eq!(error.error.param.as_deref(), Some("messages.0.content"));
+        assert_eq!(
+            error.error.message,
+            "messages.0.content: too long; n: only 1"
+        );
+        assert_eq!(error.error.kind, "invalid_request_error");
+    }
+
+    #[test]
+    fn statuses_take_openai_types() {
+        let problem = json!({"code": "x", "detail": "no"});
+        let cases = [
+            (401, 401, "authentication_error", "invalid_api_key"),
+            (402, 429, "insufficient_quota", "insufficient_quota"),
+            (403, 403, "permission_error", "x"),
+            (404, 404, "not_found_error", "x"),
+            (429, 429, "rate_limit_error", "rate_limit_exceeded"),
+            (503, 503, "server_error", "x"),
+        ];
+        for (from, to, kind, code) in cases {
+            let (status, error) = translate(from, &problem);
+            assert_eq!(status, to);
+            assert_eq!(error.error.kind, kind);
+            assert_eq!(error.error.code.as_deref(), Some(code));
+            assert_eq!(error.error.message, "no");
+        }
+    }
+}

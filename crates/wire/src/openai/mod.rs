@@ -1,0 +1,21 @@
+//! OpenAI's wire format as `/openai/v1` speaks it: the request types with their validation
+//! and translation into the chats and knowledge domains' requests, the objects built from
+//! domain messages, the `chat.completion.chunk` and Responses event streams, and OpenAI's
+//! error shape.
+
+pub mod chat;
+pub mod embeddings;
+pub mod error;
+pub mod models;
+pub mod response_object;
+pub mod response_stream;
+pub mod responses;
+pub mod stream;
+
+/// Where the OpenAI dialect is served.
+pub const PREFIX: &str = "/openai/v1";
+
+/// Seconds since the epoch, OpenAI's `created`.
+pub fn unix(at: chrono::DateTime<chrono::Utc>) -> i64 {
+    at.timestamp()
+}
