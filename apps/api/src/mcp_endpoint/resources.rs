@@ -10,12 +10,12 @@ use rmcp::model::{
 use serde::Serialize;
 use tessera_kernel::DomainError;
 use tessera_prompts::{ParticleId, SystemPromptId};
+use tessera_wire::v1::{particles::ParticleOut, system_prompts::SystemPromptOut};
 
 use super::{server::Invocation, tools::allowed};
 use crate::{
     extract::{page_limit, path_id},
     problem::ApiError,
-    routes::{particles::ParticleOut, system_prompts::SystemPromptOut},
 };
 
 const PARTICLES: &str = "tessera://particles/";

@@ -1,16 +1,13 @@
 //! Long-lived API keys (`tsk_…`) of the caller's organization: create (the secret is shown
 //! once), list, read and revoke. A key is accepted as `Authorization: Bearer tsk_…` wherever
-//! an access token is, with its own scopes (decision 0024).
+//! an access token is, with its own scopes (decision 0024). Its bodies are
+//! `tessera_wire::v1::api_keys`.
 
 use actix_web::{HttpResponse, delete, get, http::header, post, web};
-use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
-use tessera_identity::{ApiKey, ApiKeyId, NewApiKey};
+use tessera_identity::{ApiKeyId, NewApiKey};
 use tessera_kernel::DomainError;
 use tessera_wire::page::{PageOf, PageQuery};
-use tessera_wire::paged;
-use utoipa::ToSchema;
-use validator::Validate;
+use tessera_wire::v1::api_keys::{ApiKeyOut, ApiKeyPage, CreateApiKey};
 
 use crate::{
     access::Caller,
@@ -18,64 +15,6 @@ use crate::{
     problem::{ApiError, Problem, ValidationProblem},
     state::AppState,
 };
-
-/// An API key (never its secret, except once in the answer that creates it).
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ApiKeyOut {
-    #[schema(example = "key_0190f5c1a3e27c3d9b1e4a0c5d6e7f80")]
-    pub id: String,
-    pub organization_id: String,
-    pub name: String,
-    #[schema(example = json!(["chats:invoke", "models:read"]))]
-    pub scopes: Vec<String>,
-    /// When the key stops working; `null` for never.
-    pub expires_at: Option<DateTime<Utc>>,
-    /// When the key last authenticated a request (recorded at most once a minute).
-    pub last_used_at: Option<DateTime<Utc>>,
-    pub created_at: DateTime<Utc>,
-    /// The principal that created the key (a client id, a user's subject, a key id), or
-    /// `tessera-admin` for keys an operator created.
-    pub created_by: String,
-    /// Present only in the answer that creates the key; store it now. Send it as
-    /// `Authorization: Bearer tsk_…`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(example = "tsk_…")]
-    pub secret: Option<String>,
-}
-
-impl ApiKeyOut {
-    fn from(key: ApiKey, secret: Option<String>) -> Self {
-        Self {
-            id: key.id.to_string(),
-            organization_id: key.organization_id.to_string(),
-            name: key.name,
-            scopes: key.scopes.iter().map(ToString::to_string).collect(),
-            expires_at: key.expires_at,
-            last_used_at: key.last_used_at,
-            created_at: key.created_at,
-            created_by: key.created_by,
-            secret,
-        }
-    }
-}
-
-paged!(ApiKeyOut => ApiKeyPage, "A page of API keys.");
-
-/// What a new key is called, may do, and until when.
-#[derive(Debug, Deserialize, Validate, ToSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CreateApiKey {
-    #[validate(length(min = 1, max = 255))]
-    #[schema(min_length = 1, max_length = 255, example = "support bot")]
-    pub name: String,
-    /// At least one scope; each must be held by the caller (no one grants more than they have).
-    #[validate(length(min = 1, max = 64))]
-    #[schema(min_items = 1, max_items = 64, example = json!(["chats:invoke", "models:read"]))]
-    pub scopes: Vec<String>,
-    /// When the key stops working (RFC 3339, in the future); absent for never.
-    pub expires_at: Option<DateTime<Utc>>,
-}
 
 fn api_key_id(text: &str) -> Result<ApiKeyId, ApiError> {
     path_id(text, "API key")

@@ -20,6 +20,7 @@ use tessera_models::{
 use tessera_wire::chat::{SourceOut, TokenUsageOut, ToolCallOut};
 use tessera_wire::page::PageOf;
 use tessera_wire::paged;
+use tessera_wire::v1::models::ModelOut;
 use utoipa::{IntoParams, ToSchema};
 use validator::Validate;
 
@@ -28,7 +29,6 @@ use crate::{
     chat_stream::{self, Encoder, Format, HEARTBEAT},
     extract::{ValidJson, ValidQuery, expansions, page_limit, path_id},
     problem::{ApiError, Problem, ValidationProblem},
-    routes::models::ModelOut,
     state::AppState,
 };
 
@@ -415,7 +415,7 @@ pub struct ComposedVersionOut {
 /// A particle of the chat's system prompt composition (`expand[]=particles`).
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct ComposedParticleOut {
+pub struct ChatParticleOut {
     pub id: String,
     pub category: String,
     pub version: u32,
@@ -440,7 +440,7 @@ pub struct ChatSummary {
     pub versions: Option<Vec<ComposedVersionOut>>,
     /// With `expand[]=particles`: the particles of that composition.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub particles: Option<Vec<ComposedParticleOut>>,
+    pub particles: Option<Vec<ChatParticleOut>>,
     /// At most 500 characters; derived from the first message until set.
     pub title: Option<String>,
     /// `generating` while a completion runs, `error` when the last one failed, else null.
@@ -825,7 +825,7 @@ async fn summary(
     let particles = expansion.particles.then(|| {
         composition
             .iter()
-            .map(|p| ComposedParticleOut {
+            .map(|p| ChatParticleOut {
                 id: p.id.to_string(),
                 category: p.category.as_str().to_owned(),
                 version: p.version,
