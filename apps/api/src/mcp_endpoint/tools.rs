@@ -10,6 +10,7 @@ use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde::{Serialize, de::DeserializeOwned};
 use serde_json::{Value, json};
 use tessera_kernel::{FieldError, LocSegment, Scope};
+use tessera_wire::v1::chats::CreateCompletion;
 use validator::Validate;
 
 use super::server::Invocation;
@@ -192,8 +193,8 @@ pub async fn run(
             for (name, value) in arguments {
                 body[name] = value;
             }
-            let body: chats::CreateCompletion = parse_value(body)?;
-            let (request, _) = body.into_request().map_err(located)?;
+            let body: CreateCompletion = parse_value(body)?;
+            let (request, _) = body.into_request().map_err(|error| located(error.into()))?;
             let running = chats::start_completion(state, caller, request).await?;
             output(chats::answer(running).await?)
         }

@@ -1,16 +1,13 @@
 //! Artifacts: rich content found in assistant answers (markdown documents, code, HTML
 //! pages, SVG images, Mermaid diagrams), versioned per chat, listed and served for the
 //! chats the caller sees. Content is served inert: HTML and SVG under a sandboxing
-//! Content-Security-Policy, everything with `nosniff`.
+//! Content-Security-Policy, everything with `nosniff`. Its bodies are
+//! `tessera_wire::v1::artifacts`.
 
 use actix_web::{HttpResponse, get, http::header, web};
-use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
 use tessera_chats::{Artifact, ArtifactId, ArtifactKind, ChatId};
 use tessera_wire::page::PageOf;
-use tessera_wire::paged;
-use utoipa::{IntoParams, ToSchema};
-use validator::Validate;
+use tessera_wire::v1::artifacts::{ArtifactOut, ArtifactPage, ListArtifacts, summary};
 
 use crate::{
     access::Caller,
@@ -24,71 +21,6 @@ use crate::{
 /// and a unique origin (`sandbox`): an artifact cannot act on the service's origin.
 pub const ARTIFACT_CSP: &str = "sandbox; default-src 'none'; style-src 'unsafe-inline'; \
     img-src data:; font-src data:; media-src data:; form-action 'none'; frame-ancestors 'none'";
-
-/// An artifact without its content.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ArtifactSummary {
-    pub id: String,
-    pub chat_id: String,
-    /// The assistant message it was found in.
-    pub message_id: String,
-    /// `markdown`, `code`, `html`, `svg` or `mermaid`.
-    pub kind: String,
-    /// The code's language (`code` only, when the answer named one).
-    pub language: Option<String>,
-    pub title: String,
-    /// Names the artifact within its chat; a later answer with the same identifier is a
-    /// new version of it.
-    pub identifier: String,
-    pub version: u32,
-    /// The media type `GET …/content` serves it with.
-    pub media_type: String,
-    pub size: usize,
-    pub created_at: DateTime<Utc>,
-}
-
-/// An artifact with its content.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ArtifactOut {
-    #[serde(flatten)]
-    pub artifact: ArtifactSummary,
-    pub content: String,
-}
-
-paged!(ArtifactSummary => ArtifactPage, "A page of artifacts.");
-
-/// Page through artifacts, newest first.
-#[derive(Debug, Deserialize, Validate, IntoParams)]
-#[into_params(parameter_in = Query)]
-#[serde(rename_all = "camelCase")]
-pub struct ListArtifacts {
-    /// Only this chat's artifacts.
-    pub chat_id: Option<String>,
-    /// 1 to 100, default 20.
-    #[validate(range(min = 1, max = 100))]
-    #[param(minimum = 1, maximum = 100)]
-    pub limit: Option<i64>,
-    /// `nextCursor` of the previous page.
-    pub cursor: Option<String>,
-}
-
-fn summary(artifact: &Artifact) -> ArtifactSummary {
-    ArtifactSummary {
-        id: artifact.id.to_string(),
-        chat_id: artifact.chat_id.to_string(),
-        message_id: artifact.message_id.to_string(),
-        kind: artifact.kind.as_str().to_owned(),
-        language: artifact.language.clone(),
-        title: artifact.title.clone(),
-        identifier: artifact.identifier.clone(),
-        version: artifact.version,
-        media_type: artifact.kind.media_type().to_owned(),
-        size: artifact.content.len(),
-        created_at: artifact.created_at,
-    }
-}
 
 /// Artifacts of the caller's chats (every chat of the organization with `chats:admin`),
 /// newest first; of one chat with `chatId`.

@@ -1,50 +1,15 @@
-//! Liveness and readiness, unauthenticated, for orchestrators.
+//! Liveness and readiness, unauthenticated, for orchestrators. Its bodies are
+//! `tessera_wire::v1::health`.
 
 use std::time::{Duration, Instant};
 
 use actix_web::{HttpResponse, get, http::header, web};
-use serde::Serialize;
-use utoipa::ToSchema;
+use tessera_wire::v1::health::{Check, Health, Readiness};
 
 use crate::{problem::PROBLEM_JSON, state::AppState};
 
 /// How long a readiness check may take before the dependency counts as down.
 const CHECK_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// Liveness answer.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct Health {
-    /// Always `ok` when the process answers.
-    #[schema(example = "ok")]
-    pub status: &'static str,
-    /// The service version.
-    #[schema(example = "0.1.0")]
-    pub version: &'static str,
-}
-
-/// The state of one dependency.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Check {
-    #[schema(example = "database")]
-    pub name: &'static str,
-    /// `ok` or `unavailable`.
-    #[schema(example = "ok")]
-    pub status: &'static str,
-    pub latency_ms: f64,
-    /// Why the dependency is unavailable.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
-/// Readiness answer: every dependency's check.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct Readiness {
-    /// `ready` when every check passed.
-    #[schema(example = "ready")]
-    pub status: &'static str,
-    pub checks: Vec<Check>,
-}
 
 /// Liveness: the process is up and serving.
 #[utoipa::path(

@@ -1,55 +1,14 @@
 //! The OAuth 2.0 token endpoint (client credentials grant, RFC 6749 §4.4) and the discovery
-//! documents: the JSON Web Key Set and the OpenID provider metadata.
+//! documents: the JSON Web Key Set and the OpenID provider metadata. Its bodies are
+//! `tessera_wire::v1::oauth`.
 
 use actix_web::{HttpRequest, HttpResponse, get, http::StatusCode, http::header, post, web};
 use base64::{Engine, engine::general_purpose::STANDARD};
-use serde::{Deserialize, Serialize};
 use tessera_identity::{ClientSecret, IdentityError};
 use tessera_kernel::Scope;
-use utoipa::ToSchema;
+use tessera_wire::v1::oauth::{OAuthError, TokenRequest, TokenResponse};
 
 use crate::state::AppState;
-
-/// A token request: form-encoded (RFC 6749) or JSON. The client may instead authenticate
-/// with HTTP Basic (`client_secret_basic`).
-#[derive(Debug, Default, Deserialize, ToSchema)]
-pub struct TokenRequest {
-    /// Must be `client_credentials`.
-    #[schema(example = "client_credentials", pattern = "^client_credentials$")]
-    pub grant_type: Option<String>,
-    pub client_id: Option<String>,
-    pub client_secret: Option<String>,
-    /// Space-separated subset of the client's scopes; all of them when absent.
-    pub scope: Option<String>,
-}
-
-/// An issued access token.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct TokenResponse {
-    /// A JWT (EdDSA), to be sent as `Authorization: Bearer <token>`.
-    pub access_token: String,
-    #[schema(example = "bearer")]
-    pub token_type: &'static str,
-    #[schema(example = 3600)]
-    pub expires_in: u64,
-    /// The granted scopes, space-separated.
-    pub scope: String,
-}
-
-/// An RFC 6749 §5.2 error; the problem members are present too.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct OAuthError {
-    /// `invalid_request`, `invalid_client`, `unsupported_grant_type` or `invalid_scope`.
-    #[schema(example = "invalid_client")]
-    pub error: &'static str,
-    pub error_description: String,
-    #[serde(rename = "type")]
-    pub kind: String,
-    pub title: String,
-    pub status: u16,
-    pub detail: String,
-    pub code: &'static str,
-}
 
 fn oauth_error(
     status: StatusCode,

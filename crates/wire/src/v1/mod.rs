@@ -2,10 +2,17 @@
 //! schemas, validation rules and the mapping from domain records.
 
 pub mod api_keys;
+pub mod artifacts;
 pub mod audit;
+pub mod chats;
 pub mod clients;
+pub mod datasets;
+pub mod files;
+pub mod health;
+pub mod mcp_servers;
 pub mod model_datasets;
 pub mod models;
+pub mod oauth;
 pub mod organization;
 pub mod particles;
 pub mod system_prompts;
