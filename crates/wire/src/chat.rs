@@ -44,6 +44,16 @@ impl From<&ToolCall> for ToolCallOut {
     }
 }
 
+impl From<ToolCallOut> for ToolCall {
+    fn from(call: ToolCallOut) -> Self {
+        Self {
+            id: call.id,
+            name: call.function.name,
+            arguments: call.function.arguments,
+        }
+    }
+}
+
 /// A retrieved passage an answer is grounded on.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]

@@ -393,11 +393,7 @@ impl ChatCompletionRequest {
                 tool_calls: tool_calls
                     .unwrap_or_default()
                     .into_iter()
-                    .map(|call| ToolCall {
-                        id: call.id,
-                        name: call.function.name,
-                        arguments: call.function.arguments,
-                    })
+                    .map(ToolCall::from)
                     .collect(),
                 tool_call_id,
                 attachments: Vec::new(),

@@ -212,11 +212,7 @@ impl CreateCompletion {
                     .tool_calls
                     .unwrap_or_default()
                     .into_iter()
-                    .map(|call| ToolCall {
-                        id: call.id,
-                        name: call.function.name,
-                        arguments: call.function.arguments,
-                    })
+                    .map(ToolCall::from)
                     .collect(),
                 tool_call_id: m.tool_call_id,
                 images: Vec::new(),
