@@ -146,6 +146,43 @@ pub struct ChatRecord {
     pub messages: Vec<Message>,
 }
 
+/// Where an answer stands in its chat, for a request that continues from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Continuation {
+    /// The chat's latest answer: the conversation may go on from it.
+    Latest,
+    /// An earlier answer: chats do not branch, so the conversation cannot go on from it.
+    Superseded,
+    /// Not an answer of this chat, or the chat is deleted.
+    Unknown,
+}
+
+impl ChatRecord {
+    /// Whether the conversation may continue from `answer`: only from its latest answer,
+    /// since a chat is one line of messages.
+    pub fn continuation_from(&self, answer: &MessageId) -> Continuation {
+        if self.chat.deleted_at.is_some() {
+            return Continuation::Unknown;
+        }
+        let latest = self
+            .messages
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::Assistant);
+        match latest {
+            Some(latest) if &latest.id == answer => Continuation::Latest,
+            _ if self
+                .messages
+                .iter()
+                .any(|m| &m.id == answer && m.role == Role::Assistant) =>
+            {
+                Continuation::Superseded
+            }
+            _ => Continuation::Unknown,
+        }
+    }
+}
+
 /// A title from the first words of a message: at most 80 characters, cut at a word.
 pub fn derive_title(text: &str) -> Option<String> {
     const MAX: usize = 80;
@@ -167,6 +204,30 @@ pub fn derive_title(text: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::contract::{at, chat_of, message};
+
+    #[test]
+    fn a_conversation_continues_from_its_latest_answer_only() {
+        let organization = tessera_kernel::OrganizationId::generate();
+        let chat = chat_of(&organization);
+        let messages = vec![
+            message(&chat, 0, Role::User, "a"),
+            message(&chat, 1, Role::Assistant, "b"),
+            message(&chat, 2, Role::User, "c"),
+            message(&chat, 3, Role::Assistant, "d"),
+        ];
+        let ids: Vec<MessageId> = messages.iter().map(|m| m.id.clone()).collect();
+        let mut record = ChatRecord { chat, messages };
+        assert_eq!(record.continuation_from(&ids[3]), Continuation::Latest);
+        assert_eq!(record.continuation_from(&ids[1]), Continuation::Superseded);
+        assert_eq!(record.continuation_from(&ids[2]), Continuation::Unknown);
+        assert_eq!(
+            record.continuation_from(&MessageId::generate()),
+            Continuation::Unknown
+        );
+        record.chat.deleted_at = Some(at(9));
+        assert_eq!(record.continuation_from(&ids[3]), Continuation::Unknown);
+    }
 
     #[test]
     fn titles_are_one_short_line() {

@@ -59,8 +59,8 @@ pub use attachment::{
     CHARS_PER_TOKEN_BOUND, MAX_ATTACHMENTS, NoAttachments, ResolvedAttachment, image,
 };
 pub use chat::{
-    Chat, ChatId, ChatRecord, ChatStatus, MAX_TITLE_CHARS, Message, MessageId, MessageUsage,
-    ModelSnapshot, Source, SourceLocation, derive_title,
+    Chat, ChatId, ChatRecord, ChatStatus, Continuation, MAX_TITLE_CHARS, Message, MessageId,
+    MessageUsage, ModelSnapshot, Source, SourceLocation, derive_title,
 };
 pub use context::{ContextOverflow, Fitted, IMAGE_TOKENS, MESSAGE_OVERHEAD_TOKENS, fit};
 pub use error::ChatError;

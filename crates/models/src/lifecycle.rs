@@ -29,6 +29,12 @@ impl LifecycleState {
             LifecycleState::EndOfLife => "end_of_life",
         }
     }
+
+    /// Whether a completion may name a model in this state now: active or deprecated (a
+    /// deprecated model still answers, with a notice).
+    pub fn takes_completions(self) -> bool {
+        matches!(self, LifecycleState::Active | LifecycleState::Deprecated)
+    }
 }
 
 /// Retirement is final, so it wins over being disabled.
@@ -111,6 +117,14 @@ mod tests {
 
     use super::*;
     use crate::Capabilities;
+
+    #[test]
+    fn only_active_and_deprecated_models_take_completions() {
+        assert!(LifecycleState::Active.takes_completions());
+        assert!(LifecycleState::Deprecated.takes_completions());
+        assert!(!LifecycleState::Disabled.takes_completions());
+        assert!(!LifecycleState::EndOfLife.takes_completions());
+    }
 
     fn now() -> DateTime<Utc> {
         Utc.with_ymd_and_hms(2026, 6, 1, 0, 0, 0).unwrap()

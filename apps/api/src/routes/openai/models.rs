@@ -4,7 +4,7 @@
 
 use actix_web::{get, web};
 use tessera_kernel::{DomainError, Limit, OrganizationId};
-use tessera_models::{LifecycleState, ModelError, ModelId};
+use tessera_models::{ModelError, ModelId};
 use tessera_wire::openai::{
     error::OpenAiError,
     models::{OpenAiModel, OpenAiModelList},
@@ -12,10 +12,6 @@ use tessera_wire::openai::{
 };
 
 use crate::{access::Caller, problem::ApiError, state::AppState};
-
-fn usable(state: LifecycleState) -> bool {
-    matches!(state, LifecycleState::Active | LifecycleState::Deprecated)
-}
 
 /// Every model the organization may name now.
 async fn all_models(
@@ -27,7 +23,7 @@ async fn all_models(
         .models
         .base_models()
         .into_iter()
-        .filter(|(_, lifecycle)| usable(*lifecycle))
+        .filter(|(_, lifecycle)| lifecycle.takes_completions())
         .map(|(base, _)| OpenAiModel::of_base(base, loaded))
         .collect();
     let mut cursor: Option<String> = None;
@@ -44,7 +40,7 @@ async fn all_models(
         models.extend(
             page.items
                 .into_iter()
-                .filter(|view| usable(view.lifecycle))
+                .filter(|view| view.lifecycle.takes_completions())
                 .map(|view| OpenAiModel::of_user(&view, organization)),
         );
         match page.next_cursor {
@@ -105,7 +101,7 @@ pub async fn get_model(
     // Only the organization's own models are read one by one; catalog models are few.
     if let Ok(model_id) = id.parse::<ModelId>() {
         return match state.models.get(organization, &model_id).await {
-            Ok(view) if usable(view.lifecycle) => {
+            Ok(view) if view.lifecycle.takes_completions() => {
                 Ok(web::Json(OpenAiModel::of_user(&view, organization)))
             }
             Ok(_) | Err(ModelError::NotFound(_)) => Err(model_not_found(&id)),

@@ -7,8 +7,10 @@
 
 use actix_web::{HttpResponse, delete, get, http::StatusCode, post, web};
 use serde_json::json;
-use tessera_chats::{ChatError, ChatId, ChatRecord, ChatStatus, GenerationEvent, MessageId};
-use tessera_models::{ModelError, Role};
+use tessera_chats::{
+    ChatError, ChatId, ChatRecord, ChatStatus, Continuation, GenerationEvent, MessageId,
+};
+use tessera_models::ModelError;
 use tessera_wire::openai::{
     error::OpenAiError,
     response_object::{Status, parse_response_id, response, response_id},
@@ -57,7 +59,8 @@ fn response_error(error: ChatError, model: &str) -> ApiError {
     }
 }
 
-/// A conversation continues from its latest answer only: Tessera's chats do not branch.
+/// `previous_response_id` must name the latest answer of its conversation (the chats
+/// domain's rule: chats do not branch).
 async fn check_latest(
     state: &AppState,
     caller: &Caller,
@@ -65,19 +68,13 @@ async fn check_latest(
     (chat, message): &(ChatId, MessageId),
 ) -> Result<(), ApiError> {
     let record = match state.chats.get(&chat_caller(caller), chat).await {
-        Ok(record) if record.chat.deleted_at.is_some() => return Err(previous_not_found(previous)),
         Ok(record) => record,
         Err(ChatError::NotFound(_)) => return Err(previous_not_found(previous)),
         Err(other) => return Err(chat_error(other)),
     };
-    let latest = record
-        .messages
-        .iter()
-        .rev()
-        .find(|m| m.role == Role::Assistant);
-    match latest {
-        Some(latest) if &latest.id == message => Ok(()),
-        _ if record.messages.iter().any(|m| &m.id == message) => Err(ApiError::new(
+    match record.continuation_from(message) {
+        Continuation::Latest => Ok(()),
+        Continuation::Superseded => Err(ApiError::new(
             StatusCode::CONFLICT,
             "conversation_moved_on",
             format!(
@@ -86,7 +83,7 @@ async fn check_latest(
             ),
         )
         .with("param", "previous_response_id")),
-        _ => Err(previous_not_found(previous)),
+        Continuation::Unknown => Err(previous_not_found(previous)),
     }
 }
 
