@@ -21,6 +21,7 @@ mod admission;
 mod artifact;
 mod artifacts;
 mod attachment;
+mod caller;
 mod chat;
 mod context;
 #[cfg(feature = "contract")]
@@ -58,6 +59,7 @@ pub use attachment::{
     Attachment, AttachmentContent, AttachmentError, AttachmentKind, AttachmentSource,
     CHARS_PER_TOKEN_BOUND, MAX_ATTACHMENTS, NoAttachments, ResolvedAttachment, image,
 };
+pub use caller::Caller;
 pub use chat::{
     Chat, ChatId, ChatRecord, ChatStatus, Continuation, MAX_TITLE_CHARS, Message, MessageId,
     MessageUsage, ModelSnapshot, Source, SourceLocation, derive_title,
@@ -83,8 +85,8 @@ pub use server_tools::{
     DEFAULT_TOOL_STEPS, MAX_TOOL_STEPS, NoServerTools, ServerToolbox, ServerTools, ToolRun,
 };
 pub use service::{
-    CANCELLED, Caller, ChatPorts, ChatService, ChatStored, CompletionRequest, INTERRUPTED,
-    NewMessage, Started,
+    CANCELLED, ChatPorts, ChatService, ChatStored, CompletionRequest, INTERRUPTED, NewMessage,
+    Started,
 };
 pub use store::{ChatFilter, ChatStore, FinishedTurn, GenerationLeases};
 #[cfg(any(test, feature = "mocks"))]

@@ -21,8 +21,8 @@ use crate::{
     ChatFilter, ChatId, ChatRecord, ChatStore, EventStream, FinishedTurn, GenerationEvent,
     GenerationHub, GenerationLeases, MAX_ATTACHMENTS, MAX_TITLE_CHARS, Message, MessageId,
     MessageUsage, ModelResolver, Retriever, ServerToolbox, ServerTools, Source, SystemPromptSource,
-    ToolResult, artifact::versioned, context::ContextOverflow, extract_artifacts, hub::Publisher,
-    validate::conformance_errors,
+    ToolResult, artifact::versioned, caller::Caller, context::ContextOverflow, extract_artifacts,
+    hub::Publisher, validate::conformance_errors,
 };
 mod start;
 
@@ -31,18 +31,6 @@ const CHAT_LIST: &str = "chats";
 pub const INTERRUPTED: &str = "the generation was interrupted: the server stopped while it ran";
 /// Recorded on chats whose generation the caller cancelled.
 pub const CANCELLED: &str = "the generation was cancelled";
-
-/// Who asks, within their organization.
-#[derive(Debug, Clone)]
-pub struct Caller {
-    pub organization: OrganizationId,
-    /// The principal's subject: chats belong to it.
-    pub subject: String,
-    /// Recorded with the usage of the caller's completions.
-    pub kind: PrincipalKind,
-    /// May see and manage every chat of the organization (`chats:admin`).
-    pub sees_all: bool,
-}
 
 /// One message of a completion request.
 #[derive(Debug, Clone, PartialEq)]

@@ -38,16 +38,7 @@ fn chat_id(text: &str) -> Result<ChatId, ApiError> {
 
 /// The caller as the chats domain sees them: organization, subject, admin or not.
 pub fn chat_caller(caller: &Caller) -> ChatCaller {
-    let principal = &caller.0;
-    let admin = Scope::from_str("chats:admin")
-        .map(|scope| principal.can(&scope))
-        .unwrap_or(false);
-    ChatCaller {
-        organization: principal.organization_id.clone(),
-        subject: principal.subject.clone(),
-        kind: principal.kind,
-        sees_all: admin,
-    }
+    ChatCaller::of(&caller.0)
 }
 
 /// 503 once this instance drains: running generations finish, new ones go elsewhere.
