@@ -78,7 +78,6 @@ pub struct ListFiles {
 
 /// The upload form: one part named `file`, with a file name.
 #[derive(Debug, ToSchema)]
-#[allow(dead_code)]
 pub struct UploadForm {
     /// Documents (`.pdf .docx .txt .csv .json .md`) up to 50 MB, images (`.png .jpg .jpeg
     /// .gif .webp`) up to 20 MB. The content must match the extension.
