@@ -92,7 +92,7 @@ pub struct FunctionIn {
 
 /// A tool (only `function` tools exist).
 #[derive(Debug, Deserialize, ToSchema)]
-pub struct ToolIn {
+pub struct ChatCompletionTool {
     /// Always `function`.
     #[serde(rename = "type")]
     pub kind: String,
@@ -167,7 +167,7 @@ pub struct ChatCompletionRequest {
     pub stream: Option<bool>,
     pub stream_options: Option<StreamOptions>,
     #[schema(max_items = 128)]
-    pub tools: Option<Vec<ToolIn>>,
+    pub tools: Option<Vec<ChatCompletionTool>>,
     /// `auto` (the default) or `none`.
     #[schema(value_type = Option<Object>)]
     pub tool_choice: Option<Value>,
