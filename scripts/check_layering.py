@@ -109,38 +109,30 @@ def check(metadata: dict, rules: dict) -> tuple[list[str], str]:
     for name in sorted((domains | wire | adapters | apps | examples) - members):
         errors.append(f"{name}: listed in layering.toml but not a workspace member; remove it")
 
-    # (a) A domain's tree: no forbidden package, no adapter, no app. The walk goes through
+    # (a) A domain's tree: no forbidden package, no adapter, no wire crate, no app. The walk goes through
     # third-party crates; it does not enter other domains (each is checked from its own root,
     # so a violation is reported once, by the domain that has it) and stops at a violation.
-    for domain in sorted(domains & members):
-        for path, dep_name in _reaching(by_name[domain], graph, names,
-                                        lambda n: n in forbidden or n in adapters or n in apps
-                                        or n in wire,
-                                        lambda n: n in domains and n in members):
-            if dep_name in forbidden:
-                why = f"a domain crate may not depend on {dep_name}"
-            elif dep_name in adapters:
-                why = f"a domain crate may not depend on an adapter ({dep_name})"
-            elif dep_name in wire:
-                why = f"a domain crate may not depend on a wire crate ({dep_name})"
-            else:
-                why = f"a domain crate may not depend on an app ({dep_name})"
-            errors.append(f"{path}: {why} (layering.toml)")
-
     # (f) A wire crate (the HTTP surfaces' JSON shapes) stands on the domains alone: the
     # domains' forbidden packages (the HTTP framework first), adapters and apps are out of
     # its tree. Domains are not walked into: each is checked from its own root.
-    for crate in sorted(wire & members):
-        for path, dep_name in _reaching(by_name[crate], graph, names,
-                                        lambda n: n in forbidden or n in adapters or n in apps,
-                                        lambda n: (n in domains or n in wire) and n in members):
-            if dep_name in forbidden:
-                why = f"a wire crate may not depend on {dep_name}"
-            elif dep_name in adapters:
-                why = f"a wire crate may not depend on an adapter ({dep_name})"
-            else:
-                why = f"a wire crate may not depend on an app ({dep_name})"
-            errors.append(f"{path}: {why} (layering.toml)")
+    inward = (
+        ("a domain crate", domains, (("an adapter", adapters), ("a wire crate", wire),
+                                     ("an app", apps))),
+        ("a wire crate", wire, (("an adapter", adapters), ("an app", apps))),
+    )
+    for kind, roots, classes in inward:
+        def bad(n, classes=classes):
+            return n in forbidden or any(n in crates for _, crates in classes)
+
+        for root in sorted(roots & members):
+            for path, dep_name in _reaching(by_name[root], graph, names, bad,
+                                            lambda n: (n in domains or n in wire) and n in members):
+                if dep_name in forbidden:
+                    why = f"{kind} may not depend on {dep_name}"
+                else:
+                    what = next(label for label, crates in classes if dep_name in crates)
+                    why = f"{kind} may not depend on {what} ({dep_name})"
+                errors.append(f"{path}: {why} (layering.toml)")
 
     # (e) An example embeds domains and adapters the way another team's service would: its
     # whole tree must stay clear of what it proves it can do without (the HTTP framework).
