@@ -148,6 +148,28 @@ pub enum ReasoningEffortIn {
     High,
 }
 
+impl ReasoningEffortIn {
+    /// The engine's effort for OpenAI's: `None` (or `none`) thinks not at all, `minimal`
+    /// thinks as `low`.
+    pub fn effort(effort: Option<Self>) -> Option<ReasoningEffort> {
+        match effort? {
+            ReasoningEffortIn::None => None,
+            ReasoningEffortIn::Minimal | ReasoningEffortIn::Low => Some(ReasoningEffort::Low),
+            ReasoningEffortIn::Medium => Some(ReasoningEffort::Medium),
+            ReasoningEffortIn::High => Some(ReasoningEffort::High),
+        }
+    }
+
+    /// The name OpenAI's objects echo for an effort.
+    pub fn name(effort: ReasoningEffort) -> &'static str {
+        match effort {
+            ReasoningEffort::Low => "low",
+            ReasoningEffort::Medium => "medium",
+            ReasoningEffort::High => "high",
+        }
+    }
+}
+
 /// OpenAI's chat completion request. Parameters Tessera cannot honour (`n` > 1, `logprobs`,
 /// penalties, `logit_bias`, a forced `tool_choice`) are refused, never ignored.
 #[derive(Debug, Deserialize, Validate, ToSchema)]
@@ -439,14 +461,7 @@ impl ChatCompletionRequest {
                     .unwrap_or_else(|| json!({"type": "object"})),
             }),
         };
-        let (enable_reasoning, reasoning_effort) = match self.reasoning_effort {
-            None | Some(ReasoningEffortIn::None) => (false, None),
-            Some(ReasoningEffortIn::Minimal | ReasoningEffortIn::Low) => {
-                (true, Some(ReasoningEffort::Low))
-            }
-            Some(ReasoningEffortIn::Medium) => (true, Some(ReasoningEffort::Medium)),
-            Some(ReasoningEffortIn::High) => (true, Some(ReasoningEffort::High)),
-        };
+        let reasoning_effort = ReasoningEffortIn::effort(self.reasoning_effort);
         let stream = self.stream.unwrap_or(false);
         Ok(Translated {
             request: CompletionRequest {
@@ -454,7 +469,7 @@ impl ChatCompletionRequest {
                 messages,
                 tools,
                 response_format,
-                enable_reasoning,
+                enable_reasoning: reasoning_effort.is_some(),
                 reasoning_effort,
                 max_tokens: self.max_completion_tokens.or(self.max_tokens),
                 temperature: self.temperature,

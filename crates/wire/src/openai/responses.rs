@@ -14,7 +14,7 @@ use tessera_chats::{
     Message, MessageId, NewMessage,
 };
 use tessera_kernel::FieldError;
-use tessera_models::{ChatEvent, JsonSchemaFormat, ReasoningEffort, Role, ToolCall, ToolSpec};
+use tessera_models::{ChatEvent, JsonSchemaFormat, Role, ToolCall, ToolSpec};
 use utoipa::{IntoParams, ToSchema};
 use validator::Validate;
 
@@ -430,17 +430,8 @@ impl CreateResponse {
                 )
             }
         };
-        let effort = self.reasoning.and_then(|reasoning| reasoning.effort);
-        let (enable_reasoning, reasoning_effort, effort_name) = match effort {
-            None | Some(ReasoningEffortIn::None) => (false, None, None),
-            Some(ReasoningEffortIn::Minimal | ReasoningEffortIn::Low) => {
-                (true, Some(ReasoningEffort::Low), Some("low"))
-            }
-            Some(ReasoningEffortIn::Medium) => {
-                (true, Some(ReasoningEffort::Medium), Some("medium"))
-            }
-            Some(ReasoningEffortIn::High) => (true, Some(ReasoningEffort::High), Some("high")),
-        };
+        let reasoning_effort =
+            ReasoningEffortIn::effort(self.reasoning.and_then(|reasoning| reasoning.effort));
         let echo = Echo {
             model: self.model.clone(),
             instructions: self.instructions,
@@ -451,7 +442,8 @@ impl CreateResponse {
             tools: self.tools.unwrap_or_default(),
             tool_choice: self.tool_choice.unwrap_or_else(|| json!("auto")),
             text_format,
-            reasoning_effort: effort_name.map(str::to_owned),
+            reasoning_effort: reasoning_effort
+                .map(|effort| ReasoningEffortIn::name(effort).to_owned()),
             metadata: json!(self.metadata.unwrap_or_default()),
             store,
             background,
@@ -464,7 +456,7 @@ impl CreateResponse {
                 messages,
                 tools,
                 response_format,
-                enable_reasoning,
+                enable_reasoning: reasoning_effort.is_some(),
                 reasoning_effort,
                 max_tokens: self.max_output_tokens,
                 temperature: self.temperature,
