@@ -87,6 +87,8 @@ def check(metadata: dict, rules: dict) -> tuple[list[str], str]:
     apps = set(rules.get("apps", {}).get("crates", []))
     wire = set(rules.get("wire", {}).get("crates", []))
     examples = set(rules.get("examples", {}).get("crates", []))
+    composition = set(rules.get("composition", {}).get("crates", []))
+    composition_forbidden = set(rules.get("composition", {}).get("forbidden", ["actix-web"]))
     example_forbidden = set(rules.get("examples", {}).get("forbidden", []))
     forbidden = set(rules.get("forbidden_in_domains", {}))
     adapter_edges = {(e["from"], e["to"]) for e in rules.get("allowed_adapter_edge", [])}
@@ -95,18 +97,18 @@ def check(metadata: dict, rules: dict) -> tuple[list[str], str]:
     errors: list[str] = []
 
     # (d) Every workspace member in exactly one class; no stale entries.
-    for name in sorted(members - domains - wire - adapters - apps - examples):
+    for name in sorted(members - domains - wire - adapters - apps - examples - composition):
         errors.append(
             f"{name}: workspace member not classified; list it under [domains], [wire], "
-            f"[adapters], [apps] or [examples] in layering.toml"
+            f"[adapters], [composition], [apps] or [examples] in layering.toml"
         )
-    classes = (("domains", domains), ("wire", wire), ("adapters", adapters), ("apps", apps),
-               ("examples", examples))
+    classes = (("domains", domains), ("wire", wire), ("adapters", adapters),
+               ("composition", composition), ("apps", apps), ("examples", examples))
     for i, (a_label, a) in enumerate(classes):
         for b_label, b in classes[i + 1:]:
             for name in sorted(a & b):
                 errors.append(f"{name}: listed under both {a_label} and {b_label} in layering.toml")
-    for name in sorted((domains | wire | adapters | apps | examples) - members):
+    for name in sorted((domains | wire | adapters | composition | apps | examples) - members):
         errors.append(f"{name}: listed in layering.toml but not a workspace member; remove it")
 
     # (a) A domain's tree: no forbidden package, no adapter, no wire crate, no app. The walk goes through
@@ -143,6 +145,19 @@ def check(metadata: dict, rules: dict) -> tuple[list[str], str]:
                 f"{path}: an example may not depend on {dep_name} ([examples] in layering.toml)"
             )
 
+    # (g) A composition crate (settings and wiring shared by the apps) sits below the apps and
+    # apart from the HTTP framework: no app and no package of its `forbidden` list (default
+    # actix-web) anywhere in its tree.
+    for crate in sorted(composition & members):
+        for path, dep_name in _reaching(by_name[crate], graph, names,
+                                        lambda n: n in apps or n in composition_forbidden,
+                                        lambda n: False):
+            what = f"an app ({dep_name})" if dep_name in apps else dep_name
+            errors.append(
+                f"{path}: a composition crate may not depend on {what} "
+                f"([composition] in layering.toml)"
+            )
+
     # (b), (c) Direct edges between workspace members.
     present_edges = set()
     for member in sorted(members):
@@ -157,7 +172,7 @@ def check(metadata: dict, rules: dict) -> tuple[list[str], str]:
                     f"unless the edge is listed in [[allowed_adapter_edge]] with its reason "
                     f"(layering.toml)"
                 )
-            if dep_name in apps and member not in domains:
+            if dep_name in apps and member not in domains and member not in composition:
                 if member not in apps:
                     errors.append(
                         f"{member}{ARROW}{dep_name}: nothing may depend on an app (layering.toml)"
@@ -180,7 +195,8 @@ def check(metadata: dict, rules: dict) -> tuple[list[str], str]:
         f"layering: ok ({len(domains)} domains reach none of {len(forbidden)} forbidden "
         f"packages nor any adapter, wire crate or app; {len(wire)} wire crates on domains "
         f"alone; {len(adapters)} adapters with "
-        f"{len(adapter_edges)} allowed adapter edges; {len(apps)} apps; "
+        f"{len(adapter_edges)} allowed adapter edges; {len(composition)} composition crates "
+        f"clear of apps and {len(composition_forbidden)} packages; {len(apps)} apps; "
         f"{len(examples)} examples clear of {len(example_forbidden)} packages; "
         f"{len(members)} workspace members classified)"
     )

@@ -249,6 +249,32 @@ class CheckLayering(unittest.TestCase):
              "(tessera-wire) (layering.toml)"],
         )
 
+    def test_composition_crate_stays_below_the_apps_and_off_the_http_framework(self):
+        rules = dict(RULES_DOC, composition={"crates": ["tessera-setup"], "forbidden": ["actix-web"]})
+        graph = dict(CLEAN, **{
+            "tessera-setup": ["tessera-store", "tessera-auth", "tessera-chats"],
+            "actix-web": [],
+        })
+        graph["tessera-api"] = CLEAN["tessera-api"] + ["tessera-setup", "actix-web"]
+        graph["tessera-admin"] = ["tessera-setup", "tessera-store"]
+        members = MEMBERS + ["tessera-setup"]
+        # Without the admin → api edge, the allowed app edge is stale: drop it here.
+        rules["allowed_app_edge"] = []
+        self.assertEqual(self.violations(metadata(graph, members), rules), [])
+        graph["tessera-setup"] = ["tessera-store", "tessera-api"]
+        self.assertEqual(
+            self.violations(metadata(graph, members), rules),
+            ["tessera-setup → tessera-api: a composition crate may not depend on an app "
+             "(tessera-api) ([composition] in layering.toml)"],
+        )
+        graph["tessera-setup"] = ["tessera-store"]
+        graph["tessera-store"] = ["tessera-chats", "diesel", "actix-web"]
+        self.assertEqual(
+            self.violations(metadata(graph, members), rules),
+            ["tessera-setup → tessera-store → actix-web: a composition crate may not depend on "
+             "actix-web ([composition] in layering.toml)"],
+        )
+
     def test_repository_rules_file_parses(self):
         rules = load_rules(ROOT / RULES)
         for key in ("domains", "adapters", "apps", "forbidden_in_domains", "allowed_adapter_edge"):

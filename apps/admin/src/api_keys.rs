@@ -3,9 +3,9 @@
 use chrono::{DateTime, Utc};
 use clap::Subcommand;
 use serde_json::json;
-use tessera_api::startup::Tenancy;
 use tessera_identity::{ApiKey, ApiKeyId, IdentityError, NewApiKey};
 use tessera_kernel::{DomainError, FieldError, Limit, LocSegment, OrganizationId};
+use tessera_setup::Tenancy;
 
 use crate::{Failure, OPERATOR};
 

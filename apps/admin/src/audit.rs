@@ -4,9 +4,9 @@
 use chrono::{DateTime, Utc};
 use clap::Subcommand;
 use serde_json::json;
-use tessera_api::startup::Tenancy;
 use tessera_audit::{AuditQuery, AuditScope};
 use tessera_kernel::{AuditRecord, DomainError, FieldError, Limit, LocSegment};
+use tessera_setup::Tenancy;
 
 use crate::Failure;
 

@@ -2,9 +2,9 @@
 
 use clap::Subcommand;
 use serde_json::json;
-use tessera_api::startup::Tenancy;
 use tessera_identity::{Client, ClientId, ClientName, NewClient};
 use tessera_kernel::{DomainError, Limit, OrganizationId, ScopeSet};
+use tessera_setup::Tenancy;
 
 use crate::Failure;
 

@@ -10,9 +10,9 @@ mod api_keys;
 mod audit;
 mod clients;
 use serde_json::json;
-use tessera_api::{config::Settings, startup};
 use tessera_kernel::{DomainError, Limit};
 use tessera_organizations::{NewOrganization, Organization, OrganizationName, Plan};
+use tessera_setup::{Tenancy, config::Settings};
 use tessera_store::Database;
 
 #[derive(Debug, Parser)]
@@ -262,11 +262,11 @@ async fn run(cli: Cli) -> Result<String, Failure> {
 /// Opens (and migrates) the database and builds the tenancy services, as the API does; only
 /// those: the vector index, the models and the workers stay closed, so the commands work while
 /// a server holds them.
-async fn open_state(settings: &Settings) -> Result<startup::Tenancy, Failure> {
-    let database = startup::open_database(settings)
+async fn open_state(settings: &Settings) -> Result<Tenancy, Failure> {
+    let database = tessera_setup::open_database(settings)
         .await
         .map_err(|e| Failure(e.to_string()))?;
-    startup::tenancy(
+    tessera_setup::tenancy(
         settings,
         &database,
         &settings.issuer(settings.listen.port()),

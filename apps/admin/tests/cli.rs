@@ -564,15 +564,12 @@ async fn keys_made_by_the_cli_authenticate_on_the_server() {
         "--scopes",
         "models:read",
     ]);
-    let settings = tessera_api::config::Settings {
+    let settings = tessera_setup::config::Settings {
         data_dir: env.data_dir.path().to_path_buf(),
-        ..tessera_api::config::Settings::default()
+        ..tessera_setup::config::Settings::default()
     };
-    let database = tessera_api::startup::open_database(&settings)
-        .await
-        .unwrap();
-    let tenancy =
-        tessera_api::startup::tenancy(&settings, &database, "https://localhost:8443").unwrap();
+    let database = tessera_setup::open_database(&settings).await.unwrap();
+    let tenancy = tessera_setup::tenancy(&settings, &database, "https://localhost:8443").unwrap();
     let principal = tenancy
         .identity
         .authenticate(created["secret"].as_str().unwrap())
@@ -602,10 +599,10 @@ fn models_root() -> std::path::PathBuf {
 async fn tenant_commands_work_while_the_server_holds_the_index() {
     let env = Env::new(Backend::Sqlite).await;
     let models = models_root();
-    let mut settings = tessera_api::config::Settings {
+    let mut settings = tessera_setup::config::Settings {
         data_dir: env.data_dir.path().to_path_buf(),
         listen: "127.0.0.1:0".parse().unwrap(),
-        ..tessera_api::config::Settings::default()
+        ..tessera_setup::config::Settings::default()
     };
     settings.http.workers = 1;
     settings.knowledge.embedding_model_dir = Some(models.clone());

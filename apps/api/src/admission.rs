@@ -14,7 +14,7 @@ impl Admission for MeteredAdmission {
     async fn admit(&self, organization: &OrganizationId) -> Result<Plan, ChatError> {
         let admitted = self.0.admit(organization).await;
         if let Err(ChatError::BudgetSpent(_)) = &admitted {
-            crate::metrics::refused("credit_budget");
+            tessera_metrics_prometheus::refused("credit_budget");
         }
         admitted
     }

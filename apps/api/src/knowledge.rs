@@ -7,7 +7,7 @@ use std::{path::PathBuf, sync::Arc, time::Duration};
 use tessera_blobs_local::LocalBlobStore;
 use tessera_blobs_s3::{S3BlobStore, S3Location};
 use tessera_documents::DocumentChunker;
-use tessera_embed_local::{LocalEmbedder, LocalEmbedderOptions, find_model_dir};
+use tessera_embed_local::{LocalEmbedder, LocalEmbedderOptions, Precision, find_model_dir};
 use tessera_kernel::{Clock, CursorCodec};
 use tessera_knowledge::{
     BlobStore, ChunkingSettings, DatasetService, DocumentProcessor, Embedder, FileService,
@@ -18,7 +18,10 @@ use tessera_store::{Database, SqlDatasetStore, SqlFileStore};
 use tessera_vectors_qdrant::{EdgeVectorIndex, QdrantServerIndex};
 use tokio::sync::Notify;
 
-use crate::{config::Settings, startup::StartupError};
+use crate::{
+    config::{EmbeddingPrecision, Settings},
+    startup::StartupError,
+};
 
 /// The knowledge services and what their workers need.
 #[derive(Clone)]
@@ -61,7 +64,7 @@ async fn engines(settings: &Settings) -> Result<Option<Engines>, StartupError> {
         },
     };
     let embedder: Arc<dyn Embedder> = if settings.metrics.address().is_some() {
-        Arc::new(crate::metrics::MeteredEmbedder(embedder))
+        Arc::new(tessera_metrics_prometheus::MeteredEmbedder(embedder))
     } else {
         embedder
     };
@@ -148,7 +151,12 @@ async fn local_embedder(settings: &Settings) -> Result<Option<LocalEmbedder>, St
         return Ok(None);
     };
     let options = LocalEmbedderOptions {
-        precision: settings.knowledge.embedding_precision,
+        // The settings' spelling of the precision, as the embedder takes it.
+        precision: match settings.knowledge.embedding_precision {
+            EmbeddingPrecision::Auto => Precision::Auto,
+            EmbeddingPrecision::F32 => Precision::F32,
+            EmbeddingPrecision::Int8 => Precision::Int8,
+        },
         ..LocalEmbedderOptions::default()
     };
     let loaded = tokio::task::spawn_blocking(move || {
@@ -294,7 +302,7 @@ impl Knowledge {
 
 /// Processes due jobs until none is left, then waits for a wake-up or the poll interval.
 async fn run_worker(processor: Processor, wake: Arc<Notify>, poll: Duration) {
-    use crate::metrics::{FileJobState, file_job};
+    use tessera_metrics_prometheus::{FileJobState, file_job};
     loop {
         let started = std::time::Instant::now();
         match processor.process_next().await {

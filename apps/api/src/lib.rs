@@ -1,13 +1,12 @@
-//! Tessera's HTTP service: typed configuration, the HTTPS (rustls) listener, actix-web
-//! handlers with request validation and problem+json errors, the generated OpenAPI document,
-//! and the wiring of domain services over their adapters. No business rule lives here;
-//! `tessera-admin` reuses the configuration and database wiring.
+//! Tessera's HTTP service: the HTTPS (rustls) listener, actix-web handlers with request
+//! validation and problem+json errors, the generated OpenAPI document, and the wiring of
+//! domain services over their adapters. No business rule lives here; the settings and the
+//! tenant services' wiring it shares with `tessera-admin` are `tessera-setup`'s.
 
 pub mod access;
 pub mod admission;
 pub mod attachments;
 pub mod chat_stream;
-pub mod config;
 pub mod drain;
 pub mod extract;
 pub mod idempotency;
@@ -20,9 +19,7 @@ pub mod openapi;
 pub mod origin;
 pub mod problem;
 pub mod rate_limit;
-pub mod retrieval;
 pub mod routes;
-pub mod secrets;
 pub mod startup;
 pub mod state;
 pub mod telemetry;
@@ -30,3 +27,6 @@ pub mod tls;
 pub mod upstreams;
 pub mod webhooks;
 pub mod worker;
+
+// The settings and the keys derived from the data directory, shared with `tessera-admin`.
+pub use tessera_setup::{config, secrets};

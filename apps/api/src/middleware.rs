@@ -49,13 +49,13 @@ pub async fn request_context(
         let status = response.status();
         let elapsed = started.elapsed();
         let route = response.request().match_pattern();
-        crate::metrics::http_request(
+        tessera_metrics_prometheus::http_request(
             response.request().method().as_str(),
             route.as_deref(),
             status.as_u16(),
             elapsed,
         );
-        if crate::telemetry::exporting() {
+        if tessera_traces_otlp::exporting() {
             traced.record("http.route", route.as_deref());
             traced.record("http.response.status_code", i64::from(status.as_u16()));
             if status.is_server_error() {
@@ -81,7 +81,7 @@ pub async fn request_context(
 /// attributes and continues the caller's `traceparent`.
 fn request_span(req: &ServiceRequest, id: &str) -> tracing::Span {
     use tracing::field::Empty;
-    if !crate::telemetry::exporting() {
+    if !tessera_traces_otlp::exporting() {
         return tracing::info_span!("request", request_id = %id, method = %req.method(), path = %req.path());
     }
     use tracing_opentelemetry::OpenTelemetrySpanExt as _;

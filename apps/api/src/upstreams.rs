@@ -13,14 +13,14 @@ use tessera_llm_local::{LocalEngine, LocalEngineOptions, find_model_file};
 use tessera_llm_openai::{
     ConfigError, OpenAiChatModel, OpenAiConfig, RetryPolicy as AdapterRetry, UpstreamSettings,
 };
+use tessera_metrics_prometheus::MeteredChatModel;
 use tessera_models::{
     BaseModel, Catalog, ChatModel, CircuitBoard, CircuitPolicy, Deployment, DeploymentSettings,
     InProcessCircuits, Providers, RetryPolicy, RoutedChatModel,
 };
+use tessera_traces_otlp::TracedChatModel;
 
-use crate::{
-    config::Settings, metrics::MeteredChatModel, startup::StartupError, telemetry::TracedChatModel,
-};
+use crate::{config::Settings, startup::StartupError};
 
 /// A chat model for every enabled base model that at least one deployment can serve.
 pub async fn providers(catalog: &Catalog, settings: &Settings) -> Result<Providers, StartupError> {

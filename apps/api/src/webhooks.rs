@@ -74,7 +74,7 @@ impl Webhooks {
 
 /// Sends due deliveries until none is left, then waits for the poll interval.
 async fn run_dispatcher(dispatcher: Dispatcher, poll: Duration) {
-    use crate::metrics::{WebhookOutcome, webhook_delivery};
+    use tessera_metrics_prometheus::{WebhookOutcome, webhook_delivery};
     loop {
         match dispatcher.deliver_next().await {
             Ok(Some((delivery, record))) => match record.status {

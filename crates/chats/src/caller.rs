@@ -1,6 +1,6 @@
 //! Who asks the chats domain, and what their scopes allow them to see.
 
-use tessera_kernel::{OrganizationId, Principal, PrincipalKind, Scope};
+use tessera_kernel::{DomainError, OrganizationId, Principal, PrincipalKind, Scope};
 
 /// Who asks, within their organization.
 #[derive(Debug, Clone)]
@@ -12,23 +12,44 @@ pub struct Caller {
     pub kind: PrincipalKind,
     /// May see and manage every chat of the organization (`chats:admin`).
     pub sees_all: bool,
+    /// May attach the organization's files to messages (`files:read`).
+    pub reads_files: bool,
 }
 
 impl Caller {
     /// The caller an authenticated principal is: its own chats, or every chat of its
     /// organization with `chats:admin`.
     pub fn of(principal: &Principal) -> Self {
-        let admin = "chats:admin"
-            .parse::<Scope>()
-            .is_ok_and(|scope| principal.can(&scope));
+        let holds = |scope: &str| {
+            scope
+                .parse::<Scope>()
+                .is_ok_and(|scope| principal.can(&scope))
+        };
         Self {
             organization: principal.organization_id.clone(),
             subject: principal.subject.clone(),
             kind: principal.kind,
-            sees_all: admin,
+            sees_all: holds("chats:admin"),
+            reads_files: holds(FILES_READ),
         }
     }
+
+    /// Refuses a turn that attaches files unless the caller may read them: an attachment
+    /// puts a file's text before the model, so it needs `files:read` beside the completion's
+    /// own scope.
+    pub fn may_attach(&self, messages: &[crate::NewMessage]) -> Result<(), DomainError> {
+        if self.reads_files || messages.iter().all(|m| m.attachments.is_empty()) {
+            return Ok(());
+        }
+        Err(DomainError::Forbidden {
+            code: "insufficient_scope",
+            message: format!("attaching files needs the `{FILES_READ}` scope"),
+        })
+    }
 }
+
+/// The scope that reading the organization's files takes.
+const FILES_READ: &str = "files:read";
 
 #[cfg(test)]
 mod tests {
@@ -53,5 +74,35 @@ mod tests {
         let caller = Caller::of(&principal("chats:read"));
         assert_eq!(caller.subject, "ann");
         assert_eq!(caller.kind, PrincipalKind::User);
+    }
+
+    #[test]
+    fn attaching_files_needs_files_read() {
+        let attaching = |attachments: Vec<String>| crate::NewMessage {
+            role: tessera_models::Role::User,
+            content: "what does it say?".into(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            attachments,
+            images: Vec::new(),
+        };
+        let plain = [attaching(Vec::new())];
+        let with_file = [attaching(Vec::new()), attaching(vec!["f1".into()])];
+        let invoker = Caller::of(&principal("chats:invoke"));
+        assert!(invoker.may_attach(&plain).is_ok());
+        let refused = invoker.may_attach(&with_file).unwrap_err();
+        assert!(matches!(
+            refused,
+            DomainError::Forbidden { code: "insufficient_scope", ref message }
+                if message == "attaching files needs the `files:read` scope"
+        ));
+        let reader = Caller::of(&principal("chats:invoke files:read"));
+        assert!(reader.may_attach(&with_file).is_ok());
+        // `org:admin` holds every resource scope.
+        assert!(
+            Caller::of(&principal("org:admin"))
+                .may_attach(&with_file)
+                .is_ok()
+        );
     }
 }

@@ -250,6 +250,7 @@ fn fixture_over(wrap: impl FnOnce(Arc<InMemoryChatStore>) -> Arc<dyn ChatStore>)
             subject: "alice".into(),
             kind: PrincipalKind::User,
             sees_all: false,
+            reads_files: true,
         },
     }
 }
@@ -899,6 +900,7 @@ async fn chats_are_private_listed_newest_first_deleted_and_restored() {
     );
     let admin = Caller {
         sees_all: true,
+        reads_files: true,
         ..bob
     };
     assert!(f.chats.get(&admin, &ids[0]).await.is_ok());
@@ -1299,6 +1301,7 @@ async fn answers_yield_artifacts_and_revisions_add_versions() {
     assert_eq!(bobs.total_count, Some(0));
     let admin = Caller {
         sees_all: true,
+        reads_files: true,
         ..bob
     };
     assert!(artifacts.get(&admin, &page.items[0].id).await.is_ok());

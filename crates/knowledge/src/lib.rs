@@ -4,9 +4,19 @@
 //! (extract and chunk, embed, index; retries and leases), search, and embeddings on
 //! request with their usage records. It knows nothing of
 //! HTTP, SQL, candle or Qdrant: adapters implement [`BlobStore`], [`DocumentProcessor`],
-//! [`Embedder`], [`VectorIndex`], [`FileStore`] and [`DatasetStore`].
+//! [`Embedder`], [`VectorIndex`], [`FileStore`] and [`DatasetStore`]. The `memory` feature
+//! has the store ports' in-memory reference (`InMemoryKnowledgeStore`, both ports over one
+//! state), the `contract` feature their contract suite (`knowledge_store_contract!`) for any
+//! implementation, and the `rag` feature knowledge as the chats domain's retriever and the
+//! models domain's dataset directory (`rag`).
 
 mod blob;
+#[cfg(feature = "contract")]
+pub mod contract;
+// The contract macro's path to the kernel's `contract_checks!`, from any calling crate.
+#[cfg(feature = "contract")]
+#[doc(hidden)]
+pub use tessera_kernel as __tessera_kernel;
 mod dataset;
 mod dataset_content;
 mod dataset_service;
@@ -19,7 +29,11 @@ mod file_service;
 mod file_text;
 mod format;
 mod index;
+#[cfg(any(test, feature = "memory"))]
+pub mod memory;
 mod processing;
+#[cfg(feature = "rag")]
+pub mod rag;
 mod store;
 mod upload;
 

@@ -95,6 +95,13 @@ pub(crate) fn pool_error(error: impl std::fmt::Display) -> DomainError {
 /// How a transaction body (`with_transaction!`) ends early: its changes roll back, then the
 /// store method returns `Return`'s value or fails with `Fail`'s error.
 pub(crate) enum Rollback<T> {
+    #[cfg_attr(
+        not(feature = "prompts"),
+        expect(
+            dead_code,
+            reason = "only the prompts' stores return early with a value"
+        )
+    )]
     Return(T),
     Fail(DomainError),
 }

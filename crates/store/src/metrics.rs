@@ -6,17 +6,7 @@
 
 use std::{future::Future, time::Instant};
 
-use chrono::Utc;
-use diesel::prelude::*;
-use diesel_async::RunQueryDsl;
-use tessera_kernel::DomainError;
-
-use crate::{
-    Database,
-    database::with_connection,
-    error::query_error,
-    schema::{file_jobs, webhook_deliveries},
-};
+use crate::Database;
 
 /// `db.client.connection.wait_time`: seconds spent waiting for a pooled connection.
 pub const CONNECTION_WAIT_TIME: &str = "db_client_connection_wait_time_seconds";
@@ -77,8 +67,18 @@ impl Database {
     }
 
     /// Counts the queued file jobs and pending webhook deliveries (three indexed counts).
-    pub async fn backlog(&self) -> Result<Backlog, DomainError> {
-        let now = Utc::now().naive_utc();
+    #[cfg(feature = "knowledge")]
+    pub async fn backlog(&self) -> Result<Backlog, tessera_kernel::DomainError> {
+        use diesel::prelude::*;
+        use diesel_async::RunQueryDsl;
+
+        use crate::{
+            database::with_connection,
+            error::query_error,
+            schema::{file_jobs, webhook_deliveries},
+        };
+
+        let now = chrono::Utc::now().naive_utc();
         let count = |n: i64| u64::try_from(n).unwrap_or_default();
         let (jobs, leased, pending): (i64, i64, i64) = with_connection!(self, conn => {
             let jobs = file_jobs::table

@@ -13,8 +13,8 @@ use diesel::{
 use diesel_async::RunQueryDsl;
 use tessera_kernel::{AuditRecord, DomainError, OrganizationId, PageRequest};
 use tessera_webhooks::{
-    AttemptRecord, ClaimedDelivery, Delivery, DeliveryId, DeliveryStatus, Event, EventKind,
-    Webhook, WebhookId, WebhookSecret, WebhookStore,
+    AttemptRecord, ClaimedDelivery, Delivery, DeliveryId, DeliveryStatus, EventKind, Webhook,
+    WebhookId, WebhookSecret, WebhookStore,
 };
 
 use crate::{
@@ -122,7 +122,12 @@ pub(crate) struct DeliveryRow {
 
 impl DeliveryRow {
     /// The first, immediately due delivery of `event` to `webhook_id`.
-    pub(crate) fn pending(webhook_id: String, event: &Event, body: String) -> Self {
+    #[cfg(feature = "knowledge")]
+    pub(crate) fn pending(
+        webhook_id: String,
+        event: &tessera_webhooks::Event,
+        body: String,
+    ) -> Self {
         let at = event.created_at.naive_utc();
         Self {
             id: DeliveryId::generate().to_string(),
@@ -182,7 +187,8 @@ impl TryFrom<DeliveryRow> for Delivery {
 /// Writes `$event` (a `&tessera_webhooks::Event`) to the delivery outbox: one pending
 /// delivery for every webhook of its organization that subscribes to its kind. Use it inside
 /// the `with_transaction!` body that makes the event happen, so the event is recorded if and
-/// only if the change commits.
+/// only if the change commits. The knowledge part's stores are the ones that announce events.
+#[cfg(feature = "knowledge")]
 macro_rules! record_event {
     ($conn:expr, $event:expr) => {{
         let event: &tessera_webhooks::Event = $event;
@@ -210,6 +216,7 @@ macro_rules! record_event {
         }
     }};
 }
+#[cfg(feature = "knowledge")]
 pub(crate) use record_event;
 
 /// The delivery a claim took.

@@ -2,17 +2,19 @@
 //! them: OpenAI's dialect (`openai`: chat completions, the Responses API, embeddings,
 //! models, its error shape and both of its event streams), `/v1`'s bodies (`v1`, by
 //! resource), its two chat stream formats (`chat_stream`), the chat shapes both surfaces
-//! share (`chat`) and the list bodies (`page`). Each shape carries its serde form and its
-//! OpenAPI schema; requests are translated into the domains' requests (with every field
-//! error located as the client sent it), and domain records, messages and generation events
-//! into responses and stream events. Which HTTP status a domain error becomes, and the
-//! handlers themselves, stay in the app, so another service can speak these dialects with
-//! the framework of its choice.
+//! share (`chat`), the list bodies (`page`), and how a request's body, query and path are
+//! parsed and validated (`parse`). Each shape carries its serde form and its OpenAPI
+//! schema; requests are translated into the domains' requests (with every field error
+//! located as the client sent it), and domain records, messages and generation events into
+//! responses and stream events. Which HTTP status a domain error becomes, and the handlers
+//! themselves, stay in the app, so another service can speak these dialects with the
+//! framework of its choice.
 
 pub mod chat;
 pub mod chat_stream;
 pub mod openai;
 pub mod page;
+pub mod parse;
 pub mod v1;
 
 /// Deserializes an optional field so that absent (`None`) and `null` (`Some(None)`) differ:

@@ -102,6 +102,7 @@ async fn main() -> anyhow::Result<()> {
         subject: "someone".into(),
         kind: PrincipalKind::User,
         sees_all: false,
+        reads_files: false,
     };
 
     let answer = ask(&chats, &caller, &args.question)

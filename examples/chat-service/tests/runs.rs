@@ -1,6 +1,6 @@
 //! The example service runs as its own binary: the first completion is answered by the
 //! embedded engine and stored in a database that has the chats part of the schema alone;
-//! the second is refused by the spent budget.
+//! the second is refused by the spent budget. It builds the chats part of the store alone.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::Command;
@@ -59,4 +59,43 @@ async fn answers_then_refuses_once_the_budget_is_spent() {
     )
     .await;
     assert_eq!(answers, ["user", "assistant"]);
+}
+
+/// The store's `chats` feature alone: no other domain's store code, so none of their crates
+/// (nor the HTTP framework) is in the example's dependency tree, resolved for it alone.
+#[test]
+fn builds_the_chats_store_alone() {
+    let output = Command::new(env!("CARGO"))
+        .args(["tree", "--offline", "--locked", "--edges", "normal"])
+        .args(["--prefix", "none", "--format", "{p}", "--package"])
+        .arg(env!("CARGO_PKG_NAME"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo tree runs");
+    let tree = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let packages: Vec<&str> = (tree.lines())
+        .filter_map(|line| line.split_whitespace().next())
+        .collect();
+    for wanted in ["tessera-store", "tessera-chats", "tessera-usage"] {
+        assert!(packages.contains(&wanted), "{wanted} missing from:\n{tree}");
+    }
+    for other in [
+        "tessera-webhooks",
+        "tessera-knowledge",
+        "tessera-identity",
+        "tessera-audit",
+        "tessera-mcp",
+        "tessera-idempotency",
+        "actix-web",
+    ] {
+        assert!(
+            !packages.contains(&other),
+            "{other} is in the example's tree:\n{tree}"
+        );
+    }
 }

@@ -13,10 +13,8 @@ use tessera_prompts::{ParticleId, SystemPromptId};
 use tessera_wire::v1::{particles::ParticleOut, system_prompts::SystemPromptOut};
 
 use super::{server::Invocation, tools::allowed};
-use crate::{
-    extract::{page_limit, path_id},
-    problem::ApiError,
-};
+use crate::problem::ApiError;
+use tessera_wire::parse::{page_limit, path_id};
 
 const PARTICLES: &str = "tessera://particles/";
 const SYSTEM_PROMPTS: &str = "tessera://system-prompts/";
@@ -98,7 +96,7 @@ pub async fn list(
             let page = prompts
                 .list_particles(organization, false, None, limit, inner)
                 .await
-                .map_err(|e| error_data(DomainError::from(e).into()))?;
+                .map_err(|e| error_data(DomainError::from(e)))?;
             let next = page.next_cursor.as_ref().map(|c| c.as_str().to_owned());
             let resources = page
                 .items
@@ -116,7 +114,7 @@ pub async fn list(
             let page = prompts
                 .list_system_prompts(organization, false, limit, inner)
                 .await
-                .map_err(|e| error_data(DomainError::from(e).into()))?;
+                .map_err(|e| error_data(DomainError::from(e)))?;
             let next = page.next_cursor.as_ref().map(|c| c.as_str().to_owned());
             let resources = page
                 .items
@@ -178,7 +176,7 @@ pub async fn read(invocation: &Invocation, uri: &str) -> Result<ReadResourceResu
             let particle = prompts
                 .get_particle(organization, &id)
                 .await
-                .map_err(|e| error_data(DomainError::from(e).into()))?;
+                .map_err(|e| error_data(DomainError::from(e)))?;
             json_text(&ParticleOut::from(particle))?
         }
         Kind::SystemPrompts => {
@@ -186,7 +184,7 @@ pub async fn read(invocation: &Invocation, uri: &str) -> Result<ReadResourceResu
             let view = prompts
                 .get_system_prompt(organization, &id)
                 .await
-                .map_err(|e| error_data(DomainError::from(e).into()))?;
+                .map_err(|e| error_data(DomainError::from(e)))?;
             json_text(&SystemPromptOut::from(view, true))?
         }
     };
@@ -213,7 +211,8 @@ fn refused(kind: Kind) -> ErrorData {
 
 /// A REST problem as a JSON-RPC error, the problem itself as its data: a missing record is
 /// MCP's "resource not found", a refusal or bad parameter an invalid request.
-fn error_data(problem: ApiError) -> ErrorData {
+fn error_data(problem: impl Into<ApiError>) -> ErrorData {
+    let problem: ApiError = problem.into();
     let message = match &problem.detail {
         crate::problem::ProblemDetail::Text(text) => text.clone(),
         crate::problem::ProblemDetail::Fields(_) => "invalid parameters".to_owned(),

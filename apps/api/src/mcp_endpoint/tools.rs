@@ -9,15 +9,14 @@ use actix_web::http::StatusCode;
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde::{Serialize, de::DeserializeOwned};
 use serde_json::{Value, json};
-use tessera_kernel::{FieldError, LocSegment, Scope};
+use tessera_kernel::{DomainError, FieldError, LocSegment, Scope};
 use tessera_wire::v1::chats::CreateCompletion;
 use validator::Validate;
 
 use super::server::Invocation;
 use crate::{
     access::Caller,
-    extract::parse_json,
-    problem::{ApiError, ProblemDetail},
+    problem::ApiError,
     routes::{chats, datasets, files, system_prompts, usage},
 };
 
@@ -194,7 +193,7 @@ pub async fn run(
                 body[name] = value;
             }
             let body: CreateCompletion = parse_value(body)?;
-            let (request, _) = body.into_request().map_err(|error| located(error.into()))?;
+            let (request, _) = body.into_request().map_err(located)?;
             let running = chats::start_completion(state, caller, request).await?;
             output(chats::answer(running).await?)
         }
@@ -254,12 +253,12 @@ fn parse<T: DeserializeOwned + Validate>(arguments: JsonObject) -> Result<T, Api
 }
 
 fn parse_value<T: DeserializeOwned + Validate>(value: Value) -> Result<T, ApiError> {
-    parse_json(value.to_string().as_bytes()).map_err(located)
+    tessera_wire::parse::json(value.to_string().as_bytes()).map_err(|e| located(e).into())
 }
 
 /// Validation failures name `arguments` where the REST twin names its body or query.
-fn located(mut error: ApiError) -> ApiError {
-    if let ProblemDetail::Fields(fields) = &mut error.detail {
+fn located(mut error: DomainError) -> DomainError {
+    if let DomainError::Validation(fields) = &mut error {
         for field in fields {
             if let Some(root @ LocSegment::Field(_)) = field.loc.first_mut() {
                 *root = "arguments".into();
@@ -392,12 +391,12 @@ mod tests {
 
     #[test]
     fn validation_failures_point_at_the_arguments() {
-        let error = located(ApiError::validation(vec![FieldError::new(
+        let error = located(DomainError::Validation(vec![FieldError::new(
             ["query".into(), "limit".into()],
             "x",
             "y",
         )]));
-        let ProblemDetail::Fields(fields) = error.detail else {
+        let DomainError::Validation(fields) = error else {
             panic!()
         };
         assert_eq!(fields[0].loc[0], LocSegment::from("arguments"));

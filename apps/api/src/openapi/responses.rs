@@ -1,5 +1,6 @@
 //! The answers operations share: 401, 403, 404, 413, 415, 422, 429 and 503, declared once
-//! in `components.responses` and referenced where they apply.
+//! in `components.responses` and referenced where they apply (the OpenAI dialect's 401,
+//! 403, 429 and 503 in its own error shape).
 
 use crate::problem::PROBLEM_JSON;
 
@@ -53,9 +54,16 @@ pub fn apply_shared_responses(document: &mut utoipa::openapi::OpenApi) {
             let has_body = operation.request_body.is_some();
             let mut shared = Vec::new();
             if own_dialect {
-                continue;
-            }
-            if authenticated {
+                // The same answers in OpenAI's error shape; the rest are the operation's own.
+                if authenticated {
+                    shared.extend([
+                        ("401", "OpenAiUnauthorized"),
+                        ("403", "OpenAiForbidden"),
+                        ("429", "OpenAiTooManyRequests"),
+                        ("503", "OpenAiServiceUnavailable"),
+                    ]);
+                }
+            } else if authenticated {
                 shared.extend([
                     ("401", "Unauthorized"),
                     ("403", "Forbidden"),
@@ -63,17 +71,17 @@ pub fn apply_shared_responses(document: &mut utoipa::openapi::OpenApi) {
                     ("503", "ServiceUnavailable"),
                 ]);
             }
-            if has_body {
+            if has_body && !own_dialect {
                 shared.extend([
                     ("413", "PayloadTooLarge"),
                     ("415", "UnsupportedMediaType"),
                     ("422", "ValidationFailed"),
                 ]);
             }
-            if has_parameters {
+            if has_parameters && !own_dialect {
                 shared.push(("422", "ValidationFailed"));
             }
-            if has_path {
+            if has_path && !own_dialect {
                 shared.push(("404", "NotFound"));
             }
             for (status, name) in shared {
@@ -100,6 +108,14 @@ fn shared_responses() -> Vec<(&'static str, utoipa::openapi::Response)> {
                 .build(),
         )
     };
+    let openai = |description: &str| {
+        ResponseBuilder::new().description(description).content(
+            "application/json",
+            ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name("OpenAiError")))
+                .build(),
+        )
+    };
     let retry_after = || {
         HeaderBuilder::new()
             .schema(utoipa::openapi::ObjectBuilder::new().schema_type(Type::Integer))
@@ -107,6 +123,26 @@ fn shared_responses() -> Vec<(&'static str, utoipa::openapi::Response)> {
             .build()
     };
     vec![
+        (
+            "OpenAiUnauthorized",
+            openai("Missing, invalid, expired or revoked API key or token").build(),
+        ),
+        (
+            "OpenAiForbidden",
+            openai("The credential lacks the operation's scope (its `security` section)").build(),
+        ),
+        (
+            "OpenAiTooManyRequests",
+            openai("Over the organization's or the principal's rate limit")
+                .header("Retry-After", retry_after())
+                .build(),
+        ),
+        (
+            "OpenAiServiceUnavailable",
+            openai("The database cannot answer now; retry after the given time")
+                .header("Retry-After", retry_after())
+                .build(),
+        ),
         (
             "Unauthorized",
             problem(

@@ -11,12 +11,13 @@ use tessera_wire::v1::api_keys::{ApiKeyOut, ApiKeyPage, CreateApiKey};
 
 use crate::{
     access::Caller,
-    extract::{ValidJson, ValidQuery, page_limit, path_id},
+    extract::{ValidJson, ValidQuery},
     problem::{ApiError, Problem, ValidationProblem},
     state::AppState,
 };
+use tessera_wire::parse::{page_limit, path_id};
 
-fn api_key_id(text: &str) -> Result<ApiKeyId, ApiError> {
+fn api_key_id(text: &str) -> Result<ApiKeyId, DomainError> {
     path_id(text, "API key")
 }
 

@@ -11,11 +11,12 @@ use tessera_wire::v1::artifacts::{ArtifactOut, ArtifactPage, ListArtifacts, summ
 
 use crate::{
     access::Caller,
-    extract::{ValidQuery, page_limit, path_id},
+    extract::ValidQuery,
     problem::{ApiError, Problem, ValidationProblem},
     routes::chats::chat_caller,
     state::AppState,
 };
+use tessera_wire::parse::{page_limit, path_id};
 
 /// No scripts, no plugins, no requests anywhere but inline styles and embedded images,
 /// and a unique origin (`sandbox`): an artifact cannot act on the service's origin.

@@ -8,10 +8,11 @@ use tessera_wire::v1::audit::{AuditEventOut, AuditEventPage, ListAuditEvents};
 
 use crate::{
     access::Caller,
-    extract::{ValidQuery, page_limit},
+    extract::ValidQuery,
     problem::{ApiError, ValidationProblem},
     state::AppState,
 };
+use tessera_wire::parse::page_limit;
 
 /// The organization's audit events, newest first: every change made through the API or the
 /// admin CLI to clients, API keys, models, system prompts, particles, datasets, files,

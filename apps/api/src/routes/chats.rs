@@ -2,37 +2,35 @@
 //! re-attach to, and the chat records (list, get, rename, soft delete, restore). Its bodies
 //! are `tessera_wire::v1::chats`.
 
-use std::str::FromStr;
-
 use actix_web::{
     HttpRequest, HttpResponse, HttpResponseBuilder, delete, get, http::StatusCode, patch, post, web,
 };
 use chrono::Utc;
 use tessera_chats::{
-    Caller as ChatCaller, Chat, ChatError, ChatId, ChatStatus, CompletionRequest, Expansion,
-    GenerationEvent, RelatedModel,
+    Caller as ChatCaller, Chat, ChatError, ChatId, CompletionRequest, Expansion, GenerationEvent,
+    RelatedModel,
 };
-use tessera_kernel::{DomainError, Scope};
-use tessera_models::{ModelError, ProviderError, Usability, Usage};
-use tessera_wire::chat::{SourceOut, TokenUsageOut, ToolCallOut};
+use tessera_kernel::DomainError;
+use tessera_models::{ModelError, ProviderError, Usability};
 use tessera_wire::page::PageOf;
 use tessera_wire::v1::chats::{
-    AnswerOut, ChatOut, ChatParticleOut, ChatSummary, ChatSummaryPage, CompletionOut,
-    ComposedVersionOut, CreateCompletion, ExpandChat, ListChats, MessageOut, RouteOut, UpdateChat,
+    ChatOut, ChatSummary, ChatSummaryPage, CompletionOut, CreateCompletion, ExpandChat, ListChats,
+    MessageOut, UpdateChat,
 };
 use tessera_wire::v1::models::ModelOut;
 
 use crate::{
     access::Caller,
     chat_stream::{self, Encoder, Format, HEARTBEAT},
-    extract::{ValidJson, ValidQuery, expansions, page_limit, path_id},
+    extract::{ValidJson, ValidQuery},
     problem::{ApiError, Problem, ValidationProblem},
     state::AppState,
 };
+use tessera_wire::parse::{expansions, page_limit, path_id};
 
 const EXPANSIONS: &[&str] = &["model", "versions", "particles"];
 
-fn chat_id(text: &str) -> Result<ChatId, ApiError> {
+fn chat_id(text: &str) -> Result<ChatId, DomainError> {
     path_id(text, "chat")
 }
 
@@ -53,20 +51,6 @@ pub fn refuse_when_draining(state: &AppState) -> Result<(), ApiError> {
         .with_retry_after(1));
     }
     Ok(())
-}
-
-/// 403 unless the caller holds `scope`, which `what` needs beyond the route's own scope.
-fn require(caller: &Caller, scope: &str, what: &str) -> Result<(), ApiError> {
-    let allowed = Scope::from_str(scope).is_ok_and(|needed| caller.0.can(&needed));
-    if allowed {
-        Ok(())
-    } else {
-        Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            "insufficient_scope",
-            format!("{what} needs the `{scope}` scope"),
-        ))
-    }
 }
 
 /// The problem a chat failure answers with: provider failures are 502/503/504 with the
@@ -252,9 +236,6 @@ pub(crate) async fn start_completion(
     request: CompletionRequest,
 ) -> Result<Running, ApiError> {
     refuse_when_draining(state)?;
-    if request.messages.iter().any(|m| !m.attachments.is_empty()) {
-        require(caller, "files:read", "attaching files")?;
-    }
     let started = state
         .chats
         .start(&chat_caller(caller), request)
@@ -283,30 +264,13 @@ pub(crate) async fn answer(running: Running) -> Result<CompletionOut, ApiError> 
             return Err(DomainError::internal("the generation ended without an answer").into());
         }
     };
-    let usage = message.usage.as_ref();
-    Ok(CompletionOut {
-        id: running.chat.id.to_string(),
-        message_id: message.id.to_string(),
-        message: AnswerOut {
-            role: "assistant".into(),
-            content: message.content.clone(),
-            tool_calls: message.tool_calls.iter().map(ToolCallOut::from).collect(),
-            reasoning: message.reasoning.clone(),
-            sources: message.sources.iter().map(SourceOut::from).collect(),
-        },
-        usage: usage.map_or_else(
-            || TokenUsageOut::from(&Usage::default()),
-            |u| TokenUsageOut::from(&u.usage),
-        ),
-        finish_reason: usage
-            .map_or("stop", |u| u.finish_reason.as_str())
-            .to_owned(),
-        truncated_messages: running.truncated_messages,
-        route: usage.and_then(|u| u.route.as_ref()).map(RouteOut::from),
-    })
+    Ok(CompletionOut::answered(
+        &running.chat,
+        message,
+        running.truncated_messages,
+    ))
 }
 
-/// Expands a chat's summary as asked.
 /// The `expand[]` values of a request, as the chats domain's expansion.
 fn expansion(query: &str) -> Result<Expansion, ApiError> {
     let expand = expansions(query, EXPANSIONS)?;
@@ -318,6 +282,7 @@ fn expansion(query: &str) -> Result<Expansion, ApiError> {
     })
 }
 
+/// Expands a chat's summary as asked.
 async fn summary(
     state: &AppState,
     chat: Chat,
@@ -333,42 +298,7 @@ async fn summary(
         })
     });
     let composition = related.composition.unwrap_or_default();
-    let versions = expansion.versions.then(|| {
-        composition
-            .iter()
-            .map(|p| ComposedVersionOut {
-                particle_id: p.id.to_string(),
-                particle_version_id: p.version_id.to_string(),
-                version: p.version,
-            })
-            .collect()
-    });
-    let particles = expansion.particles.then(|| {
-        composition
-            .iter()
-            .map(|p| ChatParticleOut {
-                id: p.id.to_string(),
-                category: p.category.as_str().to_owned(),
-                version: p.version,
-                token_count: p.token_count,
-            })
-            .collect()
-    });
-    Ok(ChatSummary {
-        id: chat.id.to_string(),
-        organization_id: chat.organization_id.to_string(),
-        model_id: chat.model.model_id,
-        model,
-        system_prompt_id: chat.model.system_prompt_id.map(|id| id.to_string()),
-        versions,
-        particles,
-        title: chat.title,
-        status: chat.status.map(|s: ChatStatus| s.as_str().to_owned()),
-        error: chat.error,
-        deleted_at: chat.deleted_at,
-        created_at: chat.created_at,
-        updated_at: chat.updated_at,
-    })
+    Ok(ChatSummary::of(chat, model, &composition, expansion))
 }
 
 /// The caller's chats, newest first (every chat of the organization with `chats:admin`).

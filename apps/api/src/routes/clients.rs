@@ -10,12 +10,13 @@ use tessera_wire::v1::clients::{ClientOut, ClientPage, CreateClient};
 
 use crate::{
     access::Caller,
-    extract::{ValidJson, ValidQuery, page_limit, path_id},
+    extract::{ValidJson, ValidQuery},
     problem::{ApiError, Problem, ValidationProblem},
     state::AppState,
 };
+use tessera_wire::parse::{page_limit, path_id};
 
-fn client_id(text: &str) -> Result<ClientId, ApiError> {
+fn client_id(text: &str) -> Result<ClientId, DomainError> {
     path_id(text, "client")
 }
 

@@ -13,13 +13,15 @@ use tessera_wire::v1::files::FileOut;
 
 use crate::{
     access::Caller,
-    extract::{ValidJson, ValidQuery, page_limit, path_id},
+    extract::{ValidJson, ValidQuery},
     problem::{ApiError, Problem, ValidationProblem},
     routes::files::knowledge_caller,
     state::AppState,
 };
+use tessera_kernel::DomainError;
+use tessera_wire::parse::{page_limit, path_id};
 
-fn dataset_id(text: &str) -> Result<DatasetId, ApiError> {
+fn dataset_id(text: &str) -> Result<DatasetId, DomainError> {
     path_id(text, "dataset")
 }
 

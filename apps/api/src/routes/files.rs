@@ -8,7 +8,7 @@ use actix_web::{
     HttpRequest, HttpResponse, delete, get, http::StatusCode, http::header, post, web,
 };
 use futures_util::{StreamExt, TryStreamExt};
-use tessera_kernel::{FieldError, text};
+use tessera_kernel::{DomainError, FieldError, text};
 use tessera_knowledge::{
     DatasetId, FileId, FileStatus, FormatError, KnowledgeCaller, Upload, UploadError,
 };
@@ -20,11 +20,12 @@ use tessera_wire::v1::files::{
 
 use crate::{
     access::Caller,
-    extract::{ValidJson, ValidQuery, page_limit, path_id},
+    extract::{ValidJson, ValidQuery},
     problem::{ApiError, Problem, ValidationProblem},
     routes::artifacts::ARTIFACT_CSP,
     state::AppState,
 };
+use tessera_wire::parse::{page_limit, path_id};
 
 pub fn knowledge_caller(caller: &Caller) -> KnowledgeCaller {
     KnowledgeCaller {
@@ -34,7 +35,7 @@ pub fn knowledge_caller(caller: &Caller) -> KnowledgeCaller {
     }
 }
 
-fn file_id(text: &str) -> Result<FileId, ApiError> {
+fn file_id(text: &str) -> Result<FileId, DomainError> {
     path_id(text, "file")
 }
 
@@ -349,7 +350,7 @@ pub async fn bulk_delete_files(
                 .delete(&who, &id)
                 .await
                 .map_err(ApiError::from),
-            Err(error) => Err(error),
+            Err(error) => Err(ApiError::from(error)),
         };
         match result {
             Ok(()) => out.deleted.push(text),

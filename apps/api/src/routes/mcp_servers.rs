@@ -16,12 +16,13 @@ use tessera_wire::v1::mcp_servers::{
 
 use crate::{
     access::Caller,
-    extract::{ValidJson, ValidQuery, page_limit, path_id},
+    extract::{ValidJson, ValidQuery},
     problem::{ApiError, Problem, ValidationProblem},
     state::AppState,
 };
+use tessera_wire::parse::{page_limit, path_id};
 
-fn server_id(text: &str) -> Result<McpServerId, ApiError> {
+fn server_id(text: &str) -> Result<McpServerId, DomainError> {
     path_id(text, "MCP server")
 }
 

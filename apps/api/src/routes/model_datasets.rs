@@ -9,12 +9,13 @@ use tessera_wire::v1::model_datasets::{CreateDatasetLink, DatasetLinkList, Datas
 
 use crate::{
     access::Caller,
-    extract::{ValidJson, path_id},
+    extract::ValidJson,
     problem::{ApiError, Problem, ValidationProblem},
     state::AppState,
 };
+use tessera_wire::parse::path_id;
 
-fn model_id(text: &str) -> Result<ModelId, ApiError> {
+fn model_id(text: &str) -> Result<ModelId, DomainError> {
     path_id(text, "model")
 }
 

@@ -14,16 +14,17 @@ use tessera_wire::v1::models::{
 
 use crate::{
     access::Caller,
-    extract::{ValidJson, ValidQuery, page_limit, path_id, text_field},
+    extract::{ValidJson, ValidQuery},
     problem::{ApiError, Problem, ValidationProblem},
     state::AppState,
 };
+use tessera_wire::parse::{page_limit, path_id, text_field};
 
-fn model_id(text: &str) -> Result<ModelId, ApiError> {
+fn model_id(text: &str) -> Result<ModelId, DomainError> {
     path_id(text, "model")
 }
 
-fn description(text: Option<&str>) -> Result<Option<Description>, ApiError> {
+fn description(text: Option<&str>) -> Result<Option<Description>, DomainError> {
     text.map(|d| text_field("description", d, Description::parse))
         .transpose()
 }

@@ -14,12 +14,13 @@ use tessera_wire::v1::particles::{
 
 use crate::{
     access::Caller,
-    extract::{ValidJson, ValidQuery, page_limit, path_id, text_field},
+    extract::{ValidJson, ValidQuery},
     problem::{ApiError, Problem, ValidationProblem},
     state::AppState,
 };
+use tessera_wire::parse::{page_limit, path_id, text_field};
 
-fn particle_id(text: &str) -> Result<ParticleId, ApiError> {
+fn particle_id(text: &str) -> Result<ParticleId, DomainError> {
     path_id(text, "particle")
 }
 

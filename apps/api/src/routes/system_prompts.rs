@@ -16,16 +16,17 @@ use tessera_wire::v1::system_prompts::{
 
 use crate::{
     access::Caller,
-    extract::{ValidJson, ValidQuery, expansions, page_limit, path_id, text_field},
+    extract::{ValidJson, ValidQuery},
     problem::{ApiError, Problem, ValidationProblem},
     state::AppState,
 };
+use tessera_wire::parse::{expansions, page_limit, path_id, text_field};
 
-fn prompt_id(text: &str) -> Result<SystemPromptId, ApiError> {
+fn prompt_id(text: &str) -> Result<SystemPromptId, DomainError> {
     path_id(text, "system prompt")
 }
 
-fn association_id(text: &str) -> Result<AssociationId, ApiError> {
+fn association_id(text: &str) -> Result<AssociationId, DomainError> {
     path_id(text, "particle placement")
 }
 

@@ -11,10 +11,11 @@ use tessera_wire::v1::usage::{UsageOut, UsageQuery};
 
 use crate::{
     access::Caller,
-    extract::{ValidQuery, page_limit},
+    extract::ValidQuery,
     problem::{ApiError, Problem, ValidationProblem},
     state::AppState,
 };
+use tessera_wire::parse::page_limit;
 
 /// The values of the repeatable `groupBy` query parameter (`groupBy[]` is accepted too).
 fn group_by(query: &str) -> Vec<String> {

@@ -11,12 +11,14 @@ use tessera_wire::v1::webhooks::{
 
 use crate::{
     access::Caller,
-    extract::{ValidJson, ValidQuery, page_limit, path_id},
+    extract::{ValidJson, ValidQuery},
     problem::{ApiError, Problem, ValidationProblem},
     state::AppState,
 };
+use tessera_kernel::DomainError;
+use tessera_wire::parse::{page_limit, path_id};
 
-fn webhook_id(text: &str) -> Result<WebhookId, ApiError> {
+fn webhook_id(text: &str) -> Result<WebhookId, DomainError> {
     path_id(text, "webhook")
 }
 

@@ -31,7 +31,7 @@ pub fn incoming(headers: &HeaderMap) -> Context {
 /// The headers that continue the current span's trace in another service (a
 /// [`tessera_kernel::TraceHeaders`]); none when traces are not exported.
 pub fn outgoing() -> Vec<(&'static str, String)> {
-    if !super::exporting() {
+    if !tessera_traces_otlp::exporting() {
         return Vec::new();
     }
     let context = tracing::Span::current().context();

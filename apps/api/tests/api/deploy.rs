@@ -114,9 +114,10 @@ fn repo_file(relative: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// The metrics the service declares, read as text from `apps/api/src/metrics/names.rs` (and
-/// the store's constant it refers to), so that renaming a metric there breaks the dashboard
-/// check instead of leaving a panel that shows nothing.
+/// The metrics the service declares, read as text from
+/// `crates/metrics-prometheus/src/names.rs` (and any store constant it refers to), so that
+/// renaming a metric there breaks the dashboard check instead of leaving a panel that shows
+/// nothing.
 struct Declared {
     /// Every exported name (`tessera_chat_completions_total`, `gen_ai_client_token_usage`...).
     names: std::collections::BTreeSet<String>,
@@ -167,7 +168,7 @@ fn declared_metrics() -> Declared {
     );
     let mut by_constant = std::collections::BTreeMap::new();
     let mut histogram_constants = Vec::new();
-    for (name, ty, value) in constants(&repo_file("apps/api/src/metrics/names.rs")) {
+    for (name, ty, value) in constants(&repo_file("crates/metrics-prometheus/src/names.rs")) {
         if ty == "&str" {
             let metric = string_literal(&value)
                 .or_else(|| {

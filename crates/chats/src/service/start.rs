@@ -66,6 +66,7 @@ impl ChatService {
         request: CompletionRequest,
         span: tracing::Span,
     ) -> Result<Started, ChatError> {
+        caller.may_attach(&request.messages)?;
         let plan = self.admission.admit(&caller.organization).await?;
         let (existing, resolved) = self.chat_and_model(caller, &request, plan).await?;
         if let Some(chat) = &existing {

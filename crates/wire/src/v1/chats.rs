@@ -7,9 +7,10 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tessera_chats::{Attachment, ChatId, CompletionRequest, Message, NewMessage};
+use tessera_chats::{Attachment, Chat, ChatId, CompletionRequest, Expansion, Message, NewMessage};
 use tessera_kernel::DomainError;
-use tessera_models::{JsonSchemaFormat, Role, Route, ToolCall, ToolSpec};
+use tessera_models::{JsonSchemaFormat, Role, Route, ToolCall, ToolSpec, Usage};
+use tessera_prompts::ComposedParticle;
 use utoipa::{IntoParams, ToSchema};
 use validator::Validate;
 
@@ -337,6 +338,34 @@ pub struct CompletionOut {
     pub route: Option<RouteOut>,
 }
 
+impl CompletionOut {
+    /// The answer `message` of a completion on `chat`, with how many earlier messages were
+    /// left out to fit the context window.
+    pub fn answered(chat: &Chat, message: &Message, truncated_messages: usize) -> Self {
+        let usage = message.usage.as_ref();
+        Self {
+            id: chat.id.to_string(),
+            message_id: message.id.to_string(),
+            message: AnswerOut {
+                role: "assistant".into(),
+                content: message.content.clone(),
+                tool_calls: message.tool_calls.iter().map(ToolCallOut::from).collect(),
+                reasoning: message.reasoning.clone(),
+                sources: message.sources.iter().map(SourceOut::from).collect(),
+            },
+            usage: usage.map_or_else(
+                || TokenUsageOut::from(&Usage::default()),
+                |u| TokenUsageOut::from(&u.usage),
+            ),
+            finish_reason: usage
+                .map_or("stop", |u| u.finish_reason.as_str())
+                .to_owned(),
+            truncated_messages,
+            route: usage.and_then(|u| u.route.as_ref()).map(RouteOut::from),
+        }
+    }
+}
+
 /// A stored message.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -447,6 +476,58 @@ pub struct ChatOut {
     #[serde(flatten)]
     pub chat: ChatSummary,
     pub messages: Vec<MessageOut>,
+}
+
+impl ChatSummary {
+    /// `chat` with what the reader asked to expand: its model as it is now (already
+    /// mapped) and its system prompt's composition, shown as versions and/or particles.
+    pub fn of(
+        chat: Chat,
+        model: Option<Option<ModelOut>>,
+        composition: &[ComposedParticle],
+        expansion: Expansion,
+    ) -> Self {
+        let versions = (expansion.versions)
+            .then(|| composition.iter().map(ComposedVersionOut::from).collect());
+        let particles =
+            (expansion.particles).then(|| composition.iter().map(ChatParticleOut::from).collect());
+        Self {
+            id: chat.id.to_string(),
+            organization_id: chat.organization_id.to_string(),
+            model_id: chat.model.model_id,
+            model,
+            system_prompt_id: chat.model.system_prompt_id.map(|id| id.to_string()),
+            versions,
+            particles,
+            title: chat.title,
+            status: chat.status.map(|status| status.as_str().to_owned()),
+            error: chat.error,
+            deleted_at: chat.deleted_at,
+            created_at: chat.created_at,
+            updated_at: chat.updated_at,
+        }
+    }
+}
+
+impl From<&ComposedParticle> for ComposedVersionOut {
+    fn from(particle: &ComposedParticle) -> Self {
+        Self {
+            particle_id: particle.id.to_string(),
+            particle_version_id: particle.version_id.to_string(),
+            version: particle.version,
+        }
+    }
+}
+
+impl From<&ComposedParticle> for ChatParticleOut {
+    fn from(particle: &ComposedParticle) -> Self {
+        Self {
+            id: particle.id.to_string(),
+            category: particle.category.as_str().to_owned(),
+            version: particle.version,
+            token_count: particle.token_count,
+        }
+    }
 }
 
 paged!(ChatSummary => ChatSummaryPage, "A page of chats.");

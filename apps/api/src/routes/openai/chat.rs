@@ -54,7 +54,6 @@ fn completion_error(error: ChatError, model: &str, positions: &[usize]) -> ApiEr
         (status = 200, description = "The completion; with `stream: true`, `text/event-stream` of `chat.completion.chunk` objects", body = ChatCompletion,
             headers(("X-Chat-Id" = String, description = "With `store: true`: the chat that keeps the exchange"))),
         (status = 400, description = "Invalid or unsupported parameters (`param` names the first)", body = OpenAiError),
-        (status = 401, description = "Missing, invalid, expired or revoked API key or token", body = OpenAiError),
         (status = 403, description = "The credential lacks `chats:invoke`, or the model needs another plan", body = OpenAiError),
         (status = 404, description = "No such model (`model_not_found`)", body = OpenAiError),
         (status = 409, description = "The model is disabled (`model_disabled`)", body = OpenAiError),

@@ -21,10 +21,7 @@ use crate::{access::Caller, extract::ValidJson, problem::ApiError, state::AppSta
     responses(
         (status = 200, description = "The embeddings", body = EmbeddingList),
         (status = 400, description = "Invalid input, token arrays, or `dimensions` the model cannot make", body = OpenAiError),
-        (status = 401, description = "Missing, invalid, expired or revoked API key or token", body = OpenAiError),
-        (status = 403, description = "The credential lacks `chats:invoke`", body = OpenAiError),
         (status = 404, description = "Not the embedding model (`model_not_found`)", body = OpenAiError),
-        (status = 429, description = "Rate limited (`Retry-After`)", body = OpenAiError),
         (status = 503, description = "No embedding model is loaded, or it is unavailable", body = OpenAiError)
     )
 )]

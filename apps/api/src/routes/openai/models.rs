@@ -59,11 +59,7 @@ async fn all_models(
     tag = "OpenAI",
     operation_id = "openaiListModels",
     responses(
-        (status = 200, description = "The models", body = OpenAiModelList),
-        (status = 401, description = "Missing, invalid, expired or revoked API key or token", body = OpenAiError),
-        (status = 403, description = "The credential lacks `models:read`", body = OpenAiError),
-        (status = 429, description = "Rate limited (`Retry-After`)", body = OpenAiError),
-        (status = 503, description = "The database cannot answer; retry (`Retry-After`)", body = OpenAiError)
+        (status = 200, description = "The models", body = OpenAiModelList)
     )
 )]
 #[get("/openai/v1/models")]
@@ -83,11 +79,7 @@ pub async fn list_models(
     params(("model" = String, Path, description = "A model id")),
     responses(
         (status = 200, description = "The model", body = OpenAiModel),
-        (status = 401, description = "Missing, invalid, expired or revoked API key or token", body = OpenAiError),
-        (status = 403, description = "The credential lacks `models:read`", body = OpenAiError),
-        (status = 404, description = "No such model (`model_not_found`)", body = OpenAiError),
-        (status = 429, description = "Rate limited (`Retry-After`)", body = OpenAiError),
-        (status = 503, description = "The database cannot answer; retry (`Retry-After`)", body = OpenAiError)
+        (status = 404, description = "No such model (`model_not_found`)", body = OpenAiError)
     )
 )]
 #[get("/openai/v1/models/{model:.+}")]

@@ -98,7 +98,6 @@ async fn check_latest(
     operation_id = "openaiCreateResponse",
     request_body = CreateResponse,
     responses(
-        (status = 401, description = "Missing, invalid, expired or revoked API key or token", body = OpenAiError),
         (status = 403, description = "The credential lacks `chats:invoke`, or the model needs another plan", body = OpenAiError),
         (status = 200, description = "The response (`object: response`); with `stream: true`, `text/event-stream` of Responses events", body = serde_json::Value),
         (status = 400, description = "Invalid or unsupported parameters (`param` names the first)", body = OpenAiError),
@@ -208,14 +207,10 @@ async fn record_of(
     operation_id = "openaiGetResponse",
     params(("response_id" = String, Path, description = "The response id (`resp_…`)"), RetrieveResponse),
     responses(
-        (status = 401, description = "Missing, invalid, expired or revoked API key or token", body = OpenAiError),
-        (status = 403, description = "The credential lacks `chats:read`", body = OpenAiError),
         (status = 200, description = "The response; with `stream=true`, `text/event-stream` of its events", body = serde_json::Value),
         (status = 400, description = "Invalid `stream` or `starting_after`", body = OpenAiError),
         (status = 404, description = "No such response in the organization (or it was not stored)", body = OpenAiError),
-        (status = 409, description = "`stream=true` for a response that generates on another instance", body = OpenAiError),
-        (status = 429, description = "Rate limited (`Retry-After`)", body = OpenAiError),
-        (status = 503, description = "The database cannot answer; retry (`Retry-After`)", body = OpenAiError)
+        (status = 409, description = "`stream=true` for a response that generates on another instance", body = OpenAiError)
     )
 )]
 #[get("/openai/v1/responses/{response_id}")]
@@ -274,12 +269,8 @@ pub async fn get_response(
     responses(
         (status = 200, description = "The response, `cancelled`", body = serde_json::Value),
         (status = 400, description = "The response is already finished (`response_finished`)", body = OpenAiError),
-        (status = 401, description = "Missing, invalid, expired or revoked API key or token", body = OpenAiError),
-        (status = 403, description = "The credential lacks `chats:invoke`", body = OpenAiError),
         (status = 404, description = "No such response in the organization", body = OpenAiError),
-        (status = 409, description = "The response generates on another instance", body = OpenAiError),
-        (status = 429, description = "Rate limited (`Retry-After`)", body = OpenAiError),
-        (status = 503, description = "The database cannot answer; retry (`Retry-After`)", body = OpenAiError)
+        (status = 409, description = "The response generates on another instance", body = OpenAiError)
     )
 )]
 #[post("/openai/v1/responses/{response_id}/cancel")]
@@ -336,13 +327,9 @@ pub async fn cancel_response(
     operation_id = "openaiListResponseInputItems",
     params(("response_id" = String, Path, description = "The response id (`resp_…`)"), ListInputItems),
     responses(
-        (status = 401, description = "Missing, invalid, expired or revoked API key or token", body = OpenAiError),
-        (status = 403, description = "The credential lacks `chats:read`", body = OpenAiError),
         (status = 200, description = "`object: list` of input items with `first_id`, `last_id`, `has_more`", body = serde_json::Value),
         (status = 400, description = "Invalid `limit`, `order`, `after` or `before`", body = OpenAiError),
-        (status = 404, description = "No such response in the organization", body = OpenAiError),
-        (status = 429, description = "Rate limited (`Retry-After`)", body = OpenAiError),
-        (status = 503, description = "The database cannot answer; retry (`Retry-After`)", body = OpenAiError)
+        (status = 404, description = "No such response in the organization", body = OpenAiError)
     )
 )]
 #[get("/openai/v1/responses/{response_id}/input_items")]
@@ -369,12 +356,8 @@ pub async fn list_input_items(
     operation_id = "openaiDeleteResponse",
     params(("response_id" = String, Path, description = "The response id (`resp_…`)")),
     responses(
-        (status = 401, description = "Missing, invalid, expired or revoked API key or token", body = OpenAiError),
-        (status = 403, description = "The credential lacks `chats:delete`", body = OpenAiError),
         (status = 200, description = "Deleted (`object: response.deleted`)", body = serde_json::Value),
-        (status = 404, description = "No such response in the organization", body = OpenAiError),
-        (status = 429, description = "Rate limited (`Retry-After`)", body = OpenAiError),
-        (status = 503, description = "The database cannot answer; retry (`Retry-After`)", body = OpenAiError)
+        (status = 404, description = "No such response in the organization", body = OpenAiError)
     )
 )]
 #[delete("/openai/v1/responses/{response_id}")]

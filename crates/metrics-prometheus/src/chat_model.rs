@@ -181,3 +181,157 @@ impl Stream for MeteredStream {
         polled
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use async_trait::async_trait;
+    use futures_util::{StreamExt as _, stream};
+    use tessera_models::{
+        Capabilities, ChatEvent, ChatModel, ChatRequest, ChatStream, FinishReason, ProviderError,
+        Usage,
+    };
+    use tessera_prompts::TokenCounter;
+
+    use super::MeteredChatModel;
+    use crate::tests::{ready, recorder, recording};
+
+    struct Words;
+
+    impl TokenCounter for Words {
+        fn encoding(&self) -> &str {
+            "words"
+        }
+
+        fn count(&self, text: &str) -> u32 {
+            text.split_whitespace().count() as u32
+        }
+    }
+
+    /// Answers with `events`, or refuses to start with `refusal`.
+    struct Scripted {
+        events: Vec<Result<ChatEvent, ProviderError>>,
+        refusal: Option<ProviderError>,
+    }
+
+    #[async_trait]
+    impl ChatModel for Scripted {
+        fn capabilities(&self) -> Capabilities {
+            Capabilities::default()
+        }
+
+        fn tokenizer(&self) -> Arc<dyn TokenCounter> {
+            Arc::new(Words)
+        }
+
+        async fn stream(&self, _request: ChatRequest) -> Result<ChatStream, ProviderError> {
+            match &self.refusal {
+                Some(error) => Err(error.clone()),
+                None => Ok(Box::pin(stream::iter(self.events.clone()))),
+            }
+        }
+    }
+
+    fn metered(events: Vec<Result<ChatEvent, ProviderError>>) -> MeteredChatModel {
+        let inner = Scripted {
+            events,
+            refusal: None,
+        };
+        MeteredChatModel::new(Arc::new(inner), "base/model", "acme")
+    }
+
+    const LABELS: &str = r#"gen_ai_request_model="base/model",gen_ai_provider_name="acme""#;
+
+    #[test]
+    fn a_finished_answer_counts_its_completion_and_tokens() {
+        let model = metered(vec![
+            Ok(ChatEvent::TextDelta("hello".into())),
+            Ok(ChatEvent::Finish {
+                reason: FinishReason::Stop,
+                usage: Usage {
+                    input_tokens: 12,
+                    output_tokens: 7,
+                    reasoning_tokens: 3,
+                },
+            }),
+        ]);
+        let recorder = recorder();
+        let text = recording(&recorder, || {
+            let answer = ready(model.stream(ChatRequest::default())).unwrap();
+            assert_eq!(ready(answer.collect::<Vec<_>>()).len(), 2);
+        });
+        for line in [
+            format!(r#"tessera_chat_completions_total{{{LABELS},outcome="finished"}} 1"#),
+            format!(r#"tessera_chat_reasoning_tokens_total{{{LABELS}}} 3"#),
+            format!(r#"gen_ai_client_token_usage_sum{{{LABELS},gen_ai_token_type="input"}} 12"#),
+            format!(r#"gen_ai_client_token_usage_sum{{{LABELS},gen_ai_token_type="output"}} 7"#),
+            format!(
+                r#"gen_ai_client_operation_duration_seconds_count{{{LABELS},gen_ai_operation_name="chat"}} 1"#
+            ),
+            format!(r#"gen_ai_server_time_to_first_token_seconds_count{{{LABELS}}} 1"#),
+            "tessera_generations_in_flight 0".to_owned(),
+        ] {
+            assert!(text.lines().any(|l| l == line), "no `{line}` in:\n{text}");
+        }
+    }
+
+    #[test]
+    fn a_refused_call_is_an_error_of_its_type() {
+        let inner = Scripted {
+            events: Vec::new(),
+            refusal: Some(ProviderError::Timeout),
+        };
+        let model = MeteredChatModel::new(Arc::new(inner), "base/model", "acme");
+        let recorder = recorder();
+        let text = recording(&recorder, || {
+            assert!(ready(model.stream(ChatRequest::default())).is_err());
+        });
+        for line in [
+            format!(r#"tessera_chat_completions_total{{{LABELS},outcome="error"}} 1"#),
+            format!(
+                r#"gen_ai_client_operation_duration_seconds_count{{{LABELS},gen_ai_operation_name="chat",error_type="timeout"}} 1"#
+            ),
+            "tessera_generations_in_flight 0".to_owned(),
+        ] {
+            assert!(text.lines().any(|l| l == line), "no `{line}` in:\n{text}");
+        }
+        assert!(!text.contains("gen_ai_client_token_usage"), "{text}");
+    }
+
+    #[test]
+    fn an_answer_dropped_unfinished_is_cancelled() {
+        let model = metered(vec![
+            Ok(ChatEvent::TextDelta("hel".into())),
+            Ok(ChatEvent::TextDelta("lo".into())),
+        ]);
+        let recorder = recorder();
+        let text = recording(&recorder, || {
+            let mut answer = ready(model.stream(ChatRequest::default())).unwrap();
+            assert!(ready(answer.next()).is_some());
+        });
+        for line in [
+            format!(r#"tessera_chat_completions_total{{{LABELS},outcome="cancelled"}} 1"#),
+            format!(
+                r#"gen_ai_client_operation_duration_seconds_count{{{LABELS},gen_ai_operation_name="chat",error_type="cancelled"}} 1"#
+            ),
+            "tessera_generations_in_flight 0".to_owned(),
+        ] {
+            assert!(text.lines().any(|l| l == line), "no `{line}` in:\n{text}");
+        }
+    }
+
+    #[test]
+    fn a_stream_that_ends_without_a_finish_is_an_upstream_error() {
+        let model = metered(vec![Ok(ChatEvent::TextDelta("hel".into()))]);
+        let recorder = recorder();
+        let text = recording(&recorder, || {
+            let answer = ready(model.stream(ChatRequest::default())).unwrap();
+            ready(answer.collect::<Vec<_>>());
+        });
+        let line = format!(
+            r#"gen_ai_client_operation_duration_seconds_count{{{LABELS},gen_ai_operation_name="chat",error_type="upstream"}} 1"#
+        );
+        assert!(text.lines().any(|l| l == line), "no `{line}` in:\n{text}");
+    }
+}

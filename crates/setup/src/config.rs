@@ -13,7 +13,6 @@ use std::{
 };
 
 use serde::Deserialize;
-use tessera_embed_local::Precision;
 use tessera_store::DatabaseUrl;
 
 const ENV_PREFIX: &str = "TESSERA_";
@@ -58,6 +57,33 @@ impl FromStr for LogFormat {
             "text" => Ok(Self::Text),
             "json" => Ok(Self::Json),
             other => Err(format!("expected `text` or `json`, got `{other}`")),
+        }
+    }
+}
+
+/// The embedded embedding model's arithmetic (`knowledge.embedding_precision`), as the
+/// settings spell it; the app turns it into the embedder's own precision where it builds
+/// the embedder, so the settings need no inference library.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EmbeddingPrecision {
+    /// 8-bit dense layers where the CPU has AVX-512 VNNI, `f32` elsewhere.
+    #[default]
+    Auto,
+    /// `f32` throughout: the reference model's vectors to float rounding.
+    F32,
+    /// 8-bit everywhere; without VNNI a portable kernel computes the same vectors slowly.
+    Int8,
+}
+
+impl FromStr for EmbeddingPrecision {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "auto" => Ok(Self::Auto),
+            "f32" => Ok(Self::F32),
+            "int8" => Ok(Self::Int8),
+            other => Err(format!("expected `auto`, `f32` or `int8`, got `{other}`")),
         }
     }
 }
@@ -328,7 +354,7 @@ pub struct KnowledgeSettings {
     /// AVX-512 VNNI, about 2.4× the throughput; f32 elsewhere), `f32` (the reference
     /// model's vectors exactly) or `int8` (decision 0021).
     #[serde(deserialize_with = "lenient::parse")]
-    pub embedding_precision: Precision,
+    pub embedding_precision: EmbeddingPrecision,
     /// The most tokens one chunk holds.
     #[serde(deserialize_with = "lenient::parse")]
     pub chunk_tokens: usize,
@@ -369,7 +395,7 @@ impl Default for KnowledgeSettings {
             embedding_dimensions: None,
             embedding_api_key_env: None,
             embedding_batch_size: 64,
-            embedding_precision: Precision::Auto,
+            embedding_precision: EmbeddingPrecision::Auto,
             chunk_tokens: 200,
             chunk_overlap_tokens: 30,
             max_attempts: 5,
@@ -1337,6 +1363,38 @@ mod tests {
         ));
         assert!(
             message.starts_with("config key `knowledge.qdrant_url`"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn the_embedding_precision_is_read_as_spelled() {
+        let settings = Settings::load_from(None, env(&[])).unwrap();
+        assert_eq!(
+            settings.knowledge.embedding_precision,
+            EmbeddingPrecision::Auto
+        );
+        let settings = load_toml("[knowledge]\nembedding_precision = \"f32\"\n", &[]).unwrap();
+        assert_eq!(
+            settings.knowledge.embedding_precision,
+            EmbeddingPrecision::F32
+        );
+        let settings = Settings::load_from(
+            None,
+            env(&[("TESSERA_KNOWLEDGE__EMBEDDING_PRECISION", "int8")]),
+        )
+        .unwrap();
+        assert_eq!(
+            settings.knowledge.embedding_precision,
+            EmbeddingPrecision::Int8
+        );
+        let message = error_of(Settings::load_from(
+            None,
+            env(&[("TESSERA_KNOWLEDGE__EMBEDDING_PRECISION", "fp16")]),
+        ));
+        assert!(
+            message.starts_with("config key `knowledge.embedding_precision`")
+                && message.contains("expected `auto`, `f32` or `int8`, got `fp16`"),
             "{message}"
         );
     }

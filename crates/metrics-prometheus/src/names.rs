@@ -48,8 +48,10 @@ pub const DB_CONNECTIONS: &str = "db_client_connection_count";
 pub const DB_CONNECTIONS_MAX: &str = "db_client_connection_max";
 /// `db.client.connection.pending_requests`: requests waiting for a connection.
 pub const DB_PENDING_REQUESTS: &str = "db_client_connection_pending_requests";
-/// `db.client.connection.wait_time` (recorded by the store).
-pub const DB_WAIT_TIME: &str = tessera_store::CONNECTION_WAIT_TIME;
+/// `db.client.connection.wait_time`, recorded by the store under this name (its
+/// `tessera_store::CONNECTION_WAIT_TIME`; written out here so that metrics need no storage
+/// adapter, and checked equal by the app).
+pub const DB_WAIT_TIME: &str = "db_client_connection_wait_time_seconds";
 
 /// Embedding batches by `outcome` (`ok`, `error`).
 pub const EMBEDDING_BATCHES: &str = "tessera_embedding_batches_total";
@@ -180,4 +182,22 @@ pub fn describe() {
         "Duration of embedding batches."
     );
     describe_gauge!(BUILD_INFO, "Always 1; the build's version is its label.");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_histogram_is_listed_once_with_rising_buckets() {
+        let mut seen = std::collections::BTreeSet::new();
+        for (name, buckets) in HISTOGRAMS {
+            assert!(seen.insert(*name), "{name} is listed twice");
+            assert!(!buckets.is_empty(), "{name} has no buckets");
+            assert!(
+                buckets.windows(2).all(|pair| pair[0] < pair[1]),
+                "{name}'s buckets do not rise: {buckets:?}"
+            );
+        }
+    }
 }

@@ -17,6 +17,9 @@ pub struct OtlpHttpClient {
 
 impl OtlpHttpClient {
     pub fn new(runtime: Handle) -> Result<Self, String> {
+        // reqwest's rustls backend needs a process-wide crypto provider; keep the one the
+        // process installed, or install the same one the API does.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let client = reqwest::Client::builder()
             .timeout(EXPORT_TIMEOUT)
             .build()

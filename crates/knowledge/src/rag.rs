@@ -1,12 +1,14 @@
-//! Retrieval-augmented generation, wired across domains: the chats domain's [`Retriever`]
-//! reads a model's dataset links (models domain) and searches or reads those datasets
-//! (knowledge domain); the models domain's [`DatasetDirectory`] answers from the knowledge
-//! domain whether a dataset exists and how large it is.
+//! Knowledge for the other domains (the `rag` feature): the chats domain's [`Retriever`]
+//! reads a model's dataset links (models domain) and searches or reads those datasets; the
+//! models domain's [`DatasetDirectory`](tessera_models::DatasetDirectory) answers whether a
+//! dataset exists and how large it is. A service that embeds chats with retrieval-augmented
+//! generation takes these instead of writing them again.
 
 use async_trait::async_trait;
 use tessera_chats::{RetrievalQuery, Retrieved, Retriever, Source, SourceLocation};
 use tessera_kernel::{DomainError, OrganizationId};
-use tessera_knowledge::{
+
+use crate::{
     ChunkLocation, DatasetId, DatasetService, FileId, KnowledgeCaller, MAX_QUERY_CHARS, SearchMode,
     SearchRequest,
 };

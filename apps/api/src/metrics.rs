@@ -1,15 +1,16 @@
-//! The plain-HTTP listener that serves `GET /metrics` in the Prometheus text format, apart
-//! from the API's TLS listener so that scrapers need neither a certificate nor a token (bind
-//! it to an address only they reach).
+//! Prometheus metrics (`tessera-metrics-prometheus`) on a listener of their own
+//! (`metrics.listen`, plain HTTP, `GET /metrics`), apart from the API's TLS listener so that
+//! scrapers need neither a certificate nor a token (bind it to an address only they reach).
+//! With `metrics.listen = ""` the recorder is never installed and recording costs nothing.
+//! What cannot be counted as it happens (the pool's occupancy, the work queued in the
+//! database, the deployments' circuits) is read here when Prometheus scrapes.
 
 use std::net::{SocketAddr, TcpListener};
 
 use actix_web::{App, HttpResponse, dev::ServerHandle, web};
-use metrics_exporter_prometheus::PrometheusHandle;
+use tessera_metrics_prometheus::{PrometheusHandle, names};
 use tessera_models::ModelService;
 use tessera_store::Database;
-
-use super::names;
 
 /// What a scrape reads besides the recorded metrics.
 #[derive(Clone)]
@@ -45,7 +46,7 @@ impl MetricsListener {
         models: Option<ModelService>,
     ) -> std::io::Result<MetricsServer> {
         let scrape = Scrape {
-            handle: super::install().map_err(std::io::Error::other)?,
+            handle: tessera_metrics_prometheus::install().map_err(std::io::Error::other)?,
             database,
             models,
         };
@@ -140,5 +141,15 @@ async fn sample(database: &Database) {
                 .set(backlog.webhook_deliveries_pending as f64);
         }
         Err(error) => tracing::warn!(%error, "metrics: the database backlog could not be read"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tessera_metrics_prometheus::names;
+
+    #[test]
+    fn the_pool_wait_is_declared_under_the_name_the_store_records() {
+        assert_eq!(names::DB_WAIT_TIME, tessera_store::CONNECTION_WAIT_TIME);
     }
 }

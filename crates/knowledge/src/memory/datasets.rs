@@ -1,0 +1,254 @@
+//! The in-memory `DatasetStore`: datasets, their files and snapshots.
+
+use std::collections::{BTreeMap, btree_map::Entry};
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use tessera_kernel::{AuditRecord, DomainError, OrganizationId, PageRequest};
+
+use super::{
+    DatasetChange, DatasetUpdated, InMemoryKnowledgeStore, KnowledgeEvent, State, StoredDataset,
+    already_exists, newest_first,
+};
+use crate::{Dataset, DatasetFile, DatasetId, DatasetStore, FileId, Snapshot};
+
+impl StoredDataset {
+    /// Adds `file` to or removes it from the dataset when that changes its files: the
+    /// version counts up and the change keeps its event (in `events`). Whether it changed.
+    fn change_files(
+        &mut self,
+        change: DatasetChange,
+        file: &FileId,
+        at: DateTime<Utc>,
+        events: &mut Vec<KnowledgeEvent>,
+    ) -> bool {
+        let changed = match change {
+            DatasetChange::FileAdded => match self.files.entry(file.clone()) {
+                Entry::Occupied(_) => false,
+                Entry::Vacant(entry) => {
+                    entry.insert(at);
+                    true
+                }
+            },
+            DatasetChange::FileRemoved => self.files.remove(file).is_some(),
+        };
+        if changed {
+            self.dataset.version += 1;
+            self.dataset.updated_at = at;
+            events.push(KnowledgeEvent::DatasetUpdated(DatasetUpdated {
+                organization: self.dataset.organization.clone(),
+                dataset: self.dataset.id.clone(),
+                version: self.dataset.version,
+                change,
+                file: file.clone(),
+                at,
+            }));
+        }
+        changed
+    }
+}
+
+#[async_trait]
+impl DatasetStore for InMemoryKnowledgeStore {
+    async fn insert(&self, dataset: &Dataset, audit: &AuditRecord) -> Result<(), DomainError> {
+        self.with(|state| {
+            if state.datasets.contains_key(&dataset.id) {
+                return Err(already_exists(format!(
+                    "dataset {} already exists",
+                    dataset.id
+                )));
+            }
+            let stored = StoredDataset {
+                dataset: dataset.clone(),
+                files: BTreeMap::new(),
+                snapshots: BTreeMap::new(),
+            };
+            state.datasets.insert(dataset.id.clone(), stored);
+            state.audit.push(audit.clone());
+            Ok(())
+        })
+    }
+
+    async fn get(
+        &self,
+        organization: &OrganizationId,
+        id: &DatasetId,
+    ) -> Result<Option<Dataset>, DomainError> {
+        Ok(self.with(|state| state.dataset(organization, id).map(StoredDataset::read)))
+    }
+
+    async fn list(
+        &self,
+        organization: &OrganizationId,
+        page: &PageRequest<DatasetId>,
+    ) -> Result<Vec<Dataset>, DomainError> {
+        Ok(self.with(|state| {
+            let of_organization = (state.datasets.iter()).filter(|(_, d)| d.of(organization));
+            newest_first(of_organization, page)
+                .map(|(_, dataset)| dataset.read())
+                .collect()
+        }))
+    }
+
+    async fn count(&self, organization: &OrganizationId) -> Result<u64, DomainError> {
+        Ok(self.with(|state| {
+            (state.datasets.values())
+                .filter(|dataset| dataset.of(organization))
+                .count() as u64
+        }))
+    }
+
+    async fn update(&self, dataset: &Dataset, audit: &AuditRecord) -> Result<bool, DomainError> {
+        Ok(self.with(|state| {
+            let Some(stored) = (state.datasets.get_mut(&dataset.id))
+                .filter(|stored| stored.of(&dataset.organization))
+            else {
+                return false;
+            };
+            stored.dataset.name = dataset.name.clone();
+            stored.dataset.description = dataset.description.clone();
+            stored.dataset.updated_at = dataset.updated_at;
+            state.audit.push(audit.clone());
+            true
+        }))
+    }
+
+    async fn delete(
+        &self,
+        organization: &OrganizationId,
+        id: &DatasetId,
+        audit: &AuditRecord,
+    ) -> Result<Option<Vec<FileId>>, DomainError> {
+        Ok(self.with(|state| {
+            state.dataset(organization, id)?;
+            // Its files and snapshots go with it.
+            let stored = state.datasets.remove(id)?;
+            state.audit.push(audit.clone());
+            Some(stored.files.into_keys().collect())
+        }))
+    }
+
+    async fn add_file(
+        &self,
+        organization: &OrganizationId,
+        dataset: &DatasetId,
+        file: &FileId,
+        at: DateTime<Utc>,
+        audit: &AuditRecord,
+    ) -> Result<(Dataset, bool), DomainError> {
+        self.with(|state| {
+            if state.file(organization, file).is_none() {
+                return Err(DomainError::not_found("file", file));
+            }
+            let State {
+                datasets,
+                events,
+                audit: audited,
+                ..
+            } = state;
+            let Some(stored) = (datasets.get_mut(dataset)).filter(|d| d.of(organization)) else {
+                return Err(DomainError::not_found("dataset", dataset));
+            };
+            let added = stored.change_files(DatasetChange::FileAdded, file, at, events);
+            if added {
+                audited.push(audit.clone());
+            }
+            Ok((stored.read(), added))
+        })
+    }
+
+    async fn remove_file(
+        &self,
+        organization: &OrganizationId,
+        dataset: &DatasetId,
+        file: &FileId,
+        at: DateTime<Utc>,
+        audit: &AuditRecord,
+    ) -> Result<Option<(Dataset, bool)>, DomainError> {
+        Ok(self.with(|state| {
+            let State {
+                datasets,
+                events,
+                audit: audited,
+                ..
+            } = state;
+            let stored = (datasets.get_mut(dataset)).filter(|d| d.of(organization))?;
+            let removed = stored.change_files(DatasetChange::FileRemoved, file, at, events);
+            if removed {
+                audited.push(audit.clone());
+            }
+            Some((stored.read(), removed))
+        }))
+    }
+
+    async fn files(
+        &self,
+        organization: &OrganizationId,
+        dataset: &DatasetId,
+        page: &PageRequest<FileId>,
+    ) -> Result<Vec<DatasetFile>, DomainError> {
+        Ok(self.with(|state| {
+            let Some(stored) = state.datasets.get(dataset) else {
+                return Vec::new();
+            };
+            let of_organization =
+                (stored.files.iter()).filter(|(file, _)| state.file(organization, file).is_some());
+            newest_first(of_organization, page)
+                .filter_map(|(file, added_at)| {
+                    Some(DatasetFile {
+                        file: state.files.get(file)?.clone(),
+                        added_at: *added_at,
+                    })
+                })
+                .collect()
+        }))
+    }
+
+    async fn snapshot(
+        &self,
+        organization: &OrganizationId,
+        dataset: &DatasetId,
+        at: DateTime<Utc>,
+        audit: &AuditRecord,
+    ) -> Result<Snapshot, DomainError> {
+        self.with(|state| {
+            let State {
+                files,
+                datasets,
+                audit: audited,
+                ..
+            } = state;
+            let Some(stored) = (datasets.get_mut(dataset)).filter(|d| d.of(organization)) else {
+                return Err(DomainError::not_found("dataset", dataset));
+            };
+            let version = stored.dataset.version;
+            if let Some(frozen) = stored.snapshots.get(&version) {
+                return Ok(frozen.clone());
+            }
+            // Each file with its content now, by file id.
+            let frozen = Snapshot {
+                dataset_id: dataset.clone(),
+                version,
+                files: (stored.files.keys())
+                    .filter_map(|id| Some((id.clone(), files.get(id)?.sha256.clone())))
+                    .collect(),
+                created_at: at,
+            };
+            stored.snapshots.insert(version, frozen.clone());
+            audited.push(audit.clone());
+            Ok(frozen)
+        })
+    }
+
+    async fn snapshots(
+        &self,
+        organization: &OrganizationId,
+        dataset: &DatasetId,
+    ) -> Result<Vec<Snapshot>, DomainError> {
+        Ok(self.with(|state| {
+            (state.dataset(organization, dataset))
+                .map(|stored| stored.snapshots.values().rev().cloned().collect())
+                .unwrap_or_default()
+        }))
+    }
+}
