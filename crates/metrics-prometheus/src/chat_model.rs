@@ -186,58 +186,17 @@ impl Stream for MeteredStream {
 mod tests {
     use std::sync::Arc;
 
-    use async_trait::async_trait;
-    use futures_util::{StreamExt as _, stream};
+    use futures_util::StreamExt as _;
     use tessera_models::{
-        Capabilities, ChatEvent, ChatModel, ChatRequest, ChatStream, FinishReason, ProviderError,
-        Usage,
+        ChatEvent, ChatModel, ChatRequest, FinishReason, ProviderError, Usage,
+        memory::ScriptedChatModel,
     };
-    use tessera_prompts::TokenCounter;
 
     use super::MeteredChatModel;
     use crate::tests::{ready, recorder, recording};
 
-    struct Words;
-
-    impl TokenCounter for Words {
-        fn encoding(&self) -> &str {
-            "words"
-        }
-
-        fn count(&self, text: &str) -> u32 {
-            text.split_whitespace().count() as u32
-        }
-    }
-
-    /// Answers with `events`, or refuses to start with `refusal`.
-    struct Scripted {
-        events: Vec<Result<ChatEvent, ProviderError>>,
-        refusal: Option<ProviderError>,
-    }
-
-    #[async_trait]
-    impl ChatModel for Scripted {
-        fn capabilities(&self) -> Capabilities {
-            Capabilities::default()
-        }
-
-        fn tokenizer(&self) -> Arc<dyn TokenCounter> {
-            Arc::new(Words)
-        }
-
-        async fn stream(&self, _request: ChatRequest) -> Result<ChatStream, ProviderError> {
-            match &self.refusal {
-                Some(error) => Err(error.clone()),
-                None => Ok(Box::pin(stream::iter(self.events.clone()))),
-            }
-        }
-    }
-
     fn metered(events: Vec<Result<ChatEvent, ProviderError>>) -> MeteredChatModel {
-        let inner = Scripted {
-            events,
-            refusal: None,
-        };
+        let inner = ScriptedChatModel::answering(events);
         MeteredChatModel::new(Arc::new(inner), "base/model", "acme")
     }
 
@@ -278,10 +237,7 @@ mod tests {
 
     #[test]
     fn a_refused_call_is_an_error_of_its_type() {
-        let inner = Scripted {
-            events: Vec::new(),
-            refusal: Some(ProviderError::Timeout),
-        };
+        let inner = ScriptedChatModel::refusing(ProviderError::Timeout);
         let model = MeteredChatModel::new(Arc::new(inner), "base/model", "acme");
         let recorder = recorder();
         let text = recording(&recorder, || {

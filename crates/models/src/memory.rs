@@ -176,3 +176,64 @@ impl crate::DatasetLinkStore for InMemoryDatasetLinkStore {
         Ok(links.len() != before)
     }
 }
+
+/// A chat model that answers every request with the same events, or refuses to start: for
+/// tests of what wraps or calls the `ChatModel` port, in any crate.
+#[derive(Debug, Clone)]
+pub struct ScriptedChatModel {
+    events: Vec<Result<crate::ChatEvent, crate::ProviderError>>,
+    refusal: Option<crate::ProviderError>,
+}
+
+impl ScriptedChatModel {
+    /// Streams `events` for every request.
+    pub fn answering(events: Vec<Result<crate::ChatEvent, crate::ProviderError>>) -> Self {
+        Self {
+            events,
+            refusal: None,
+        }
+    }
+
+    /// Refuses every request with `error` before streaming anything.
+    pub fn refusing(error: crate::ProviderError) -> Self {
+        Self {
+            events: Vec::new(),
+            refusal: Some(error),
+        }
+    }
+}
+
+#[async_trait]
+impl crate::ChatModel for ScriptedChatModel {
+    fn capabilities(&self) -> crate::Capabilities {
+        crate::Capabilities::default()
+    }
+
+    fn tokenizer(&self) -> std::sync::Arc<dyn tessera_prompts::TokenCounter> {
+        std::sync::Arc::new(WordCounter)
+    }
+
+    async fn stream(
+        &self,
+        _request: crate::ChatRequest,
+    ) -> Result<crate::ChatStream, crate::ProviderError> {
+        match &self.refusal {
+            Some(error) => Err(error.clone()),
+            None => Ok(Box::pin(futures_util::stream::iter(self.events.clone()))),
+        }
+    }
+}
+
+/// Counts whitespace-separated words as tokens (encoding `words`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WordCounter;
+
+impl tessera_prompts::TokenCounter for WordCounter {
+    fn encoding(&self) -> &str {
+        "words"
+    }
+
+    fn count(&self, text: &str) -> u32 {
+        u32::try_from(text.split_whitespace().count()).unwrap_or(u32::MAX)
+    }
+}

@@ -151,52 +151,14 @@ mod tests {
         task::{Context, Poll, Waker},
     };
 
-    use async_trait::async_trait;
-    use futures_util::{StreamExt as _, stream};
+    use futures_util::StreamExt as _;
     use tessera_models::{
-        Capabilities, ChatEvent, ChatModel, ChatRequest, ChatStream, FinishReason, ProviderError,
-        Usage,
+        ChatEvent, ChatModel, ChatRequest, FinishReason, ProviderError, Usage,
+        memory::ScriptedChatModel,
     };
-    use tessera_prompts::TokenCounter;
     use tracing_subscriber::fmt::{MakeWriter, format::FmtSpan};
 
     use super::TracedChatModel;
-
-    struct Words;
-
-    impl TokenCounter for Words {
-        fn encoding(&self) -> &str {
-            "words"
-        }
-
-        fn count(&self, text: &str) -> u32 {
-            text.split_whitespace().count() as u32
-        }
-    }
-
-    /// Answers with `events`, or refuses to start with `refusal`.
-    struct Scripted {
-        events: Vec<Result<ChatEvent, ProviderError>>,
-        refusal: Option<ProviderError>,
-    }
-
-    #[async_trait]
-    impl ChatModel for Scripted {
-        fn capabilities(&self) -> Capabilities {
-            Capabilities::default()
-        }
-
-        fn tokenizer(&self) -> Arc<dyn TokenCounter> {
-            Arc::new(Words)
-        }
-
-        async fn stream(&self, _request: ChatRequest) -> Result<ChatStream, ProviderError> {
-            match &self.refusal {
-                Some(error) => Err(error.clone()),
-                None => Ok(Box::pin(stream::iter(self.events.clone()))),
-            }
-        }
-    }
 
     /// The log lines written, shared with the subscriber that writes them.
     #[derive(Clone, Default)]
@@ -252,20 +214,17 @@ mod tests {
 
     #[test]
     fn a_finished_call_is_a_client_span_with_its_usage() {
-        let inner = Scripted {
-            events: vec![
-                Ok(ChatEvent::TextDelta("hello".into())),
-                Ok(ChatEvent::Finish {
-                    reason: FinishReason::Stop,
-                    usage: Usage {
-                        input_tokens: 12,
-                        output_tokens: 7,
-                        reasoning_tokens: 0,
-                    },
-                }),
-            ],
-            refusal: None,
-        };
+        let inner = ScriptedChatModel::answering(vec![
+            Ok(ChatEvent::TextDelta("hello".into())),
+            Ok(ChatEvent::Finish {
+                reason: FinishReason::Stop,
+                usage: Usage {
+                    input_tokens: 12,
+                    output_tokens: 7,
+                    reasoning_tokens: 0,
+                },
+            }),
+        ]);
         let model = TracedChatModel::new(Arc::new(inner), "acme");
         let logged = closed_spans(|| {
             let answer = ready(model.stream(request())).unwrap();
@@ -292,10 +251,7 @@ mod tests {
 
     #[test]
     fn a_refused_call_is_an_error_of_its_type() {
-        let inner = Scripted {
-            events: Vec::new(),
-            refusal: Some(ProviderError::Timeout),
-        };
+        let inner = ScriptedChatModel::refusing(ProviderError::Timeout);
         let model = TracedChatModel::new(Arc::new(inner), "acme");
         let logged = closed_spans(|| {
             assert!(ready(model.stream(request())).is_err());

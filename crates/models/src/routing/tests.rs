@@ -60,18 +60,6 @@ impl Scripted {
     }
 }
 
-struct Words;
-
-impl TokenCounter for Words {
-    fn encoding(&self) -> &str {
-        "words"
-    }
-
-    fn count(&self, text: &str) -> u32 {
-        text.split_whitespace().count() as u32
-    }
-}
-
 #[async_trait]
 impl ChatModel for Scripted {
     fn capabilities(&self) -> Capabilities {
@@ -79,7 +67,7 @@ impl ChatModel for Scripted {
     }
 
     fn tokenizer(&self) -> Arc<dyn TokenCounter> {
-        Arc::new(Words)
+        Arc::new(crate::memory::WordCounter)
     }
 
     async fn stream(&self, request: ChatRequest) -> Result<ChatStream, ProviderError> {
