@@ -112,7 +112,7 @@ async fn deployment_of(
             idle_timeout: timeouts.idle,
             retry: AdapterRetry::none(),
             extra_roots_pem: None,
-            trace_headers: Some(crate::telemetry::propagation::outgoing),
+            trace_headers: Some(tessera_traces_otlp::propagation::outgoing),
         };
         if provider.kind == "anthropic" {
             let base_url = provider.base_url.as_deref().unwrap_or(DEFAULT_BASE_URL);

@@ -37,7 +37,7 @@ impl Webhooks {
         };
         let sender = HttpWebhookSender::new(timeout, policy)
             .map_err(|e| StartupError::Webhooks(e.to_string()))?
-            .with_trace_headers(crate::telemetry::propagation::outgoing);
+            .with_trace_headers(tessera_traces_otlp::propagation::outgoing);
         let store: Arc<dyn WebhookStore> = Arc::new(SqlWebhookStore::new(database.clone()));
         Ok(Self {
             service: WebhookService::new(store.clone(), clock.clone(), cursors, policy),

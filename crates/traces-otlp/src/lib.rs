@@ -5,14 +5,17 @@
 //! setup ([`init`]), the exporter and its flush on shutdown ([`Telemetry`]), the process-wide
 //! switches [`exporting`] and [`capture_content`], and [`TracedChatModel`], the decorator that
 //! makes each upstream call of the `ChatModel` port a GenAI client span. It reads no
-//! configuration file: the service maps its own settings into [`TracesSettings`]. Extracting
-//! and injecting W3C trace context belongs to the service's HTTP layer. Without an endpoint
+//! configuration file: the service maps its own settings into [`TracesSettings`]. The W3C
+//! trace context of outgoing calls is [`propagation::outgoing`] (a
+//! `tessera_kernel::TraceHeaders` for the provider and webhook adapters); extracting it from
+//! incoming requests belongs to the service's HTTP framework. Without an endpoint
 //! no OpenTelemetry layer exists: spans cost what they cost for logging alone, and nothing
 //! is sent.
 
 mod chat_model;
 mod log_ids;
 mod otlp_client;
+pub mod propagation;
 
 pub use chat_model::TracedChatModel;
 
