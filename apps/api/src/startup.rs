@@ -15,7 +15,7 @@ use tessera_limits_redis::RedisRateLimiter;
 use tessera_models::{Catalog, DatasetLinks, ModelService};
 use tessera_organizations::Organization;
 use tessera_prompts::{PromptService, SystemProfiles};
-use tessera_setup::Tenancy;
+use tessera_setup::{Tenancy, open_database};
 use tessera_store::{
     Database, SqlArtifactStore, SqlChatStore, SqlDatasetLinkStore, SqlIdempotencyStore,
     SqlModelStore, SqlPromptStore, SqlUsageStore, StoreError,
@@ -40,9 +40,6 @@ use crate::{
     state::AppState,
     tls::{self, TlsError},
 };
-
-// Opens (and migrates) the configured database; the worker opens it too.
-pub use tessera_setup::open_database;
 
 /// Why the service could not start; each message is one line naming what to fix.
 #[derive(Debug, thiserror::Error)]

@@ -17,7 +17,7 @@ use crate::{
     knowledge::Knowledge,
     metrics::MetricsServer,
     secrets,
-    startup::{StartupError, bind_metrics, open_database, serve_metrics},
+    startup::{StartupError, bind_metrics, serve_metrics},
     webhooks::Webhooks,
 };
 
@@ -60,7 +60,7 @@ impl Worker {
         // Outbound HTTPS (Qdrant, S3, webhooks, remote embeddings) needs a crypto provider.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let metrics = bind_metrics(settings)?;
-        let database = open_database(settings).await?;
+        let database = tessera_setup::open_database(settings).await?;
         let cursors = secrets::cursor_codec(settings).map_err(StartupError::DataDir)?;
         let clock = Arc::new(SystemClock);
         let knowledge =
