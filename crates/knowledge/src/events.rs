@@ -1,12 +1,15 @@
-//! The events the knowledge domain announces about files (the `file.ready` and `file.failed`
-//! webhooks): decided here, where processing ends, and handed to the store with the change
-//! that makes them true, which records them in that change's transaction (the webhook
-//! outbox), so a receiver hears of every committed outcome and of nothing else.
+//! The events the knowledge domain announces (the `file.ready`, `file.failed` and
+//! `dataset.updated` webhooks). File events are decided here, where processing ends, and
+//! handed to the store with the change that makes them true; a dataset's is made by the
+//! store with the version its change's transaction assigned ([`DatasetUpdated`]), and only
+//! when the dataset's files really changed. Either way the store records it in that
+//! change's transaction (the webhook outbox), so a receiver hears of every committed change
+//! and of nothing else.
 
 use chrono::{DateTime, Utc};
 use tessera_kernel::OrganizationId;
 
-use crate::{FileId, StoredFile};
+use crate::{DatasetId, FileId, StoredFile};
 
 /// A file became searchable.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,4 +54,22 @@ impl FileFailed {
             at,
         }
     }
+}
+
+/// How a dataset's content changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DatasetChange {
+    FileAdded,
+    FileRemoved,
+}
+
+/// A file was added to or removed from a dataset, bringing it to `version`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DatasetUpdated {
+    pub organization: OrganizationId,
+    pub dataset: DatasetId,
+    pub version: u64,
+    pub change: DatasetChange,
+    pub file: FileId,
+    pub at: DateTime<Utc>,
 }

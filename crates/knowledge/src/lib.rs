@@ -50,7 +50,7 @@ pub use embeddings::{
     EMBEDDED, EmbeddingCaller, EmbeddingError, EmbeddingRequest, EmbeddingService, Embeddings,
     MAX_EMBEDDING_INPUTS,
 };
-pub use events::{FileFailed, FileReady};
+pub use events::{DatasetChange, DatasetUpdated, FileFailed, FileReady};
 pub use file::{FileFilter, FileStatus, StoredChunk, StoredFile};
 pub use file_service::{FileService, KnowledgeCaller};
 pub use file_text::DocumentText;

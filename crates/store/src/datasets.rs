@@ -10,9 +10,10 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use tessera_kernel::{AuditRecord, DomainError, OrganizationId, PageRequest};
 use tessera_knowledge::{
-    Dataset, DatasetFile, DatasetId, DatasetStore, FileId, Snapshot, StoredFile,
+    Dataset, DatasetChange, DatasetFile, DatasetId, DatasetStore, DatasetUpdated, FileId, Snapshot,
+    StoredFile,
 };
-use tessera_webhooks::{DatasetChange, Event};
+use tessera_webhooks::Event;
 
 use crate::{
     Database,
@@ -110,21 +111,40 @@ macro_rules! load_dataset {
     }};
 }
 
-/// The `dataset.updated` event of a content change that brought `row` to its version.
+/// The knowledge domain's event of a content change that brought `row` to its version, as
+/// the webhook outbox records it (`dataset.updated`).
 fn dataset_updated(
     organization: &OrganizationId,
+    dataset: &DatasetId,
     row: &DatasetRow,
     change: DatasetChange,
     file: &FileId,
     at: NaiveDateTime,
 ) -> Event {
-    Event::dataset_updated(
-        organization,
-        &row.id,
-        u64::try_from(row.version).unwrap_or_default(),
+    let updated = DatasetUpdated {
+        organization: organization.clone(),
+        dataset: dataset.clone(),
+        version: u64::try_from(row.version).unwrap_or_default(),
         change,
-        file.as_str(),
-        DateTime::<Utc>::from_naive_utc_and_offset(at, Utc),
+        file: file.clone(),
+        at: DateTime::<Utc>::from_naive_utc_and_offset(at, Utc),
+    };
+    updated_event(&updated)
+}
+
+/// The webhook event the knowledge domain's `DatasetUpdated` is.
+fn updated_event(updated: &DatasetUpdated) -> Event {
+    let change = match updated.change {
+        DatasetChange::FileAdded => tessera_webhooks::DatasetChange::FileAdded,
+        DatasetChange::FileRemoved => tessera_webhooks::DatasetChange::FileRemoved,
+    };
+    Event::dataset_updated(
+        &updated.organization,
+        updated.dataset.as_str(),
+        updated.version,
+        change,
+        updated.file.as_str(),
+        updated.at,
     )
 }
 
@@ -329,7 +349,7 @@ impl DatasetStore for SqlDatasetStore {
                 Some((row, count)) => {
                     if inserted > 0 {
                         let event =
-                            dataset_updated(organization, &row, DatasetChange::FileAdded, file, at);
+                            dataset_updated(organization, dataset, &row, DatasetChange::FileAdded, file, at);
                         record_event!(conn, &event);
                         record_audit!(conn, audit);
                     }
@@ -376,7 +396,7 @@ impl DatasetStore for SqlDatasetStore {
                 && removed > 0
             {
                 let event =
-                    dataset_updated(organization, row, DatasetChange::FileRemoved, file, at);
+                    dataset_updated(organization, dataset, row, DatasetChange::FileRemoved, file, at);
                 record_event!(conn, &event);
                 record_audit!(conn, audit);
             }

@@ -7,10 +7,11 @@ use chrono::{DateTime, Utc};
 use tessera_kernel::{AuditRecord, DomainError, OrganizationId, PageRequest};
 
 use super::{
-    DatasetChange, DatasetUpdated, InMemoryKnowledgeStore, KnowledgeEvent, State, StoredDataset,
-    already_exists, newest_first,
+    InMemoryKnowledgeStore, KnowledgeEvent, State, StoredDataset, already_exists, newest_first,
 };
-use crate::{Dataset, DatasetFile, DatasetId, DatasetStore, FileId, Snapshot};
+use crate::{
+    Dataset, DatasetChange, DatasetFile, DatasetId, DatasetStore, DatasetUpdated, FileId, Snapshot,
+};
 
 impl StoredDataset {
     /// Adds `file` to or removes it from the dataset when that changes its files: the

@@ -21,7 +21,10 @@ use std::{
 use chrono::{DateTime, Utc};
 use tessera_kernel::{AuditRecord, DomainError, OrganizationId, PageRequest};
 
-use crate::{Dataset, DatasetId, FileFailed, FileId, FileReady, Snapshot, StoredChunk, StoredFile};
+use crate::{
+    Dataset, DatasetId, DatasetUpdated, FileFailed, FileId, FileReady, Snapshot, StoredChunk,
+    StoredFile,
+};
 
 /// An event the store recorded with the change it reports (what the SQL stores write to
 /// the webhook outbox in that change's transaction).
@@ -33,24 +36,6 @@ pub enum KnowledgeEvent {
     FileFailed(FileFailed),
     /// A file was added to or removed from a dataset (`dataset.updated`).
     DatasetUpdated(DatasetUpdated),
-}
-
-/// How a dataset's content changed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DatasetChange {
-    FileAdded,
-    FileRemoved,
-}
-
-/// A change of a dataset's files, with the version it brought the dataset to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DatasetUpdated {
-    pub organization: OrganizationId,
-    pub dataset: DatasetId,
-    pub version: u64,
-    pub change: DatasetChange,
-    pub file: FileId,
-    pub at: DateTime<Utc>,
 }
 
 /// A file's processing job: due once `run_after` has passed while no live lease holds it.

@@ -7,7 +7,8 @@ use tessera_kernel::{ActorKind, AuditRecord, OrganizationId};
 
 use super::*;
 use crate::{
-    ChunkLocation, DatasetStore, FileDeletion, FileFormat, FileStatus, FileStore, StoredChunk,
+    ChunkLocation, DatasetChange, DatasetStore, FileDeletion, FileFormat, FileStatus, FileStore,
+    StoredChunk,
 };
 
 fn at(minutes: i64) -> DateTime<Utc> {
