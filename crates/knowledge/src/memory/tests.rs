@@ -2,65 +2,14 @@
 //! and events in the webhook outbox): here, a change keeps its audit record and its event
 //! exactly when it is made.
 
-use chrono::{DateTime, Duration, Utc};
 use tessera_kernel::{ActorKind, AuditRecord, OrganizationId};
 
 use super::*;
+// The suite's builders: the same files, datasets and chunks the contract checks use.
+use crate::contract::{at, chunk, dataset, stored_file};
 use crate::{
-    ChunkLocation, DatasetChange, DatasetStore, FileDeletion, FileFormat, FileStatus, FileStore,
-    StoredChunk,
+    DatasetChange, DatasetStore, FileDeletion, FileFormat, FileStatus, FileStore, StoredChunk,
 };
-
-fn at(minutes: i64) -> DateTime<Utc> {
-    "2026-11-01T00:00:00Z".parse::<DateTime<Utc>>().unwrap() + Duration::minutes(minutes)
-}
-
-/// A document of `organization` named `name`, queued for processing.
-fn stored_file(organization: &OrganizationId, name: &str, sha: char) -> StoredFile {
-    StoredFile {
-        id: FileId::generate(),
-        organization: organization.clone(),
-        created_by: "alice".into(),
-        name: name.into(),
-        format: FileFormat::from_file_name(name).unwrap(),
-        size: 42,
-        sha256: sha.to_string().repeat(64),
-        status: FileStatus::Processing,
-        progress: 0,
-        error: None,
-        chunk_count: 0,
-        created_at: at(0),
-        updated_at: at(0),
-    }
-}
-
-fn dataset(organization: &OrganizationId, name: &str) -> Dataset {
-    Dataset {
-        id: DatasetId::generate(),
-        organization: organization.clone(),
-        name: name.into(),
-        description: None,
-        version: 1,
-        file_count: 0,
-        created_by: "alice".into(),
-        created_at: at(0),
-        updated_at: at(0),
-    }
-}
-
-fn chunk(ordinal: u32, text: &str) -> StoredChunk {
-    StoredChunk {
-        ordinal,
-        text: text.into(),
-        token_count: 1,
-        location: ChunkLocation {
-            page: None,
-            section: None,
-            char_start: 0,
-            char_end: 1,
-        },
-    }
-}
 
 fn record(organization: &OrganizationId, action: &str) -> AuditRecord {
     AuditRecord::by_operator(
