@@ -107,22 +107,9 @@ fn units(messages: Vec<ChatMessage>) -> Vec<Vec<ChatMessage>> {
 
 #[cfg(test)]
 mod tests {
-    use tessera_models::ToolCall;
+    use tessera_models::{ToolCall, memory::WordCounter};
 
     use super::*;
-
-    /// One token per whitespace-separated word.
-    struct Words;
-
-    impl TokenCounter for Words {
-        fn encoding(&self) -> &str {
-            "words"
-        }
-
-        fn count(&self, text: &str) -> u32 {
-            text.split_whitespace().count() as u32
-        }
-    }
 
     fn user(text: &str) -> ChatMessage {
         ChatMessage::new(Role::User, text)
@@ -138,7 +125,7 @@ mod tests {
             Some("be brief"),
             vec![user("a b"), assistant("c")],
             vec![user("d")],
-            &Words,
+            &WordCounter,
             1000,
         )
         .unwrap();
@@ -158,7 +145,7 @@ mod tests {
             assistant("six"),
         ];
         // fixed: 3 + 5 (turn) = 8; newest history: 5 + 5 = 10 → budget 18 keeps two.
-        let fitted = fit(None, history, vec![user("seven")], &Words, 18).unwrap();
+        let fitted = fit(None, history, vec![user("seven")], &WordCounter, 18).unwrap();
         assert_eq!(fitted.dropped, 2);
         let contents: Vec<_> = fitted.messages.iter().map(|m| m.content.as_str()).collect();
         assert_eq!(contents, ["five", "six", "seven"]);
@@ -178,7 +165,7 @@ mod tests {
         let history = vec![user("q"), call, result, assistant("it is 42")];
         // fixed 3 + 5 = 8; last unit (assistant "it is 42") 7 → 15; the call unit costs
         // 4+0+1+1 + 4+1 = 11, which does not fit in 20, so it goes with everything older.
-        let fitted = fit(None, history, vec![user("thanks")], &Words, 20).unwrap();
+        let fitted = fit(None, history, vec![user("thanks")], &WordCounter, 20).unwrap();
         assert_eq!(fitted.dropped, 3);
         assert!(fitted.messages.iter().all(|m| m.role != Role::Tool));
     }
@@ -186,7 +173,13 @@ mod tests {
     #[test]
     fn a_turn_larger_than_the_window_is_refused() {
         assert_eq!(
-            fit(Some("sys"), vec![], vec![user("a b c d e f")], &Words, 10),
+            fit(
+                Some("sys"),
+                vec![],
+                vec![user("a b c d e f")],
+                &WordCounter,
+                10
+            ),
             Err(ContextOverflow {
                 needed: 3 + 5 + 10,
                 available: 10

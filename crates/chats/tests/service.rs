@@ -22,6 +22,7 @@ use tessera_kernel::{
     CursorCodec, DomainError, FieldError, Limit, ManualClock, OrganizationId, PageRequest,
     PrincipalKind,
 };
+use tessera_models::memory::WordCounter;
 use tessera_models::{
     Capabilities, Catalog, ChatEvent, ChatModel, ChatRequest, ChatStream, FailedAttempt,
     FinishReason, JsonSchemaFormat, ModelChanges, ModelService, NewUserModel, ProviderError,
@@ -30,18 +31,6 @@ use tessera_models::{
 use tessera_organizations::Plan;
 use tessera_prompts::{Name, PromptService, TokenCounter, memory::InMemoryPromptStore};
 use tessera_usage::memory::InMemoryUsageStore;
-
-struct Words;
-
-impl TokenCounter for Words {
-    fn encoding(&self) -> &str {
-        "words"
-    }
-
-    fn count(&self, text: &str) -> u32 {
-        text.split_whitespace().count() as u32
-    }
-}
 
 /// Answers every request with `reply` (or an error), after `gate` opens when one is set.
 #[derive(Default)]
@@ -91,7 +80,7 @@ impl ChatModel for Scripted {
     }
 
     fn tokenizer(&self) -> Arc<dyn TokenCounter> {
-        Arc::new(Words)
+        Arc::new(WordCounter)
     }
 
     async fn stream(&self, request: ChatRequest) -> Result<ChatStream, ProviderError> {
@@ -204,7 +193,7 @@ fn fixture_over(wrap: impl FnOnce(Arc<InMemoryChatStore>) -> Arc<dyn ChatStore>)
     let prompts = PromptService::new(
         prompt_store.clone(),
         prompt_store,
-        Arc::new(Words),
+        Arc::new(WordCounter),
         clock.clone(),
         CursorCodec::new([1; 32]),
     );
@@ -643,7 +632,7 @@ async fn a_panicking_provider_fails_the_generation() {
         }
 
         fn tokenizer(&self) -> Arc<dyn TokenCounter> {
-            Arc::new(Words)
+            Arc::new(WordCounter)
         }
 
         async fn stream(&self, _: ChatRequest) -> Result<ChatStream, ProviderError> {

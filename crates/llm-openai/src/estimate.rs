@@ -68,24 +68,13 @@ mod tests {
     use futures_util::stream;
     use tessera_models::{ChatMessage, FinishReason, Role};
 
+    use tessera_models::memory::WordCounter;
+
     use super::*;
-
-    /// One token per whitespace-separated word: easy to count by eye.
-    struct Words;
-
-    impl TokenCounter for Words {
-        fn encoding(&self) -> &str {
-            "words"
-        }
-
-        fn count(&self, text: &str) -> u32 {
-            text.split_whitespace().count() as u32
-        }
-    }
 
     async fn finish_of(events: Vec<ChatEvent>, request: &ChatRequest) -> Usage {
         let stream: ChatStream = Box::pin(stream::iter(events.into_iter().map(Ok)));
-        let out: Vec<_> = fill_missing_usage(stream, Arc::new(Words), request.clone())
+        let out: Vec<_> = fill_missing_usage(stream, Arc::new(WordCounter), request.clone())
             .collect()
             .await;
         match out.last() {
@@ -103,7 +92,7 @@ mod tests {
             ],
             ..ChatRequest::default()
         };
-        let prompt = prompt_tokens(&request, &Words);
+        let prompt = prompt_tokens(&request, &WordCounter);
         assert_eq!(prompt, 2 * TOKENS_PER_MESSAGE + 2 + 5);
 
         let answer = |usage| {
