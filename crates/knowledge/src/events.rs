@@ -7,7 +7,7 @@
 //! and of nothing else.
 
 use chrono::{DateTime, Utc};
-use tessera_kernel::OrganizationId;
+use tessera_kernel::{DomainError, OrganizationId};
 
 use crate::{DatasetId, FileId, StoredFile};
 
@@ -22,6 +22,18 @@ pub struct FileReady {
 }
 
 impl FileReady {
+    /// Refuses an event that names another file than the one stored with it: it would tell
+    /// receivers of a file that was never stored ready.
+    pub fn must_name(&self, file: &StoredFile) -> Result<(), DomainError> {
+        if self.file == file.id && self.organization == file.organization {
+            return Ok(());
+        }
+        Err(DomainError::internal(format!(
+            "the ready event of file {} names file {} of {}",
+            file.id, self.file, self.organization
+        )))
+    }
+
     pub fn of(file: &StoredFile, chunk_count: u32, at: DateTime<Utc>) -> Self {
         Self {
             organization: file.organization.clone(),

@@ -214,15 +214,8 @@ impl FileStore for SqlFileStore {
         ready: Option<FileReady>,
         audit: &AuditRecord,
     ) -> Result<(), DomainError> {
-        // The event announces this very file: one naming another would tell receivers of a
-        // file that was never stored ready.
-        if let Some(ready) = &ready
-            && (ready.file != file.id || ready.organization != file.organization)
-        {
-            return Err(DomainError::internal(format!(
-                "the ready event of file {} names file {} of {}",
-                file.id, ready.file, ready.organization
-            )));
+        if let Some(ready) = &ready {
+            ready.must_name(file)?;
         }
         let row = FileRow::from(file);
         let run_after = file.created_at.naive_utc();

@@ -27,15 +27,8 @@ impl FileStore for InMemoryKnowledgeStore {
         ready: Option<FileReady>,
         audit: &AuditRecord,
     ) -> Result<(), DomainError> {
-        // The event announces this very file: one naming another would tell receivers of a
-        // file that was never stored ready.
-        if let Some(ready) = &ready
-            && (ready.file != file.id || ready.organization != file.organization)
-        {
-            return Err(DomainError::internal(format!(
-                "the ready event of file {} names file {} of {}",
-                file.id, ready.file, ready.organization
-            )));
+        if let Some(ready) = &ready {
+            ready.must_name(file)?;
         }
         self.with(|state| {
             if state.files.contains_key(&file.id) {
