@@ -41,6 +41,11 @@ test:
         echo "Redis is not reachable at $redis; start it or set REDIS_URL (the shared rate-limit tests need it)" >&2
         exit 1
     fi
+    # OCR of scanned PDF pages runs the real engine: Tesseract with English, poppler's pdftoppm.
+    if ! command -v tesseract >/dev/null || ! command -v pdftoppm >/dev/null; then
+        echo "tesseract or pdftoppm is missing: install tesseract-ocr, tesseract-ocr-eng and poppler-utils (apt); the OCR tests need them" >&2
+        exit 1
+    fi
     # The local models (SmolLM2 GGUF, all-MiniLM-L6-v2) the engine and knowledge tests use.
     {{ just_executable() }} models >/dev/null
     # The OpenID Connect provider the session-token tests start (npm oauth2-mock-server).

@@ -29,7 +29,9 @@ use serde_json::Value;
 use tessera_api::{config::Settings, startup::Application, tls::dev_certificate_paths};
 use tessera_documents::{DocumentChunker, testing::pdf_bytes};
 use tessera_embed_local::{LocalEmbedder, LocalEmbedderOptions, find_model_dir};
-use tessera_knowledge::{ChunkingSettings, DocumentProcessor, Embedder, FileFormat};
+use tessera_knowledge::{
+    ChunkingSettings, DocumentProcessor, Embedder, FileFormat, ignore_progress,
+};
 
 /// The allocator of the `tessera-api` binary (decision 0021), as the service runs.
 #[global_allocator]
@@ -104,7 +106,7 @@ async fn embedding_only(
     let mut texts = Vec::new();
     for pdf in pdfs {
         let chunks = chunker
-            .chunks(FileFormat::Pdf, pdf.clone(), chunking)
+            .chunks(FileFormat::Pdf, pdf.clone(), chunking, ignore_progress())
             .await
             .map_err(|e| anyhow!("chunking: {e}"))?;
         texts.extend(chunks.into_iter().map(|chunk| chunk.text));

@@ -14,12 +14,13 @@ use tessera_knowledge::{
     JobOutcome, NoEmbedder, NoIndex, Pipeline, ProcessingSettings, Processor, VectorIndex,
 };
 use tessera_llm_openai::{OpenAiConfig, OpenAiEmbedder};
+use tessera_ocr_tesseract::{Tesseract, TesseractSettings};
 use tessera_store::{Database, SqlDatasetStore, SqlFileStore};
 use tessera_vectors_qdrant::{EdgeVectorIndex, QdrantServerIndex};
 use tokio::sync::Notify;
 
 use crate::{
-    config::{EmbeddingPrecision, Settings},
+    config::{EmbeddingPrecision, OcrMode, Settings},
     startup::StartupError,
 };
 
@@ -70,10 +71,44 @@ async fn engines(settings: &Settings) -> Result<Option<Engines>, StartupError> {
     };
     let index = vector_index(settings, embedder.dimensions()).await?;
     Ok(Some(Engines {
-        documents: Arc::new(DocumentChunker::default()),
+        documents: Arc::new(document_processor(settings)?),
         embedder,
         index,
     }))
+}
+
+/// The document processor, reading PDF pages without a text layer by OCR as `knowledge.ocr`
+/// says: `auto` when Tesseract, its languages and `pdftoppm` are installed, `on` or `off`.
+fn document_processor(settings: &Settings) -> Result<DocumentChunker, StartupError> {
+    let knowledge = &settings.knowledge;
+    let chunker = DocumentChunker::default();
+    if knowledge.ocr == OcrMode::Off {
+        return Ok(chunker);
+    }
+    let ocr = TesseractSettings {
+        languages: knowledge.ocr_languages.clone(),
+        page_timeout: Duration::from_secs(knowledge.ocr_page_timeout_secs),
+        ..TesseractSettings::default()
+    };
+    match Tesseract::detect(ocr) {
+        Ok(tesseract) => {
+            tracing::info!(
+                engine = tesseract.version(),
+                languages = %knowledge.ocr_languages,
+                "PDF pages without a text layer are read by OCR"
+            );
+            Ok(chunker.with_ocr(Arc::new(tesseract)))
+        }
+        Err(error) if knowledge.ocr == OcrMode::Auto => {
+            tracing::warn!(
+                %error,
+                "OCR is off: PDF pages without a text layer are skipped (install tesseract-ocr, \
+                 its language data and poppler-utils, or set knowledge.ocr = \"off\")"
+            );
+            Ok(chunker)
+        }
+        Err(error) => Err(knowledge_error(format!("knowledge.ocr = \"on\": {error}"))),
+    }
 }
 
 /// The Qdrant collection of `knowledge.qdrant_url` (shared by every replica), else the

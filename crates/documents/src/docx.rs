@@ -1,11 +1,19 @@
 //! DOCX: the body of `word/document.xml`, streamed from the archive through a byte budget.
 //!
-//! Paragraphs become lines (`w:t` text, `w:tab` as a tab, `w:br`/`w:cr` as a line break);
-//! table rows become lines with cells joined by `" | "`, a blank line around each table.
+//! Paragraphs become lines (`w:t` text, `w:tab` as a tab, `w:br`/`w:cr` as a line break).
 //! Paragraphs whose style is a heading (`Heading1`…`Heading9`, `Title`, or any style that
 //! `word/styles.xml` names `heading N`/`Title` or gives an outline level, directly or through
 //! `w:basedOn`) start a new segment labelled with the heading path (`"Intro > Setup"`, a title
 //! outermost). Deleted text, field codes and the fallback copies of drawings are left out.
+//!
+//! Each top-level table becomes markdown rows, one per line, with a blank line around it:
+//! `| a | b | c |`, and after the first row (the header) the separator line
+//! `| --- | --- | --- |` with as many columns as the header has cells. A cell's whitespace
+//! (line breaks, paragraphs, tabs) collapses to single spaces and `|` is escaped as `\|`; a
+//! nested table is flattened into its cell's text; a cell spanning grid columns (`w:gridSpan`)
+//! is followed by an empty cell for each further column it covers; rows without text are left
+//! out. A table is a segment of its own, under the heading path in effect, so its chunks are
+//! whole rows under the repeated header (`Extracted::chunks`).
 //!
 //! Defences: an OLE compound file (what Office writes for password-protected documents) is
 //! [`DocumentError::Encrypted`] when it holds an `EncryptedPackage`; anything else that is not
@@ -36,6 +44,9 @@ const OLE_SIGNATURE: [u8; 4] = [0xD0, 0xCF, 0x11, 0xE0];
 pub(crate) const MAX_XML_RUN: u64 = 1 << 20;
 /// A heading level for `Title`, outside `Heading1`.
 const TITLE_LEVEL: u8 = 0;
+/// The most grid columns one table cell is taken to span: Word's own limit is 63, and the
+/// bound keeps a hostile `w:gridSpan` from writing millions of empty cells.
+const MAX_GRID_SPAN: usize = 64;
 
 pub(crate) fn extract(content: &[u8], limits: &Limits) -> Result<Extracted, DocumentError> {
     if content.starts_with(&OLE_SIGNATURE) {
@@ -328,6 +339,108 @@ impl Separator {
     }
 }
 
+/// The top-level table being read: its rows are written as markdown lines.
+///
+/// A row is rendered as it is read, so what it holds in memory is the text it will write
+/// (counted against the character limit), not a structure per cell.
+#[derive(Debug)]
+struct Table {
+    /// Where the header row starts and where the header row and separator line end in the
+    /// text, once the first row is written.
+    header: Option<(usize, usize)>,
+    /// The current row so far, its cells rendered (`"| a | b "`), without the closing `|`.
+    row: String,
+    row_chars: usize,
+    /// How many cells the current row has, and whether any holds text.
+    columns: usize,
+    row_has_text: bool,
+    /// The text of the current cell as read.
+    cell: String,
+    cell_chars: usize,
+    /// The grid columns the current cell spans (`w:gridSpan`).
+    span: usize,
+}
+
+impl Default for Table {
+    fn default() -> Self {
+        Self {
+            header: None,
+            row: String::new(),
+            row_chars: 0,
+            columns: 0,
+            row_has_text: false,
+            cell: String::new(),
+            cell_chars: 0,
+            span: 1,
+        }
+    }
+}
+
+impl Table {
+    fn begin_row(&mut self) {
+        self.row.clear();
+        self.row_chars = 0;
+        self.columns = 0;
+        self.row_has_text = false;
+    }
+
+    fn begin_cell(&mut self) {
+        self.cell.clear();
+        self.cell_chars = 0;
+        self.span = 1;
+    }
+
+    fn write(&mut self, text: &str, chars: usize) {
+        self.cell.push_str(text);
+        self.cell_chars += chars;
+    }
+
+    /// A space between pieces of a cell's text (paragraphs, breaks, nested cells).
+    fn space(&mut self) {
+        if !self.cell.is_empty() && !self.cell.ends_with(' ') {
+            self.write(" ", 1);
+        }
+    }
+
+    /// Renders the cell into the row: `"| text "`, then `"|  "` for each further grid column
+    /// it spans.
+    fn end_cell(&mut self) {
+        let text = markdown_cell(&self.cell);
+        self.row_has_text |= !text.is_empty();
+        let before = self.row.len();
+        self.row.push_str("| ");
+        self.row.push_str(&text);
+        self.row.push(' ');
+        for _ in 1..self.span {
+            self.row.push_str("|  ");
+        }
+        self.row_chars += self
+            .row
+            .get(before..)
+            .map_or(0, |cell| cell.chars().count());
+        self.columns += self.span;
+        self.begin_cell();
+    }
+
+    /// Characters read into the row and cell, not yet written.
+    fn unwritten_chars(&self) -> usize {
+        self.row_chars + self.cell_chars
+    }
+}
+
+/// A cell's text on one line: whitespace collapsed to single spaces, `|` escaped.
+fn markdown_cell(text: &str) -> String {
+    text.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .replace('|', "\\|")
+}
+
+/// `| --- | --- |`: the line below a header of `columns` cells.
+fn header_separator(columns: usize) -> String {
+    format!("|{}", " --- |".repeat(columns))
+}
+
 #[derive(Debug, Default)]
 struct Paragraph {
     level: Option<u8>,
@@ -341,8 +454,9 @@ struct Body<'s> {
     out: Extracted,
     pending: Separator,
     paragraphs: Vec<Paragraph>,
-    /// One entry per open table: the number of cells begun in its current row.
-    tables: Vec<usize>,
+    /// How many tables are open (more than one: nested in the top-level one).
+    table_depth: usize,
+    table: Table,
     in_text: usize,
     /// Depth of open runs (`w:r`): tabs and breaks outside them (tab stops) are not text.
     runs: usize,
@@ -365,7 +479,8 @@ impl<'s> Body<'s> {
             out: Extracted::default(),
             pending: Separator::None,
             paragraphs: Vec::new(),
-            tables: Vec::new(),
+            table_depth: 0,
+            table: Table::default(),
             in_text: 0,
             runs: 0,
             skipping: 0,
@@ -416,7 +531,7 @@ impl<'s> Body<'s> {
                 Event::Eof => break,
                 _ => {}
             }
-            if self.chars > self.max_chars {
+            if self.chars + self.table.unwritten_chars() > self.max_chars {
                 return Err(DocumentError::TooLarge(format!(
                     "the extracted text is longer than {} characters",
                     self.max_chars
@@ -426,6 +541,7 @@ impl<'s> Body<'s> {
         }
         drop(reader);
         budget.charge(&input)?;
+        self.close_table();
         self.close_segment(self.out.text.len());
         Ok(self.out)
     }
@@ -456,32 +572,19 @@ impl<'s> Body<'s> {
             "t" => self.in_text += 1,
             "r" => self.runs += 1,
             "tab" if self.in_run() => self.write("\t"),
-            "br" | "cr" if self.in_run() => {
-                let separator = if self.tables.is_empty() {
-                    Separator::Line
-                } else {
-                    Separator::Space
-                };
-                self.separate(separator);
-            }
+            "br" | "cr" if self.in_run() => self.separate(Separator::Line),
             "noBreakHyphen" if self.in_run() => self.write("-"),
             "tbl" => {
                 self.separate(Separator::Blank);
-                self.tables.push(0);
+                self.table_depth += 1;
             }
-            "tr" => {
-                if let Some(cells) = self.tables.last_mut() {
-                    *cells = 0;
-                }
-                self.separate(Separator::Line);
-            }
-            "tc" => {
-                if let Some(cells) = self.tables.last_mut() {
-                    *cells += 1;
-                    if *cells > 1 {
-                        self.write_raw(" | ");
-                    }
-                }
+            "tr" if self.table_depth == 1 => self.table.begin_row(),
+            "tc" if self.table_depth == 1 => self.table.begin_cell(),
+            // Nested tables flatten into the cell that holds them.
+            "tr" | "tc" => self.separate(Separator::Space),
+            "gridSpan" if self.table_depth == 1 => {
+                let span = val(element).and_then(|span| span.parse::<usize>().ok());
+                self.table.span = span.unwrap_or(1).clamp(1, MAX_GRID_SPAN);
             }
             _ => {}
         }
@@ -497,20 +600,20 @@ impl<'s> Body<'s> {
             "r" => self.runs = self.runs.saturating_sub(1),
             "p" => {
                 let paragraph = self.paragraphs.pop().unwrap_or_default();
-                if self.tables.is_empty() {
-                    if let (Some(level), Some(start)) = (paragraph.level, paragraph.start) {
-                        self.heading(level, start);
-                    }
-                    self.separate(Separator::Line);
-                } else {
-                    self.separate(Separator::Space);
+                if self.table_depth == 0
+                    && let (Some(level), Some(start)) = (paragraph.level, paragraph.start)
+                {
+                    self.heading(level, start);
                 }
+                self.separate(Separator::Line);
             }
-            // Paragraph breaks inside a cell do not reach past it.
-            "tc" if self.pending == Separator::Space => self.pending = Separator::None,
-            "tr" => self.separate(Separator::Line),
-            "tbl" => {
-                self.tables.pop();
+            "tc" if self.table_depth == 1 => self.table.end_cell(),
+            "tr" if self.table_depth == 1 => self.write_row(),
+            "tbl" if self.table_depth > 0 => {
+                self.table_depth -= 1;
+                if self.table_depth == 0 {
+                    self.close_table();
+                }
                 self.separate(Separator::Blank);
             }
             _ => {}
@@ -523,34 +626,91 @@ impl<'s> Body<'s> {
         self.runs > 0
     }
 
+    /// Inside a table every separator is a space within the cell: a row is one line.
     fn separate(&mut self, separator: Separator) {
-        self.pending = self.pending.max(separator);
+        if self.table_depth > 0 {
+            if separator != Separator::None {
+                self.table.space();
+            }
+        } else {
+            self.pending = self.pending.max(separator);
+        }
     }
 
     fn write(&mut self, text: &str) {
         if text.is_empty() {
             return;
         }
-        if !self.out.text.is_empty() {
-            let pending = self.pending.as_str();
-            self.out.text.push_str(pending);
+        if self.table_depth > 0 {
+            self.table.write(text, text.chars().count());
+            return;
         }
-        self.pending = Separator::None;
+        self.chars += text.chars().count();
+        self.write_pending();
         if let Some(paragraph) = self.paragraphs.last_mut() {
             paragraph.start.get_or_insert(self.out.text.len());
         }
-        self.chars += text.chars().count();
         self.out.text.push_str(text);
     }
 
-    /// Writes a cell separator, kept even around empty cells.
-    fn write_raw(&mut self, text: &str) {
+    /// Writes the pending separator (none at the very start).
+    fn write_pending(&mut self) {
         if !self.out.text.is_empty() {
             let pending = self.pending.as_str();
             self.out.text.push_str(pending);
         }
         self.pending = Separator::None;
-        self.out.text.push_str(text);
+    }
+
+    /// Writes the row just read as a markdown line, unless it has no text. The first row is
+    /// the header: the segment before the table ends where it starts, and the separator line
+    /// follows it.
+    fn write_row(&mut self) {
+        if !self.table.row_has_text {
+            self.table.begin_row();
+            return;
+        }
+        let before = self.out.text.len();
+        if self.table.header.is_none() {
+            self.write_pending();
+            let start = self.out.text.len();
+            self.close_segment(start);
+            self.segment_start = start;
+            self.out.text.push_str(&self.table.row);
+            self.out.text.push_str("|\n");
+            self.out
+                .text
+                .push_str(&header_separator(self.table.columns));
+            self.table.header = Some((start, self.out.text.len()));
+        } else {
+            self.out.text.push('\n');
+            self.out.text.push_str(&self.table.row);
+            self.out.text.push('|');
+        }
+        self.chars += self
+            .out
+            .text
+            .get(before..)
+            .map_or(0, |line| line.chars().count());
+        self.table.begin_row();
+    }
+
+    /// Ends the top-level table: its rows, if any were written, are a segment of their own.
+    fn close_table(&mut self) {
+        let table = std::mem::take(&mut self.table);
+        self.table_depth = 0;
+        let Some((start, header_end)) = table.header else {
+            return;
+        };
+        let end = self.out.text.len();
+        self.out.segments.push(Segment {
+            start,
+            end,
+            page: None,
+            section: self.section.clone(),
+            table_header: Some(header_end),
+        });
+        self.segment_start = end;
     }
 
     /// A heading paragraph written from `start`: the segment before it ends there and a new
@@ -564,7 +724,9 @@ impl<'s> Body<'s> {
             .split_whitespace()
             .collect::<Vec<_>>()
             .join(" ");
-        if title.is_empty() {
+        // A paragraph that holds a table (in a text box) started before the table's segment:
+        // it is not taken for a heading.
+        if title.is_empty() || start < self.segment_start {
             return;
         }
         self.close_segment(start);
@@ -587,6 +749,7 @@ impl<'s> Body<'s> {
                 end,
                 page: None,
                 section: self.section.clone(),
+                table_header: None,
             });
         }
     }
@@ -622,26 +785,162 @@ mod tests {
         let extracted = body(xml);
         assert_eq!(
             extracted.text,
-            "Guide\nHello world & more\tx\ny\nSetup\n\na b |  | c\n1 | 2 | 3\n\nafter"
+            "Guide\nHello world & more\tx\ny\nSetup\n\n| a b |  | c |\n| --- | --- | --- |\n| 1 | 2 | 3 |\n\nafter"
         );
-        let sections: Vec<(&str, Option<&str>)> = extracted
+        assert_eq!(
+            segments(&extracted),
+            [
+                ("Guide\nHello world & more\tx\ny\n", Some("Guide"), false),
+                ("Setup\n\n", Some("Guide > Setup"), false),
+                (
+                    "| a b |  | c |\n| --- | --- | --- |\n| 1 | 2 | 3 |",
+                    Some("Guide > Setup"),
+                    true
+                ),
+                ("\n\nafter", Some("Guide > Setup"), false),
+            ]
+        );
+    }
+
+    /// Each segment's text, section and whether it is a table.
+    fn segments(extracted: &Extracted) -> Vec<(&str, Option<&str>, bool)> {
+        extracted
             .segments
             .iter()
             .map(|segment| {
                 (
                     &extracted.text[segment.start..segment.end],
                     segment.section.as_deref(),
+                    segment.table_header.is_some(),
                 )
             })
-            .collect();
+            .collect()
+    }
+
+    fn cell(xml: &str) -> String {
+        format!("<w:tc><w:p><w:r><w:t xml:space=\"preserve\">{xml}</w:t></w:r></w:p></w:tc>")
+    }
+
+    fn row(cells: &[&str]) -> String {
+        let cells: String = cells.iter().map(|text| cell(text)).collect();
+        format!("<w:tr>{cells}</w:tr>")
+    }
+
+    fn document(body: &str) -> String {
+        format!("<w:document xmlns:w=\"w\"><w:body>{body}</w:body></w:document>")
+    }
+
+    #[test]
+    fn a_table_is_markdown_rows_under_a_header_separator() {
+        let table = format!(
+            "<w:tbl>{}{}{}</w:tbl>",
+            row(&["Name", "Price", "Note"]),
+            row(&["Kettle", "35", ""]),
+            row(&["a | b", "", "pipe"]),
+        );
+        let extracted = body(&document(&format!(
+            "<w:p><w:r><w:t>Before</w:t></w:r></w:p>{table}<w:p><w:r><w:t>After</w:t></w:r></w:p>"
+        )));
+        let rows = "| Name | Price | Note |\n| --- | --- | --- |\n| Kettle | 35 |  |\n| a \\| b |  | pipe |";
+        assert_eq!(extracted.text, format!("Before\n\n{rows}\n\nAfter"));
         assert_eq!(
-            sections,
+            segments(&extracted),
             [
-                ("Guide\nHello world & more\tx\ny\n", Some("Guide")),
-                (
-                    "Setup\n\na b |  | c\n1 | 2 | 3\n\nafter",
-                    Some("Guide > Setup")
-                ),
+                ("Before\n\n", None, false),
+                (rows, None, true),
+                ("\n\nAfter", None, false)
+            ]
+        );
+        let table = &extracted.segments[1];
+        assert_eq!(
+            &extracted.text[table.start..table.table_header.unwrap()],
+            "| Name | Price | Note |\n| --- | --- | --- |"
+        );
+    }
+
+    #[test]
+    fn cell_breaks_and_nested_tables_stay_on_the_row_line() {
+        let nested = format!(
+            "<w:tbl>{}{}</w:tbl>",
+            row(&["in 1", "in 2"]),
+            row(&["in 3", ""])
+        );
+        let breaks = "<w:tc><w:p><w:r><w:t>one</w:t><w:br/><w:t>two</w:t><w:tab/><w:t>three</w:t></w:r></w:p><w:p><w:r><w:t>  four  </w:t></w:r></w:p></w:tc>";
+        let xml = document(&format!(
+            "<w:tbl>{}<w:tr>{breaks}<w:tc><w:p><w:r><w:t>outer</w:t></w:r></w:p>{nested}<w:p><w:r><w:t>end</w:t></w:r></w:p></w:tc></w:tr></w:tbl>",
+            row(&["A", "B"])
+        ));
+        assert_eq!(
+            body(&xml).text,
+            "| A | B |\n| --- | --- |\n| one two three four | outer in 1 in 2 in 3 end |"
+        );
+    }
+
+    #[test]
+    fn the_separator_counts_the_header_cells_and_spans() {
+        let spanning = "<w:tc><w:tcPr><w:gridSpan w:val=\"2\"/></w:tcPr><w:p><w:r><w:t>Both</w:t></w:r></w:p></w:tc>";
+        let huge = "<w:tc><w:tcPr><w:gridSpan w:val=\"4000000000\"/></w:tcPr></w:tc>";
+        let xml = document(&format!(
+            "<w:tbl><w:tr><w:tc/><w:tc/></w:tr><w:tr>{spanning}{}</w:tr>{}<w:tr>{huge}{}</w:tr></w:tbl>",
+            cell("C"),
+            row(&["1", "2", "3", "4"]),
+            cell("x"),
+        ));
+        let extracted = body(&xml);
+        let lines: Vec<&str> = extracted.text.lines().collect();
+        // The empty first row is left out: the row below is the header.
+        assert_eq!(
+            lines[..3],
+            [
+                "| Both |  | C |",
+                "| --- | --- | --- |",
+                "| 1 | 2 | 3 | 4 |"
+            ]
+        );
+        // A span is bounded.
+        assert_eq!(lines[3].matches(" |").count(), MAX_GRID_SPAN + 1);
+    }
+
+    #[test]
+    fn empty_cells_count_against_the_character_limit() {
+        let spanning = "<w:tc><w:tcPr><w:gridSpan w:val=\"64\"/></w:tcPr></w:tc>".repeat(100);
+        let xml = document(&format!(
+            "<w:tbl><w:tr>{spanning}{}</w:tr></w:tbl>",
+            cell("x")
+        ));
+        let styles = Styles::default();
+        let mut budget = Budget {
+            remaining: 1 << 20,
+            limit: 1 << 20,
+        };
+        let reader = budget.reader(xml.as_bytes());
+        let error = Body::new(&styles, 10_000)
+            .read(reader, &mut budget)
+            .unwrap_err();
+        assert!(matches!(error, DocumentError::TooLarge(_)), "{error:?}");
+    }
+
+    #[test]
+    fn tables_without_text_and_headings_after_tables() {
+        let xml = document(&format!(
+            "<w:tbl><w:tr><w:tc><w:p/></w:tc></w:tr></w:tbl><w:tbl/>\
+<w:p><w:pPr><w:pStyle w:val=\"Heading1\"/></w:pPr><w:r><w:t>Prices</w:t></w:r></w:p>\
+<w:tbl>{}{}</w:tbl><w:tbl>{}</w:tbl>\
+<w:p><w:pPr><w:pStyle w:val=\"Heading2\"/></w:pPr><w:r><w:t>Notes</w:t></w:r></w:p>",
+            row(&["k", "v"]),
+            row(&["a", "1"]),
+            row(&["only", "header"]),
+        ));
+        let extracted = body(&xml);
+        assert_eq!(
+            segments(&extracted),
+            [
+                ("Prices\n\n", Some("Prices"), false),
+                ("| k | v |\n| --- | --- |\n| a | 1 |", Some("Prices"), true),
+                ("\n\n", Some("Prices"), false),
+                ("| only | header |\n| --- | --- |", Some("Prices"), true),
+                ("\n\n", Some("Prices"), false),
+                ("Notes", Some("Prices > Notes"), false),
             ]
         );
     }

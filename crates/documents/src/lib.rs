@@ -1,5 +1,6 @@
 //! Text extraction and chunking of uploaded documents: [`DocumentChunker`] implements the
-//! knowledge domain's [`DocumentProcessor`] port for pdf (text layer, per page), docx
+//! knowledge domain's [`DocumentProcessor`] port for pdf (text layer per page, OCR through a
+//! [`TextRecognizer`] for pages without one), docx
 //! (paragraphs, heading paths, tables), txt, md (heading paths, fences kept whole when they
 //! fit), csv (whole rows under a repeated header) and json (flattened `path: value` lines),
 //! and cuts the text into chunks sized in `cl100k_base` tokens with overlap. It owns the
@@ -17,9 +18,12 @@ mod tabular;
 pub mod testing;
 mod text;
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use tessera_knowledge::{
-    ChunkDraft, ChunkingSettings, DocumentError, DocumentProcessor, FileFormat,
+    ChunkDraft, ChunkingSettings, DocumentError, DocumentProcessor, ExtractionProgress, FileFormat,
+    ProgressSink, TextRecognizer,
 };
 
 use crate::chunking::Chunker;
@@ -58,28 +62,55 @@ impl Default for Limits {
 ///   chunk's text in the document's extracted text, which is
 ///   - txt, md, csv: the file's text itself (without a leading UTF-8 byte order mark);
 ///   - pdf: each page's text layer, pages joined by a blank line (`"\n\n"`);
-///   - docx: paragraphs one per line, table rows one per line with cells joined by `" | "`,
-///     a blank line around each table;
+///   - docx: paragraphs one per line; each top-level table as markdown rows one per line
+///     (`| a | b |`; `|` in a cell escaped as `\|`, a cell's line breaks and nested tables
+///     on its line), the separator line `| --- | --- |` after the first row (the header),
+///     and a blank line around the table;
 ///   - json: the flattened lines `path: value` joined by `"\n"`.
 ///
-///   For txt, md, pdf and docx, slicing the extracted text by the offsets gives the chunk's
-///   text exactly. A csv chunk repeats the header line above its rows: its offsets span the
-///   rows only (from the first row's start to the last row's end), so slicing gives the rows
-///   as the file has them (its line endings; the chunk joins rows with `"\n"`).
+///   For txt, md, pdf and docx prose, slicing the extracted text by the offsets gives the
+///   chunk's text exactly. A csv chunk repeats the header line above its rows: its offsets
+///   span the rows only (from the first row's start to the last row's end), so slicing gives
+///   the rows as the file has them (its line endings; the chunk joins rows with `"\n"`). A
+///   docx table chunk likewise repeats the header row and separator line above whole rows,
+///   and its offsets span the rows only, except the table's first chunk, whose offsets start
+///   at the header row (slicing it gives its text exactly); a header longer than half of
+///   `max_tokens` is not repeated, and each chunk of such a table slices exactly.
 /// - `page`: pdf only, the 1-based page the chunk is on (chunks never span pages).
 /// - `section`: md and docx, the heading path in effect where the chunk starts
 ///   (`"Intro > Setup"`; a docx `Title` paragraph is the outermost level; none before the
 ///   first heading); docx chunks never span a heading. csv: the record range `"rows 2-40"` or `"row 7"`, numbered from 1 with the
 ///   header as row 1 (these are line numbers unless a quoted field holds a line break). json:
 ///   the longest path all of the chunk's lines share (`"$.items[3]"`, at least `"$"`).
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct DocumentChunker {
     limits: Limits,
+    recognizer: Option<Arc<dyn TextRecognizer>>,
+}
+
+impl std::fmt::Debug for DocumentChunker {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("DocumentChunker")
+            .field("limits", &self.limits)
+            .field("ocr", &self.recognizer.is_some())
+            .finish()
+    }
 }
 
 impl DocumentChunker {
     pub fn new(limits: Limits) -> Self {
-        Self { limits }
+        Self {
+            limits,
+            recognizer: None,
+        }
+    }
+
+    /// Reads PDF pages without a usable text layer with `recognizer` (without one, such
+    /// pages are skipped).
+    pub fn with_ocr(mut self, recognizer: Arc<dyn TextRecognizer>) -> Self {
+        self.recognizer = Some(recognizer);
+        self
     }
 
     pub fn limits(&self) -> Limits {
@@ -93,6 +124,7 @@ impl DocumentChunker {
         format: FileFormat,
         content: &[u8],
         settings: ChunkingSettings,
+        progress: &dyn Fn(ExtractionProgress),
     ) -> Result<Vec<ChunkDraft>, DocumentError> {
         if format.is_image() {
             return Err(DocumentError::Unsupported(format.as_str()));
@@ -120,7 +152,13 @@ impl DocumentChunker {
                 text::check(text, limits)?;
                 json::chunks(text, &chunker, limits)?
             }
-            FileFormat::Pdf => pdf::extract(content, limits)?.chunks(&chunker, limits)?,
+            FileFormat::Pdf => {
+                let ocr = self.recognizer.as_deref().map(|recognizer| pdf::Ocr {
+                    recognizer,
+                    progress,
+                });
+                pdf::extract(content, limits, ocr)?.chunks(&chunker, limits)?
+            }
             FileFormat::Docx => docx::extract(content, limits)?.chunks(&chunker, limits)?,
             FileFormat::Png | FileFormat::Jpeg | FileFormat::Gif | FileFormat::Webp => {
                 return Err(DocumentError::Unsupported(format.as_str()));
@@ -143,13 +181,15 @@ impl DocumentProcessor for DocumentChunker {
         format: FileFormat,
         content: Vec<u8>,
         settings: ChunkingSettings,
+        progress: ProgressSink,
     ) -> Result<Vec<ChunkDraft>, DocumentError> {
         if format.is_image() {
             return Err(DocumentError::Unsupported(format.as_str()));
         }
         let this = self.clone();
-        let task =
-            tokio::task::spawn_blocking(move || this.chunks_blocking(format, &content, settings));
+        let task = tokio::task::spawn_blocking(move || {
+            this.chunks_blocking(format, &content, settings, progress.as_ref())
+        });
         match task.await {
             Ok(result) => result,
             Err(error) => {

@@ -1,26 +1,60 @@
 //! PDF: the text layer of each page (`pdf-extract` over `lopdf`), pages joined by a blank line,
-//! each page a segment chunks do not cross.
+//! each page a segment chunks do not cross. A page without a usable text layer (fewer than
+//! [`MIN_LAYER_CHARS`] letters or digits: a scanned page, or one the extractor cannot read)
+//! is read by OCR when a [`TextRecognizer`] is configured, and keeps whichever of the two
+//! texts has more letters and digits; its page number stays its own.
 //!
 //! A document that opens with the empty user password (only an owner password restricting
 //! printing or copying) is read; any other encryption is [`DocumentError::Encrypted`]. Before
 //! any page is interpreted, the Flate streams that are not images are inflated through a
 //! counter, so a decompression bomb is refused ([`DocumentError::TooLarge`]) instead of filling
 //! memory. The extraction crates panic on some malformed input: every call into them runs under
-//! `catch_unwind`. A page that cannot be read is skipped (with a warning) when other pages can
-//! be; when none can, the document is [`DocumentError::Corrupt`].
+//! `catch_unwind`. A page that cannot be read (neither its text layer nor, where configured, by
+//! OCR, within its time limit) is skipped with a warning when other pages have text; when none
+//! has, the document is [`DocumentError::Corrupt`] with the pages' reasons, or
+//! [`DocumentError::Empty`] when every page was read and is blank.
 
 use std::io::Read;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use pdf_extract::{Document, Object, OutputError, PlainTextOutput};
-use tessera_knowledge::DocumentError;
+use tessera_knowledge::{DocumentError, ExtractionProgress, TextRecognizer};
 
 use crate::Limits;
 use crate::text::{Extracted, Segment, too_long};
 
-const PAGE_SEPARATOR: &str = "\n\n";
+mod images;
 
-pub(crate) fn extract(content: &[u8], limits: &Limits) -> Result<Extracted, DocumentError> {
+const PAGE_SEPARATOR: &str = "\n\n";
+/// Fewer letters and digits than this in a page's text layer send the page to OCR: a scanned
+/// page often carries a page number or a stamp as text, and nothing else.
+pub(crate) const MIN_LAYER_CHARS: usize = 16;
+/// How many skipped pages' reasons a failure names.
+const REASONS_NAMED: usize = 3;
+
+/// OCR for pages without text, and where to report its progress.
+pub(crate) struct Ocr<'a> {
+    pub recognizer: &'a dyn TextRecognizer,
+    pub progress: &'a dyn Fn(ExtractionProgress),
+}
+
+/// One page as read: its text, or why it has none.
+struct PageRead {
+    number: u32,
+    text: Result<String, String>,
+}
+
+impl PageRead {
+    fn letters(&self) -> usize {
+        self.text.as_deref().map_or(0, letters)
+    }
+}
+
+pub(crate) fn extract(
+    content: &[u8],
+    limits: &Limits,
+    ocr: Option<Ocr<'_>>,
+) -> Result<Extracted, DocumentError> {
     let document = catch_unwind(|| Document::load_mem(content))
         .map_err(|_| corrupt("the PDF structure could not be parsed"))?
         .map_err(load_error)?;
@@ -28,23 +62,90 @@ pub(crate) fn extract(content: &[u8], limits: &Limits) -> Result<Extracted, Docu
         return Err(DocumentError::Encrypted);
     }
     check_expansion(&document, limits)?;
-    let pages = document.get_pages();
-    if pages.is_empty() {
+    let page_ids = document.get_pages();
+    if page_ids.is_empty() {
         return Err(corrupt("the PDF has no pages"));
     }
+    let mut pages: Vec<PageRead> = page_ids
+        .keys()
+        .map(|&number| PageRead {
+            number,
+            text: page_text(&document, number),
+        })
+        .collect();
+    if let Some(ocr) = ocr {
+        recognize(&document, content, &mut pages, &ocr);
+    }
+    join(&pages, limits)
+}
+
+/// Reads by OCR every page whose text layer is missing or too thin, keeping the better text.
+/// A page whose every image is damaged is not sent: the renderer would draw it blank without
+/// a word, and the damage is the reason to give.
+fn recognize(document: &Document, content: &[u8], pages: &mut [PageRead], ocr: &Ocr<'_>) {
+    let page_ids = document.get_pages();
+    let mut wanted = Vec::new();
+    for page in pages.iter_mut() {
+        if page.letters() >= MIN_LAYER_CHARS {
+            continue;
+        }
+        let damage = page_ids
+            .get(&page.number)
+            .and_then(|&id| images::damage(document, id));
+        match damage {
+            Some(reason) if page.letters() == 0 => page.text = Err(reason),
+            Some(_) => {}
+            None => wanted.push(page.number),
+        }
+    }
+    if wanted.is_empty() {
+        return;
+    }
+    let total = u32::try_from(wanted.len()).unwrap_or(u32::MAX);
+    let mut done = 0;
+    (ocr.progress)(ExtractionProgress { done, total });
+    ocr.recognizer
+        .pdf_pages(content, &wanted, &mut |number, recognized| {
+            done += 1;
+            (ocr.progress)(ExtractionProgress { done, total });
+            let Some(page) = pages.iter_mut().find(|page| page.number == number) else {
+                return;
+            };
+            match recognized {
+                Ok(text) => {
+                    let text = clean(&text);
+                    if letters(&text) > page.letters() {
+                        page.text = Ok(text);
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(page = number, %error, "a PDF page could not be read by OCR");
+                    if page.letters() == 0 {
+                        page.text = Err(error.to_string());
+                    }
+                }
+            }
+        });
+}
+
+/// The pages' texts joined by a blank line, a segment each; pages without text are skipped.
+fn join(pages: &[PageRead], limits: &Limits) -> Result<Extracted, DocumentError> {
     let mut extracted = Extracted::default();
     let mut chars = 0usize;
-    let mut failed = 0usize;
-    for &number in pages.keys() {
-        let page = match page_text(&document, number) {
-            Ok(page) => page,
+    let mut reasons = Vec::new();
+    for page in pages {
+        let text = match &page.text {
+            Ok(text) => text,
             Err(reason) => {
-                tracing::warn!(page = number, %reason, "a PDF page's text could not be extracted");
-                failed += 1;
+                tracing::warn!(page = page.number, %reason, "a PDF page's text could not be extracted");
+                reasons.push(format!("page {}: {reason}", page.number));
                 continue;
             }
         };
-        chars += page.chars().count();
+        if text.is_empty() {
+            continue;
+        }
+        chars += text.chars().count();
         if chars > limits.max_text_chars {
             return Err(too_long(limits));
         }
@@ -52,18 +153,36 @@ pub(crate) fn extract(content: &[u8], limits: &Limits) -> Result<Extracted, Docu
             extracted.text.push_str(PAGE_SEPARATOR);
         }
         let start = extracted.text.len();
-        extracted.text.push_str(&page);
+        extracted.text.push_str(text);
         extracted.segments.push(Segment {
             start,
             end: extracted.text.len(),
-            page: Some(number),
+            page: Some(page.number),
             section: None,
+            table_header: None,
         });
     }
-    if failed == pages.len() {
-        return Err(corrupt("no page's text could be read"));
+    if extracted.text.trim().is_empty() && !reasons.is_empty() {
+        let named = reasons.len().min(REASONS_NAMED);
+        let more = reasons.len() - named;
+        let mut reason = format!(
+            "no page's text could be read ({}",
+            reasons[..named].join("; ")
+        );
+        if more > 0 {
+            reason.push_str(&format!("; {more} more"));
+        }
+        reason.push(')');
+        return Err(DocumentError::Corrupt(reason));
     }
     Ok(extracted)
+}
+
+/// Letters and digits: what makes a text layer worth keeping.
+fn letters(text: &str) -> usize {
+    text.chars()
+        .filter(|character| character.is_alphanumeric())
+        .count()
 }
 
 /// One page's text, trimmed, without control characters other than line breaks and tabs.
@@ -74,15 +193,22 @@ fn page_text(document: &Document, number: u32) -> Result<String, String> {
         pdf_extract::output_doc_page(document, &mut output, number).map(|()| text)
     }));
     match result {
-        Ok(Ok(text)) => Ok(text
-            .trim()
-            .chars()
-            .map(|character| if character == '\r' { '\n' } else { character })
-            .filter(|character| !character.is_control() || matches!(character, '\n' | '\t'))
-            .collect()),
+        Ok(Ok(text)) => Ok(clean(&text)),
         Ok(Err(error)) => Err(output_error(&error)),
         Err(_) => Err("the text extractor failed on this page".to_owned()),
     }
+}
+
+/// A page's text trimmed, without control characters other than line breaks and tabs (OCR
+/// ends pages with a form feed).
+fn clean(text: &str) -> String {
+    text.trim()
+        .chars()
+        .map(|character| if character == '\r' { '\n' } else { character })
+        .filter(|character| !character.is_control() || matches!(character, '\n' | '\t'))
+        .collect::<String>()
+        .trim()
+        .to_owned()
 }
 
 fn output_error(error: &OutputError) -> String {

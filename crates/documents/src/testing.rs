@@ -1,5 +1,5 @@
 //! Real documents for tests of this and other crates (feature `testing`): PDFs with a text
-//! layer built with `lopdf`, DOCX archives built with `zip`, and hostile variants of both.
+//! layer built with `lopdf`, scanned PDFs without one, DOCX archives built with `zip`, and hostile variants of both.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::missing_panics_doc)]
 
@@ -10,6 +10,9 @@ use lopdf::{
     Document, EncryptionState, EncryptionVersion, Object, Permissions, Stream, dictionary,
 };
 use zip::write::SimpleFileOptions;
+
+mod scan;
+pub use scan::{ScanPage, scanned_pdf};
 
 /// The bytes of a PDF with one page per entry, each page's lines written top-down.
 pub fn pdf_bytes(pages: &[Vec<String>]) -> Vec<u8> {
@@ -133,6 +136,103 @@ pub fn table(rows: &[&[&str]]) -> String {
     }
     xml.push_str("</w:tbl>");
     xml
+}
+
+/// A `w:tbl` of owned rows (the first is the header), one paragraph per cell, the text
+/// escaped for XML.
+pub fn table_of(rows: &[Vec<String>]) -> String {
+    let escaped: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| row.iter().map(|cell| xml_escape(cell)).collect())
+        .collect();
+    let borrowed: Vec<Vec<&str>> = escaped
+        .iter()
+        .map(|row| row.iter().map(String::as_str).collect())
+        .collect();
+    let rows: Vec<&[&str]> = borrowed.iter().map(Vec::as_slice).collect();
+    table(&rows)
+}
+
+fn xml_escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// The header of [`inventory_rows`].
+pub const INVENTORY_HEADER: [&str; 5] = ["SKU", "Product", "Warehouse", "Stock", "Notes"];
+
+/// The made-up product of inventory row `number` (1-based): a word no other row holds
+/// (`"Kelpod valve"`), for questions about one row.
+pub fn inventory_product(number: usize) -> String {
+    const HEADS: [&str; 10] = [
+        "Bra", "Cor", "Dul", "Fen", "Gri", "Hal", "Jor", "Kel", "Lum", "Mor",
+    ];
+    const TAILS: [&str; 8] = ["vax", "tin", "sel", "pod", "quar", "ven", "zil", "rok"];
+    format!(
+        "{}{} valve",
+        HEADS[number % HEADS.len()],
+        TAILS[(number / HEADS.len()) % TAILS.len()]
+    )
+}
+
+/// The stock count of inventory row `number`, as its Stock cell reads (`"5493 units"`).
+pub fn inventory_stock(number: usize) -> String {
+    format!("{} units", number * 389 % 9000 + 100)
+}
+
+/// An inventory table: [`INVENTORY_HEADER`] and `count` rows of made-up spare parts, each
+/// about 45 `cl100k_base` tokens, with a product ([`inventory_product`]), SKU and stock count
+/// of its own.
+pub fn inventory_rows(count: usize) -> Vec<Vec<String>> {
+    const WAREHOUSES: [&str; 4] = ["Rotterdam", "Leipzig", "Gdansk", "Lyon"];
+    const TEAMS: [&str; 3] = ["receiving", "quality", "night shift"];
+    let header = INVENTORY_HEADER
+        .iter()
+        .map(|cell| (*cell).to_owned())
+        .collect();
+    let rows = (1..=count).map(|number| {
+        vec![
+            format!("KX-{}", 4000 + number * 7),
+            inventory_product(number),
+            WAREHOUSES[number % WAREHOUSES.len()].to_owned(),
+            inventory_stock(number),
+            format!(
+                "Inspected by the {} team; reorder when fewer than {} remain and check the seals before shipping.",
+                TEAMS[number % TEAMS.len()],
+                number * 3 + 10
+            ),
+        ]
+    });
+    std::iter::once(header).chain(rows).collect()
+}
+
+/// The paragraphs of [`docx_with_table`]: a title, an introduction, a heading, the paragraph
+/// before the table and the one after it.
+pub const TABLE_DOCUMENT: [&str; 5] = [
+    "Warehouse handbook",
+    "This handbook describes how the warehouse teams receive, store and ship spare parts. \
+     Every delivery is counted on arrival and booked before the parts are put away.",
+    "Stock list",
+    "The stock list below is updated every night from the warehouse management system.",
+    "Counts that differ from the shelf by more than five percent are checked by hand within \
+     two working days.",
+];
+
+/// A docx of [`TABLE_DOCUMENT`]'s title (style `Title`), introduction, heading (`Heading1`)
+/// and paragraph, then the table of `rows`, then the paragraph after it.
+pub fn docx_with_table(rows: &[Vec<String>]) -> Vec<u8> {
+    let [title, introduction, heading, before, after] = TABLE_DOCUMENT;
+    let body = [
+        paragraph(Some("Title"), title),
+        paragraph(None, introduction),
+        paragraph(Some("Heading1"), heading),
+        paragraph(None, before),
+        table_of(rows),
+        paragraph(None, after),
+    ]
+    .concat();
+    docx(&document_xml(&body), None)
 }
 
 pub fn document_xml(body: &str) -> String {

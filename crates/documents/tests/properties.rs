@@ -64,8 +64,12 @@ fn limits() -> impl Strategy<Value = (usize, usize)> {
 }
 
 fn check(format: FileFormat, text: &str, max: usize, overlap: usize) {
-    let result =
-        DocumentChunker::default().chunks_blocking(format, text.as_bytes(), settings(max, overlap));
+    let result = DocumentChunker::default().chunks_blocking(
+        format,
+        text.as_bytes(),
+        settings(max, overlap),
+        &|_| {},
+    );
     match result {
         Ok(chunks) => {
             // Settings below four tokens are raised to four.
@@ -112,7 +116,7 @@ proptest! {
             let at = index.index(bytes.len());
             bytes[at] = byte;
         }
-        let _ = DocumentChunker::default().chunks_blocking(FileFormat::Pdf, &bytes, settings(100, 10));
+        let _ = DocumentChunker::default().chunks_blocking(FileFormat::Pdf, &bytes, settings(100, 10), &|_| {});
     }
 
     #[test]
@@ -122,7 +126,7 @@ proptest! {
             let at = index.index(bytes.len());
             bytes[at] = byte;
         }
-        let _ = DocumentChunker::default().chunks_blocking(FileFormat::Docx, &bytes, settings(100, 10));
+        let _ = DocumentChunker::default().chunks_blocking(FileFormat::Docx, &bytes, settings(100, 10), &|_| {});
     }
 
     #[test]
@@ -130,10 +134,10 @@ proptest! {
         let chunker = DocumentChunker::default();
         let mut pdf = if pdf_head { b"%PDF-1.4\n".to_vec() } else { Vec::new() };
         pdf.extend(&bytes);
-        let _ = chunker.chunks_blocking(FileFormat::Pdf, &pdf, settings(200, 30));
+        let _ = chunker.chunks_blocking(FileFormat::Pdf, &pdf, settings(200, 30), &|_| {});
         let mut docx = b"PK\x03\x04".to_vec();
         docx.extend(&bytes);
-        let _ = chunker.chunks_blocking(FileFormat::Docx, &docx, settings(200, 30));
-        let _ = chunker.chunks_blocking(FileFormat::Txt, &bytes, settings(200, 30));
+        let _ = chunker.chunks_blocking(FileFormat::Docx, &docx, settings(200, 30), &|_| {});
+        let _ = chunker.chunks_blocking(FileFormat::Txt, &bytes, settings(200, 30), &|_| {});
     }
 }

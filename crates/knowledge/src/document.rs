@@ -1,5 +1,7 @@
 //! Turning a stored document into chunks: the first step of processing.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 
 use crate::FileFormat;
@@ -62,15 +64,34 @@ pub enum DocumentError {
     Unsupported(&'static str),
 }
 
+/// How far the slow part of a document's extraction has got: pages read by OCR, of those
+/// that need it. Processing moves the file's `progress` (and keeps its job's lease) with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExtractionProgress {
+    pub done: u32,
+    pub total: u32,
+}
+
+/// Where a [`DocumentProcessor`] reports [`ExtractionProgress`]; called from its blocking
+/// work, so it must return at once.
+pub type ProgressSink = Arc<dyn Fn(ExtractionProgress) + Send + Sync>;
+
+/// A sink for callers that do not follow progress.
+pub fn ignore_progress() -> ProgressSink {
+    Arc::new(|_| {})
+}
+
 /// Extracts a document's text (format-aware: pages, headings, rows, JSON paths) and chunks it.
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 #[async_trait]
 pub trait DocumentProcessor: Send + Sync {
-    /// The document's chunks in document order. CPU-bound work runs off the async runtime.
+    /// The document's chunks in document order. CPU-bound work runs off the async runtime;
+    /// long steps (OCR, page by page) report to `progress` as they go.
     async fn chunks(
         &self,
         format: FileFormat,
         content: Vec<u8>,
         settings: ChunkingSettings,
+        progress: ProgressSink,
     ) -> Result<Vec<ChunkDraft>, DocumentError>;
 }

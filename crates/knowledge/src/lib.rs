@@ -1,10 +1,11 @@
 //! Files, datasets and the knowledge they hold (pure domain). It owns what an upload may be
 //! (formats, size limits, content signatures, checked while the content streams), file and
 //! dataset records with versions and snapshots, the processing pipeline a worker runs
-//! (extract and chunk, embed, index; retries and leases), search, and embeddings on
-//! request with their usage records. It knows nothing of
-//! HTTP, SQL, candle or Qdrant: adapters implement [`BlobStore`], [`DocumentProcessor`],
-//! [`Embedder`], [`VectorIndex`], [`FileStore`] and [`DatasetStore`]. The `memory` feature
+//! (extract and chunk, embed, index; retries and leases, progress), search, and embeddings on
+//! request with their usage records. It knows nothing of HTTP, SQL, candle, Tesseract or
+//! Qdrant: adapters implement [`BlobStore`], [`DocumentProcessor`] (with [`TextRecognizer`]
+//! for pages without text), [`Embedder`], [`VectorIndex`], [`FileStore`] and
+//! [`DatasetStore`]. The `memory` feature
 //! has the store ports' in-memory reference (`InMemoryKnowledgeStore`, both ports over one
 //! state), the `contract` feature their contract suite (`knowledge_store_contract!`) for any
 //! implementation, and the `rag` feature knowledge as the chats domain's retriever and the
@@ -34,6 +35,7 @@ pub mod memory;
 mod processing;
 #[cfg(feature = "rag")]
 pub mod rag;
+mod recognition;
 mod store;
 mod upload;
 
@@ -44,7 +46,10 @@ pub use dataset_service::{
     DatasetService, MAX_DATASET_DESCRIPTION_CHARS, MAX_DATASET_NAME_CHARS, MAX_QUERY_CHARS,
     MAX_SEARCH_LIMIT, SearchHit, SearchRequest,
 };
-pub use document::{ChunkDraft, ChunkLocation, ChunkingSettings, DocumentError, DocumentProcessor};
+pub use document::{
+    ChunkDraft, ChunkLocation, ChunkingSettings, DocumentError, DocumentProcessor,
+    ExtractionProgress, ProgressSink, ignore_progress,
+};
 pub use embedding::{EmbedError, Embedder, NoEmbedder};
 pub use embeddings::{
     EMBEDDED, EmbeddingCaller, EmbeddingError, EmbeddingRequest, EmbeddingService, Embeddings,
@@ -59,6 +64,7 @@ pub use index::{
     IndexError, IndexedChunk, NoIndex, ScoredChunk, SearchMode, VectorIndex, VectorQuery,
 };
 pub use processing::{JobOutcome, Pipeline, ProcessingSettings, Processor};
+pub use recognition::{RecognitionError, TextRecognizer};
 pub use store::{ClaimedJob, DatasetStore, FileDeletion, FileStore};
 pub use upload::{MAX_FILE_NAME_CHARS, Upload, UploadError, clean_file_name};
 

@@ -9,9 +9,13 @@ use chrono::{DateTime, TimeDelta, Utc};
 use tessera_kernel::{Clock, DomainError};
 use tracing::Instrument;
 
+use futures_channel::mpsc::{UnboundedReceiver, unbounded};
+use futures_util::StreamExt;
+
 use crate::{
     BlobStore, ChunkingSettings, ClaimedJob, DocumentError, DocumentProcessor, Embedder,
-    FileFailed, FileReady, FileStore, IndexedChunk, StoredChunk, VectorIndex,
+    ExtractionProgress, FileFailed, FileReady, FileStore, IndexedChunk, ProgressSink, StoredChunk,
+    VectorIndex,
 };
 
 /// How workers process files.
@@ -87,6 +91,25 @@ pub struct Processor {
     pipeline: Pipeline,
     settings: ProcessingSettings,
     worker: String,
+}
+
+/// A sink whose reports arrive on the receiver, which ends once the sink is dropped.
+fn progress_channel() -> (ProgressSink, UnboundedReceiver<ExtractionProgress>) {
+    let (sender, receiver) = unbounded();
+    let sink: ProgressSink = Arc::new(move |report| {
+        // The receiver lives until the extraction ends; a closed one has nobody to tell.
+        let _ = sender.unbounded_send(report);
+    });
+    (sink, receiver)
+}
+
+/// Extraction spans 10 to 30 % of a file's progress.
+fn extraction_percent(report: ExtractionProgress) -> u8 {
+    let done = u64::from(report.done.min(report.total));
+    let share = (done * 20)
+        .checked_div(u64::from(report.total))
+        .unwrap_or(0);
+    10 + u8::try_from(share).unwrap_or(20)
 }
 
 fn delta(duration: Duration) -> TimeDelta {
@@ -208,6 +231,23 @@ impl Processor {
         }
     }
 
+    /// Moves the file's progress from 10 to 30 % as extraction reports pages done (OCR), which
+    /// also keeps the job's lease while a long document is read. Drains every report, so it
+    /// ends when the extraction drops its sink.
+    async fn follow_extraction(
+        &self,
+        job: &ClaimedJob,
+        mut reports: UnboundedReceiver<ExtractionProgress>,
+    ) -> Result<(), StepError> {
+        let mut followed = Ok(());
+        while let Some(report) = reports.next().await {
+            if followed.is_ok() {
+                followed = self.progress(job, extraction_percent(report)).await;
+            }
+        }
+        followed
+    }
+
     async fn steps(&self, job: &ClaimedJob) -> Result<Vec<StoredChunk>, StepError> {
         let file = &job.file;
         let pipeline = &self.pipeline;
@@ -221,21 +261,24 @@ impl Processor {
             .await
             .map_err(|error| StepError::Transient(error.to_string()))?;
         self.progress(job, 10).await?;
-        let drafts = pipeline
+        let (sink, reports) = progress_channel();
+        let extraction = pipeline
             .documents
-            .chunks(file.format, content, self.settings.chunking)
+            .chunks(file.format, content, self.settings.chunking, sink)
             .instrument(tracing::info_span!(
                 "extract and chunk",
                 "file.format" = file.format.as_str()
-            ))
-            .await
-            .map_err(|error| match error {
-                DocumentError::Corrupt(_)
-                | DocumentError::Encrypted
-                | DocumentError::Empty
-                | DocumentError::TooLarge(_)
-                | DocumentError::Unsupported(_) => StepError::Content(error.to_string()),
-            })?;
+            ));
+        let (drafts, followed) =
+            futures_util::future::join(extraction, self.follow_extraction(job, reports)).await;
+        followed?;
+        let drafts = drafts.map_err(|error| match error {
+            DocumentError::Corrupt(_)
+            | DocumentError::Encrypted
+            | DocumentError::Empty
+            | DocumentError::TooLarge(_)
+            | DocumentError::Unsupported(_) => StepError::Content(error.to_string()),
+        })?;
         self.progress(job, 30).await?;
         let datasets = pipeline
             .files

@@ -12,9 +12,9 @@ use mockall::predicate::eq;
 use tessera_kernel::{ManualClock, OrganizationId};
 use tessera_knowledge::{
     BlobError, BlobStore, BlobWriter, ChunkDraft, ChunkLocation, ClaimedJob, DatasetId,
-    DocumentError, EmbedError, FileFormat, FileId, FileStatus, JobOutcome, MockDocumentProcessor,
-    MockEmbedder, MockFileStore, MockVectorIndex, Pipeline, ProcessingSettings, Processor,
-    StoredFile,
+    DocumentError, EmbedError, ExtractionProgress, FileFormat, FileId, FileStatus, JobOutcome,
+    MockDocumentProcessor, MockEmbedder, MockFileStore, MockVectorIndex, Pipeline,
+    ProcessingSettings, Processor, StoredFile,
 };
 
 /// A blob store holding one document.
@@ -139,8 +139,8 @@ async fn a_document_is_embedded_in_batches_indexed_and_completed() {
     ports
         .documents
         .expect_chunks()
-        .withf(|format, content, _| *format == FileFormat::Md && content == b"# Notes")
-        .returning(|_, _, _| Ok(drafts(5)));
+        .withf(|format, content, _, _| *format == FileFormat::Md && content == b"# Notes")
+        .returning(|_, _, _, _| Ok(drafts(5)));
     let batches = Arc::new(Mutex::new(Vec::new()));
     let seen = batches.clone();
     ports
@@ -184,6 +184,38 @@ async fn a_document_is_embedded_in_batches_indexed_and_completed() {
 }
 
 #[tokio::test]
+async fn pages_read_by_ocr_move_the_progress_and_a_lost_lease_stops_the_job() {
+    let job = job(1);
+    let mut ports = Ports::new(&job);
+    let reported = Arc::new(Mutex::new(Vec::new()));
+    let seen = reported.clone();
+    // The job is lost when the second page is reported.
+    ports
+        .files
+        .expect_report_progress()
+        .returning(move |_, _, percent, _, _| {
+            let mut seen = seen.lock().unwrap();
+            seen.push(percent);
+            Ok(seen.len() < 3)
+        });
+    ports
+        .documents
+        .expect_chunks()
+        .returning(|_, _, _, progress| {
+            for done in 1..=4 {
+                progress(ExtractionProgress { done, total: 4 });
+            }
+            Ok(drafts(1))
+        });
+    ports.embedder.expect_embed().never();
+    ports.files.expect_complete_job().never();
+    let (_, outcome) = ports.processor().process_next().await.unwrap().unwrap();
+    assert_eq!(outcome, JobOutcome::LeaseLost);
+    // 10 % once read, 15 % after the first page; nothing is reported after the loss.
+    assert_eq!(*reported.lock().unwrap(), vec![10, 15, 20]);
+}
+
+#[tokio::test]
 async fn a_broken_document_fails_at_once_and_leaves_nothing_indexed() {
     let job = job(1);
     let mut ports = Ports::new(&job);
@@ -194,7 +226,7 @@ async fn a_broken_document_fails_at_once_and_leaves_nothing_indexed() {
     ports
         .documents
         .expect_chunks()
-        .returning(|_, _, _| Err(DocumentError::Encrypted));
+        .returning(|_, _, _, _| Err(DocumentError::Encrypted));
     ports
         .files
         .expect_fail_job()
@@ -229,7 +261,7 @@ async fn an_unavailable_embedder_is_retried_with_growing_delays_then_fails() {
         ports
             .documents
             .expect_chunks()
-            .returning(|_, _, _| Ok(drafts(1)));
+            .returning(|_, _, _, _| Ok(drafts(1)));
         ports
             .embedder
             .expect_embed()
@@ -307,7 +339,7 @@ async fn an_association_made_during_processing_reaches_the_index() {
     ports
         .documents
         .expect_chunks()
-        .returning(|_, _, _| Ok(drafts(1)));
+        .returning(|_, _, _, _| Ok(drafts(1)));
     ports
         .embedder
         .expect_embed()

@@ -88,6 +88,31 @@ impl FromStr for EmbeddingPrecision {
     }
 }
 
+/// Whether PDF pages without a text layer are read by OCR (`knowledge.ocr`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OcrMode {
+    /// When `tesseract`, its languages and `pdftoppm` are installed; a warning otherwise.
+    #[default]
+    Auto,
+    /// Always: the service does not start without them.
+    On,
+    /// Never: such pages are skipped.
+    Off,
+}
+
+impl FromStr for OcrMode {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "auto" => Ok(Self::Auto),
+            "on" | "true" => Ok(Self::On),
+            "off" | "false" => Ok(Self::Off),
+            other => Err(format!("expected `auto`, `on` or `off`, got `{other}`")),
+        }
+    }
+}
+
 /// Where the TLS certificate comes from.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
@@ -371,6 +396,15 @@ pub struct KnowledgeSettings {
     /// process wake it at once).
     #[serde(deserialize_with = "lenient::parse")]
     pub poll_secs: u64,
+    /// OCR of PDF pages without a usable text layer (scanned pages): `auto`, `on`, `off`.
+    #[serde(deserialize_with = "lenient::parse")]
+    pub ocr: OcrMode,
+    /// Tesseract's languages joined by `+` (`eng`, `eng+deu`); each needs its data package
+    /// (Debian: `tesseract-ocr-eng`, `tesseract-ocr-deu`).
+    pub ocr_languages: String,
+    /// The most seconds rendering and reading one page may take; the page is skipped beyond.
+    #[serde(deserialize_with = "lenient::parse")]
+    pub ocr_page_timeout_secs: u64,
 }
 
 impl Default for KnowledgeSettings {
@@ -401,6 +435,9 @@ impl Default for KnowledgeSettings {
             max_attempts: 5,
             lease_secs: 120,
             poll_secs: 2,
+            ocr: OcrMode::Auto,
+            ocr_languages: "eng".into(),
+            ocr_page_timeout_secs: 60,
         }
     }
 }
@@ -964,6 +1001,26 @@ impl Settings {
                     .into(),
             ));
         }
+        let languages = &self.knowledge.ocr_languages;
+        if languages.split('+').any(|language| {
+            language.is_empty()
+                || !language
+                    .chars()
+                    .all(|character| character.is_ascii_alphanumeric() || character == '_')
+        }) {
+            return Err(invalid(
+                "knowledge.ocr_languages",
+                format!(
+                    "must be Tesseract language codes joined by `+` (e.g. `eng+deu`), got `{languages}`"
+                ),
+            ));
+        }
+        if self.knowledge.ocr_page_timeout_secs == 0 {
+            return Err(invalid(
+                "knowledge.ocr_page_timeout_secs",
+                "must be at least 1".into(),
+            ));
+        }
         if self.knowledge.qdrant_collection.is_empty() {
             return Err(invalid(
                 "knowledge.qdrant_collection",
@@ -1363,6 +1420,39 @@ mod tests {
         ));
         assert!(
             message.starts_with("config key `knowledge.qdrant_url`"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn ocr_settings_are_read_and_checked() {
+        let settings = Settings::load_from(None, env(&[])).unwrap();
+        assert_eq!(settings.knowledge.ocr, OcrMode::Auto);
+        assert_eq!(settings.knowledge.ocr_languages, "eng");
+        let settings = load_toml(
+            "[knowledge]\nocr = \"off\"\nocr_languages = \"eng+deu\"\nocr_page_timeout_secs = 5\n",
+            &[],
+        )
+        .unwrap();
+        assert_eq!(settings.knowledge.ocr, OcrMode::Off);
+        assert_eq!(settings.knowledge.ocr_languages, "eng+deu");
+        assert_eq!(settings.knowledge.ocr_page_timeout_secs, 5);
+        let settings = Settings::load_from(None, env(&[("TESSERA_KNOWLEDGE__OCR", "on")])).unwrap();
+        assert_eq!(settings.knowledge.ocr, OcrMode::On);
+        let message = error_of(Settings::load_from(
+            None,
+            env(&[("TESSERA_KNOWLEDGE__OCR_LANGUAGES", "eng+;rm")]),
+        ));
+        assert!(
+            message.contains("knowledge.ocr_languages") && message.contains("eng+;rm"),
+            "{message}"
+        );
+        let message = error_of(Settings::load_from(
+            None,
+            env(&[("TESSERA_KNOWLEDGE__OCR", "maybe")]),
+        ));
+        assert!(
+            message.contains("expected `auto`, `on` or `off`, got `maybe`"),
             "{message}"
         );
     }

@@ -5,7 +5,7 @@
 use tessera_documents::DocumentChunker;
 pub use tessera_documents::testing::*;
 use tessera_knowledge::{
-    ChunkDraft, ChunkingSettings, DocumentError, DocumentProcessor, FileFormat,
+    ChunkDraft, ChunkingSettings, DocumentError, DocumentProcessor, FileFormat, ignore_progress,
 };
 
 pub fn settings(max_tokens: usize, overlap_tokens: usize) -> ChunkingSettings {
@@ -21,7 +21,7 @@ pub async fn chunks(
     settings: ChunkingSettings,
 ) -> Result<Vec<ChunkDraft>, DocumentError> {
     DocumentChunker::default()
-        .chunks(format, content.into(), settings)
+        .chunks(format, content.into(), settings, ignore_progress())
         .await
 }
 
