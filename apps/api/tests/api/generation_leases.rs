@@ -77,7 +77,10 @@ fn a_killed_replicas_generation_fails_and_a_starting_replica_leaves_others_alone
             .bearer_auth(&token)
             .json(&json!({
                 "modelId": LOCAL,
-                "messages": [{"role": "user", "content": "Count from 1 to 500, separated by commas."}],
+                // Greedy, the small model repeats until `maxTokens` (about 17 s for 1,024
+                // tokens on a quiet machine), so the generation outlasts the second process's
+                // start-up on a busy one too; counting to 500 stopped at 20 after 2 s.
+                "messages": [{"role": "user", "content": "Repeat the word hello 400 times."}],
                 "maxTokens": 1024,
                 "temperature": 0,
                 "stream": true
