@@ -44,20 +44,9 @@ fn build_pdf(pages: &[Vec<String>], boxed: Option<&[bool]>) -> Document {
     });
     let mut kids = Vec::new();
     for (index, lines) in pages.iter().enumerate() {
-        let mut operations = vec![
-            Operation::new("BT", vec![]),
-            Operation::new("Tf", vec!["F1".into(), 11.into()]),
-            Operation::new("Td", vec![72.into(), 760.into()]),
-        ];
-        for line in lines {
-            operations.push(Operation::new(
-                "Tj",
-                vec![Object::string_literal(line.as_str())],
-            ));
-            operations.push(Operation::new("Td", vec![0.into(), (-14).into()]));
-        }
-        operations.push(Operation::new("ET", vec![]));
-        let content = Content { operations };
+        let content = Content {
+            operations: text_operations(lines),
+        };
         let content_id = doc.add_object(Stream::new(dictionary! {}, content.encode().unwrap()));
         let mut page = dictionary! {
             "Type" => "Page",
@@ -95,6 +84,24 @@ fn build_pdf(pages: &[Vec<String>], boxed: Option<&[bool]>) -> Document {
     );
     doc.compress();
     doc
+}
+
+/// A page's content showing `lines` top-down in 11-point font `F1`.
+fn text_operations(lines: &[String]) -> Vec<Operation> {
+    let mut operations = vec![
+        Operation::new("BT", vec![]),
+        Operation::new("Tf", vec!["F1".into(), 11.into()]),
+        Operation::new("Td", vec![72.into(), 760.into()]),
+    ];
+    for line in lines {
+        operations.push(Operation::new(
+            "Tj",
+            vec![Object::string_literal(line.as_str())],
+        ));
+        operations.push(Operation::new("Td", vec![0.into(), (-14).into()]));
+    }
+    operations.push(Operation::new("ET", vec![]));
+    operations
 }
 
 pub fn save(doc: &mut Document) -> Vec<u8> {

@@ -3,14 +3,13 @@
 //! number and found by search; a PDF whose page images are damaged fails with the reason
 //! while the server stays healthy; with `knowledge.ocr = "off"` such pages are skipped.
 
-use reqwest::Method;
 use serde_json::{Value, json};
 use tessera_api::config::OcrMode;
 use tessera_documents::testing::{ScanPage, scanned_pdf};
 use tessera_store::Backend;
 
 use crate::processing::{knowledge_app_with, ready, search, settled, upload};
-use crate::support::{TestApp, ok};
+use crate::rag::dataset_with;
 
 const SCOPES: &str = "files:read files:write datasets:read datasets:write";
 const TYPED: &str = "Invoices are archived for ten years in the basement vault.";
@@ -23,41 +22,10 @@ fn mixed_pdf() -> Vec<u8> {
     ])
 }
 
-/// A dataset holding the file `id`.
-async fn dataset_of(app: &TestApp, token: &str, id: &str) -> String {
-    let dataset = ok(
-        app.call_json(
-            Method::POST,
-            "/v1/datasets",
-            token,
-            &json!({"name": "Scans"}),
-        )
-        .await,
-        201,
-    )
-    .await;
-    let dataset = dataset["id"].as_str().unwrap().to_owned();
-    ok(
-        app.call_json(
-            Method::POST,
-            &format!("/v1/files/{id}/associations"),
-            token,
-            &json!({"datasetId": dataset}),
-        )
-        .await,
-        201,
-    )
-    .await;
-    dataset
-}
-
 async fn a_scanned_page_is_read_by_ocr_and_found_on_its_page(backend: Backend) {
     let app = knowledge_app_with(backend, |_| {}).await;
     let token = app.caller_token(SCOPES).await;
-    let file = upload(&app, &token, "archive.pdf", mixed_pdf()).await;
-    let done = ready(&app, &token, &file).await;
-    assert_eq!(done["chunkCount"], 2, "one chunk per page: {done}");
-    let dataset = dataset_of(&app, &token, done["id"].as_str().unwrap()).await;
+    let dataset = dataset_with(&app, &token, "Scans", &[("archive.pdf", mixed_pdf())]).await;
 
     let hits = search(
         &app,

@@ -35,7 +35,7 @@ pub fn scanned_pdf(pages: &[ScanPage]) -> Vec<u8> {
     for page in pages {
         let (operations, resources) = match page {
             ScanPage::Text(lines) => (
-                text_operations(lines),
+                super::text_operations(lines),
                 dictionary! { "Font" => dictionary! { "F1" => font_id } },
             ),
             ScanPage::Scanned(lines) => {
@@ -93,23 +93,6 @@ pub fn scanned_pdf(pages: &[ScanPage]) -> Vec<u8> {
     let catalog_id = doc.add_object(dictionary! { "Type" => "Catalog", "Pages" => pages_id });
     doc.trailer.set("Root", catalog_id);
     super::save(&mut doc)
-}
-
-fn text_operations(lines: &[String]) -> Vec<Operation> {
-    let mut operations = vec![
-        Operation::new("BT", vec![]),
-        Operation::new("Tf", vec!["F1".into(), 12.into()]),
-        Operation::new("Td", vec![72.into(), 720.into()]),
-    ];
-    for line in lines {
-        operations.push(Operation::new(
-            "Tj",
-            vec![Object::string_literal(line.as_str())],
-        ));
-        operations.push(Operation::new("Td", vec![0.into(), (-18).into()]));
-    }
-    operations.push(Operation::new("ET", vec![]));
-    operations
 }
 
 /// A page drawing `image` over the whole page.
