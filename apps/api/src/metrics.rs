@@ -9,7 +9,7 @@ use std::net::{SocketAddr, TcpListener};
 
 use actix_web::{App, HttpResponse, dev::ServerHandle, web};
 use tessera_metrics_prometheus::{PrometheusHandle, names};
-use tessera_models::ModelService;
+use tessera_models::{CircuitPhase, ModelService};
 use tessera_store::Database;
 
 /// What a scrape reads besides the recorded metrics.
@@ -95,15 +95,15 @@ async fn render(scrape: web::Data<Scrape>) -> HttpResponse {
 /// Each routed deployment's circuit: open (1) or not (0), and its failures in a row. Labels
 /// are catalog names, a bounded set.
 async fn circuits(models: &ModelService) {
-    let now = chrono::Utc::now();
     for (model, deployments) in models.deployment_health().await {
         for deployment in deployments {
             let labels = [
                 ("gen_ai_request_model", model.clone()),
                 ("deployment", deployment.name.clone()),
             ];
-            metrics::gauge!(names::DEPLOYMENT_CIRCUIT_OPEN, &labels)
-                .set(f64::from(u8::from(deployment.circuit.is_open(now))));
+            metrics::gauge!(names::DEPLOYMENT_CIRCUIT_OPEN, &labels).set(f64::from(u8::from(
+                matches!(deployment.phase, CircuitPhase::Open { .. }),
+            )));
             metrics::gauge!(names::DEPLOYMENT_FAILURES, &labels)
                 .set(f64::from(deployment.circuit.failures));
         }

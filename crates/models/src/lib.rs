@@ -48,8 +48,8 @@ pub use provider::{
 };
 pub use providers::{DeploymentHealth, Providers, ResolvedModel};
 pub use routing::{
-    CircuitBoard, CircuitPolicy, CircuitState, Deployment, FailedAttempt, InProcessCircuits,
-    RetryPolicy, Route, RoutedChatModel, Timeouts,
+    CircuitBoard, CircuitPhase, CircuitPolicy, CircuitState, Deployment, FailedAttempt,
+    InProcessCircuits, RetryPolicy, Route, RoutedChatModel, Timeouts,
 };
 pub use service::ModelService;
 #[cfg(any(test, feature = "mocks"))]

@@ -8,8 +8,8 @@ use tessera_kernel::OrganizationId;
 use tessera_organizations::Plan;
 
 use crate::{
-    BaseModel, ChatModel, CircuitState, ModelError, ModelId, ModelService, RoutedChatModel,
-    Usability, UserModel, usability,
+    BaseModel, ChatModel, CircuitPhase, CircuitState, ModelError, ModelId, ModelService,
+    RoutedChatModel, Usability, UserModel, usability,
 };
 
 /// Chat models by base-model id, built at start-up from the catalog, and the routing of
@@ -29,6 +29,8 @@ pub struct DeploymentHealth {
     pub weight: u32,
     pub priority: u32,
     pub circuit: CircuitState,
+    /// The circuit's phase when it was read.
+    pub phase: CircuitPhase,
 }
 
 impl Providers {
@@ -59,13 +61,14 @@ impl Providers {
         Some(
             health
                 .into_iter()
-                .map(|(deployment, circuit)| DeploymentHealth {
+                .map(|(deployment, circuit, phase)| DeploymentHealth {
                     name: deployment.name.clone(),
                     provider: deployment.provider.clone(),
                     model_name: deployment.model_name.clone(),
                     weight: deployment.weight,
                     priority: deployment.priority,
                     circuit,
+                    phase,
                 })
                 .collect(),
         )

@@ -2,7 +2,6 @@
 //! Its bodies are `tessera_wire::v1::models`.
 
 use actix_web::{HttpResponse, delete, get, http::header, patch, post, web};
-use chrono::Utc;
 use tessera_kernel::DomainError;
 use tessera_models::{ModelChanges, ModelId, NewUserModel};
 use tessera_prompts::{Description, Name};
@@ -61,7 +60,6 @@ pub async fn catalog(state: web::Data<AppState>) -> web::Json<Catalog> {
 )]
 #[get("/v1/models/catalog/deployments")]
 pub async fn deployments(state: web::Data<AppState>) -> web::Json<Deployments> {
-    let now = Utc::now();
     let items = state
         .models
         .deployment_health()
@@ -69,10 +67,7 @@ pub async fn deployments(state: web::Data<AppState>) -> web::Json<Deployments> {
         .into_iter()
         .map(|(model_id, deployments)| ModelDeploymentsOut {
             model_id,
-            deployments: deployments
-                .into_iter()
-                .map(|deployment| DeploymentOut::of(deployment, now))
-                .collect(),
+            deployments: deployments.into_iter().map(DeploymentOut::of).collect(),
         })
         .collect();
     web::Json(Deployments { items })

@@ -73,6 +73,26 @@ impl CircuitState {
     pub fn is_open(&self, at: DateTime<Utc>) -> bool {
         self.open_until.is_some_and(|until| until > at)
     }
+
+    /// What the circuit lets through at `at`.
+    pub fn phase(&self, at: DateTime<Utc>) -> CircuitPhase {
+        match self.open_until {
+            Some(until) if until > at => CircuitPhase::Open { until },
+            _ if self.opens > 0 => CircuitPhase::HalfOpen,
+            _ => CircuitPhase::Closed,
+        }
+    }
+}
+
+/// A circuit as the router sees it at one moment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CircuitPhase {
+    /// Serving.
+    Closed,
+    /// Cooling down: skipped (unless every deployment is) until `until`.
+    Open { until: DateTime<Utc> },
+    /// Its cool-down is over after an opening: its next attempt decides.
+    HalfOpen,
 }
 
 /// Where circuits are kept. Implementations never fail a completion: a board that cannot
@@ -169,6 +189,20 @@ mod tests {
         let state = board.states(&["m#a".to_owned()]).await[0];
         assert_eq!(state.opens, 2);
         assert_eq!(state.open_until, Some(at(18)));
+    }
+
+    #[test]
+    fn phases_follow_the_cooldown() {
+        let policy = CircuitPolicy::default();
+        let closed = CircuitState::default();
+        assert_eq!(closed.phase(at(0)), CircuitPhase::Closed);
+        let failing = policy.after_failure(closed, at(0));
+        assert_eq!(failing.phase(at(0)), CircuitPhase::Closed);
+        let open = (1..3).fold(failing, |state, second| {
+            policy.after_failure(state, at(second))
+        });
+        assert_eq!(open.phase(at(6)), CircuitPhase::Open { until: at(7) });
+        assert_eq!(open.phase(at(7)), CircuitPhase::HalfOpen);
     }
 
     #[test]

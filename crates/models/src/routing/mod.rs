@@ -9,7 +9,7 @@ mod report;
 mod router;
 mod watchdog;
 
-pub use circuit::{CircuitBoard, CircuitPolicy, CircuitState, InProcessCircuits};
+pub use circuit::{CircuitBoard, CircuitPhase, CircuitPolicy, CircuitState, InProcessCircuits};
 pub use deployment::{Deployment, Timeouts};
 pub use report::{FailedAttempt, Route};
 pub use router::{RetryPolicy, RoutedChatModel};

@@ -12,7 +12,7 @@ use tessera_prompts::TokenCounter;
 use tokio::time::{Duration, Instant};
 
 use super::{
-    CircuitBoard, CircuitState, Deployment, FailedAttempt, Route,
+    CircuitBoard, CircuitPhase, CircuitState, Deployment, FailedAttempt, Route,
     watchdog::{Circuit, Watch, is_first_token, watched},
 };
 use crate::{Capabilities, ChatEvent, ChatModel, ChatRequest, ChatStream, ProviderError};
@@ -123,11 +123,16 @@ impl RoutedChatModel {
         format!("{}#{}", self.model_id, deployment.name)
     }
 
-    /// Each deployment's circuit, in catalog order.
-    pub async fn health(&self) -> Vec<(&Deployment, CircuitState)> {
+    /// Each deployment's circuit, in catalog order, with its phase now (the router's clock).
+    pub async fn health(&self) -> Vec<(&Deployment, CircuitState, CircuitPhase)> {
         let keys: Vec<String> = self.deployments.iter().map(|d| self.circuit(d)).collect();
         let states = self.circuits.states(&keys).await;
-        self.deployments.iter().zip(states).collect()
+        let now = self.clock.now();
+        self.deployments
+            .iter()
+            .zip(states)
+            .map(|(deployment, state)| (deployment, state, state.phase(now)))
+            .collect()
     }
 
     /// Whether circuits are kept: a model with one deployment has nothing to fall back to,
@@ -143,17 +148,16 @@ impl RoutedChatModel {
         if !self.has_circuits() {
             return (vec![0], vec![false]);
         }
-        let now = self.clock.now();
         let health = self.health().await;
         let marked = health
             .iter()
-            .map(|(_, state)| *state != CircuitState::default())
+            .map(|(_, state, _)| *state != CircuitState::default())
             .collect();
         let mut healthy: Vec<(u32, f64, usize)> = health
             .iter()
             .enumerate()
-            .filter(|(_, (_, state))| !state.is_open(now))
-            .map(|(index, (deployment, _))| {
+            .filter(|(_, (_, _, phase))| !matches!(phase, CircuitPhase::Open { .. }))
+            .map(|(index, (deployment, _, _))| {
                 // Efraimidis–Spirakis: sorting by u^(1/w) draws without replacement by weight.
                 let weight = f64::from(deployment.weight.max(1));
                 (deployment.priority, unit_random().powf(1.0 / weight), index)

@@ -6,7 +6,9 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use tessera_models::{BaseModel, DeploymentHealth, LifecycleState, ModelView, deprecation_notice};
+use tessera_models::{
+    BaseModel, CircuitPhase, DeploymentHealth, LifecycleState, ModelView, deprecation_notice,
+};
 use tessera_prompts::SystemPromptId;
 use utoipa::ToSchema;
 use validator::Validate;
@@ -226,16 +228,12 @@ pub struct Deployments {
 }
 
 impl DeploymentOut {
-    /// A deployment and its circuit as seen at `now`: `open` while cooling down, `half_open`
-    /// once the cooldown ended after an opening, else `closed`.
-    pub fn of(deployment: DeploymentHealth, now: DateTime<Utc>) -> Self {
-        let circuit = deployment.circuit;
-        let shown = if circuit.is_open(now) {
-            "open"
-        } else if circuit.opens > 0 {
-            "half_open"
-        } else {
-            "closed"
+    /// A deployment and its circuit's phase when it was read.
+    pub fn of(deployment: DeploymentHealth) -> Self {
+        let (shown, open_until) = match deployment.phase {
+            CircuitPhase::Open { until } => ("open", Some(until)),
+            CircuitPhase::HalfOpen => ("half_open", None),
+            CircuitPhase::Closed => ("closed", None),
         };
         Self {
             name: deployment.name,
@@ -244,8 +242,8 @@ impl DeploymentOut {
             weight: deployment.weight,
             priority: deployment.priority,
             circuit: shown.to_owned(),
-            consecutive_failures: circuit.failures,
-            open_until: circuit.open_until.filter(|until| *until > now),
+            consecutive_failures: deployment.circuit.failures,
+            open_until,
         }
     }
 }
