@@ -6,11 +6,10 @@
 use std::{sync::Arc, time::Duration};
 
 use chrono::{DateTime, TimeDelta, Utc};
-use tessera_kernel::{Clock, DomainError};
-use tracing::Instrument;
-
 use futures_channel::mpsc::{UnboundedReceiver, unbounded};
 use futures_util::StreamExt;
+use tessera_kernel::{Clock, DomainError};
+use tracing::Instrument;
 
 use crate::{
     BlobStore, ChunkingSettings, ClaimedJob, DocumentError, DocumentProcessor, Embedder,

@@ -4,11 +4,12 @@
 //! while the server stays healthy; with `knowledge.ocr = "off"` such pages are skipped.
 
 use serde_json::{Value, json};
-use tessera_api::config::OcrMode;
+use tessera_api::config::{OcrMode, Settings};
+use tessera_api::startup::Application;
 use tessera_documents::testing::{ScanPage, scanned_pdf};
 use tessera_store::Backend;
 
-use crate::processing::{knowledge_app_with, ready, search, settled, upload};
+use crate::processing::{knowledge_app_with, models_root, ready, search, settled, upload};
 use crate::rag::dataset_with;
 
 const SCOPES: &str = "files:read files:write datasets:read datasets:write";
@@ -113,6 +114,31 @@ async fn with_ocr_off_scanned_pages_are_skipped(backend: Backend) {
         "{done}"
     );
     app.stop().await;
+}
+
+/// `ocr = "on"` refuses to start without what it needs; `auto` starts and skips such pages.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ocr_on_without_its_language_stops_start_up() {
+    let data_dir = tempfile::tempdir().unwrap();
+    let mut settings = Settings {
+        data_dir: data_dir.path().to_path_buf(),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        ..Settings::default()
+    };
+    settings.knowledge.embedding_model_dir = Some(models_root());
+    settings.knowledge.ocr = OcrMode::On;
+    settings.knowledge.ocr_languages = "eng+xyz".into();
+    let error = Application::build(settings.clone())
+        .await
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        error.contains("knowledge.ocr = \"on\"") && error.contains("xyz"),
+        "{error}"
+    );
+    settings.knowledge.ocr = OcrMode::Auto;
+    assert!(Application::build(settings).await.is_ok());
 }
 
 tessera_store::on_both_databases!(a_scanned_page_is_read_by_ocr_and_found_on_its_page);
