@@ -30,15 +30,20 @@ pub fn pdf_with_boxes(pages: &[Vec<String>], boxed: &[bool]) -> Document {
     build_pdf(pages, Some(boxed))
 }
 
-fn build_pdf(pages: &[Vec<String>], boxed: Option<&[bool]>) -> Document {
-    let mut doc = Document::with_version("1.5");
-    let pages_id = doc.new_object_id();
-    let font_id = doc.add_object(dictionary! {
+/// Adds the font the fixtures' text is shown in (`F1` in their resources).
+fn helvetica(doc: &mut Document) -> lopdf::ObjectId {
+    doc.add_object(dictionary! {
         "Type" => "Font",
         "Subtype" => "Type1",
         "BaseFont" => "Helvetica",
         "Encoding" => "WinAnsiEncoding",
-    });
+    })
+}
+
+fn build_pdf(pages: &[Vec<String>], boxed: Option<&[bool]>) -> Document {
+    let mut doc = Document::with_version("1.5");
+    let pages_id = doc.new_object_id();
+    let font_id = helvetica(&mut doc);
     let resources_id = doc.add_object(dictionary! {
         "Font" => dictionary! { "F1" => font_id },
     });

@@ -25,12 +25,7 @@ const DPI: u32 = 200;
 pub fn scanned_pdf(pages: &[ScanPage]) -> Vec<u8> {
     let mut doc = Document::with_version("1.5");
     let pages_id = doc.new_object_id();
-    let font_id = doc.add_object(dictionary! {
-        "Type" => "Font",
-        "Subtype" => "Type1",
-        "BaseFont" => "Helvetica",
-        "Encoding" => "WinAnsiEncoding",
-    });
+    let font_id = super::helvetica(&mut doc);
     let mut kids = Vec::new();
     for page in pages {
         let (operations, resources) = match page {
