@@ -138,6 +138,8 @@ bench:
     cargo bench -p tessera-vectors-qdrant --bench search_latency
     TESSERA_MODELS_DIR='{{ models_dir }}' cargo bench -p tessera-vectors-qdrant --bench retrieval_quality
     TESSERA_MODELS_DIR='{{ models_dir }}' cargo bench -p tessera-api --bench ingestion
+    # What a scanned page costs against a typed one (the OCR commands must be installed).
+    cargo bench -p tessera-ocr-tesseract --bench ocr_pages
     # Tessera against LiteLLM and TensorZero in front of one upstream stub: the release
     # binaries run as their own processes (with a throwaway database on the PostgreSQL
     # server of `postgres_url`); the peers are installed into ~/.cache/tessera-venvs when missing.
