@@ -14,10 +14,11 @@
 //! has, the document is [`DocumentError::Corrupt`] with the pages' reasons, or
 //! [`DocumentError::Empty`] when every page was read and is blank.
 
+use std::collections::BTreeMap;
 use std::io::Read;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use pdf_extract::{Document, Object, OutputError, PlainTextOutput};
+use pdf_extract::{Document, Object, ObjectId, OutputError, PlainTextOutput};
 use tessera_knowledge::{DocumentError, ExtractionProgress, TextRecognizer};
 
 use crate::Limits;
@@ -74,7 +75,7 @@ pub(crate) fn extract(
         })
         .collect();
     if let Some(ocr) = ocr {
-        recognize(&document, content, &mut pages, &ocr);
+        recognize(&document, &page_ids, content, &mut pages, &ocr);
     }
     join(&pages, limits)
 }
@@ -82,8 +83,13 @@ pub(crate) fn extract(
 /// Reads by OCR every page whose text layer is missing or too thin, keeping the better text.
 /// A page whose every image is damaged is not sent: the renderer would draw it blank without
 /// a word, and the damage is the reason to give.
-fn recognize(document: &Document, content: &[u8], pages: &mut [PageRead], ocr: &Ocr<'_>) {
-    let page_ids = document.get_pages();
+fn recognize(
+    document: &Document,
+    page_ids: &BTreeMap<u32, ObjectId>,
+    content: &[u8],
+    pages: &mut [PageRead],
+    ocr: &Ocr<'_>,
+) {
     let mut wanted = Vec::new();
     for page in pages.iter_mut() {
         if page.letters() >= MIN_LAYER_CHARS {

@@ -49,6 +49,27 @@ impl StoredDataset {
     }
 }
 
+impl State {
+    /// Adds `file` to or removes it from the organization's `dataset`, auditing a change that
+    /// happened; the dataset and whether it changed, `None` when there is no such dataset.
+    fn change_dataset(
+        &mut self,
+        organization: &OrganizationId,
+        dataset: &DatasetId,
+        change: DatasetChange,
+        file: &FileId,
+        at: DateTime<Utc>,
+        audit: &AuditRecord,
+    ) -> Option<(Dataset, bool)> {
+        let stored = (self.datasets.get_mut(dataset)).filter(|d| d.of(organization))?;
+        let changed = stored.change_files(change, file, at, &mut self.events);
+        if changed {
+            self.audit.push(audit.clone());
+        }
+        Some((stored.read(), changed))
+    }
+}
+
 #[async_trait]
 impl DatasetStore for InMemoryKnowledgeStore {
     async fn insert(&self, dataset: &Dataset, audit: &AuditRecord) -> Result<(), DomainError> {
@@ -141,20 +162,16 @@ impl DatasetStore for InMemoryKnowledgeStore {
             if state.file(organization, file).is_none() {
                 return Err(DomainError::not_found("file", file));
             }
-            let State {
-                datasets,
-                events,
-                audit: audited,
-                ..
-            } = state;
-            let Some(stored) = (datasets.get_mut(dataset)).filter(|d| d.of(organization)) else {
-                return Err(DomainError::not_found("dataset", dataset));
-            };
-            let added = stored.change_files(DatasetChange::FileAdded, file, at, events);
-            if added {
-                audited.push(audit.clone());
-            }
-            Ok((stored.read(), added))
+            state
+                .change_dataset(
+                    organization,
+                    dataset,
+                    DatasetChange::FileAdded,
+                    file,
+                    at,
+                    audit,
+                )
+                .ok_or_else(|| DomainError::not_found("dataset", dataset))
         })
     }
 
@@ -167,18 +184,14 @@ impl DatasetStore for InMemoryKnowledgeStore {
         audit: &AuditRecord,
     ) -> Result<Option<(Dataset, bool)>, DomainError> {
         Ok(self.with(|state| {
-            let State {
-                datasets,
-                events,
-                audit: audited,
-                ..
-            } = state;
-            let stored = (datasets.get_mut(dataset)).filter(|d| d.of(organization))?;
-            let removed = stored.change_files(DatasetChange::FileRemoved, file, at, events);
-            if removed {
-                audited.push(audit.clone());
-            }
-            Some((stored.read(), removed))
+            state.change_dataset(
+                organization,
+                dataset,
+                DatasetChange::FileRemoved,
+                file,
+                at,
+                audit,
+            )
         }))
     }
 
