@@ -140,11 +140,13 @@ bench:
     TESSERA_MODELS_DIR='{{ models_dir }}' cargo bench -p tessera-api --bench ingestion
     # What a scanned page costs against a typed one (the OCR commands must be installed).
     cargo bench -p tessera-ocr-tesseract --bench ocr_pages
-    # Tessera against LiteLLM and TensorZero in front of one upstream stub: the release
-    # binaries run as their own processes (with a throwaway database on the PostgreSQL
-    # server of `postgres_url`); the peers are installed into ~/.cache/tessera-venvs when missing.
+    # Tessera against LiteLLM and TensorZero in front of one upstream stub, each peer also
+    # storing what it serves: the release binaries run as their own processes; every gateway
+    # stores on the benchmark's own PostgreSQL cluster (port 5433, created by
+    # apps/api/benches/chat_gateway/bench_postgres.sh); the peers are installed into
+    # ~/.cache/tessera-venvs when missing.
     cargo build --release -p tessera-api -p tessera-admin
-    TESSERA_BENCH_POSTGRES_URL='{{ postgres_url }}' cargo bench -p tessera-api --bench chat_gateway
+    cargo bench -p tessera-api --bench chat_gateway
     TESSERA_BENCH_POSTGRES_URL='{{ postgres_url }}' cargo bench -p tessera-api --bench usage_report
 
 # Format the code

@@ -9,14 +9,16 @@
 //!   `stream_options.include_usage` is set, `data: [DONE]`). A second stub on another port
 //!   sends the five content events `SPACING` apart, for time to first byte.
 //! - Each gateway runs as its own process: the release `tessera-api` binary (on a fresh,
-//!   throwaway PostgreSQL database, rate limiting on with budgets no run can exhaust,
+//!   throwaway PostgreSQL database of the benchmark's own cluster, rate limiting on with
+//!   budgets no run can exhaust,
 //!   `log = "warn"`), `litellm` from `$HOME/.cache/tessera-venvs/litellm` (one worker), and
 //!   TensorZero's gateway from the `tensorzero` wheel in `$HOME/.cache/tessera-venvs/tensorzero`
 //!   (`chat_gateway/tensorzero_gateway.py`; the gateway runs on threads of that Python process).
 //!   CPU time per request is the process tree's utime+stime (`/proc/<pid>/stat`) over the
 //!   measured window divided by the requests served in it; context switches per request are
 //!   the server process's threads' (`/proc/<pid>/task/*/status`), a count that, unlike CPU
-//!   time, a busy or shared machine hardly changes.
+//!   time, a busy or shared machine hardly changes. The load generator's own CPU per request
+//!   (its named tokio threads, `client ms/req`) is read too: Tessera's TLS shows there.
 //!   `end` is the time from the body chunk that completed the answer's text to the end of
 //!   the response: what a server does after the model's last word (Tessera commits the turn
 //!   there, so that the chat is idle and its answer stored when the client sees the end).
@@ -30,13 +32,24 @@
 //! the release binaries first) or `cargo build --release -p tessera-api -p tessera-admin &&
 //! cargo bench -p tessera-api --bench chat_gateway`.
 //!
+//! Like with like (issue 36): Tessera stores every completion before its final event, so the
+//! peers are measured again storing what they serve, on the same PostgreSQL server:
+//! TensorZero writing its inferences synchronously (`async_writes = false`) and
+//! asynchronously, each in a fresh `tensorzero_bench` database prepared by
+//! `chat_gateway/apply_tensorzero_migrations.sh`, and LiteLLM with its spend logs
+//! (`DATABASE_URL`, `proxy_batch_write_at: 1`). After each storing target its rows are
+//! counted once its writes drained, against the completions it served (warm-up included); a
+//! peer that cannot store is reported as not run, with the reason. The server is the
+//! benchmark's own cluster (`chat_gateway/bench_postgres.sh`: port 5433, pg_cron, TLS off),
+//! so extensions and settings stay off the shared server.
+//!
 //! Environment: `BENCH_SECONDS`; `BENCH_CONCURRENCY` (comma-separated client counts, default
-//! `16,100`); `TESSERA_BENCH_POSTGRES_URL` (default
-//! `postgres://postgres@127.0.0.1:5432/postgres`: the server the throwaway database is created
-//! on); `TESSERA_BENCH_BIN_DIR` (where `tessera-api` and `tessera-admin` are; default the
-//! directory of this benchmark's `deps`, i.e. `target/release`); `TESSERA_BENCH_SKIP`
-//! (comma-separated targets to leave out: `tessera`, `observed`, `resilience`, `litellm`,
-//! `tensorzero`).
+//! `16,100`); `TESSERA_BENCH_POSTGRES_URL` (the server every gateway stores on; default the
+//! benchmark's own cluster); `TESSERA_BENCH_BIN_DIR` (where `tessera-api` and
+//! `tessera-admin` are; default the directory of this benchmark's `deps`, i.e.
+//! `target/release`); `TESSERA_BENCH_SKIP` (comma-separated targets to leave out:
+//! `tessera`, `observed`, `resilience`, `litellm`, `tensorzero`, `stored` (the peers'
+//! storing runs)).
 //!
 //! Resilience (issue 34): on the same Tessera, streamed `/v1/chats` completions of a model
 //! with three deployments behind the fast stub, all healthy, then of one whose third
@@ -58,9 +71,15 @@ use std::{
     os::unix::process::CommandExt,
     path::{Path, PathBuf},
     process::{Child, Command, Stdio},
-    sync::Arc,
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
     time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
+
+#[path = "chat_gateway/storage.rs"]
+mod storage;
 
 use actix_web::{App, HttpResponse, HttpServer, dev::ServerHandle, web, web::Bytes};
 use anyhow::{Context, anyhow, bail};
@@ -219,13 +238,13 @@ async fn stub_completions(stub: web::Data<Stub>, body: Bytes) -> HttpResponse {
 }
 
 /// Requests the flaky route has received.
-static FLAKY_REQUESTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+static FLAKY_REQUESTS: AtomicU64 = AtomicU64::new(0);
 
 /// The stub behind a deployment that fails 30 % of its requests before the first byte (a
 /// 500, drawn by a hash of the request's number so that failures come in irregular runs).
 async fn flaky_completions(stub: web::Data<Stub>, body: Bytes) -> HttpResponse {
     use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
-    let number = FLAKY_REQUESTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let number = FLAKY_REQUESTS.fetch_add(1, Ordering::Relaxed);
     if BuildHasherDefault::<DefaultHasher>::default().hash_one(number) % 10 < 3 {
         return HttpResponse::InternalServerError()
             .content_type("application/json")
@@ -235,12 +254,12 @@ async fn flaky_completions(stub: web::Data<Stub>, body: Bytes) -> HttpResponse {
 }
 
 /// Bytes of OTLP trace exports received (the observed Tessera's spans).
-static OTLP_BYTES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+static OTLP_BYTES: AtomicU64 = AtomicU64::new(0);
 
 /// A local OTLP/HTTP trace receiver that keeps nothing: it counts the bytes and answers an
 /// empty `ExportTraceServiceResponse` (what a collector answers to a full success).
 async fn otlp_sink(body: Bytes) -> HttpResponse {
-    OTLP_BYTES.fetch_add(body.len() as u64, std::sync::atomic::Ordering::Relaxed);
+    OTLP_BYTES.fetch_add(body.len() as u64, Ordering::Relaxed);
     HttpResponse::Ok()
         .content_type("application/x-protobuf")
         .finish()
@@ -290,6 +309,51 @@ fn clock_ticks() -> f64 {
         .unwrap_or(100.0)
 }
 
+/// A `/proc/…/stat` line's command name, parent pid and utime+stime (clock ticks).
+struct ProcStat<'a> {
+    command: &'a str,
+    parent: u32,
+    ticks: u64,
+}
+
+fn parse_stat(stat: &str) -> Option<ProcStat<'_>> {
+    // The command name is in parentheses and may hold spaces and parentheses itself.
+    let (head, rest) = stat.rsplit_once(')')?;
+    let (_, command) = head.split_once('(')?;
+    // Fields after the command name: state ppid … utime (12th) stime (13th).
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let number = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok());
+    Some(ProcStat {
+        command,
+        parent: u32::try_from(number(1)?).ok()?,
+        ticks: number(11)? + number(12)?,
+    })
+}
+
+/// The load generator's threads (this process's tokio runtime) are named so, which tells
+/// them apart from the in-process stub's actix threads.
+const LOAD_GENERATOR_THREAD: &str = "load-generator";
+
+/// utime+stime, in clock ticks, of this process's load-generator threads and main thread:
+/// the client side of every request, TLS included for Tessera.
+fn load_generator_ticks() -> anyhow::Result<u64> {
+    let main_thread = std::process::id().to_string();
+    let mut total = 0;
+    for entry in fs::read_dir("/proc/self/task")? {
+        let entry = entry?;
+        let Ok(stat) = fs::read_to_string(entry.path().join("stat")) else {
+            continue; // exited meanwhile
+        };
+        let Some(stat) = parse_stat(&stat) else {
+            continue;
+        };
+        if stat.command == LOAD_GENERATOR_THREAD || entry.file_name() == main_thread.as_str() {
+            total += stat.ticks;
+        }
+    }
+    Ok(total)
+}
+
 /// utime+stime, in clock ticks, of `root` and every process descending from it.
 fn tree_cpu_ticks(root: u32) -> anyhow::Result<u64> {
     let mut processes: HashMap<u32, (u32, u64)> = HashMap::new();
@@ -305,19 +369,9 @@ fn tree_cpu_ticks(root: u32) -> anyhow::Result<u64> {
         let Ok(stat) = fs::read_to_string(entry.path().join("stat")) else {
             continue; // exited meanwhile
         };
-        // Fields after the command name (which may hold spaces): state ppid ... utime stime.
-        let Some((_, rest)) = stat.rsplit_once(')') else {
-            continue;
-        };
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        let (Some(ppid), Some(utime), Some(stime)) = (
-            fields.get(1).and_then(|v| v.parse::<u32>().ok()),
-            fields.get(11).and_then(|v| v.parse::<u64>().ok()),
-            fields.get(12).and_then(|v| v.parse::<u64>().ok()),
-        ) else {
-            continue;
-        };
-        processes.insert(pid, (ppid, utime + stime));
+        if let Some(stat) = parse_stat(&stat) {
+            processes.insert(pid, (stat.parent, stat.ticks));
+        }
     }
     if !processes.contains_key(&root) {
         bail!("process {root} is gone");
@@ -539,8 +593,11 @@ struct Target {
     requests: [(String, Bytes); 3],
     /// The process whose tree's CPU time is read (none for the in-process stub).
     cpu_pid: Option<u32>,
-    /// Tessera's database (admin URL, name): its PostgreSQL backends' CPU time is read too.
+    /// The target's database (admin URL, name): its PostgreSQL backends' CPU time is read too.
     database: Option<(String, String)>,
+    /// Completions answered in full, warm-up and checks included: what the target should
+    /// have stored.
+    served: AtomicU64,
 }
 
 impl Target {
@@ -642,6 +699,7 @@ async fn call(target: &Target, mode: Mode, body: &mut Vec<u8>) -> anyhow::Result
             String::from_utf8_lossy(body)
         );
     }
+    target.served.fetch_add(1, Ordering::Relaxed);
     Ok(Timing {
         total,
         first_byte: first_byte.unwrap_or(total),
@@ -671,6 +729,8 @@ struct Run {
     switches_per_request: Option<f64>,
     /// CPU time of the database backends serving the target, per request.
     db_ms_per_request: Option<f64>,
+    /// CPU time of the load generator (this process's client threads), per request.
+    client_ms_per_request: Option<f64>,
 }
 
 /// utime+stime, in clock ticks, of each PostgreSQL backend connected to `name`.
@@ -688,13 +748,9 @@ fn database_backend_ticks(admin_url: &str, name: &str) -> anyhow::Result<HashMap
         .filter_map(|line| line.trim().parse::<u32>().ok())
     {
         if let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat"))
-            && let Some((_, rest)) = stat.rsplit_once(')')
+            && let Some(stat) = parse_stat(&stat)
         {
-            let fields: Vec<&str> = rest.split_whitespace().collect();
-            let time = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok());
-            if let (Some(utime), Some(stime)) = (time(11), time(12)) {
-                ticks.insert(pid, utime + stime);
-            }
+            ticks.insert(pid, stat.ticks);
         }
     }
     Ok(ticks)
@@ -775,6 +831,7 @@ async fn drive(
         }));
     }
     tokio::time::sleep_until(start.into()).await;
+    let client_before = load_generator_ticks()?;
     let cpu_before = target.cpu_pid.map(tree_cpu_ticks).transpose()?;
     let switches_before = target.cpu_pid.map(context_switches).transpose()?;
     let db_before = target
@@ -802,6 +859,7 @@ async fn drive(
             );
         }
     }
+    let client_after = load_generator_ticks()?;
     let cpu_after = target.cpu_pid.map(tree_cpu_ticks).transpose()?;
     let switches_after = target.cpu_pid.map(context_switches).transpose()?;
     let db_after = target
@@ -819,6 +877,8 @@ async fn drive(
         }
         _ => None,
     };
+    let client_ms_per_request = (requests > 0)
+        .then(|| (client_after - client_before) as f64 / ticks_per_second * 1e3 / requests as f64);
     let switches_per_request = match (switches_before, switches_after) {
         (Some(before), Some(after)) if requests > 0 => {
             Some(after.saturating_sub(before) as f64 / requests as f64)
@@ -849,21 +909,21 @@ async fn drive(
         cpu_ms_per_request,
         switches_per_request,
         db_ms_per_request,
+        client_ms_per_request,
     })
 }
 
 /// Checks one request of each mode, then runs every mode at every concurrency.
 async fn measure_target(
-    target: Target,
+    target: &Arc<Target>,
     measure: Duration,
     concurrencies: &[usize],
     ticks_per_second: f64,
     runs: &mut Vec<Run>,
 ) -> anyhow::Result<()> {
-    let target = Arc::new(target);
     let mut body = Vec::new();
     for mode in MODES {
-        call(&target, mode, &mut body).await.with_context(|| {
+        call(target, mode, &mut body).await.with_context(|| {
             format!("{} does not answer in mode `{}`", target.name, mode.label())
         })?;
         let text = String::from_utf8_lossy(&body);
@@ -877,7 +937,7 @@ async fn measure_target(
     }
     for mode in MODES {
         for &concurrency in concurrencies {
-            let run = drive(&target, mode, concurrency, measure, ticks_per_second).await?;
+            let run = drive(target, mode, concurrency, measure, ticks_per_second).await?;
             eprintln!(
                 "  {:<10} {:<14} c={:<3} {:>6} requests, {:>8.0} req/s, p50 {:.2} ms, p99 {:.2} ms",
                 run.target,
@@ -907,7 +967,14 @@ struct Database {
 impl Database {
     fn create(admin_url: &str) -> anyhow::Result<Self> {
         let nanos = SystemTime::now().duration_since(UNIX_EPOCH)?.subsec_nanos();
-        let name = format!("tessera_bench_{}_{nanos}", std::process::id());
+        Self::create_named(
+            admin_url,
+            &format!("tessera_bench_{}_{nanos}", std::process::id()),
+        )
+    }
+
+    /// Creates database `name`, dropping any left by an earlier run first.
+    fn create_named(admin_url: &str, name: &str) -> anyhow::Result<Self> {
         let (server, _) = admin_url
             .split_once('?')
             .map_or((admin_url, ""), |(url, query)| (url, query));
@@ -919,14 +986,17 @@ impl Database {
         };
         run_checked(
             Command::new("psql")
-                .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", admin_url, "-c"])
+                .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", admin_url])
+                .arg("-c")
+                .arg(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                .arg("-c")
                 .arg(format!("CREATE DATABASE {name}")),
         )
         .context("cannot create the benchmark's PostgreSQL database (is PostgreSQL running?)")?;
         Ok(Self {
             admin_url: admin_url.to_owned(),
             url: format!("{base}/{name}"),
-            name,
+            name: name.to_owned(),
         })
     }
 }
@@ -1032,9 +1102,7 @@ async fn start_tessera(
             );
         }
     }
-    let postgres = std::env::var("TESSERA_BENCH_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
-    let database = Database::create(&postgres)?;
+    let database = Database::create(storage::bench_postgres()?)?;
     let data_dir = tempfile::tempdir()?;
     fs::write(
         data_dir.path().join("catalog.toml"),
@@ -1141,6 +1209,7 @@ async fn start_tessera(
         ],
         cpu_pid: Some(process.pid()),
         database: Some((database.admin_url.clone(), database.name.clone())),
+        served: AtomicU64::default(),
     };
     // The peers' own request, on OpenAI's wire format: stateless, one usage row each.
     let openai = Target {
@@ -1154,6 +1223,7 @@ async fn start_tessera(
         ),
         cpu_pid: Some(process.pid()),
         database: Some((database.admin_url.clone(), database.name.clone())),
+        served: AtomicU64::default(),
     };
     Ok((
         Tessera {
@@ -1172,17 +1242,25 @@ async fn http_ok(client: &reqwest::Client, url: &str) -> bool {
     matches!(client.get(url).send().await, Ok(r) if r.status().is_success())
 }
 
+/// LiteLLM's proxy; with `spend_logs`, one row per request in `LiteLLM_SpendLogs` there,
+/// written in batches every second.
 async fn start_litellm(
     fast_base: &str,
     spaced_base: &str,
     work: &Path,
     max_concurrency: usize,
+    spend_logs: Option<&Database>,
 ) -> anyhow::Result<(Process, Target)> {
     let venv = home()?.join(".cache/tessera-venvs/litellm");
     let setup = manifest_dir().join("../../crates/llm-openai/tests/litellm/setup.sh");
     run_checked(Command::new("bash").arg(&setup).arg(&venv)).context("cannot install LiteLLM")?;
+    let mut settings = template("litellm.yaml", fast_base, spaced_base)?;
+    if spend_logs.is_some() {
+        storage::litellm_storage_client(&venv)?;
+        settings.push_str("general_settings:\n  proxy_batch_write_at: 1\n");
+    }
     let config = work.join("litellm.yaml");
-    fs::write(&config, template("litellm.yaml", fast_base, spaced_base)?)?;
+    fs::write(&config, settings)?;
     let port = free_port()?;
     let master_key = "sk-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
     let mut command = clean_command(venv.join("bin/litellm"));
@@ -1194,7 +1272,15 @@ async fn start_litellm(
         .env("LITELLM_MASTER_KEY", master_key)
         .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
         .env("LITELLM_LOG", "ERROR");
-    let mut process = Process::spawn("litellm", command, work.join("litellm.log"))?;
+    if let Some(database) = spend_logs {
+        command.env("DATABASE_URL", &database.url);
+    }
+    let name = if spend_logs.is_some() {
+        "litellm +pg"
+    } else {
+        "litellm"
+    };
+    let mut process = Process::spawn(name, command, work.join(format!("{name}.log")))?;
     let client = plain_client(max_concurrency)?;
     let health = format!("http://127.0.0.1:{port}/health/liveliness");
     wait_until(&mut process, Duration::from_secs(180), || {
@@ -1203,21 +1289,24 @@ async fn start_litellm(
     .await?;
     let url = format!("http://127.0.0.1:{port}/v1/chat/completions");
     let target = Target {
-        name: "litellm",
+        name,
         client,
         authorization: Some(format!("Bearer {master_key}")),
         requests: openai_requests(&url, "stub", "stub-spaced"),
         cpu_pid: Some(process.pid()),
-        database: None,
+        database: spend_logs.map(|db| (db.admin_url.clone(), db.name.clone())),
+        served: AtomicU64::default(),
     };
     Ok((process, target))
 }
 
+/// TensorZero's gateway; with `storage`, it writes its inferences to that database.
 async fn start_tensorzero(
     fast_base: &str,
     spaced_base: &str,
     work: &Path,
     max_concurrency: usize,
+    storage: Option<(storage::TensorZeroWrites, &Database)>,
 ) -> anyhow::Result<(Process, Target)> {
     let venv = home()?.join(".cache/tessera-venvs/tensorzero");
     let helpers = manifest_dir().join("benches/chat_gateway");
@@ -1234,7 +1323,13 @@ async fn start_tensorzero(
             "tensorzero.toml",
             &format!("{fast_base}/"),
             &format!("{spaced_base}/"),
-        )?,
+        )?
+        .replace(
+            "{observability}",
+            &storage.map_or("enabled = false".to_owned(), |(writes, _)| {
+                writes.observability()
+            }),
+        ),
     )?;
     let mut command = clean_command(venv.join("bin/python"));
     command
@@ -1242,6 +1337,10 @@ async fn start_tensorzero(
         .arg(&config)
         .env("OPENAI_API_KEY", STUB_KEY)
         .env("RUST_LOG", "warn");
+    if let Some((_, database)) = storage {
+        command.arg(&database.url);
+    }
+    let name = storage.map_or("tensorzero", |(writes, _)| writes.target_name());
     // The helper prints `READY <base_url> <pid>` on stdout and runs until stdin closes; its
     // stdout is read here, its stderr goes to the log.
     let log = work.join("tensorzero.log");
@@ -1257,14 +1356,18 @@ async fn start_tensorzero(
         .stdout
         .take()
         .ok_or_else(|| anyhow!("no stdout of the TensorZero helper"))?;
-    let mut process = Process {
-        name: "tensorzero",
-        child,
-        log,
-    };
+    let mut process = Process { name, child, log };
+    // The gateway may log a line on stdout before the helper's.
     let line = tokio::task::spawn_blocking(move || {
-        let mut line = String::new();
-        BufReader::new(stdout).read_line(&mut line).map(|_| line)
+        let mut lines = BufReader::new(stdout).lines();
+        loop {
+            match lines.next() {
+                Some(Ok(line)) if line.starts_with("READY ") => return Ok(line),
+                Some(Ok(_)) => {}
+                Some(Err(error)) => return Err(error),
+                None => return Ok(String::new()),
+            }
+        }
     });
     let line = tokio::time::timeout(Duration::from_secs(60), line)
         .await
@@ -1278,7 +1381,7 @@ async fn start_tensorzero(
     let pid: u32 = pid.parse()?;
     let url = format!("{}/chat/completions", base_url.trim_end_matches('/'));
     let target = Target {
-        name: "tensorzero",
+        name,
         client: plain_client(max_concurrency)?,
         authorization: None,
         requests: openai_requests(
@@ -1287,9 +1390,125 @@ async fn start_tensorzero(
             "tensorzero::model_name::stub-spaced",
         ),
         cpu_pid: Some(pid),
-        database: None,
+        database: storage.map(|(_, db)| (db.admin_url.clone(), db.name.clone())),
+        served: AtomicU64::default(),
     };
     Ok((process, target))
+}
+
+/// What measuring a peer needs.
+struct Peers<'a> {
+    fast_base: &'a str,
+    spaced_base: &'a str,
+    work: &'a Path,
+    max_concurrency: usize,
+    measure: Duration,
+    concurrencies: &'a [usize],
+    ticks_per_second: f64,
+}
+
+impl Peers<'_> {
+    /// TensorZero without storage, or storing in a fresh database of the benchmark's
+    /// cluster; a peer that cannot run is reported and left out.
+    async fn measure_tensorzero(
+        &self,
+        writes: Option<storage::TensorZeroWrites>,
+        runs: &mut Vec<Run>,
+        report: &mut StorageReport,
+    ) {
+        let name = writes.map_or("tensorzero", storage::TensorZeroWrites::target_name);
+        let database = match writes.map(|_| storage::tensorzero_database()).transpose() {
+            Ok(database) => database,
+            Err(error) => {
+                eprintln!("{name} not run: {error:#}");
+                report.not_run.push((name, format!("{error:#}")));
+                return;
+            }
+        };
+        let storage = writes.zip(database.as_ref());
+        let started = start_tensorzero(
+            self.fast_base,
+            self.spaced_base,
+            self.work,
+            self.max_concurrency,
+            storage,
+        )
+        .await;
+        self.measure_started(name, started, database.as_ref(), runs, report)
+            .await;
+    }
+
+    /// LiteLLM without a database, or with its spend logs in a fresh database of the
+    /// benchmark's cluster.
+    async fn measure_litellm(
+        &self,
+        spend_logs: bool,
+        runs: &mut Vec<Run>,
+        report: &mut StorageReport,
+    ) {
+        let name = if spend_logs { "litellm +pg" } else { "litellm" };
+        let database = match spend_logs
+            .then(|| storage::bench_postgres().and_then(Database::create))
+            .transpose()
+        {
+            Ok(database) => database,
+            Err(error) => {
+                report.not_run.push((name, format!("{error:#}")));
+                return;
+            }
+        };
+        let started = start_litellm(
+            self.fast_base,
+            self.spaced_base,
+            self.work,
+            self.max_concurrency,
+            database.as_ref(),
+        )
+        .await;
+        self.measure_started(name, started, database.as_ref(), runs, report)
+            .await;
+    }
+
+    async fn measure_started(
+        &self,
+        name: &'static str,
+        started: anyhow::Result<(Process, Target)>,
+        database: Option<&Database>,
+        runs: &mut Vec<Run>,
+        report: &mut StorageReport,
+    ) {
+        let (process, target) = match started {
+            Ok(started) => started,
+            Err(error) => {
+                eprintln!("{name} not run: {error:#}");
+                let reason = storage::reason_from_log(&format!("{error:#}"));
+                report.not_run.push((name, reason));
+                return;
+            }
+        };
+        let target = Arc::new(target);
+        if let Err(error) = measure_target(
+            &target,
+            self.measure,
+            self.concurrencies,
+            self.ticks_per_second,
+            runs,
+        )
+        .await
+        {
+            eprintln!("{name}: {error:#}; {}", process.log_tail());
+            report.not_run.push((name, format!("{error:#}")));
+            return;
+        }
+        if let (Some(database), Some(table)) = (database, storage::stored_table(name)) {
+            let served = target.served.load(Ordering::Relaxed);
+            match storage::check_stored(name, database, table, served).await {
+                Ok(check) => report.checks.push(check),
+                Err(error) => eprintln!("{name}: cannot count its rows: {error:#}"),
+            }
+        }
+        drop(process);
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1348,7 +1567,7 @@ fn print_tables(runs: &[Run], measure: Duration) {
     );
     println!();
     println!(
-        "| {:<10} | {:<14} | {:>4} | {:>8} | {:>6} | {:>7} | {:>7} | {:>7} | {:>8} | {:>8} | {:>8} | {:>8} | {:>10} | {:>10} | {:>9} |",
+        "| {:<10} | {:<14} | {:>4} | {:>8} | {:>6} | {:>7} | {:>7} | {:>7} | {:>8} | {:>8} | {:>8} | {:>8} | {:>10} | {:>10} | {:>9} | {:>13} |",
         "server",
         "mode",
         "conc",
@@ -1363,16 +1582,17 @@ fn print_tables(runs: &[Run], measure: Duration) {
         "end p99",
         "CPU ms/req",
         "switch/req",
-        "DB ms/req"
+        "DB ms/req",
+        "client ms/req"
     );
     println!(
-        "|{:-<12}|{:-<16}|{:->6}|{:->10}|{:->8}|{:->9}|{:->9}|{:->9}|{:->10}|{:->10}|{:->10}|{:->10}|{:->12}|{:->12}|{:->11}|",
-        ":", ":", ":", ":", ":", ":", ":", ":", ":", ":", ":", ":", ":", ":", ":"
+        "|{:-<12}|{:-<16}|{:->6}|{:->10}|{:->8}|{:->9}|{:->9}|{:->9}|{:->10}|{:->10}|{:->10}|{:->10}|{:->12}|{:->12}|{:->11}|{:->15}|",
+        ":", ":", ":", ":", ":", ":", ":", ":", ":", ":", ":", ":", ":", ":", ":", ":"
     );
     for run in runs {
         let streamed = |times: &[Duration], p| run.mode.streams().then(|| percentile_ms(times, p));
         println!(
-            "| {:<10} | {:<14} | {:>4} | {:>8} | {:>6} | {:>7.0} | {:>7.2} | {:>7.2} | {:>8} | {:>8} | {:>8} | {:>8} | {:>10} | {:>10} | {:>9} |",
+            "| {:<10} | {:<14} | {:>4} | {:>8} | {:>6} | {:>7.0} | {:>7.2} | {:>7.2} | {:>8} | {:>8} | {:>8} | {:>8} | {:>10} | {:>10} | {:>9} | {:>13} |",
             run.target,
             run.mode.label(),
             run.concurrency,
@@ -1388,6 +1608,7 @@ fn print_tables(runs: &[Run], measure: Duration) {
             cell(run.cpu_ms_per_request, 3),
             cell(run.switches_per_request, 2),
             cell(run.db_ms_per_request, 3),
+            cell(run.client_ms_per_request, 3),
         );
     }
     println!();
@@ -1395,7 +1616,7 @@ fn print_tables(runs: &[Run], measure: Duration) {
         "`end` is the time from the chunk that completed the answer's text to the end of the \
          stream (Tessera commits the turn there, before its final event). Added latency is the \
          server's percentile minus the stub's (same mode and concurrency); ratios are the server's figure over the peer's; CPU+DB counts Tessera's PostgreSQL \
-         backends too."
+         backends too; client ms/req is the load generator's CPU (TLS included for Tessera)."
     );
     println!();
     println!(
@@ -1458,8 +1679,22 @@ fn print_tables(runs: &[Run], measure: Duration) {
 
 // ---------------------------------------------------------------------------------------
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
+    tokio::runtime::Builder::new_multi_thread()
+        .thread_name(LOAD_GENERATOR_THREAD)
+        .enable_all()
+        .build()?
+        .block_on(run())
+}
+
+/// What the peers that store could not do, and the stored rows of those that did.
+#[derive(Default)]
+struct StorageReport {
+    not_run: Vec<(&'static str, String)>,
+    checks: Vec<storage::StoredCheck>,
+}
+
+async fn run() -> anyhow::Result<()> {
     let measure = measured_duration()?;
     let ticks_per_second = clock_ticks();
     let skip = std::env::var("TESSERA_BENCH_SKIP").unwrap_or_default();
@@ -1477,6 +1712,7 @@ async fn main() -> anyhow::Result<()> {
     let spaced_base = format!("http://127.0.0.1:{spaced_port}/v1");
 
     let mut runs = Vec::new();
+    let mut report = StorageReport::default();
 
     let stub = Target {
         name: "stub",
@@ -1498,24 +1734,44 @@ async fn main() -> anyhow::Result<()> {
         ],
         cpu_pid: None,
         database: None,
+        served: AtomicU64::default(),
     };
-    measure_target(stub, measure, &concurrencies, ticks_per_second, &mut runs).await?;
+    measure_target(
+        &Arc::new(stub),
+        measure,
+        &concurrencies,
+        ticks_per_second,
+        &mut runs,
+    )
+    .await?;
 
     if !skipped("tessera") {
         let (tessera, targets) =
             start_tessera(&fast_base, &spaced_base, max_concurrency, None).await?;
         let resilience = resilience_targets(&targets[0]);
         // `/v1/chats` keeps chats and messages; `/openai/v1` keeps usage records only.
-        for (target, table) in targets.into_iter().zip(["chats", "usage_records"]) {
+        for target in targets {
             let name = target.name;
-            let result =
-                measure_target(target, measure, &concurrencies, ticks_per_second, &mut runs).await;
+            let target = Arc::new(target);
+            let result = measure_target(
+                &target,
+                measure,
+                &concurrencies,
+                ticks_per_second,
+                &mut runs,
+            )
+            .await;
             if let Err(error) = &result {
                 eprintln!("{}", tessera.process.log_tail());
                 eprintln!("{name}: {error:#}");
             }
             result?;
-            tokio::time::sleep(Duration::from_secs(2)).await;
+            let table = storage::stored_table(name).unwrap_or("chats");
+            let served = target.served.load(Ordering::Relaxed);
+            report
+                .checks
+                .push(storage::check_stored(name, &tessera.database, table, served).await?);
+            tokio::time::sleep(Duration::from_secs(1)).await;
             match tessera.database.row_counters(table) {
                 Ok(counters) => println!("{name}: tessera's PostgreSQL, {counters}"),
                 Err(error) => eprintln!("no row counters: {error:#}"),
@@ -1542,35 +1798,114 @@ async fn main() -> anyhow::Result<()> {
         )
         .await?;
     }
-    for peer in ["tensorzero", "litellm"] {
-        if skipped(peer) {
-            continue;
+    let peers = Peers {
+        fast_base: &fast_base,
+        spaced_base: &spaced_base,
+        work: work.path(),
+        max_concurrency,
+        measure,
+        concurrencies: &concurrencies,
+        ticks_per_second,
+    };
+    if !skipped("tensorzero") {
+        peers.measure_tensorzero(None, &mut runs, &mut report).await;
+    }
+    if !skipped("tensorzero") && !skipped("stored") {
+        for writes in storage::TensorZeroWrites::ALL {
+            peers
+                .measure_tensorzero(Some(writes), &mut runs, &mut report)
+                .await;
         }
-        let started = if peer == "tensorzero" {
-            start_tensorzero(&fast_base, &spaced_base, work.path(), max_concurrency).await
-        } else {
-            start_litellm(&fast_base, &spaced_base, work.path(), max_concurrency).await
-        };
-        // A peer that cannot run is reported and left out; the others are still measured.
-        match started {
-            Ok((process, target)) => {
-                if let Err(error) =
-                    measure_target(target, measure, &concurrencies, ticks_per_second, &mut runs)
-                        .await
-                {
-                    eprintln!("{peer}: {error:#}; {}", process.log_tail());
-                }
-            }
-            Err(error) => eprintln!("{peer} left out: {error:#}"),
-        }
+    }
+    if !skipped("litellm") {
+        peers.measure_litellm(false, &mut runs, &mut report).await;
+    }
+    if !skipped("litellm") && !skipped("stored") {
+        peers.measure_litellm(true, &mut runs, &mut report).await;
     }
 
     fast_handle.stop(true).await;
     spaced_handle.stop(true).await;
     print_tables(&runs, measure);
+    print_like_with_like(&runs, &report);
     print_observability_cost(&runs);
     print_resilience(&runs);
     Ok(())
+}
+
+/// Issue 36's comparison: every gateway storing what it serves on the same PostgreSQL
+/// server, Tessera's two doors against TensorZero storing synchronously and asynchronously,
+/// with what each target stored of what it served, and the peers that could not store.
+fn print_like_with_like(runs: &[Run], report: &StorageReport) {
+    let stored = ["tensorzero +pg sync", "tensorzero +pg async", "litellm +pg"];
+    if !runs.iter().any(|run| stored.contains(&run.target)) && report.not_run.is_empty() {
+        return;
+    }
+    let find = |target: &str, mode: Mode, concurrency: usize| {
+        runs.iter()
+            .find(|r| r.target == target && r.mode == mode && r.concurrency == concurrency)
+    };
+    let added_p99 = |run: &Run| {
+        find("stub", run.mode, run.concurrency)
+            .map(|stub| percentile_ms(&run.latencies, 99.0) - percentile_ms(&stub.latencies, 99.0))
+    };
+    let cpu_and_db = |run: &Run| {
+        run.cpu_ms_per_request
+            .map(|cpu| cpu + run.db_ms_per_request.unwrap_or(0.0))
+    };
+    println!();
+    println!(
+        "Like with like: every gateway stores what it serves, on the same PostgreSQL server \
+         (ratios against TensorZero storing synchronously, same mode and concurrency):"
+    );
+    println!();
+    println!(
+        "| server | mode | conc | req/s | +p99 ms | gateway CPU ms/req | DB ms/req | CPU+DB ms/req | client ms/req | req/s / TZ sync | CPU+DB / TZ sync | +p99 − TZ sync ms |"
+    );
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let storing = ["tessera", "tessera /openai/v1"].into_iter().chain(stored);
+    for target in storing {
+        for run in runs.iter().filter(|run| run.target == target) {
+            let sync = find("tensorzero +pg sync", run.mode, run.concurrency);
+            let ratio = |value: Option<f64>, of: Option<f64>| Some(value? / of?);
+            println!(
+                "| {} | {} | {} | {:.0} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                run.target,
+                run.mode.label(),
+                run.concurrency,
+                run.requests_per_second(),
+                cell(added_p99(run), 2),
+                cell(run.cpu_ms_per_request, 3),
+                cell(run.db_ms_per_request, 3),
+                cell(cpu_and_db(run), 3),
+                cell(run.client_ms_per_request, 3),
+                cell(
+                    sync.map(|s| run.requests_per_second() / s.requests_per_second()),
+                    2
+                ),
+                cell(ratio(cpu_and_db(run), sync.and_then(cpu_and_db)), 2),
+                cell(sync.and_then(|s| Some(added_p99(run)? - added_p99(s)?)), 2),
+            );
+        }
+    }
+    println!();
+    for check in &report.checks {
+        println!(
+            "{}: {} of {} completions stored ({:.1} s after the last answer){}",
+            check.target,
+            check.stored,
+            check.served,
+            check.drained_after.as_secs_f64(),
+            if check.stored < check.served {
+                " — some were not stored"
+            } else {
+                ""
+            }
+        );
+    }
+    for (target, reason) in &report.not_run {
+        println!("{target}: not run: {reason}");
+    }
 }
 
 /// Targets of the resilience run on `native`'s Tessera: streamed completions of the model
@@ -1591,6 +1926,7 @@ fn resilience_targets(native: &Target) -> [Target; 2] {
             requests: [request.clone(), request.clone(), request],
             cpu_pid: native.cpu_pid,
             database: native.database.clone(),
+            served: AtomicU64::default(),
         }
     };
     [
@@ -1627,7 +1963,7 @@ fn print_resilience(runs: &[Run]) {
     }
     println!(
         "flaky route: {} requests reached it",
-        FLAKY_REQUESTS.load(std::sync::atomic::Ordering::Relaxed)
+        FLAKY_REQUESTS.load(Ordering::Relaxed)
     );
 }
 
@@ -1649,7 +1985,14 @@ async fn measure_observed(
     };
     let (tessera, [native, _]) =
         start_tessera(fast_base, spaced_base, max_concurrency, Some(&observed)).await?;
-    let result = measure_target(native, measure, concurrencies, ticks_per_second, runs).await;
+    let result = measure_target(
+        &Arc::new(native),
+        measure,
+        concurrencies,
+        ticks_per_second,
+        runs,
+    )
+    .await;
     if result.is_err() {
         eprintln!("{}", tessera.process.log_tail());
     }
@@ -1667,7 +2010,7 @@ async fn measure_observed(
     tokio::time::sleep(Duration::from_secs(6)).await;
     println!(
         "tessera +obs: /metrics counted {completions} completions; the OTLP sink received {} KiB of spans",
-        OTLP_BYTES.load(std::sync::atomic::Ordering::Relaxed) / 1024
+        OTLP_BYTES.load(Ordering::Relaxed) / 1024
     );
     drop(tessera);
     Ok(())

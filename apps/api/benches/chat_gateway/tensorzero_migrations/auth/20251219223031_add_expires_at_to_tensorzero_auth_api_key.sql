@@ -1,0 +1,2 @@
+ALTER TABLE tensorzero_auth_api_key
+ADD COLUMN expires_at TIMESTAMPTZ;
