@@ -1502,7 +1502,8 @@ impl Peers<'_> {
         }
         if let (Some(database), Some(table)) = (database, storage::stored_table(name)) {
             let served = target.served.load(Ordering::Relaxed);
-            match storage::check_stored(name, database, table, served).await {
+            // A fresh database: every row is the target's.
+            match storage::check_stored(name, database, table, 0, served).await {
                 Ok(check) => report.checks.push(check),
                 Err(error) => eprintln!("{name}: cannot count its rows: {error:#}"),
             }
@@ -1752,6 +1753,8 @@ async fn run() -> anyhow::Result<()> {
         // `/v1/chats` keeps chats and messages; `/openai/v1` keeps usage records only.
         for target in targets {
             let name = target.name;
+            let table = storage::stored_table(name).unwrap_or("chats");
+            let before = storage::count_rows(&tessera.database, table)?;
             let target = Arc::new(target);
             let result = measure_target(
                 &target,
@@ -1766,11 +1769,10 @@ async fn run() -> anyhow::Result<()> {
                 eprintln!("{name}: {error:#}");
             }
             result?;
-            let table = storage::stored_table(name).unwrap_or("chats");
             let served = target.served.load(Ordering::Relaxed);
             report
                 .checks
-                .push(storage::check_stored(name, &tessera.database, table, served).await?);
+                .push(storage::check_stored(name, &tessera.database, table, before, served).await?);
             tokio::time::sleep(Duration::from_secs(1)).await;
             match tessera.database.row_counters(table) {
                 Ok(counters) => println!("{name}: tessera's PostgreSQL, {counters}"),

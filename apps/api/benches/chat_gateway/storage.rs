@@ -101,7 +101,7 @@ pub struct StoredCheck {
 }
 
 /// Rows of `table` in `database`.
-fn count_rows(database: &Database, table: &str) -> anyhow::Result<u64> {
+pub fn count_rows(database: &Database, table: &str) -> anyhow::Result<u64> {
     let count = run_checked(
         Command::new("psql")
             .args(["-X", "-A", "-t", &database.url, "-c"])
@@ -113,19 +113,24 @@ fn count_rows(database: &Database, table: &str) -> anyhow::Result<u64> {
         .with_context(|| format!("unexpected count of {table}: {count:?}"))
 }
 
-/// Counts `table`'s rows until they reach `served` or stop changing for 3 s (at most a
-/// minute): asynchronous writers still drain their queue after the last answer.
+/// Counts `table`'s new rows (beyond the `before` it held when the target started) until they
+/// reach `served` or stop changing for 3 s (at most a minute): asynchronous writers still
+/// drain their queue after the last answer. Two targets can share a table (Tessera's
+/// `/v1/chats` also writes usage records), hence `before`.
 pub async fn check_stored(
     target: &'static str,
     database: &Database,
     table: &str,
+    before: u64,
     served: u64,
 ) -> anyhow::Result<StoredCheck> {
     let started = Instant::now();
-    let mut last = (count_rows(database, table)?, Instant::now());
+    let new_rows =
+        || -> anyhow::Result<u64> { Ok(count_rows(database, table)?.saturating_sub(before)) };
+    let mut last = (new_rows()?, Instant::now());
     while last.0 < served && started.elapsed() < Duration::from_secs(60) {
         tokio::time::sleep(Duration::from_millis(250)).await;
-        let count = count_rows(database, table)?;
+        let count = new_rows()?;
         if count != last.0 {
             last = (count, Instant::now());
         } else if last.1.elapsed() > Duration::from_secs(3) {
