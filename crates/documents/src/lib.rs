@@ -61,7 +61,9 @@ impl Default for Limits {
 /// - `char_start..char_end`: character offsets (Unicode scalar values, end exclusive) of the
 ///   chunk's text in the document's extracted text, which is
 ///   - txt, md, csv: the file's text itself (without a leading UTF-8 byte order mark);
-///   - pdf: each page's text layer, pages joined by a blank line (`"\n\n"`);
+///   - pdf: each page's text layer, pages joined by a blank line (`"\n\n"`); a page with a
+///     detected table is its prose lines top-down with the table as markdown rows (as for
+///     docx), a blank line around it;
 ///   - docx: paragraphs one per line; each top-level table as markdown rows one per line
 ///     (`| a | b |`; `|` in a cell escaped as `\|`, a cell's line breaks and nested tables
 ///     on its line), the separator line `| --- | --- |` after the first row (the header),

@@ -13,6 +13,10 @@
 //! OCR, within its time limit) is skipped with a warning when other pages have text; when none
 //! has, the document is [`DocumentError::Corrupt`] with the pages' reasons, or
 //! [`DocumentError::Empty`] when every page was read and is blank.
+//!
+//! A table on a page with a text layer (lines whose words line up in columns) becomes a
+//! markdown table segment of that page, chunked like a DOCX table; the prose around it stays
+//! prose of the same page (`pdf/page_text.rs`, decision 0038).
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -24,7 +28,12 @@ use tessera_knowledge::{DocumentError, ExtractionProgress, TextRecognizer};
 use crate::Limits;
 use crate::text::{Extracted, Segment, too_long};
 
+use self::page_text::{PageText, TableSpan};
+
 mod images;
+mod page_text;
+mod positioned;
+mod tables;
 
 const PAGE_SEPARATOR: &str = "\n\n";
 /// Fewer letters and digits than this in a page's text layer send the page to OCR: a scanned
@@ -39,13 +48,29 @@ pub(crate) struct Ocr<'a> {
     pub progress: &'a dyn Fn(ExtractionProgress),
 }
 
-/// One page as read: its text, or why it has none.
+/// One page as read: its text, or why it has none, and the tables in its text layer.
 struct PageRead {
     number: u32,
     text: Result<String, String>,
+    tables: Vec<TableSpan>,
 }
 
 impl PageRead {
+    fn new(number: u32, read: Result<PageText, String>) -> Self {
+        match read {
+            Ok(page) => Self {
+                number,
+                text: Ok(page.text),
+                tables: page.tables,
+            },
+            Err(reason) => Self {
+                number,
+                text: Err(reason),
+                tables: Vec::new(),
+            },
+        }
+    }
+
     fn letters(&self) -> usize {
         self.text.as_deref().map_or(0, letters)
     }
@@ -69,10 +94,7 @@ pub(crate) fn extract(
     }
     let mut pages: Vec<PageRead> = page_ids
         .keys()
-        .map(|&number| PageRead {
-            number,
-            text: page_text(&document, number),
-        })
+        .map(|&number| PageRead::new(number, page_text::read(&document, number)))
         .collect();
     if let Some(ocr) = ocr {
         recognize(&document, &page_ids, content, &mut pages, &ocr);
@@ -122,6 +144,7 @@ fn recognize(
                     let text = clean(&text);
                     if letters(&text) > page.letters() {
                         page.text = Ok(text);
+                        page.tables.clear();
                     }
                 }
                 Err(error) => {
@@ -160,13 +183,7 @@ fn join(pages: &[PageRead], limits: &Limits) -> Result<Extracted, DocumentError>
         }
         let start = extracted.text.len();
         extracted.text.push_str(text);
-        extracted.segments.push(Segment {
-            start,
-            end: extracted.text.len(),
-            page: Some(page.number),
-            section: None,
-            table_header: None,
-        });
+        push_segments(&mut extracted, start, page);
     }
     if extracted.text.trim().is_empty() && !reasons.is_empty() {
         let named = reasons.len().min(REASONS_NAMED);
@@ -184,6 +201,35 @@ fn join(pages: &[PageRead], limits: &Limits) -> Result<Extracted, DocumentError>
     Ok(extracted)
 }
 
+/// The segments of a page written at `start`: the whole page, or its prose and tables in
+/// order.
+fn push_segments(extracted: &mut Extracted, start: usize, page: &PageRead) {
+    let segment = |range: std::ops::Range<usize>, table_header| Segment {
+        start: start + range.start,
+        end: start + range.end,
+        page: Some(page.number),
+        section: None,
+        table_header,
+    };
+    if page.tables.is_empty() {
+        let end = extracted.text.len() - start;
+        extracted.segments.push(segment(0..end, None));
+        return;
+    }
+    let written = extracted.text.get(start..).unwrap_or_default();
+    let mut segments: Vec<Segment> = page_text::prose_ranges(written, &page.tables)
+        .into_iter()
+        .map(|range| segment(range, None))
+        .chain(
+            page.tables
+                .iter()
+                .map(|table| segment(table.start..table.end, Some(start + table.header_end))),
+        )
+        .collect();
+    segments.sort_by_key(|segment| segment.start);
+    extracted.segments.extend(segments);
+}
+
 /// Letters and digits: what makes a text layer worth keeping.
 fn letters(text: &str) -> usize {
     text.chars()
@@ -191,8 +237,9 @@ fn letters(text: &str) -> usize {
         .count()
 }
 
-/// One page's text, trimmed, without control characters other than line breaks and tabs.
-fn page_text(document: &Document, number: u32) -> Result<String, String> {
+/// One page's text, trimmed, without control characters other than line breaks and tabs;
+/// how every page was read before tables were looked for, and still is when that pass panics.
+fn plain_page_text(document: &Document, number: u32) -> Result<String, String> {
     let result = catch_unwind(AssertUnwindSafe(|| {
         let mut text = String::new();
         let mut output = PlainTextOutput::new(&mut text);
