@@ -11,7 +11,9 @@ mod audit;
 mod clients;
 use serde_json::json;
 use tessera_kernel::{DomainError, Limit};
-use tessera_organizations::{NewOrganization, Organization, OrganizationName, Plan};
+use tessera_organizations::{
+    NewOrganization, Organization, OrganizationChange, OrganizationName, Plan,
+};
 use tessera_setup::{Tenancy, config::Settings};
 use tessera_store::Database;
 
@@ -88,6 +90,16 @@ enum OrgCommand {
         /// `nextCursor` of the previous page.
         #[arg(long)]
         cursor: Option<String>,
+    },
+    /// Change an organization's settings (audited as `organization.update`).
+    Set {
+        /// The organization's id.
+        #[arg(long)]
+        org: String,
+        /// Read its uploaded images by OCR (where the server has OCR), so their text is
+        /// searchable: `true` or `false`. Applies to images uploaded from now on.
+        #[arg(long, value_name = "true|false", required = true, action = clap::ArgAction::Set, value_parser = clap::value_parser!(bool))]
+        image_ocr: bool,
     },
 }
 
@@ -253,6 +265,28 @@ async fn run(cli: Cli) -> Result<String, Failure> {
                         lines.push("no organizations".to_owned());
                     }
                     Ok(lines.join("\n"))
+                }
+                OrgCommand::Set { org, image_ocr } => {
+                    let id: tessera_kernel::OrganizationId =
+                        org.parse().map_err(|e| Failure(format!("--org: {e}")))?;
+                    let change = OrganizationChange {
+                        image_ocr: Some(image_ocr),
+                    };
+                    let org = state
+                        .organizations
+                        .update(&id, change, &operator())
+                        .await
+                        .map_err(|e| Failure(format!("--org: {}", DomainError::from(e))))?;
+                    Ok(if cli.json {
+                        organization_json(&org).to_string()
+                    } else {
+                        format!(
+                            "organization \"{}\" ({}): image OCR {}",
+                            org.name,
+                            org.id,
+                            if org.image_ocr { "on" } else { "off" }
+                        )
+                    })
                 }
             }
         }

@@ -159,6 +159,110 @@ async fn bad_input_is_a_clear_error(backend: Backend) {
     );
 }
 
+async fn organization_settings_are_changed_and_audited(backend: Backend) {
+    let env = Env::new(backend).await;
+    let created = env.json(&["org", "create", "--name", "Acme"]);
+    assert_eq!(created["imageOcr"], false, "off until turned on: {created}");
+    let org = created["id"].as_str().unwrap().to_owned();
+    let other = env.json(&["org", "create", "--name", "Globex"])["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let changed = env.json(&["org", "set", "--org", &org, "--image-ocr", "true"]);
+    assert_eq!(
+        (
+            &changed["id"],
+            &changed["name"],
+            &changed["plan"],
+            &changed["imageOcr"]
+        ),
+        (
+            &created["id"],
+            &created["name"],
+            &created["plan"],
+            &Value::Bool(true)
+        ),
+        "{changed}"
+    );
+    assert_eq!(changed["createdAt"], created["createdAt"]);
+    let listed = env.json(&["org", "list"]);
+    let setting = |id: &str| {
+        listed["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|item| item["id"] == id)
+            .map(|item| item["imageOcr"].clone())
+    };
+    assert_eq!(setting(&org), Some(Value::Bool(true)));
+    assert_eq!(
+        setting(&other),
+        Some(Value::Bool(false)),
+        "another organization is unaffected"
+    );
+
+    let (code, text, _) = env.run(&["org", "set", "--org", &org, "--image-ocr", "false"]);
+    assert_eq!(code, 0);
+    assert_eq!(
+        text.trim_end(),
+        format!("organization \"Acme\" ({org}): image OCR off")
+    );
+    let updates = env.json(&[
+        "audit",
+        "list",
+        "--org",
+        &org,
+        "--action",
+        "organization.update",
+    ]);
+    let events = updates["items"].as_array().unwrap();
+    assert_eq!(events.len(), 2, "{updates}");
+    for event in events {
+        assert_eq!(
+            (
+                &event["resourceType"],
+                &event["resourceId"],
+                &event["actorKind"],
+                &event["actorId"]
+            ),
+            (
+                &Value::from("organization"),
+                &Value::from(org.as_str()),
+                &Value::from("operator"),
+                &Value::from("tessera-admin")
+            ),
+            "{event}"
+        );
+    }
+
+    // Bad input names its option; nothing is changed.
+    let (code, _, stderr) = env.run(&["org", "set", "--org", &org, "--image-ocr", "maybe"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("--image-ocr"), "{stderr}");
+    let (code, _, stderr) = env.run(&["org", "set", "--org", &org]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("--image-ocr"), "{stderr}");
+    let (code, stdout, stderr) = env.run(&[
+        "org",
+        "set",
+        "--org",
+        "org_missing",
+        "--image-ocr",
+        "true",
+        "--json",
+    ]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        serde_json::from_str::<Value>(&stdout).unwrap()["error"],
+        "--org: organization org_missing was not found"
+    );
+    assert!(stderr.starts_with("error: --org"), "{stderr}");
+    let (code, _, stderr) = env.run(&["org", "set", "--org", "", "--image-ocr", "true"]);
+    assert_eq!(code, 1);
+    assert!(stderr.starts_with("error: --org: "), "{stderr}");
+}
+
 async fn clients_are_created_rotated_listed_and_revoked(backend: Backend) {
     let env = Env::new(backend).await;
     let org = env.json(&["org", "create", "--name", "Acme"])["id"]
@@ -538,6 +642,7 @@ tessera_store::on_both_databases!(
     audit_list_shows_what_operators_changed,
     migrate_applies_once,
     organizations_are_created_and_listed,
+    organization_settings_are_changed_and_audited,
     lists_page_with_cursors,
     bad_input_is_a_clear_error,
     clients_are_created_rotated_listed_and_revoked,

@@ -1,5 +1,6 @@
 //! Wiring of files and datasets: blob storage, the vector index (embedded, or a Qdrant
-//! server), the embedding model, the services, and the processing workers that run inside
+//! server), the embedding model, OCR (scanned PDF pages, and uploaded images of
+//! organizations that opted in), the services, and the processing workers that run inside
 //! this process.
 
 use std::{path::PathBuf, sync::Arc, time::Duration};
@@ -8,13 +9,15 @@ use tessera_blobs_local::LocalBlobStore;
 use tessera_blobs_s3::{S3BlobStore, S3Location};
 use tessera_documents::DocumentChunker;
 use tessera_embed_local::{LocalEmbedder, LocalEmbedderOptions, Precision, find_model_dir};
-use tessera_kernel::{Clock, CursorCodec};
+use tessera_kernel::{Clock, CursorCodec, DomainError, OrganizationId};
 use tessera_knowledge::{
-    BlobStore, ChunkingSettings, DatasetService, DocumentProcessor, Embedder, FileService,
-    JobOutcome, NoEmbedder, NoIndex, Pipeline, ProcessingSettings, Processor, VectorIndex,
+    BlobStore, ChunkingSettings, DatasetService, DocumentProcessor, Embedder, FileFormat,
+    FileService, ImageReadingPolicy, JobOutcome, NoEmbedder, NoIndex, Pipeline, ProcessingSettings,
+    Processor, VectorIndex,
 };
 use tessera_llm_openai::{OpenAiConfig, OpenAiEmbedder};
 use tessera_ocr_tesseract::{Tesseract, TesseractSettings};
+use tessera_organizations::OrganizationService;
 use tessera_store::{Database, SqlDatasetStore, SqlFileStore};
 use tessera_vectors_qdrant::{EdgeVectorIndex, QdrantServerIndex};
 use tokio::sync::Notify;
@@ -35,6 +38,8 @@ pub struct Knowledge {
     pub wake: Arc<Notify>,
     /// `None` without an embedding model: no worker can process files.
     pipeline: Option<Pipeline>,
+    /// The image formats OCR reads here; empty without OCR (or without an embedding model).
+    image_formats: Vec<FileFormat>,
     processing: ProcessingSettings,
     poll: Duration,
 }
@@ -48,6 +53,8 @@ struct Engines {
     documents: Arc<dyn DocumentProcessor>,
     embedder: Arc<dyn Embedder>,
     index: Arc<dyn VectorIndex>,
+    /// The image formats the document processor's OCR reads (none without OCR).
+    image_formats: Vec<FileFormat>,
 }
 
 /// The document processor, the embedding model (an OpenAI-compatible server when
@@ -70,20 +77,28 @@ async fn engines(settings: &Settings) -> Result<Option<Engines>, StartupError> {
         embedder
     };
     let index = vector_index(settings, embedder.dimensions()).await?;
+    let ocr = recognizer(settings)?;
+    let mut documents = DocumentChunker::default();
+    let mut image_formats = Vec::new();
+    if let Some(tesseract) = ocr {
+        image_formats = tesseract.image_formats().to_vec();
+        documents = documents.with_ocr(tesseract);
+    }
     Ok(Some(Engines {
-        documents: Arc::new(document_processor(settings)?),
+        documents: Arc::new(documents),
         embedder,
         index,
+        image_formats,
     }))
 }
 
-/// The document processor, reading PDF pages without a text layer by OCR as `knowledge.ocr`
-/// says: `auto` when Tesseract, its languages and `pdftoppm` are installed, `on` or `off`.
-fn document_processor(settings: &Settings) -> Result<DocumentChunker, StartupError> {
+/// OCR as `knowledge.ocr` says (for PDF pages without a text layer, and the uploaded images
+/// of organizations that opted in): `auto` when Tesseract, its languages and `pdftoppm` are
+/// installed, `on` or `off`.
+fn recognizer(settings: &Settings) -> Result<Option<Arc<Tesseract>>, StartupError> {
     let knowledge = &settings.knowledge;
-    let chunker = DocumentChunker::default();
     if knowledge.ocr == OcrMode::Off {
-        return Ok(chunker);
+        return Ok(None);
     }
     let ocr = TesseractSettings {
         languages: knowledge.ocr_languages.clone(),
@@ -92,20 +107,28 @@ fn document_processor(settings: &Settings) -> Result<DocumentChunker, StartupErr
     };
     match Tesseract::detect(ocr) {
         Ok(tesseract) => {
+            let images: Vec<&str> = tesseract
+                .image_formats()
+                .iter()
+                .map(|format| format.as_str())
+                .collect();
             tracing::info!(
                 engine = tesseract.version(),
                 languages = %knowledge.ocr_languages,
-                "PDF pages without a text layer are read by OCR"
+                images = %images.join(" "),
+                "PDF pages without a text layer, and the uploaded images of organizations that \
+                 opted in, are read by OCR"
             );
-            Ok(chunker.with_ocr(Arc::new(tesseract)))
+            Ok(Some(Arc::new(tesseract)))
         }
         Err(error) if knowledge.ocr == OcrMode::Auto => {
             tracing::warn!(
                 %error,
-                "OCR is off: PDF pages without a text layer are skipped (install tesseract-ocr, \
-                 its language data and poppler-utils, or set knowledge.ocr = \"off\")"
+                "OCR is off: PDF pages without a text layer are skipped and images are not read \
+                 (install tesseract-ocr, its language data and poppler-utils, or set \
+                 knowledge.ocr = \"off\")"
             );
-            Ok(chunker)
+            Ok(None)
         }
         Err(error) => Err(knowledge_error(format!("knowledge.ocr = \"on\": {error}"))),
     }
@@ -285,6 +308,10 @@ impl Knowledge {
             cursors,
         );
         let embedder = engines.as_ref().map(|engines| engines.embedder.clone());
+        let image_formats = engines
+            .as_ref()
+            .map(|engines| engines.image_formats.clone())
+            .unwrap_or_default();
         let pipeline = engines.map(|engines| Pipeline {
             files: files_store,
             blobs,
@@ -299,6 +326,7 @@ impl Knowledge {
             embedder,
             wake: Arc::new(Notify::new()),
             pipeline,
+            image_formats,
             processing: ProcessingSettings {
                 chunking: ChunkingSettings {
                     max_tokens: knowledge.chunk_tokens,
@@ -310,6 +338,18 @@ impl Knowledge {
             },
             poll: Duration::from_secs(knowledge.poll_secs.max(1)),
         })
+    }
+
+    /// Reads the uploaded images of the organizations `policy` says opted in, when this
+    /// process has OCR (and an embedding model to process them with); without, images stay
+    /// `ready` at once.
+    pub fn with_image_reading(mut self, policy: Arc<dyn ImageReadingPolicy>) -> Self {
+        if !self.image_formats.is_empty() {
+            self.files = self
+                .files
+                .with_image_reading(policy, self.image_formats.iter().copied());
+        }
+        self
     }
 
     /// Whether files can be processed here (an embedding model is loaded).
@@ -367,5 +407,17 @@ async fn run_worker(processor: Processor, wake: Arc<Notify>, poll: Duration) {
                 tokio::time::sleep(poll).await;
             }
         }
+    }
+}
+
+/// The organization's own setting (`imageOcr`), read at each upload so that a change applies
+/// to the next one: the knowledge domain's policy port over the organizations domain, joined
+/// here so that neither domain depends on the other.
+pub struct OrganizationImageReading(pub OrganizationService);
+
+#[async_trait::async_trait]
+impl ImageReadingPolicy for OrganizationImageReading {
+    async fn reads_images(&self, organization: &OrganizationId) -> Result<bool, DomainError> {
+        Ok(self.0.reads_images(organization).await?)
     }
 }

@@ -178,9 +178,13 @@ pub async fn state(
         clock.clone(),
         chrono::Duration::seconds(i64::try_from(settings.quotas.cache_secs).unwrap_or(i64::MAX)),
     );
+    // Images are read by OCR for the organizations whose own setting says so.
     let knowledge =
         crate::knowledge::Knowledge::build(settings, &database, clock.clone(), cursors.clone())
-            .await?;
+            .await?
+            .with_image_reading(Arc::new(crate::knowledge::OrganizationImageReading(
+                organizations.clone(),
+            )));
     let embeddings = match knowledge.embedder.clone() {
         Some(embedder) => {
             // An embedding server bills like a catalog model; the embedded model, like the

@@ -2,14 +2,17 @@
 //! knowledge domain's [`DocumentProcessor`] port for pdf (text layer per page, OCR through a
 //! [`TextRecognizer`] for pages without one), docx
 //! (paragraphs, heading paths, tables), txt, md (heading paths, fences kept whole when they
-//! fit), csv (whole rows under a repeated header) and json (flattened `path: value` lines),
-//! and cuts the text into chunks sized in `cl100k_base` tokens with overlap. It owns the
-//! defences against hostile files (decompression bombs, encrypted or damaged files, panicking
-//! parsers, oversized text) and runs all CPU-bound work on tokio's blocking pool; images are
-//! refused as not extracted.
+//! fit), csv (whole rows under a repeated header), json (flattened `path: value` lines) and
+//! images the recognizer reads (the knowledge domain queues them only for organizations that
+//! opted in), and cuts the text into chunks sized in `cl100k_base` tokens with overlap. It
+//! owns the defences against hostile files (decompression bombs, encrypted or damaged files,
+//! panicking parsers, oversized text, images declaring more pixels than OCR may decode) and
+//! runs all CPU-bound work on tokio's blocking pool; images are refused as not extracted when
+//! no recognizer reads them.
 
 mod chunking;
 mod docx;
+mod image;
 mod json;
 mod markdown;
 mod pdf;
@@ -27,6 +30,7 @@ use tessera_knowledge::{
 };
 
 use crate::chunking::Chunker;
+pub use crate::image::MAX_IMAGE_PIXELS;
 
 /// How much a document may expand to while it is processed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,17 +72,20 @@ impl Default for Limits {
 ///     (`| a | b |`; `|` in a cell escaped as `\|`, a cell's line breaks and nested tables
 ///     on its line), the separator line `| --- | --- |` after the first row (the header),
 ///     and a blank line around the table;
-///   - json: the flattened lines `path: value` joined by `"\n"`.
+///   - json: the flattened lines `path: value` joined by `"\n"`;
+///   - an image read by OCR: its recognised text, trimmed, without control characters
+///     other than line breaks and tabs.
 ///
-///   For txt, md, pdf and docx prose, slicing the extracted text by the offsets gives the
-///   chunk's text exactly. A csv chunk repeats the header line above its rows: its offsets
+///   For txt, md, pdf, docx prose and images, slicing the extracted text by the offsets gives
+///   the chunk's text exactly. A csv chunk repeats the header line above its rows: its offsets
 ///   span the rows only (from the first row's start to the last row's end), so slicing gives
 ///   the rows as the file has them (its line endings; the chunk joins rows with `"\n"`). A
 ///   docx table chunk likewise repeats the header row and separator line above whole rows,
 ///   and its offsets span the rows only, except the table's first chunk, whose offsets start
 ///   at the header row (slicing it gives its text exactly); a header longer than half of
 ///   `max_tokens` is not repeated, and each chunk of such a table slices exactly.
-/// - `page`: pdf only, the 1-based page the chunk is on (chunks never span pages).
+/// - `page`: pdf only, the 1-based page the chunk is on (chunks never span pages); `None`
+///   for an image.
 /// - `section`: md and docx, the heading path in effect where the chunk starts
 ///   (`"Intro > Setup"`; a docx `Title` paragraph is the outermost level; none before the
 ///   first heading); docx chunks never span a heading. csv: the record range `"rows 2-40"` or `"row 7"`, numbered from 1 with the
@@ -108,11 +115,19 @@ impl DocumentChunker {
         }
     }
 
-    /// Reads PDF pages without a usable text layer with `recognizer` (without one, such
-    /// pages are skipped).
+    /// Reads PDF pages without a usable text layer, and images of the formats it reads, with
+    /// `recognizer` (without one, such pages are skipped and images refused as not
+    /// extracted).
     pub fn with_ocr(mut self, recognizer: Arc<dyn TextRecognizer>) -> Self {
         self.recognizer = Some(recognizer);
         self
+    }
+
+    /// The recognizer, when it reads images of `format`.
+    fn image_reader(&self, format: FileFormat) -> Option<&dyn TextRecognizer> {
+        self.recognizer
+            .as_deref()
+            .filter(|recognizer| format.is_image() && recognizer.reads_image(format))
     }
 
     pub fn limits(&self) -> Limits {
@@ -128,7 +143,7 @@ impl DocumentChunker {
         settings: ChunkingSettings,
         progress: &dyn Fn(ExtractionProgress),
     ) -> Result<Vec<ChunkDraft>, DocumentError> {
-        if format.is_image() {
+        if format.is_image() && self.image_reader(format).is_none() {
             return Err(DocumentError::Unsupported(format.as_str()));
         }
         let chunker = Chunker::new(tiktoken_rs::cl100k_base_singleton(), settings);
@@ -163,7 +178,10 @@ impl DocumentChunker {
             }
             FileFormat::Docx => docx::extract(content, limits)?.chunks(&chunker, limits)?,
             FileFormat::Png | FileFormat::Jpeg | FileFormat::Gif | FileFormat::Webp => {
-                return Err(DocumentError::Unsupported(format.as_str()));
+                let Some(recognizer) = self.image_reader(format) else {
+                    return Err(DocumentError::Unsupported(format.as_str()));
+                };
+                image::chunks(recognizer, format, content, &chunker, limits, progress)?
             }
         };
         if chunks.is_empty() {
@@ -185,7 +203,7 @@ impl DocumentProcessor for DocumentChunker {
         settings: ChunkingSettings,
         progress: ProgressSink,
     ) -> Result<Vec<ChunkDraft>, DocumentError> {
-        if format.is_image() {
+        if format.is_image() && self.image_reader(format).is_none() {
             return Err(DocumentError::Unsupported(format.as_str()));
         }
         let this = self.clone();

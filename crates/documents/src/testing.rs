@@ -11,6 +11,7 @@ use lopdf::{
 };
 use zip::write::SimpleFileOptions;
 
+pub mod image;
 pub mod placed;
 mod scan;
 pub use scan::{ScanPage, scanned_pdf};

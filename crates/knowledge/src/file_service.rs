@@ -1,5 +1,7 @@
 //! Files as the API offers them: upload, read, list, download and delete, within the
-//! caller's organization.
+//! caller's organization. An upload is queued for processing when it is a document, or an
+//! image the service reads by OCR for an organization that opted in
+//! ([`FileService::with_image_reading`]); any other image is `ready` at once.
 
 use std::sync::Arc;
 
@@ -11,7 +13,8 @@ use tessera_kernel::{
 
 use crate::{
     BlobError, BlobStore, FileDeletion, FileFilter, FileFormat, FileId, FileReady, FileStatus,
-    FileStore, StoredFile, Upload, UploadError, VectorIndex, upload,
+    FileStore, ImageReadingPolicy, StoredFile, Upload, UploadError, VectorIndex,
+    image_reading::ImageReading, upload,
 };
 
 const FILE_LIST: &str = "files";
@@ -47,6 +50,8 @@ pub struct FileService {
     index: Arc<dyn VectorIndex>,
     clock: Arc<dyn Clock>,
     cursors: CursorCodec,
+    /// Which images are read by OCR; `None`: none (no OCR here).
+    image_reading: Option<ImageReading>,
 }
 
 impl FileService {
@@ -63,15 +68,33 @@ impl FileService {
             index,
             clock,
             cursors,
+            image_reading: None,
         }
+    }
+
+    /// Processes uploaded images of `formats` (those the OCR engine reads) like documents for
+    /// the organizations `policy` says opted in; other images stay `ready` at once. Without
+    /// this (no OCR here), every image does.
+    pub fn with_image_reading(
+        mut self,
+        policy: Arc<dyn ImageReadingPolicy>,
+        formats: impl IntoIterator<Item = FileFormat>,
+    ) -> Self {
+        let formats = formats
+            .into_iter()
+            .filter(|format| format.is_image())
+            .collect();
+        self.image_reading = Some(ImageReading { policy, formats });
+        self
     }
 
     pub(crate) fn file_store(&self) -> &dyn FileStore {
         self.files.as_ref()
     }
 
-    /// Stores an upload and, for documents, queues its processing: the record answers at
-    /// once with `processing`. Images need no processing and are `ready` at once.
+    /// Stores an upload and, for documents and images read by OCR, queues its processing:
+    /// the record answers at once with `processing`. Other images need no processing and are
+    /// `ready` at once.
     pub async fn upload(
         &self,
         caller: &KnowledgeCaller,
@@ -79,9 +102,13 @@ impl FileService {
     ) -> Result<StoredFile, UploadError> {
         let name = upload::clean_file_name(&upload.file_name)?;
         let format = FileFormat::from_file_name(&name)?;
+        // Decided before the content is received: a refusal stores nothing.
+        let processed =
+            ImageReading::processes(self.image_reading.as_ref(), &caller.organization, format)
+                .await
+                .map_err(|error| UploadError::Unavailable(error.to_string()))?;
         let blob = upload::receive(format, upload.content, self.blobs.as_ref()).await?;
         let now = self.clock.now();
-        let image = format.is_image();
         let file = StoredFile {
             id: FileId::generate(),
             organization: caller.organization.clone(),
@@ -90,22 +117,22 @@ impl FileService {
             format,
             size: blob.size,
             sha256: blob.sha256,
-            status: if image {
-                FileStatus::Ready
-            } else {
+            status: if processed {
                 FileStatus::Processing
+            } else {
+                FileStatus::Ready
             },
-            progress: if image { 100 } else { 0 },
+            progress: if processed { 0 } else { 100 },
             error: None,
             chunk_count: 0,
             created_at: now,
             updated_at: now,
         };
         let audit = caller.audit("file.upload", "file", file.id.as_str(), now);
-        // An image has nothing to process: it is searchable (by name) as stored.
-        let ready = image.then(|| FileReady::of(&file, 0, now));
+        // An image not read has nothing to process: it is ready as stored.
+        let ready = (!processed).then(|| FileReady::of(&file, 0, now));
         self.files
-            .insert(&file, !image, ready, &audit)
+            .insert(&file, processed, ready, &audit)
             .await
             .map_err(|error| UploadError::Interrupted(format!("the file record: {error}")))?;
         Ok(file)
@@ -216,5 +243,217 @@ impl FileService {
                 Ok(())
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use chrono::{TimeZone, Utc};
+    use futures_util::{StreamExt, stream};
+    use tessera_kernel::ManualClock;
+
+    use super::*;
+    use crate::memory::{InMemoryKnowledgeStore, KnowledgeEvent};
+    use crate::{BlobRef, BlobWriter, MockImageReadingPolicy, NoIndex};
+
+    /// Keeps the last upload's bytes (all a test reads back).
+    #[derive(Default)]
+    struct KeptBlobs(Arc<Mutex<Vec<u8>>>);
+
+    struct KeptWriter(Arc<Mutex<Vec<u8>>>, Vec<u8>);
+
+    #[async_trait::async_trait]
+    impl BlobWriter for KeptWriter {
+        async fn write(&mut self, piece: &[u8]) -> Result<(), BlobError> {
+            self.1.extend_from_slice(piece);
+            Ok(())
+        }
+        async fn commit(self: Box<Self>) -> Result<BlobRef, BlobError> {
+            let size = self.1.len() as u64;
+            *self.0.lock().unwrap() = self.1;
+            Ok(BlobRef {
+                sha256: "a".repeat(64),
+                size,
+            })
+        }
+    }
+
+    #[async_trait::async_trait]
+    impl BlobStore for KeptBlobs {
+        async fn writer(&self) -> Result<Box<dyn BlobWriter>, BlobError> {
+            Ok(Box::new(KeptWriter(self.0.clone(), Vec::new())))
+        }
+        async fn read(&self, _: &str) -> Result<Vec<u8>, BlobError> {
+            Ok(self.0.lock().unwrap().clone())
+        }
+        async fn stream(
+            &self,
+            _: &str,
+        ) -> Result<BoxStream<'static, Result<Vec<u8>, BlobError>>, BlobError> {
+            Err(BlobError::Io("not used".into()))
+        }
+        async fn delete(&self, _: &str) -> Result<(), BlobError> {
+            Ok(())
+        }
+    }
+
+    const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR the rest";
+    const GIF: &[u8] = b"GIF89a\x01\0\x01\0 the rest";
+
+    fn caller() -> KnowledgeCaller {
+        KnowledgeCaller {
+            organization: "org_reads".parse().unwrap(),
+            subject: "alice".into(),
+            actor: Actor::System,
+        }
+    }
+
+    fn service(store: Arc<InMemoryKnowledgeStore>) -> FileService {
+        let clock = ManualClock::new(Utc.with_ymd_and_hms(2026, 11, 28, 9, 0, 0).unwrap());
+        FileService::new(
+            store,
+            Arc::new(KeptBlobs::default()),
+            Arc::new(NoIndex),
+            Arc::new(clock),
+            CursorCodec::new([3; 32]),
+        )
+    }
+
+    /// A policy that must answer `answer` exactly `times` times.
+    fn policy(times: usize, answer: Result<bool, DomainError>) -> Arc<dyn ImageReadingPolicy> {
+        let mut policy = MockImageReadingPolicy::new();
+        policy
+            .expect_reads_images()
+            .times(times)
+            .returning(move |organization| {
+                assert_eq!(organization.as_str(), "org_reads");
+                answer.clone()
+            });
+        Arc::new(policy)
+    }
+
+    async fn upload(
+        files: &FileService,
+        name: &str,
+        content: &[u8],
+    ) -> Result<StoredFile, UploadError> {
+        let content = content.to_vec();
+        files
+            .upload(
+                &caller(),
+                Upload {
+                    file_name: name.to_owned(),
+                    content: stream::iter([Ok(content)]).boxed_local(),
+                },
+            )
+            .await
+    }
+
+    /// Whether a processing job is queued (claiming it, so at most one per test).
+    async fn queued(store: &InMemoryKnowledgeStore) -> bool {
+        let now = Utc.with_ymd_and_hms(2026, 11, 28, 10, 0, 0).unwrap();
+        store
+            .claim_job("worker", now, now + chrono::Duration::minutes(2))
+            .await
+            .unwrap()
+            .is_some()
+    }
+
+    fn stored_ready(file: &StoredFile) {
+        assert_eq!(
+            (file.status, file.progress, file.chunk_count),
+            (FileStatus::Ready, 100, 0),
+            "{file:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn without_ocr_images_are_ready_at_once() {
+        let store = Arc::new(InMemoryKnowledgeStore::new());
+        let file = upload(&service(store.clone()), "scan.png", PNG)
+            .await
+            .unwrap();
+        stored_ready(&file);
+        assert!(!queued(&store).await);
+        assert!(matches!(
+            store.events().as_slice(),
+            [KnowledgeEvent::FileReady(ready)] if ready.file == file.id
+        ));
+    }
+
+    #[tokio::test]
+    async fn an_organization_that_opted_in_has_its_images_processed() {
+        let store = Arc::new(InMemoryKnowledgeStore::new());
+        let files = service(store.clone())
+            .with_image_reading(policy(1, Ok(true)), [FileFormat::Png, FileFormat::Jpeg]);
+        let file = upload(&files, "scan.png", PNG).await.unwrap();
+        assert_eq!((file.status, file.progress), (FileStatus::Processing, 0));
+        assert!(queued(&store).await);
+        assert!(store.events().is_empty(), "ready only once processed");
+    }
+
+    #[tokio::test]
+    async fn an_organization_that_did_not_opt_in_keeps_its_images_as_they_are() {
+        let store = Arc::new(InMemoryKnowledgeStore::new());
+        let files = service(store.clone())
+            .with_image_reading(policy(1, Ok(false)), [FileFormat::Png, FileFormat::Jpeg]);
+        stored_ready(&upload(&files, "scan.png", PNG).await.unwrap());
+        assert!(!queued(&store).await);
+    }
+
+    #[tokio::test]
+    async fn formats_the_engine_does_not_read_and_documents_do_not_ask_the_policy() {
+        let store = Arc::new(InMemoryKnowledgeStore::new());
+        // The engine reads PNG and JPEG only (a Tesseract without GIF support).
+        let files = service(store.clone())
+            .with_image_reading(policy(0, Ok(true)), [FileFormat::Png, FileFormat::Jpeg]);
+        stored_ready(&upload(&files, "animation.gif", GIF).await.unwrap());
+        assert!(!queued(&store).await);
+        let document = upload(&files, "notes.md", b"# Notes\n\nText.")
+            .await
+            .unwrap();
+        assert_eq!(document.status, FileStatus::Processing);
+        assert!(queued(&store).await);
+    }
+
+    #[tokio::test]
+    async fn an_unanswered_policy_refuses_the_upload_and_stores_nothing() {
+        let store = Arc::new(InMemoryKnowledgeStore::new());
+        let files = service(store.clone()).with_image_reading(
+            policy(
+                1,
+                Err(DomainError::Unavailable {
+                    message: "the database did not answer".into(),
+                }),
+            ),
+            [FileFormat::Png],
+        );
+        let refused = upload(&files, "scan.png", PNG).await.unwrap_err();
+        assert!(
+            matches!(&refused, UploadError::Unavailable(reason) if reason.contains("the database did not answer")),
+            "{refused:?}"
+        );
+        let listed = files
+            .list(&caller(), None, Limit::new(10).unwrap(), None)
+            .await
+            .unwrap();
+        assert!(listed.items.is_empty());
+        assert!(store.audit_records().is_empty());
+    }
+
+    #[tokio::test]
+    async fn only_image_formats_are_kept_as_readable() {
+        let store = Arc::new(InMemoryKnowledgeStore::new());
+        let files = service(store).with_image_reading(
+            policy(0, Ok(true)),
+            [FileFormat::Pdf, FileFormat::Png, FileFormat::Webp],
+        );
+        let formats = files
+            .image_reading
+            .as_ref()
+            .map(|reading| reading.formats.clone());
+        assert_eq!(formats, Some(vec![FileFormat::Png, FileFormat::Webp]));
     }
 }

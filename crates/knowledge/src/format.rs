@@ -3,7 +3,8 @@
 
 /// Documents (extracted, chunked and embedded) up to 50 MB.
 pub const MAX_DOCUMENT_BYTES: u64 = 50 * 1024 * 1024;
-/// Images (kept for vision chats, not embedded) up to 20 MB.
+/// Images (kept for vision chats; read by OCR and embedded only where their organization
+/// opted in) up to 20 MB.
 pub const MAX_IMAGE_BYTES: u64 = 20 * 1024 * 1024;
 
 /// An accepted file format, known from the file name's extension and confirmed by its content.
@@ -110,7 +111,8 @@ impl FileFormat {
         }
     }
 
-    /// Images are stored for vision chats but not extracted or embedded.
+    /// Images are stored for vision chats; their text is extracted (by OCR) and embedded only
+    /// where the service reads their format and their organization opted in.
     pub fn is_image(self) -> bool {
         matches!(self, Self::Png | Self::Jpeg | Self::Gif | Self::Webp)
     }

@@ -1,11 +1,13 @@
 //! Files, datasets and the knowledge they hold (pure domain). It owns what an upload may be
 //! (formats, size limits, content signatures, checked while the content streams), file and
-//! dataset records with versions and snapshots, the processing pipeline a worker runs
+//! dataset records with versions and snapshots, which uploads are processed (documents
+//! always; images only where OCR reads their format and their organization opted in:
+//! [`ImageReadingPolicy`]), the processing pipeline a worker runs
 //! (extract and chunk, embed, index; retries and leases, progress), search, and embeddings on
 //! request with their usage records. It knows nothing of HTTP, SQL, candle, Tesseract or
 //! Qdrant: adapters implement [`BlobStore`], [`DocumentProcessor`] (with [`TextRecognizer`]
-//! for pages without text), [`Embedder`], [`VectorIndex`], [`FileStore`] and
-//! [`DatasetStore`]. The `memory` feature
+//! for pages without text and uploaded images), [`Embedder`], [`VectorIndex`], [`FileStore`]
+//! and [`DatasetStore`], and the service's wiring [`ImageReadingPolicy`]. The `memory` feature
 //! has the store ports' in-memory reference (`InMemoryKnowledgeStore`, both ports over one
 //! state), the `contract` feature their contract suite (`knowledge_store_contract!`) for any
 //! implementation, and the `rag` feature knowledge as the chats domain's retriever and the
@@ -29,6 +31,7 @@ mod file;
 mod file_service;
 mod file_text;
 mod format;
+mod image_reading;
 mod index;
 #[cfg(any(test, feature = "memory"))]
 pub mod memory;
@@ -60,6 +63,7 @@ pub use file::{FileFilter, FileStatus, StoredChunk, StoredFile};
 pub use file_service::{FileService, KnowledgeCaller};
 pub use file_text::DocumentText;
 pub use format::{FileFormat, FormatError, MAX_DOCUMENT_BYTES, MAX_IMAGE_BYTES, TextCheck};
+pub use image_reading::ImageReadingPolicy;
 pub use index::{
     IndexError, IndexedChunk, NoIndex, ScoredChunk, SearchMode, VectorIndex, VectorQuery,
 };
@@ -72,6 +76,8 @@ pub use upload::{MAX_FILE_NAME_CHARS, Upload, UploadError, clean_file_name};
 pub use document::MockDocumentProcessor;
 #[cfg(any(test, feature = "mocks"))]
 pub use embedding::MockEmbedder;
+#[cfg(any(test, feature = "mocks"))]
+pub use image_reading::MockImageReadingPolicy;
 #[cfg(any(test, feature = "mocks"))]
 pub use index::MockVectorIndex;
 #[cfg(any(test, feature = "mocks"))]

@@ -25,6 +25,9 @@ pub enum UploadError {
     Interrupted(String),
     #[error(transparent)]
     Storage(#[from] BlobError),
+    /// What decides how the file is stored could not be read (its organization's settings).
+    #[error("the upload could not be admitted: {0}")]
+    Unavailable(String),
 }
 
 /// An upload as it arrives: the client's file name and the content in pieces.

@@ -1,9 +1,12 @@
 //! OCR with Tesseract: [`Tesseract`] implements the knowledge domain's [`TextRecognizer`] by
 //! rendering each PDF page to a grey image with poppler's `pdftoppm` and reading it with the
-//! `tesseract` command (Debian's `poppler-utils`, `tesseract-ocr` and its language data). Each
-//! page runs in its own processes under one time limit per page. Processes rather than library
-//! bindings: a page that hangs or crashes the renderer or the engine is killed and skipped
-//! while the service runs on, and the build links against neither library.
+//! `tesseract` command (Debian's `poppler-utils`, `tesseract-ocr` and its language data), and
+//! by handing uploaded images (PNG and JPEG; GIF and WebP when the engine's leptonica was
+//! built with their libraries, as its `--version` says) to `tesseract` as they are. Each page
+//! or image runs in its own processes under one time limit per page; a damaged image fails
+//! with its decoder's complaint. Processes rather than library bindings: a page that hangs or
+//! crashes the renderer or the engine is killed and skipped while the service runs on, and
+//! the build links against neither library.
 
 mod process;
 mod settings;
@@ -12,7 +15,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
-use tessera_knowledge::{RecognitionError, TextRecognizer};
+use tessera_knowledge::{FileFormat, RecognitionError, TextRecognizer};
 
 use crate::process::{Outcome, run};
 pub use crate::settings::{OcrUnavailable, TesseractSettings};
@@ -22,18 +25,30 @@ pub use crate::settings::{OcrUnavailable, TesseractSettings};
 pub struct Tesseract {
     settings: TesseractSettings,
     version: String,
+    image_formats: Vec<FileFormat>,
 }
 
 impl Tesseract {
-    /// Checks that both commands run and that every configured language is installed.
+    /// Checks that both commands run and that every configured language is installed, and
+    /// which image formats the engine reads.
     pub fn detect(settings: TesseractSettings) -> Result<Self, OcrUnavailable> {
-        let version = settings::check(&settings)?;
-        Ok(Self { settings, version })
+        let detected = settings::check(&settings)?;
+        Ok(Self {
+            settings,
+            version: detected.version,
+            image_formats: detected.image_formats,
+        })
     }
 
     /// The engine's version line (`tesseract 5.3.0`).
     pub fn version(&self) -> &str {
         &self.version
+    }
+
+    /// The uploaded image formats it reads: PNG and JPEG, and GIF and WebP when the engine
+    /// was built with their libraries.
+    pub fn image_formats(&self) -> &[FileFormat] {
+        &self.image_formats
     }
 
     pub fn settings(&self) -> &TesseractSettings {
@@ -113,6 +128,61 @@ impl Tesseract {
         }
         Ok(text)
     }
+
+    /// Reads one image file of `format` within the time limit per page. The image's own
+    /// resolution is used (Tesseract estimates one when it has none); a damaged image is
+    /// [`RecognitionError::Undecodable`] with the decoder's complaint.
+    fn read_image(
+        &self,
+        folder: &Path,
+        image: &[u8],
+        format: FileFormat,
+    ) -> Result<String, RecognitionError> {
+        let settings = &self.settings;
+        let deadline = Instant::now() + settings.page_timeout;
+        let extension = match format {
+            FileFormat::Jpeg => "jpg",
+            other => other.as_str(),
+        };
+        let file = folder.join(format!("image.{extension}"));
+        std::fs::write(&file, image).map_err(|error| {
+            RecognitionError::Failed(format!("the image could not be written for OCR: {error}"))
+        })?;
+        let text_base = folder.join("text");
+        let read = run(
+            Command::new(&settings.tesseract)
+                .arg(&file)
+                .arg(&text_base)
+                .args(["-l", &settings.languages, "--psm", "3"])
+                // One thread per image: workers already run files side by side.
+                .env("OMP_THREAD_LIMIT", "1"),
+            folder,
+            deadline,
+        );
+        match read {
+            Outcome::Done { .. } => {}
+            Outcome::TimedOut => return Err(RecognitionError::TimedOut(settings.page_timeout)),
+            Outcome::NotStarted(error) => {
+                return Err(RecognitionError::Failed(format!(
+                    "{} could not start: {error}",
+                    settings.tesseract.display()
+                )));
+            }
+            // Leptonica reads the image first; when it cannot, it says so (`pixRead`).
+            Outcome::Failed { stderr, .. } if stderr.contains("pixRead") => {
+                return Err(RecognitionError::Undecodable(complaint(&stderr)));
+            }
+            Outcome::Failed { status, stderr } => {
+                return Err(RecognitionError::Failed(format!(
+                    "tesseract ended with {status}: {}",
+                    first_line(&stderr)
+                )));
+            }
+        }
+        std::fs::read(text_base.with_extension("txt"))
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+            .map_err(|error| RecognitionError::Failed(format!("tesseract's output: {error}")))
+    }
 }
 
 impl TextRecognizer for Tesseract {
@@ -151,6 +221,45 @@ impl TextRecognizer for Tesseract {
             );
             each(page, result);
         }
+    }
+
+    fn reads_image(&self, format: FileFormat) -> bool {
+        self.image_formats.contains(&format)
+    }
+
+    fn image(&self, image: &[u8], format: FileFormat) -> Result<String, RecognitionError> {
+        if !self.reads_image(format) {
+            return Err(RecognitionError::Failed(format!(
+                "this engine does not read {} images",
+                format.as_str()
+            )));
+        }
+        let folder = tempfile::tempdir().map_err(|error| {
+            RecognitionError::Failed(format!("no temporary folder for OCR: {error}"))
+        })?;
+        let started = Instant::now();
+        let result = self.read_image(folder.path(), image, format);
+        tracing::debug!(
+            format = format.as_str(),
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            ok = result.is_ok(),
+            "OCR of an image"
+        );
+        result
+    }
+}
+
+/// The decoder's reason among tesseract's complaints: the first line that is not one of its
+/// notes about the resolution.
+fn complaint(stderr: &str) -> String {
+    let notes = ["Estimating resolution", "Warning:"];
+    let reason = stderr
+        .lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty() && !notes.iter().any(|note| line.starts_with(note)));
+    match reason {
+        Some(line) => line.chars().take(200).collect(),
+        None => first_line(stderr),
     }
 }
 

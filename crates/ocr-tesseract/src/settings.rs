@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use tessera_knowledge::FileFormat;
+
 use crate::process::{Outcome, run};
 
 /// How OCR runs.
@@ -16,7 +18,8 @@ pub struct TesseractSettings {
     pub pdftoppm: PathBuf,
     /// Tesseract's language codes joined by `+` (`eng`, `eng+deu`); each must be installed.
     pub languages: String,
-    /// The most time rendering and reading one page may take; the page is skipped beyond.
+    /// The most time rendering and reading one page, or reading one uploaded image, may
+    /// take; the page is skipped (the image fails) beyond.
     pub page_timeout: Duration,
     /// A page is rendered to fit this many pixels on its longer side (about 300 dpi for
     /// A4 and Letter), which also bounds the memory an outsized page can take.
@@ -49,8 +52,15 @@ pub enum OcrUnavailable {
 /// How long the start-up checks may take.
 const CHECK_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// Runs both commands and lists tesseract's languages; the engine's version line.
-pub(crate) fn check(settings: &TesseractSettings) -> Result<String, OcrUnavailable> {
+/// What the start-up checks found: the engine's version line and the image formats it reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Detected {
+    pub version: String,
+    pub image_formats: Vec<FileFormat>,
+}
+
+/// Runs both commands and lists tesseract's languages.
+pub(crate) fn check(settings: &TesseractSettings) -> Result<Detected, OcrUnavailable> {
     let wanted: Vec<&str> = settings
         .languages
         .split('+')
@@ -84,12 +94,35 @@ pub(crate) fn check(settings: &TesseractSettings) -> Result<String, OcrUnavailab
             installed: installed.join(", "),
         });
     }
-    Ok(version
-        .lines()
-        .next()
-        .unwrap_or("tesseract")
-        .trim()
-        .to_owned())
+    Ok(Detected {
+        version: version
+            .lines()
+            .next()
+            .unwrap_or("tesseract")
+            .trim()
+            .to_owned(),
+        image_formats: image_formats(&version),
+    })
+}
+
+/// The uploaded image formats the engine reads, from its `--version` output, which lists the
+/// image libraries leptonica was built with (`libgif 5.2.1 : libjpeg 6b … : libwebp 1.2.4`):
+/// PNG and JPEG always (every build Tesseract supports reads them), GIF and WebP when their
+/// library is listed.
+pub(crate) fn image_formats(version: &str) -> Vec<FileFormat> {
+    let listed = |library: &str| {
+        version
+            .split([':', '\n'])
+            .any(|entry| entry.trim().starts_with(library))
+    };
+    let mut formats = vec![FileFormat::Png, FileFormat::Jpeg];
+    if listed("libgif") {
+        formats.push(FileFormat::Gif);
+    }
+    if listed("libwebp") {
+        formats.push(FileFormat::Webp);
+    }
+    formats
 }
 
 /// What a short command printed (both streams: these commands print versions to either).
@@ -107,5 +140,29 @@ fn output(command: &mut Command, folder: &tempfile::TempDir) -> Result<String, O
             CHECK_TIMEOUT.as_secs()
         ))),
         Outcome::NotStarted(error) => Err(failed(error.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gif_and_webp_are_read_when_leptonica_lists_their_libraries() {
+        let debian = "tesseract 5.3.0\n leptonica-1.82.0\n  libgif 5.2.1 : libjpeg 6b \
+            (libjpeg-turbo 2.1.2) : libpng 1.6.39 : libtiff 4.5.0 : zlib 1.2.13 : libwebp 1.2.4 \
+            : libopenjp2 2.5.0\n Found AVX2\n";
+        assert_eq!(
+            image_formats(debian),
+            [
+                FileFormat::Png,
+                FileFormat::Jpeg,
+                FileFormat::Gif,
+                FileFormat::Webp
+            ]
+        );
+        let lean =
+            "tesseract 4.1.1\n leptonica-1.79.0\n  libjpeg 8d : libpng 1.6.37 : zlib 1.2.11\n";
+        assert_eq!(image_formats(lean), [FileFormat::Png, FileFormat::Jpeg]);
     }
 }

@@ -1,8 +1,10 @@
 //! Organizations, the tenants every record belongs to: their plan (which decides access to
-//! premium models and, later, quotas), the `OrganizationStore` port that persists them and
-//! the `OrganizationService` that creates, reads and lists them. Pure domain: no database,
-//! no HTTP; adapters implement the port. The `memory` feature has the port's reference
-//! implementation, the `contract` feature its contract suite for any other.
+//! premium models and, later, quotas), their settings (`image_ocr`: whether uploaded images
+//! are read by OCR), the `OrganizationStore` port that persists them and the
+//! `OrganizationService` that creates, reads, lists and changes them (each change audited).
+//! Pure domain: no database, no HTTP; adapters implement the port. The `memory` feature has
+//! the port's reference implementation, the `contract` feature its contract suite for any
+//! other.
 
 #[cfg(feature = "contract")]
 pub mod contract;
@@ -17,7 +19,8 @@ mod service;
 mod store;
 
 pub use organization::{
-    NewOrganization, Organization, OrganizationName, OrganizationNameError, Plan, PlanError,
+    NewOrganization, Organization, OrganizationChange, OrganizationName, OrganizationNameError,
+    Plan, PlanError,
 };
 pub use service::{OrganizationError, OrganizationService};
 #[cfg(any(test, feature = "mocks"))]

@@ -8,9 +8,10 @@ use std::{
 };
 
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 use tessera_kernel::{AuditRecord, DomainError, OrganizationId, PageRequest};
 
-use crate::{Organization, OrganizationStore};
+use crate::{Organization, OrganizationChange, OrganizationStore};
 
 #[derive(Default)]
 struct State {
@@ -77,6 +78,35 @@ impl OrganizationStore for InMemoryOrganizationStore {
 
     async fn get(&self, id: &OrganizationId) -> Result<Option<Organization>, DomainError> {
         Ok(self.with(|state| state.organizations.get(id).cloned()))
+    }
+
+    async fn update(
+        &self,
+        id: &OrganizationId,
+        change: &OrganizationChange,
+        updated_at: DateTime<Utc>,
+        audit: &[AuditRecord],
+    ) -> Result<Option<Organization>, DomainError> {
+        self.with(|state| {
+            let Some(stored) = state.organizations.get(id) else {
+                return Ok(None);
+            };
+            // As the SQL stores' foreign key: an event names a stored organization.
+            let stray = audit
+                .iter()
+                .filter_map(|record| record.organization_id.as_ref())
+                .find(|organization| !state.organizations.contains_key(organization));
+            if let Some(stray) = stray {
+                return Err(DomainError::Conflict {
+                    code: "missing_reference",
+                    message: format!("organization {stray} does not exist"),
+                });
+            }
+            let changed = change.apply(stored, updated_at);
+            state.organizations.insert(id.clone(), changed.clone());
+            state.audit.extend_from_slice(audit);
+            Ok(Some(changed))
+        })
     }
 
     async fn list(

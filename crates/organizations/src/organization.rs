@@ -101,8 +101,34 @@ pub struct Organization {
     pub id: OrganizationId,
     pub name: String,
     pub plan: Plan,
+    /// Whether its uploaded images are read by OCR (where the service has OCR), so their
+    /// text is chunked and searchable like a document's. Off until an administrator turns
+    /// it on.
+    pub image_ocr: bool,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+}
+
+/// A change of an organization's settings: each `None` keeps its setting as it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct OrganizationChange {
+    pub image_ocr: Option<bool>,
+}
+
+impl OrganizationChange {
+    /// Whether it changes nothing.
+    pub fn is_empty(&self) -> bool {
+        self.image_ocr.is_none()
+    }
+
+    /// `organization` with the change applied, stamped `updated_at`.
+    pub fn apply(&self, organization: &Organization, updated_at: DateTime<Utc>) -> Organization {
+        Organization {
+            image_ocr: self.image_ocr.unwrap_or(organization.image_ocr),
+            updated_at,
+            ..organization.clone()
+        }
+    }
 }
 
 #[cfg(test)]

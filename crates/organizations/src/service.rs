@@ -6,7 +6,9 @@ use std::{
 use chrono::{DateTime, Duration, Utc};
 use tessera_kernel::{Actor, Clock, CursorCodec, DomainError, OrganizationId, Page, PageRequest};
 
-use crate::{NewOrganization, Organization, OrganizationName, OrganizationStore, Plan};
+use crate::{
+    NewOrganization, Organization, OrganizationChange, OrganizationName, OrganizationStore, Plan,
+};
 
 /// Errors of the organization service.
 #[derive(Debug, thiserror::Error)]
@@ -37,7 +39,7 @@ const PLAN_CACHE_SECS: i64 = 5;
 /// refilled by one read per organization).
 const PLAN_CACHE_ENTRIES: usize = 10_000;
 
-/// Creates, reads and lists organizations.
+/// Creates, reads, lists and changes organizations.
 #[derive(Clone)]
 pub struct OrganizationService {
     store: Arc<dyn OrganizationStore>,
@@ -73,6 +75,7 @@ impl OrganizationService {
             id: OrganizationId::generate(),
             name: new.name.as_str().to_owned(),
             plan: new.plan,
+            image_ocr: false,
             created_at: now,
             updated_at: now,
         };
@@ -92,6 +95,32 @@ impl OrganizationService {
             .get(id)
             .await?
             .ok_or_else(|| OrganizationError::NotFound(id.clone()))
+    }
+
+    /// Changes the organization's settings (`PATCH /v1/organization`, `tessera-admin org
+    /// set`), writing the audit event `organization.update` in the change's transaction. A
+    /// change of nothing writes nothing and answers the organization as it is.
+    pub async fn update(
+        &self,
+        id: &OrganizationId,
+        change: OrganizationChange,
+        actor: &Actor,
+    ) -> Result<Organization, OrganizationError> {
+        if change.is_empty() {
+            return self.get(id).await;
+        }
+        let now = self.clock.now();
+        let audit = actor.record(id, "organization.update", "organization", id.as_str(), now);
+        self.store
+            .update(id, &change, now, &[audit])
+            .await?
+            .ok_or_else(|| OrganizationError::NotFound(id.clone()))
+    }
+
+    /// Whether the organization's uploaded images are read by OCR (its `image_ocr`), read
+    /// from the store each time: a change applies to the next upload.
+    pub async fn reads_images(&self, id: &OrganizationId) -> Result<bool, OrganizationError> {
+        Ok(self.get(id).await?.image_ocr)
     }
 
     /// The organization's plan, read at most once per [`PLAN_CACHE_SECS`] per organization.
@@ -173,6 +202,7 @@ mod tests {
             id: id.clone(),
             name: "x".into(),
             plan: Plan::Free,
+            image_ocr: false,
             created_at: at,
             updated_at: at,
         }
@@ -239,6 +269,75 @@ mod tests {
             Utc.with_ymd_and_hms(2026, 1, 2, 3, 4, 5).unwrap()
         );
         assert_eq!(created.plan, Plan::Pro);
+    }
+
+    #[tokio::test]
+    async fn update_applies_the_change_with_its_audit_record_at_the_clocks_time() {
+        let id: OrganizationId = "org_update".parse().unwrap();
+        let mut store = MockOrganizationStore::new();
+        store
+            .expect_update()
+            .times(1)
+            .returning(|id, change, at, audit| {
+                assert_eq!(change.image_ocr, Some(true));
+                assert_eq!(at, Utc.with_ymd_and_hms(2026, 1, 2, 3, 4, 5).unwrap());
+                assert_eq!(audit.len(), 1);
+                assert_eq!(audit[0].action, "organization.update");
+                assert_eq!(audit[0].organization_id.as_ref(), Some(id));
+                assert_eq!(audit[0].resource_type, "organization");
+                assert_eq!(audit[0].resource_id.as_deref(), Some(id.as_str()));
+                assert_eq!(audit[0].actor_id.as_deref(), Some("ops"));
+                Ok(Some(change.apply(&org(id), at)))
+            });
+        let changed = service(store)
+            .update(
+                &id,
+                OrganizationChange {
+                    image_ocr: Some(true),
+                },
+                &Actor::Operator("ops".into()),
+            )
+            .await
+            .unwrap();
+        assert!(changed.image_ocr);
+        assert_eq!(
+            changed.updated_at,
+            Utc.with_ymd_and_hms(2026, 1, 2, 3, 4, 5).unwrap()
+        );
+    }
+
+    #[tokio::test]
+    async fn updating_a_missing_organization_is_not_found_and_nothing_changes_nothing() {
+        let mut store = MockOrganizationStore::new();
+        store
+            .expect_update()
+            .times(1)
+            .returning(|_, _, _, _| Ok(None));
+        let id = OrganizationId::generate();
+        let error = service(store)
+            .update(
+                &id,
+                OrganizationChange {
+                    image_ocr: Some(false),
+                },
+                &Actor::System,
+            )
+            .await
+            .unwrap_err();
+        assert!(matches!(error, OrganizationError::NotFound(ref missing) if missing == &id));
+
+        // An empty change reads the organization and writes no event.
+        let mut store = MockOrganizationStore::new();
+        store.expect_update().never();
+        store
+            .expect_get()
+            .times(1)
+            .returning(|id| Ok(Some(org(id))));
+        let same = service(store)
+            .update(&id, OrganizationChange::default(), &Actor::System)
+            .await
+            .unwrap();
+        assert_eq!(same, org(&id));
     }
 
     #[tokio::test]

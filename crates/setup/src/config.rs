@@ -88,7 +88,8 @@ impl FromStr for EmbeddingPrecision {
     }
 }
 
-/// Whether PDF pages without a text layer are read by OCR (`knowledge.ocr`).
+/// Whether PDF pages without a text layer, and the uploaded images of organizations that opted
+/// in (their `imageOcr` setting), are read by OCR (`knowledge.ocr`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OcrMode {
     /// When `tesseract`, its languages and `pdftoppm` are installed; a warning otherwise.
@@ -96,7 +97,7 @@ pub enum OcrMode {
     Auto,
     /// Always: the service does not start without them.
     On,
-    /// Never: such pages are skipped.
+    /// Never: such pages are skipped and images stay unread.
     Off,
 }
 
@@ -396,13 +397,15 @@ pub struct KnowledgeSettings {
     /// process wake it at once).
     #[serde(deserialize_with = "lenient::parse")]
     pub poll_secs: u64,
-    /// OCR of PDF pages without a usable text layer (scanned pages): `auto`, `on`, `off`.
+    /// OCR of PDF pages without a usable text layer (scanned pages) and of the uploaded images
+    /// of organizations that opted in: `auto`, `on`, `off`.
     #[serde(deserialize_with = "lenient::parse")]
     pub ocr: OcrMode,
     /// Tesseract's languages joined by `+` (`eng`, `eng+deu`); each needs its data package
     /// (Debian: `tesseract-ocr-eng`, `tesseract-ocr-deu`).
     pub ocr_languages: String,
-    /// The most seconds rendering and reading one page may take; the page is skipped beyond.
+    /// The most seconds rendering and reading one page (or reading one uploaded image) may
+    /// take; the page is skipped (the image fails) beyond.
     #[serde(deserialize_with = "lenient::parse")]
     pub ocr_page_timeout_secs: u64,
 }

@@ -3,7 +3,7 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use tessera_kernel::{AuditRecord, DomainError, OrganizationId, PageRequest};
-use tessera_organizations::{Organization, OrganizationStore, Plan};
+use tessera_organizations::{Organization, OrganizationChange, OrganizationStore, Plan};
 
 use crate::{
     Database,
@@ -31,7 +31,17 @@ struct OrganizationRow {
     id: String,
     name: String,
     plan: String,
+    image_ocr: bool,
     created_at: NaiveDateTime,
+    updated_at: NaiveDateTime,
+}
+
+/// The columns an update sets: the settings it names (a `None` leaves its column as it is)
+/// and `updated_at`.
+#[derive(AsChangeset)]
+#[diesel(table_name = organizations)]
+struct OrganizationChanges {
+    image_ocr: Option<bool>,
     updated_at: NaiveDateTime,
 }
 
@@ -41,6 +51,7 @@ impl From<&Organization> for OrganizationRow {
             id: org.id.to_string(),
             name: org.name.clone(),
             plan: org.plan.as_str().to_owned(),
+            image_ocr: org.image_ocr,
             created_at: org.created_at.naive_utc(),
             updated_at: org.updated_at.naive_utc(),
         }
@@ -60,6 +71,7 @@ impl TryFrom<OrganizationRow> for Organization {
                 .parse::<Plan>()
                 .map_err(|e| corrupt(e.to_string()))?,
             name: row.name.clone(),
+            image_ocr: row.image_ocr,
             created_at: DateTime::<Utc>::from_naive_utc_and_offset(row.created_at, Utc),
             updated_at: DateTime::<Utc>::from_naive_utc_and_offset(row.updated_at, Utc),
         })
@@ -93,6 +105,38 @@ impl OrganizationStore for SqlOrganizationStore {
                 .optional()
                 .map_err(query_error)?
         });
+        row.map(Organization::try_from).transpose()
+    }
+
+    async fn update(
+        &self,
+        id: &OrganizationId,
+        change: &OrganizationChange,
+        updated_at: DateTime<Utc>,
+        audit: &[AuditRecord],
+    ) -> Result<Option<Organization>, DomainError> {
+        let changes = OrganizationChanges {
+            image_ocr: change.image_ocr,
+            updated_at: updated_at.naive_utc(),
+        };
+        let row: Option<OrganizationRow> = with_transaction!(&self.db, conn => {
+            let changed = diesel::update(organizations::table.find(id.as_str()))
+                .set(&changes)
+                .execute(conn)
+                .await?;
+            if changed == 0 {
+                return Ok(None);
+            }
+            for record in audit {
+                record_audit!(conn, record);
+            }
+            let row = organizations::table
+                .find(id.as_str())
+                .select(OrganizationRow::as_select())
+                .first(conn)
+                .await?;
+            Ok(Some(row))
+        })?;
         row.map(Organization::try_from).transpose()
     }
 

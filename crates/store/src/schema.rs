@@ -5,6 +5,7 @@ diesel::table! {
         id -> Text,
         name -> Text,
         plan -> Text,
+        image_ocr -> Bool,
         created_at -> Timestamp,
         updated_at -> Timestamp,
     }

@@ -163,6 +163,7 @@ pub async fn store_organization(
         id: id.clone(),
         name: name.to_owned(),
         plan: Plan::Pro,
+        image_ocr: false,
         created_at: at,
         updated_at: at,
     };

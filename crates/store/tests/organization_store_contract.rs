@@ -1,13 +1,16 @@
 //! The `OrganizationStore` contract (`tessera_organizations::contract`, also run against
 //! the in-memory store) on SQLite and PostgreSQL, and what only a database can show: the
-//! audit events written in the creation's transaction, and idempotent migrations.
+//! audit events written in the creation's and an update's transaction, the settings'
+//! defaults of rows written before they existed, and idempotent migrations.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use tessera_kernel::{ActorKind, AuditRecord};
-use tessera_organizations::{Organization, OrganizationStore, Plan, contract::organization};
+use tessera_organizations::{
+    Organization, OrganizationChange, OrganizationStore, Plan, contract::organization,
+};
 use tessera_store::{
     Backend, SqlOrganizationStore,
-    testing::{TestDatabase, text_rows},
+    testing::{TestDatabase, execute, text_rows},
 };
 
 /// A store over a fresh database of `backend`, and the database (dropped after the test).
@@ -57,6 +60,56 @@ async fn a_creation_and_its_audit_record_commit_together(backend: Backend) {
     assert_eq!(events().await, expected);
 }
 
+async fn an_update_and_its_audit_record_commit_together(backend: Backend) {
+    let db = TestDatabase::of(backend).await;
+    let store = SqlOrganizationStore::new(db.database.clone());
+    let acme = organization("Acme", Plan::Pro);
+    store.insert(&acme, &[]).await.unwrap();
+    let at = acme.updated_at + chrono::Duration::minutes(1);
+    let record = AuditRecord::by_operator(
+        &acme.id,
+        ActorKind::Operator,
+        "tessera-admin",
+        "organization.update",
+        "organization",
+        acme.id.as_str(),
+        at,
+    );
+    let on = OrganizationChange {
+        image_ocr: Some(true),
+    };
+    let changed = store.update(&acme.id, &on, at, &[record]).await.unwrap();
+    assert!(changed.is_some_and(|organization| organization.image_ocr));
+    let events = text_rows(
+        &db.database,
+        "SELECT organization_id || ' ' || action || ' ' || resource_id AS value FROM audit_events",
+    )
+    .await;
+    assert_eq!(
+        events,
+        [format!("{} organization.update {}", acme.id, acme.id)]
+    );
+}
+
+/// Rows written before the setting existed (as the migration finds them) read it as off.
+async fn organizations_stored_without_the_setting_read_it_as_off(backend: Backend) {
+    let db = TestDatabase::of(backend).await;
+    execute(
+        &db.database,
+        "INSERT INTO organizations (id, name, plan, created_at, updated_at) \
+         VALUES ('org_older', 'Older', 'free', '2026-01-01 00:00:00', '2026-01-01 00:00:00')",
+    )
+    .await
+    .unwrap();
+    let store = SqlOrganizationStore::new(db.database.clone());
+    let older = store
+        .get(&"org_older".parse().unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!older.image_ocr);
+}
+
 async fn migrations_are_idempotent(backend: Backend) {
     let db = TestDatabase::of(backend).await;
     let again = tessera_store::Database::migrate(&db.url).await.unwrap();
@@ -66,5 +119,7 @@ async fn migrations_are_idempotent(backend: Backend) {
 
 tessera_store::on_both_databases!(
     a_creation_and_its_audit_record_commit_together,
+    an_update_and_its_audit_record_commit_together,
+    organizations_stored_without_the_setting_read_it_as_off,
     migrations_are_idempotent,
 );

@@ -144,6 +144,7 @@ async fn chats_database(
             id: organization.clone(),
             name: "Example".to_owned(),
             plan: Plan::Free,
+            image_ocr: false,
             created_at: now,
             updated_at: now,
         };

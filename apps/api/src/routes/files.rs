@@ -81,6 +81,14 @@ fn upload_error(error: UploadError) -> ApiError {
                 "the file could not be stored; retry later",
             )
         }
+        UploadError::Unavailable(_) => {
+            tracing::error!(%error, "upload not admitted");
+            ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "service_unavailable",
+                "the file could not be stored; retry later",
+            )
+        }
     }
 }
 

@@ -86,6 +86,7 @@ operations! {
     oauth::jwks => public,
     oauth::openid_configuration => public,
     organization::get_organization => authenticated,
+    organization::update_organization => "org:admin",
     clients::create_client => "org:admin",
     clients::list_clients => "org:admin",
     clients::get_client => "org:admin",

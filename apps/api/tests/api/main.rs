@@ -20,6 +20,7 @@ mod graceful_stop;
 mod hardening;
 mod http;
 mod idempotency;
+mod image_ocr;
 mod mcp;
 mod mcp_endpoint;
 mod metrics;
