@@ -84,30 +84,10 @@ async fn every_chunk_of_a_pdf_table_starts_with_its_header_row() {
         assert_valid(&chunks, settings.max_tokens);
         let table = table_chunks(&chunks);
         assert!(table.len() > 3, "{settings:?}: {chunks:#?}");
-        let mut seen = vec![false; data.len()];
-        for (index, chunk) in table.iter().enumerate() {
+        for chunk in &table {
             assert_eq!(chunk.location.page, Some(2), "{chunk:?}");
-            let body = chunk
-                .text
-                .strip_prefix(&header)
-                .unwrap_or_else(|| panic!("{settings:?}: header first in {chunk:#?}"));
-            for line in body.lines() {
-                let row = data
-                    .iter()
-                    .position(|row| row == line)
-                    .unwrap_or_else(|| panic!("{settings:?}: not a whole row: {line:?}"));
-                seen[row] = true;
-            }
-            // The first chunk is the text from the header on, the others span their rows.
-            let span = slice(&text, chunk.location.char_start, chunk.location.char_end);
-            let expected = if index == 0 {
-                chunk.text.as_str()
-            } else {
-                body
-            };
-            assert_eq!(span, expected, "{settings:?}");
         }
-        assert!(seen.iter().all(|seen| *seen), "{settings:?}: every row");
+        assert_whole_rows_under_the_header(&table, &header, &data, &text, &format!("{settings:?}"));
         let row_37 = &data[36];
         assert!(row_37.contains("Kelpod valve") && row_37.contains("5493 units"));
         let with_37: Vec<&&ChunkDraft> = table

@@ -49,36 +49,13 @@ async fn every_chunk_of_a_docx_table_starts_with_its_header_row() {
             .filter(|chunk| chunk.text.contains("| KX-"))
             .collect();
         assert!(table.len() > 3, "{settings:?}: {table:#?}");
-        let mut seen = vec![false; data.len()];
-        for (index, chunk) in table.iter().enumerate() {
-            let body = chunk
-                .text
-                .strip_prefix(&header)
-                .unwrap_or_else(|| panic!("{settings:?}: header first in {chunk:#?}"));
-            for line in body.lines() {
-                let row = data
-                    .iter()
-                    .position(|row| row == line)
-                    .unwrap_or_else(|| panic!("{settings:?}: not a whole row: {line:?}"));
-                seen[row] = true;
-            }
+        for chunk in &table {
             assert_eq!(
                 chunk.location.section.as_deref(),
                 Some("Warehouse handbook > Stock list")
             );
-            // The first chunk is the text from the header on, the others span their rows.
-            let span = slice(&text, chunk.location.char_start, chunk.location.char_end);
-            let expected = if index == 0 {
-                chunk.text.as_str()
-            } else {
-                body
-            };
-            assert_eq!(span, expected, "{settings:?}");
         }
-        assert!(
-            seen.iter().all(|seen| *seen),
-            "{settings:?}: every row in a chunk"
-        );
+        assert_whole_rows_under_the_header(&table, &header, &data, &text, &format!("{settings:?}"));
         let row_37 = &data[36];
         assert!(row_37.contains("Kelpod valve") && row_37.contains("5493 units"));
         assert_eq!(

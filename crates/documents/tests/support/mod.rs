@@ -63,3 +63,41 @@ pub fn slice(text: &str, start: u64, end: u64) -> String {
         .take((end - start) as usize)
         .collect()
 }
+
+/// Checks the chunks of one table whose extracted text is `text`: each starts with `header`
+/// (the header row and the separator line) followed by whole rows of `rows` only, every row
+/// is in some chunk, and the offsets give the first chunk's text from the header on and each
+/// other chunk's rows. `context` names the case in failures.
+pub fn assert_whole_rows_under_the_header(
+    table: &[&ChunkDraft],
+    header: &str,
+    rows: &[String],
+    text: &str,
+    context: &str,
+) {
+    let mut seen = vec![false; rows.len()];
+    for (index, chunk) in table.iter().enumerate() {
+        let body = chunk
+            .text
+            .strip_prefix(header)
+            .unwrap_or_else(|| panic!("{context}: header first in {chunk:#?}"));
+        for line in body.lines() {
+            let row = rows
+                .iter()
+                .position(|row| row == line)
+                .unwrap_or_else(|| panic!("{context}: not a whole row: {line:?}"));
+            seen[row] = true;
+        }
+        let span = slice(text, chunk.location.char_start, chunk.location.char_end);
+        let expected = if index == 0 {
+            chunk.text.as_str()
+        } else {
+            body
+        };
+        assert_eq!(span, expected, "{context}: the offsets of chunk {index}");
+    }
+    assert!(
+        seen.iter().all(|seen| *seen),
+        "{context}: every row in a chunk"
+    );
+}
