@@ -49,7 +49,7 @@
 //! `tessera-admin` are; default the directory of this benchmark's `deps`, i.e.
 //! `target/release`); `TESSERA_BENCH_SKIP` (comma-separated targets to leave out:
 //! `tessera`, `observed`, `resilience`, `litellm`, `tensorzero`, `stored` (the peers'
-//! storing runs)).
+//! storing runs)); `BENCH_OBS_ROUNDS` (rounds of the observability comparison).
 //!
 //! Resilience (issue 34): on the same Tessera, streamed `/v1/chats` completions of a model
 //! with three deployments behind the fast stub, all healthy, then of one whose third
@@ -57,10 +57,13 @@
 //! requests; the table gives the share of completions that succeeded and the p99 latency the
 //! failures add.
 //!
-//! `tessera +obs` is `/v1/chats` again on a second Tessera with Prometheus metrics on and
-//! every trace exported (sampling 1.0) to an OTLP sink on the stub's server (issue 32); the
-//! last table gives its CPU per completion (process and database) as a ratio of the same
-//! with both off.
+//! `tessera +obs` is `/v1/chats` on a Tessera with Prometheus metrics on and every trace
+//! exported (sampling 1.0) to an OTLP sink on the stub's server (issue 32), against a second
+//! Tessera with both off, started beside it (`tessera -obs`). The two are driven in turn,
+//! cell by cell (mode and concurrency), for `BENCH_OBS_ROUNDS` rounds (default 3), the order
+//! of the pair alternating from round to round, so that drift of the machine falls on both;
+//! the last table gives, per cell, the median and the range over the rounds of the ratio of
+//! CPU per completion (process and database) on against off.
 
 use std::{
     collections::HashMap,
@@ -1195,11 +1198,7 @@ async fn start_tessera(
         Bytes::from(body.to_string())
     };
     let native = Target {
-        name: if observed.is_some() {
-            "tessera +obs"
-        } else {
-            "tessera"
-        },
+        name: "tessera",
         client: client.clone(),
         authorization: Some(format!("Bearer {access_token}")),
         requests: [
@@ -1788,7 +1787,9 @@ async fn run() -> anyhow::Result<()> {
         }
         drop(tessera);
     }
-    if !skipped("tessera") && !skipped("observed") {
+    let observability = if skipped("observed") {
+        Vec::new()
+    } else {
         measure_observed(
             &fast_base,
             &spaced_base,
@@ -1796,10 +1797,9 @@ async fn run() -> anyhow::Result<()> {
             measure,
             &concurrencies,
             ticks_per_second,
-            &mut runs,
         )
-        .await?;
-    }
+        .await?
+    };
     let peers = Peers {
         fast_base: &fast_base,
         spaced_base: &spaced_base,
@@ -1830,7 +1830,7 @@ async fn run() -> anyhow::Result<()> {
     spaced_handle.stop(true).await;
     print_tables(&runs, measure);
     print_like_with_like(&runs, &report);
-    print_observability_cost(&runs);
+    print_observability_cost(&observability);
     print_resilience(&runs);
     Ok(())
 }
@@ -1969,9 +1969,29 @@ fn print_resilience(runs: &[Run]) {
     );
 }
 
-/// `/v1/chats` again on a Tessera with Prometheus metrics on and every trace exported
-/// (sampling 1.0) to the local OTLP sink; a scrape at the end shows both were on.
-#[allow(clippy::too_many_arguments)]
+/// One cell of the observability comparison in one round: the same load on both Tesseras.
+struct ObservedPair {
+    off: Run,
+    on: Run,
+}
+
+/// Rounds of the observability comparison unless `BENCH_OBS_ROUNDS` says otherwise.
+const DEFAULT_OBS_ROUNDS: usize = 3;
+
+fn observability_rounds() -> anyhow::Result<usize> {
+    match std::env::var("BENCH_OBS_ROUNDS") {
+        Ok(rounds) => match rounds.trim().parse::<usize>() {
+            Ok(rounds) if rounds > 0 => Ok(rounds),
+            _ => bail!("BENCH_OBS_ROUNDS must be a positive whole number, got {rounds:?}"),
+        },
+        Err(_) => Ok(DEFAULT_OBS_ROUNDS),
+    }
+}
+
+/// `/v1/chats` on a Tessera with Prometheus metrics on and every trace exported (sampling
+/// 1.0) to the local OTLP sink, and on a second one with both off, started side by side and
+/// driven in turn, cell by cell, for the configured rounds (the pair's order alternating);
+/// a scrape at the end shows that metrics and traces were on.
 async fn measure_observed(
     fast_base: &str,
     spaced_base: &str,
@@ -1979,26 +1999,65 @@ async fn measure_observed(
     measure: Duration,
     concurrencies: &[usize],
     ticks_per_second: f64,
-    runs: &mut Vec<Run>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Vec<ObservedPair>> {
+    let rounds = observability_rounds()?;
     let observed = Observed {
         metrics: localhost(free_port()?),
         otlp_endpoint: fast_base.trim_end_matches("/v1").to_owned(),
     };
-    let (tessera, [native, _]) =
+    let (plain, [mut off, _]) =
+        start_tessera(fast_base, spaced_base, max_concurrency, None).await?;
+    let (traced, [mut on, _]) =
         start_tessera(fast_base, spaced_base, max_concurrency, Some(&observed)).await?;
-    let result = measure_target(
-        &Arc::new(native),
-        measure,
-        concurrencies,
-        ticks_per_second,
-        runs,
-    )
-    .await;
-    if result.is_err() {
-        eprintln!("{}", tessera.process.log_tail());
+    off.name = "tessera -obs";
+    on.name = "tessera +obs";
+    let (off, on) = (Arc::new(off), Arc::new(on));
+    let mut pairs = Vec::new();
+    let mut body = Vec::new();
+    for target in [&off, &on] {
+        for mode in MODES {
+            call(target, mode, &mut body).await.with_context(|| {
+                format!("{} does not answer in mode `{}`", target.name, mode.label())
+            })?;
+        }
     }
-    result?;
+    for round in 0..rounds {
+        for mode in MODES {
+            for &concurrency in concurrencies {
+                let drive_one = async |target: &Arc<Target>| {
+                    let run = drive(target, mode, concurrency, measure, ticks_per_second).await;
+                    if run.is_err() {
+                        let process = if Arc::ptr_eq(target, &on) {
+                            &traced
+                        } else {
+                            &plain
+                        };
+                        eprintln!("{}", process.process.log_tail());
+                    }
+                    run
+                };
+                let (off_run, on_run) = if round % 2 == 0 {
+                    let off_run = drive_one(&off).await?;
+                    (off_run, drive_one(&on).await?)
+                } else {
+                    let on_run = drive_one(&on).await?;
+                    (drive_one(&off).await?, on_run)
+                };
+                eprintln!(
+                    "  round {} {:<14} c={:<3} off {:>8.0} req/s, on {:>8.0} req/s",
+                    round + 1,
+                    mode.label(),
+                    concurrency,
+                    off_run.requests_per_second(),
+                    on_run.requests_per_second(),
+                );
+                pairs.push(ObservedPair {
+                    off: off_run,
+                    on: on_run,
+                });
+            }
+        }
+    }
     let scrape = reqwest::get(format!("http://{}/metrics", observed.metrics))
         .await?
         .text()
@@ -2014,44 +2073,91 @@ async fn measure_observed(
         "tessera +obs: /metrics counted {completions} completions; the OTLP sink received {} KiB of spans",
         OTLP_BYTES.load(Ordering::Relaxed) / 1024
     );
-    drop(tessera);
-    Ok(())
+    drop((plain, traced));
+    Ok(pairs)
+}
+
+/// The median of `values` (not empty).
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let middle = values.len() / 2;
+    if values.len() % 2 == 1 {
+        values[middle]
+    } else {
+        (values[middle - 1] + values[middle]) / 2.0
+    }
 }
 
 /// CPU per completion (Tessera's process and its database backends) with metrics and
-/// traces on, as a ratio of the same with both off, from the same run (goal: at most 1.05).
-fn print_observability_cost(runs: &[Run]) {
-    let on: Vec<&Run> = runs
-        .iter()
-        .filter(|run| run.target == "tessera +obs")
-        .collect();
-    if on.is_empty() {
+/// traces on, as a ratio of the same with both off, per cell: the median over the rounds and
+/// the range (goal: at most 1.05).
+fn print_observability_cost(pairs: &[ObservedPair]) {
+    if pairs.is_empty() {
         return;
     }
+    let cost = |run: &Run| {
+        run.cpu_ms_per_request
+            .map(|cpu| cpu + run.db_ms_per_request.unwrap_or(0.0))
+    };
+    let rounds = pairs
+        .iter()
+        .filter(|pair| {
+            pair.on.mode == pairs[0].on.mode && pair.on.concurrency == pairs[0].on.concurrency
+        })
+        .count();
     println!();
-    println!("Metrics and traces on (sampling 1.0, local OTLP sink) against off, /v1/chats:");
+    println!(
+        "Metrics and traces on (sampling 1.0, local OTLP sink) against off, /v1/chats, two \
+         Tesseras driven in turn for {rounds} round(s); medians over the rounds:"
+    );
     println!();
-    println!("| mode | conc | CPU+DB ms/req off | CPU+DB ms/req on | on/off | req/s on/off |");
-    println!("|---|---:|---:|---:|---:|---:|");
-    for run in on {
-        let Some(off) = runs.iter().find(|r| {
-            r.target == "tessera" && r.mode == run.mode && r.concurrency == run.concurrency
-        }) else {
-            continue;
-        };
-        let cost = |r: &Run| {
-            r.cpu_ms_per_request
-                .map(|cpu| cpu + r.db_ms_per_request.unwrap_or(0.0))
-        };
-        let (Some(off_ms), Some(on_ms)) = (cost(off), cost(run)) else {
-            continue;
-        };
-        println!(
-            "| {} | {} | {off_ms:.3} | {on_ms:.3} | {:.3} | {:.3} |",
-            run.mode.label(),
-            run.concurrency,
-            on_ms / off_ms,
-            run.requests_per_second() / off.requests_per_second()
-        );
+    println!(
+        "| mode | conc | CPU+DB ms/req off | CPU+DB ms/req on | on/off (median) | on/off (range) | req/s on/off |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|");
+    let mut medians = Vec::new();
+    for mode in MODES {
+        let mut concurrencies: Vec<usize> = pairs
+            .iter()
+            .filter(|pair| pair.on.mode == mode)
+            .map(|pair| pair.on.concurrency)
+            .collect();
+        concurrencies.sort_unstable();
+        concurrencies.dedup();
+        for concurrency in concurrencies {
+            let cell: Vec<(f64, f64, f64)> = pairs
+                .iter()
+                .filter(|pair| pair.on.mode == mode && pair.on.concurrency == concurrency)
+                .filter_map(|pair| {
+                    let (off, on) = (cost(&pair.off)?, cost(&pair.on)?);
+                    let speed = pair.on.requests_per_second() / pair.off.requests_per_second();
+                    Some((off, on, speed))
+                })
+                .collect();
+            if cell.is_empty() {
+                continue;
+            }
+            let mut offs: Vec<f64> = cell.iter().map(|c| c.0).collect();
+            let mut ons: Vec<f64> = cell.iter().map(|c| c.1).collect();
+            let mut ratios: Vec<f64> = cell.iter().map(|c| c.1 / c.0).collect();
+            let mut speeds: Vec<f64> = cell.iter().map(|c| c.2).collect();
+            let ratio = median(&mut ratios);
+            medians.push(ratio);
+            println!(
+                "| {} | {} | {:.3} | {:.3} | {ratio:.3} | {:.3}–{:.3} | {:.3} |",
+                mode.label(),
+                concurrency,
+                median(&mut offs),
+                median(&mut ons),
+                ratios[0],
+                ratios[ratios.len() - 1],
+                median(&mut speeds),
+            );
+        }
+    }
+    if !medians.is_empty() {
+        let geometric = (medians.iter().map(|r| r.ln()).sum::<f64>() / medians.len() as f64).exp();
+        println!();
+        println!("Geometric mean of the cells' median ratios: {geometric:.3} (goal: at most 1.05)");
     }
 }

@@ -92,16 +92,15 @@ fn request_span(req: &ServiceRequest, id: &str) -> tracing::Span {
         Some(template) => format!("{method} {template}"),
         None => method.to_owned(),
     };
+    // The method and path once, under the conventions' names (every attribute is exported).
     let span = tracing::info_span!(
         "request",
         request_id = %id,
-        method = %req.method(),
-        path = %req.path(),
         "otel.name" = name.as_str(),
         "otel.kind" = "server",
         "otel.status_code" = Empty,
-        "http.request.method" = %req.method(),
-        "url.path" = %req.path(),
+        "http.request.method" = method,
+        "url.path" = req.path(),
         "http.route" = Empty,
         "http.response.status_code" = Empty,
     );

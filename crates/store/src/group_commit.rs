@@ -138,42 +138,45 @@ impl Writers {
     /// Stores `chat` in the next batch; returns once that batch has committed (or the
     /// write has failed).
     pub(crate) async fn create(&self, chat: NewChat) -> Result<(), DomainError> {
-        self.chats
-            .call(chat)
-            .instrument(batch_span("insert chat"))
-            .await
+        self.chats.call(chat).await
     }
 
     /// Stores a finished turn in the next batch, like [`Writers::create`].
     pub(crate) async fn finish(&self, turn: TurnRows) -> Result<(), DomainError> {
-        self.turns
-            .call(turn)
-            .instrument(batch_span("finish turn"))
-            .await
+        self.turns.call(turn).await
     }
 
     /// Stores a usage record (and its hourly rollup) in the next batch.
     pub(crate) async fn record(&self, usage: UsageRow) -> Result<(), DomainError> {
-        self.usage
-            .call(UsageWrite(usage))
-            .instrument(batch_span("insert usage"))
-            .await
+        self.usage.call(UsageWrite(usage)).await
     }
 }
 
-/// The span of one write's wait for its batch's commit (a child of whatever asked for it).
-fn batch_span(operation: &'static str) -> tracing::Span {
-    tracing::info_span!(
+/// The span of one batch's statement: a trace of its own, since it serves many completions
+/// (one span per batch rather than one per waiting write keeps tracing's cost per completion
+/// small under load: issue 32). `db.operation.batch.size` only for two writes or more, as
+/// the conventions ask.
+fn batch_span(operation: &'static str, writes: usize) -> tracing::Span {
+    let span = tracing::info_span!(
+        parent: None,
         "group commit",
         "otel.name" = operation,
         "otel.kind" = "client",
         "db.system.name" = "postgresql",
         "db.operation.name" = operation,
-    )
+        "db.operation.batch.size" = tracing::field::Empty,
+    );
+    if writes > 1 {
+        span.record("db.operation.batch.size", writes as i64);
+    }
+    span
 }
 
 /// One kind of write the writers batch.
 trait Grouped: Sized + Send + Sync + 'static {
+    /// What a batch of these does, as its span names it.
+    const OPERATION: &'static str;
+
     /// Rows the write inserts (what a batch's size is counted in).
     fn rows(&self) -> usize;
 
@@ -218,14 +221,18 @@ async fn commit<W: Grouped>(
             .fetch_add(batch.len() as u64, Ordering::Relaxed);
     }
     let writes: Vec<&W> = batch.iter().map(|pending| &pending.request).collect();
-    let outcome = match connections.get().await {
-        Ok(mut conn) => {
-            let outcome = W::together(&mut conn, &writes).await;
-            connections.put_back(conn, &outcome);
-            outcome
+    let outcome = async {
+        match connections.get().await {
+            Ok(mut conn) => {
+                let outcome = W::together(&mut conn, &writes).await;
+                connections.put_back(conn, &outcome);
+                outcome
+            }
+            Err(error) => Err(error),
         }
-        Err(error) => Err(error),
-    };
+    }
+    .instrument(batch_span(W::OPERATION, writes.len()))
+    .await;
     match outcome {
         Ok(()) => {
             for pending in batch {
@@ -258,6 +265,8 @@ async fn commit<W: Grouped>(
 }
 
 impl Grouped for NewChat {
+    const OPERATION: &'static str = "insert chat";
+
     fn rows(&self) -> usize {
         2
     }
@@ -294,6 +303,8 @@ impl Grouped for NewChat {
 }
 
 impl Grouped for TurnRows {
+    const OPERATION: &'static str = "finish turn";
+
     fn rows(&self) -> usize {
         self.messages.len() + self.artifacts.len() + 2
     }
@@ -394,6 +405,8 @@ impl QueryFragment<Pg> for FinishTurns<'_> {
 }
 
 impl Grouped for UsageWrite {
+    const OPERATION: &'static str = "insert usage";
+
     fn rows(&self) -> usize {
         2
     }

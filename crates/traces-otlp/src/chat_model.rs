@@ -98,7 +98,11 @@ fn failed(span: &Span, error: &ProviderError) {
     );
 }
 
-/// The answer's stream, polled inside the upstream span (which ends when it is dropped).
+/// The answer's stream, whose upstream span ends when it is dropped. The span is not entered
+/// on each poll: entering costs a registry lookup and a clock read, once per chunk of every
+/// answer (issue 32), and what the provider logs while streaming is inside the completion's
+/// span anyway. The exporter takes a span's end from its last exit, so dropping the stream
+/// enters and leaves it once more.
 struct TracedStream {
     inner: ChatStream,
     span: Span,
@@ -111,10 +115,7 @@ impl Stream for TracedStream {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
-        let polled = {
-            let _entered = this.span.enter();
-            this.inner.as_mut().poll_next(cx)
-        };
+        let polled = this.inner.as_mut().poll_next(cx);
         match &polled {
             Poll::Ready(Some(Ok(ChatEvent::TextDelta(text)))) => {
                 if let Some(answer) = &mut this.answer {
@@ -138,6 +139,13 @@ impl Stream for TracedStream {
             _ => {}
         }
         polled
+    }
+}
+
+impl Drop for TracedStream {
+    fn drop(&mut self) {
+        // The span's end: now, not the end of the call that opened the stream.
+        drop(self.span.enter());
     }
 }
 

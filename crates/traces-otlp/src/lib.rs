@@ -132,6 +132,11 @@ pub fn init(settings: &TracesSettings) -> Result<Telemetry, TracesError> {
             .with_level(false)
             .with_target(false)
             .with_tracked_inactivity(false)
+            // Nothing here reads OpenTelemetry's own current context: trace headers of
+            // outgoing calls and log lines' ids read the `tracing` span's. Activating it
+            // on every enter (every poll of an instrumented future) cloned the span's
+            // context and pushed a guard: the largest single cost of exporting (issue 32).
+            .with_context_activation(false)
             .with_filter(LevelFilter::INFO)
     });
     let traced = provider.is_some();
