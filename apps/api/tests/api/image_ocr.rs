@@ -11,7 +11,7 @@ use tessera_documents::testing::image::{png_of_text, truncated_png};
 use tessera_store::Backend;
 
 use crate::audit::{admin, events};
-use crate::processing::{knowledge_app_with, ready, search, settled};
+use crate::processing::{knowledge_app_with, ready, search, settled, upload_any};
 use crate::support::{TestApp, ok, problem};
 
 const SENTENCE: &str = "The lighthouse keeper counted seventeen ships before dawn.";
@@ -24,21 +24,6 @@ async fn organization(app: &TestApp, token: &str) -> Value {
 async fn set_image_ocr(app: &TestApp, token: &str, body: &Value) -> reqwest::Response {
     app.call_json(Method::PATCH, "/v1/organization", token, body)
         .await
-}
-
-/// Uploads `content` as `name` and returns the stored file as answered (any status).
-async fn upload_any(app: &TestApp, token: &str, name: &str, content: Vec<u8>) -> Value {
-    use reqwest::multipart::{Form, Part};
-    let form = Form::new().part("file", Part::bytes(content).file_name(name.to_owned()));
-    let response = app
-        .client
-        .post(app.url("/v1/files"))
-        .bearer_auth(token)
-        .multipart(form)
-        .send()
-        .await
-        .unwrap();
-    ok(response, 201).await
 }
 
 /// A dataset named `name` holding `file`.

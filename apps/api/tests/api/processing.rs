@@ -55,7 +55,8 @@ pub async fn knowledge_app_with(
     .await
 }
 
-pub async fn upload(app: &TestApp, token: &str, name: &str, content: Vec<u8>) -> Value {
+/// Uploads `content` as `name` and returns the stored file as answered (any status).
+pub async fn upload_any(app: &TestApp, token: &str, name: &str, content: Vec<u8>) -> Value {
     let form = Form::new().part("file", Part::bytes(content).file_name(name.to_owned()));
     let response = app
         .client
@@ -65,7 +66,12 @@ pub async fn upload(app: &TestApp, token: &str, name: &str, content: Vec<u8>) ->
         .send()
         .await
         .unwrap();
-    let file = ok(response, 201).await;
+    ok(response, 201).await
+}
+
+/// Uploads a document, which is queued for processing.
+pub async fn upload(app: &TestApp, token: &str, name: &str, content: Vec<u8>) -> Value {
+    let file = upload_any(app, token, name, content).await;
     assert_eq!(file["status"], "processing", "{file}");
     file
 }
