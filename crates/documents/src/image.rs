@@ -40,7 +40,7 @@ pub(crate) fn chunks(
     let recognized = recognizer.image(content, format);
     progress(ExtractionProgress { done: 1, total: 1 });
     let text = match recognized {
-        Ok(text) => clean(&text),
+        Ok(text) => crate::pdf::clean(&text),
         Err(error) => {
             tracing::warn!(format = format.as_str(), %error, "an image could not be read by OCR");
             return Err(corrupt(&error));
@@ -55,18 +55,6 @@ pub(crate) fn chunks(
 
 fn corrupt(error: &RecognitionError) -> DocumentError {
     DocumentError::Corrupt(error.to_string())
-}
-
-/// The recognised text trimmed, without control characters other than line breaks and tabs
-/// (Tesseract ends its text with a form feed).
-fn clean(text: &str) -> String {
-    text.trim()
-        .chars()
-        .map(|character| if character == '\r' { '\n' } else { character })
-        .filter(|character| !character.is_control() || matches!(character, '\n' | '\t'))
-        .collect::<String>()
-        .trim()
-        .to_owned()
 }
 
 /// The width and height an image's header declares, when it can be read from it. `None`
@@ -225,7 +213,7 @@ mod tests {
     #[test]
     fn recognised_text_loses_its_control_characters() {
         assert_eq!(
-            clean("  The keeper\r\ncounted\u{c}\n\u{0}"),
+            crate::pdf::clean("  The keeper\r\ncounted\u{c}\n\u{0}"),
             "The keeper\n\ncounted"
         );
     }

@@ -252,9 +252,9 @@ fn plain_page_text(document: &Document, number: u32) -> Result<String, String> {
     }
 }
 
-/// A page's text trimmed, without control characters other than line breaks and tabs (OCR
-/// ends pages with a form feed).
-fn clean(text: &str) -> String {
+/// A page's (or an image's) text trimmed, without control characters other than line breaks
+/// and tabs (OCR ends pages with a form feed).
+pub(crate) fn clean(text: &str) -> String {
     text.trim()
         .chars()
         .map(|character| if character == '\r' { '\n' } else { character })
