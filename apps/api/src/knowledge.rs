@@ -1,19 +1,22 @@
 //! Wiring of files and datasets: blob storage, the vector index (embedded, or a Qdrant
-//! server), the embedding model, OCR (scanned PDF pages, and uploaded images of
-//! organizations that opted in), the services, and the processing workers that run inside
-//! this process.
+//! server), the embedding model, the reranking model, OCR (scanned PDF pages, and uploaded
+//! images of organizations that opted in), the services, and the processing workers that run
+//! inside this process.
 
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
 use tessera_blobs_local::LocalBlobStore;
 use tessera_blobs_s3::{S3BlobStore, S3Location};
 use tessera_documents::DocumentChunker;
-use tessera_embed_local::{LocalEmbedder, LocalEmbedderOptions, Precision, find_model_dir};
+use tessera_embed_local::{
+    LocalEmbedder, LocalEmbedderOptions, LocalReranker, LocalRerankerOptions, Precision,
+    find_model_dir, find_reranker_dir,
+};
 use tessera_kernel::{Clock, CursorCodec, DomainError, OrganizationId};
 use tessera_knowledge::{
     BlobStore, ChunkingSettings, DatasetService, DocumentProcessor, Embedder, FileFormat,
     FileService, ImageReadingPolicy, JobOutcome, NoEmbedder, NoIndex, Pipeline, ProcessingSettings,
-    Processor, VectorIndex,
+    Processor, Reranker, Reranking, VectorIndex,
 };
 use tessera_llm_openai::{OpenAiConfig, OpenAiEmbedder};
 use tessera_ocr_tesseract::{Tesseract, TesseractSettings};
@@ -23,7 +26,7 @@ use tessera_vectors_qdrant::{EdgeVectorIndex, QdrantServerIndex};
 use tokio::sync::Notify;
 
 use crate::{
-    config::{EmbeddingPrecision, OcrMode, Settings},
+    config::{EmbeddingPrecision, Settings, Switch},
     startup::StartupError,
 };
 
@@ -55,6 +58,8 @@ struct Engines {
     index: Arc<dyn VectorIndex>,
     /// The image formats the document processor's OCR reads (none without OCR).
     image_formats: Vec<FileFormat>,
+    /// The cross-encoder search reranks with, if `knowledge.rerank` found one.
+    reranker: Option<Arc<dyn Reranker>>,
 }
 
 /// The document processor, the embedding model (an OpenAI-compatible server when
@@ -77,6 +82,7 @@ async fn engines(settings: &Settings) -> Result<Option<Engines>, StartupError> {
         embedder
     };
     let index = vector_index(settings, embedder.dimensions()).await?;
+    let reranker = reranker(settings).await?;
     let ocr = recognizer(settings)?;
     let mut documents = DocumentChunker::default();
     let mut image_formats = Vec::new();
@@ -89,7 +95,56 @@ async fn engines(settings: &Settings) -> Result<Option<Engines>, StartupError> {
         embedder,
         index,
         image_formats,
+        reranker,
     }))
+}
+
+/// The embedded cross-encoder as `knowledge.rerank` says: `auto` when its files are found
+/// under `knowledge.rerank_model_dir` (else `models.local_dir`), `on` or `off`.
+async fn reranker(settings: &Settings) -> Result<Option<Arc<dyn Reranker>>, StartupError> {
+    let knowledge = &settings.knowledge;
+    if knowledge.rerank == Switch::Off {
+        return Ok(None);
+    }
+    let root = (knowledge.rerank_model_dir.clone()).or_else(|| settings.models.local_dir.clone());
+    let options = LocalRerankerOptions {
+        precision: precision(settings.knowledge.embedding_precision),
+        ..LocalRerankerOptions::default()
+    };
+    let loaded = tokio::task::spawn_blocking(move || {
+        let Some(dir) = root.as_deref().and_then(find_reranker_dir) else {
+            return Ok(None);
+        };
+        LocalReranker::load(&dir, options).map(Some)
+    })
+    .await
+    .map_err(|e| knowledge_error(format!("loading the reranking model: {e}")))?
+    .map_err(|e| knowledge_error(format!("knowledge.rerank_model_dir: {e}")))?;
+    match loaded {
+        Some(reranker) => Ok(Some(Arc::new(reranker))),
+        None if knowledge.rerank == Switch::Auto => {
+            tracing::warn!(
+                "search is not reranked: no reranking model under knowledge.rerank_model_dir or \
+                 models.local_dir (`just models` fetches ms-marco-MiniLM-L-12-v2; or set \
+                 knowledge.rerank = \"off\")"
+            );
+            Ok(None)
+        }
+        None => Err(knowledge_error(
+            "knowledge.rerank = \"on\": no reranking model under knowledge.rerank_model_dir or \
+             models.local_dir (`just models` fetches it)"
+                .into(),
+        )),
+    }
+}
+
+/// The settings' spelling of the embedded models' arithmetic, as the adapter takes it.
+fn precision(setting: EmbeddingPrecision) -> Precision {
+    match setting {
+        EmbeddingPrecision::Auto => Precision::Auto,
+        EmbeddingPrecision::F32 => Precision::F32,
+        EmbeddingPrecision::Int8 => Precision::Int8,
+    }
 }
 
 /// OCR as `knowledge.ocr` says (for PDF pages without a text layer, and the uploaded images
@@ -97,7 +152,7 @@ async fn engines(settings: &Settings) -> Result<Option<Engines>, StartupError> {
 /// installed, `on` or `off`.
 fn recognizer(settings: &Settings) -> Result<Option<Arc<Tesseract>>, StartupError> {
     let knowledge = &settings.knowledge;
-    if knowledge.ocr == OcrMode::Off {
+    if knowledge.ocr == Switch::Off {
         return Ok(None);
     }
     let ocr = TesseractSettings {
@@ -121,7 +176,7 @@ fn recognizer(settings: &Settings) -> Result<Option<Arc<Tesseract>>, StartupErro
             );
             Ok(Some(Arc::new(tesseract)))
         }
-        Err(error) if knowledge.ocr == OcrMode::Auto => {
+        Err(error) if knowledge.ocr == Switch::Auto => {
             tracing::warn!(
                 %error,
                 "OCR is off: PDF pages without a text layer are skipped and images are not read \
@@ -209,12 +264,7 @@ async fn local_embedder(settings: &Settings) -> Result<Option<LocalEmbedder>, St
         return Ok(None);
     };
     let options = LocalEmbedderOptions {
-        // The settings' spelling of the precision, as the embedder takes it.
-        precision: match settings.knowledge.embedding_precision {
-            EmbeddingPrecision::Auto => Precision::Auto,
-            EmbeddingPrecision::F32 => Precision::F32,
-            EmbeddingPrecision::Int8 => Precision::Int8,
-        },
+        precision: precision(settings.knowledge.embedding_precision),
         ..LocalEmbedderOptions::default()
     };
     let loaded = tokio::task::spawn_blocking(move || {
@@ -307,6 +357,16 @@ impl Knowledge {
             clock.clone(),
             cursors,
         );
+        let reranker = engines
+            .as_ref()
+            .and_then(|engines| engines.reranker.clone());
+        let datasets = match reranker {
+            Some(reranker) => datasets.with_reranking(Reranking {
+                reranker,
+                candidates: knowledge.rerank_candidates,
+            }),
+            None => datasets,
+        };
         let embedder = engines.as_ref().map(|engines| engines.embedder.clone());
         let image_formats = engines
             .as_ref()

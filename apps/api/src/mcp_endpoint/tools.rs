@@ -302,7 +302,8 @@ fn search_dataset_schema() -> Value {
             "limit": {"type": "integer", "minimum": 1, "maximum": 50, "description": "Passages to return, default 10."},
             "mode": {"type": "string", "enum": ["hybrid", "dense", "sparse"], "description": "`hybrid` (default), `dense` (meaning only) or `sparse` (words only)."},
             "version": {"type": "integer", "minimum": 1, "description": "Search this snapshot's files instead of the current ones."},
-            "fileIds": {"type": "array", "items": {"type": "string"}, "description": "Only these files."}
+            "fileIds": {"type": "array", "items": {"type": "string"}, "description": "Only these files."},
+            "rerank": {"type": "boolean", "description": "Rerank the best candidates with the server's cross-encoder; default on when the server has one."}
         }),
         &["datasetId", "query"],
     )

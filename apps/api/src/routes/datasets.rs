@@ -260,7 +260,8 @@ pub async fn list_snapshots(
 }
 
 /// Hybrid search of the dataset's ready files (or of a snapshot's files with `version`):
-/// dense embeddings and BM25, fused by reciprocal rank, best first.
+/// dense embeddings and BM25, fused by reciprocal rank, then (when the server has a
+/// cross-encoder, unless `rerank` is false) the best candidates reranked by it; best first.
 #[utoipa::path(
     tag = "Datasets",
     operation_id = "searchDataset",
@@ -269,8 +270,8 @@ pub async fn list_snapshots(
     responses(
         (status = 200, description = "The best passages", body = SearchResults),
         (status = 404, description = "No such dataset in the organization", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid request, or a `version` the dataset has no snapshot of", body = ValidationProblem, content_type = "application/problem+json"),
-        (status = 503, description = "The embedding model or index is unavailable", body = Problem, content_type = "application/problem+json")
+        (status = 422, description = "Invalid request, a `version` the dataset has no snapshot of, or `rerank` on a server without a reranking model", body = ValidationProblem, content_type = "application/problem+json"),
+        (status = 503, description = "The embedding model, reranking model or index is unavailable", body = Problem, content_type = "application/problem+json")
     )
 )]
 #[post("/v1/datasets/{dataset_id}/search")]
@@ -320,6 +321,7 @@ pub(crate) async fn search(
                 version: body.version,
                 files,
                 mode: body.mode.map_or(SearchMode::Hybrid, SearchMode::from),
+                rerank: body.rerank,
             },
         )
         .await?;

@@ -35,6 +35,7 @@ mod prompts;
 mod rag;
 mod rate_limits;
 mod remote_embeddings;
+mod rerank;
 mod routing;
 mod s3_uploads;
 mod schemathesis;

@@ -4,7 +4,7 @@
 //! while the server stays healthy; with `knowledge.ocr = "off"` such pages are skipped.
 
 use serde_json::{Value, json};
-use tessera_api::config::{OcrMode, Settings};
+use tessera_api::config::{Settings, Switch};
 use tessera_api::startup::Application;
 use tessera_documents::testing::{ScanPage, scanned_pdf};
 use tessera_store::Backend;
@@ -93,7 +93,7 @@ async fn damaged_scans_fail_with_the_reason_and_the_server_stays_healthy(backend
 
 async fn with_ocr_off_scanned_pages_are_skipped(backend: Backend) {
     let app = knowledge_app_with(backend, |settings| {
-        settings.knowledge.ocr = OcrMode::Off;
+        settings.knowledge.ocr = Switch::Off;
     })
     .await;
     let token = app.caller_token(SCOPES).await;
@@ -126,7 +126,7 @@ async fn ocr_on_without_its_language_stops_start_up() {
         ..Settings::default()
     };
     settings.knowledge.embedding_model_dir = Some(models_root());
-    settings.knowledge.ocr = OcrMode::On;
+    settings.knowledge.ocr = Switch::On;
     settings.knowledge.ocr_languages = "eng+xyz".into();
     let error = Application::build(settings.clone())
         .await
@@ -137,7 +137,7 @@ async fn ocr_on_without_its_language_stops_start_up() {
         error.contains("knowledge.ocr = \"on\"") && error.contains("xyz"),
         "{error}"
     );
-    settings.knowledge.ocr = OcrMode::Auto;
+    settings.knowledge.ocr = Switch::Auto;
     assert!(Application::build(settings).await.is_ok());
 }
 

@@ -55,7 +55,7 @@ pub async fn dataset_with(
     dataset
 }
 
-async fn link(app: &TestApp, token: &str, model: &str, body: Value) -> reqwest::Response {
+pub async fn link(app: &TestApp, token: &str, model: &str, body: Value) -> reqwest::Response {
     app.call_json(
         Method::POST,
         &format!("/v1/models/{model}/datasets"),
@@ -65,7 +65,7 @@ async fn link(app: &TestApp, token: &str, model: &str, body: Value) -> reqwest::
     .await
 }
 
-fn question(model: &str, text: &str) -> Value {
+pub fn question(model: &str, text: &str) -> Value {
     json!({
         "modelId": model,
         "messages": [{"role": "user", "content": text}],

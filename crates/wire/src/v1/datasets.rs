@@ -133,6 +133,10 @@ pub struct SearchDataset {
     /// `hybrid` (default): meaning and words, fused by reciprocal rank; `dense`: meaning
     /// only; `sparse`: words only (BM25; names, codes, exact terms).
     pub mode: Option<SearchModeDto>,
+    /// Rerank the best fused candidates with the server's cross-encoder, which reads the
+    /// query with each passage (`knowledge.rerank`; slower, better ordered). Default: on
+    /// when the server has the model; `true` without one is 422.
+    pub rerank: Option<bool>,
 }
 
 /// Which rankings a search uses.
@@ -165,6 +169,9 @@ pub struct SearchHitOut {
     pub chunk_index: u32,
     /// Reciprocal-rank fusion score of the rankings the mode uses; higher is better.
     pub score: f32,
+    /// The cross-encoder's relevance of the passage to the query, 0 to 1, when the search
+    /// was reranked (the hits are then ordered by it).
+    pub relevance: Option<f32>,
     pub text: String,
     /// 1-based page (PDF).
     pub page: Option<u32>,
@@ -188,6 +195,7 @@ impl From<SearchHit> for SearchHitOut {
             file_name: hit.file_name,
             chunk_index: hit.chunk.ordinal,
             score: hit.chunk.score,
+            relevance: hit.relevance,
             text: hit.chunk.text,
             page: hit.chunk.location.page,
             section: hit.chunk.location.section,
