@@ -459,7 +459,7 @@ impl Default for KnowledgeSettings {
             ocr_page_timeout_secs: 60,
             rerank: Switch::Auto,
             rerank_model_dir: None,
-            rerank_candidates: 20,
+            rerank_candidates: 10,
         }
     }
 }
@@ -1456,7 +1456,7 @@ mod tests {
     fn rerank_settings_are_read_and_checked() {
         let settings = Settings::load_from(None, env(&[])).unwrap();
         assert_eq!(settings.knowledge.rerank, Switch::Auto);
-        assert_eq!(settings.knowledge.rerank_candidates, 20);
+        assert_eq!(settings.knowledge.rerank_candidates, 10);
         let settings = load_toml(
             "[knowledge]\nrerank = \"off\"\nrerank_candidates = 50\nrerank_model_dir = \"/models\"\n",
             &[],

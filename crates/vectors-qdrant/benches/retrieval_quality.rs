@@ -8,6 +8,8 @@
 //! query is compared with the hybrid search's (query embedding and index), measured alike.
 //!
 //! Run with `just bench`, or `cargo bench -p tessera-vectors-qdrant --bench retrieval_quality`.
+//! The models run with the service's allocator (mimalloc, decision 0021), as the service
+//! runs them: with glibc's, their large activations are page-faulted back on every batch.
 
 use std::{
     collections::{HashMap, HashSet},
@@ -17,8 +19,8 @@ use std::{
 
 use anyhow::{Context, bail};
 use tessera_embed_local::{
-    LocalEmbedder, LocalEmbedderOptions, LocalReranker, LocalRerankerOptions, find_model_dir,
-    find_reranker_dir,
+    LocalEmbedder, LocalEmbedderOptions, LocalReranker, LocalRerankerOptions, Precision,
+    find_model_dir, find_reranker_dir,
 };
 use tessera_kernel::OrganizationId;
 use tessera_knowledge::{
@@ -27,11 +29,14 @@ use tessera_knowledge::{
 };
 use tessera_vectors_qdrant::EdgeVectorIndex;
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const PASSAGE_WORDS: usize = 120;
 const CANDIDATES: usize = 100;
 const CUTOFF: usize = 10;
 /// Hybrid candidates the cross-encoder reads, per row.
-const RERANKED: [usize; 2] = [20, 50];
+const RERANKED: [usize; 3] = [10, 20, 50];
 
 fn data_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../benches/retrieval")
@@ -88,6 +93,14 @@ fn recall(ranked: &[String], relevant: &HashSet<String>) -> f64 {
         .filter(|doc| relevant.contains(*doc))
         .count();
     found as f64 / relevant.len().max(1) as f64
+}
+
+/// The threads the models' matrix products run on (`CANDLE_NUM_THREADS`, else every core).
+fn candle_core_threads() -> usize {
+    std::env::var("CANDLE_NUM_THREADS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// Documents in the order of their best passage.
@@ -181,10 +194,13 @@ async fn main() -> anyhow::Result<()> {
         bail!("no queries");
     }
     println!(
-        "{} documents ({} passages of at most {PASSAGE_WORDS} words), {} queries, all-MiniLM-L6-v2",
+        "{} documents ({} passages of at most {PASSAGE_WORDS} words), {} queries, all-MiniLM-L6-v2 \
+         and ms-marco-MiniLM-L-12-v2 in {} on {} threads",
         corpus.len(),
         passages,
-        queries.len()
+        queries.len(),
+        Precision::Auto.kernel_name(),
+        candle_core_threads()
     );
 
     let mut rows = Vec::new();
