@@ -46,7 +46,7 @@ test:
         echo "tesseract or pdftoppm is missing: install tesseract-ocr, tesseract-ocr-eng and poppler-utils (apt); the OCR tests need them" >&2
         exit 1
     fi
-    # The local models (SmolLM2 GGUF, all-MiniLM-L6-v2) the engine and knowledge tests use.
+    # The local models (SmolLM2 GGUF, all-MiniLM-L6-v2, the reranker) the engine and knowledge tests use.
     {{ just_executable() }} models >/dev/null
     # The OpenID Connect provider the session-token tests start (npm oauth2-mock-server).
     if [ ! -d tests/oidc/node_modules/oauth2-mock-server ]; then

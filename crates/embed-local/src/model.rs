@@ -5,12 +5,12 @@ use std::path::Path;
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 use candle_transformers::models::bert::Config;
-use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
+use tokenizers::Tokenizer;
 
 use crate::{
     LoadError,
     bert::{BertEncoder, mean_pool_normalized},
-    files::{CONFIG_FILE, TOKENIZER_FILE, WEIGHTS_FILE},
+    files::{CONFIG_FILE, WEIGHTS_FILE, batch_tokenizer, file_error},
     precision::DenseKernel,
 };
 
@@ -19,13 +19,6 @@ pub(crate) struct SentenceEncoder {
     encoder: BertEncoder,
     tokenizer: Tokenizer,
     dimensions: usize,
-}
-
-fn file_error(path: &Path, message: impl ToString) -> LoadError {
-    LoadError::File {
-        path: path.to_path_buf(),
-        message: message.to_string(),
-    }
 }
 
 impl SentenceEncoder {
@@ -40,24 +33,9 @@ impl SentenceEncoder {
         let config = std::fs::read(&config_path).map_err(|e| file_error(&config_path, e))?;
         let config: Config =
             serde_json::from_slice(&config).map_err(|e| file_error(&config_path, e))?;
-        let tokenizer_path = dir.join(TOKENIZER_FILE);
-        let mut tokenizer =
-            Tokenizer::from_file(&tokenizer_path).map_err(|e| file_error(&tokenizer_path, e))?;
-        // The packaged tokenizer pads every text to 128 tokens and cuts it there; padding to
-        // the longest text of the batch gives the same vectors for less work, and the
+        // The packaged tokenizer pads every text to 128 tokens and cuts it there; the
         // sentence-transformers setting reads up to 256 tokens.
-        let padding = tokenizer.get_padding().cloned().unwrap_or_default();
-        tokenizer.with_padding(Some(PaddingParams {
-            strategy: PaddingStrategy::BatchLongest,
-            ..padding
-        }));
-        let max_tokens = max_tokens.min(config.max_position_embeddings);
-        tokenizer
-            .with_truncation(Some(TruncationParams {
-                max_length: max_tokens,
-                ..TruncationParams::default()
-            }))
-            .map_err(|e| file_error(&tokenizer_path, e))?;
+        let tokenizer = batch_tokenizer(dir, max_tokens.min(config.max_position_embeddings))?;
         let weights_path = dir.join(WEIGHTS_FILE);
         // Read, not memory-mapped: the workspace forbids `unsafe`, and 90 MB read once at
         // start-up costs well under a second.

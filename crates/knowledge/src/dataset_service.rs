@@ -436,28 +436,12 @@ impl DatasetService {
             .await
             .map_err(|error| unavailable(error.to_string()))?;
         let relevance = match reranking {
-            Some(stage) if !chunks.is_empty() => {
-                let passages = chunks.iter().map(|chunk| chunk.text.clone()).collect();
-                let scores = stage
-                    .reranker
-                    .score(&query, passages)
-                    .await
-                    .map_err(|error| unavailable(error.to_string()))?;
-                if scores.len() != chunks.len() {
-                    return Err(DomainError::internal(format!(
-                        "the reranker scored {} of {} passages",
-                        scores.len(),
-                        chunks.len()
-                    )));
-                }
-                let mut scored: Vec<(ScoredChunk, f32)> = chunks.into_iter().zip(scores).collect();
-                // Stable: equal relevance keeps the fused order.
-                scored.sort_by(|a, b| b.1.total_cmp(&a.1));
-                let (reordered, scores) = scored.into_iter().unzip();
+            Some(stage) => {
+                let (reordered, scores) = stage.reorder(&query, chunks).await?;
                 chunks = reordered;
                 Some(scores)
             }
-            _ => None,
+            None => None,
         };
         let mut relevance = relevance.map(Vec::into_iter);
         let mut hits = Vec::with_capacity(request.limit.min(chunks.len()));

@@ -6,6 +6,9 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use tessera_kernel::DomainError;
+
+use crate::ScoredChunk;
 
 /// Why passages could not be reranked.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -42,5 +45,38 @@ impl std::fmt::Debug for Reranking {
             .field("model", &self.reranker.model())
             .field("candidates", &self.candidates)
             .finish()
+    }
+}
+
+impl Reranking {
+    /// The candidates ordered by the model's relevance, best first, with their relevance;
+    /// equal relevance keeps the fused order. A model that fails is unavailable; one that
+    /// scores another number of passages is a bug, never a half-ordered list.
+    pub(crate) async fn reorder(
+        &self,
+        query: &str,
+        candidates: Vec<ScoredChunk>,
+    ) -> Result<(Vec<ScoredChunk>, Vec<f32>), DomainError> {
+        if candidates.is_empty() {
+            return Ok((candidates, Vec::new()));
+        }
+        let passages = candidates.iter().map(|chunk| chunk.text.clone()).collect();
+        let scores = self
+            .reranker
+            .score(query, passages)
+            .await
+            .map_err(|error| DomainError::Unavailable {
+                message: error.to_string(),
+            })?;
+        if scores.len() != candidates.len() {
+            return Err(DomainError::internal(format!(
+                "the reranker scored {} of {} passages",
+                scores.len(),
+                candidates.len()
+            )));
+        }
+        let mut scored: Vec<(ScoredChunk, f32)> = candidates.into_iter().zip(scores).collect();
+        scored.sort_by(|a, b| b.1.total_cmp(&a.1));
+        Ok(scored.into_iter().unzip())
     }
 }
