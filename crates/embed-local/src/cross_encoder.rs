@@ -13,7 +13,10 @@ use tokenizers::{EncodeInput, Tokenizer};
 use crate::{
     LoadError,
     bert::BertEncoder,
-    files::{CONFIG_FILE, TOKENIZER_FILE, WEIGHTS_FILE, batch_tokenizer, file_error, find_dir},
+    files::{
+        CONFIG_FILE, TOKENIZER_FILE, WEIGHTS_FILE, batch_tokenizer, file_error, find_dir,
+        read_config,
+    },
     onnx::dequantize_bert,
     precision::DenseKernel,
 };
@@ -54,18 +57,15 @@ fn weights_in(dir: &Path) -> Option<Weights> {
         return Some(Weights::Onnx(dir.join(ONNX_FILE)));
     }
     let config = dir.join(CONFIG_FILE);
-    let classifies = std::fs::read(&config)
-        .ok()
-        .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
-        .and_then(|json| {
-            let names = json.get("architectures")?.as_array()?.clone();
-            Some(
+    let classifies = read_config(&config).is_some_and(|json| {
+        json.get("architectures")
+            .and_then(|names| names.as_array())
+            .is_some_and(|names| {
                 names
                     .iter()
-                    .any(|name| name.as_str() == Some("BertForSequenceClassification")),
-            )
-        })
-        .unwrap_or(false);
+                    .any(|name| name.as_str() == Some("BertForSequenceClassification"))
+            })
+    });
     (classifies && dir.join(WEIGHTS_FILE).is_file()).then(|| Weights::Checkpoint {
         config,
         weights: dir.join(WEIGHTS_FILE),

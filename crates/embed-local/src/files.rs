@@ -68,9 +68,13 @@ pub(crate) fn batch_tokenizer(dir: &Path, max_tokens: usize) -> Result<Tokenizer
 
 /// Other packages (a chat model's) may carry a `config.json` too.
 fn is_bert(config: &Path) -> bool {
-    std::fs::read(config)
-        .ok()
-        .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+    read_config(config)
         .and_then(|json| json.get("model_type")?.as_str().map(|t| t == "bert"))
         .unwrap_or(false)
+}
+
+/// A model's `config.json`, if it is there and is JSON.
+pub(crate) fn read_config(path: &Path) -> Option<serde_json::Value> {
+    let bytes = std::fs::read(path).ok()?;
+    serde_json::from_slice(&bytes).ok()
 }
