@@ -84,7 +84,6 @@ fn request_span(req: &ServiceRequest, id: &str) -> tracing::Span {
     if !tessera_traces_otlp::exporting() {
         return tracing::info_span!("request", request_id = %id, method = %req.method(), path = %req.path());
     }
-    use tracing_opentelemetry::OpenTelemetrySpanExt as _;
     // Named `{method} {route}` as the HTTP conventions ask; the route is looked up in the
     // documented operations, as the span starts before the router has run.
     let method = req.method().as_str();
@@ -92,20 +91,21 @@ fn request_span(req: &ServiceRequest, id: &str) -> tracing::Span {
         Some(template) => format!("{method} {template}"),
         None => method.to_owned(),
     };
+    let caller = crate::telemetry::propagation::incoming(req.headers());
     // The method and path once, under the conventions' names (every attribute is exported).
-    let span = tracing::info_span!(
-        "request",
-        request_id = %id,
-        "otel.name" = name.as_str(),
-        "otel.kind" = "server",
-        "otel.status_code" = Empty,
-        "http.request.method" = method,
-        "url.path" = req.path(),
-        "http.route" = Empty,
-        "http.response.status_code" = Empty,
-    );
-    let _ = span.set_parent(crate::telemetry::propagation::incoming(req.headers()));
-    span
+    tessera_traces_otlp::with_remote_parent(caller, || {
+        tracing::info_span!(
+            "request",
+            request_id = %id,
+            "otel.name" = name.as_str(),
+            "otel.kind" = "server",
+            "otel.status_code" = Empty,
+            "http.request.method" = method,
+            "url.path" = req.path(),
+            "http.route" = Empty,
+            "http.response.status_code" = Empty,
+        )
+    })
 }
 
 /// The most header bytes (names and values) a request may carry.

@@ -20,11 +20,16 @@ pub struct TelemetryError(String);
 pub fn init(settings: &Settings) -> Result<Telemetry, TelemetryError> {
     let telemetry = &settings.telemetry;
     let otlp_endpoint = telemetry.endpoint().map(str::to_owned);
-    let resource_attributes = match otlp_endpoint {
-        Some(_) => telemetry
-            .resource_pairs()
-            .map_err(|e| TelemetryError(format!("resource_attributes: {e}")))?,
-        None => Vec::new(),
+    let (resource_attributes, otlp_headers) = match otlp_endpoint {
+        Some(_) => (
+            telemetry
+                .resource_pairs()
+                .map_err(|e| TelemetryError(format!("resource_attributes: {e}")))?,
+            telemetry
+                .header_pairs()
+                .map_err(|e| TelemetryError(format!("otlp_headers: {e}")))?,
+        ),
+        None => (Vec::new(), Vec::new()),
     };
     let traces = TracesSettings {
         log_filter: settings.log.clone(),
@@ -38,6 +43,7 @@ pub fn init(settings: &Settings) -> Result<Telemetry, TelemetryError> {
         tracer_name: "tessera-api".to_owned(),
         sampling_ratio: telemetry.sampling_ratio,
         resource_attributes,
+        otlp_headers,
         capture_content: telemetry.capture_content,
     };
     tessera_traces_otlp::init(&traces).map_err(|e| TelemetryError(e.to_string()))

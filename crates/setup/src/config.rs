@@ -28,6 +28,7 @@ const ENV_ALIASES: &[(&str, &str)] = &[
     ("OTEL_SERVICE_NAME", "telemetry.service_name"),
     ("OTEL_TRACES_SAMPLER_ARG", "telemetry.sampling_ratio"),
     ("OTEL_RESOURCE_ATTRIBUTES", "telemetry.resource_attributes"),
+    ("OTEL_EXPORTER_OTLP_HEADERS", "telemetry.otlp_headers"),
 ];
 
 /// A configuration problem, reported before anything starts.
@@ -562,6 +563,10 @@ pub struct TelemetrySettings {
     /// More resource attributes, `key=value` pairs separated by commas (as
     /// `OTEL_RESOURCE_ATTRIBUTES` spells them).
     pub resource_attributes: String,
+    /// Headers sent with every export (a hosted collector's key, for one), `name=value`
+    /// pairs separated by commas, values percent-encoded (as `OTEL_EXPORTER_OTLP_HEADERS`
+    /// spells them).
+    pub otlp_headers: String,
     /// Put message content (prompts and answers) on completion spans. Off: spans carry
     /// models, token counts and finish reasons only.
     #[serde(deserialize_with = "lenient::parse")]
@@ -575,6 +580,7 @@ impl Default for TelemetrySettings {
             service_name: "tessera-api".to_owned(),
             sampling_ratio: 1.0,
             resource_attributes: String::new(),
+            otlp_headers: String::new(),
             capture_content: false,
         }
     }
@@ -591,18 +597,59 @@ impl TelemetrySettings {
 
     /// The resource attributes as pairs; `Err` names the first malformed one.
     pub fn resource_pairs(&self) -> Result<Vec<(String, String)>, String> {
-        self.resource_attributes
-            .split(',')
-            .map(str::trim)
-            .filter(|pair| !pair.is_empty())
-            .map(|pair| match pair.split_once('=') {
-                Some((key, value)) if !key.trim().is_empty() => {
-                    Ok((key.trim().to_owned(), value.trim().to_owned()))
-                }
-                _ => Err(format!("`{pair}` is not key=value")),
+        key_value_pairs(&self.resource_attributes)
+    }
+
+    /// The export's headers as pairs, values percent-decoded; `Err` names the first
+    /// malformed one, never showing a value (they are often keys).
+    pub fn header_pairs(&self) -> Result<Vec<(String, String)>, String> {
+        key_value_pairs(&self.otlp_headers)
+            .map_err(|_| "each header must be name=value (values not shown)".to_owned())?
+            .into_iter()
+            .map(|(name, value)| match percent_decoded(&value) {
+                Some(value) => Ok((name, value)),
+                None => Err(format!(
+                    "the value of `{name}` is not percent-encoded UTF-8"
+                )),
             })
             .collect()
     }
+}
+
+/// `key=value` pairs separated by commas, as the OpenTelemetry variables spell them.
+fn key_value_pairs(text: &str) -> Result<Vec<(String, String)>, String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|pair| !pair.is_empty())
+        .map(|pair| match pair.split_once('=') {
+            Some((key, value)) if !key.trim().is_empty() => {
+                Ok((key.trim().to_owned(), value.trim().to_owned()))
+            }
+            _ => Err(format!("`{pair}` is not key=value")),
+        })
+        .collect()
+}
+
+/// `%XX` escapes decoded (the W3C Baggage encoding of `OTEL_EXPORTER_OTLP_HEADERS`);
+/// `None` for a malformed escape or bytes that are not UTF-8.
+fn percent_decoded(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        if bytes[at] == b'%' {
+            let hex = text.get(at + 1..at + 3)?;
+            if !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return None;
+            }
+            decoded.push(u8::from_str_radix(hex, 16).ok()?);
+            at += 3;
+        } else {
+            decoded.push(bytes[at]);
+            at += 1;
+        }
+    }
+    String::from_utf8(decoded).ok()
 }
 
 /// Prometheus metrics.
@@ -939,6 +986,9 @@ impl Settings {
         if let Err(message) = telemetry.resource_pairs() {
             return Err(invalid("telemetry.resource_attributes", message));
         }
+        if let Err(message) = telemetry.header_pairs() {
+            return Err(invalid("telemetry.otlp_headers", message));
+        }
         let metrics_listen = self.metrics.listen.trim();
         if !metrics_listen.is_empty() && metrics_listen.parse::<SocketAddr>().is_err() {
             return Err(invalid(
@@ -1270,6 +1320,39 @@ mod tests {
         )
         .unwrap();
         assert_eq!(settings.http.trusted_proxies.len(), 2);
+    }
+
+    #[test]
+    fn export_headers_come_from_the_opentelemetry_variable() {
+        let settings = Settings::load_from(
+            None,
+            env(&[(
+                "OTEL_EXPORTER_OTLP_HEADERS",
+                "api-key=secret%20one, x-team = search",
+            )]),
+        )
+        .unwrap();
+        assert_eq!(
+            settings.telemetry.header_pairs().unwrap(),
+            [
+                ("api-key".to_owned(), "secret one".to_owned()),
+                ("x-team".to_owned(), "search".to_owned())
+            ]
+        );
+        for malformed in ["api-key", "api-key=%zz", "api-key=%c3"] {
+            let message = error_of(Settings::load_from(
+                None,
+                env(&[("OTEL_EXPORTER_OTLP_HEADERS", malformed)]),
+            ));
+            assert!(
+                message.starts_with("config key `telemetry.otlp_headers`"),
+                "{malformed}: {message}"
+            );
+            assert!(
+                !message.contains("%zz") && !message.contains("%c3"),
+                "{message}"
+            );
+        }
     }
 
     fn error_of(result: Result<Settings, ConfigError>) -> String {

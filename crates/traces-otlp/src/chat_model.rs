@@ -98,11 +98,10 @@ fn failed(span: &Span, error: &ProviderError) {
     );
 }
 
-/// The answer's stream, whose upstream span ends when it is dropped. The span is not entered
-/// on each poll: entering costs a registry lookup and a clock read, once per chunk of every
-/// answer (issue 32), and what the provider logs while streaming is inside the completion's
-/// span anyway. The exporter takes a span's end from its last exit, so dropping the stream
-/// enters and leaves it once more.
+/// The answer's stream, whose upstream span ends when it is dropped (it holds the span's
+/// last handle). The span is not entered on each poll: entering costs registry bookkeeping
+/// once per chunk of every answer (issue 32), and what the provider logs while streaming is
+/// inside the completion's span anyway.
 struct TracedStream {
     inner: ChatStream,
     span: Span,
@@ -142,20 +141,12 @@ impl Stream for TracedStream {
     }
 }
 
-impl Drop for TracedStream {
-    fn drop(&mut self) {
-        // The span's end: now, not the end of the call that opened the stream.
-        drop(self.span.enter());
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::{
         future::Future,
-        io,
         pin::pin,
-        sync::{Arc, Mutex},
+        sync::Arc,
         task::{Context, Poll, Waker},
     };
 
@@ -164,32 +155,10 @@ mod tests {
         ChatEvent, ChatModel, ChatRequest, FinishReason, ProviderError, Usage,
         memory::ScriptedChatModel,
     };
-    use tracing_subscriber::fmt::{MakeWriter, format::FmtSpan};
+    use tracing_subscriber::fmt::format::FmtSpan;
 
     use super::TracedChatModel;
-
-    /// The log lines written, shared with the subscriber that writes them.
-    #[derive(Clone, Default)]
-    struct Written(Arc<Mutex<Vec<u8>>>);
-
-    impl io::Write for Written {
-        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(bytes);
-            Ok(bytes.len())
-        }
-
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-    }
-
-    impl MakeWriter<'_> for Written {
-        type Writer = Self;
-
-        fn make_writer(&self) -> Self {
-            self.clone()
-        }
-    }
+    use crate::test_support::Written;
 
     /// Polls a future that needs no waking (the fakes here are ready at once).
     fn ready<F: Future>(future: F) -> F::Output {
@@ -208,8 +177,7 @@ mod tests {
             .with_span_events(FmtSpan::CLOSE)
             .finish();
         tracing::subscriber::with_default(subscriber, call);
-        let bytes = written.0.lock().unwrap().clone();
-        String::from_utf8(bytes).unwrap()
+        written.text()
     }
 
     fn request() -> ChatRequest {

@@ -2,34 +2,42 @@
 //! standard error, and, when [`TracesSettings::otlp_endpoint`] is set, the same spans exported
 //! as OpenTelemetry traces over OTLP (HTTP/protobuf, sent with the workspace's reqwest on the
 //! service's Tokio runtime), each log line then naming its trace. It owns the subscriber's
-//! setup ([`init`]), the exporter and its flush on shutdown ([`Telemetry`]), the process-wide
-//! switches [`exporting`] and [`capture_content`], and [`TracedChatModel`], the decorator that
-//! makes each upstream call of the `ChatModel` port a GenAI client span. It reads no
-//! configuration file: the service maps its own settings into [`TracesSettings`]. The W3C
-//! trace context of outgoing calls is [`propagation::outgoing`] (a
-//! `tessera_kernel::TraceHeaders` for the provider and webhook adapters); extracting it from
-//! incoming requests belongs to the service's HTTP framework. Without an endpoint
-//! no OpenTelemetry layer exists: spans cost what they cost for logging alone, and nothing
-//! is sent.
+//! setup ([`init`]), the export layer (its own bridge from `tracing` spans to OTLP spans,
+//! encoded straight into protobuf as they close), the export queue and its flush on shutdown
+//! ([`Telemetry`]), the process-wide switches [`exporting`] and [`capture_content`], the W3C
+//! trace context ([`SpanContext`]; continuing a caller's trace is [`with_remote_parent`]),
+//! and [`TracedChatModel`], the decorator that makes each upstream call of the `ChatModel`
+//! port a GenAI client span. It reads no configuration file: the service maps its own
+//! settings into [`TracesSettings`]. The trace context of outgoing calls is
+//! [`propagation::outgoing`] (a `tessera_kernel::TraceHeaders` for the provider and webhook
+//! adapters); reading it from incoming requests' headers belongs to the service's HTTP
+//! framework ([`SpanContext::from_headers`]). Without an endpoint no export layer exists:
+//! spans cost what they cost for logging alone, and nothing is sent.
 
 mod chat_model;
+mod context;
+mod export;
+mod layer;
 mod log_ids;
-mod otlp_client;
+mod otlp;
 pub mod propagation;
+mod span;
+#[cfg(test)]
+mod test_support;
 
 pub use chat_model::TracedChatModel;
+pub use context::{SpanContext, SpanId, TraceId};
+pub use layer::{context_of, with_remote_parent};
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use opentelemetry::{KeyValue, trace::TracerProvider as _};
-use opentelemetry_otlp::{Protocol, WithExportConfig, WithHttpConfig};
-use opentelemetry_sdk::{
-    Resource,
-    trace::{Sampler, SdkTracerProvider},
-};
-use tracing_subscriber::{EnvFilter, Layer, filter::LevelFilter, fmt, prelude::*};
+use tracing_subscriber::{EnvFilter, Layer, fmt, prelude::*};
 
+use context::Sampler;
+use export::{Export, Sender};
+use layer::{ExportFilter, ExportLayer};
 use log_ids::WithTraceIds;
+use span::AttributeValue;
 
 /// How log lines are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -61,6 +69,8 @@ pub struct TracesSettings {
     pub sampling_ratio: f64,
     /// More attributes of the exported resource.
     pub resource_attributes: Vec<(String, String)>,
+    /// Headers sent with every export (a hosted collector's key, for one).
+    pub otlp_headers: Vec<(String, String)>,
     /// Put message content (prompts and answers) on completion spans.
     pub capture_content: bool,
 }
@@ -87,16 +97,15 @@ pub struct TracesError(String);
 /// Flushes the spans still queued for export when dropped (or on [`Telemetry::shutdown`]).
 #[must_use = "dropping it stops the export"]
 pub struct Telemetry {
-    provider: Option<SdkTracerProvider>,
+    export: Option<Export>,
 }
 
 impl Telemetry {
-    /// Exports what is queued and stops the exporter.
+    /// Exports what is queued and stops the exporter; blocks the calling thread until the
+    /// last export is answered (or times out), so call it where blocking is allowed.
     pub fn shutdown(&mut self) {
-        if let Some(provider) = self.provider.take()
-            && let Err(error) = provider.shutdown()
-        {
-            eprintln!("warning: the last spans were not exported: {error}");
+        if let Some(export) = &mut self.export {
+            export.shutdown();
         }
     }
 }
@@ -118,28 +127,20 @@ pub fn init(settings: &TracesSettings) -> Result<Telemetry, TracesError> {
         .as_deref()
         .map(str::trim)
         .filter(|endpoint| !endpoint.is_empty());
-    let provider = match endpoint {
-        Some(endpoint) => Some(tracer_provider(settings, endpoint)?),
+    let export = match endpoint {
+        Some(endpoint) => Some(start_export(settings, endpoint)?),
         None => None,
     };
     // Each layer filters for itself: `log_filter` chooses the log lines, not the spans
     // exported (with one global filter, `warn` dropped every `info` span before export).
-    let otel = provider.as_ref().map(|provider| {
-        tracing_opentelemetry::layer()
-            .with_tracer(provider.tracer(settings.tracer_name.clone()))
-            .with_location(false)
-            .with_threads(false)
-            .with_level(false)
-            .with_target(false)
-            .with_tracked_inactivity(false)
-            // Nothing here reads OpenTelemetry's own current context: trace headers of
-            // outgoing calls and log lines' ids read the `tracing` span's. Activating it
-            // on every enter (every poll of an instrumented future) cloned the span's
-            // context and pushed a guard: the largest single cost of exporting (issue 32).
-            .with_context_activation(false)
-            .with_filter(LevelFilter::INFO)
+    let otel = export.as_ref().map(|export| {
+        ExportLayer {
+            sampler: Sampler::ratio(settings.sampling_ratio),
+            queue: export.queue.clone(),
+        }
+        .with_filter(ExportFilter)
     });
-    let traced = provider.is_some();
+    let traced = export.is_some();
     let logs = match settings.log_format {
         LogFormat::Json => {
             let layer = fmt::layer()
@@ -175,11 +176,11 @@ pub fn init(settings: &TracesSettings) -> Result<Telemetry, TracesError> {
         .with(logs.with_filter(filter))
         .try_init()
         .is_ok();
-    if installed && provider.is_some() {
+    if installed && export.is_some() {
         EXPORTING.store(true, Ordering::Relaxed);
         CAPTURE_CONTENT.store(settings.capture_content, Ordering::Relaxed);
     }
-    Ok(Telemetry { provider })
+    Ok(Telemetry { export })
 }
 
 /// Where the spans go below the collector's base URL.
@@ -187,38 +188,69 @@ fn traces_url(endpoint: &str) -> String {
     format!("{}/v1/traces", endpoint.trim_end_matches('/'))
 }
 
-fn tracer_provider(
-    settings: &TracesSettings,
-    endpoint: &str,
-) -> Result<SdkTracerProvider, TracesError> {
+/// Starts the export task on the current Tokio runtime.
+fn start_export(settings: &TracesSettings, endpoint: &str) -> Result<Export, TracesError> {
     let runtime = tokio::runtime::Handle::try_current()
         .map_err(|_| TracesError("the exporter needs a Tokio runtime to send on".into()))?;
-    let exporter = opentelemetry_otlp::SpanExporter::builder()
-        .with_http()
-        .with_http_client(otlp_client::OtlpHttpClient::new(runtime).map_err(TracesError)?)
-        .with_protocol(Protocol::HttpBinary)
-        .with_endpoint(traces_url(endpoint))
+    let sender = Sender {
+        client: http_client()?,
+        url: traces_url(endpoint),
+        headers: export_headers(&settings.otlp_headers)?,
+        envelope: otlp::Envelope::new(
+            &resource_attributes(settings),
+            &settings.tracer_name,
+            &settings.service_version,
+        ),
+    };
+    Ok(Export::start(&runtime, sender))
+}
+
+/// The client exports are sent with.
+fn http_client() -> Result<reqwest::Client, TracesError> {
+    // reqwest's rustls backend needs a process-wide crypto provider; keep the one the
+    // process installed, or install the same one the API does.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
         .build()
-        .map_err(|e| TracesError(format!("otlp_endpoint: {e}")))?;
-    let attributes = settings
+        .map_err(|e| TracesError(format!("cannot build the OTLP HTTP client: {e}")))
+}
+
+/// The configured export headers, checked.
+fn export_headers(pairs: &[(String, String)]) -> Result<reqwest::header::HeaderMap, TracesError> {
+    use reqwest::header::{HeaderName, HeaderValue};
+    let mut headers = reqwest::header::HeaderMap::new();
+    for (name, value) in pairs {
+        let name = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| TracesError(format!("otlp_headers: `{name}` is not a header name")))?;
+        let value = HeaderValue::from_str(value).map_err(|_| {
+            TracesError(format!(
+                "otlp_headers: the value of `{name}` is not a header value"
+            ))
+        })?;
+        headers.append(name, value);
+    }
+    Ok(headers)
+}
+
+/// The exported resource: the configured attributes, then the service's name and version
+/// and the telemetry SDK's (which win over configured ones of the same key).
+fn resource_attributes(settings: &TracesSettings) -> Vec<(&str, AttributeValue)> {
+    let text = |value: &str| AttributeValue::Str(value.to_owned());
+    let fixed = [
+        ("service.name", text(&settings.service_name)),
+        ("service.version", text(&settings.service_version)),
+        ("telemetry.sdk.name", text("tessera-traces-otlp")),
+        ("telemetry.sdk.language", text("rust")),
+        ("telemetry.sdk.version", text(env!("CARGO_PKG_VERSION"))),
+    ];
+    let mut attributes: Vec<_> = settings
         .resource_attributes
         .iter()
-        .map(|(key, value)| KeyValue::new(key.clone(), value.clone()));
-    let resource = Resource::builder()
-        .with_service_name(settings.service_name.clone())
-        .with_attributes(attributes)
-        .with_attribute(KeyValue::new(
-            "service.version",
-            settings.service_version.clone(),
-        ))
-        .build();
-    Ok(SdkTracerProvider::builder()
-        .with_batch_exporter(exporter)
-        .with_sampler(Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(
-            settings.sampling_ratio,
-        ))))
-        .with_resource(resource)
-        .build())
+        .filter(|(key, _)| fixed.iter().all(|(fixed, _)| fixed != key))
+        .map(|(key, value)| (key.as_str(), text(value)))
+        .collect();
+    attributes.extend(fixed);
+    attributes
 }
 
 #[cfg(test)]
@@ -235,6 +267,7 @@ mod tests {
             tracer_name: "test".into(),
             sampling_ratio: 1.0,
             resource_attributes: Vec::new(),
+            otlp_headers: Vec::new(),
             capture_content: false,
         }
     }

@@ -4,12 +4,13 @@
 
 use std::fmt;
 
-use opentelemetry::trace::TraceContextExt as _;
 use tracing::{Event, Subscriber};
 use tracing_subscriber::{
     fmt::{FmtContext, FormatEvent, FormatFields, format::Writer},
     registry::LookupSpan,
 };
+
+use crate::span::SpanRecord;
 
 /// Wraps an event format, adding the current span's OpenTelemetry ids.
 pub struct WithTraceIds<F> {
@@ -30,19 +31,19 @@ where
         mut writer: Writer<'_>,
         event: &Event<'_>,
     ) -> fmt::Result {
-        let id = ctx.lookup_current().map(|span| span.id());
-        let ids = id
-            .and_then(|id| {
-                tracing::dispatcher::get_default(|dispatch| {
-                    tracing_opentelemetry::get_otel_context(&id, dispatch)
-                })
+        // The nearest exported span of those the log filter shows (`tracing` does not let a
+        // subscriber look itself up while it handles an event).
+        let context = ctx.lookup_current().and_then(|current| {
+            current.scope().find_map(|span| {
+                span.extensions()
+                    .get::<SpanRecord>()
+                    .map(|record| record.context.clone())
             })
-            .map(|context| context.span().span_context().clone())
-            .filter(|span| span.is_valid());
-        let Some(span) = ids else {
+        });
+        let Some(span) = context else {
             return self.format.format_event(ctx, writer, event);
         };
-        let (trace_id, span_id) = (span.trace_id(), span.span_id());
+        let (trace_id, span_id) = (span.trace_id, span.span_id);
         if !self.json {
             write!(writer, "trace_id={trace_id} span_id={span_id} ")?;
             return self.format.format_event(ctx, writer, event);
@@ -57,5 +58,75 @@ where
             ),
             None => writer.write_str(&line),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use tracing_subscriber::{Layer as _, fmt, prelude::*};
+
+    use super::WithTraceIds;
+    use crate::{
+        context::Sampler,
+        export::Queue,
+        layer::{ExportFilter, ExportLayer},
+        test_support::Written,
+    };
+
+    /// Logs `record` with the export layer in place, as text or JSON lines.
+    fn logged(json: bool, record: impl FnOnce()) -> String {
+        let written = Written::default();
+        let export = ExportLayer {
+            sampler: Sampler::ratio(1.0),
+            queue: Arc::new(Queue::default()),
+        }
+        .with_filter(ExportFilter);
+        let logs = fmt::layer().with_writer(written.clone()).with_ansi(false);
+        let logs = if json {
+            logs.json()
+                .map_event_format(|format| WithTraceIds { format, json })
+                .boxed()
+        } else {
+            logs.map_event_format(|format| WithTraceIds { format, json })
+                .boxed()
+        };
+        let subscriber = tracing_subscriber::registry().with(export).with(logs);
+        tracing::subscriber::with_default(subscriber, record);
+        written.text()
+    }
+
+    #[test]
+    fn a_line_inside_a_span_names_its_trace_and_span() {
+        let mut ids = None;
+        let text = logged(false, || {
+            let span = tracing::info_span!("work");
+            ids = crate::context_of(&span).map(|c| (c.trace_id, c.span_id));
+            span.in_scope(|| tracing::warn!("inside"));
+            tracing::warn!("outside");
+        });
+        let (trace_id, span_id) = ids.unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[0].starts_with(&format!("trace_id={trace_id} span_id={span_id} ")),
+            "{text}"
+        );
+        assert!(!lines[1].contains("trace_id="), "{text}");
+    }
+
+    #[test]
+    fn a_json_line_starts_with_the_ids() {
+        let mut ids = None;
+        let text = logged(true, || {
+            let span = tracing::info_span!("work");
+            ids = crate::context_of(&span).map(|c| (c.trace_id, c.span_id));
+            span.in_scope(|| tracing::warn!("inside"));
+        });
+        let (trace_id, span_id) = ids.unwrap();
+        let line: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+        assert_eq!(line["trace_id"], trace_id.to_string().as_str(), "{text}");
+        assert_eq!(line["span_id"], span_id.to_string().as_str(), "{text}");
+        assert!(text.starts_with("{\"trace_id\":"), "{text}");
     }
 }

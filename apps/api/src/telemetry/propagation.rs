@@ -2,25 +2,15 @@
 //! outgoing calls is `tessera_traces_otlp::propagation::outgoing`.
 
 use actix_web::http::header::HeaderMap;
-use opentelemetry::{
-    Context,
-    propagation::{Extractor, TextMapPropagator as _},
-};
-use opentelemetry_sdk::propagation::TraceContextPropagator;
+use tessera_traces_otlp::SpanContext;
 
-struct IncomingHeaders<'a>(&'a HeaderMap);
-
-impl Extractor for IncomingHeaders<'_> {
-    fn get(&self, key: &str) -> Option<&str> {
-        self.0.get(key).and_then(|value| value.to_str().ok())
-    }
-
-    fn keys(&self) -> Vec<&str> {
-        self.0.keys().map(|name| name.as_str()).collect()
-    }
-}
-
-/// The caller's trace context, if its headers carry a valid one.
-pub fn incoming(headers: &HeaderMap) -> Context {
-    TraceContextPropagator::new().extract(&IncomingHeaders(headers))
+/// The caller's trace context, if its headers carry a valid one (several `tracestate`
+/// headers are one list, as the W3C specification reads them).
+pub fn incoming(headers: &HeaderMap) -> Option<SpanContext> {
+    let traceparent = headers.get("traceparent")?.to_str().ok()?;
+    let states: Vec<&str> = headers
+        .get_all("tracestate")
+        .filter_map(|value| value.to_str().ok())
+        .collect();
+    SpanContext::from_headers(Some(traceparent), Some(&states.join(",")))
 }
