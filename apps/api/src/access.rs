@@ -62,10 +62,10 @@ pub fn access_for(method: &str, path: &str) -> Option<Access> {
     operation(method, path).map(|operation| operation.access)
 }
 
-/// The template of the documented operation a request targets (known before routing, so a
-/// request's span can be named after it).
-pub fn template_for(method: &str, path: &str) -> Option<&'static str> {
-    operation(method, path).map(|operation| operation.template.as_str())
+/// The span name (`{method} {template}`) of the documented operation a request targets
+/// (known before routing, so a request's span can be named after it).
+pub fn span_name_for(method: &str, path: &str) -> Option<&'static str> {
+    operation(method, path).map(|operation| operation.span_name.as_str())
 }
 
 /// Writes each operation's requirement into the document: public operations get an empty

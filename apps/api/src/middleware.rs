@@ -87,17 +87,14 @@ fn request_span(req: &ServiceRequest, id: &str) -> tracing::Span {
     // Named `{method} {route}` as the HTTP conventions ask; the route is looked up in the
     // documented operations, as the span starts before the router has run.
     let method = req.method().as_str();
-    let name = match crate::access::template_for(method, req.path()) {
-        Some(template) => format!("{method} {template}"),
-        None => method.to_owned(),
-    };
+    let name = crate::access::span_name_for(method, req.path()).unwrap_or(method);
     let caller = crate::telemetry::propagation::incoming(req.headers());
     // The method and path once, under the conventions' names (every attribute is exported).
     tessera_traces_otlp::with_remote_parent(caller, || {
         tracing::info_span!(
             "request",
-            request_id = %id,
-            "otel.name" = name.as_str(),
+            request_id = id,
+            "otel.name" = name,
             "otel.kind" = "server",
             "otel.status_code" = Empty,
             "http.request.method" = method,

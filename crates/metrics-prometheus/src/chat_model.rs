@@ -4,13 +4,14 @@
 
 use std::{
     pin::Pin,
-    sync::Arc,
+    sync::{Arc, OnceLock},
     task::{Context, Poll},
     time::Instant,
 };
 
 use async_trait::async_trait;
 use futures_util::Stream;
+use metrics::{Counter, Gauge, Histogram};
 use tessera_models::{
     Capabilities, ChatEvent, ChatModel, ChatRequest, ChatStream, ProviderError, Usage,
 };
@@ -21,7 +22,7 @@ use super::names;
 /// Measures every generation of `inner`, labelled with the catalog model and provider.
 pub struct MeteredChatModel {
     inner: Arc<dyn ChatModel>,
-    labels: Labels,
+    series: Arc<Series>,
 }
 
 impl MeteredChatModel {
@@ -30,26 +31,107 @@ impl MeteredChatModel {
     pub fn new(inner: Arc<dyn ChatModel>, model: &str, provider: &str) -> Self {
         Self {
             inner,
-            labels: Labels {
+            series: Arc::new(Series {
                 model: model.to_owned(),
                 provider: provider.to_owned(),
-            },
+                ..Series::default()
+            }),
         }
     }
 }
 
-#[derive(Clone)]
-struct Labels {
-    model: String,
-    provider: String,
+/// How a call ended, as its completion is counted and its duration labelled.
+#[derive(Clone, Copy)]
+enum Ending {
+    Finished,
+    Cancelled,
+    Failed(&'static str),
 }
 
-impl Labels {
-    fn pairs(&self) -> [(&'static str, String); 2] {
-        [
+/// The error types a call's duration is labelled with (`error_type`).
+const ERROR_TYPES: [&str; 4] = ["unavailable", "timeout", "upstream", "invalid_request"];
+
+/// This model's series, each registered with the recorder on its first use and kept: a
+/// completion records seven of them, and looking each up by its labels (building the key,
+/// hashing it, copying the label values) cost more than recording (issue 32).
+#[derive(Default)]
+struct Series {
+    model: String,
+    provider: String,
+    in_flight: OnceLock<Gauge>,
+    time_to_first_token: OnceLock<Histogram>,
+    /// Finished, cancelled, error.
+    completions: [OnceLock<Counter>; 3],
+    /// Finished, cancelled, then [`ERROR_TYPES`] in order.
+    durations: [OnceLock<Histogram>; 2 + ERROR_TYPES.len()],
+    /// Input, output.
+    tokens: [OnceLock<Histogram>; 2],
+    reasoning_tokens: OnceLock<Counter>,
+}
+
+impl Series {
+    fn labels(&self) -> Vec<(&'static str, String)> {
+        vec![
             ("gen_ai_request_model", self.model.clone()),
             ("gen_ai_provider_name", self.provider.clone()),
         ]
+    }
+
+    fn with(&self, name: &'static str, value: &str) -> Vec<(&'static str, String)> {
+        let mut labels = self.labels();
+        labels.push((name, value.to_owned()));
+        labels
+    }
+
+    fn in_flight(&self) -> &Gauge {
+        self.in_flight
+            .get_or_init(|| metrics::gauge!(names::GENERATIONS_IN_FLIGHT))
+    }
+
+    fn time_to_first_token(&self) -> &Histogram {
+        self.time_to_first_token
+            .get_or_init(|| metrics::histogram!(names::TIME_TO_FIRST_TOKEN, &self.labels()))
+    }
+
+    fn completions(&self, ending: Ending) -> &Counter {
+        let (slot, outcome) = match ending {
+            Ending::Finished => (0, "finished"),
+            Ending::Cancelled => (1, "cancelled"),
+            Ending::Failed(_) => (2, "error"),
+        };
+        self.completions[slot].get_or_init(|| {
+            metrics::counter!(names::CHAT_COMPLETIONS, &self.with("outcome", outcome))
+        })
+    }
+
+    fn duration(&self, ending: Ending) -> &Histogram {
+        let (slot, error) = match ending {
+            Ending::Finished => (0, None),
+            Ending::Cancelled => (1, Some("cancelled")),
+            Ending::Failed(error) => match ERROR_TYPES.iter().position(|known| *known == error) {
+                Some(at) => (2 + at, Some(ERROR_TYPES[at])),
+                None => (4, Some("upstream")),
+            },
+        };
+        self.durations[slot].get_or_init(|| {
+            let mut labels = self.with("gen_ai_operation_name", "chat");
+            if let Some(error) = error {
+                labels.push(("error_type", error.to_owned()));
+            }
+            metrics::histogram!(names::OPERATION_DURATION, &labels)
+        })
+    }
+
+    fn tokens(&self, output: bool) -> &Histogram {
+        let (slot, kind) = if output { (1, "output") } else { (0, "input") };
+        self.tokens[slot].get_or_init(|| {
+            metrics::histogram!(names::TOKEN_USAGE, &self.with("gen_ai_token_type", kind))
+        })
+    }
+
+    fn reasoning_tokens(&self) -> &Counter {
+        self.reasoning_tokens
+            .get_or_init(|| metrics::counter!(names::REASONING_TOKENS, &self.labels()))
     }
 }
 
@@ -73,11 +155,11 @@ impl ChatModel for MeteredChatModel {
     }
 
     async fn stream(&self, request: ChatRequest) -> Result<ChatStream, ProviderError> {
-        let mut call = Call::start(self.labels.clone());
+        let mut call = Call::start(self.series.clone());
         match self.inner.stream(request).await {
             Ok(inner) => Ok(Box::pin(MeteredStream { inner, call })),
             Err(error) => {
-                call.end(Some(error_type(&error)), None);
+                call.end(Ending::Failed(error_type(&error)), None);
                 Err(error)
             }
         }
@@ -87,17 +169,17 @@ impl ChatModel for MeteredChatModel {
 /// One upstream call, from its start to its end (a finish, an error, or the stream
 /// dropped unfinished, which counts as `cancelled`).
 struct Call {
-    labels: Labels,
+    series: Arc<Series>,
     started: Instant,
     first_event_seen: bool,
     ended: bool,
 }
 
 impl Call {
-    fn start(labels: Labels) -> Self {
-        metrics::gauge!(names::GENERATIONS_IN_FLIGHT).increment(1.0);
+    fn start(series: Arc<Series>) -> Self {
+        series.in_flight().increment(1.0);
         Self {
-            labels,
+            series,
             started: Instant::now(),
             first_event_seen: false,
             ended: false,
@@ -107,44 +189,29 @@ impl Call {
     fn event(&mut self) {
         if !self.first_event_seen {
             self.first_event_seen = true;
-            metrics::histogram!(names::TIME_TO_FIRST_TOKEN, &self.labels.pairs())
+            self.series
+                .time_to_first_token()
                 .record(self.started.elapsed().as_secs_f64());
         }
     }
 
-    /// `error` is `None` for a finished answer, whose usage is then given.
-    fn end(&mut self, error: Option<&'static str>, usage: Option<Usage>) {
+    /// A finished answer gives its usage.
+    fn end(&mut self, ending: Ending, usage: Option<Usage>) {
         if self.ended {
             return;
         }
         self.ended = true;
-        metrics::gauge!(names::GENERATIONS_IN_FLIGHT).decrement(1.0);
-        let labels = self.labels.pairs();
-        let outcome = match error {
-            None => "finished",
-            Some("cancelled") => "cancelled",
-            Some(_) => "error",
-        };
-        let mut counted = labels.to_vec();
-        counted.push(("outcome", outcome.to_owned()));
-        metrics::counter!(names::CHAT_COMPLETIONS, &counted).increment(1);
-        let mut timed = labels.to_vec();
-        timed.push(("gen_ai_operation_name", "chat".to_owned()));
-        if let Some(error) = error {
-            timed.push(("error_type", error.to_owned()));
-        }
-        metrics::histogram!(names::OPERATION_DURATION, &timed)
+        let series = &self.series;
+        series.in_flight().decrement(1.0);
+        series.completions(ending).increment(1);
+        series
+            .duration(ending)
             .record(self.started.elapsed().as_secs_f64());
         if let Some(usage) = usage {
-            for (kind, tokens) in [
-                ("input", usage.input_tokens),
-                ("output", usage.output_tokens),
-            ] {
-                let mut typed = labels.to_vec();
-                typed.push(("gen_ai_token_type", kind.to_owned()));
-                metrics::histogram!(names::TOKEN_USAGE, &typed).record(f64::from(tokens));
-            }
-            metrics::counter!(names::REASONING_TOKENS, &labels)
+            series.tokens(false).record(f64::from(usage.input_tokens));
+            series.tokens(true).record(f64::from(usage.output_tokens));
+            series
+                .reasoning_tokens()
                 .increment(u64::from(usage.reasoning_tokens));
         }
     }
@@ -152,7 +219,7 @@ impl Call {
 
 impl Drop for Call {
     fn drop(&mut self) {
-        self.end(Some("cancelled"), None);
+        self.end(Ending::Cancelled, None);
     }
 }
 
@@ -170,12 +237,14 @@ impl Stream for MeteredStream {
             Poll::Ready(Some(Ok(event))) => {
                 self.call.event();
                 if let ChatEvent::Finish { usage, .. } = event {
-                    self.call.end(None, Some(*usage));
+                    self.call.end(Ending::Finished, Some(*usage));
                 }
             }
-            Poll::Ready(Some(Err(error))) => self.call.end(Some(error_type(error)), None),
+            Poll::Ready(Some(Err(error))) => {
+                self.call.end(Ending::Failed(error_type(error)), None);
+            }
             // A stream that ends without a finish event is an upstream failure.
-            Poll::Ready(None) => self.call.end(Some("upstream"), None),
+            Poll::Ready(None) => self.call.end(Ending::Failed("upstream"), None),
             Poll::Pending => {}
         }
         polled

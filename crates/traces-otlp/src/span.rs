@@ -92,23 +92,25 @@ impl SpanRecord {
 }
 
 fn kind_named(kind: &str) -> Option<SpanKind> {
-    Some(match kind.to_ascii_lowercase().as_str() {
-        "internal" => SpanKind::Internal,
-        "server" => SpanKind::Server,
-        "client" => SpanKind::Client,
-        "producer" => SpanKind::Producer,
-        "consumer" => SpanKind::Consumer,
-        _ => return None,
-    })
+    [
+        ("internal", SpanKind::Internal),
+        ("server", SpanKind::Server),
+        ("client", SpanKind::Client),
+        ("producer", SpanKind::Producer),
+        ("consumer", SpanKind::Consumer),
+    ]
+    .into_iter()
+    .find_map(|(name, kind_named)| kind.eq_ignore_ascii_case(name).then_some(kind_named))
 }
 
 fn status_named(code: &str) -> Option<StatusCode> {
-    Some(match code.to_ascii_lowercase().as_str() {
-        "error" => StatusCode::Error,
-        "ok" => StatusCode::Ok,
-        "unset" => StatusCode::Unset,
-        _ => return None,
-    })
+    [
+        ("error", StatusCode::Error),
+        ("ok", StatusCode::Ok),
+        ("unset", StatusCode::Unset),
+    ]
+    .into_iter()
+    .find_map(|(name, status)| code.eq_ignore_ascii_case(name).then_some(status))
 }
 
 /// Now, in nanoseconds since the Unix epoch.
@@ -134,11 +136,24 @@ fn integer(value: u64) -> AttributeValue {
 /// What fields are recorded on: a span or an event.
 pub(crate) trait Recorded {
     fn set(&mut self, key: &'static str, value: AttributeValue);
+
+    /// A text value, copied only when it is kept.
+    fn set_str(&mut self, key: &'static str, value: &str) {
+        self.set(key, AttributeValue::Str(value.to_owned()));
+    }
 }
 
 /// `otel.*` fields set the span's name, kind and status; the others are its attributes
 /// (a field recorded again replaces its value).
 impl Recorded for SpanRecord {
+    fn set_str(&mut self, key: &'static str, value: &str) {
+        match key {
+            "otel.kind" => self.kind = kind_named(value).unwrap_or(self.kind),
+            "otel.status_code" => self.status = status_named(value).unwrap_or(self.status),
+            _ => self.set(key, AttributeValue::Str(value.to_owned())),
+        }
+    }
+
     fn set(&mut self, key: &'static str, value: AttributeValue) {
         match key {
             "otel.name" => {
@@ -201,8 +216,7 @@ impl<R: Recorded> Visit for Fields<'_, R> {
     }
 
     fn record_str(&mut self, field: &Field, value: &str) {
-        self.0
-            .set(field.name(), AttributeValue::Str(value.to_owned()));
+        self.0.set_str(field.name(), value);
     }
 
     fn record_error(&mut self, field: &Field, value: &(dyn std::error::Error + 'static)) {

@@ -38,6 +38,8 @@ pub struct Operation {
     pub method: &'static str,
     pub template: String,
     pub access: Access,
+    /// `{method} {template}`, the name of its requests' spans (made once, not per request).
+    pub span_name: String,
 }
 
 /// The access rule an entry of the table names: `public`, `authenticated` or a scope.
@@ -182,10 +184,14 @@ operations! {
 /// The operations a handler serves (one per method of its route), read from its OpenAPI path.
 fn operations_of<H: utoipa::Path>(access: Access) -> impl Iterator<Item = Operation> {
     let template = H::path();
-    H::methods().into_iter().map(move |method| Operation {
-        method: method_name(&method),
-        template: template.clone(),
-        access,
+    H::methods().into_iter().map(move |method| {
+        let method = method_name(&method);
+        Operation {
+            method,
+            span_name: format!("{method} {template}"),
+            template: template.clone(),
+            access,
+        }
     })
 }
 
