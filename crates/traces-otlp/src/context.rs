@@ -11,25 +11,25 @@ pub struct TraceId(pub [u8; 16]);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SpanId(pub [u8; 8]);
 
+/// Random bytes, not all zero (a zero id is invalid).
+fn nonzero_random<const N: usize>() -> [u8; N] {
+    loop {
+        let bytes: [u8; N] = rand::random();
+        if bytes != [0; N] {
+            return bytes;
+        }
+    }
+}
+
 impl TraceId {
     pub(crate) fn random() -> Self {
-        loop {
-            let bytes: [u8; 16] = rand::random();
-            if bytes != [0; 16] {
-                return Self(bytes);
-            }
-        }
+        Self(nonzero_random())
     }
 }
 
 impl SpanId {
     pub(crate) fn random() -> Self {
-        loop {
-            let bytes: [u8; 8] = rand::random();
-            if bytes != [0; 8] {
-                return Self(bytes);
-            }
-        }
+        Self(nonzero_random())
     }
 }
 
