@@ -147,6 +147,13 @@ bench:
     # ~/.cache/tessera-venvs when missing.
     cargo build --release -p tessera-api -p tessera-admin
     cargo bench -p tessera-api --bench chat_gateway
+    # The same comparison of metrics and traces on against off, counted in instructions per
+    # completion under callgrind (valgrind), where CPU time is too noisy for a 5 % goal; the
+    # OTLP receiver that plays upstream and collector runs in the tests' observability venv.
+    ob="$HOME/.cache/tessera-venvs/observability"
+    [ -x "$ob/bin/python" ] || python3 -m venv "$ob"
+    "$ob/bin/python" -c 'import opentelemetry.proto' 2>/dev/null || "$ob/bin/python" -m pip install -q -r tests/observability/requirements.txt
+    bash apps/api/benches/observability_instructions.sh "${CARGO_TARGET_DIR:-target}/release" "$ob/bin/python"
     TESSERA_BENCH_POSTGRES_URL='{{ postgres_url }}' cargo bench -p tessera-api --bench usage_report
 
 # Format the code
