@@ -45,11 +45,39 @@ impl MeteredChatModel {
 enum Ending {
     Finished,
     Cancelled,
-    Failed(&'static str),
+    Failed(ErrorType),
 }
 
-/// The error types a call's duration is labelled with (`error_type`).
-const ERROR_TYPES: [&str; 4] = ["unavailable", "timeout", "upstream", "invalid_request"];
+/// Why a call failed (its duration's `error_type`).
+#[derive(Clone, Copy)]
+enum ErrorType {
+    Unavailable,
+    Timeout,
+    Upstream,
+    InvalidRequest,
+}
+
+impl ErrorType {
+    const COUNT: usize = 4;
+
+    fn of(error: &ProviderError) -> Self {
+        match error {
+            ProviderError::Unavailable { .. } => Self::Unavailable,
+            ProviderError::Timeout => Self::Timeout,
+            ProviderError::Upstream { .. } => Self::Upstream,
+            ProviderError::InvalidRequest(_) => Self::InvalidRequest,
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Self::Unavailable => "unavailable",
+            Self::Timeout => "timeout",
+            Self::Upstream => "upstream",
+            Self::InvalidRequest => "invalid_request",
+        }
+    }
+}
 
 /// This model's series, each registered with the recorder on its first use and kept: a
 /// completion records seven of them, and looking each up by its labels (building the key,
@@ -62,8 +90,8 @@ struct Series {
     time_to_first_token: OnceLock<Histogram>,
     /// Finished, cancelled, error.
     completions: [OnceLock<Counter>; 3],
-    /// Finished, cancelled, then [`ERROR_TYPES`] in order.
-    durations: [OnceLock<Histogram>; 2 + ERROR_TYPES.len()],
+    /// Finished, cancelled, then each [`ErrorType`] in order.
+    durations: [OnceLock<Histogram>; 2 + ErrorType::COUNT],
     /// Input, output.
     tokens: [OnceLock<Histogram>; 2],
     reasoning_tokens: OnceLock<Counter>,
@@ -108,10 +136,7 @@ impl Series {
         let (slot, error) = match ending {
             Ending::Finished => (0, None),
             Ending::Cancelled => (1, Some("cancelled")),
-            Ending::Failed(error) => match ERROR_TYPES.iter().position(|known| *known == error) {
-                Some(at) => (2 + at, Some(ERROR_TYPES[at])),
-                None => (4, Some("upstream")),
-            },
+            Ending::Failed(error) => (2 + error as usize, Some(error.label())),
         };
         self.durations[slot].get_or_init(|| {
             let mut labels = self.with("gen_ai_operation_name", "chat");
@@ -135,15 +160,6 @@ impl Series {
     }
 }
 
-fn error_type(error: &ProviderError) -> &'static str {
-    match error {
-        ProviderError::Unavailable { .. } => "unavailable",
-        ProviderError::Timeout => "timeout",
-        ProviderError::Upstream { .. } => "upstream",
-        ProviderError::InvalidRequest(_) => "invalid_request",
-    }
-}
-
 #[async_trait]
 impl ChatModel for MeteredChatModel {
     fn capabilities(&self) -> Capabilities {
@@ -159,7 +175,7 @@ impl ChatModel for MeteredChatModel {
         match self.inner.stream(request).await {
             Ok(inner) => Ok(Box::pin(MeteredStream { inner, call })),
             Err(error) => {
-                call.end(Ending::Failed(error_type(&error)), None);
+                call.end(Ending::Failed(ErrorType::of(&error)), None);
                 Err(error)
             }
         }
@@ -241,10 +257,10 @@ impl Stream for MeteredStream {
                 }
             }
             Poll::Ready(Some(Err(error))) => {
-                self.call.end(Ending::Failed(error_type(error)), None);
+                self.call.end(Ending::Failed(ErrorType::of(error)), None);
             }
             // A stream that ends without a finish event is an upstream failure.
-            Poll::Ready(None) => self.call.end(Ending::Failed("upstream"), None),
+            Poll::Ready(None) => self.call.end(Ending::Failed(ErrorType::Upstream), None),
             Poll::Pending => {}
         }
         polled

@@ -69,14 +69,15 @@ mod tests {
 
     use super::WithTraceIds;
     use crate::{
-        context::Sampler,
+        context::{Sampler, SpanContext},
         export::Queue,
         layer::{ExportFilter, ExportLayer},
         test_support::Written,
     };
 
-    /// Logs `record` with the export layer in place, as text or JSON lines.
-    fn logged(json: bool, record: impl FnOnce()) -> String {
+    /// Logs a warning inside a span, then one outside it, with the export layer in place,
+    /// as text or JSON lines; gives the span's ids and the lines.
+    fn logged(json: bool) -> (SpanContext, String) {
         let written = Written::default();
         let export = ExportLayer {
             sampler: Sampler::ratio(1.0),
@@ -93,20 +94,23 @@ mod tests {
                 .boxed()
         };
         let subscriber = tracing_subscriber::registry().with(export).with(logs);
-        tracing::subscriber::with_default(subscriber, record);
-        written.text()
+        let context = tracing::subscriber::with_default(subscriber, || {
+            let span = tracing::info_span!("work");
+            span.in_scope(|| tracing::warn!("inside"));
+            tracing::warn!("outside");
+            crate::context_of(&span).unwrap()
+        });
+        (context, written.text())
     }
 
     #[test]
     fn a_line_inside_a_span_names_its_trace_and_span() {
-        let mut ids = None;
-        let text = logged(false, || {
-            let span = tracing::info_span!("work");
-            ids = crate::context_of(&span).map(|c| (c.trace_id, c.span_id));
-            span.in_scope(|| tracing::warn!("inside"));
-            tracing::warn!("outside");
-        });
-        let (trace_id, span_id) = ids.unwrap();
+        let (
+            SpanContext {
+                trace_id, span_id, ..
+            },
+            text,
+        ) = logged(false);
         let lines: Vec<&str> = text.lines().collect();
         assert!(
             lines[0].starts_with(&format!("trace_id={trace_id} span_id={span_id} ")),
@@ -117,14 +121,14 @@ mod tests {
 
     #[test]
     fn a_json_line_starts_with_the_ids() {
-        let mut ids = None;
-        let text = logged(true, || {
-            let span = tracing::info_span!("work");
-            ids = crate::context_of(&span).map(|c| (c.trace_id, c.span_id));
-            span.in_scope(|| tracing::warn!("inside"));
-        });
-        let (trace_id, span_id) = ids.unwrap();
-        let line: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+        let (
+            SpanContext {
+                trace_id, span_id, ..
+            },
+            text,
+        ) = logged(true);
+        let first = text.lines().next().unwrap();
+        let line: serde_json::Value = serde_json::from_str(first).unwrap();
         assert_eq!(line["trace_id"], trace_id.to_string().as_str(), "{text}");
         assert_eq!(line["span_id"], span_id.to_string().as_str(), "{text}");
         assert!(text.starts_with("{\"trace_id\":"), "{text}");

@@ -155,28 +155,24 @@ impl Recorded for SpanRecord {
     }
 
     fn set(&mut self, key: &'static str, value: AttributeValue) {
-        match key {
-            "otel.name" => {
-                if let AttributeValue::Str(name) = value {
-                    self.name = Cow::Owned(name);
-                }
+        match (key, value) {
+            ("otel.kind" | "otel.status_code", AttributeValue::Str(text)) => {
+                self.set_str(key, &text);
             }
-            "otel.kind" => {
-                if let AttributeValue::Str(kind) = &value {
-                    self.kind = kind_named(kind).unwrap_or(self.kind);
-                }
+            ("otel.name", AttributeValue::Str(name)) => self.name = Cow::Owned(name),
+            ("otel.status_message" | "otel.status_description", AttributeValue::Str(message)) => {
+                self.status_message = Some(message);
             }
-            "otel.status_code" => {
-                if let AttributeValue::Str(code) = &value {
-                    self.status = status_named(code).unwrap_or(self.status);
-                }
-            }
-            "otel.status_message" | "otel.status_description" => {
-                if let AttributeValue::Str(message) = value {
-                    self.status_message = Some(message);
-                }
-            }
-            _ => match self.attributes.iter_mut().find(|(name, _)| *name == key) {
+            // Only text names a span, its kind or its status.
+            (
+                "otel.name"
+                | "otel.kind"
+                | "otel.status_code"
+                | "otel.status_message"
+                | "otel.status_description",
+                _,
+            ) => {}
+            (key, value) => match self.attributes.iter_mut().find(|(name, _)| *name == key) {
                 Some((_, old)) => *old = value,
                 None => self.attributes.push((key, value)),
             },
