@@ -229,6 +229,7 @@ async fn with_limit(
         return next.call(req).await;
     };
     if !decision.allowed {
+        tessera_metrics_prometheus::refused("rate_limit");
         return Ok(req.into_response(crate::rate_limit::refusal(&decision)));
     }
     let mut response = next.call(req).await?;

@@ -12,13 +12,13 @@ use std::sync::Arc;
 
 use tessera_kernel::SystemClock;
 
+use tessera_services::{knowledge::Knowledge, webhooks::Webhooks};
+
 use crate::{
     config::Settings,
-    knowledge::Knowledge,
     metrics::MetricsServer,
     secrets,
     startup::{StartupError, bind_metrics, serve_metrics},
-    webhooks::Webhooks,
 };
 
 /// File processing and webhook delivery, ready to start.

@@ -13,7 +13,6 @@ mod chats;
 mod clients;
 mod crash_recovery;
 mod deploy;
-mod extractors;
 mod files;
 mod generation_leases;
 mod graceful_stop;

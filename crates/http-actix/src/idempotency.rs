@@ -8,7 +8,8 @@
 //! record and never a stored secret. Event streams are passed through unbuffered and
 //! recorded the same way (a retry learns the chat's `Location` and can re-attach). Uploads
 //! (`multipart/form-data`) are not buffered: the key alone identifies them. Public
-//! POSTs (token requests) ignore the header.
+//! POSTs (token requests) ignore the header. The keys are kept by the
+//! `web::Data<IdempotencyService>` of the app's data; an app without it ignores the header.
 
 use actix_web::{
     Error, FromRequest, HttpMessage, HttpResponse, ResponseError,
@@ -21,10 +22,12 @@ use actix_web::{
     middleware::Next,
     web,
 };
-use tessera_idempotency::{Begin, Fingerprint, IdempotencyKey, KeyOwner, Refusal, StoredResponse};
+use tessera_idempotency::{
+    Begin, Fingerprint, IdempotencyKey, IdempotencyService, KeyOwner, Refusal, StoredResponse,
+};
 use tessera_kernel::{DomainError, FieldError, Principal};
 
-use crate::{problem::ApiError, state::AppState};
+use crate::problem::ApiError;
 
 pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
 pub const REPLAYED: &str = "idempotent-replayed";
@@ -45,7 +48,7 @@ pub async fn idempotent(
     let Some(principal) = req.extensions().get::<Principal>().cloned() else {
         return next.call(req).await;
     };
-    let Some(state) = req.app_data::<web::Data<AppState>>().cloned() else {
+    let Some(keys) = req.app_data::<web::Data<IdempotencyService>>().cloned() else {
         return next.call(req).await;
     };
     let key = match value.to_str().ok().map(IdempotencyKey::parse) {
@@ -78,11 +81,11 @@ pub async fn idempotent(
         organization_id: principal.organization_id.clone(),
         principal: principal.subject.clone(),
     };
-    let refusal = match state.idempotency.begin(&owner, &key, &fingerprint).await {
+    let refusal = match keys.begin(&owner, &key, &fingerprint).await {
         Err(error) => ApiError::from(error),
         Ok(Begin::Replay(stored)) => return Ok(req.into_response(replay(stored))),
         Ok(Begin::Refuse(refusal)) => return Ok(req.into_response(refused(refusal))),
-        Ok(Begin::Proceed) => return run(req, next, &state, &owner, &key).await,
+        Ok(Begin::Proceed) => return run(req, next, &keys, &owner, &key).await,
     };
     Ok(refuse(req, refusal))
 }
@@ -91,14 +94,14 @@ pub async fn idempotent(
 async fn run(
     req: ServiceRequest,
     next: Next<BoxBody>,
-    state: &AppState,
+    keys: &IdempotencyService,
     owner: &KeyOwner,
     key: &IdempotencyKey,
 ) -> Result<ServiceResponse<BoxBody>, Error> {
     let response = match next.call(req).await {
         Ok(response) => response,
         Err(error) => {
-            release(state, owner, key).await;
+            release(keys, owner, key).await;
             return Err(error);
         }
     };
@@ -106,7 +109,7 @@ async fn run(
         // A stream is not buffered (that would hold it back until it ends) nor stored: its
         // record withholds the body, so a retry is told where the chat is and can re-attach.
         let stored = stored_response(response.response(), None);
-        if let Err(error) = state.idempotency.finish(owner, key, stored).await {
+        if let Err(error) = keys.finish(owner, key, stored).await {
             tracing::warn!(%error, "idempotency record not stored");
         }
         return Ok(response);
@@ -119,7 +122,7 @@ async fn run(
         Err(body) => match actix_web::body::to_bytes(body).await {
             Ok(bytes) => bytes,
             Err(_) => {
-                release(state, owner, key).await;
+                release(keys, owner, key).await;
                 let error = ApiError::new(
                     StatusCode::INTERNAL_SERVER_ERROR,
                     "internal_error",
@@ -139,7 +142,7 @@ async fn run(
     }
     let rebuilt = rebuilt.body(body.clone());
     let stored = stored_response(&rebuilt, (!withheld).then(|| body.to_vec()));
-    if let Err(error) = state.idempotency.finish(owner, key, stored).await {
+    if let Err(error) = keys.finish(owner, key, stored).await {
         // The request succeeded; only its replay is lost. A retry then sees "in flight"
         // until the key expires, which is safer than running it twice.
         tracing::warn!(%error, "idempotency record not stored");
@@ -183,8 +186,8 @@ fn stored_response<B>(response: &HttpResponse<B>, body: Option<Vec<u8>>) -> Stor
     }
 }
 
-async fn release(state: &AppState, owner: &KeyOwner, key: &IdempotencyKey) {
-    if let Err(error) = state.idempotency.abandon(owner, key).await {
+async fn release(keys: &IdempotencyService, owner: &KeyOwner, key: &IdempotencyKey) {
+    if let Err(error) = keys.abandon(owner, key).await {
         tracing::warn!(%error, "idempotency key not released");
     }
 }

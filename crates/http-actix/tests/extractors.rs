@@ -1,10 +1,10 @@
-//! Request validation through actix's HTTP service stack with the application's own
-//! extractors, extractor configuration and error rendering: malformed JSON, invalid
+//! Request validation through actix's HTTP service stack with this crate's extractors,
+//! extractor configuration and error rendering: malformed JSON, invalid
 //! values and bad query strings all answer 422 problems, never actix's plain text.
 
 use actix_web::{App, HttpResponse, test, web};
 use serde::Deserialize;
-use tessera_api::{
+use tessera_http_actix::{
     extract::{self, ValidJson, ValidQuery},
     middleware::problem_errors,
 };

@@ -25,10 +25,9 @@ use tessera_store::{Database, SqlDatasetStore, SqlFileStore};
 use tessera_vectors_qdrant::{EdgeVectorIndex, QdrantServerIndex};
 use tokio::sync::Notify;
 
-use crate::{
-    config::{EmbeddingPrecision, Settings, Switch},
-    startup::StartupError,
-};
+use tessera_setup::config::{EmbeddingPrecision, Settings, Switch};
+
+use crate::ServicesError;
 
 /// The knowledge services and what their workers need.
 #[derive(Clone)]
@@ -47,8 +46,8 @@ pub struct Knowledge {
     poll: Duration,
 }
 
-fn knowledge_error(message: String) -> StartupError {
-    StartupError::Knowledge(message)
+fn knowledge_error(message: String) -> ServicesError {
+    ServicesError::Knowledge(message)
 }
 
 /// What processing needs beyond storage.
@@ -68,7 +67,7 @@ struct Engines {
 /// go to (a Qdrant server when `knowledge.qdrant_url` is set, else the embedded shard in
 /// `knowledge.vectors_dir`); `None` when no model is there (files are then stored and queued,
 /// and processed once a process with a model runs).
-async fn engines(settings: &Settings) -> Result<Option<Engines>, StartupError> {
+async fn engines(settings: &Settings) -> Result<Option<Engines>, ServicesError> {
     let embedder: Arc<dyn Embedder> = match remote_embedder(settings)? {
         Some(remote) => Arc::new(remote),
         None => match local_embedder(settings).await? {
@@ -101,7 +100,7 @@ async fn engines(settings: &Settings) -> Result<Option<Engines>, StartupError> {
 
 /// The embedded cross-encoder as `knowledge.rerank` says: `auto` when its files are found
 /// under `knowledge.rerank_model_dir` (else `models.local_dir`), `on` or `off`.
-async fn reranker(settings: &Settings) -> Result<Option<Arc<dyn Reranker>>, StartupError> {
+async fn reranker(settings: &Settings) -> Result<Option<Arc<dyn Reranker>>, ServicesError> {
     let knowledge = &settings.knowledge;
     if knowledge.rerank == Switch::Off {
         return Ok(None);
@@ -150,7 +149,7 @@ fn precision(setting: EmbeddingPrecision) -> Precision {
 /// OCR as `knowledge.ocr` says (for PDF pages without a text layer, and the uploaded images
 /// of organizations that opted in): `auto` when Tesseract, its languages and `pdftoppm` are
 /// installed, `on` or `off`.
-fn recognizer(settings: &Settings) -> Result<Option<Arc<Tesseract>>, StartupError> {
+fn recognizer(settings: &Settings) -> Result<Option<Arc<Tesseract>>, ServicesError> {
     let knowledge = &settings.knowledge;
     if knowledge.ocr == Switch::Off {
         return Ok(None);
@@ -194,7 +193,7 @@ fn recognizer(settings: &Settings) -> Result<Option<Arc<Tesseract>>, StartupErro
 async fn vector_index(
     settings: &Settings,
     dimensions: usize,
-) -> Result<Arc<dyn VectorIndex>, StartupError> {
+) -> Result<Arc<dyn VectorIndex>, ServicesError> {
     let knowledge = &settings.knowledge;
     if let Some(url) = &knowledge.qdrant_url {
         let collection = &knowledge.qdrant_collection;
@@ -219,7 +218,7 @@ async fn vector_index(
 }
 
 /// The OpenAI-compatible embeddings server of `knowledge.embedding_base_url`, if set.
-fn remote_embedder(settings: &Settings) -> Result<Option<OpenAiEmbedder>, StartupError> {
+fn remote_embedder(settings: &Settings) -> Result<Option<OpenAiEmbedder>, ServicesError> {
     let knowledge = &settings.knowledge;
     let Some(base_url) = &knowledge.embedding_base_url else {
         return Ok(None);
@@ -254,7 +253,7 @@ fn remote_embedder(settings: &Settings) -> Result<Option<OpenAiEmbedder>, Startu
 }
 
 /// The embedded all-MiniLM-L6-v2, if its files are found.
-async fn local_embedder(settings: &Settings) -> Result<Option<LocalEmbedder>, StartupError> {
+async fn local_embedder(settings: &Settings) -> Result<Option<LocalEmbedder>, ServicesError> {
     let Some(root) = (settings.knowledge.embedding_model_dir.clone())
         .or_else(|| settings.models.local_dir.clone())
     else {
@@ -291,7 +290,7 @@ impl Knowledge {
         database: &Database,
         clock: Arc<dyn Clock>,
         cursors: CursorCodec,
-    ) -> Result<Self, StartupError> {
+    ) -> Result<Self, ServicesError> {
         let knowledge = &settings.knowledge;
         if knowledge.chunk_tokens == 0 || knowledge.chunk_overlap_tokens >= knowledge.chunk_tokens {
             return Err(knowledge_error(

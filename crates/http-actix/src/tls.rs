@@ -10,8 +10,6 @@ use std::{
 use rustls::ServerConfig;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, pem::PemObject};
 
-use crate::config::Settings;
-
 /// Why the TLS configuration could not be built; names the config key involved.
 #[derive(Debug, thiserror::Error)]
 #[error("config key `{key}`: {message}")]
@@ -33,16 +31,27 @@ pub fn dev_certificate_paths(data_dir: &Path) -> (PathBuf, PathBuf) {
     (dir.join("cert.pem"), dir.join("key.pem"))
 }
 
-/// Builds the rustls server configuration for these settings.
-pub fn server_config(settings: &Settings) -> Result<ServerConfig, TlsError> {
+/// Where the listener's certificate comes from.
+#[derive(Debug, Clone, Copy)]
+pub struct CertificateSource<'a> {
+    /// The configured PEM files (config keys `tls.cert` and `tls.key`), when both are set.
+    pub files: Option<(&'a Path, &'a Path)>,
+    /// Otherwise a self-signed certificate is generated once and kept under `data_dir/tls`.
+    pub data_dir: &'a Path,
+    /// The listening address, which the generated certificate names beside `localhost`.
+    pub listen_ip: IpAddr,
+}
+
+/// Builds the rustls server configuration (HTTP/2 and HTTP/1.1) for this certificate.
+pub fn server_config(source: CertificateSource<'_>) -> Result<ServerConfig, TlsError> {
     // Several rustls providers can be compiled in (through dependencies); choose one.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let (cert_path, key_path, cert_key, key_key) = match (&settings.tls.cert, &settings.tls.key) {
-        (Some(cert), Some(key)) => (cert.clone(), key.clone(), "tls.cert", "tls.key"),
-        _ => {
-            let (cert, key) = dev_certificate_paths(&settings.data_dir);
+    let (cert_path, key_path, cert_key, key_key) = match source.files {
+        Some((cert, key)) => (cert.to_owned(), key.to_owned(), "tls.cert", "tls.key"),
+        None => {
+            let (cert, key) = dev_certificate_paths(source.data_dir);
             if !cert.exists() || !key.exists() {
-                generate_self_signed(&cert, &key, settings.listen.ip())?;
+                generate_self_signed(&cert, &key, source.listen_ip)?;
                 tracing::info!(cert = %cert.display(), "generated a self-signed TLS certificate for development");
             }
             (cert, key, "data_dir", "data_dir")
@@ -128,20 +137,22 @@ fn write_private(path: &Path, bytes: &[u8]) -> Result<(), TlsError> {
 mod tests {
     use super::*;
 
-    fn settings(dir: &Path) -> Settings {
-        Settings {
-            data_dir: dir.to_path_buf(),
-            ..Settings::default()
+    /// The self-signed certificate under `dir`, or the given files.
+    fn source<'a>(dir: &'a Path, files: Option<(&'a Path, &'a Path)>) -> CertificateSource<'a> {
+        CertificateSource {
+            files,
+            data_dir: dir,
+            listen_ip: IpAddr::from([127, 0, 0, 1]),
         }
     }
 
     #[test]
     fn generates_once_then_reuses_the_certificate() {
         let dir = tempfile::tempdir().unwrap();
-        server_config(&settings(dir.path())).unwrap();
+        server_config(source(dir.path(), None)).unwrap();
         let (cert, key) = dev_certificate_paths(dir.path());
         let first = std::fs::read(&cert).unwrap();
-        server_config(&settings(dir.path())).unwrap();
+        server_config(source(dir.path(), None)).unwrap();
         assert_eq!(std::fs::read(&cert).unwrap(), first);
         #[cfg(unix)]
         {
@@ -156,10 +167,13 @@ mod tests {
     #[test]
     fn unreadable_or_bogus_files_name_the_key() {
         let dir = tempfile::tempdir().unwrap();
-        let mut s = settings(dir.path());
-        s.tls.cert = Some(dir.path().join("missing.pem"));
-        s.tls.key = Some(dir.path().join("missing-key.pem"));
-        let message = server_config(&s).unwrap_err().to_string();
+        let (missing, missing_key) = (
+            dir.path().join("missing.pem"),
+            dir.path().join("missing-key.pem"),
+        );
+        let message = server_config(source(dir.path(), Some((&missing, &missing_key))))
+            .unwrap_err()
+            .to_string();
         assert!(
             message.starts_with("config key `tls.cert`: cannot read"),
             "{message}"
@@ -167,15 +181,16 @@ mod tests {
 
         let bogus = dir.path().join("bogus.pem");
         std::fs::write(&bogus, "not a certificate").unwrap();
-        s.tls.cert = Some(bogus.clone());
-        let message = server_config(&s).unwrap_err().to_string();
+        let message = server_config(source(dir.path(), Some((&bogus, &missing_key))))
+            .unwrap_err()
+            .to_string();
         assert!(message.starts_with("config key `tls.cert`:"), "{message}");
 
-        server_config(&settings(dir.path())).unwrap();
+        server_config(source(dir.path(), None)).unwrap();
         let (cert, _) = dev_certificate_paths(dir.path());
-        s.tls.cert = Some(cert);
-        s.tls.key = Some(bogus);
-        let message = server_config(&s).unwrap_err().to_string();
+        let message = server_config(source(dir.path(), Some((&cert, &bogus))))
+            .unwrap_err()
+            .to_string();
         assert!(message.starts_with("config key `tls.key`:"), "{message}");
     }
 }

@@ -14,7 +14,7 @@ use tessera_mcp::{
 use tessera_models::{ModelId, ToolCall, ToolSpec};
 use tessera_store::Database;
 
-use crate::config::Settings;
+use tessera_setup::config::Settings;
 
 /// Seals header values with AES-256-GCM: a random nonce, then the ciphertext of their JSON
 /// with its tag.
@@ -78,7 +78,9 @@ pub fn build(
     Ok(McpService::new(McpPorts {
         store: Arc::new(tessera_store::SqlMcpServerStore::new(database.clone())),
         client: Arc::new(client),
-        sealer: Arc::new(AeadSealer::new(crate::secrets::mcp_header_key(settings)?)),
+        sealer: Arc::new(AeadSealer::new(tessera_setup::secrets::mcp_header_key(
+            settings,
+        )?)),
         clock,
         cursors,
         policy,

@@ -11,7 +11,9 @@ use tessera_webhooks::{
 };
 use tessera_webhooks_http::HttpWebhookSender;
 
-use crate::{config::WebhookSettings, startup::StartupError};
+use tessera_setup::config::WebhookSettings;
+
+use crate::ServicesError;
 
 /// The webhook service and what its dispatchers need.
 #[derive(Clone)]
@@ -30,13 +32,13 @@ impl Webhooks {
         database: &Database,
         clock: Arc<dyn Clock>,
         cursors: CursorCodec,
-    ) -> Result<Self, StartupError> {
+    ) -> Result<Self, ServicesError> {
         let timeout = Duration::from_secs(settings.timeout_secs.max(1));
         let policy = TargetPolicy {
             allow_private_targets: settings.allow_private_targets,
         };
         let sender = HttpWebhookSender::new(timeout, policy)
-            .map_err(|e| StartupError::Webhooks(e.to_string()))?
+            .map_err(|e| ServicesError::Webhooks(e.to_string()))?
             .with_trace_headers(tessera_traces_otlp::propagation::outgoing);
         let store: Arc<dyn WebhookStore> = Arc::new(SqlWebhookStore::new(database.clone()));
         Ok(Self {

@@ -94,7 +94,6 @@ pub fn set_headers(headers: &mut HeaderMap, decision: &Decision) {
 
 /// The 429 answer for a refused decision.
 pub fn refusal(decision: &Decision) -> HttpResponse {
-    tessera_metrics_prometheus::refused("rate_limit");
     let retry = ceil_secs(decision.retry_after.unwrap_or_default()).max(1);
     let detail = format!(
         "rate limit of {} requests per minute exceeded; retry in {retry} s",

@@ -20,15 +20,17 @@ use tessera_models::{
 };
 use tessera_traces_otlp::TracedChatModel;
 
-use crate::{config::Settings, startup::StartupError};
+use tessera_setup::config::Settings;
+
+use crate::ServicesError;
 
 /// A chat model for every enabled base model that at least one deployment can serve.
-pub async fn providers(catalog: &Catalog, settings: &Settings) -> Result<Providers, StartupError> {
+pub async fn providers(catalog: &Catalog, settings: &Settings) -> Result<Providers, ServicesError> {
     // Shared by the replicas through Redis when there is one.
     let circuits: Arc<dyn CircuitBoard> = match &settings.redis_url {
         Some(url) => Arc::new(
             RedisCircuits::connect_lazily(url, "tessera:circuit:", CircuitPolicy::default())
-                .map_err(|e| StartupError::Redis(e.to_string()))?,
+                .map_err(|e| ServicesError::Redis(e.to_string()))?,
         ),
         None => Arc::new(InProcessCircuits::default()),
     };
@@ -72,7 +74,7 @@ pub async fn providers(catalog: &Catalog, settings: &Settings) -> Result<Provide
             Arc::new(SystemClock),
         )
         .map(Arc::new)
-        .ok_or_else(|| StartupError::Catalog(format!("model `{}`: no deployment", model.id)))?;
+        .ok_or_else(|| ServicesError::Catalog(format!("model `{}`: no deployment", model.id)))?;
         providers.insert_routed(model.id.clone(), routed.clone(), measured(routed));
     }
     Ok(providers)
@@ -85,7 +87,7 @@ async fn deployment_of(
     model: &BaseModel,
     deployment: &DeploymentSettings,
     settings: &Settings,
-) -> Result<Option<Deployment>, StartupError> {
+) -> Result<Option<Deployment>, ServicesError> {
     let Some(provider) = catalog.provider(&deployment.provider) else {
         return Ok(None);
     };
@@ -103,7 +105,7 @@ async fn deployment_of(
             Some(_) => return Ok(None),
         };
         let refused = |e: ConfigError| {
-            StartupError::Catalog(format!("provider `{}`: {e}", deployment.provider))
+            ServicesError::Catalog(format!("provider `{}`: {e}", deployment.provider))
         };
         // Retries are the router's: the adapter makes one attempt.
         let transport = UpstreamSettings {
@@ -161,7 +163,7 @@ async fn deployment_of(
 async fn local_engine(
     settings: &Settings,
     file: &str,
-) -> Result<Option<Arc<dyn ChatModel>>, StartupError> {
+) -> Result<Option<Arc<dyn ChatModel>>, ServicesError> {
     let Some(dir) = &settings.models.local_dir else {
         return Ok(None);
     };
@@ -173,8 +175,8 @@ async fn local_engine(
         LocalEngine::load(&path, LocalEngineOptions::default())
     })
     .await
-    .map_err(|e| StartupError::Catalog(format!("loading {shown}: {e}")))?
-    .map_err(|e| StartupError::Catalog(format!("loading {shown}: {e}")))?;
+    .map_err(|e| ServicesError::Catalog(format!("loading {shown}: {e}")))?
+    .map_err(|e| ServicesError::Catalog(format!("loading {shown}: {e}")))?;
     tracing::info!(model = %shown, "embedded engine loaded");
     Ok(Some(Arc::new(engine)))
 }
