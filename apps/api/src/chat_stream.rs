@@ -84,16 +84,7 @@ fn frames(frames: Vec<String>) -> Vec<Bytes> {
     frames.into_iter().map(Bytes::from).collect()
 }
 
-/// The event that ends a generation (its answer or its failure), for a caller that waits
-/// for the whole answer; `None` if the events ended without one.
-pub async fn final_event(mut events: EventStream) -> Option<Arc<GenerationEvent>> {
-    while let Some(event) = events.next().await {
-        if event.is_final() {
-            return Some(event);
-        }
-    }
-    None
-}
+pub use tessera_chats::final_event;
 
 /// The body of an SSE response: the events encoded, with a keep-alive comment whenever
 /// the generation is silent for `heartbeat`. A listener that disconnects only drops its

@@ -12,7 +12,7 @@ use std::{
 use futures_channel::mpsc::{UnboundedSender, unbounded};
 use futures_util::{
     Stream, StreamExt,
-    future::{AbortHandle, Abortable},
+    future::{AbortHandle, AbortRegistration, Abortable},
     stream,
 };
 use tessera_models::ChatEvent;
@@ -57,6 +57,17 @@ impl GenerationEvent {
 /// A listener's view of a generation: the replay, then live events, then the end.
 pub type EventStream = Pin<Box<dyn Stream<Item = Arc<GenerationEvent>> + Send>>;
 
+/// The event that ends a generation (its answer or its failure), for a caller that waits
+/// for the whole answer; `None` if the events ended without one.
+pub async fn final_event(mut events: EventStream) -> Option<Arc<GenerationEvent>> {
+    while let Some(event) = events.next().await {
+        if event.is_final() {
+            return Some(event);
+        }
+    }
+    None
+}
+
 /// A listener attached to a running generation.
 pub struct Attached {
     /// The id the answer will be stored under.
@@ -70,8 +81,9 @@ struct Channel {
     published: Vec<Arc<GenerationEvent>>,
     listeners: Vec<UnboundedSender<Arc<GenerationEvent>>>,
     closed: bool,
-    /// Stops the generation (see [`GenerationHub::cancel`]).
-    abort: Option<AbortHandle>,
+    /// Stops the generation (see [`GenerationHub::cancel`]); made with the channel, so a
+    /// cancel that comes before the generation first runs stops it as it starts.
+    abort: AbortHandle,
 }
 
 type Channels = Arc<Mutex<HashMap<ChatId, Arc<Mutex<Channel>>>>>;
@@ -90,18 +102,20 @@ impl GenerationHub {
     /// Starts publishing for a chat. The caller has made sure (through the store) that no
     /// other generation runs on it.
     pub(crate) fn open(&self, chat: &ChatId, message: &MessageId) -> Publisher {
+        let (abort, registration) = AbortHandle::new_pair();
         let channel = Arc::new(Mutex::new(Channel {
             message: message.clone(),
             published: Vec::new(),
             listeners: Vec::new(),
             closed: false,
-            abort: None,
+            abort,
         }));
         lock(&self.running).insert(chat.clone(), channel.clone());
         Publisher {
             running: self.running.clone(),
             chat: chat.clone(),
             channel,
+            registration: Mutex::new(Some(registration)),
         }
     }
 
@@ -132,13 +146,11 @@ impl GenerationHub {
             return false;
         };
         let channel = lock(&channel);
-        match &channel.abort {
-            Some(abort) if !channel.closed => {
-                abort.abort();
-                true
-            }
-            _ => false,
+        if channel.closed {
+            return false;
         }
+        channel.abort.abort();
+        true
     }
 
     /// How many generations run in this process.
@@ -153,13 +165,20 @@ pub(crate) struct Publisher {
     running: Channels,
     chat: ChatId,
     channel: Arc<Mutex<Channel>>,
+    /// The other half of the channel's abort handle, until the generation takes it.
+    registration: Mutex<Option<AbortRegistration>>,
 }
 
 impl Publisher {
-    /// The generation, made stoppable through [`GenerationHub::cancel`].
+    /// The generation, made stoppable through [`GenerationHub::cancel`] (also by a cancel
+    /// that came before this).
     pub(crate) fn abortable<F: Future>(&self, generation: F) -> Abortable<F> {
-        let (abort, registration) = AbortHandle::new_pair();
-        lock(&self.channel).abort = Some(abort);
+        let registration = lock(&self.registration).take().unwrap_or_else(|| {
+            // A second generation on one channel: it gets a handle of its own.
+            let (abort, registration) = AbortHandle::new_pair();
+            lock(&self.channel).abort = abort;
+            registration
+        });
         Abortable::new(generation, registration)
     }
 
@@ -238,6 +257,16 @@ mod tests {
         assert!(waiting.await.is_err(), "the pending generation was aborted");
         drop(publisher);
         assert!(!hub.cancel(&chat), "nothing runs once it ended");
+    }
+
+    #[tokio::test]
+    async fn a_cancel_before_the_generation_runs_stops_it_as_it_starts() {
+        let hub = GenerationHub::new();
+        let chat = ChatId::generate();
+        let publisher = hub.open(&chat, &MessageId::generate());
+        assert!(hub.cancel(&chat), "asked while it has not run yet");
+        let starting = publisher.abortable(futures_util::future::pending::<()>());
+        assert!(starting.await.is_err(), "stopped at its first poll");
     }
 
     #[tokio::test]

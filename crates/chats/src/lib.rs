@@ -66,7 +66,7 @@ pub use chat::{
 };
 pub use context::{ContextOverflow, Fitted, IMAGE_TOKENS, MESSAGE_OVERHEAD_TOKENS, fit};
 pub use error::ChatError;
-pub use hub::{Attached, EventStream, GenerationEvent, GenerationHub, ToolResult};
+pub use hub::{Attached, EventStream, GenerationEvent, GenerationHub, ToolResult, final_event};
 #[cfg(any(test, feature = "mocks"))]
 pub use model_resolver::MockModelResolver;
 pub use model_resolver::ModelResolver;
@@ -85,8 +85,8 @@ pub use server_tools::{
     DEFAULT_TOOL_STEPS, MAX_TOOL_STEPS, NoServerTools, ServerToolbox, ServerTools, ToolRun,
 };
 pub use service::{
-    CANCELLED, ChatPorts, ChatService, ChatStored, CompletionRequest, INTERRUPTED, NewMessage,
-    Started,
+    AnswerCancellation, CANCELLED, ChatPorts, ChatService, ChatStored, CompletionRequest,
+    INTERRUPTED, NewMessage, Started,
 };
 pub use store::{ChatFilter, ChatStore, FinishedTurn, GenerationLeases};
 #[cfg(any(test, feature = "mocks"))]

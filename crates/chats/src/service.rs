@@ -24,7 +24,10 @@ use crate::{
     ToolResult, artifact::versioned, caller::Caller, context::ContextOverflow, extract_artifacts,
     hub::Publisher, validate::conformance_errors,
 };
+mod cancel;
 mod start;
+
+pub use cancel::AnswerCancellation;
 
 const CHAT_LIST: &str = "chats";
 /// Recorded on chats a restart found `generating`.

@@ -13,10 +13,11 @@ use futures_channel::oneshot;
 use futures_util::{FutureExt, StreamExt, stream};
 use serde_json::json;
 use tessera_chats::{
-    Attachment, AttachmentContent, AttachmentError, AttachmentKind, AttachmentSource, Caller, Chat,
-    ChatError, ChatFilter, ChatId, ChatPorts, ChatService, ChatStatus, ChatStore, ChatStored,
-    CompletionRequest, EventStream, FinishedTurn, FixedPlan, GenerationEvent, Message, NewMessage,
-    NoAttachments, NoRetrieval, ResolvedAttachment, Started, memory::InMemoryChatStore,
+    AnswerCancellation, Attachment, AttachmentContent, AttachmentError, AttachmentKind,
+    AttachmentSource, Caller, Chat, ChatError, ChatFilter, ChatId, ChatPorts, ChatService,
+    ChatStatus, ChatStore, ChatStored, CompletionRequest, EventStream, FinishedTurn, FixedPlan,
+    GenerationEvent, Message, NewMessage, NoAttachments, NoRetrieval, ResolvedAttachment, Started,
+    memory::InMemoryChatStore,
 };
 use tessera_kernel::{
     CursorCodec, DomainError, FieldError, Limit, ManualClock, OrganizationId, PageRequest,
@@ -554,6 +555,72 @@ async fn one_generation_at_a_time_per_chat_and_it_outlives_its_listeners() {
     let record = f.chats.get(&f.alice, &chat).await.unwrap();
     assert_eq!(record.chat.status, None);
     assert_eq!(record.messages.len(), 4);
+}
+
+#[tokio::test]
+async fn an_answer_is_cancelled_only_where_and_while_it_generates() {
+    let f = fixture();
+    let open = f.model.hold();
+    let started = f
+        .chats
+        .start(&f.alice, ask("local/plain", "long question"))
+        .await
+        .unwrap();
+    let (chat, answer) = (started.chat.id.clone(), started.message_id.clone());
+    let generation = tokio::spawn(started.generation);
+
+    // Another instance over the same chats cannot stop it: the generation is not its own.
+    let other = ChatService::new(ports(
+        f.store.clone(),
+        &f.models,
+        &f.prompts,
+        f.files.clone(),
+        f.clock.clone(),
+    ));
+    assert!(matches!(
+        other.cancel_answer(&f.alice, &chat, &answer).await,
+        Ok(AnswerCancellation::Elsewhere)
+    ));
+    // Another answer of the chat is not the one generating.
+    let earlier = tessera_chats::MessageId::generate();
+    assert!(matches!(
+        f.chats.cancel_answer(&f.alice, &chat, &earlier).await,
+        Ok(AnswerCancellation::Elsewhere)
+    ));
+    // Someone else's chat is not found.
+    let bob = Caller {
+        subject: "bob".into(),
+        ..f.alice.clone()
+    };
+    assert_eq!(
+        f.chats.cancel_answer(&bob, &chat, &answer).await.err(),
+        Some(ChatError::NotFound(chat.clone()))
+    );
+
+    let Ok(AnswerCancellation::Cancelled(record)) =
+        f.chats.cancel_answer(&f.alice, &chat, &answer).await
+    else {
+        panic!("the running answer is cancelled here");
+    };
+    assert_eq!(record.chat.status, Some(ChatStatus::Error));
+    assert_eq!(record.chat.error.as_deref(), Some(tessera_chats::CANCELLED));
+    drop(open);
+    generation.await.unwrap();
+
+    // Ended: nothing left to cancel, and the chat says why.
+    let Ok(AnswerCancellation::NotRunning(record)) =
+        f.chats.cancel_answer(&f.alice, &chat, &answer).await
+    else {
+        panic!("an ended answer is not running");
+    };
+    assert_eq!(record.chat.status, Some(ChatStatus::Error));
+
+    // A deleted chat is not found.
+    f.chats.delete(&f.alice, &chat).await.unwrap();
+    assert_eq!(
+        f.chats.cancel_answer(&f.alice, &chat, &answer).await.err(),
+        Some(ChatError::NotFound(chat))
+    );
 }
 
 #[tokio::test]

@@ -214,6 +214,22 @@ impl PromptService {
         Err(PromptError::ConcurrentChange(id.clone()))
     }
 
+    /// Replaces a particle: its content (a change creates the next version, identical
+    /// content none) and, when `changes` names any, its name and description.
+    pub async fn replace_particle(
+        &self,
+        organization: &OrganizationId,
+        id: &ParticleId,
+        content: Content,
+        changes: ParticleChanges,
+    ) -> Result<Particle, PromptError> {
+        let (particle, _) = self.update_content(organization, id, content).await?;
+        if changes.is_empty() {
+            return Ok(particle);
+        }
+        self.update_particle(organization, id, changes).await
+    }
+
     /// Renames or re-describes a particle; never creates a version.
     pub async fn update_particle(
         &self,

@@ -169,6 +169,58 @@ async fn renaming_never_creates_a_version() {
 }
 
 #[tokio::test]
+async fn replacing_sets_content_and_details_together() {
+    let f = fixture();
+    let tone = f.particle(Category::Tone, "Be kind.").await;
+    f.tick();
+    let same = f
+        .service
+        .replace_particle(
+            &f.acme,
+            &tone.id,
+            Content::parse("Be kind.").unwrap(),
+            ParticleChanges::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(same.latest, tone.latest, "identical content, no version");
+    assert_eq!(same.name, tone.name);
+
+    let replaced = f
+        .service
+        .replace_particle(
+            &f.acme,
+            &tone.id,
+            Content::parse("Be very kind.").unwrap(),
+            ParticleChanges {
+                name: Some(Name::parse("Kindness").unwrap()),
+                description: None,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(replaced.latest.number, 2);
+    assert_eq!(replaced.latest.content, "Be very kind.");
+    assert_eq!(replaced.name, "Kindness");
+    assert_eq!(replaced.description, tone.description);
+
+    let missing = f
+        .service
+        .replace_particle(
+            &f.globex,
+            &tone.id,
+            Content::parse("Mine now.").unwrap(),
+            ParticleChanges::default(),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(missing, PromptError::ParticleNotFound(_)),
+        "{missing:?}"
+    );
+}
+
+#[tokio::test]
 async fn pinned_placements_stay_and_unpinned_ones_follow_the_latest_version() {
     let f = fixture();
     let role = f.particle(Category::Role, "Role one.").await;

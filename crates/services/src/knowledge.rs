@@ -15,8 +15,9 @@ use tessera_embed_local::{
 use tessera_kernel::{Clock, CursorCodec, DomainError, OrganizationId};
 use tessera_knowledge::{
     BlobStore, ChunkingSettings, DatasetService, DocumentProcessor, Embedder, FileFormat,
-    FileService, ImageReadingPolicy, JobOutcome, NoEmbedder, NoIndex, Pipeline, ProcessingSettings,
-    Processor, Reranker, Reranking, VectorIndex,
+    FileService, FileStatus, ImageReadingPolicy, JobOutcome, KnowledgeCaller, NoEmbedder, NoIndex,
+    Pipeline, ProcessingSettings, Processor, Reranker, Reranking, StoredFile, Upload, UploadError,
+    VectorIndex,
 };
 use tessera_llm_openai::{OpenAiConfig, OpenAiEmbedder};
 use tessera_ocr_tesseract::{Tesseract, TesseractSettings};
@@ -37,7 +38,7 @@ pub struct Knowledge {
     /// The embedding model, when one is loaded (`/openai/v1/embeddings` serves it too).
     pub embedder: Option<Arc<dyn Embedder>>,
     /// Wakes idle workers when an upload queues a job in this process.
-    pub wake: Arc<Notify>,
+    wake: Arc<Notify>,
     /// `None` without an embedding model: no worker can process files.
     pipeline: Option<Pipeline>,
     /// The image formats OCR reads here; empty without OCR (or without an embedding model).
@@ -409,6 +410,20 @@ impl Knowledge {
                 .with_image_reading(policy, self.image_formats.iter().copied());
         }
         self
+    }
+
+    /// Stores an upload ([`FileService::upload`]) and wakes an idle worker of this process
+    /// when it queued a job, so processing starts without waiting for the next poll.
+    pub async fn upload(
+        &self,
+        caller: &KnowledgeCaller,
+        upload: Upload<'_>,
+    ) -> Result<StoredFile, UploadError> {
+        let file = self.files.upload(caller, upload).await?;
+        if file.status == FileStatus::Processing {
+            self.wake.notify_one();
+        }
+        Ok(file)
     }
 
     /// Whether files can be processed here (an embedding model is loaded).

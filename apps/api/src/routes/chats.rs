@@ -5,7 +5,6 @@
 use actix_web::{
     HttpRequest, HttpResponse, HttpResponseBuilder, delete, get, http::StatusCode, patch, post, web,
 };
-use chrono::Utc;
 use tessera_chats::{
     Caller as ChatCaller, Chat, ChatError, ChatId, CompletionRequest, Expansion, GenerationEvent,
     RelatedModel,
@@ -113,16 +112,17 @@ pub fn chat_error(error: ChatError) -> ApiError {
     }
 }
 
-/// Headers every completion answer carries.
+/// Headers every completion answer carries. A deprecated model's `Deprecation` date is when
+/// the chat accepted the completion (the catalog records no earlier one).
 fn completion_headers(
     builder: &mut HttpResponseBuilder,
-    chat: &ChatId,
+    chat: &Chat,
     truncated: usize,
     usability: &Usability,
 ) {
     builder
-        .insert_header(("Location", format!("/v1/chats/{chat}")))
-        .insert_header(("X-Chat-Id", chat.to_string()))
+        .insert_header(("Location", format!("/v1/chats/{}", chat.id)))
+        .insert_header(("X-Chat-Id", chat.id.to_string()))
         .insert_header(("X-Truncated-Messages", truncated.to_string()))
         .insert_header(("Cache-Control", "no-cache"));
     if let Usability::Deprecated {
@@ -131,7 +131,7 @@ fn completion_headers(
     } = usability
     {
         builder
-            .insert_header(("Deprecation", format!("@{}", Utc::now().timestamp())))
+            .insert_header(("Deprecation", format!("@{}", chat.updated_at.timestamp())))
             .insert_header((
                 "Sunset",
                 sunset.format("%a, %d %b %Y %H:%M:%S GMT").to_string(),
@@ -194,7 +194,7 @@ pub async fn create_completion(
         let mut builder = HttpResponse::Ok();
         completion_headers(
             &mut builder,
-            &running.chat.id,
+            &running.chat,
             running.truncated_messages,
             &running.usability,
         );
@@ -210,7 +210,7 @@ pub async fn create_completion(
     };
     completion_headers(
         &mut builder,
-        &running.chat.id,
+        &running.chat,
         running.truncated_messages,
         &running.usability,
     );

@@ -163,13 +163,9 @@ pub async fn upload_file(
             .boxed_local();
         let file = state
             .knowledge
-            .files
             .upload(&knowledge_caller(&caller), Upload { file_name, content })
             .await
             .map_err(upload_error)?;
-        if file.status == FileStatus::Processing {
-            state.knowledge.wake.notify_one();
-        }
         return Ok(HttpResponse::Created()
             .insert_header((header::LOCATION, format!("/v1/files/{}", file.id)))
             .json(FileOut::from(&file)));

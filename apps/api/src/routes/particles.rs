@@ -136,21 +136,12 @@ pub async fn replace_particle(
     let id = particle_id(&path)?;
     let content = text_field("content", &body.content, Content::parse)?;
     let changes = particle_changes(body.name.as_deref(), body.description.as_deref())?;
-    let organization = &caller.0.organization_id;
-    let (mut particle, _) = state
+    let particle = state
         .prompts
         .acting_as(caller.actor())
-        .update_content(organization, &id, content)
+        .replace_particle(&caller.0.organization_id, &id, content, changes)
         .await
         .map_err(DomainError::from)?;
-    if !changes.is_empty() {
-        particle = state
-            .prompts
-            .acting_as(caller.actor())
-            .update_particle(organization, &id, changes)
-            .await
-            .map_err(DomainError::from)?;
-    }
     Ok(web::Json(particle.into()))
 }
 

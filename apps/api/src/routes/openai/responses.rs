@@ -8,7 +8,8 @@
 use actix_web::{HttpResponse, delete, get, http::StatusCode, post, web};
 use serde_json::json;
 use tessera_chats::{
-    ChatError, ChatId, ChatRecord, ChatStatus, Continuation, GenerationEvent, MessageId,
+    AnswerCancellation, ChatError, ChatId, ChatRecord, ChatStatus, Continuation, GenerationEvent,
+    MessageId,
 };
 use tessera_models::ModelError;
 use tessera_wire::openai::{
@@ -135,7 +136,8 @@ pub async fn create_response(
         ..
     } = running;
     let id = response_id(&chat.id, &message_id);
-    let created_at = unix(chrono::Utc::now());
+    // When the chat accepted this turn: the stored response's time until its answer is stored.
+    let created_at = unix(chat.updated_at);
     let echo = translated.echo;
 
     if echo.background {
@@ -189,13 +191,25 @@ async fn record_of(
     caller: &Caller,
     id: &str,
 ) -> Result<(ChatRecord, MessageId), ApiError> {
-    let (chat, message) = parse_response_id(id).ok_or_else(|| response_not_found(id))?;
+    let (chat, message) = response_ids(id)?;
     match state.chats.get(&chat_caller(caller), &chat).await {
         // A deleted response's chat stays restorable through `/v1/chats`, not here.
         Ok(record) if record.chat.deleted_at.is_some() => Err(response_not_found(id)),
         Ok(record) => Ok((record, message)),
-        Err(ChatError::NotFound(_)) => Err(response_not_found(id)),
-        Err(other) => Err(chat_error(other)),
+        Err(error) => Err(response_or_chat_error(error, id)),
+    }
+}
+
+/// The chat and answer a response id names; an id that names none is not found.
+fn response_ids(id: &str) -> Result<(ChatId, MessageId), ApiError> {
+    parse_response_id(id).ok_or_else(|| response_not_found(id))
+}
+
+/// A chat that is not found is the response not found.
+fn response_or_chat_error(error: ChatError, id: &str) -> ApiError {
+    match error {
+        ChatError::NotFound(_) => response_not_found(id),
+        other => chat_error(other),
     }
 }
 
@@ -279,42 +293,34 @@ pub async fn cancel_response(
     state: web::Data<AppState>,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let (record, message) = record_of(&state, &caller, &path).await?;
-    if position_of(&record, &message).is_some()
-        || record.chat.status != Some(ChatStatus::Generating)
-    {
-        let body =
-            stored_response(&path, &record, &message).ok_or_else(|| response_not_found(&path))?;
-        return Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "response_finished",
-            format!(
-                "the response is {}; only a running response can be cancelled",
-                body["status"]
-            ),
-        ));
-    }
-    let who = chat_caller(&caller);
-    // Listen first, so the end of the generation is seen once it is stopped.
-    let attached = state
+    let (chat, message) = response_ids(&path)?;
+    let cancellation = state
         .chats
-        .attach(&who, &record.chat.id)
+        .cancel_answer(&chat_caller(&caller), &chat, &message)
         .await
-        .map_err(chat_error)?;
-    let Some(attached) = attached.filter(|attached| attached.message == message) else {
-        return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "response_elsewhere",
-            "the response generates on another instance",
-        ));
+        .map_err(|error| response_or_chat_error(error, &path))?;
+    let record = match cancellation {
+        AnswerCancellation::Cancelled(record) => record,
+        AnswerCancellation::Elsewhere => {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "response_elsewhere",
+                "the response generates on another instance",
+            ));
+        }
+        AnswerCancellation::NotRunning(record) => {
+            let body = stored_response(&path, &record, &message)
+                .ok_or_else(|| response_not_found(&path))?;
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "response_finished",
+                format!(
+                    "the response is {}; only a running response can be cancelled",
+                    body["status"]
+                ),
+            ));
+        }
     };
-    state
-        .chats
-        .cancel(&who, &record.chat.id)
-        .await
-        .map_err(chat_error)?;
-    chat_stream::final_event(attached.events).await;
-    let (record, message) = record_of(&state, &caller, &path).await?;
     let body =
         stored_response(&path, &record, &message).ok_or_else(|| response_not_found(&path))?;
     Ok(HttpResponse::Ok().json(body))
