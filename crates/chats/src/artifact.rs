@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use tessera_kernel::{CursorCodec, DomainError, Limit, OrganizationId, Page, PageRequest};
 
-use crate::{ArtifactKind, Caller, ChatId, ExtractedArtifact, MessageId};
+use crate::{ArtifactKind, Caller, ChatId, ChatStore, ExtractedArtifact, MessageId};
 
 tessera_kernel::entity_id!(
     /// An artifact's id.
@@ -93,23 +93,34 @@ pub trait ArtifactStore: Send + Sync {
 #[derive(Clone)]
 pub struct ArtifactService {
     store: Arc<dyn ArtifactStore>,
+    /// The chats, to refuse listing the artifacts of one the caller does not see.
+    chats: Arc<dyn ChatStore>,
     cursors: CursorCodec,
 }
 
 impl ArtifactService {
-    pub fn new(store: Arc<dyn ArtifactStore>, cursors: CursorCodec) -> Self {
-        Self { store, cursors }
+    pub fn new(
+        store: Arc<dyn ArtifactStore>,
+        chats: Arc<dyn ChatStore>,
+        cursors: CursorCodec,
+    ) -> Self {
+        Self {
+            store,
+            chats,
+            cursors,
+        }
     }
 
     pub async fn get(&self, caller: &Caller, id: &ArtifactId) -> Result<Artifact, DomainError> {
         self.store
             .get(&caller.organization, id)
             .await?
-            .filter(|artifact| caller.sees_all || artifact.owner == caller.subject)
+            .filter(|artifact| caller.sees_owner(&artifact.owner))
             .ok_or_else(|| DomainError::not_found("artifact", id))
     }
 
-    /// Newest first; of one chat when `chat_id` is given.
+    /// Newest first; of one chat when `chat_id` is given, which must be a chat the caller
+    /// sees (deleted or not), or it is not found.
     pub async fn list(
         &self,
         caller: &Caller,
@@ -117,6 +128,13 @@ impl ArtifactService {
         limit: Limit,
         cursor: Option<&str>,
     ) -> Result<Page<Artifact>, DomainError> {
+        if let Some(chat) = &chat_id {
+            self.chats
+                .get(&caller.organization, chat)
+                .await?
+                .filter(|found| caller.sees_owner(&found.owner))
+                .ok_or_else(|| DomainError::not_found("chat", chat))?;
+        }
         let after = cursor
             .map(|c| {
                 self.cursors

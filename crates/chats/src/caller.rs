@@ -34,6 +34,12 @@ impl Caller {
         }
     }
 
+    /// Whether the caller sees a chat of its organization whose owner is `owner`: its own,
+    /// or any with `chats:admin`.
+    pub fn sees_owner(&self, owner: &str) -> bool {
+        self.sees_all || owner == self.subject
+    }
+
     /// Refuses a turn that attaches files unless the caller may read them: an attachment
     /// puts a file's text before the model, so it needs `files:read` beside the completion's
     /// own scope.

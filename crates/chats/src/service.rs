@@ -228,7 +228,7 @@ impl ChatService {
         self.store
             .get(&caller.organization, id)
             .await?
-            .filter(|chat| caller.sees_all || chat.owner == caller.subject)
+            .filter(|chat| caller.sees_owner(&chat.owner))
             .ok_or_else(|| ChatError::NotFound(id.clone()))
     }
 

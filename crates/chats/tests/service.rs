@@ -1316,7 +1316,8 @@ async fn answers_yield_artifacts_and_revisions_add_versions() {
         .unwrap())
     .await;
 
-    let artifacts = ArtifactService::new(f.store.clone(), CursorCodec::new([4; 32]));
+    let artifacts =
+        ArtifactService::new(f.store.clone(), f.store.clone(), CursorCodec::new([4; 32]));
     let page = artifacts
         .list(&f.alice, Some(chat.clone()), Limit::DEFAULT, None)
         .await
@@ -1355,6 +1356,12 @@ async fn answers_yield_artifacts_and_revisions_add_versions() {
         .await
         .unwrap();
     assert_eq!(bobs.total_count, Some(0));
+    // Nor may they list alice's chat's: it is not found for them.
+    let unseen = artifacts
+        .list(&bob, Some(chat.clone()), Limit::DEFAULT, None)
+        .await
+        .unwrap_err();
+    assert!(matches!(unseen, DomainError::NotFound { .. }), "{unseen:?}");
     let admin = Caller {
         sees_all: true,
         reads_files: true,

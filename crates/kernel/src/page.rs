@@ -17,6 +17,8 @@ impl Limit {
     pub const MIN: u32 = 1;
     pub const MAX: u32 = 100;
     pub const DEFAULT: Limit = Limit(20);
+    /// The largest page, for a caller that reads every page.
+    pub const LARGEST: Limit = Limit(Self::MAX);
 
     pub fn new(value: i64) -> Result<Self, LimitError> {
         match u32::try_from(value) {

@@ -51,7 +51,7 @@ pub use routing::{
     CircuitBoard, CircuitPhase, CircuitPolicy, CircuitState, Deployment, FailedAttempt,
     InProcessCircuits, RetryPolicy, Route, RoutedChatModel, Timeouts,
 };
-pub use service::ModelService;
+pub use service::{ModelService, NameableModels};
 #[cfg(any(test, feature = "mocks"))]
 pub use store::MockModelStore;
 pub use store::ModelStore;

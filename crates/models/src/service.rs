@@ -30,6 +30,15 @@ pub struct ModelService {
     providers: Providers,
 }
 
+/// What a completion may name now ([`ModelService::nameable`]).
+#[derive(Debug, Clone)]
+pub struct NameableModels {
+    /// The catalog's usable base models.
+    pub base: Vec<BaseModel>,
+    /// The organization's own usable models.
+    pub own: Vec<ModelView>,
+}
+
 impl ModelService {
     pub fn new(
         store: Arc<dyn ModelStore>,
@@ -171,6 +180,51 @@ impl ModelService {
                 .encode(MODEL_LIST, organization.as_str(), &last.id)
         });
         Ok(page.map(|model| self.view(model)))
+    }
+
+    /// The models a completion may name now (active or deprecated): the catalog's base
+    /// models, then every one of the organization's own models (all pages).
+    pub async fn nameable(
+        &self,
+        organization: &OrganizationId,
+    ) -> Result<NameableModels, ModelError> {
+        let base = self
+            .base_models()
+            .into_iter()
+            .filter(|(_, lifecycle)| lifecycle.takes_completions())
+            .map(|(base, _)| base)
+            .collect();
+        let mut own = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let page = self
+                .list(organization, Limit::LARGEST, cursor.as_deref())
+                .await?;
+            own.extend(
+                page.items
+                    .into_iter()
+                    .filter(|view| view.lifecycle.takes_completions()),
+            );
+            match page.next_cursor {
+                Some(next) if page.has_more => cursor = Some(next.as_str().to_owned()),
+                _ => break,
+            }
+        }
+        Ok(NameableModels { base, own })
+    }
+
+    /// One of the organization's own models, if a completion may name it now; `None` for
+    /// one it has not, or that is disabled or retired.
+    pub async fn nameable_own(
+        &self,
+        organization: &OrganizationId,
+        id: &ModelId,
+    ) -> Result<Option<ModelView>, ModelError> {
+        match self.get(organization, id).await {
+            Ok(view) => Ok(view.lifecycle.takes_completions().then_some(view)),
+            Err(ModelError::NotFound(_)) => Ok(None),
+            Err(error) => Err(error),
+        }
     }
 
     /// Applies changes; switching `parentModelId` keeps the model's id (new chats use the

@@ -186,6 +186,64 @@ async fn a_parent_removed_from_the_catalog_means_end_of_life() {
     );
 }
 
+#[tokio::test]
+async fn a_completion_may_name_the_usable_models_of_every_page() {
+    let f = fixture();
+    let disabled_base = CATALOG.replace(
+        "id = \"local/b\"\ndisplay_name = \"B\"",
+        "id = \"local/b\"\nenabled = false\ndisplay_name = \"B\"",
+    );
+    let models = service(
+        f.store.clone(),
+        f.prompts.clone(),
+        f.clock.clone(),
+        &disabled_base,
+    );
+    // More than one page of the organization's own models.
+    let mut created = Vec::new();
+    for _ in 0..=Limit::LARGEST.get() {
+        created.push(models.create(&f.acme, new_model("local/a")).await.unwrap());
+    }
+    let off = &created[7].model.id;
+    models
+        .update(
+            &f.acme,
+            off,
+            ModelChanges {
+                enabled: Some(false),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let on_disabled_base = models.create(&f.acme, new_model("local/b")).await.unwrap();
+
+    let nameable = models.nameable(&f.acme).await.unwrap();
+    let base: Vec<_> = nameable.base.iter().map(|b| b.id.as_str()).collect();
+    assert_eq!(base, ["local/a"], "a disabled base model is not named");
+    assert_eq!(nameable.own.len(), created.len() - 1);
+    assert!(nameable.own.iter().all(|view| &view.model.id != off));
+    assert!(
+        nameable
+            .own
+            .iter()
+            .all(|view| view.model.id != on_disabled_base.model.id)
+    );
+
+    let first = &created[0].model.id;
+    assert!(models.nameable_own(&f.acme, first).await.unwrap().is_some());
+    assert!(models.nameable_own(&f.acme, off).await.unwrap().is_none());
+    let stranger = OrganizationId::generate();
+    assert!(
+        models
+            .nameable_own(&stranger, first)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(models.nameable(&stranger).await.unwrap().own.is_empty());
+}
+
 fn provider() -> Arc<dyn tessera_models::ChatModel> {
     Arc::new(tessera_models::MockChatModel::new())
 }

@@ -99,10 +99,6 @@ impl Services {
             clock.clone(),
             Duration::from_secs(settings.idempotency.retention_secs),
         );
-        let artifacts = ArtifactService::new(
-            Arc::new(SqlArtifactStore::new(database.clone())),
-            cursors.clone(),
-        );
         let usage_store = Arc::new(SqlUsageStore::new(database.clone()));
         let usage = UsageService::new(usage_store.clone(), clock.clone(), cursors.clone());
         let budgets = BudgetGuard::new(
@@ -149,6 +145,11 @@ impl Services {
         // The chat store's runner is this process's: its leases keep the generations it
         // begins.
         let chat_store = Arc::new(SqlChatStore::new(database.clone()));
+        let artifacts = ArtifactService::new(
+            Arc::new(SqlArtifactStore::new(database.clone())),
+            chat_store.clone(),
+            cursors.clone(),
+        );
         let chats = ChatService::new(ChatPorts {
             store: chat_store.clone(),
             leases: chat_store,

@@ -42,19 +42,11 @@ pub async fn list_artifacts(
     ValidQuery(query): ValidQuery<ListArtifacts>,
 ) -> Result<web::Json<ArtifactPage>, ApiError> {
     let who = chat_caller(&caller);
-    let chat_id = match &query.chat_id {
-        Some(text) => {
-            let id: ChatId = path_id(text, "chat")?;
-            // Another principal's or organization's chat is not found, not an empty list.
-            state
-                .chats
-                .visible(&who, &id)
-                .await
-                .map_err(crate::routes::chats::chat_error)?;
-            Some(id)
-        }
-        None => None,
-    };
+    let chat_id = query
+        .chat_id
+        .as_deref()
+        .map(|text| path_id::<ChatId>(text, "chat"))
+        .transpose()?;
     let page = state
         .artifacts
         .list(

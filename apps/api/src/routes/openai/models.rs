@@ -3,8 +3,8 @@
 //! OpenAI's model object shape.
 
 use actix_web::{get, web};
-use tessera_kernel::{DomainError, Limit, OrganizationId};
-use tessera_models::{ModelError, ModelId};
+use tessera_kernel::{DomainError, OrganizationId};
+use tessera_models::ModelId;
 use tessera_wire::openai::{
     error::OpenAiError,
     models::{OpenAiModel, OpenAiModelList},
@@ -13,45 +13,30 @@ use tessera_wire::openai::{
 
 use crate::{access::Caller, problem::ApiError, state::AppState};
 
-/// Every model the organization may name now.
+/// Every model the organization may name now, with the embedding model.
 async fn all_models(
     state: &AppState,
     organization: &OrganizationId,
 ) -> Result<Vec<OpenAiModel>, ApiError> {
     let loaded = unix(state.models.catalog_loaded_at());
-    let mut models: Vec<OpenAiModel> = state
+    let nameable = state
         .models
-        .base_models()
+        .nameable(organization)
+        .await
+        .map_err(DomainError::from)?;
+    let base = nameable
+        .base
         .into_iter()
-        .filter(|(_, lifecycle)| lifecycle.takes_completions())
-        .map(|(base, _)| OpenAiModel::of_base(base, loaded))
-        .collect();
-    let mut cursor: Option<String> = None;
-    loop {
-        let page = state
-            .models
-            .list(
-                organization,
-                Limit::new(i64::from(Limit::MAX)).unwrap_or(Limit::DEFAULT),
-                cursor.as_deref(),
-            )
-            .await
-            .map_err(DomainError::from)?;
-        models.extend(
-            page.items
-                .into_iter()
-                .filter(|view| view.lifecycle.takes_completions())
-                .map(|view| OpenAiModel::of_user(&view, organization)),
-        );
-        match page.next_cursor {
-            Some(next) if page.has_more => cursor = Some(next.as_str().to_owned()),
-            _ => break,
-        }
-    }
-    if let Some(embeddings) = &state.embeddings {
-        models.push(OpenAiModel::of_embeddings(embeddings.model(), loaded));
-    }
-    Ok(models)
+        .map(|base| OpenAiModel::of_base(base, loaded));
+    let own = nameable
+        .own
+        .iter()
+        .map(|view| OpenAiModel::of_user(view, organization));
+    let embeddings = state
+        .embeddings
+        .as_ref()
+        .map(|embeddings| OpenAiModel::of_embeddings(embeddings.model(), loaded));
+    Ok(base.chain(own).chain(embeddings).collect())
 }
 
 /// The models a completion (or an embedding) may name.
@@ -92,13 +77,13 @@ pub async fn get_model(
     let organization = &caller.0.organization_id;
     // Only the organization's own models are read one by one; catalog models are few.
     if let Ok(model_id) = id.parse::<ModelId>() {
-        return match state.models.get(organization, &model_id).await {
-            Ok(view) if view.lifecycle.takes_completions() => {
-                Ok(web::Json(OpenAiModel::of_user(&view, organization)))
-            }
-            Ok(_) | Err(ModelError::NotFound(_)) => Err(model_not_found(&id)),
-            Err(error) => Err(DomainError::from(error).into()),
-        };
+        return state
+            .models
+            .nameable_own(organization, &model_id)
+            .await
+            .map_err(DomainError::from)?
+            .map(|view| web::Json(OpenAiModel::of_user(&view, organization)))
+            .ok_or_else(|| model_not_found(&id));
     }
     all_models(&state, organization)
         .await?
