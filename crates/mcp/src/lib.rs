@@ -18,6 +18,7 @@ pub mod contract;
 pub use tessera_kernel as __tessera_kernel;
 #[cfg(any(test, feature = "memory"))]
 pub mod memory;
+mod models;
 mod sealer;
 mod server;
 mod service;
@@ -25,6 +26,7 @@ mod store;
 mod toolbox;
 
 pub use client::{CallError, Endpoint, McpClient, RemoteTool, ToolOutput};
+pub use models::LinkableModels;
 pub use sealer::{HeaderSealer, SealError, SealedHeaders};
 pub use server::{
     DEFAULT_TIMEOUT_MS, MAX_HEADERS, MAX_NAME_CHARS, MAX_SERVERS_PER_ORGANIZATION, MAX_TIMEOUT_MS,
@@ -36,5 +38,7 @@ pub use toolbox::{MAX_RESULT_CHARS, ServerCall, ServerToolResult, TRUNCATION_MAR
 
 #[cfg(any(test, feature = "mocks"))]
 pub use client::MockMcpClient;
+#[cfg(any(test, feature = "mocks"))]
+pub use models::MockLinkableModels;
 #[cfg(any(test, feature = "mocks"))]
 pub use store::MockMcpServerStore;

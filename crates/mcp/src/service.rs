@@ -10,7 +10,7 @@ use tessera_kernel::{
 };
 
 use crate::{
-    DEFAULT_TIMEOUT_MS, Endpoint, HeaderSealer, MAX_HEADERS, MAX_NAME_CHARS,
+    DEFAULT_TIMEOUT_MS, Endpoint, HeaderSealer, LinkableModels, MAX_HEADERS, MAX_NAME_CHARS,
     MAX_SERVERS_PER_ORGANIZATION, MAX_TIMEOUT_MS, MAX_URL_CHARS, McpClient, McpServer, McpServerId,
     McpServerPatch, McpServerStore, NewMcpServer, RemoteTool, ToolLink, Toolbox, ToolsCache,
 };
@@ -34,6 +34,8 @@ const RESERVED_HEADERS: [&str; 9] = [
 /// What the service is built from.
 pub struct McpPorts {
     pub store: Arc<dyn McpServerStore>,
+    /// The organizations' models, which tools are linked to.
+    pub models: Arc<dyn LinkableModels>,
     pub client: Arc<dyn McpClient>,
     pub sealer: Arc<dyn HeaderSealer>,
     pub clock: Arc<dyn Clock>,
@@ -45,6 +47,7 @@ pub struct McpPorts {
 #[derive(Clone)]
 pub struct McpService {
     store: Arc<dyn McpServerStore>,
+    models: Arc<dyn LinkableModels>,
     client: Arc<dyn McpClient>,
     sealer: Arc<dyn HeaderSealer>,
     clock: Arc<dyn Clock>,
@@ -60,6 +63,7 @@ impl McpService {
     pub fn new(ports: McpPorts) -> Self {
         Self {
             store: ports.store,
+            models: ports.models,
             client: ports.client,
             sealer: ports.sealer,
             clock: ports.clock,
@@ -288,6 +292,7 @@ impl McpService {
         model_id: &str,
         server: &McpServerId,
     ) -> Result<(ToolLink, bool), DomainError> {
+        self.model(organization, model_id).await?;
         self.get(organization, server).await?;
         let link = ToolLink {
             model_id: model_id.to_owned(),
@@ -306,6 +311,7 @@ impl McpService {
             return Ok((link, true));
         }
         let existing = self
+            .store
             .links(organization, model_id)
             .await?
             .into_iter()
@@ -321,6 +327,7 @@ impl McpService {
         model_id: &str,
         server: &McpServerId,
     ) -> Result<(), DomainError> {
+        self.model(organization, model_id).await?;
         let audit = actor.record(
             organization,
             "model.tools.unlink",
@@ -344,7 +351,21 @@ impl McpService {
         organization: &OrganizationId,
         model_id: &str,
     ) -> Result<Vec<ToolLink>, DomainError> {
+        self.model(organization, model_id).await?;
         self.store.links(organization, model_id).await
+    }
+
+    /// Links name a model of the organization; any other is not found.
+    async fn model(
+        &self,
+        organization: &OrganizationId,
+        model_id: &str,
+    ) -> Result<(), DomainError> {
+        if self.models.exists(organization, model_id).await? {
+            Ok(())
+        } else {
+            Err(DomainError::not_found("model", model_id))
+        }
     }
 
     /// The tools the model's servers offer, for one completion. A server that cannot list
@@ -492,7 +513,9 @@ mod tests {
     use tessera_kernel::ManualClock;
 
     use super::*;
-    use crate::{CallError, MockMcpClient, MockMcpServerStore, SealError, SealedHeaders};
+    use crate::{
+        CallError, MockLinkableModels, MockMcpClient, MockMcpServerStore, SealError, SealedHeaders,
+    };
 
     /// Reversible, so tests can see what was sealed (the app seals with AES-GCM).
     struct Reversed;
@@ -520,8 +543,13 @@ mod tests {
     }
 
     fn service(store: MockMcpServerStore, client: MockMcpClient) -> McpService {
+        let mut models = MockLinkableModels::new();
+        models
+            .expect_exists()
+            .returning(|_, model| Ok(model == "mdl_x"));
         McpService::new(McpPorts {
             store: Arc::new(store),
+            models: Arc::new(models),
             client: Arc::new(client),
             sealer: Arc::new(Reversed),
             clock: Arc::new(ManualClock::new(Utc::now())),
@@ -689,5 +717,39 @@ mod tests {
             "{error:?}"
         );
         assert!(service.toolbox(&org(), "mdl_x").await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn links_name_a_model_of_the_organization() {
+        // No store call is expected: an unknown model is refused first.
+        let service = service(MockMcpServerStore::new(), MockMcpClient::new());
+        let server = McpServerId::generate();
+        for error in [
+            service
+                .link(&org(), &actor(), "mdl_gone", &server)
+                .await
+                .map(|_| ())
+                .unwrap_err(),
+            service
+                .unlink(&org(), &actor(), "mdl_gone", &server)
+                .await
+                .unwrap_err(),
+            service
+                .links(&org(), "mdl_gone")
+                .await
+                .map(|_| ())
+                .unwrap_err(),
+        ] {
+            assert!(
+                matches!(
+                    error,
+                    DomainError::NotFound {
+                        resource: "model",
+                        ..
+                    }
+                ),
+                "{error:?}"
+            );
+        }
     }
 }

@@ -9,9 +9,10 @@ use ring::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
 use tessera_chats::{ServerToolbox, ServerTools, ToolRun};
 use tessera_kernel::{Clock, CursorCodec, DomainError, OrganizationId, TargetPolicy};
 use tessera_mcp::{
-    HeaderSealer, McpPorts, McpService, SealError, SealedHeaders, ServerCall, Toolbox,
+    HeaderSealer, LinkableModels, McpPorts, McpService, SealError, SealedHeaders, ServerCall,
+    Toolbox,
 };
-use tessera_models::{ModelId, ToolCall, ToolSpec};
+use tessera_models::{ModelError, ModelId, ModelService, ToolCall, ToolSpec};
 use tessera_store::Database;
 
 use tessera_setup::config::Settings;
@@ -64,10 +65,11 @@ impl HeaderSealer for AeadSealer {
     }
 }
 
-/// The MCP servers service for these settings.
+/// The MCP servers service for these settings; tools are linked to `models`.
 pub fn build(
     settings: &Settings,
     database: &Database,
+    models: ModelService,
     clock: Arc<dyn Clock>,
     cursors: CursorCodec,
 ) -> Result<McpService, String> {
@@ -77,6 +79,7 @@ pub fn build(
     let client = tessera_mcp_http::HttpMcpClient::new(policy).map_err(|e| e.to_string())?;
     Ok(McpService::new(McpPorts {
         store: Arc::new(tessera_store::SqlMcpServerStore::new(database.clone())),
+        models: Arc::new(OrganizationModels(models)),
         client: Arc::new(client),
         sealer: Arc::new(AeadSealer::new(tessera_setup::secrets::mcp_header_key(
             settings,
@@ -85,6 +88,27 @@ pub fn build(
         cursors,
         policy,
     }))
+}
+
+/// The organizations' own models, as the MCP domain links tools to them.
+struct OrganizationModels(ModelService);
+
+#[async_trait]
+impl LinkableModels for OrganizationModels {
+    async fn exists(
+        &self,
+        organization: &OrganizationId,
+        model_id: &str,
+    ) -> Result<bool, DomainError> {
+        let Ok(id) = model_id.parse::<ModelId>() else {
+            return Ok(false);
+        };
+        match self.0.get(organization, &id).await {
+            Ok(_) => Ok(true),
+            Err(ModelError::NotFound(_)) => Ok(false),
+            Err(error) => Err(error.into()),
+        }
+    }
 }
 
 /// Completions run the tools of the MCP servers linked to their (user) model.

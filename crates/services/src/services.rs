@@ -134,8 +134,14 @@ impl Services {
             clock.clone(),
             cursors.clone(),
         )?;
-        let mcp = crate::mcp::build(settings, &database, clock.clone(), cursors.clone())
-            .map_err(ServicesError::Mcp)?;
+        let mcp = crate::mcp::build(
+            settings,
+            &database,
+            models.clone(),
+            clock.clone(),
+            cursors.clone(),
+        )
+        .map_err(ServicesError::Mcp)?;
         let dataset_links = DatasetLinks::new(
             models.clone(),
             Arc::new(SqlDatasetLinkStore::new(database.clone())),

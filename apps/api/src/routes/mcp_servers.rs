@@ -217,15 +217,9 @@ pub async fn list_mcp_server_tools(
     }))
 }
 
-/// The organization's user model the path names (404 otherwise).
-async fn user_model(state: &AppState, caller: &Caller, text: &str) -> Result<ModelId, ApiError> {
-    let id: ModelId = path_id(text, "model")?;
-    state
-        .models
-        .get(&caller.0.organization_id, &id)
-        .await
-        .map_err(DomainError::from)?;
-    Ok(id)
+/// The user model the path names (the MCP domain finds it in the organization, or 404s).
+fn model_id(text: &str) -> Result<ModelId, DomainError> {
+    path_id(text, "model")
 }
 
 /// Link an MCP server to a model: its tools are offered in the model's completions.
@@ -248,7 +242,7 @@ pub async fn link_tools(
     path: web::Path<String>,
     ValidJson(body): ValidJson<CreateToolLink>,
 ) -> Result<HttpResponse, ApiError> {
-    let model = user_model(&state, &caller, &path).await?;
+    let model = model_id(&path)?;
     let server = server_id(&body.mcp_server_id)?;
     let (link, created) = state
         .mcp
@@ -286,7 +280,7 @@ pub async fn list_tool_links(
     state: web::Data<AppState>,
     path: web::Path<String>,
 ) -> Result<web::Json<ToolLinkList>, ApiError> {
-    let model = user_model(&state, &caller, &path).await?;
+    let model = model_id(&path)?;
     let links = state
         .mcp
         .links(&caller.0.organization_id, model.as_str())
@@ -316,7 +310,7 @@ pub async fn unlink_tools(
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let (model, server) = path.into_inner();
-    let model = user_model(&state, &caller, &model).await?;
+    let model = model_id(&model)?;
     state
         .mcp
         .unlink(
