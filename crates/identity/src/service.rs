@@ -124,6 +124,27 @@ impl IdentityService {
         &self.settings
     }
 
+    /// Creates a client for an authenticated `creator` of its organization, who may give it
+    /// only scopes it holds itself (403 `scope_not_held` otherwise: no escalation through a
+    /// client). The audit record names the creator.
+    pub async fn create_client_by(
+        &self,
+        creator: &Principal,
+        new: NewClient,
+    ) -> Result<(Client, ClientSecret), IdentityError> {
+        if let Some(beyond) = new.scopes.iter().find(|scope| !creator.can(scope)) {
+            return Err(DomainError::Forbidden {
+                code: "scope_not_held",
+                message: format!(
+                    "a client cannot be given `{beyond}`, which the caller does not hold"
+                ),
+            }
+            .into());
+        }
+        self.create_client(new, &Actor::Principal(creator.clone()))
+            .await
+    }
+
     /// Creates a client; the secret is returned this once and stored only as a hash.
     pub async fn create_client(
         &self,
@@ -587,6 +608,43 @@ mod tests {
         assert_eq!(stored.client, client);
         assert_eq!(stored.secret_hash.0, format!("hash-of-{}", secret.expose()));
         assert_eq!(client.secret_generation, 1);
+    }
+
+    #[tokio::test]
+    async fn a_creator_gives_a_client_only_scopes_it_holds() {
+        let mut f = Fixture::new();
+        f.store.expect_insert().times(1).returning(|_, _| Ok(()));
+        let creator = Principal {
+            organization_id: org(),
+            subject: "admin-client".into(),
+            kind: PrincipalKind::Client,
+            scopes: [
+                "files:read".parse().unwrap(),
+                "chats:write".parse().unwrap(),
+            ]
+            .into_iter()
+            .collect(),
+            origin: None,
+        };
+        let asking = |scopes: &[&str]| NewClient {
+            organization_id: org(),
+            name: ClientName::parse("ci").unwrap(),
+            scopes: scopes.iter().map(|s| s.parse().unwrap()).collect(),
+        };
+        let service = f.service();
+        let refused = service
+            .create_client_by(&creator, asking(&["chats:write", "files:write"]))
+            .await
+            .unwrap_err();
+        assert!(matches!(
+            DomainError::from(refused),
+            DomainError::Forbidden { code: "scope_not_held", ref message } if message.contains("files:write")
+        ),);
+        let (client, _) = service
+            .create_client_by(&creator, asking(&["chats:write"]))
+            .await
+            .unwrap();
+        assert_eq!(client.scopes.to_string(), "chats:write");
     }
 
     #[tokio::test]

@@ -52,13 +52,6 @@ pub async fn create_client(
     if !invalid.is_empty() {
         return Err(ApiError::validation(invalid));
     }
-    if let Some(beyond) = scopes.iter().find(|scope| !caller.0.can(scope)) {
-        return Err(DomainError::Forbidden {
-            code: "scope_not_held",
-            message: format!("a client cannot be given `{beyond}`, which the caller does not hold"),
-        }
-        .into());
-    }
     let name = ClientName::parse(&body.name).map_err(|e| {
         DomainError::invalid(["body".into(), "name".into()], e.to_string(), "value_error")
     })?;
@@ -69,7 +62,7 @@ pub async fn create_client(
     };
     let (client, secret) = state
         .identity
-        .create_client(new, &caller.actor())
+        .create_client_by(&caller.0, new)
         .await
         .map_err(DomainError::from)?;
     let location = format!("/v1/clients/{}", client.id);
