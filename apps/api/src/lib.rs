@@ -6,8 +6,6 @@
 //! idempotency, TLS) `tessera-http-actix`'s.
 
 pub mod access;
-pub mod chat_stream;
-pub mod drain;
 pub mod mcp_endpoint;
 pub mod metrics;
 pub mod middleware;
@@ -19,7 +17,9 @@ pub mod telemetry;
 pub mod worker;
 
 // The HTTP framework's pieces, under the paths the handlers use.
-pub use tessera_http_actix::{extract, idempotency, origin, problem, rate_limit, tls};
+pub use tessera_http_actix::{
+    chat_stream, drain, extract, idempotency, origin, problem, rate_limit, tls,
+};
 
 // The settings and the keys derived from the data directory, shared with `tessera-admin`.
 pub use tessera_setup::{config, secrets};

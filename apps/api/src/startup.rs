@@ -274,12 +274,12 @@ impl Application {
     /// Stops the service gracefully from another task or thread: running generations
     /// finish first (see [`crate::drain`]).
     pub fn stopper(&self) -> crate::drain::Stopper {
-        crate::drain::Stopper {
-            server: self.server.handle(),
-            chats: self.state.chats.clone(),
-            draining: self.state.draining.clone(),
-            timeout: self.shutdown_timeout,
-        }
+        crate::drain::Stopper::new(
+            self.server.handle(),
+            self.state.chats.clone(),
+            self.state.draining.clone(),
+            self.shutdown_timeout,
+        )
     }
 
     /// Serves until SIGTERM/SIGINT, then lets in-flight requests finish

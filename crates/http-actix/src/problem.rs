@@ -10,6 +10,8 @@ use serde::Serialize;
 use tessera_kernel::{DomainError, FieldError};
 use utoipa::ToSchema;
 
+pub use crate::chat_problem::chat_error;
+
 pub const PROBLEM_JSON: &str = "application/problem+json";
 
 /// What went wrong, for a person: a sentence, or the list of invalid values.

@@ -12,7 +12,7 @@ use futures_util::{Stream, StreamExt, stream};
 use tessera_chats::{ChatError, ChatId, EventStream, GenerationEvent, MessageId};
 use tessera_wire::chat_stream::{AiSdkEncoder, TesseraEncoder};
 
-use crate::{problem::ApiError, routes::chats::chat_error};
+use crate::problem::{ApiError, chat_error};
 
 /// The header that selects the stream format, and its one alternative value.
 pub const STREAM_FORMAT: &str = "x-stream-format";

@@ -38,13 +38,29 @@ const POLL: Duration = Duration::from_millis(50);
 
 /// Stops the service gracefully: drain, then stop the server.
 pub struct Stopper {
-    pub(crate) server: ServerHandle,
-    pub(crate) chats: ChatService,
-    pub(crate) draining: Draining,
-    pub(crate) timeout: Duration,
+    server: ServerHandle,
+    chats: ChatService,
+    draining: Draining,
+    timeout: Duration,
 }
 
 impl Stopper {
+    /// Drains `chats`' generations (setting `draining` first), then stops `server`; each
+    /// wait is bounded by `timeout`.
+    pub fn new(
+        server: ServerHandle,
+        chats: ChatService,
+        draining: Draining,
+        timeout: Duration,
+    ) -> Self {
+        Self {
+            server,
+            chats,
+            draining,
+            timeout,
+        }
+    }
+
     pub async fn stop(self) {
         self.draining.start();
         let started = Instant::now();
