@@ -4,10 +4,10 @@
 use std::{net::TcpListener, sync::Arc, time::Duration};
 
 use actix_web::{App, dev::Server, middleware::from_fn, web};
-use tessera_http_actix::rate_limit::Limits;
 use tessera_http_actix::{
     extract, idempotency,
     middleware::{HeaderLimit, TrustedProxies, limit_headers, problem_errors, require_https},
+    rate_limit::Limits,
     tls::{self, CertificateSource, TlsError},
 };
 use tessera_limits::Quota;

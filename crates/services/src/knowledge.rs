@@ -22,11 +22,10 @@ use tessera_knowledge::{
 use tessera_llm_openai::{OpenAiConfig, OpenAiEmbedder};
 use tessera_ocr_tesseract::{Tesseract, TesseractSettings};
 use tessera_organizations::OrganizationService;
+use tessera_setup::config::{EmbeddingPrecision, Settings, Switch};
 use tessera_store::{Database, SqlDatasetStore, SqlFileStore};
 use tessera_vectors_qdrant::{EdgeVectorIndex, QdrantServerIndex};
 use tokio::sync::Notify;
-
-use tessera_setup::config::{EmbeddingPrecision, Settings, Switch};
 
 use crate::ServicesError;
 

@@ -1,6 +1,6 @@
 //! MCP servers wired into the service: the header sealer (AES-256-GCM under the configured
-//! key), the MCP client, and the bridge that lets completions run the tools of the servers
-//! linked to their model.
+//! key), the MCP client, the organizations' models that links name, and the bridge that lets
+//! completions run the tools of the servers linked to their model.
 
 use std::sync::Arc;
 
@@ -13,9 +13,8 @@ use tessera_mcp::{
     Toolbox,
 };
 use tessera_models::{ModelError, ModelId, ModelService, ToolCall, ToolSpec};
-use tessera_store::Database;
-
 use tessera_setup::config::Settings;
+use tessera_store::Database;
 
 /// Seals header values with AES-256-GCM: a random nonce, then the ciphertext of their JSON
 /// with its tag.

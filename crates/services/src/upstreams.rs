@@ -18,9 +18,8 @@ use tessera_models::{
     BaseModel, Catalog, ChatModel, CircuitBoard, CircuitPolicy, Deployment, DeploymentSettings,
     InProcessCircuits, Providers, RetryPolicy, RoutedChatModel,
 };
-use tessera_traces_otlp::TracedChatModel;
-
 use tessera_setup::config::Settings;
+use tessera_traces_otlp::TracedChatModel;
 
 use crate::ServicesError;
 

@@ -4,14 +4,13 @@
 use std::{sync::Arc, time::Duration};
 
 use tessera_kernel::{Clock, CursorCodec};
+use tessera_setup::config::WebhookSettings;
 use tessera_store::{Database, SqlWebhookStore};
 use tessera_webhooks::{
     DeliveryStatus, DispatchSettings, Dispatcher, TargetPolicy, WebhookSender, WebhookService,
     WebhookStore,
 };
 use tessera_webhooks_http::HttpWebhookSender;
-
-use tessera_setup::config::WebhookSettings;
 
 use crate::ServicesError;
 
