@@ -6,7 +6,8 @@ use actix_web::{
     HttpRequest, HttpResponse, HttpResponseBuilder, delete, get, http::StatusCode, patch, post, web,
 };
 use tessera_chats::{
-    Caller as ChatCaller, Chat, ChatId, CompletionRequest, Expansion, GenerationEvent, RelatedModel,
+    Caller as ChatCaller, Chat, ChatError, ChatId, CompletionRequest, Expansion, GenerationEvent,
+    RelatedModel,
 };
 use tessera_kernel::DomainError;
 use tessera_models::Usability;
@@ -176,15 +177,25 @@ pub(crate) async fn start_completion(
     caller: &Caller,
     request: CompletionRequest,
 ) -> Result<Running, ApiError> {
+    start_completion_as(state, caller, request, chat_error).await
+}
+
+/// [`start_completion`], its failures answered by `problem` (a dialect's own problems).
+pub(crate) async fn start_completion_as(
+    state: &AppState,
+    caller: &Caller,
+    request: CompletionRequest,
+    problem: impl Fn(ChatError) -> ApiError,
+) -> Result<Running, ApiError> {
     refuse_when_draining(state)?;
     let started = state
         .chats
         .start(&chat_caller(caller), request)
         .await
-        .map_err(chat_error)?;
+        .map_err(&problem)?;
     tokio::spawn(started.generation);
     // A new chat's row commits while the model is asked; its id goes out once it has.
-    started.stored.await.map_err(chat_error)?;
+    started.stored.await.map_err(&problem)?;
     Ok(Running {
         chat: started.chat,
         created: started.created,

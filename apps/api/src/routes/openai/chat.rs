@@ -19,7 +19,7 @@ use crate::{
     chat_stream::{self, Encoder, Format, HEARTBEAT},
     extract::ValidJson,
     problem::{ApiError, ProblemDetail},
-    routes::chats::{chat_caller, chat_error, refuse_when_draining},
+    routes::chats::{chat_error, start_completion_as},
     state::AppState,
 };
 
@@ -69,22 +69,17 @@ pub async fn create_chat_completion(
     state: web::Data<AppState>,
     ValidJson(body): ValidJson<ChatCompletionRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    refuse_when_draining(&state)?;
     let model = body.model.clone();
     let translated = body.translate().map_err(ApiError::validation)?;
     let positions = translated.positions;
     let stateless = translated.request.stateless;
-    let who = chat_caller(&caller);
-    let started = state
-        .chats
-        .start(&who, translated.request)
-        .await
-        .map_err(|error| completion_error(error, &model, &positions))?;
-    let id = completion_id(&started.message_id);
-    let created = unix(started.chat.created_at);
-    let chat = started.chat.id.clone();
-    tokio::spawn(started.generation);
-    started.stored.await.map_err(chat_error)?;
+    let running = start_completion_as(&state, &caller, translated.request, |error| {
+        completion_error(error, &model, &positions)
+    })
+    .await?;
+    let id = completion_id(&running.message_id);
+    let created = unix(running.chat.created_at);
+    let chat = running.chat.id.clone();
 
     let mut builder = HttpResponse::Ok();
     builder.insert_header(("Cache-Control", "no-cache"));
@@ -99,11 +94,11 @@ pub async fn create_chat_completion(
             translated.include_usage,
             failure,
         ));
-        let body = chat_stream::body(started.events, encoder, HEARTBEAT);
+        let body = chat_stream::body(running.events, encoder, HEARTBEAT);
         return Ok(chat_stream::sse(Format::OpenAi, &mut builder, body));
     }
 
-    let outcome = chat_stream::final_event(started.events).await;
+    let outcome = chat_stream::final_event(running.events).await;
     let message = match outcome.as_deref() {
         Some(GenerationEvent::Finished(message)) => message,
         Some(GenerationEvent::Failed(error)) => {
