@@ -2,7 +2,9 @@
 //! deployment cooled down as soon as one opens its circuit. The policy stays in the domain
 //! (`CircuitPolicy::after_failure`); Redis keeps each circuit as a hash and a small script
 //! writes the next state only if the state it was computed from is still there
-//! (compare-and-set, retried), so concurrent failures on several replicas all count.
+//! (compare-and-set, retried), so concurrent failures on several replicas all count. A
+//! half-open circuit's one probe is a key set only if absent (`SET NX PX`): one replica
+//! claims it, the others fall back until it reports or its lease expires.
 
 use std::time::Duration;
 
@@ -12,7 +14,7 @@ use redis::{Script, aio::ConnectionManager};
 use tessera_kernel::DomainError;
 use tessera_models::{CircuitBoard, CircuitPolicy, CircuitState};
 
-use crate::{client, manager_config};
+use crate::{RedisServer, client, manager_config};
 
 /// KEYS[1] = circuit; ARGV[1..3] = expected failures, opens, open_until (ms, "" for none);
 /// ARGV[4..6] = the new ones; ARGV[7] = time to live (ms). Returns 1 when written.
@@ -39,11 +41,11 @@ impl RedisCircuits {
     /// A board that connects at its first use and reconnects after failures; it fails only
     /// on an invalid URL. While Redis does not answer, every circuit reads closed.
     pub fn connect_lazily(
-        url: &str,
+        server: &RedisServer,
         prefix: &str,
         policy: CircuitPolicy,
     ) -> Result<Self, DomainError> {
-        let connection = ConnectionManager::new_lazy_with_config(client(url)?, manager_config())
+        let connection = ConnectionManager::new_lazy_with_config(client(server)?, manager_config())
             .map_err(|e| DomainError::Unavailable {
                 message: format!("cannot set up the Redis connection: {e}"),
             })?;
@@ -57,6 +59,21 @@ impl RedisCircuits {
 
     fn key(&self, circuit: &str) -> String {
         format!("{}{circuit}", self.prefix)
+    }
+
+    /// The key of the circuit's probe while one is claimed.
+    fn probe_key(&self, circuit: &str) -> String {
+        format!("{}{circuit}:probe", self.prefix)
+    }
+
+    async fn forget_probe(&self, circuit: &str) {
+        let deleted: redis::RedisResult<i64> = redis::cmd("DEL")
+            .arg(self.probe_key(circuit))
+            .query_async(&mut self.connection.clone())
+            .await;
+        if let Err(error) = deleted {
+            tracing::warn!(%error, %circuit, "could not end a deployment's probe in Redis");
+        }
     }
 
     async fn read(&self, circuits: &[String]) -> redis::RedisResult<Vec<CircuitState>> {
@@ -142,15 +159,37 @@ impl CircuitBoard for RedisCircuits {
         if let Err(error) = self.record_failure(circuit, at).await {
             tracing::warn!(%error, %circuit, "could not count a deployment's failure in Redis");
         }
+        self.forget_probe(circuit).await;
     }
 
     async fn succeeded(&self, circuit: &str) {
         let deleted: redis::RedisResult<i64> = redis::cmd("DEL")
             .arg(self.key(circuit))
+            .arg(self.probe_key(circuit))
             .query_async(&mut self.connection.clone())
             .await;
         if let Err(error) = deleted {
             tracing::warn!(%error, %circuit, "could not close a deployment's circuit in Redis");
+        }
+    }
+
+    async fn claim_probe(&self, circuit: &str, _at: DateTime<Utc>, lease: Duration) -> bool {
+        // Redis keeps the lease's time itself; at least a millisecond, as PX requires.
+        let lease_ms = u64::try_from(lease.as_millis()).unwrap_or(u64::MAX).max(1);
+        let claimed: redis::RedisResult<Option<String>> = redis::cmd("SET")
+            .arg(self.probe_key(circuit))
+            .arg(1)
+            .arg("NX")
+            .arg("PX")
+            .arg(lease_ms)
+            .query_async(&mut self.connection.clone())
+            .await;
+        match claimed {
+            Ok(reply) => reply.is_some(),
+            Err(error) => {
+                tracing::warn!(%error, %circuit, "Redis is unreachable: the probe is admitted");
+                true
+            }
         }
     }
 }
@@ -167,8 +206,9 @@ mod tests {
         let url = std::env::var("TESSERA_TEST_REDIS_URL")
             .unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned());
         let prefix = format!("tessera-test:{}:", uuid::Uuid::now_v7().simple());
+        let server = RedisServer::new(&url, None).unwrap();
         let board =
-            || RedisCircuits::connect_lazily(&url, &prefix, CircuitPolicy::default()).unwrap();
+            || RedisCircuits::connect_lazily(&server, &prefix, CircuitPolicy::default()).unwrap();
         (board(), board())
     }
 
@@ -227,14 +267,43 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn one_replica_claims_a_half_open_circuits_probe_until_it_reports() {
+        let (one, other) = boards();
+        let lease = Duration::from_secs(30);
+        let circuit = "acme/chat#half-open";
+        assert!(one.claim_probe(circuit, at(0), lease).await);
+        assert!(!other.claim_probe(circuit, at(0), lease).await);
+        assert!(!one.claim_probe(circuit, at(0), lease).await);
+        one.failed(circuit, at(1)).await;
+        assert!(
+            other.claim_probe(circuit, at(2), lease).await,
+            "a failure ends it"
+        );
+        other.succeeded(circuit).await;
+        assert!(
+            one.claim_probe(circuit, at(3), Duration::from_millis(50))
+                .await
+        );
+        tokio::time::sleep(Duration::from_millis(120)).await;
+        assert!(
+            other.claim_probe(circuit, at(4), lease).await,
+            "so does its lease"
+        );
+    }
+
+    #[tokio::test]
     async fn unreachable_redis_reads_closed() {
-        let board =
-            RedisCircuits::connect_lazily("redis://127.0.0.1:1", "x:", CircuitPolicy::default())
-                .unwrap();
+        let server = RedisServer::new("redis://127.0.0.1:1", None).unwrap();
+        let board = RedisCircuits::connect_lazily(&server, "x:", CircuitPolicy::default()).unwrap();
         board.failed("m#a", at(0)).await;
         assert_eq!(
             board.states(&["m#a".to_owned()]).await,
             [CircuitState::default()]
+        );
+        assert!(
+            board
+                .claim_probe("m#a", at(0), Duration::from_secs(1))
+                .await
         );
     }
 }

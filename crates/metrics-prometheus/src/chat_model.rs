@@ -1,6 +1,8 @@
 //! A chat model that measures its upstream calls: completions by outcome, tokens, time to
 //! the first event, the call's duration and the calls in flight. It wraps each provider
-//! where the app builds them, so the chats domain does not know metrics exist.
+//! where the app builds them, so the chats domain does not know metrics exist. A routed
+//! model's call is credited to the provider of the deployment that answered, which its
+//! stream names first (`ChatEvent::Routed`).
 
 use std::{
     pin::Pin,
@@ -22,21 +24,44 @@ use super::names;
 /// Measures every generation of `inner`, labelled with the catalog model and provider.
 pub struct MeteredChatModel {
     inner: Arc<dyn ChatModel>,
-    series: Arc<Series>,
+    /// One series per provider that may answer; the first is credited with a call until
+    /// (and unless) its stream names another.
+    series: Arc<[Arc<Series>]>,
 }
 
 impl MeteredChatModel {
     /// `model` is the catalog (base) model's id and `provider` its provider's name, both
     /// from the operator's catalog: bounded label values.
     pub fn new(inner: Arc<dyn ChatModel>, model: &str, provider: &str) -> Self {
-        Self {
-            inner,
-            series: Arc::new(Series {
-                model: model.to_owned(),
-                provider: provider.to_owned(),
-                ..Series::default()
-            }),
+        Self::routed(inner, model, provider, [])
+    }
+
+    /// A model routed over deployments of the `answering` providers: each call is
+    /// credited to the provider whose deployment answered; a call no deployment answered,
+    /// to `provider` (the catalog model's own).
+    pub fn routed<'a>(
+        inner: Arc<dyn ChatModel>,
+        model: &str,
+        provider: &str,
+        answering: impl IntoIterator<Item = &'a str>,
+    ) -> Self {
+        let mut providers = vec![provider];
+        for name in answering {
+            if !providers.contains(&name) {
+                providers.push(name);
+            }
         }
+        let series = providers
+            .into_iter()
+            .map(|provider| {
+                Arc::new(Series {
+                    model: model.to_owned(),
+                    provider: provider.to_owned(),
+                    ..Series::default()
+                })
+            })
+            .collect();
+        Self { inner, series }
     }
 }
 
@@ -185,20 +210,33 @@ impl ChatModel for MeteredChatModel {
 /// One upstream call, from its start to its end (a finish, an error, or the stream
 /// dropped unfinished, which counts as `cancelled`).
 struct Call {
+    /// The series of the provider credited with the call.
     series: Arc<Series>,
+    /// Every provider's series, to switch to the one whose deployment answers.
+    table: Arc<[Arc<Series>]>,
     started: Instant,
     first_event_seen: bool,
     ended: bool,
 }
 
 impl Call {
-    fn start(series: Arc<Series>) -> Self {
+    fn start(table: Arc<[Arc<Series>]>) -> Self {
+        // `routed` always makes the default provider's series.
+        let series = table[0].clone();
         series.in_flight().increment(1.0);
         Self {
             series,
+            table,
             started: Instant::now(),
             first_event_seen: false,
             ended: false,
+        }
+    }
+
+    /// The deployment of `provider` answers: the call is its provider's.
+    fn routed(&mut self, provider: &str) {
+        if let Some(series) = self.table.iter().find(|s| s.provider == provider) {
+            self.series = series.clone();
         }
     }
 
@@ -251,6 +289,9 @@ impl Stream for MeteredStream {
         let polled = self.inner.as_mut().poll_next(cx);
         match &polled {
             Poll::Ready(Some(Ok(event))) => {
+                if let ChatEvent::Routed(route) = event {
+                    self.call.routed(&route.provider);
+                }
                 self.call.event();
                 if let ChatEvent::Finish { usage, .. } = event {
                     self.call.end(Ending::Finished, Some(*usage));
@@ -318,6 +359,51 @@ mod tests {
         ] {
             assert!(text.lines().any(|l| l == line), "no `{line}` in:\n{text}");
         }
+    }
+
+    #[test]
+    fn a_routed_answer_is_credited_to_the_provider_that_answered() {
+        let route = tessera_models::Route {
+            deployment: "backup".into(),
+            provider: "backup-provider".into(),
+            failed_attempts: Vec::new(),
+        };
+        let inner = ScriptedChatModel::answering(vec![
+            Ok(ChatEvent::Routed(route)),
+            Ok(ChatEvent::TextDelta("hello".into())),
+            Ok(ChatEvent::Finish {
+                reason: FinishReason::Stop,
+                usage: Usage {
+                    input_tokens: 5,
+                    output_tokens: 2,
+                    reasoning_tokens: 0,
+                },
+            }),
+        ]);
+        let model = MeteredChatModel::routed(
+            Arc::new(inner),
+            "base/model",
+            "acme",
+            ["acme", "backup-provider"],
+        );
+        let recorder = recorder();
+        let text = recording(&recorder, || {
+            let answer = ready(model.stream(ChatRequest::default())).unwrap();
+            assert_eq!(ready(answer.collect::<Vec<_>>()).len(), 3);
+        });
+        let answered =
+            r#"gen_ai_request_model="base/model",gen_ai_provider_name="backup-provider""#;
+        for line in [
+            format!(r#"tessera_chat_completions_total{{{answered},outcome="finished"}} 1"#),
+            format!(r#"gen_ai_client_token_usage_sum{{{answered},gen_ai_token_type="input"}} 5"#),
+            format!(r#"gen_ai_server_time_to_first_token_seconds_count{{{answered}}} 1"#),
+        ] {
+            assert!(text.lines().any(|l| l == line), "no `{line}` in:\n{text}");
+        }
+        assert!(
+            !text.contains(LABELS),
+            "nothing credited to the first provider:\n{text}"
+        );
     }
 
     #[test]

@@ -26,9 +26,9 @@ use crate::ServicesError;
 /// A chat model for every enabled base model that at least one deployment can serve.
 pub async fn providers(catalog: &Catalog, settings: &Settings) -> Result<Providers, ServicesError> {
     // Shared by the replicas through Redis when there is one.
-    let circuits: Arc<dyn CircuitBoard> = match &settings.redis_url {
-        Some(url) => Arc::new(
-            RedisCircuits::connect_lazily(url, "tessera:circuit:", CircuitPolicy::default())
+    let circuits: Arc<dyn CircuitBoard> = match crate::services::redis_server(settings)? {
+        Some(server) => Arc::new(
+            RedisCircuits::connect_lazily(&server, "tessera:circuit:", CircuitPolicy::default())
                 .map_err(|e| ServicesError::Redis(e.to_string()))?,
         ),
         None => Arc::new(InProcessCircuits::default()),
@@ -49,12 +49,15 @@ pub async fn providers(catalog: &Catalog, settings: &Settings) -> Result<Provide
         if deployments.is_empty() {
             continue;
         }
+        // A call is credited to the provider whose deployment answered (issue 61).
+        let answering: Vec<String> = deployments.iter().map(|d| d.provider.clone()).collect();
         let measured = |chat_model: Arc<dyn ChatModel>| -> Arc<dyn ChatModel> {
             if settings.metrics.address().is_some() {
-                Arc::new(MeteredChatModel::new(
+                Arc::new(MeteredChatModel::routed(
                     chat_model,
                     &model.id,
                     &model.provider,
+                    answering.iter().map(String::as_str),
                 ))
             } else {
                 chat_model

@@ -1,6 +1,8 @@
 //! The circuit breaker: a deployment that keeps failing is cooled down (its circuit open)
-//! for a period that grows each time it opens again, and closes on its next success. The
-//! board is a port, so replicas can share it (Redis) or keep it in the process.
+//! for a period that grows each time it opens again, and closes on its next success. After
+//! its cool-down a circuit is half open and admits one probe at a time: the other requests
+//! go elsewhere until the probe answers or fails. The board is a port, so replicas can
+//! share it (Redis) or keep it in the process.
 
 use std::{collections::HashMap, sync::Mutex, time::Duration};
 
@@ -107,13 +109,26 @@ pub trait CircuitBoard: Send + Sync {
 
     /// An attempt on `key` answered: its circuit closes.
     async fn succeeded(&self, key: &str);
+
+    /// Claims the one probe a half-open circuit admits: `true` for the caller that may try
+    /// `key` now, `false` while another attempt holds the probe. The claim ends with that
+    /// attempt's [`failed`](Self::failed) or [`succeeded`](Self::succeeded), or after
+    /// `lease` (an attempt that never reports back). A board that cannot be read admits.
+    async fn claim_probe(&self, key: &str, at: DateTime<Utc>, lease: Duration) -> bool;
 }
 
 /// Circuits of this process only.
 #[derive(Debug, Default)]
 pub struct InProcessCircuits {
     policy: CircuitPolicy,
-    states: Mutex<HashMap<String, CircuitState>>,
+    states: Mutex<Circuits>,
+}
+
+/// Each circuit's state, and the half-open ones' probes with the end of their lease.
+#[derive(Debug, Default)]
+struct Circuits {
+    states: HashMap<String, CircuitState>,
+    probes: HashMap<String, DateTime<Utc>>,
 }
 
 impl InProcessCircuits {
@@ -124,7 +139,7 @@ impl InProcessCircuits {
         }
     }
 
-    fn locked(&self) -> std::sync::MutexGuard<'_, HashMap<String, CircuitState>> {
+    fn locked(&self) -> std::sync::MutexGuard<'_, Circuits> {
         self.states
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -134,24 +149,38 @@ impl InProcessCircuits {
 #[async_trait]
 impl CircuitBoard for InProcessCircuits {
     async fn states(&self, keys: &[String]) -> Vec<CircuitState> {
-        let states = self.locked();
+        let circuits = self.locked();
         keys.iter()
-            .map(|key| states.get(key).copied().unwrap_or_default())
+            .map(|key| circuits.states.get(key).copied().unwrap_or_default())
             .collect()
     }
 
     async fn failed(&self, key: &str, at: DateTime<Utc>) {
-        let mut states = self.locked();
-        let state = states.entry(key.to_owned()).or_default();
+        let mut circuits = self.locked();
+        let state = circuits.states.entry(key.to_owned()).or_default();
         *state = self.policy.after_failure(*state, at);
+        circuits.probes.remove(key);
     }
 
     async fn succeeded(&self, key: &str) {
         // Most answers come from healthy deployments: no write for those.
-        let mut states = self.locked();
-        if states.contains_key(key) {
-            states.remove(key);
+        let mut circuits = self.locked();
+        if circuits.states.contains_key(key) {
+            circuits.states.remove(key);
         }
+        if circuits.probes.contains_key(key) {
+            circuits.probes.remove(key);
+        }
+    }
+
+    async fn claim_probe(&self, key: &str, at: DateTime<Utc>, lease: Duration) -> bool {
+        let mut circuits = self.locked();
+        if circuits.probes.get(key).is_some_and(|until| *until > at) {
+            return false;
+        }
+        let lease = chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::MAX);
+        circuits.probes.insert(key.to_owned(), at + lease);
+        true
     }
 }
 
@@ -189,6 +218,33 @@ mod tests {
         let state = board.states(&["m#a".to_owned()]).await[0];
         assert_eq!(state.opens, 2);
         assert_eq!(state.open_until, Some(at(18)));
+    }
+
+    #[tokio::test]
+    async fn a_half_open_circuit_admits_one_probe_until_it_reports_or_its_lease_ends() {
+        let board = InProcessCircuits::default();
+        let lease = Duration::from_secs(30);
+        assert!(board.claim_probe("m#a", at(10), lease).await);
+        assert!(
+            !board.claim_probe("m#a", at(11), lease).await,
+            "one at a time"
+        );
+        assert!(board.claim_probe("m#b", at(11), lease).await, "per circuit");
+        board.failed("m#a", at(12)).await;
+        assert!(
+            board.claim_probe("m#a", at(13), lease).await,
+            "a failure ends it"
+        );
+        board.succeeded("m#a").await;
+        assert!(
+            board.claim_probe("m#a", at(14), lease).await,
+            "a success ends it"
+        );
+        assert!(!board.claim_probe("m#a", at(43), lease).await);
+        assert!(
+            board.claim_probe("m#a", at(44), lease).await,
+            "so does its lease"
+        );
     }
 
     #[test]

@@ -141,9 +141,30 @@ impl RoutedChatModel {
         self.deployments.len() > 1
     }
 
+    /// Whether a deployment is tried now: not while its circuit is open, and while it is
+    /// half open only by the request that claims its one probe (issue 61: every request
+    /// was let through).
+    async fn admits(&self, deployment: &Deployment, phase: CircuitPhase) -> bool {
+        match phase {
+            CircuitPhase::Closed => true,
+            CircuitPhase::Open { .. } => false,
+            CircuitPhase::HalfOpen => {
+                // The probe reports back by its first token at the latest.
+                let lease = deployment
+                    .timeouts
+                    .first_token
+                    .min(deployment.timeouts.total);
+                let key = self.circuit(deployment);
+                self.circuits
+                    .claim_probe(&key, self.clock.now(), lease)
+                    .await
+            }
+        }
+    }
+
     /// The order deployments are tried in, with whether each had a circuit state (failures
-    /// or an opening) to clear on success: the healthy ones by priority, and by a weighted
-    /// draw among equal priorities; only when every circuit is open, all of them by priority.
+    /// or an opening) to clear on success: the admitted ones by priority, and by a weighted
+    /// draw among equal priorities; only when none is admitted, all of them by priority.
     async fn order(&self) -> (Vec<usize>, Vec<bool>) {
         if !self.has_circuits() {
             return (vec![0], vec![false]);
@@ -153,10 +174,14 @@ impl RoutedChatModel {
             .iter()
             .map(|(_, state, _)| *state != CircuitState::default())
             .collect();
+        let mut admitted = Vec::with_capacity(health.len());
+        for (deployment, _, phase) in &health {
+            admitted.push(self.admits(deployment, *phase).await);
+        }
         let mut healthy: Vec<(u32, f64, usize)> = health
             .iter()
             .enumerate()
-            .filter(|(_, (_, _, phase))| !matches!(phase, CircuitPhase::Open { .. }))
+            .filter(|(index, _)| admitted[*index])
             .map(|(index, (deployment, _, _))| {
                 // Efraimidis–Spirakis: sorting by u^(1/w) draws without replacement by weight.
                 let weight = f64::from(deployment.weight.max(1));

@@ -429,3 +429,55 @@ async fn traffic_follows_priority_then_weight() {
     );
     assert_eq!(heavy.calls() + light.calls(), 400);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_half_open_circuit_lets_one_probe_through_while_the_others_fall_back() {
+    let circuits = Arc::new(InProcessCircuits::default());
+    let clock = clock();
+    // The probe hangs until its first-token timeout; afterwards the primary answers.
+    let primary = Scripted::new(vec![Behaviour::Hang], answer("from primary"));
+    let backup = Scripted::always(answer("from backup"));
+    let model = Arc::new(
+        RoutedChatModel::new(
+            "acme/chat",
+            vec![
+                deployment("primary", primary.clone(), 0, 1),
+                deployment("backup", backup.clone(), 1, 1),
+            ],
+            RetryPolicy::default(),
+            circuits.clone(),
+            clock.clone(),
+        )
+        .unwrap(),
+    );
+    for _ in 0..3 {
+        circuits.failed("acme/chat#primary", clock.now()).await;
+    }
+    clock.advance(chrono::Duration::seconds(6));
+    assert_eq!(model.health().await[0].2, CircuitPhase::HalfOpen);
+
+    let probing = model.clone();
+    let probe = tokio::spawn(async move {
+        collect(probing.stream(ChatRequest::default()).await.unwrap()).await
+    });
+    while primary.calls() == 0 {
+        tokio::task::yield_now().await;
+    }
+    // While the probe runs, every other request goes to the backup.
+    for _ in 0..3 {
+        let events = collect(model.stream(ChatRequest::default()).await.unwrap()).await;
+        assert_eq!(route_of(&events).deployment, "backup");
+    }
+    assert_eq!(primary.calls(), 1, "one probe, not every request");
+    // The probe times out, falls back, and reopens the circuit.
+    let events = probe.await.unwrap();
+    let route = route_of(&events);
+    assert_eq!(route.deployment, "backup");
+    assert_eq!(failed_deployments(&route), ["primary"]);
+    assert!(model.health().await[0].1.is_open(clock.now()));
+    // After the longer cool-down, the next probe answers and closes the circuit.
+    clock.advance(chrono::Duration::seconds(11));
+    let events = collect(model.stream(ChatRequest::default()).await.unwrap()).await;
+    assert_eq!(route_of(&events).deployment, "primary");
+    assert_eq!(model.health().await[0].2, CircuitPhase::Closed);
+}
