@@ -1,14 +1,17 @@
 //! Tessera's Redis adapters for what replicas must share: `RedisRateLimiter`, the
 //! `RateLimiter` port on Redis, so every replica draws from one budget per key, and
-//! `RedisCircuits`, the routing's circuit board (`circuits`). The GCRA step runs as one Lua
+//! `RedisCircuits`, the routing's circuit board (`circuits`), both on one `RedisServer`
+//! (`server`: plain or TLS). The GCRA step runs as one Lua
 //! script (atomic, no read-modify-write race) and uses Redis's own clock, so replicas with
 //! skewed clocks still agree. Keys expire when their quota is fully replenished.
 
 mod circuits;
+mod server;
 
 use std::time::Duration;
 
 pub use circuits::RedisCircuits;
+pub use server::{RedisServer, RedisSetupError};
 
 use async_trait::async_trait;
 use redis::{
@@ -46,9 +49,8 @@ pub struct RedisRateLimiter {
 
 impl RedisRateLimiter {
     /// Connects (failing now, not at the first request, when Redis is unreachable).
-    pub async fn connect(url: &str, prefix: &str) -> Result<Self, DomainError> {
-        let client = client(url)?;
-        let connection = ConnectionManager::new_with_config(client, manager_config())
+    pub async fn connect(server: &RedisServer, prefix: &str) -> Result<Self, DomainError> {
+        let connection = ConnectionManager::new_with_config(server.client(), manager_config())
             .await
             .map_err(|e| DomainError::Unavailable {
                 message: format!("cannot connect to Redis: {e}"),
@@ -58,8 +60,8 @@ impl RedisRateLimiter {
 
     /// A limiter that connects at its first use and reconnects after failures; it fails
     /// only on an invalid URL. Until Redis answers, each `acquire` is `Unavailable`.
-    pub fn connect_lazily(url: &str, prefix: &str) -> Result<Self, DomainError> {
-        let connection = ConnectionManager::new_lazy_with_config(client(url)?, manager_config())
+    pub fn connect_lazily(server: &RedisServer, prefix: &str) -> Result<Self, DomainError> {
+        let connection = ConnectionManager::new_lazy_with_config(client(server)?, manager_config())
             .map_err(|e| DomainError::Unavailable {
                 message: format!("cannot set up the Redis connection: {e}"),
             })?;
@@ -75,10 +77,10 @@ impl RedisRateLimiter {
     }
 }
 
-fn client(url: &str) -> Result<redis::Client, DomainError> {
-    redis::Client::open(url).map_err(|e| DomainError::Unavailable {
-        message: format!("invalid Redis URL: {e}"),
-    })
+/// The server's client (fallible like the ports' other setup steps, though it no longer
+/// fails: the URL was checked when the `RedisServer` was made).
+fn client(server: &RedisServer) -> Result<redis::Client, DomainError> {
+    Ok(server.client())
 }
 
 /// A limiter answers within a request's time: bounded connection attempts and replies.
@@ -128,7 +130,7 @@ mod tests {
         let url = std::env::var("TESSERA_TEST_REDIS_URL")
             .unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned());
         RedisRateLimiter::connect(
-            &url,
+            &RedisServer::new(&url, None).unwrap(),
             &format!("tessera-test:{}:", uuid::Uuid::now_v7().simple()),
         )
         .await
@@ -172,10 +174,8 @@ mod tests {
 
     #[tokio::test]
     async fn unreachable_redis_is_reported_at_connect() {
-        let error = RedisRateLimiter::connect("redis://127.0.0.1:1", "x")
-            .await
-            .err()
-            .unwrap();
+        let server = RedisServer::new("redis://127.0.0.1:1", None).unwrap();
+        let error = RedisRateLimiter::connect(&server, "x").await.err().unwrap();
         assert!(matches!(error, DomainError::Unavailable { .. }));
     }
 }

@@ -19,6 +19,8 @@ pub enum ServicesError {
     Mcp(String),
     #[error("config key `redis_url`: {0}")]
     Redis(String),
+    #[error("config key `redis_ca_file`: {0}")]
+    RedisCa(String),
     #[error("cannot load the token counter: {0}")]
     Tokenizer(#[from] tessera_tokenizer::LoadError),
     #[error("cannot seed the system profiles: {0}")]

@@ -13,7 +13,7 @@ use tessera_knowledge::{
     rag::{DatasetRetriever, KnowledgeDirectory},
 };
 use tessera_limits::{InProcessRateLimiter, RateLimiter};
-use tessera_limits_redis::RedisRateLimiter;
+use tessera_limits_redis::{RedisRateLimiter, RedisServer, RedisSetupError};
 use tessera_mcp::McpService;
 use tessera_models::{Catalog, DatasetLinks, ModelService, Providers};
 use tessera_organizations::OrganizationService;
@@ -250,17 +250,38 @@ async fn served_catalog(settings: &Settings) -> Result<(Catalog, Providers), Ser
     Ok((catalog, providers))
 }
 
+/// The Redis server the replicas share, when `redis_url` is set: plain, or TLS checked
+/// against the system's roots or `redis_ca_file`'s (read here, so a missing file stops the
+/// start with its name).
+pub fn redis_server(settings: &Settings) -> Result<Option<RedisServer>, ServicesError> {
+    let Some(url) = &settings.redis_url else {
+        return Ok(None);
+    };
+    let ca = match &settings.redis_ca_file {
+        Some(path) => Some(std::fs::read(path).map_err(|e| {
+            ServicesError::RedisCa(format!("cannot read {}: {e}", path.display()))
+        })?),
+        None => None,
+    };
+    RedisServer::new(url, ca.as_deref())
+        .map(Some)
+        .map_err(|error| match error {
+            RedisSetupError::Url(message) => ServicesError::Redis(message),
+            RedisSetupError::CertificateAuthority(message) => ServicesError::RedisCa(message),
+        })
+}
+
 /// The rate limiter: on Redis when `redis_url` is set, in this process otherwise. Redis
 /// unreachable at start-up does not stop the process (decision 0023): the replica starts,
 /// lets requests pass as it does when Redis is lost later, and connects when Redis answers.
 /// Only an invalid URL (a configuration error) stops it.
 pub async fn rate_limiter(settings: &Settings) -> Result<Arc<dyn RateLimiter>, ServicesError> {
     const PREFIX: &str = "tessera:ratelimit:";
-    Ok(match &settings.redis_url {
-        Some(url) => match RedisRateLimiter::connect(url, PREFIX).await {
+    Ok(match redis_server(settings)? {
+        Some(server) => match RedisRateLimiter::connect(&server, PREFIX).await {
             Ok(limiter) => Arc::new(limiter),
             Err(error) => {
-                let limiter = RedisRateLimiter::connect_lazily(url, PREFIX)
+                let limiter = RedisRateLimiter::connect_lazily(&server, PREFIX)
                     .map_err(|e| ServicesError::Redis(e.to_string()))?;
                 tracing::warn!(%error, "Redis is unreachable at start-up; rate limits are not enforced until it answers");
                 Arc::new(limiter)

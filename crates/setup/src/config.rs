@@ -753,8 +753,12 @@ pub struct Settings {
     pub http: HttpSettings,
     pub database: DatabaseSettings,
     pub auth: AuthSettings,
-    /// Redis URL; when set, rate-limit budgets are shared by every replica through it.
+    /// Redis URL; when set, rate-limit budgets and circuits are shared by every replica
+    /// through it. `rediss://` is TLS; Redis Cluster (`redis+cluster://`) is refused.
     pub redis_url: Option<String>,
+    /// PEM certificates of the authorities a `rediss://` server's certificate is checked
+    /// against, instead of the system's roots (a server with a private CA's certificate).
+    pub redis_ca_file: Option<PathBuf>,
     pub rate_limit: RateLimitSettings,
     pub idempotency: IdempotencySettings,
     pub audit: AuditSettings,
@@ -784,6 +788,7 @@ impl Default for Settings {
             database: DatabaseSettings::default(),
             auth: AuthSettings::default(),
             redis_url: None,
+            redis_ca_file: None,
             rate_limit: RateLimitSettings::default(),
             idempotency: IdempotencySettings::default(),
             audit: AuditSettings::default(),
@@ -928,6 +933,43 @@ impl Settings {
         Ok(settings)
     }
 
+    /// One Redis server, plain or TLS. Cluster mode is refused by name: the rate limiter's
+    /// and the circuits' scripts touch one key each and would work, but a cluster needs
+    /// its own client and tests, and an accepted setting must work (decision 0043).
+    fn validate_redis(&self) -> Result<(), ConfigError> {
+        let invalid = |key: &str, message: &str| ConfigError::Invalid {
+            key: key.to_owned(),
+            source_note: String::new(),
+            message: message.to_owned(),
+        };
+        match &self.redis_url {
+            Some(url)
+                if url.starts_with("redis+cluster://") || url.starts_with("rediss+cluster://") =>
+            {
+                return Err(invalid(
+                    "redis_url",
+                    "Redis Cluster (redis+cluster://) is not supported: set it to one Redis server's redis:// or rediss:// URL",
+                ));
+            }
+            Some(url) if !(url.starts_with("redis://") || url.starts_with("rediss://")) => {
+                return Err(invalid("redis_url", "must be a redis:// or rediss:// URL"));
+            }
+            _ => {}
+        }
+        if self.redis_ca_file.is_some()
+            && !self
+                .redis_url
+                .as_deref()
+                .is_some_and(|url| url.starts_with("rediss://"))
+        {
+            return Err(invalid(
+                "redis_ca_file",
+                "applies to a TLS Redis only: set redis_url to a rediss:// URL",
+            ));
+        }
+        Ok(())
+    }
+
     fn validate(&self) -> Result<(), ConfigError> {
         let invalid = |key: &str, message: String| ConfigError::Invalid {
             key: key.to_owned(),
@@ -1056,14 +1098,7 @@ impl Settings {
                 "must be at least 1".into(),
             ));
         }
-        if let Some(url) = &self.redis_url
-            && !(url.starts_with("redis://") || url.starts_with("rediss://"))
-        {
-            return Err(invalid(
-                "redis_url",
-                "must be a redis:// or rediss:// URL".into(),
-            ));
-        }
+        self.validate_redis()?;
         if let Some(url) = &self.knowledge.qdrant_url
             && !(url.starts_with("http://") || url.starts_with("https://"))
         {
@@ -1476,6 +1511,44 @@ mod tests {
         );
         let message = error_of(Settings::load_from(None, env(&[("TESSERA_LOG", "[[[")])));
         assert!(message.starts_with("config key `log`"), "{message}");
+    }
+
+    #[test]
+    fn redis_is_one_server_plain_or_tls() {
+        let tls = Settings::load_from(
+            None,
+            env(&[
+                ("REDIS_URL", "rediss://cache.internal:6380"),
+                ("TESSERA_REDIS_CA_FILE", "/etc/tessera/redis-ca.pem"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(
+            tls.redis_ca_file.as_deref(),
+            Some(Path::new("/etc/tessera/redis-ca.pem"))
+        );
+        let error = |vars: &[(&str, &str)]| {
+            Settings::load_from(None, env(vars))
+                .err()
+                .unwrap()
+                .to_string()
+        };
+        assert_eq!(
+            error(&[("REDIS_URL", "redis+cluster://a:7000,b:7001")]),
+            "config key `redis_url`: Redis Cluster (redis+cluster://) is not supported: set it to one Redis server's redis:// or rediss:// URL"
+        );
+        assert!(error(&[("REDIS_URL", "rediss+cluster://a:7000")]).contains("Redis Cluster"));
+        assert_eq!(
+            error(&[("REDIS_URL", "http://a:6379")]),
+            "config key `redis_url`: must be a redis:// or rediss:// URL"
+        );
+        assert_eq!(
+            error(&[
+                ("REDIS_URL", "redis://a:6379"),
+                ("TESSERA_REDIS_CA_FILE", "/ca.pem")
+            ]),
+            "config key `redis_ca_file`: applies to a TLS Redis only: set redis_url to a rediss:// URL"
+        );
     }
 
     #[test]
