@@ -14,6 +14,7 @@ use crate::{
     ApiKey, ApiKeyHasher, ApiKeyId, ApiKeySecret, ApiKeyStore, IdentityError, NewApiKey,
     StoredApiKey, TokenError,
     api_key::{MAX_API_KEY_NAME_CHARS, MAX_API_KEY_SCOPES},
+    service::act_within_held_scopes,
 };
 
 const CURSOR_LIST: &str = "api-keys";
@@ -210,13 +211,18 @@ impl ApiKeyService {
         }))
     }
 
-    /// Revokes the key: the next request that presents it, on any replica, is refused.
+    /// Revokes the key: the next request that presents it, on any replica, is refused. A
+    /// principal may revoke only a key whose every scope it holds (403 `scope_not_held`, the
+    /// creator rule); an operator may revoke any. A key's scopes never change, so the check
+    /// cannot be overtaken by a change to them.
     pub async fn revoke(
         &self,
         organization: &OrganizationId,
         id: &ApiKeyId,
         actor: &Actor,
     ) -> Result<(), IdentityError> {
+        let key = self.get(organization, id).await?;
+        act_within_held_scopes(actor, &key.scopes, "cannot revoke an API key holding")?;
         let now = self.clock.now();
         let audit = actor.record(organization, "api_key.revoke", "api_key", id.as_str(), now);
         if self.store.revoke(organization, id, now, &audit).await? {
@@ -536,14 +542,60 @@ mod tests {
     #[tokio::test]
     async fn revoking_an_unknown_key_is_not_found() {
         let mut store = MockApiKeyStore::new();
-        store.expect_revoke().returning(|_, _, _, audit| {
-            assert_eq!(audit.action, "api_key.revoke");
-            Ok(false)
-        });
+        store.expect_get().returning(|_, _| Ok(None));
+        store.expect_revoke().never();
         let id = ApiKeyId::generate();
         assert!(matches!(
             service(store).revoke(&org(), &id, &Actor::Principal(admin())).await,
             Err(IdentityError::ApiKeyNotFound(found)) if found == id
         ));
+        // Revoked between the read and the write: still not found.
+        let mut store = MockApiKeyStore::new();
+        store
+            .expect_get()
+            .returning(|_, _| Ok(Some(stored("tsk_x", None).key)));
+        store.expect_revoke().returning(|_, _, _, audit| {
+            assert_eq!(audit.action, "api_key.revoke");
+            Ok(false)
+        });
+        assert!(matches!(
+            service(store)
+                .revoke(&org(), &id, &Actor::Principal(admin()))
+                .await,
+            Err(IdentityError::ApiKeyNotFound(_))
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_key_is_revoked_only_by_a_holder_of_its_scopes_or_an_operator() {
+        let owners = |store: &mut MockApiKeyStore| {
+            store.expect_get().returning(|_, _| {
+                let mut key = stored("tsk_x", None).key;
+                key.scopes = ScopeSet::parse_list("org:owner").unwrap();
+                Ok(Some(key))
+            });
+        };
+        let mut store = MockApiKeyStore::new();
+        owners(&mut store);
+        store.expect_revoke().never();
+        let id = ApiKeyId::generate();
+        let refused = service(store)
+            .revoke(&org(), &id, &Actor::Principal(admin()))
+            .await
+            .unwrap_err();
+        assert!(matches!(
+            DomainError::from(refused),
+            DomainError::Forbidden { code: "scope_not_held", ref message } if message.contains("org:owner")
+        ));
+        let mut store = MockApiKeyStore::new();
+        owners(&mut store);
+        store
+            .expect_revoke()
+            .times(1)
+            .returning(|_, _, _, _| Ok(true));
+        service(store)
+            .revoke(&org(), &id, &Actor::Operator("ops".into()))
+            .await
+            .unwrap();
     }
 }

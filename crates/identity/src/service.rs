@@ -58,6 +58,29 @@ impl From<IdentityError> for DomainError {
     }
 }
 
+/// The creator rule, applied to every operation on a credential (creating, rotating or
+/// revoking a client; creating or revoking an API key): a principal acts only on credentials
+/// whose every scope it holds itself, so no caller gains or takes away power beyond its own
+/// (403 `scope_not_held`, naming the first scope it lacks after `doing`). Operators
+/// (`tessera-admin`) and the service itself act on any credential.
+pub(crate) fn act_within_held_scopes(
+    actor: &Actor,
+    scopes: &ScopeSet,
+    doing: &str,
+) -> Result<(), IdentityError> {
+    let Actor::Principal(principal) = actor else {
+        return Ok(());
+    };
+    match scopes.iter().find(|scope| !principal.can(scope)) {
+        None => Ok(()),
+        Some(beyond) => Err(DomainError::Forbidden {
+            code: "scope_not_held",
+            message: format!("{doing} `{beyond}`, which the caller does not hold"),
+        }
+        .into()),
+    }
+}
+
 /// What the issuer puts in every token.
 #[derive(Debug, Clone)]
 pub struct TokenSettings {
@@ -132,17 +155,9 @@ impl IdentityService {
         creator: &Principal,
         new: NewClient,
     ) -> Result<(Client, ClientSecret), IdentityError> {
-        if let Some(beyond) = new.scopes.iter().find(|scope| !creator.can(scope)) {
-            return Err(DomainError::Forbidden {
-                code: "scope_not_held",
-                message: format!(
-                    "a client cannot be given `{beyond}`, which the caller does not hold"
-                ),
-            }
-            .into());
-        }
-        self.create_client(new, &Actor::Principal(creator.clone()))
-            .await
+        let actor = Actor::Principal(creator.clone());
+        act_within_held_scopes(&actor, &new.scopes, "a client cannot be given")?;
+        self.create_client(new, &actor).await
     }
 
     /// Creates a client; the secret is returned this once and stored only as a hash.
@@ -178,7 +193,9 @@ impl IdentityService {
         Ok((client, secret))
     }
 
-    /// Replaces the client's secret; every token issued under the old one stops working.
+    /// Replaces the client's secret; every token issued under the old one stops working. A
+    /// principal may rotate only a client whose every scope it holds (403 `scope_not_held`:
+    /// rotating hands over the client's power, so it is bound like creating one).
     pub async fn rotate_secret(
         &self,
         organization: &OrganizationId,
@@ -186,6 +203,7 @@ impl IdentityService {
         actor: &Actor,
     ) -> Result<ClientSecret, IdentityError> {
         let client = self.active_client(organization, id).await?;
+        act_within_held_scopes(actor, &client.scopes, "cannot rotate a client holding")?;
         let secret = ClientSecret::generate();
         let hash = self.hasher.hash(&secret)?;
         let generation = client.secret_generation.saturating_add(1);
@@ -207,13 +225,17 @@ impl IdentityService {
         Ok(secret)
     }
 
-    /// Revokes the client and, with it, every token it holds.
+    /// Revokes the client and, with it, every token it holds. A principal may revoke only a
+    /// client whose every scope it holds (403 `scope_not_held`). A client's scopes never
+    /// change, so the check cannot be overtaken by a change to them.
     pub async fn revoke(
         &self,
         organization: &OrganizationId,
         id: &ClientId,
         actor: &Actor,
     ) -> Result<(), IdentityError> {
+        let client = self.active_client(organization, id).await?;
+        act_within_held_scopes(actor, &client.scopes, "cannot revoke a client holding")?;
         let now = self.clock.now();
         let audit = actor.record(organization, "client.revoke", "client", id.as_str(), now);
         if self.clients.revoke(organization, id, now, &audit).await? {
@@ -957,6 +979,78 @@ mod tests {
             matches!(result, Err(IdentityError::Domain(_))),
             "{result:?}"
         );
+    }
+
+    fn principal(scopes: &str) -> Actor {
+        Actor::Principal(Principal {
+            organization_id: org(),
+            subject: "key_0190f5c1a3e27c3d9b1e4a0c5d6e7f80".into(),
+            kind: PrincipalKind::ApiKey,
+            scopes: ScopeSet::parse_list(scopes).unwrap(),
+            origin: None,
+        })
+    }
+
+    #[tokio::test]
+    async fn a_client_is_rotated_or_revoked_only_by_a_holder_of_its_scopes() {
+        let id: ClientId = "cli_0190f5c1a3e27c3d9b1e4a0c5d6e7f80".parse().unwrap();
+        let mut f = Fixture::new();
+        // The client holds files:read and particles:admin.
+        f.store
+            .expect_get()
+            .returning(|_, _| Ok(Some(client(4, false).client)));
+        f.store.expect_replace_secret().never();
+        f.store.expect_revoke().never();
+        let service = f.service();
+        let partial = principal("files:read particles:read");
+        for refused in [
+            service
+                .rotate_secret(&org(), &id, &partial)
+                .await
+                .map(|_| ())
+                .unwrap_err(),
+            service.revoke(&org(), &id, &partial).await.unwrap_err(),
+        ] {
+            assert!(matches!(
+                DomainError::from(refused),
+                DomainError::Forbidden { code: "scope_not_held", ref message } if message.contains("particles:admin")
+            ));
+        }
+
+        let mut f = Fixture::new();
+        f.store
+            .expect_get()
+            .returning(|_, _| Ok(Some(client(4, false).client)));
+        f.store
+            .expect_replace_secret()
+            .times(2)
+            .returning(|_, _, _, _, _, _| Ok(true));
+        f.store
+            .expect_revoke()
+            .times(2)
+            .returning(|_, _, _, _| Ok(true));
+        let service = f.service();
+        // org:admin implies both; an operator acts on any client.
+        for actor in [principal("org:admin"), Actor::Operator("ops".into())] {
+            service.rotate_secret(&org(), &id, &actor).await.unwrap();
+            service.revoke(&org(), &id, &actor).await.unwrap();
+        }
+    }
+
+    #[tokio::test]
+    async fn revoking_a_revoked_client_is_not_found() {
+        let mut f = Fixture::new();
+        f.store
+            .expect_get()
+            .returning(|_, _| Ok(Some(client(4, true).client)));
+        f.store.expect_revoke().never();
+        let id: ClientId = "cli_0190f5c1a3e27c3d9b1e4a0c5d6e7f80".parse().unwrap();
+        assert!(matches!(
+            f.service()
+                .revoke(&org(), &id, &principal("org:admin"))
+                .await,
+            Err(IdentityError::ClientNotFound(_))
+        ));
     }
 
     #[tokio::test]

@@ -113,6 +113,7 @@ pub async fn get_api_key(
     params(("api_key_id" = String, Path, description = "The API key id (`key_…`)")),
     responses(
         (status = 204, description = "Revoked"),
+        (status = 403, description = "The caller lacks `org:admin`, or the key holds a scope the caller does not (`scope_not_held`)", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such API key in this organization (or it was revoked already)", body = Problem, content_type = "application/problem+json")
     )
 )]

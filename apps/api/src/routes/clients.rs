@@ -129,6 +129,7 @@ pub async fn get_client(
     params(("client_id" = String, Path, description = "The client id")),
     responses(
         (status = 200, description = "Rotated; `clientSecret` is shown only now", body = ClientOut),
+        (status = 403, description = "The caller lacks `org:admin`, or the client holds a scope the caller does not (`scope_not_held`)", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such active client in this organization", body = Problem, content_type = "application/problem+json")
     )
 )]
@@ -162,6 +163,7 @@ pub async fn rotate_client(
     params(("client_id" = String, Path, description = "The client id")),
     responses(
         (status = 204, description = "Revoked"),
+        (status = 403, description = "The caller lacks `org:admin`, or the client holds a scope the caller does not (`scope_not_held`)", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such active client in this organization", body = Problem, content_type = "application/problem+json")
     )
 )]

@@ -17,6 +17,7 @@ mod files;
 mod generation_leases;
 mod graceful_stop;
 mod hardening;
+mod hardening3_access;
 mod hardening3_operations;
 mod http;
 mod idempotency;
