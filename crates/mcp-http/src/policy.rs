@@ -80,6 +80,10 @@ mod tests {
             "http://10.1.2.3/mcp",
             "http://169.254.169.254/",
             "http://[::ffff:192.168.0.1]/mcp",
+            "http://[::127.0.0.1]/mcp",
+            "http://[64:ff9b::7f00:1]/mcp",
+            "http://[64:ff9b:1::a00:1]/mcp",
+            "http://[2002:7f00:1::]/mcp",
         ] {
             assert!(
                 matches!(

@@ -129,6 +129,10 @@ async fn private_targets_are_refused_at_delivery_by_name_and_by_address() {
         format!("http://localhost:{port}/"),
         format!("http://127.0.0.1:{port}/"),
         format!("http://[::ffff:127.0.0.1]:{port}/"),
+        // IPv6 forms carrying 127.0.0.1: IPv4-compatible, NAT64, 6to4.
+        format!("http://[::127.0.0.1]:{port}/"),
+        format!("http://[64:ff9b::7f00:1]:{port}/"),
+        format!("http://[2002:7f00:1::]:{port}/"),
     ] {
         let error = sender.post(&request(url.clone())).await.unwrap_err();
         assert!(error.0.contains("private"), "{url}: {}", error.0);

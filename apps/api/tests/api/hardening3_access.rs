@@ -1,6 +1,7 @@
 //! Issue 61, third hardening round, over HTTPS on the real application: no power gained
 //! through a credential one may act on (rotating or revoking a client or API key needs its
-//! every scope, like creating it).
+//! every scope, like creating it); no target URL whose IPv6 address carries a private IPv4
+//! address (webhooks, MCP servers).
 
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -185,6 +186,96 @@ async fn an_admin_cannot_take_over_or_revoke_an_owner(backend: Backend) {
         .revoke(&organization, &owner_key_id.parse().unwrap(), &operator)
         .await
         .unwrap();
+}
+
+/// URL hosts written as IPv6 addresses that carry 127.0.0.1 or another private IPv4 address.
+const EMBEDDING_PRIVATE_IPV4: [&str; 8] = [
+    // IPv4-compatible.
+    "http://[::127.0.0.1]:8080/x",
+    // IPv4-mapped, in both spellings.
+    "http://[::ffff:127.0.0.1]/x",
+    "http://[::ffff:a9fe:a9fe]/x",
+    // NAT64's well-known prefix, and its local-use prefix.
+    "http://[64:ff9b::7f00:1]/x",
+    "http://[64:ff9b::10.0.0.1]/x",
+    "http://[64:ff9b:1::808:808]/x",
+    // 6to4.
+    "http://[2002:7f00:1::]/x",
+    // Teredo, whose client 127.0.0.1 is stored inverted.
+    "http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/x",
+];
+
+/// 422 `validation_failed` at `body.url` (`invalid_url`), as for `127.0.0.1` itself.
+async fn refused_url(response: reqwest::Response) {
+    let error = problem(response, 422, "validation_failed").await;
+    assert!(
+        error["detail"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["loc"] == json!(["body", "url"]) && e["type"] == "invalid_url"),
+        "{error}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn urls_embedding_a_private_ipv4_are_refused_for_webhooks_and_mcp_servers() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    let admin = app.caller_token("org:admin").await;
+    for url in EMBEDDING_PRIVATE_IPV4 {
+        refused_url(
+            app.call_json(
+                Method::POST,
+                "/v1/webhooks",
+                &admin,
+                &json!({"url": url, "events": ["file.ready"]}),
+            )
+            .await,
+        )
+        .await;
+        refused_url(
+            app.call_json(
+                Method::POST,
+                "/v1/mcp-servers",
+                &admin,
+                &json!({"name": "tools", "url": url}),
+            )
+            .await,
+        )
+        .await;
+    }
+    // The same prefixes carrying a public address are accepted.
+    let mcp = ok(
+        app.call_json(
+            Method::POST,
+            "/v1/mcp-servers",
+            &admin,
+            &json!({"name": "tools", "url": "https://[64:ff9b::808:808]/mcp"}),
+        )
+        .await,
+        201,
+    )
+    .await;
+    ok(
+        app.call_json(
+            Method::POST,
+            "/v1/webhooks",
+            &admin,
+            &json!({"url": "https://[2002:808:808::1]/h", "events": ["file.ready"]}),
+        )
+        .await,
+        201,
+    )
+    .await;
+    // And a change of URL is held to the same check.
+    let path = format!("/v1/mcp-servers/{}", mcp["id"].as_str().unwrap());
+    for url in EMBEDDING_PRIVATE_IPV4 {
+        refused_url(
+            app.call_json(Method::PATCH, &path, &admin, &json!({"url": url}))
+                .await,
+        )
+        .await;
+    }
 }
 
 tessera_store::on_both_databases!(an_admin_cannot_take_over_or_revoke_an_owner);
