@@ -1,6 +1,7 @@
 // Starts oauth2-mock-server on a random loopback port and prints {"issuer": …} on stdout.
-// Tokens come from POST /token (client_credentials); the form fields sub, org_id, scope, aud
-// and exp_offset (seconds, may be negative) become claims, so tests can mint any session.
+// Tokens come from POST /token (client_credentials); the form fields sub, org_id, scope, aud,
+// iss and exp_offset (seconds, may be negative) become claims, so tests can mint any session
+// (iss: a token for another issuer that serves this provider's keys).
 // A line "rotate" on stdin adds a new signing key (the JWKS then lists both).
 import { createInterface } from 'node:readline';
 import { OAuth2Server } from 'oauth2-mock-server';
@@ -9,7 +10,7 @@ const server = new OAuth2Server();
 await server.issuer.keys.generate('RS256');
 server.service.on('beforeTokenSigning', (token, req) => {
   const body = req.body ?? {};
-  for (const claim of ['sub', 'org_id', 'scope', 'aud']) {
+  for (const claim of ['sub', 'org_id', 'scope', 'aud', 'iss']) {
     if (body[claim] !== undefined) token.payload[claim] = body[claim];
   }
   if (body.exp_offset !== undefined) {

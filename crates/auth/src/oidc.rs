@@ -1,6 +1,9 @@
 //! Session tokens of an external OpenID Connect provider: its discovery document names its
 //! JWKS; keys are cached and fetched again when a token names an unknown `kid` (at most once
 //! per `refresh_interval`, so a stream of forged kids cannot make us hammer the provider).
+//! A discovery document is used only when its `issuer` is exactly the configured issuer
+//! (OpenID Connect Discovery 1.0, section 4.3): otherwise it is refused with a warning, no key
+//! is taken from it, and the provider's tokens are refused as unverifiable.
 
 use std::{
     collections::HashMap,
@@ -47,6 +50,8 @@ pub struct OidcVerifier {
 
 #[derive(Deserialize)]
 struct Discovery {
+    /// Must equal the issuer the document was fetched for, character for character.
+    issuer: String,
     jwks_uri: String,
 }
 
@@ -116,6 +121,17 @@ impl OidcVerifier {
             .json()
             .await
             .map_err(unavailable)?;
+        // OpenID Connect Discovery 1.0, 4.3: "The issuer value returned MUST be identical to
+        // the Issuer URL that was used as the prefix to /.well-known/openid-configuration",
+        // and a document that differs MUST NOT be used. Its keys could sign for anyone.
+        if discovery.issuer != self.provider.issuer {
+            tracing::warn!(
+                issuer = %self.provider.issuer,
+                document_issuer = %discovery.issuer,
+                "the identity provider's discovery document names another issuer; it is refused, no key is taken from it, and the provider's session tokens are refused until it names the configured issuer"
+            );
+            return Err(TokenError::UntrustedProvider);
+        }
         let set: JwkSet = self
             .http
             .get(discovery.jwks_uri)
@@ -145,9 +161,20 @@ impl OidcVerifier {
         if !may_refresh {
             return Err(TokenError::BadSignature);
         }
-        let keys = self.fetch_keys().await?;
+        let fetched = self.fetch_keys().await;
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-        cache.keys = keys;
+        match fetched {
+            Ok(keys) => cache.keys = keys,
+            // A provider whose document names another issuer keeps no key, not even one an
+            // earlier document gave; the refusal counts as a fetch, so it is not asked again
+            // before `refresh_interval`.
+            Err(TokenError::UntrustedProvider) => {
+                cache.keys.clear();
+                cache.fetched = Some(Instant::now());
+                return Err(TokenError::UntrustedProvider);
+            }
+            Err(error) => return Err(error),
+        }
         cache.fetched = Some(Instant::now());
         cache.keys.get(kid).cloned().ok_or(TokenError::BadSignature)
     }
@@ -218,6 +245,150 @@ mod tests {
             "a:read b:write"
         );
         assert_eq!(scopes_of(None), "");
+    }
+
+    use std::sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    };
+
+    use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
+    use tessera_identity::{AccessClaims, TokenSigner};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use crate::{JwtKeys, TokenRules};
+
+    /// An identity provider of the test's own on a real loopback listener: its discovery
+    /// document names `issuer` (changed by the test) and its JWKS the keys given.
+    struct Provider {
+        url: String,
+        issuer: Arc<Mutex<String>>,
+        jwks_fetches: Arc<AtomicUsize>,
+    }
+
+    async fn provider(jwks: serde_json::Value) -> Provider {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
+        let issuer = Arc::new(Mutex::new(url.clone()));
+        let jwks_fetches = Arc::new(AtomicUsize::new(0));
+        let (named, fetches, base) = (issuer.clone(), jwks_fetches.clone(), url.clone());
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let mut head = Vec::new();
+                let mut buffer = [0; 1024];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buffer).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => head.extend_from_slice(&buffer[..n]),
+                    }
+                }
+                let head = String::from_utf8_lossy(&head);
+                let path = head.split(' ').nth(1).unwrap_or_default();
+                let body = if path == "/.well-known/openid-configuration" {
+                    let issuer = named.lock().unwrap().clone();
+                    serde_json::json!({"issuer": issuer, "jwks_uri": format!("{base}/jwks")})
+                } else {
+                    fetches.fetch_add(1, Ordering::SeqCst);
+                    jwks.clone()
+                }
+                .to_string();
+                let response = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = stream.write_all(response.as_bytes()).await;
+            }
+        });
+        Provider {
+            url,
+            issuer,
+            jwks_fetches,
+        }
+    }
+
+    fn session_token(keys: &JwtKeys, issuer: &str) -> String {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+            .cast_signed();
+        keys.sign(&AccessClaims {
+            iss: issuer.into(),
+            sub: "user-1".into(),
+            aud: "tessera-api".into(),
+            org: "org_test".into(),
+            scope: "files:read".into(),
+            secret_generation: 0,
+            iat: now,
+            nbf: now,
+            exp: now + 300,
+            jti: "j".into(),
+        })
+        .unwrap()
+    }
+
+    /// The same token naming another key id (so its key is looked for again).
+    fn with_kid(token: &str, kid: &str) -> String {
+        let (header, rest) = token.split_once('.').unwrap();
+        let mut header: serde_json::Value =
+            serde_json::from_slice(&URL_SAFE_NO_PAD.decode(header).unwrap()).unwrap();
+        header["kid"] = kid.into();
+        format!("{}.{rest}", URL_SAFE_NO_PAD.encode(header.to_string()))
+    }
+
+    #[tokio::test]
+    async fn a_discovery_document_naming_another_issuer_is_refused_and_gives_no_key() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let dir = tempfile::tempdir().unwrap();
+        let rules = TokenRules {
+            issuer: "unused".into(),
+            audience: "tessera-api".into(),
+            leeway_secs: 0,
+        };
+        let keys = JwtKeys::load_or_create(dir.path(), rules).unwrap();
+        let idp = provider(keys.jwks()).await;
+        let verifier = OidcVerifier::new(OidcProvider {
+            issuer: idp.url.clone(),
+            audience: "tessera-api".into(),
+            organization_claim: "org".into(),
+            scopes_claim: "scope".into(),
+            leeway_secs: 0,
+            refresh_interval: Duration::ZERO,
+        });
+        let token = session_token(&keys, &idp.url);
+        // Identical means identical: not another host, not even a trailing slash.
+        for named in ["https://idp.example", &format!("{}/", idp.url), ""] {
+            *idp.issuer.lock().unwrap() = named.to_owned();
+            assert_eq!(
+                verifier.verify(&token).await,
+                Err(TokenError::UntrustedProvider),
+                "{named}"
+            );
+        }
+        assert_eq!(
+            idp.jwks_fetches.load(Ordering::SeqCst),
+            0,
+            "no key is fetched through a refused document"
+        );
+
+        // The same provider naming itself: the token verifies.
+        *idp.issuer.lock().unwrap() = idp.url.clone();
+        let claims = verifier.verify(&token).await.unwrap();
+        assert_eq!(
+            (claims.subject.as_str(), claims.organization.as_str()),
+            ("user-1", "org_test")
+        );
+
+        // A document refused later takes away the keys an earlier one gave.
+        *idp.issuer.lock().unwrap() = "https://idp.example".into();
+        assert_eq!(
+            verifier.verify(&with_kid(&token, "rotated")).await,
+            Err(TokenError::UntrustedProvider)
+        );
+        assert_eq!(
+            verifier.verify(&token).await,
+            Err(TokenError::UntrustedProvider)
+        );
     }
 
     #[test]

@@ -44,6 +44,12 @@ pub enum TokenError {
     UnknownOrganization,
     #[error("the token cannot be checked right now")]
     Unavailable,
+    /// The provider's discovery document does not name the configured issuer (OpenID
+    /// Connect Discovery 1.0, section 4.3), so none of its keys is trusted.
+    #[error(
+        "the token's identity provider cannot be trusted: its discovery document names another issuer"
+    )]
+    UntrustedProvider,
     #[error("the API key is unknown or has been revoked")]
     UnknownApiKey,
     #[error("the API key has expired")]

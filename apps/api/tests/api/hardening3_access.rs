@@ -1,7 +1,10 @@
 //! Issue 61, third hardening round, over HTTPS on the real application: no power gained
 //! through a credential one may act on (rotating or revoking a client or API key needs its
 //! every scope, like creating it); no target URL whose IPv6 address carries a private IPv4
-//! address (webhooks, MCP servers).
+//! address (webhooks, MCP servers); no session token of a provider whose discovery document
+//! names another issuer.
+
+use std::sync::{Arc, Mutex};
 
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -276,6 +279,108 @@ async fn urls_embedding_a_private_ipv4_are_refused_for_webhooks_and_mcp_servers(
         )
         .await;
     }
+}
+
+/// A discovery document of the test's own on a real loopback listener, naming the issuer
+/// the test sets and a real provider's JWKS.
+struct Discovery {
+    url: String,
+    issuer: Arc<Mutex<String>>,
+}
+
+impl Discovery {
+    async fn serve(jwks_uri: String) -> Self {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
+        let issuer = Arc::new(Mutex::new(url.clone()));
+        let named = issuer.clone();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let mut head = Vec::new();
+                let mut buffer = [0; 1024];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buffer).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => head.extend_from_slice(&buffer[..n]),
+                    }
+                }
+                let (status, body) = if head.starts_with(b"GET /.well-known/openid-configuration ")
+                {
+                    let issuer = named.lock().unwrap().clone();
+                    (
+                        "200 OK",
+                        json!({"issuer": issuer, "jwks_uri": jwks_uri}).to_string(),
+                    )
+                } else {
+                    ("404 Not Found", "{}".to_owned())
+                };
+                let response = format!(
+                    "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = stream.write_all(response.as_bytes()).await;
+            }
+        });
+        Self { url, issuer }
+    }
+
+    fn name(&self, issuer: &str) {
+        *self.issuer.lock().unwrap() = issuer.to_owned();
+    }
+}
+
+/// OpenID Connect Discovery 1.0, 4.3: a discovery document whose `issuer` is not the
+/// configured issuer is refused, so a session token whose keys only it names is refused as
+/// unverifiable (401 `invalid_token`); the same token is accepted once the document names
+/// the configured issuer. The keys and the token come from a real provider
+/// (`oauth2-mock-server`), the document from the test's own server in front of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_tokens_of_a_provider_whose_discovery_names_another_issuer_are_refused() {
+    let provider = crate::oidc::Provider::start();
+    let own: Value = reqwest::get(format!(
+        "{}/.well-known/openid-configuration",
+        provider.issuer
+    ))
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    let discovery = Discovery::serve(own["jwks_uri"].as_str().unwrap().to_owned()).await;
+    let mut settings = provider.settings();
+    settings.issuer = discovery.url.clone();
+    let app = TestApp::spawn_with(Backend::Sqlite, move |s| s.auth.oidc = vec![settings]).await;
+    let (org_id, _, _) = app.organization_with_client("files:read").await;
+    let token = provider
+        .mint(&[
+            ("sub", "user-1"),
+            ("org_id", &org_id),
+            ("aud", "tessera-api"),
+            ("iss", &discovery.url),
+        ])
+        .await;
+
+    for wrong in [
+        provider.issuer.clone(),
+        format!("{}/", discovery.url),
+        "https://login.example.com".to_owned(),
+    ] {
+        discovery.name(&wrong);
+        let refused = problem(
+            app.call(Method::GET, "/v1/organization", &token).await,
+            401,
+            "invalid_token",
+        )
+        .await;
+        assert!(
+            refused["detail"].as_str().unwrap().contains("issuer"),
+            "{wrong}: {refused}"
+        );
+    }
+    discovery.name(&discovery.url);
+    let organization = ok(app.call(Method::GET, "/v1/organization", &token).await, 200).await;
+    assert_eq!(organization["id"], org_id.as_str());
 }
 
 tessera_store::on_both_databases!(an_admin_cannot_take_over_or_revoke_an_owner);

@@ -16,16 +16,16 @@ use crate::{
     support::{TestApp, problem},
 };
 
-struct Provider {
+pub(crate) struct Provider {
     /// The `node` process, killed with the provider.
     _server: KillOnDrop,
     stdin: ChildStdin,
     lines: mpsc::Receiver<String>,
-    issuer: String,
+    pub(crate) issuer: String,
 }
 
 impl Provider {
-    fn start() -> Self {
+    pub(crate) fn start() -> Self {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/oidc");
         assert!(
             dir.join("node_modules/oauth2-mock-server").exists(),
@@ -61,7 +61,7 @@ impl Provider {
         }
     }
 
-    fn settings(&self) -> OidcSettings {
+    pub(crate) fn settings(&self) -> OidcSettings {
         OidcSettings {
             issuer: self.issuer.clone(),
             audience: "tessera-api".into(),
@@ -72,7 +72,7 @@ impl Provider {
     }
 
     /// Mints a session token with the given claims.
-    async fn mint(&self, claims: &[(&str, &str)]) -> String {
+    pub(crate) async fn mint(&self, claims: &[(&str, &str)]) -> String {
         let mut form = vec![("grant_type", "client_credentials")];
         form.extend_from_slice(claims);
         let response = reqwest::Client::new()
