@@ -29,7 +29,7 @@ pub use cursor::{Cursor, CursorCodec, CursorError};
 pub use error::{DomainError, FieldError, Loc, LocSegment};
 pub use ids::IdError;
 pub use organization_id::{OrganizationId, OrganizationIdError};
-pub use outbound::{TargetPolicy, embedded_ipv4, is_private_address};
+pub use outbound::{TargetPolicy, embedded_ipv4, is_private_address, same_origin};
 pub use page::{Limit, LimitError, Page, PageRequest};
 pub use per_thread::PerThread;
 pub use principal::{Action, Origin, Principal, PrincipalKind, Scope, ScopeError, ScopeSet};

@@ -86,6 +86,19 @@ pub fn embedded_ipv4(ip: Ipv6Addr) -> [Option<Ipv4Addr>; 2] {
     }
 }
 
+/// Whether two URLs share their origin (scheme, host and port, the default port of the
+/// scheme being the same as none): what decides whether credentials given for one may be
+/// sent to the other. A text that is not an absolute URL shares no origin.
+pub fn same_origin(a: &str, b: &str) -> bool {
+    match (Url::parse(a), Url::parse(b)) {
+        (Ok(a), Ok(b)) => {
+            let origin = a.origin();
+            origin.is_tuple() && origin == b.origin()
+        }
+        _ => false,
+    }
+}
+
 impl TargetPolicy {
     /// Why `text` cannot be a target URL (http or https, at most `max_chars`, no
     /// credentials or fragment, a host the policy allows), if it cannot.
@@ -125,6 +138,45 @@ mod tests {
 
     fn v6(text: &str) -> Ipv6Addr {
         text.parse().unwrap()
+    }
+
+    #[test]
+    fn origins_are_scheme_host_and_port() {
+        for (a, b) in [
+            (
+                "https://mcp.example.com/mcp",
+                "https://mcp.example.com/v2/mcp?x=1",
+            ),
+            (
+                "https://mcp.example.com/mcp",
+                "https://MCP.example.com:443/other",
+            ),
+            ("http://127.0.0.1:8080/a", "http://127.0.0.1:8080/b"),
+        ] {
+            assert!(same_origin(a, b), "{a} {b}");
+        }
+        for (a, b) in [
+            ("https://mcp.example.com/mcp", "http://mcp.example.com/mcp"),
+            (
+                "https://mcp.example.com/mcp",
+                "https://evil.example.com/mcp",
+            ),
+            (
+                "https://mcp.example.com/mcp",
+                "https://mcp.example.com:8443/mcp",
+            ),
+            (
+                "https://mcp.example.com/mcp",
+                "https://mcp.example.com.evil.example/mcp",
+            ),
+            (
+                "http://127.0.0.1:8080/a",
+                "http://[::ffff:127.0.0.1]:8080/a",
+            ),
+            ("not a url", "not a url"),
+        ] {
+            assert!(!same_origin(a, b), "{a} {b}");
+        }
     }
 
     #[test]

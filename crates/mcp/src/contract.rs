@@ -32,6 +32,7 @@ macro_rules! mcp_server_store_contract {
         $crate::__tessera_kernel::contract_checks!($factory, $crate;
             servers_read_back_exactly_within_their_organization,
             update_replaces_every_mutable_field,
+            an_update_made_from_an_older_read_is_refused,
             tools_are_kept_with_the_time_they_were_listed,
             links_are_made_once_and_listed_oldest_first,
             links_go_with_their_server,
@@ -380,6 +381,7 @@ pub async fn update_replaces_every_mutable_field(stores: &impl McpServerStores) 
         f.servers
             .update(
                 &changed,
+                server.updated_at,
                 &audit(&acme, "mcp_server.update", server.id.as_str())
             )
             .await
@@ -406,6 +408,7 @@ pub async fn update_replaces_every_mutable_field(stores: &impl McpServerStores) 
         f.servers
             .update(
                 &again,
+                changed.updated_at,
                 &audit(&acme, "mcp_server.update", server.id.as_str())
             )
             .await
@@ -431,6 +434,7 @@ pub async fn update_replaces_every_mutable_field(stores: &impl McpServerStores) 
         !f.servers
             .update(
                 &hijacked,
+                again.updated_at,
                 &audit(&other, "mcp_server.update", server.id.as_str())
             )
             .await
@@ -441,6 +445,7 @@ pub async fn update_replaces_every_mutable_field(stores: &impl McpServerStores) 
         !f.servers
             .update(
                 &unknown,
+                unknown.updated_at,
                 &audit(&acme, "mcp_server.update", unknown.id.as_str())
             )
             .await
@@ -449,6 +454,75 @@ pub async fn update_replaces_every_mutable_field(stores: &impl McpServerStores) 
     assert_eq!(f.servers.get(&acme, &server.id).await.unwrap(), stored);
     assert_eq!(f.servers.get(&acme, &unknown.id).await.unwrap(), None);
     assert_eq!(f.servers.get(&other, &server.id).await.unwrap(), None);
+}
+
+/// Two changes made from the same read: the first is written, the second (whose read is
+/// no longer the stored version) is refused and changes nothing, so no change undoes
+/// another or mixes its fields with another's.
+pub async fn an_update_made_from_an_older_read_is_refused(stores: &impl McpServerStores) {
+    let f = Fixture::new(stores);
+    let acme = f.organization().await;
+    let server = rich(&acme);
+    f.insert(&server).await;
+    let read = f.servers.get(&acme, &server.id).await.unwrap().unwrap();
+
+    let moved = McpServer {
+        url: "https://elsewhere.example.net/mcp".into(),
+        header_names: Vec::new(),
+        headers: SealedHeaders(Vec::new()),
+        tools: None,
+        updated_at: at(70),
+        ..read.clone()
+    };
+    let renamed = McpServer {
+        name: "Renamed".into(),
+        updated_at: at(70),
+        ..read.clone()
+    };
+    let change = audit(&acme, "mcp_server.update", server.id.as_str());
+    let before = f.events().await;
+    assert!(
+        f.servers
+            .update(&moved, read.updated_at, &change)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !f.servers
+            .update(&renamed, read.updated_at, &change)
+            .await
+            .unwrap(),
+        "written over a change it never saw"
+    );
+    assert_eq!(
+        f.servers.get(&acme, &server.id).await.unwrap(),
+        Some(moved.clone())
+    );
+    assert_eq!(
+        f.events().await.len(),
+        before.len() + 1,
+        "one record, of the change made"
+    );
+    // Made again from what is stored now, it is written.
+    let renamed = McpServer {
+        name: "Renamed".into(),
+        updated_at: at(71),
+        ..moved.clone()
+    };
+    assert!(
+        f.servers
+            .update(
+                &renamed,
+                moved.updated_at,
+                &audit(&acme, "mcp_server.update", server.id.as_str())
+            )
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        f.servers.get(&acme, &server.id).await.unwrap(),
+        Some(renamed)
+    );
 }
 
 pub async fn tools_are_kept_with_the_time_they_were_listed(stores: &impl McpServerStores) {
@@ -667,7 +741,11 @@ pub async fn changes_and_their_audit_records_commit_together(stores: &impl McpSe
         ..server.clone()
     };
     f.servers
-        .update(&changed, &audit(&acme, "mcp_server.update", id))
+        .update(
+            &changed,
+            server.updated_at,
+            &audit(&acme, "mcp_server.update", id),
+        )
         .await
         .unwrap();
     expected.push(format!("mcp_server.update {id}"));
@@ -706,7 +784,24 @@ pub async fn changes_and_their_audit_records_commit_together(stores: &impl McpSe
         !f.servers
             .update(
                 &unknown,
+                unknown.updated_at,
                 &audit(&acme, "mcp_server.update", unknown.id.as_str())
+            )
+            .await
+            .unwrap()
+    );
+    // A change made from an older read: refused, no record.
+    let stale = McpServer {
+        name: "Stale".into(),
+        updated_at: at(9),
+        ..server.clone()
+    };
+    assert!(
+        !f.servers
+            .update(
+                &stale,
+                server.updated_at - chrono::Duration::seconds(1),
+                &audit(&acme, "mcp_server.update", id)
             )
             .await
             .unwrap()

@@ -114,9 +114,17 @@ impl McpServerStore for InMemoryMcpServerStore {
         }))
     }
 
-    async fn update(&self, server: &McpServer, audit: &AuditRecord) -> Result<bool, DomainError> {
+    async fn update(
+        &self,
+        server: &McpServer,
+        read_at: DateTime<Utc>,
+        audit: &AuditRecord,
+    ) -> Result<bool, DomainError> {
         Ok(self.with(|state| {
-            let Some(stored) = state.owned(&server.organization, &server.id) else {
+            let Some(stored) = state
+                .owned(&server.organization, &server.id)
+                .filter(|stored| stored.updated_at == read_at)
+            else {
                 return false;
             };
             *stored = McpServer {

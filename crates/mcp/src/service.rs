@@ -6,7 +6,7 @@ use std::{sync::Arc, time::Duration};
 
 use tessera_kernel::{
     Actor, Clock, CursorCodec, DomainError, FieldError, Limit, LocSegment, OrganizationId, Page,
-    PageRequest, TargetPolicy,
+    PageRequest, TargetPolicy, same_origin,
 };
 
 use crate::{
@@ -16,6 +16,8 @@ use crate::{
 };
 
 const SERVER_LIST: &str = "mcp-servers";
+/// How often a change is applied again when other changes keep coming first.
+const UPDATE_ATTEMPTS: usize = 8;
 /// The longest header value.
 const MAX_HEADER_VALUE_CHARS: usize = 8192;
 /// Headers the transport sets itself.
@@ -159,7 +161,14 @@ impl McpService {
         }))
     }
 
-    /// Applies the change; a new URL or new headers forget the cached tools.
+    /// Applies the change; a new URL or new headers forget the cached tools. A URL of
+    /// another origin (scheme, host or port) also drops the stored headers, unless the same
+    /// change gives headers again: header values are secrets meant for the origin they were
+    /// given with, never shown back, so they do not follow the server to a new one. The
+    /// change is applied to the stored server as it is when written (a conditional write
+    /// on the `updated_at` read, read again and applied again when another change came
+    /// first), so concurrent changes cannot undo one another or mix one's URL with
+    /// another's headers.
     pub async fn update(
         &self,
         organization: &OrganizationId,
@@ -178,37 +187,60 @@ impl McpService {
         if !errors.is_empty() {
             return Err(DomainError::Validation(errors));
         }
-        let mut server = self.get(organization, id).await?;
-        if let Some(name) = name {
-            server.name = name;
+        let sealed = headers.map(|headers| {
+            (
+                headers.iter().map(|(name, _)| name.clone()).collect(),
+                self.sealer.seal(&headers),
+            )
+        });
+        for _ in 0..UPDATE_ATTEMPTS {
+            let read = self.get(organization, id).await?;
+            let mut server = read.clone();
+            if let Some(name) = &name {
+                server.name.clone_from(name);
+            }
+            if let Some(url) = &url {
+                if !same_origin(&server.url, url) && sealed.is_none() {
+                    server.header_names = Vec::new();
+                    server.headers = self.sealer.seal(&[]);
+                }
+                server.tools = server.tools.filter(|_| *url == server.url);
+                server.url.clone_from(url);
+            }
+            if let Some((names, sealed)) = &sealed {
+                server.header_names.clone_from(names);
+                server.headers = sealed.clone();
+                server.tools = None;
+            }
+            if let Some(allowed_tools) = &allowed_tools {
+                server.allowed_tools.clone_from(allowed_tools);
+            }
+            if let Some(timeout_ms) = timeout_ms {
+                server.timeout_ms = timeout_ms;
+            }
+            // Every write moves `updated_at` forward, so a write made on an older read
+            // never matches.
+            server.updated_at = self
+                .clock
+                .now()
+                .max(read.updated_at + chrono::Duration::microseconds(1));
+            let audit = actor.record(
+                organization,
+                "mcp_server.update",
+                "mcp_server",
+                id.as_str(),
+                server.updated_at,
+            );
+            if self.store.update(&server, read.updated_at, &audit).await? {
+                return Ok(server);
+            }
         }
-        if let Some(url) = url {
-            server.tools = server.tools.filter(|_| url == server.url);
-            server.url = url;
-        }
-        if let Some(headers) = headers {
-            server.header_names = headers.iter().map(|(name, _)| name.clone()).collect();
-            server.headers = self.sealer.seal(&headers);
-            server.tools = None;
-        }
-        if let Some(allowed_tools) = allowed_tools {
-            server.allowed_tools = allowed_tools;
-        }
-        if let Some(timeout_ms) = timeout_ms {
-            server.timeout_ms = timeout_ms;
-        }
-        server.updated_at = self.clock.now();
-        let audit = actor.record(
-            organization,
-            "mcp_server.update",
-            "mcp_server",
-            id.as_str(),
-            server.updated_at,
-        );
-        if !self.store.update(&server, &audit).await? {
-            return Err(DomainError::not_found("MCP server", id));
-        }
-        Ok(server)
+        Err(DomainError::Conflict {
+            code: "mcp_server_changed",
+            message: format!(
+                "MCP server {id} kept changing while this change was applied; send it again"
+            ),
+        })
     }
 
     /// Deletes the server and unlinks it from every model.
@@ -574,6 +606,238 @@ mod tests {
             allowed_tools: None,
             timeout_ms: None,
         }
+    }
+
+    fn service_over(store: Arc<dyn McpServerStore>) -> McpService {
+        McpService::new(McpPorts {
+            store,
+            models: Arc::new(MockLinkableModels::new()),
+            client: Arc::new(MockMcpClient::new()),
+            sealer: Arc::new(Reversed),
+            clock: Arc::new(ManualClock::new(Utc::now())),
+            cursors: CursorCodec::new([1; 32]),
+            policy: TargetPolicy::default(),
+        })
+    }
+
+    fn url(url: &str) -> McpServerPatch {
+        McpServerPatch {
+            url: Some(url.into()),
+            ..McpServerPatch::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn a_url_of_another_origin_drops_the_headers_unless_they_come_again() {
+        let store = Arc::new(crate::memory::InMemoryMcpServerStore::new());
+        let service = service_over(store.clone());
+        let organization = org();
+        let server = service
+            .create(&organization, &actor(), new_server())
+            .await
+            .unwrap();
+        let opened = |server: &McpServer| Reversed.open(&server.headers).unwrap();
+        let secret = vec![("Authorization".to_owned(), "Bearer s3cret".to_owned())];
+
+        // Same origin (path, query, the scheme's default port written out): kept.
+        for same in [
+            "https://tools.example.com/v2/mcp",
+            "https://TOOLS.example.com:443/mcp?team=a",
+        ] {
+            let changed = service
+                .update(&organization, &actor(), &server.id, url(same))
+                .await
+                .unwrap();
+            assert_eq!(opened(&changed), secret, "{same}");
+            assert_eq!(changed.header_names, ["Authorization"]);
+        }
+        // Another origin with new headers in the same change: those are kept.
+        let given = vec![("X-Key".to_owned(), "k2".to_owned())];
+        let changed = service
+            .update(
+                &organization,
+                &actor(),
+                &server.id,
+                McpServerPatch {
+                    url: Some("https://other.example.com/mcp".into()),
+                    headers: Some(given.clone()),
+                    ..McpServerPatch::default()
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            (opened(&changed), changed.header_names),
+            (given, vec!["X-Key".to_owned()])
+        );
+        // Another scheme, host or port alone: the headers are gone, stored too.
+        for other in [
+            "http://other.example.com/mcp",
+            "https://evil.example.net/mcp",
+            "https://evil.example.net:8443/mcp",
+        ] {
+            let headers = vec![("Authorization".to_owned(), "Bearer again".to_owned())];
+            service
+                .update(
+                    &organization,
+                    &actor(),
+                    &server.id,
+                    McpServerPatch {
+                        headers: Some(headers),
+                        ..McpServerPatch::default()
+                    },
+                )
+                .await
+                .unwrap();
+            let changed = service
+                .update(&organization, &actor(), &server.id, url(other))
+                .await
+                .unwrap();
+            assert!(opened(&changed).is_empty(), "{other}");
+            assert!(changed.header_names.is_empty());
+            let stored = service.get(&organization, &server.id).await.unwrap();
+            assert_eq!(stored, changed);
+        }
+    }
+
+    /// A store where another change lands between the service's read and its write.
+    struct Overtaken {
+        inner: crate::memory::InMemoryMcpServerStore,
+        overtake: Mutex<Option<McpServer>>,
+    }
+
+    #[async_trait::async_trait]
+    impl McpServerStore for Overtaken {
+        async fn insert(
+            &self,
+            server: &McpServer,
+            audit: &tessera_kernel::AuditRecord,
+        ) -> Result<(), DomainError> {
+            self.inner.insert(server, audit).await
+        }
+        async fn get(
+            &self,
+            organization: &OrganizationId,
+            id: &McpServerId,
+        ) -> Result<Option<McpServer>, DomainError> {
+            self.inner.get(organization, id).await
+        }
+        async fn list(
+            &self,
+            organization: &OrganizationId,
+            page: &PageRequest<McpServerId>,
+        ) -> Result<Vec<McpServer>, DomainError> {
+            self.inner.list(organization, page).await
+        }
+        async fn count(&self, organization: &OrganizationId) -> Result<u64, DomainError> {
+            self.inner.count(organization).await
+        }
+        async fn update(
+            &self,
+            server: &McpServer,
+            read_at: chrono::DateTime<Utc>,
+            audit: &tessera_kernel::AuditRecord,
+        ) -> Result<bool, DomainError> {
+            let other = self.overtake.lock().unwrap().take();
+            if let Some(other) = other {
+                assert!(self.inner.update(&other, read_at, audit).await?);
+            }
+            self.inner.update(server, read_at, audit).await
+        }
+        async fn save_tools(
+            &self,
+            organization: &OrganizationId,
+            id: &McpServerId,
+            tools: &[RemoteTool],
+            fetched_at: chrono::DateTime<Utc>,
+        ) -> Result<bool, DomainError> {
+            self.inner
+                .save_tools(organization, id, tools, fetched_at)
+                .await
+        }
+        async fn delete(
+            &self,
+            organization: &OrganizationId,
+            id: &McpServerId,
+            audit: &tessera_kernel::AuditRecord,
+        ) -> Result<bool, DomainError> {
+            self.inner.delete(organization, id, audit).await
+        }
+        async fn link(
+            &self,
+            organization: &OrganizationId,
+            link: &ToolLink,
+            audit: &tessera_kernel::AuditRecord,
+        ) -> Result<bool, DomainError> {
+            self.inner.link(organization, link, audit).await
+        }
+        async fn unlink(
+            &self,
+            organization: &OrganizationId,
+            model_id: &str,
+            server: &McpServerId,
+            audit: &tessera_kernel::AuditRecord,
+        ) -> Result<bool, DomainError> {
+            self.inner
+                .unlink(organization, model_id, server, audit)
+                .await
+        }
+        async fn links(
+            &self,
+            organization: &OrganizationId,
+            model_id: &str,
+        ) -> Result<Vec<ToolLink>, DomainError> {
+            self.inner.links(organization, model_id).await
+        }
+    }
+
+    #[tokio::test]
+    async fn a_change_overtaken_by_another_is_applied_again_to_what_that_one_stored() {
+        let store = Arc::new(Overtaken {
+            inner: crate::memory::InMemoryMcpServerStore::new(),
+            overtake: Mutex::new(None),
+        });
+        let service = service_over(store.clone());
+        let organization = org();
+        let server = service
+            .create(&organization, &actor(), new_server())
+            .await
+            .unwrap();
+        // Between this rename's read and its write, another request moved the server to
+        // another origin and its headers were dropped.
+        *store.overtake.lock().unwrap() = Some(McpServer {
+            url: "https://elsewhere.example.net/mcp".into(),
+            header_names: Vec::new(),
+            headers: Reversed.seal(&[]),
+            updated_at: server.updated_at + chrono::Duration::seconds(1),
+            ..server.clone()
+        });
+        let renamed = service
+            .update(
+                &organization,
+                &actor(),
+                &server.id,
+                McpServerPatch {
+                    name: Some("Renamed".into()),
+                    ..McpServerPatch::default()
+                },
+            )
+            .await
+            .unwrap();
+        // Not the old URL and headers written back over the move: the rename on top of it.
+        assert_eq!(
+            (
+                renamed.name.as_str(),
+                renamed.url.as_str(),
+                renamed.header_names.len()
+            ),
+            ("Renamed", "https://elsewhere.example.net/mcp", 0)
+        );
+        assert!(Reversed.open(&renamed.headers).unwrap().is_empty());
+        assert_eq!(
+            service.get(&organization, &server.id).await.unwrap(),
+            renamed
+        );
     }
 
     #[tokio::test]

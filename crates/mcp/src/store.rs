@@ -30,8 +30,15 @@ pub trait McpServerStore: Send + Sync {
     async fn count(&self, organization: &OrganizationId) -> Result<u64, DomainError>;
 
     /// Replaces the stored server (all but id, organization, creator and creation time) and
-    /// writes `audit`; false (and no record) when the organization has no such server.
-    async fn update(&self, server: &McpServer, audit: &AuditRecord) -> Result<bool, DomainError>;
+    /// writes `audit`, in one conditional write: only while the stored server's `updated_at`
+    /// is still `read_at` (the version the change was made from). False (and no record) when
+    /// the organization has no such server or it has changed since.
+    async fn update(
+        &self,
+        server: &McpServer,
+        read_at: DateTime<Utc>,
+        audit: &AuditRecord,
+    ) -> Result<bool, DomainError>;
 
     /// Keeps what the server said it offers; false when there is no such server.
     async fn save_tools(

@@ -270,10 +270,20 @@ impl McpServerStore for SqlMcpServerStore {
         Ok(u64::try_from(count).unwrap_or_default())
     }
 
-    async fn update(&self, server: &McpServer, audit: &AuditRecord) -> Result<bool, DomainError> {
+    async fn update(
+        &self,
+        server: &McpServer,
+        read_at: DateTime<Utc>,
+        audit: &AuditRecord,
+    ) -> Result<bool, DomainError> {
         let change = ServerChange::from(ServerRow::of(server)?);
+        // One conditional UPDATE: the row changes only if no other change came since it was
+        // read (compare-and-set on updated_at, which every change moves forward).
         with_transaction!(&self.db, conn => {
-            let changed = diesel::update(one_server!(server.organization, server.id))
+            let changed = diesel::update(
+                one_server!(server.organization, server.id)
+                    .filter(mcp_servers::updated_at.eq(read_at.naive_utc())),
+            )
                 .set(&change)
                 .execute(conn)
                 .await?;

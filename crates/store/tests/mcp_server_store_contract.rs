@@ -215,7 +215,11 @@ async fn a_record_that_cannot_be_written_undoes_its_change(backend: Backend) {
     assert!(
         stores
             .servers
-            .update(&changed, &audit(&acme, "mcp_server.update", id))
+            .update(
+                &changed,
+                server.updated_at,
+                &audit(&acme, "mcp_server.update", id)
+            )
             .await
             .unwrap()
     );
@@ -247,7 +251,11 @@ async fn a_record_that_cannot_be_written_undoes_its_change(backend: Backend) {
     assert!(
         stores
             .servers
-            .update(&renamed, &stray("mcp_server.update", id))
+            .update(
+                &renamed,
+                changed.updated_at,
+                &stray("mcp_server.update", id)
+            )
             .await
             .is_err()
     );

@@ -129,6 +129,7 @@ pub async fn get_mcp_server(
     responses(
         (status = 200, description = "Changed", body = McpServerOut),
         (status = 404, description = "No such MCP server in this organization", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "Other changes to the server kept coming first (`mcp_server_changed`); send the change again", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Invalid name, URL, header, tool name or timeout", body = ValidationProblem, content_type = "application/problem+json")
     )
 )]

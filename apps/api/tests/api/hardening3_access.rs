@@ -2,7 +2,8 @@
 //! through a credential one may act on (rotating or revoking a client or API key needs its
 //! every scope, like creating it); no target URL whose IPv6 address carries a private IPv4
 //! address (webhooks, MCP servers); no session token of a provider whose discovery document
-//! names another issuer.
+//! names another issuer; no MCP header secret that follows its server's URL to another
+//! origin, and no change to a server that undoes another.
 
 use std::sync::{Arc, Mutex};
 
@@ -383,4 +384,213 @@ async fn session_tokens_of_a_provider_whose_discovery_names_another_issuer_are_r
     assert_eq!(organization["id"], org_id.as_str());
 }
 
-tessera_store::on_both_databases!(an_admin_cannot_take_over_or_revoke_an_owner);
+/// A wiretap in front of a real server: every byte a client sends through it is kept (and
+/// passed on), so a test can tell which headers reached this origin.
+struct Tap {
+    base: String,
+    sent: Arc<Mutex<Vec<u8>>>,
+}
+
+impl Tap {
+    async fn in_front_of(upstream: &str) -> Self {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let upstream = reqwest::Url::parse(upstream).unwrap();
+        let target = format!(
+            "{}:{}",
+            upstream.host_str().unwrap(),
+            upstream.port().unwrap()
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
+        let sent = Arc::new(Mutex::new(Vec::new()));
+        let kept = sent.clone();
+        tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let Ok(server) = tokio::net::TcpStream::connect(&target).await else {
+                    continue;
+                };
+                let kept = kept.clone();
+                let (mut from_client, mut to_client) = client.into_split();
+                let (mut from_server, mut to_server) = server.into_split();
+                tokio::spawn(async move {
+                    let _ = tokio::io::copy(&mut from_server, &mut to_client).await;
+                });
+                tokio::spawn(async move {
+                    let mut buffer = [0; 8192];
+                    while let Ok(n) = from_client.read(&mut buffer).await {
+                        if n == 0 {
+                            break;
+                        }
+                        kept.lock().unwrap().extend_from_slice(&buffer[..n]);
+                        if to_server.write_all(&buffer[..n]).await.is_err() {
+                            break;
+                        }
+                    }
+                    let _ = to_server.shutdown().await;
+                });
+            }
+        });
+        Self { base, sent }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// What was sent through since the last call, lowercased.
+    fn take(&self) -> String {
+        let bytes = std::mem::take(&mut *self.sent.lock().unwrap());
+        String::from_utf8_lossy(&bytes).to_lowercase()
+    }
+}
+
+/// The tools of a server, listed from it now (what sends its headers).
+async fn list_tools(app: &TestApp, token: &str, server: &str) {
+    let listed = ok(
+        app.call(
+            Method::GET,
+            &format!("/v1/mcp-servers/{server}/tools?refresh=true"),
+            token,
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert!(
+        listed["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "bearer"),
+        "{listed}"
+    );
+}
+
+/// A `PATCH` whose `url` goes to another origin (another port here) drops the sealed
+/// headers, so the next tool listing sends no `Authorization` there; a URL of the same
+/// origin keeps them; headers sent in the same request as a new origin go to it. Checked
+/// by what reached a real MCP server (the official Python SDK's, `tests/mcp`) through two
+/// wiretaps, each its own origin.
+async fn mcp_header_secrets_do_not_follow_a_url_to_another_origin(backend: Backend) {
+    let tools = crate::mcp::python_tool_server().await;
+    let (first, second) = (
+        Tap::in_front_of(&tools.url).await,
+        Tap::in_front_of(&tools.url).await,
+    );
+    let app = TestApp::spawn_with(backend, |settings| {
+        settings.rate_limit.enabled = false;
+        // The server and the taps listen on loopback.
+        settings.mcp.allow_private_targets = true;
+    })
+    .await;
+    let admin = app.caller_token("org:admin").await;
+    let server = ok(
+        app.call_json(
+            Method::POST,
+            "/v1/mcp-servers",
+            &admin,
+            &json!({
+                "name": "tools",
+                "url": first.url("/mcp"),
+                "headers": {"Authorization": "Bearer first-origin-secret"}
+            }),
+        )
+        .await,
+        201,
+    )
+    .await;
+    let id = server["id"].as_str().unwrap();
+    let path = format!("/v1/mcp-servers/{id}");
+    list_tools(&app, &admin, id).await;
+    assert!(
+        first
+            .take()
+            .contains("authorization: bearer first-origin-secret")
+    );
+
+    // Only the URL changes, to another origin: the secret stays behind.
+    let moved = ok(
+        app.call_json(
+            Method::PATCH,
+            &path,
+            &admin,
+            &json!({"url": second.url("/mcp")}),
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(moved["headerNames"], json!([]), "{moved}");
+    list_tools(&app, &admin, id).await;
+    let sent = second.take();
+    assert!(
+        sent.contains("post /mcp "),
+        "the listing went to the new origin"
+    );
+    assert!(!sent.contains("first-origin-secret"), "{sent}");
+    assert!(!sent.contains("authorization:"), "{sent}");
+    assert_eq!(first.take(), "", "nothing went to the old origin");
+    let read = ok(app.call(Method::GET, &path, &admin).await, 200).await;
+    assert_eq!(read["headerNames"], json!([]));
+
+    // Headers given again, then a URL of the same origin: they are kept.
+    ok(
+        app.call_json(
+            Method::PATCH,
+            &path,
+            &admin,
+            &json!({"headers": {"Authorization": "Bearer second-origin-secret"}}),
+        )
+        .await,
+        200,
+    )
+    .await;
+    let same = ok(
+        app.call_json(
+            Method::PATCH,
+            &path,
+            &admin,
+            &json!({"url": second.url("/mcp?via=tap")}),
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(same["headerNames"], json!(["Authorization"]), "{same}");
+    list_tools(&app, &admin, id).await;
+    assert!(
+        second
+            .take()
+            .contains("authorization: bearer second-origin-secret")
+    );
+
+    // Another origin with headers in the same request: those, and only those, go there.
+    let back = ok(
+        app.call_json(
+            Method::PATCH,
+            &path,
+            &admin,
+            &json!({
+                "url": first.url("/mcp"),
+                "headers": {"Authorization": "Bearer given-with-the-url"}
+            }),
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(back["headerNames"], json!(["Authorization"]));
+    list_tools(&app, &admin, id).await;
+    let sent = first.take();
+    assert!(
+        sent.contains("authorization: bearer given-with-the-url"),
+        "{sent}"
+    );
+    assert!(!sent.contains("second-origin-secret"), "{sent}");
+    assert_eq!(second.take(), "");
+}
+
+tessera_store::on_both_databases!(
+    an_admin_cannot_take_over_or_revoke_an_owner,
+    mcp_header_secrets_do_not_follow_a_url_to_another_origin
+);

@@ -89,7 +89,9 @@ pub struct CreateMcpServer {
 pub struct UpdateMcpServer {
     #[schema(min_length = 1, max_length = 100)]
     pub name: Option<String>,
-    /// A new URL forgets the listed tools.
+    /// A new URL forgets the listed tools. A URL of another origin (scheme, host or port)
+    /// also drops the stored headers, unless `headers` is given in the same request: header
+    /// values are never sent to an origin they were not given for.
     #[schema(max_length = 2048)]
     pub url: Option<String>,
     /// Replaces every header (and forgets the listed tools); `{}` removes them all.
