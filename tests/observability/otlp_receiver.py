@@ -6,12 +6,23 @@
 - an upstream model stub: `POST /v1/chat/completions` answers a fixed text in OpenAI's
   streaming format (or as one JSON object), recording the `traceparent` header it was sent.
 
-`GET /received` returns what arrived: {"spans": [...], "upstream": [...]}. The first line
-on standard output is `listening <port>`."""
+`GET /received` returns what arrived: {"spans": [...], "upstream": [...], "exports": [...]}.
+Every POST to another path than the upstream's is taken as a trace export, whatever its path
+(an exporter told a traces URL must use it as is); each is listed in `exports` with its path,
+`Content-Encoding` (a gzip body is unzipped before decoding), headers, arrival time
+(monotonic seconds), the span ids it carried and the status it was answered. Options make it
+misbehave for the first exports, to test an exporter's retries and timeout:
+`--fail-first N --fail-status 503 --retry-after 2` answers the first N exports with that
+status (and `Retry-After`) without keeping their spans; `--delay-first N --delay S` waits S
+seconds before answering each of the first N. The first line on standard output is
+`listening <port>`."""
 
+import argparse
+import gzip
 import json
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -24,6 +35,8 @@ ANSWER = ["Paris ", "is the ", "capital."]
 lock = threading.Lock()
 spans = []
 upstream = []
+exports = []
+options = argparse.Namespace(fail_first=0, fail_status=503, retry_after=None, delay_first=0, delay=0.0)
 
 
 def any_value(value):
@@ -84,22 +97,52 @@ class Handler(BaseHTTPRequestHandler):
         if self.path != "/received":
             return self.send(404, "text/plain", b"not found")
         with lock:
-            payload = json.dumps({"spans": spans, "upstream": upstream}).encode()
+            payload = json.dumps({"spans": spans, "upstream": upstream, "exports": exports}).encode()
         self.send(200, "application/json", payload)
 
     def do_POST(self):
-        if self.path == "/v1/traces":
-            try:
-                decoded = decode(self.body())
-            except Exception as error:  # a malformed export is the server's bug: say so
-                return self.send(400, "text/plain", str(error).encode())
-            with lock:
-                spans.extend(decoded)
-            reply = ExportTraceServiceResponse().SerializeToString()
-            return self.send(200, "application/x-protobuf", reply)
         if self.path == "/v1/chat/completions":
             return self.complete(json.loads(self.body()))
-        self.send(404, "text/plain", b"not found")
+        self.export()
+
+    def export(self):
+        arrived = time.monotonic()
+        encoding = self.headers.get("content-encoding")
+        body = self.body()
+        try:
+            decoded = decode(gzip.decompress(body) if encoding == "gzip" else body)
+        except Exception as error:  # a malformed export is the server's bug: say so
+            return self.send(400, "text/plain", str(error).encode())
+        with lock:
+            number = len(exports)
+            record = {
+                "path": self.path,
+                "content_encoding": encoding,
+                "headers": {name.lower(): value for name, value in self.headers.items()},
+                "at": arrived,
+                "span_ids": [span["span_id"] for span in decoded],
+                "status": 200,
+            }
+            exports.append(record)
+            failing = number < options.fail_first
+            if failing:
+                record["status"] = options.fail_status
+            else:
+                spans.extend(decoded)
+        if number < options.delay_first:
+            time.sleep(options.delay)
+        try:
+            if failing:
+                self.send_response(options.fail_status)
+                if options.retry_after is not None:
+                    self.send_header("retry-after", options.retry_after)
+                self.send_header("content-length", "0")
+                self.end_headers()
+                return
+            reply = ExportTraceServiceResponse().SerializeToString()
+            self.send(200, "application/x-protobuf", reply)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the exporter gave up waiting (its timeout), as it may
 
     def complete(self, request):
         with lock:
@@ -138,6 +181,14 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main():
+    global options
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--fail-first", type=int, default=0)
+    parser.add_argument("--fail-status", type=int, default=503)
+    parser.add_argument("--retry-after")
+    parser.add_argument("--delay-first", type=int, default=0)
+    parser.add_argument("--delay", type=float, default=0.0)
+    options = parser.parse_args()
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     print(f"listening {server.server_address[1]}", flush=True)
     server.serve_forever()

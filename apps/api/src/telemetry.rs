@@ -5,7 +5,10 @@
 
 pub mod propagation;
 
-use tessera_traces_otlp::{LogFormat as TracesLogFormat, Telemetry, TracesSettings};
+use std::time::Duration;
+
+use tessera_setup::otel::OtlpCompression;
+use tessera_traces_otlp::{Compression, LogFormat as TracesLogFormat, Telemetry, TracesSettings};
 
 use crate::config::{LogFormat, Settings};
 
@@ -19,8 +22,9 @@ pub struct TelemetryError(String);
 /// exporting: the exporter's requests run on it.
 pub fn init(settings: &Settings) -> Result<Telemetry, TelemetryError> {
     let telemetry = &settings.telemetry;
-    let otlp_endpoint = telemetry.endpoint().map(str::to_owned);
-    let (resource_attributes, otlp_headers) = match otlp_endpoint {
+    // `None` too when `OTEL_SDK_DISABLED=true`: then nothing is exported (decision 0044).
+    let otlp_traces_url = telemetry.endpoint();
+    let (resource_attributes, otlp_headers) = match otlp_traces_url {
         Some(_) => (
             telemetry
                 .resource_pairs()
@@ -37,11 +41,17 @@ pub fn init(settings: &Settings) -> Result<Telemetry, TelemetryError> {
             LogFormat::Text => TracesLogFormat::Text,
             LogFormat::Json => TracesLogFormat::Json,
         },
-        otlp_endpoint,
+        otlp_traces_url,
+        export_timeout: Duration::from_millis(telemetry.otlp_timeout_ms),
+        compression: match telemetry.otlp_compression {
+            OtlpCompression::None => Compression::None,
+            OtlpCompression::Gzip => Compression::Gzip,
+        },
         service_name: telemetry.service_name.clone(),
         service_version: env!("CARGO_PKG_VERSION").to_owned(),
         tracer_name: "tessera-api".to_owned(),
-        sampling_ratio: telemetry.sampling_ratio,
+        sampling_ratio: telemetry.sampler.ratio(telemetry.sampling_ratio),
+        follow_caller_sampling: telemetry.sampler.follows_caller(),
         resource_attributes,
         otlp_headers,
         capture_content: telemetry.capture_content,

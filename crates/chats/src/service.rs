@@ -386,10 +386,8 @@ fn record_outcome(completion: &Completion, outcome: &Result<Message, ChatError>)
         span.record("gen_ai.usage.output_tokens", i64::from(usage.output_tokens));
     }
     if let Some(reason) = &completion.finish_reason {
-        span.record(
-            "gen_ai.response.finish_reasons",
-            format!("[\"{}\"]", reason.as_str()).as_str(),
-        );
+        // Exported as a string array (decision 0044): the reason's name, not a formatted list.
+        span.record("gen_ai.response.finish_reasons", reason.as_str());
     }
     if let Err(error) = outcome {
         span.record("otel.status_code", "ERROR");

@@ -15,20 +15,76 @@ use std::{
 use serde::Deserialize;
 use tessera_store::DatabaseUrl;
 
+use crate::otel::{OtelBool, OtlpCompression, TraceSampler};
+
 const ENV_PREFIX: &str = "TESSERA_";
 /// The most candidates `knowledge.rerank_candidates` may send to the cross-encoder per search.
 const MAX_RERANK_CANDIDATES: usize = 200;
-/// Environment variables outside the `TESSERA_` prefix that are read, and the key each sets.
-const ENV_ALIASES: &[(&str, &str)] = &[
-    ("DATABASE_URL", "database_url"),
-    ("REDIS_URL", "redis_url"),
-    ("QDRANT_URL", "knowledge.qdrant_url"),
+/// Environment variables outside the `TESSERA_` prefix that are read: the key each sets, and
+/// the keys it also clears (set by the file or `TESSERA_*`, which these variables override).
+/// Listed in increasing precedence: a later variable setting the same key wins, so the
+/// OpenTelemetry variables go generic first, then the traces' own (decision 0044). An empty
+/// variable counts as unset, as the OpenTelemetry specification says.
+const ENV_ALIASES: &[(&str, &str, &[&str])] = &[
+    ("DATABASE_URL", "database_url", &[]),
+    ("REDIS_URL", "redis_url", &[]),
+    ("QDRANT_URL", "knowledge.qdrant_url", &[]),
     // The OpenTelemetry SDK's standard variables.
-    ("OTEL_EXPORTER_OTLP_ENDPOINT", "telemetry.otlp_endpoint"),
-    ("OTEL_SERVICE_NAME", "telemetry.service_name"),
-    ("OTEL_TRACES_SAMPLER_ARG", "telemetry.sampling_ratio"),
-    ("OTEL_RESOURCE_ATTRIBUTES", "telemetry.resource_attributes"),
-    ("OTEL_EXPORTER_OTLP_HEADERS", "telemetry.otlp_headers"),
+    (
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "telemetry.otlp_endpoint",
+        &["telemetry.otlp_traces_endpoint"],
+    ),
+    ("OTEL_EXPORTER_OTLP_HEADERS", "telemetry.otlp_headers", &[]),
+    (
+        "OTEL_EXPORTER_OTLP_PROTOCOL",
+        "telemetry.otlp_protocol",
+        &[],
+    ),
+    (
+        "OTEL_EXPORTER_OTLP_TIMEOUT",
+        "telemetry.otlp_timeout_ms",
+        &[],
+    ),
+    (
+        "OTEL_EXPORTER_OTLP_COMPRESSION",
+        "telemetry.otlp_compression",
+        &[],
+    ),
+    (
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        "telemetry.otlp_traces_endpoint",
+        &[],
+    ),
+    (
+        "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+        "telemetry.otlp_headers",
+        &[],
+    ),
+    (
+        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+        "telemetry.otlp_protocol",
+        &[],
+    ),
+    (
+        "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT",
+        "telemetry.otlp_timeout_ms",
+        &[],
+    ),
+    (
+        "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION",
+        "telemetry.otlp_compression",
+        &[],
+    ),
+    ("OTEL_SERVICE_NAME", "telemetry.service_name", &[]),
+    ("OTEL_TRACES_SAMPLER", "telemetry.sampler", &[]),
+    ("OTEL_TRACES_SAMPLER_ARG", "telemetry.sampling_ratio", &[]),
+    (
+        "OTEL_RESOURCE_ATTRIBUTES",
+        "telemetry.resource_attributes",
+        &[],
+    ),
+    ("OTEL_SDK_DISABLED", "telemetry.disabled", &[]),
 ];
 
 /// A configuration problem, reported before anything starts.
@@ -554,6 +610,24 @@ pub struct TelemetrySettings {
     /// The collector's base URL (e.g. `http://127.0.0.1:4318`; spans go to `/v1/traces`
     /// below it). Unset: no spans are made for export and nothing is sent.
     pub otlp_endpoint: Option<String>,
+    /// The URL spans are sent to, used as is (nothing appended); wins over `otlp_endpoint`.
+    pub otlp_traces_endpoint: Option<String>,
+    /// The OTLP transport: only `http/protobuf` is spoken (a `grpc` collector port would
+    /// refuse every export, so it is refused here).
+    pub otlp_protocol: String,
+    /// How long one export request may take before it is abandoned (and retried), in
+    /// milliseconds.
+    #[serde(deserialize_with = "lenient::parse")]
+    pub otlp_timeout_ms: u64,
+    /// `gzip` compresses each export's body; `none` sends it as is.
+    #[serde(deserialize_with = "lenient::parse")]
+    pub otlp_compression: OtlpCompression,
+    /// Which traces are kept, by OpenTelemetry's sampler names.
+    #[serde(deserialize_with = "lenient::parse")]
+    pub sampler: TraceSampler,
+    /// Export nothing, whatever the endpoint (`OTEL_SDK_DISABLED=true`).
+    #[serde(deserialize_with = "lenient::parse")]
+    pub disabled: OtelBool,
     /// `service.name` of the exported resource.
     pub service_name: String,
     /// Share of new traces kept (0 to 1); a request that arrives with a `traceparent`
@@ -577,6 +651,12 @@ impl Default for TelemetrySettings {
     fn default() -> Self {
         Self {
             otlp_endpoint: None,
+            otlp_traces_endpoint: None,
+            otlp_protocol: "http/protobuf".to_owned(),
+            otlp_timeout_ms: 10_000,
+            otlp_compression: OtlpCompression::None,
+            sampler: TraceSampler::default(),
+            disabled: OtelBool(false),
             service_name: "tessera-api".to_owned(),
             sampling_ratio: 1.0,
             resource_attributes: String::new(),
@@ -587,12 +667,23 @@ impl Default for TelemetrySettings {
 }
 
 impl TelemetrySettings {
-    /// The endpoint, unless unset or blank.
-    pub fn endpoint(&self) -> Option<&str> {
-        self.otlp_endpoint
-            .as_deref()
-            .map(str::trim)
-            .filter(|endpoint| !endpoint.is_empty())
+    /// Where spans are sent, when they are: `otlp_traces_endpoint` as is, else
+    /// `/v1/traces` below `otlp_endpoint`; `None` when neither is set (or blank) or
+    /// exporting is `disabled`.
+    pub fn endpoint(&self) -> Option<String> {
+        let set = |value: &Option<String>| {
+            value
+                .as_deref()
+                .map(str::trim)
+                .filter(|endpoint| !endpoint.is_empty())
+                .map(str::to_owned)
+        };
+        if self.disabled.0 {
+            return None;
+        }
+        set(&self.otlp_traces_endpoint).or_else(|| {
+            set(&self.otlp_endpoint).map(|base| format!("{}/v1/traces", base.trim_end_matches('/')))
+        })
     }
 
     /// The resource attributes as pairs; `Err` names the first malformed one.
@@ -890,17 +981,29 @@ impl Settings {
             None => toml::Table::new(),
         };
         let mut sources = BTreeMap::new();
+        let mut aliased = BTreeMap::new();
+        let mut set = |table: &mut toml::Table, key: String, name: String, value: String| {
+            insert_path(table, &key, value).map_err(|message| ConfigError::Invalid {
+                key: key.clone(),
+                source_note: format!(" (from {name})"),
+                message,
+            })?;
+            sources.insert(key, name);
+            Ok::<_, ConfigError>(())
+        };
         for (name, value) in env {
-            let key = if let Some(rest) = name.strip_prefix(ENV_PREFIX) {
-                rest.to_ascii_lowercase()
-                    .split("__")
-                    .collect::<Vec<_>>()
-                    .join(".")
-            } else if let Some((_, key)) = ENV_ALIASES.iter().find(|(alias, _)| *alias == name) {
-                (*key).to_owned()
-            } else {
+            if ENV_ALIASES.iter().any(|(alias, ..)| *alias == name) {
+                aliased.insert(name, value);
+                continue;
+            }
+            let Some(rest) = name.strip_prefix(ENV_PREFIX) else {
                 continue;
             };
+            let key = rest
+                .to_ascii_lowercase()
+                .split("__")
+                .collect::<Vec<_>>()
+                .join(".");
             if key.is_empty() || key.split('.').any(str::is_empty) {
                 return Err(ConfigError::Invalid {
                     key: name.clone(),
@@ -908,12 +1011,20 @@ impl Settings {
                     message: "not a configuration key".into(),
                 });
             }
-            insert_path(&mut table, &key, value).map_err(|message| ConfigError::Invalid {
-                key: key.clone(),
-                source_note: format!(" (from {name})"),
-                message,
-            })?;
-            sources.insert(key, name);
+            set(&mut table, key, name, value)?;
+        }
+        // The aliases after `TESSERA_*`, in their order of precedence.
+        for (name, key, clears) in ENV_ALIASES {
+            let Some(value) = aliased
+                .remove(*name)
+                .filter(|value| !value.trim().is_empty())
+            else {
+                continue;
+            };
+            for cleared in *clears {
+                remove_path(&mut table, cleared);
+            }
+            set(&mut table, (*key).to_owned(), (*name).to_owned(), value)?;
         }
         let settings: Settings = serde_path_to_error::deserialize(toml::Value::Table(table))
             .map_err(|error| {
@@ -1017,12 +1128,36 @@ impl Settings {
                 format!("{} is not between 0 and 1", telemetry.sampling_ratio),
             ));
         }
-        if let Some(endpoint) = telemetry.endpoint()
-            && !(endpoint.starts_with("http://") || endpoint.starts_with("https://"))
-        {
+        for (key, endpoint) in [
+            ("telemetry.otlp_endpoint", &telemetry.otlp_endpoint),
+            (
+                "telemetry.otlp_traces_endpoint",
+                &telemetry.otlp_traces_endpoint,
+            ),
+        ] {
+            if let Some(endpoint) = endpoint.as_deref().map(str::trim)
+                && !endpoint.is_empty()
+                && !(endpoint.starts_with("http://") || endpoint.starts_with("https://"))
+            {
+                return Err(invalid(
+                    key,
+                    format!("`{endpoint}` is not an http:// or https:// URL"),
+                ));
+            }
+        }
+        if telemetry.otlp_protocol.trim() != "http/protobuf" {
             return Err(invalid(
-                "telemetry.otlp_endpoint",
-                format!("`{endpoint}` is not an http:// or https:// URL"),
+                "telemetry.otlp_protocol",
+                format!(
+                    "`{}` is not supported: spans are sent as http/protobuf (OTLP/HTTP, port 4318 by convention)",
+                    telemetry.otlp_protocol
+                ),
+            ));
+        }
+        if telemetry.otlp_timeout_ms == 0 {
+            return Err(invalid(
+                "telemetry.otlp_timeout_ms",
+                "must be at least 1".into(),
             ));
         }
         if let Err(message) = telemetry.resource_pairs() {
@@ -1168,6 +1303,22 @@ fn line_of(text: &str, span: Option<std::ops::Range<usize>>) -> String {
 }
 
 /// Sets `a.b.c = value` in a TOML table, creating the intermediate tables.
+/// Removes a dotted key from the table, if it is there.
+fn remove_path(table: &mut toml::Table, key: &str) {
+    let mut current = table;
+    let mut parts = key.split('.').peekable();
+    while let Some(part) = parts.next() {
+        if parts.peek().is_none() {
+            current.remove(part);
+            return;
+        }
+        match current.get_mut(part) {
+            Some(toml::Value::Table(inner)) => current = inner,
+            _ => return,
+        }
+    }
+}
+
 fn insert_path(table: &mut toml::Table, key: &str, value: String) -> Result<(), String> {
     let mut parts: Vec<&str> = key.split('.').collect();
     let last = parts.pop().unwrap_or_default();
@@ -1511,6 +1662,96 @@ mod tests {
         );
         let message = error_of(Settings::load_from(None, env(&[("TESSERA_LOG", "[[[")])));
         assert!(message.starts_with("config key `log`"), "{message}");
+    }
+
+    #[test]
+    fn opentelemetry_variables_win_over_tessera_settings_and_the_traces_own_over_generic() {
+        let settings = load_toml(
+            "[telemetry]\notlp_traces_endpoint = \"http://file:4318/v1/traces\"\nsampler = \"always_off\"\notlp_timeout_ms = 5000\n",
+            &[
+                ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://generic:4318/"),
+                ("OTEL_EXPORTER_OTLP_HEADERS", "a=1"),
+                ("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "b=2"),
+                ("OTEL_EXPORTER_OTLP_TIMEOUT", "2500"),
+                ("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip"),
+                ("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", ""),
+                ("TESSERA_TELEMETRY__SAMPLER", "always_on"),
+                ("OTEL_TRACES_SAMPLER", "traceidratio"),
+                ("OTEL_TRACES_SAMPLER_ARG", "0.25"),
+            ],
+        )
+        .unwrap();
+        let telemetry = &settings.telemetry;
+        // The generic endpoint replaces the file's traces URL, with /v1/traces below it.
+        assert_eq!(
+            telemetry.endpoint().as_deref(),
+            Some("http://generic:4318/v1/traces")
+        );
+        assert_eq!(
+            telemetry.header_pairs().unwrap(),
+            [("b".to_owned(), "2".to_owned())]
+        );
+        assert_eq!(telemetry.otlp_timeout_ms, 2500);
+        assert_eq!(
+            telemetry.otlp_compression,
+            OtlpCompression::Gzip,
+            "an empty variable is unset"
+        );
+        assert_eq!(telemetry.sampler, TraceSampler::TraceIdRatio);
+        assert_eq!(telemetry.sampler.ratio(telemetry.sampling_ratio), 0.25);
+
+        let traces_own = Settings::load_from(
+            None,
+            env(&[
+                ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://generic:4318"),
+                (
+                    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+                    "http://traces:4318/custom",
+                ),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(
+            traces_own.telemetry.endpoint().as_deref(),
+            Some("http://traces:4318/custom"),
+            "used as is"
+        );
+        let disabled = Settings::load_from(
+            None,
+            env(&[
+                ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://generic:4318"),
+                ("OTEL_SDK_DISABLED", "True"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(disabled.telemetry.endpoint(), None);
+    }
+
+    #[test]
+    fn opentelemetry_values_tessera_cannot_honour_are_refused() {
+        let error = |vars: &[(&str, &str)]| {
+            Settings::load_from(None, env(vars))
+                .err()
+                .unwrap()
+                .to_string()
+        };
+        assert_eq!(
+            error(&[("OTEL_TRACES_SAMPLER", "jaeger_remote")]),
+            "config key `telemetry.sampler` (from OTEL_TRACES_SAMPLER): `jaeger_remote`: not a supported sampler; one of always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off, parentbased_traceidratio"
+        );
+        assert!(
+            error(&[("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", "zstd")])
+                .contains("expected `gzip` or `none`")
+        );
+        assert!(error(&[("OTEL_SDK_DISABLED", "1")]).contains("expected `true` or `false`"));
+        assert!(
+            error(&[("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")]).contains("`grpc` is not supported")
+        );
+        assert!(error(&[("OTEL_EXPORTER_OTLP_TIMEOUT", "0")]).contains("at least 1"));
+        assert!(
+            error(&[("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "collector:4318")])
+                .contains("telemetry.otlp_traces_endpoint")
+        );
     }
 
     #[test]

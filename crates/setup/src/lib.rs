@@ -9,6 +9,7 @@
 //! none of them.
 
 pub mod config;
+pub mod otel;
 pub mod secrets;
 mod tenancy;
 

@@ -125,10 +125,8 @@ impl Stream for TracedStream {
                 let span = &this.span;
                 span.record("gen_ai.usage.input_tokens", i64::from(usage.input_tokens));
                 span.record("gen_ai.usage.output_tokens", i64::from(usage.output_tokens));
-                span.record(
-                    "gen_ai.response.finish_reasons",
-                    format!("[\"{}\"]", reason.as_str()).as_str(),
-                );
+                // Exported as a string array (`span::STRING_ARRAYS`).
+                span.record("gen_ai.response.finish_reasons", reason.as_str());
                 if let Some(answer) = &this.answer {
                     let output = json!([{"role": "assistant", "content": answer}]);
                     span.record("gen_ai.output.messages", output.to_string().as_str());
@@ -215,7 +213,7 @@ mod tests {
             "gen_ai.request.max_tokens=64",
             "gen_ai.usage.input_tokens=12",
             "gen_ai.usage.output_tokens=7",
-            r#"gen_ai.response.finish_reasons="[\"stop\"]""#,
+            r#"gen_ai.response.finish_reasons="stop""#,
         ] {
             assert!(logged.contains(field), "no {field} in:\n{logged}");
         }

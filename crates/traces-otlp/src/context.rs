@@ -120,16 +120,26 @@ fn hex_bytes<const N: usize>(text: &str) -> Option<[u8; N]> {
 }
 
 /// Keeps a share of new traces, decided by the trace id alone (as OpenTelemetry's
-/// `TraceIdRatioBased` does), so every service that sees the trace decides alike.
+/// `TraceIdRatioBased` does), so every service that sees the trace decides alike; a ratio of
+/// 1 is `always_on`, 0 `always_off`. Parent-based (OpenTelemetry's `ParentBased`), a
+/// caller's decision wins for the spans of its request. A span under a span of this process
+/// always follows its parent (the rule gives the same answer for the same trace).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Sampler {
     /// Trace ids whose low 63 bits fall below this are kept.
     threshold: u64,
     always: bool,
+    follow_caller: bool,
 }
 
 impl Sampler {
+    /// Parent-based, keeping `ratio` of the traces that start here.
+    #[cfg(test)]
     pub(crate) fn ratio(ratio: f64) -> Self {
+        Self::new(ratio, true)
+    }
+
+    pub(crate) fn new(ratio: f64, follow_caller: bool) -> Self {
         let ratio = if ratio.is_nan() {
             0.0
         } else {
@@ -138,6 +148,16 @@ impl Sampler {
         Self {
             threshold: (ratio * (1u64 << 63) as f64) as u64,
             always: ratio >= 1.0,
+            follow_caller,
+        }
+    }
+
+    /// The decision for the first span of a caller's request in this process.
+    pub(crate) fn keeps_for(self, caller: &SpanContext) -> bool {
+        if self.follow_caller {
+            caller.sampled
+        } else {
+            self.keeps(caller.trace_id)
         }
     }
 
@@ -201,6 +221,26 @@ mod tests {
     fn a_later_version_is_read_as_the_first() {
         let header = "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-more";
         assert!(SpanContext::from_headers(Some(header), None).is_some());
+    }
+
+    #[test]
+    fn a_parent_based_sampler_follows_the_caller_and_the_others_decide_alone() {
+        let caller = |sampled: bool| SpanContext {
+            trace_id: TraceId([9; 16]),
+            span_id: SpanId([1; 8]),
+            sampled,
+            trace_state: String::new(),
+        };
+        assert!(Sampler::new(0.0, true).keeps_for(&caller(true)));
+        assert!(!Sampler::new(1.0, true).keeps_for(&caller(false)));
+        assert!(
+            Sampler::new(1.0, false).keeps_for(&caller(false)),
+            "always_on"
+        );
+        assert!(
+            !Sampler::new(0.0, false).keeps_for(&caller(true)),
+            "always_off"
+        );
     }
 
     #[test]

@@ -82,7 +82,16 @@ impl ExportLayer {
         }
         if let Some(caller) = REMOTE_PARENT.with(|slot| slot.borrow_mut().take()) {
             let parent = caller.span_id;
-            return (SpanContext { span_id, ..caller }, Some(parent), true);
+            let sampled = self.sampler.keeps_for(&caller);
+            return (
+                SpanContext {
+                    span_id,
+                    sampled,
+                    ..caller
+                },
+                Some(parent),
+                true,
+            );
         }
         let trace_id = TraceId::random();
         let context = SpanContext {

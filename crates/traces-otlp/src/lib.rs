@@ -1,5 +1,5 @@
 //! A service's logs and traces: structured logs with `tracing`, as text or JSON lines, on
-//! standard error, and, when [`TracesSettings::otlp_endpoint`] is set, the same spans exported
+//! standard error, and, when [`TracesSettings::otlp_traces_url`] is set, the same spans exported
 //! as OpenTelemetry traces over OTLP (HTTP/protobuf, sent with the workspace's reqwest on the
 //! service's Tokio runtime), each log line then naming its trace. It owns the subscriber's
 //! setup ([`init`]), the export layer (its own bridge from `tracing` spans to OTLP spans,
@@ -27,9 +27,13 @@ mod test_support;
 
 pub use chat_model::TracedChatModel;
 pub use context::{SpanContext, SpanId, TraceId};
+pub use export::Compression;
 pub use layer::{context_of, with_remote_parent};
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::{
+    sync::atomic::{AtomicBool, Ordering},
+    time::Duration,
+};
 
 use tracing_subscriber::{EnvFilter, Layer, fmt, prelude::*};
 
@@ -55,18 +59,25 @@ pub struct TracesSettings {
     /// do not filter the spans exported.
     pub log_filter: String,
     pub log_format: LogFormat,
-    /// The collector's base URL (e.g. `http://127.0.0.1:4318`; spans go to `/v1/traces`
-    /// below it). `None` (or blank): nothing is exported.
-    pub otlp_endpoint: Option<String>,
+    /// The URL spans are sent to, used as is (e.g. `http://127.0.0.1:4318/v1/traces`).
+    /// `None` (or blank): nothing is exported.
+    pub otlp_traces_url: Option<String>,
+    /// How long one export request may take before it is abandoned (and retried).
+    pub export_timeout: Duration,
+    /// How export bodies are compressed.
+    pub compression: Compression,
     /// `service.name` of the exported resource.
     pub service_name: String,
     /// `service.version` of the exported resource.
     pub service_version: String,
     /// The name of the tracer the spans are exported under (their instrumentation scope).
     pub tracer_name: String,
-    /// Share of new traces kept (0 to 1); a trace continued from a caller follows its
-    /// caller's decision.
+    /// Share of the traces starting here that is kept (0 to 1: 1 is `always_on`, 0
+    /// `always_off`).
     pub sampling_ratio: f64,
+    /// Whether a caller's `traceparent` decides for its request (OpenTelemetry's
+    /// `parentbased_*` samplers); otherwise `sampling_ratio` decides for it too.
+    pub follow_caller_sampling: bool,
     /// More attributes of the exported resource.
     pub resource_attributes: Vec<(String, String)>,
     /// Headers sent with every export (a hosted collector's key, for one).
@@ -122,20 +133,20 @@ impl Drop for Telemetry {
 pub fn init(settings: &TracesSettings) -> Result<Telemetry, TracesError> {
     let filter =
         EnvFilter::try_new(&settings.log_filter).unwrap_or_else(|_| EnvFilter::new("info"));
-    let endpoint = settings
-        .otlp_endpoint
+    let url = settings
+        .otlp_traces_url
         .as_deref()
         .map(str::trim)
-        .filter(|endpoint| !endpoint.is_empty());
-    let export = match endpoint {
-        Some(endpoint) => Some(start_export(settings, endpoint)?),
+        .filter(|url| !url.is_empty());
+    let export = match url {
+        Some(url) => Some(start_export(settings, url)?),
         None => None,
     };
     // Each layer filters for itself: `log_filter` chooses the log lines, not the spans
     // exported (with one global filter, `warn` dropped every `info` span before export).
     let otel = export.as_ref().map(|export| {
         ExportLayer {
-            sampler: Sampler::ratio(settings.sampling_ratio),
+            sampler: Sampler::new(settings.sampling_ratio, settings.follow_caller_sampling),
             queue: export.queue.clone(),
         }
         .with_filter(ExportFilter)
@@ -183,18 +194,16 @@ pub fn init(settings: &TracesSettings) -> Result<Telemetry, TracesError> {
     Ok(Telemetry { export })
 }
 
-/// Where the spans go below the collector's base URL.
-fn traces_url(endpoint: &str) -> String {
-    format!("{}/v1/traces", endpoint.trim_end_matches('/'))
-}
-
 /// Starts the export task on the current Tokio runtime.
-fn start_export(settings: &TracesSettings, endpoint: &str) -> Result<Export, TracesError> {
+fn start_export(settings: &TracesSettings, url: &str) -> Result<Export, TracesError> {
     let runtime = tokio::runtime::Handle::try_current()
         .map_err(|_| TracesError("the exporter needs a Tokio runtime to send on".into()))?;
     let sender = Sender {
         client: http_client()?,
-        url: traces_url(endpoint),
+        url: url.to_owned(),
+        timeout: settings.export_timeout,
+        compression: settings.compression,
+        retry: export::Retry::default(),
         headers: export_headers(&settings.otlp_headers)?,
         envelope: otlp::Envelope::new(
             &resource_attributes(settings),
@@ -257,15 +266,18 @@ fn resource_attributes(settings: &TracesSettings) -> Vec<(&str, AttributeValue)>
 mod tests {
     use super::*;
 
-    fn exported_to(endpoint: &str) -> TracesSettings {
+    fn exported_to(url: &str) -> TracesSettings {
         TracesSettings {
             log_filter: "info".into(),
             log_format: LogFormat::Text,
-            otlp_endpoint: Some(endpoint.into()),
+            otlp_traces_url: Some(url.into()),
+            export_timeout: Duration::from_secs(10),
+            compression: Compression::None,
             service_name: "test".into(),
             service_version: "0.0.0".into(),
             tracer_name: "test".into(),
             sampling_ratio: 1.0,
+            follow_caller_sampling: true,
             resource_attributes: Vec::new(),
             otlp_headers: Vec::new(),
             capture_content: false,
@@ -273,20 +285,8 @@ mod tests {
     }
 
     #[test]
-    fn spans_go_below_the_base_url() {
-        assert_eq!(
-            traces_url("http://127.0.0.1:4318"),
-            "http://127.0.0.1:4318/v1/traces"
-        );
-        assert_eq!(
-            traces_url("https://collector/otlp/"),
-            "https://collector/otlp/v1/traces"
-        );
-    }
-
-    #[test]
     fn exporting_needs_a_tokio_runtime() {
-        let Err(error) = init(&exported_to("http://127.0.0.1:4318")) else {
+        let Err(error) = init(&exported_to("http://127.0.0.1:4318/v1/traces")) else {
             panic!("started without a runtime");
         };
         assert_eq!(

@@ -41,6 +41,14 @@ fn varint_len(tag: u32, value: u64) -> usize {
     key_len(tag) + encoded_len_varint(value)
 }
 
+/// `ArrayValue`'s body for strings: each an `AnyValue` holding `string_value`.
+fn string_array_len(items: &[String]) -> usize {
+    items
+        .iter()
+        .map(|item| len_delimited_len(1, len_delimited_len(1, item.len())))
+        .sum()
+}
+
 /// `AnyValue`'s body.
 fn any_value_len(value: &AttributeValue) -> usize {
     match value {
@@ -48,6 +56,7 @@ fn any_value_len(value: &AttributeValue) -> usize {
         AttributeValue::Bool(_) => key_len(2) + 1,
         AttributeValue::Int(number) => varint_len(3, *number as u64),
         AttributeValue::Float(_) => key_len(4) + 8,
+        AttributeValue::StrArray(items) => len_delimited_len(5, string_array_len(items)),
     }
 }
 
@@ -57,6 +66,13 @@ fn write_any_value(value: &AttributeValue, buf: &mut Vec<u8>) {
         AttributeValue::Bool(flag) => write_varint(2, u64::from(*flag), buf),
         AttributeValue::Int(number) => write_varint(3, *number as u64, buf),
         AttributeValue::Float(number) => write_fixed64(4, number.to_bits(), buf),
+        AttributeValue::StrArray(items) => {
+            write_header(5, string_array_len(items), buf);
+            for item in items {
+                write_header(1, len_delimited_len(1, item.len()), buf);
+                write_len_delimited(1, item.as_bytes(), buf);
+            }
+        }
     }
 }
 
@@ -229,6 +245,10 @@ mod tests {
                 ("gen_ai.usage.input_tokens", AttributeValue::Int(-1)),
                 ("gen_ai.request.temperature", AttributeValue::Float(0.5)),
                 ("cached", AttributeValue::Bool(true)),
+                (
+                    "gen_ai.response.finish_reasons",
+                    AttributeValue::StrArray(vec!["stop".into(), "length".into()]),
+                ),
             ],
             events: vec![EventRecord {
                 time_unix_nanos: 1_500,
@@ -275,6 +295,16 @@ mod tests {
         assert_eq!(key, (1 << 3) | 2);
         assert_eq!(at + len, body.len(), "one ResourceSpans fills the request");
         assert!(body.ends_with(&spans));
+    }
+
+    #[test]
+    fn a_string_array_is_an_array_value_of_string_values() {
+        let value = AttributeValue::StrArray(vec!["stop".into()]);
+        let mut buf = Vec::new();
+        write_any_value(&value, &mut buf);
+        assert_eq!(buf.len(), any_value_len(&value));
+        // AnyValue.array_value (5) { ArrayValue.values (1) { AnyValue.string_value (1) } }
+        assert_eq!(buf, [0x2a, 8, 0x0a, 6, 0x0a, 4, b's', b't', b'o', b'p']);
     }
 
     #[test]

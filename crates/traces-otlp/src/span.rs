@@ -34,14 +34,20 @@ pub(crate) enum StatusCode {
     Error = 2,
 }
 
-/// An attribute's value (OTLP's `AnyValue`, the scalar kinds).
+/// An attribute's value (OTLP's `AnyValue`: the scalar kinds, and arrays of strings).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum AttributeValue {
     Str(String),
     Bool(bool),
     Int(i64),
     Float(f64),
+    StrArray(Vec<String>),
 }
+
+/// Attributes whose OpenTelemetry type is a string array. `tracing` has no array value, so
+/// such a field is recorded as text, its elements separated by commas (one element, most
+/// often: `finish_reasons = "stop"`), and exported as an array.
+const STRING_ARRAYS: &[&str] = &["gen_ai.response.finish_reasons"];
 
 /// A log event inside a span, exported as a span event.
 #[derive(Debug, Clone, PartialEq)]
@@ -150,6 +156,10 @@ impl Recorded for SpanRecord {
         match key {
             "otel.kind" => self.kind = kind_named(value).unwrap_or(self.kind),
             "otel.status_code" => self.status = status_named(value).unwrap_or(self.status),
+            _ if STRING_ARRAYS.contains(&key) => self.set(
+                key,
+                AttributeValue::StrArray(value.split(',').map(str::to_owned).collect()),
+            ),
             _ => self.set(key, AttributeValue::Str(value.to_owned())),
         }
     }
