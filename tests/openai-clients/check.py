@@ -243,6 +243,117 @@ def check_parse(client: OpenAI, model: str) -> dict:
     return {"parsed": parsed.model_dump(), "usage": usage_counts(completion.usage, "parse")}
 
 
+TIME_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_time",
+        "description": "The current time in a time zone.",
+        "parameters": {
+            "type": "object",
+            "properties": {"zone": {"type": "string"}},
+            "required": ["zone"],
+            "additionalProperties": False,
+        },
+        "strict": True,
+    },
+}
+
+
+class GetTime(pydantic.BaseModel):
+    """The current time in a time zone."""
+
+    zone: str
+
+
+def forced_call(completion, what: str, names: tuple[str, ...]):
+    choice = completion.choices[0]
+    expect(
+        choice.finish_reason == "tool_calls",
+        f"{what}: finish_reason {choice.finish_reason} (content {choice.message.content!r})",
+    )
+    calls = choice.message.tool_calls or []
+    expect(len(calls) >= 1, f"{what}: no tool_calls")
+    expect(calls[0].function.name in names, f"{what}: called {calls[0].function.name}")
+    arguments = json.loads(calls[0].function.arguments)
+    expect(isinstance(arguments, dict), f"{what}: arguments {calls[0].function.arguments}")
+    return calls[0]
+
+
+def check_tool_choice(client: OpenAI, model: str) -> dict:
+    """`tool_choice` `required` and a named function force a call; a pydantic tool named
+    by `tool_choice` is parsed by `.parse` (issue 61)."""
+    messages = [{"role": "user", "content": "What is the weather in Paris?"}]
+    tools = [WEATHER_TOOL, TIME_TOOL]
+    required = client.chat.completions.create(
+        model=model, messages=messages, tools=tools, tool_choice="required",
+        max_tokens=64, temperature=0,
+    )
+    any_call = forced_call(required, "required", ("get_weather", "get_time"))
+    named = client.chat.completions.create(
+        model=model, messages=messages, tools=tools,
+        tool_choice={"type": "function", "function": {"name": "get_time"}},
+        max_tokens=64, temperature=0,
+    )
+    time_call = forced_call(named, "named", ("get_time",))
+    expect(
+        isinstance(json.loads(time_call.function.arguments).get("zone"), str),
+        f"named: arguments {time_call.function.arguments}",
+    )
+    parsed = client.chat.completions.parse(
+        model=model, messages=messages, tools=[openai.pydantic_function_tool(GetTime)],
+        tool_choice={"type": "function", "function": {"name": "GetTime"}},
+        max_tokens=64, temperature=0,
+    )
+    parsed_call = forced_call(parsed, "parse", ("GetTime",))
+    expect(
+        isinstance(parsed_call.function.parsed_arguments, GetTime),
+        f"parse: parsed_arguments {parsed_call.function.parsed_arguments!r}",
+    )
+    return {
+        "required": any_call.function.name,
+        "named": json.loads(time_call.function.arguments),
+        "parsed": parsed_call.function.parsed_arguments.model_dump(),
+    }
+
+
+class Count(pydantic.BaseModel):
+    answer: int
+    unit: str
+
+
+def check_length(client: OpenAI, model: str) -> dict:
+    """A structured answer cut off by the token limit is a 200 with `finish_reason:
+    length`, which `.parse` (both spellings) turns into the SDK's own LengthFinishReasonError;
+    one request each, no retry (issue 61)."""
+    messages = [{"role": "user", "content": "How many moons has Jupiter?"}]
+    seen = {}
+    parsers = {
+        "beta.chat.completions.parse": client.beta.chat.completions.parse,
+        "chat.completions.parse": client.chat.completions.parse,
+    }
+    for name, parse in parsers.items():
+        try:
+            parse(model=model, messages=messages, response_format=Count, max_tokens=4, temperature=0)
+            raise CheckFailed(f"{name}: a cut-off answer parsed")
+        except openai.LengthFinishReasonError as error:
+            choice = error.completion.choices[0]
+            expect(choice.finish_reason == "length", f"{name}: finish_reason {choice.finish_reason}")
+            seen[name] = {
+                "content": choice.message.content,
+                "completion_tokens": error.completion.usage.completion_tokens,
+            }
+    try:
+        client.chat.completions.parse(
+            model=model, messages=messages, tools=[openai.pydantic_function_tool(GetTime)],
+            tool_choice={"type": "function", "function": {"name": "GetTime"}},
+            max_tokens=6, temperature=0,
+        )
+        raise CheckFailed("a cut-off tool call parsed")
+    except openai.LengthFinishReasonError as error:
+        seen["tool call"] = {"finish_reason": error.completion.choices[0].finish_reason}
+    return seen
+
+
 def check_embeddings(client: OpenAI, embedding_model: str) -> dict:
     texts = ["The cat sat on the mat.", "Tessera answers questions."]
     results = {}
@@ -341,6 +452,8 @@ def main() -> None:
     api_key = env("OPENAI_API_KEY")
     model = env("TESSERA_MODEL")
     embedding_model = env("TESSERA_EMBEDDING_MODEL")
+    # A model of a remote OpenAI-compatible provider, when the test serves one.
+    remote_model = os.environ.get("TESSERA_REMOTE_MODEL")
     # No retries: a failure is reported as the server answered it.
     client = OpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=300)
     checks = {
@@ -349,10 +462,14 @@ def main() -> None:
         "stream": lambda: check_stream(client, model),
         "tools": lambda: check_tools(client, model),
         "parse": lambda: check_parse(client, model),
+        "tool_choice": lambda: check_tool_choice(client, model),
+        "length": lambda: check_length(client, model),
         "embeddings": lambda: check_embeddings(client, embedding_model),
         "store": lambda: check_store(client, model),
         "errors": lambda: check_errors(client, model),
     }
+    if remote_model:
+        checks["tool_choice_remote"] = lambda: check_tool_choice(client, remote_model)
     summary = {"client": "openai-python", "version": openai.__version__}
     failures = []
     for name, run in checks.items():

@@ -1,7 +1,8 @@
 // The official `openai` npm package, unchanged, against Tessera's `/openai/v1`.
 //
 // Reads OPENAI_BASE_URL, OPENAI_API_KEY, TESSERA_MODEL and TESSERA_EMBEDDING_MODEL (trust
-// the server's certificate with NODE_EXTRA_CA_CERTS), runs each check through the SDK's own
+// the server's certificate with NODE_EXTRA_CA_CERTS), and TESSERA_REMOTE_MODEL when the
+// server has a model of a remote provider (the tool-choice checks run on it too), runs each check through the SDK's own
 // request building and response parsing, prints a JSON summary on stdout and exits 1 with
 // the failing checks on stderr.
 //
@@ -14,6 +15,7 @@
 //   TESSERA_EMBEDDING_MODEL=all-MiniLM-L6-v2 node openai-node.mjs
 
 import OpenAI, { APIError, AuthenticationError, BadRequestError, NotFoundError } from 'openai';
+import { LengthFinishReasonError } from 'openai/error';
 import { zodResponseFormat } from 'openai/helpers/zod';
 import { z } from 'zod';
 import { VERSION } from 'openai/version';
@@ -208,7 +210,65 @@ async function checkTools(client, model) {
   };
 }
 
+const TIME_TOOL = {
+  type: 'function',
+  function: {
+    name: 'get_time',
+    description: 'The current time in a time zone.',
+    parameters: {
+      type: 'object',
+      properties: { zone: { type: 'string' } },
+      required: ['zone'],
+      additionalProperties: false,
+    },
+    strict: true,
+  },
+};
+
+function forcedCall(completion, what, names) {
+  const choice = completion.choices[0];
+  expect(choice.finish_reason === 'tool_calls', `${what}: finish_reason ${choice.finish_reason} (content ${JSON.stringify(choice.message.content)})`);
+  const call = choice.message.tool_calls?.[0];
+  expect(names.includes(call?.function?.name), `${what}: tool call ${JSON.stringify(call)}`);
+  const args = JSON.parse(call.function.arguments);
+  expect(args && typeof args === 'object', `${what}: arguments ${call.function.arguments}`);
+  return { name: call.function.name, arguments: args };
+}
+
+// `tool_choice` `required` and a named function force a call (issue 61), streamed or not.
+async function checkToolChoice(client, model) {
+  const messages = [{ role: 'user', content: 'What is the weather in Paris?' }];
+  const tools = [WEATHER_TOOL, TIME_TOOL];
+  const ask = (toolChoice) => ({ model, messages, tools, tool_choice: toolChoice, max_tokens: 64, temperature: 0 });
+  const required = forcedCall(await client.chat.completions.create(ask('required')), 'required', ['get_weather', 'get_time']);
+  const byName = { type: 'function', function: { name: 'get_time' } };
+  const named = forcedCall(await client.chat.completions.create(ask(byName)), 'named', ['get_time']);
+  expect(typeof named.arguments.zone === 'string', `named: arguments ${JSON.stringify(named.arguments)}`);
+  const streamed = await client.chat.completions.stream(ask(byName)).finalChatCompletion();
+  const streamedCall = forcedCall(streamed, 'named, streamed', ['get_time']);
+  return { required: required.name, named: named.arguments, streamed: streamedCall.arguments };
+}
+
 const City = z.object({ name: z.string(), country: z.string() });
+const Count = z.object({ answer: z.number().int(), unit: z.string() });
+
+// A structured answer cut off by the token limit: a 200 with `finish_reason: length`, which
+// `.parse` turns into the SDK's own LengthFinishReasonError (issue 61).
+async function checkLength(client, model) {
+  try {
+    await client.chat.completions.parse({
+      model,
+      messages: [{ role: 'user', content: 'How many moons has Jupiter?' }],
+      response_format: zodResponseFormat(Count, 'count'),
+      max_tokens: 4,
+      temperature: 0,
+    });
+    throw new CheckFailed('a cut-off answer parsed');
+  } catch (error) {
+    if (!(error instanceof LengthFinishReasonError)) throw error;
+    return { error: error.constructor.name, message: error.message };
+  }
+}
 
 async function checkParse(client, model) {
   const completion = await client.chat.completions.parse({
@@ -332,6 +392,8 @@ async function main() {
   const apiKey = env('OPENAI_API_KEY');
   const model = env('TESSERA_MODEL');
   const embeddingModel = env('TESSERA_EMBEDDING_MODEL');
+  // A model of a remote OpenAI-compatible provider, when the test serves one.
+  const remoteModel = process.env.TESSERA_REMOTE_MODEL;
   // No retries: a failure is reported as the server answered it.
   const client = new OpenAI({ baseURL, apiKey, maxRetries: 0, timeout: 300_000 });
   const checks = {
@@ -340,10 +402,13 @@ async function main() {
     stream: () => checkStream(client, model),
     tools: () => checkTools(client, model),
     parse: () => checkParse(client, model),
+    tool_choice: () => checkToolChoice(client, model),
+    length: () => checkLength(client, model),
     embeddings: () => checkEmbeddings(client, embeddingModel),
     responses: () => checkResponses(client, model),
     errors: () => checkErrors(client, model),
   };
+  if (remoteModel) checks.tool_choice_remote = () => checkToolChoice(client, remoteModel);
   const summary = { client: 'openai-node', version: VERSION };
   const failures = [];
   for (const [name, run] of Object.entries(checks)) {

@@ -11,7 +11,7 @@ use tessera_kernel::{
 };
 use tessera_models::{
     ChatEvent, ChatMessage, ChatModel, ChatRequest, Completion, ImageInput, JsonSchemaFormat,
-    ProviderError, ReasoningEffort, Role, Route, ToolCall, ToolSpec, Usability, Usage,
+    ProviderError, ReasoningEffort, Role, Route, ToolCall, ToolChoice, ToolSpec, Usability, Usage,
 };
 use tessera_prompts::TokenCounter;
 use tessera_usage::{FAILED, Tokens, UsageId, UsageRecord, UsageStore};
@@ -80,6 +80,10 @@ pub struct CompletionRequest {
     pub chat_id: Option<ChatId>,
     pub messages: Vec<NewMessage>,
     pub tools: Vec<ToolSpec>,
+    /// Whether the model must call a tool (of `tools` or of the MCP servers linked to the
+    /// model): `Required` or a named function force the first call of the answer; the steps
+    /// after a server-run call are the model's choice again (`None` stays `None`).
+    pub tool_choice: ToolChoice,
     pub response_format: Option<JsonSchemaFormat>,
     pub enable_reasoning: bool,
     pub reasoning_budget: Option<u32>,
@@ -589,16 +593,32 @@ struct ToolPlan {
     server: Option<Arc<dyn ServerToolbox>>,
     server_specs: Vec<ToolSpec>,
     client: Vec<ToolSpec>,
+    choice: ToolChoice,
     max_steps: u32,
 }
 
 impl ToolPlan {
-    fn new(server: Option<Arc<dyn ServerToolbox>>, client: &[ToolSpec], max_steps: u32) -> Self {
+    fn new(
+        server: Option<Arc<dyn ServerToolbox>>,
+        client: &[ToolSpec],
+        choice: ToolChoice,
+        max_steps: u32,
+    ) -> Self {
         Self {
             server_specs: server.as_ref().map(|s| s.specs()).unwrap_or_default(),
             server,
             client: client.to_vec(),
+            choice,
             max_steps,
+        }
+    }
+
+    /// The tool choice after `steps` tool steps: the request's for the first call; a forced
+    /// call was made by then, so the model decides again (it would call forever otherwise).
+    fn choice(&self, steps: u32) -> ToolChoice {
+        match &self.choice {
+            ToolChoice::Required | ToolChoice::Function(_) if steps > 0 => ToolChoice::Auto,
+            choice => choice.clone(),
         }
     }
 
@@ -742,7 +762,14 @@ impl Generation {
         let mut steps = 0;
         loop {
             request.tools = self.tools.offered(steps);
+            request.tool_choice = self.tools.choice(steps);
             self.call(&request, steps, publisher, completion).await?;
+            if completion.finish_reason == Some(tessera_models::FinishReason::Length) {
+                // Cut off by the token limit, the answer is what it is (finish reason
+                // `length`, as OpenAI reports it): not checked against a schema it could not
+                // finish, and an unfinished call of a server tool is not run.
+                return Ok(());
+            }
             let (server, client): (Vec<ToolCall>, Vec<ToolCall>) = (completion.tool_calls.iter())
                 .cloned()
                 .partition(|call| self.tools.runs(&call.name, steps));

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 use tessera_kernel::{FieldError, LocSegment};
-use tessera_models::{BaseModel, ChatMessage, JsonSchemaFormat, Role, ToolSpec};
+use tessera_models::{BaseModel, ChatMessage, JsonSchemaFormat, Role, ToolChoice, ToolSpec};
 
 /// The longest tool name providers accept.
 const MAX_TOOL_NAME: usize = 64;
@@ -177,6 +177,32 @@ pub fn check_requirements(model: &BaseModel, wanted: &Requirements<'_>) -> Vec<F
         ));
     }
     errors
+}
+
+/// A tool choice that forces a call names tools that are offered: `required` needs at
+/// least one, a named function one of that name (`offered`: the client's tools and those of
+/// the MCP servers linked to the model).
+pub fn check_tool_choice<'a>(
+    choice: &ToolChoice,
+    mut offered: impl Iterator<Item = &'a str>,
+) -> Option<FieldError> {
+    let msg = match choice {
+        ToolChoice::Auto | ToolChoice::None => return None,
+        ToolChoice::Required => {
+            if offered.next().is_some() {
+                return None;
+            }
+            "`required` forces a call of one of the tools, but none is offered: give `tools`"
+                .to_owned()
+        }
+        ToolChoice::Function(name) => {
+            if offered.any(|offered| offered == name) {
+                return None;
+            }
+            format!("names the function `{name}`, which is not one of the tools")
+        }
+    };
+    Some(error(&["toolChoice".into()], msg, "value_error"))
 }
 
 fn check_tools(tools: &[ToolSpec]) -> Vec<FieldError> {

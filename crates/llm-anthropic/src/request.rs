@@ -19,6 +19,9 @@
 //!   The budget must stay below `max_tokens`, so `max_tokens` grows by the budget when it
 //!   would not. With thinking on, `temperature` and `top_p` are not sent (the API refuses
 //!   them). `reasoning: Some((None, None))` sends nothing: the model's default.
+//! - A tool choice other than `auto` (the API's default) is sent as `tool_choice`:
+//!   `none`, `any` for `required`, `{"type": "tool", "name"}` for a named function. The API
+//!   refuses a forced call together with extended thinking; that refusal is its own.
 //! - `seed` has no Messages counterpart and is not sent; `stop` is `stop_sequences`.
 //! - A JSON-schema response format is refused: the Messages API has no such parameter
 //!   (a catalog model served by this adapter should not claim `json_schema`).
@@ -26,7 +29,9 @@
 use base64::Engine as _;
 use serde::Serialize;
 use serde_json::Value;
-use tessera_models::{ChatMessage, ChatRequest, ImageInput, ReasoningEffort, Role, ToolSpec};
+use tessera_models::{
+    ChatMessage, ChatRequest, ImageInput, ReasoningEffort, Role, ToolChoice, ToolSpec,
+};
 
 /// The smallest thinking budget the API accepts.
 const MIN_THINKING_BUDGET: u32 = 1024;
@@ -42,6 +47,8 @@ pub(crate) struct WireRequest<'a> {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<WireTool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<WireToolChoice<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     thinking: Option<Thinking>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f32>,
@@ -49,6 +56,26 @@ pub(crate) struct WireRequest<'a> {
     top_p: Option<f32>,
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     stop_sequences: &'a [String],
+}
+
+/// `{"type": "any"}` (some tool), `{"type": "tool", "name"}` or `{"type": "none"}`.
+#[derive(Debug, Serialize)]
+struct WireToolChoice<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<&'a str>,
+}
+
+/// The Messages API's choice for the request's; `auto` is its default, not sent.
+fn tool_choice(choice: &ToolChoice) -> Option<WireToolChoice<'_>> {
+    let (kind, name) = match choice {
+        ToolChoice::Auto => return None,
+        ToolChoice::None => ("none", None),
+        ToolChoice::Required => ("any", None),
+        ToolChoice::Function(name) => ("tool", Some(name.as_str())),
+    };
+    Some(WireToolChoice { kind, name })
 }
 
 #[derive(Debug, Serialize)]
@@ -142,6 +169,9 @@ impl<'a> WireRequest<'a> {
             messages,
             stream: true,
             tools: request.tools.iter().map(tool).collect(),
+            tool_choice: (!request.tools.is_empty())
+                .then(|| tool_choice(&request.tool_choice))
+                .flatten(),
             thinking: budget.map(|budget_tokens| Thinking {
                 kind: "enabled",
                 budget_tokens,
@@ -353,6 +383,32 @@ mod tests {
                 "top_p": 0.9,
                 "stop_sequences": ["END"]
             })
+        );
+    }
+
+    #[test]
+    fn a_tool_choice_takes_the_messages_api_names_and_auto_is_left_to_its_default() {
+        let with = |choice: ToolChoice| {
+            wire(&ChatRequest {
+                model: "claude".into(),
+                messages: vec![ChatMessage::new(Role::User, "Weather?")],
+                tools: vec![ToolSpec {
+                    name: "weather".into(),
+                    description: None,
+                    parameters: json!({"type": "object"}),
+                }],
+                tool_choice: choice,
+                ..ChatRequest::default()
+            })
+            .get("tool_choice")
+            .cloned()
+        };
+        assert_eq!(with(ToolChoice::Auto), None);
+        assert_eq!(with(ToolChoice::None), Some(json!({"type": "none"})));
+        assert_eq!(with(ToolChoice::Required), Some(json!({"type": "any"})));
+        assert_eq!(
+            with(ToolChoice::Function("weather".into())),
+            Some(json!({"type": "tool", "name": "weather"}))
         );
     }
 

@@ -47,7 +47,7 @@ impl Grammars {
     /// indent spends most of its answer, sometimes all of `max_tokens`, on newlines.
     pub(crate) fn json_schema(&self, schema: &serde_json::Value) -> Result<Matcher, String> {
         let mut schema = schema.clone();
-        bound_fraction_digits(&mut schema);
+        bound_numbers(&mut schema);
         if let Some(root) = schema.as_object_mut() {
             root.entry("x-guidance")
                 .or_insert_with(|| serde_json::json!({ "whitespace_flexible": false }));
@@ -64,28 +64,67 @@ impl Grammars {
 /// Keywords whose values are data, not subschemas.
 const DATA_KEYWORDS: [&str; 4] = ["enum", "const", "default", "examples"];
 
-/// Makes every `number` subschema without a `multipleOf` a multiple of 10⁻⁶: a small model
-/// may otherwise write fraction digits until `max_tokens` runs out. The answers still
-/// validate against the schema as given; they are only written with at most 6 decimals.
-fn bound_fraction_digits(schema: &mut serde_json::Value) {
+/// The largest integer a JSON number keeps exactly in an IEEE-754 double (2⁵³ − 1, 16
+/// digits; RFC 7493's interoperable range): the bound of every number the model writes.
+pub(crate) const LARGEST_NUMBER: i64 = 9_007_199_254_740_991;
+
+/// Bounds every `integer` and `number` subschema, so no schema can be satisfied only by
+/// writing digits until `max_tokens` runs out (a small model, once it starts a long number,
+/// rarely stops by itself):
+/// - a side the schema leaves open gets ±[`LARGEST_NUMBER`]: at most 16 integer digits,
+///   well within IEEE-754 double range (llguidance writes bounded numbers without an
+///   exponent, so the exponent is bounded too);
+/// - a `number` without a `multipleOf` becomes a multiple of 10⁻⁶: at most 6 decimals.
+///
+/// The answers still validate against the schema as given; they are only written within
+/// these bounds. A side the schema bounds itself, or one whose bound would contradict the
+/// other side (a `minimum` above the largest number), is left as the schema says.
+fn bound_numbers(schema: &mut serde_json::Value) {
     match schema {
         serde_json::Value::Object(map) => {
-            let is_number = match map.get("type") {
-                Some(serde_json::Value::String(kind)) => kind == "number",
-                Some(serde_json::Value::Array(kinds)) => kinds.iter().any(|k| k == "number"),
+            let is = |map: &serde_json::Map<String, serde_json::Value>, wanted: &str| match map
+                .get("type")
+            {
+                Some(serde_json::Value::String(kind)) => kind == wanted,
+                Some(serde_json::Value::Array(kinds)) => kinds.iter().any(|k| k == wanted),
                 _ => false,
             };
+            let is_number = is(map, "number");
+            if is_number || is(map, "integer") {
+                bound_magnitude(map);
+            }
             if is_number && !map.contains_key("multipleOf") {
                 map.insert("multipleOf".into(), serde_json::json!(0.000_001));
             }
             for (key, value) in map.iter_mut() {
                 if !DATA_KEYWORDS.contains(&key.as_str()) {
-                    bound_fraction_digits(value);
+                    bound_numbers(value);
                 }
             }
         }
-        serde_json::Value::Array(items) => items.iter_mut().for_each(bound_fraction_digits),
+        serde_json::Value::Array(items) => items.iter_mut().for_each(bound_numbers),
         _ => {}
+    }
+}
+
+/// Adds `minimum: -LARGEST_NUMBER` and `maximum: LARGEST_NUMBER` where the schema has no
+/// bound of its own on that side and the added bound keeps the range non-empty.
+fn bound_magnitude(map: &mut serde_json::Map<String, serde_json::Value>) {
+    let bound = |map: &serde_json::Map<String, serde_json::Value>, keys: [&str; 2]| {
+        keys.iter()
+            .find_map(|key| map.get(*key).and_then(serde_json::Value::as_f64))
+    };
+    let has = |map: &serde_json::Map<String, serde_json::Value>, keys: [&str; 2]| {
+        keys.iter().any(|key| map.contains_key(*key))
+    };
+    let largest = LARGEST_NUMBER as f64;
+    let lowest = bound(map, ["minimum", "exclusiveMinimum"]);
+    let highest = bound(map, ["maximum", "exclusiveMaximum"]);
+    if !has(map, ["minimum", "exclusiveMinimum"]) && highest.is_none_or(|high| high > -largest) {
+        map.insert("minimum".into(), serde_json::json!(-LARGEST_NUMBER));
+    }
+    if !has(map, ["maximum", "exclusiveMaximum"]) && lowest.is_none_or(|low| low < largest) {
+        map.insert("maximum".into(), serde_json::json!(LARGEST_NUMBER));
     }
 }
 
@@ -104,7 +143,7 @@ pub(crate) fn mask_logits(matcher: &mut Matcher, logits: &mut [f32]) -> Result<(
 mod tests {
     use serde_json::json;
 
-    use super::bound_fraction_digits;
+    use super::{LARGEST_NUMBER, bound_numbers};
 
     #[test]
     fn numbers_get_a_fraction_bound_wherever_they_are_but_data_is_left_alone() {
@@ -115,7 +154,7 @@ mod tests {
             "list": {"type": "array", "items": {"anyOf": [{"type": "number"}, {"type": "string"}]}},
             "type": {"const": {"type": "number"}}
         }});
-        bound_fraction_digits(&mut schema);
+        bound_numbers(&mut schema);
         let properties = &schema["properties"];
         assert_eq!(properties["price"]["multipleOf"], json!(0.000_001));
         assert_eq!(properties["ratio"]["multipleOf"], json!(0.000_001));
@@ -130,5 +169,30 @@ mod tests {
         );
         assert_eq!(properties["type"]["const"], json!({"type": "number"}));
         assert_eq!(schema.get("multipleOf"), None);
+    }
+
+    #[test]
+    fn integers_and_numbers_get_magnitude_bounds_where_the_schema_leaves_a_side_open() {
+        let mut schema = json!({"type": "object", "properties": {
+            "count": {"type": "integer"},
+            "age": {"type": "integer", "minimum": 0},
+            "below": {"type": "number", "exclusiveMaximum": 10},
+            "huge": {"type": "integer", "minimum": 1e20},
+            "any": {"type": ["integer", "string"]},
+            "name": {"type": "string"}
+        }});
+        bound_numbers(&mut schema);
+        let p = &schema["properties"];
+        assert_eq!(p["count"]["minimum"], json!(-LARGEST_NUMBER));
+        assert_eq!(p["count"]["maximum"], json!(LARGEST_NUMBER));
+        assert_eq!(p["count"].get("multipleOf"), None, "integers stay integers");
+        assert_eq!(p["age"]["minimum"], json!(0));
+        assert_eq!(p["age"]["maximum"], json!(LARGEST_NUMBER));
+        assert_eq!(p["below"]["minimum"], json!(-LARGEST_NUMBER));
+        assert_eq!(p["below"].get("maximum"), None);
+        assert_eq!(p["huge"].get("maximum"), None, "the range stays non-empty");
+        assert_eq!(p["any"]["maximum"], json!(LARGEST_NUMBER));
+        assert_eq!(p["name"].get("maximum"), None);
+        assert_eq!(LARGEST_NUMBER.to_string().len(), 16);
     }
 }

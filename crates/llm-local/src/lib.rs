@@ -12,13 +12,18 @@
 //!
 //! A `json_schema` response format is enforced by constrained decoding (`constraint`: the
 //! schema compiled by llguidance masks every token that cannot continue a conforming
-//! document), so such answers always parse and validate. The document is written compactly
-//! and numbers with at most 6 decimals, so a small model cannot spend `max_tokens` on
-//! whitespace or endless digits (50 random schemas in `tests/random_schemas.rs`).
+//! document), so such answers always parse and validate. The document is written compactly,
+//! integers with at most 16 digits and numbers within ±(2⁵³ − 1) with at most 6 decimals, so
+//! a small model cannot spend `max_tokens` on whitespace or endless digits (50 random schemas
+//! in `tests/random_schemas.rs`). An answer the token limit cuts off anyway ends with
+//! `FinishReason::Length`, a tool call as far as it was written.
 //!
 //! Tools work the same way: with tools, an answer to a user turn is constrained to one call
 //! `{"name", "arguments"}` of one of them and returned as tool-call events (`tools`); an
-//! answer after tool results is text.
+//! answer after tool results is text. The request's tool choice overrides that: `required`
+//! forces a call of one of the tools and a named function a call of that one (its arguments
+//! constrained by its parameters) after any turn; `none` offers no tool, so the answer is
+//! text.
 //!
 //! Not in this slice: interpreting the Jinja `tokenizer.chat_template` (ChatML is
 //! hard-coded; only the template's default system prompt is read), and prompt caching between
@@ -56,8 +61,7 @@ use async_trait::async_trait;
 use candle_core::{Device, Tensor, quantized::gguf_file};
 use candle_transformers::generation::LogitsProcessor;
 use tessera_models::{
-    Capabilities, ChatEvent, ChatModel, ChatRequest, ChatStream, FinishReason, ProviderError, Role,
-    Usage,
+    Capabilities, ChatEvent, ChatModel, ChatRequest, ChatStream, FinishReason, ProviderError, Usage,
 };
 use tessera_prompts::TokenCounter;
 use tokio::sync::mpsc;
@@ -228,15 +232,9 @@ impl ChatModel for LocalEngine {
     }
 
     async fn stream(&self, request: ChatRequest) -> Result<ChatStream, ProviderError> {
-        // With tools, a turn that answers the user is a tool call (the small model cannot be
-        // trusted to choose well); a turn after tool results answers in text.
-        let calls_tool = !request.tools.is_empty()
-            && request
-                .messages
-                .last()
-                .is_some_and(|m| matches!(m.role, Role::User | Role::System));
+        let (offered, calls_tool) = tools::plan(&request)?;
         let schema = if calls_tool {
-            Some(tools::call_schema(&request.tools))
+            Some(tools::call_schema(offered))
         } else {
             request.response_format.as_ref().map(|f| f.schema.clone())
         };
@@ -244,11 +242,7 @@ impl ChatModel for LocalEngine {
             .map(|schema| self.grammars.json_schema(&schema))
             .transpose()
             .map_err(ProviderError::InvalidRequest)?;
-        let text = template::render(
-            &request.messages,
-            self.default_system.as_deref(),
-            &request.tools,
-        );
+        let text = template::render(&request.messages, self.default_system.as_deref(), offered);
         let prompt = self
             .tokenizer
             .encode(&text)

@@ -170,3 +170,58 @@ async fn schemas_that_cannot_be_compiled_are_refused_before_generating() {
         Some(ProviderError::InvalidRequest(_))
     ));
 }
+
+/// Questions whose answers the greedy model writes as long runs of digits: without bounds
+/// an unbounded `integer` or `number` goes on until `max_tokens` cuts it off.
+const LONG_NUMBERS: [&str; 4] = [
+    "What is 2 to the power of 200? Answer with all its digits.",
+    "Write the first 100 digits of pi as one number.",
+    "Count from 1 to 50 without spaces, as one number.",
+    "What is the population of the world?",
+];
+
+#[tokio::test]
+async fn unbounded_numbers_are_written_within_bounds_and_finish() {
+    let engine = testing::engine(LocalEngineOptions::default());
+    for (question, kind) in LONG_NUMBERS
+        .iter()
+        .flat_map(|q| [(q, "integer"), (q, "number")])
+    {
+        let schema = json!({"type": "object", "properties": {"value": {"type": kind}},
+                            "required": ["value"], "additionalProperties": false});
+        let request = ChatRequest {
+            model: "smollm2".into(),
+            messages: vec![ChatMessage::new(Role::User, *question)],
+            response_format: Some(JsonSchemaFormat {
+                name: "value".into(),
+                strict: true,
+                schema: schema.clone(),
+            }),
+            max_tokens: Some(64),
+            temperature: Some(0.0),
+            ..ChatRequest::default()
+        };
+        let answer = complete(&engine, request).await.expect("an answer");
+        assert_eq!(
+            answer.finish_reason,
+            Some(FinishReason::Stop),
+            "{question} ({kind}): {}",
+            answer.content
+        );
+        let document: Value = serde_json::from_str(&answer.content).expect("JSON");
+        let value = document["value"].to_string();
+        let integer_digits = value
+            .trim_start_matches('-')
+            .split('.')
+            .next()
+            .map_or(0, str::len);
+        assert!(
+            integer_digits <= 16 && !value.contains(['e', 'E']),
+            "{question} ({kind}): {value}"
+        );
+        assert!(
+            document["value"].as_f64().is_some_and(f64::is_finite),
+            "{value}"
+        );
+    }
+}

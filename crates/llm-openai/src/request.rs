@@ -12,6 +12,8 @@
 //!   (below 2,048 tokens `low`, below 4,096 `medium`, else `high` — the budgets LiteLLM maps
 //!   those efforts to), because an unknown parameter is an error on strict servers.
 //!   `reasoning: Some((None, None))` sends nothing: the model's default.
+//! - Tools go with the request's `tool_choice` (`auto`, `none`, `required`, or
+//!   `{"type": "function", "function": {"name"}}`); without tools, no `tool_choice`.
 //! - An assistant message with tool calls and no text has `content: null`.
 //! - A user message with images has `content` as parts: the text, then each image as an
 //!   `image_url` part holding a `data:` URL (base64), which OpenAI, vLLM, Ollama and
@@ -20,7 +22,8 @@
 use base64::Engine as _;
 use serde::Serialize;
 use tessera_models::{
-    ChatMessage, ChatRequest, ImageInput, JsonSchemaStyle, ReasoningEffort, Role, ToolSpec,
+    ChatMessage, ChatRequest, ImageInput, JsonSchemaStyle, ReasoningEffort, Role, ToolChoice,
+    ToolSpec,
 };
 
 #[derive(Debug, Serialize)]
@@ -31,10 +34,10 @@ pub(crate) struct WireRequest<'a> {
     stream_options: StreamOptions,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<WireTool<'a>>,
-    /// `auto` whenever there are tools: OpenAI's own default then, said out loud because
-    /// some servers (the llama-cpp-python server) ignore tools without it.
+    /// Whenever there are tools: the request's choice, `auto` (OpenAI's own default) said
+    /// out loud because some servers (the llama-cpp-python server) ignore tools without it.
     #[serde(skip_serializing_if = "Option::is_none")]
-    tool_choice: Option<&'static str>,
+    tool_choice: Option<WireToolChoice<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     response_format: Option<WireResponseFormat<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -49,6 +52,35 @@ pub(crate) struct WireRequest<'a> {
     stop: &'a [String],
     #[serde(skip_serializing_if = "Option::is_none")]
     reasoning_effort: Option<&'static str>,
+}
+
+/// `"auto"`, `"none"`, `"required"` or `{"type": "function", "function": {"name": …}}`.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum WireToolChoice<'a> {
+    Mode(&'static str),
+    Function {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        function: WireFunctionName<'a>,
+    },
+}
+
+#[derive(Debug, Serialize)]
+struct WireFunctionName<'a> {
+    name: &'a str,
+}
+
+fn tool_choice(choice: &ToolChoice) -> WireToolChoice<'_> {
+    match choice {
+        ToolChoice::Auto => WireToolChoice::Mode("auto"),
+        ToolChoice::None => WireToolChoice::Mode("none"),
+        ToolChoice::Required => WireToolChoice::Mode("required"),
+        ToolChoice::Function(name) => WireToolChoice::Function {
+            kind: "function",
+            function: WireFunctionName { name },
+        },
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -152,7 +184,7 @@ impl<'a> WireRequest<'a> {
                 include_usage: true,
             },
             tools: request.tools.iter().map(tool).collect(),
-            tool_choice: (!request.tools.is_empty()).then_some("auto"),
+            tool_choice: (!request.tools.is_empty()).then(|| tool_choice(&request.tool_choice)),
             response_format: request.response_format.as_ref().map(|format| match style {
                 JsonSchemaStyle::JsonSchema => WireResponseFormat {
                     kind: "json_schema",
@@ -349,6 +381,7 @@ mod tests {
             top_p: Some(0.9),
             seed: Some(42),
             stop: vec!["END".into(), "\n\n".into()],
+            tool_choice: ToolChoice::Auto,
             reasoning: Some((Some(ReasoningEffort::High), Some(1000))),
         };
         assert_eq!(
@@ -387,6 +420,31 @@ mod tests {
                 "stop": ["END", "\n\n"],
                 "reasoning_effort": "high"
             })
+        );
+    }
+
+    #[test]
+    fn the_tool_choice_is_sent_as_openai_spells_it() {
+        let with = |choice: ToolChoice| {
+            wire(&ChatRequest {
+                model: "m".into(),
+                messages: vec![ChatMessage::new(Role::User, "x")],
+                tools: vec![ToolSpec {
+                    name: "weather".into(),
+                    description: None,
+                    parameters: json!({"type": "object"}),
+                }],
+                tool_choice: choice,
+                ..ChatRequest::default()
+            })["tool_choice"]
+                .clone()
+        };
+        assert_eq!(with(ToolChoice::Auto), json!("auto"));
+        assert_eq!(with(ToolChoice::None), json!("none"));
+        assert_eq!(with(ToolChoice::Required), json!("required"));
+        assert_eq!(
+            with(ToolChoice::Function("weather".into())),
+            json!({"type": "function", "function": {"name": "weather"}})
         );
     }
 

@@ -44,7 +44,7 @@ pub use provider::MockChatModel;
 pub use provider::{
     Capabilities, ChatEvent, ChatMessage, ChatModel, ChatRequest, ChatStream, Completion,
     FinishReason, ImageInput, JsonSchemaFormat, ProviderError, ReasoningEffort, Role, ToolCall,
-    ToolSpec, Usage, complete,
+    ToolChoice, ToolSpec, Usage, complete,
 };
 pub use providers::{DeploymentHealth, Providers, ResolvedModel};
 pub use routing::{

@@ -115,6 +115,27 @@ pub struct ToolSpec {
     pub parameters: serde_json::Value,
 }
 
+/// Whether the model must call one of the request's tools.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ToolChoice {
+    /// The model decides (the default).
+    #[default]
+    Auto,
+    /// No tool call: the model answers in text, though tools are offered.
+    None,
+    /// At least one call, of any of the tools.
+    Required,
+    /// A call of the tool of this name.
+    Function(String),
+}
+
+impl ToolChoice {
+    /// Whether the answer must be a tool call.
+    pub fn forces_call(&self) -> bool {
+        matches!(self, ToolChoice::Required | ToolChoice::Function(_))
+    }
+}
+
 /// Structured output: the answer must be JSON conforming to `schema`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct JsonSchemaFormat {
@@ -138,6 +159,8 @@ pub struct ChatRequest {
     pub model: String,
     pub messages: Vec<ChatMessage>,
     pub tools: Vec<ToolSpec>,
+    /// Whether (and which of) `tools` the model must call; meaningless without tools.
+    pub tool_choice: ToolChoice,
     pub response_format: Option<JsonSchemaFormat>,
     pub max_tokens: Option<u32>,
     pub temperature: Option<f32>,

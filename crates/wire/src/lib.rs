@@ -2,7 +2,7 @@
 //! them: OpenAI's dialect (`openai`: chat completions, the Responses API, embeddings,
 //! models, its error shape and both of its event streams), `/v1`'s bodies (`v1`, by
 //! resource), its two chat stream formats (`chat_stream`), the chat shapes both surfaces
-//! share (`chat`), the list bodies (`page`), and how a request's body, query and path are
+//! share (`chat`) and their tool choice (`tool_choice`), the list bodies (`page`), and how a request's body, query and path are
 //! parsed and validated (`parse`). Each shape carries its serde form and its OpenAPI
 //! schema; requests are translated into the domains' requests (with every field error
 //! located as the client sent it), and domain records, messages and generation events into
@@ -15,6 +15,7 @@ pub mod chat_stream;
 pub mod openai;
 pub mod page;
 pub mod parse;
+pub mod tool_choice;
 pub mod v1;
 
 /// Deserializes an optional field so that absent (`None`) and `null` (`Some(None)`) differ:

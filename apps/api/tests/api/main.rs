@@ -19,6 +19,7 @@ mod graceful_stop;
 mod hardening;
 mod hardening3_access;
 mod hardening3_operations;
+mod hardening3_tools;
 mod http;
 mod idempotency;
 mod image_ocr;

@@ -1,10 +1,11 @@
 //! Unchanged official OpenAI clients against the real server's `/openai/v1` on the embedded
-//! model, each with a `tsk_…` API key and the dev certificate trusted: the `openai` Python
-//! package (`tests/openai-clients/check.py`), the `openai` npm package
-//! (`openai-node.mjs`) and the Vercel AI SDK with `@ai-sdk/openai-compatible`
-//! (`ai-sdk.mjs`). Each script runs its checks through the client's own request building and
-//! response parsing and exits non-zero on any failure; the server's side then shows the
-//! usage attributed to the key. `just test` installs the clients: the npm packages into
+//! model (and, for tool choice, a model of a remote OpenAI-compatible provider), each with a
+//! `tsk_…` API key and the dev certificate trusted: the `openai` Python package
+//! (`tests/openai-clients/check.py`), the `openai` npm package (`openai-node.mjs`), the
+//! Vercel AI SDK with `@ai-sdk/openai-compatible` (`ai-sdk.mjs`) and LangChain's
+//! `ChatOpenAI` (`langchain_tools.py`). Each script runs its checks through the client's own
+//! request building and response parsing and exits non-zero on any failure; the server's
+//! side then shows the usage attributed to the key. `just test` installs the clients: the npm packages into
 //! `tests/openai-clients/node_modules`, the Python one into a venv whose interpreter it
 //! passes in `TESSERA_OPENAI_PYTHON`.
 
@@ -19,6 +20,7 @@ use tessera_store::Backend;
 
 use crate::{
     chats::{LOCAL, model_dir},
+    hardening3_tools::{REMOTE, ToolUpstream},
     processing::models_root,
     support::{TestApp, ok},
 };
@@ -31,19 +33,27 @@ fn clients_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/openai-clients")
 }
 
-/// The server with the embedded chat and embedding models, an organization, and an API key
-/// of it for the clients.
+/// The server with the embedded chat and embedding models, a model of a remote
+/// OpenAI-compatible provider (`REMOTE`, served by a loopback upstream that honours
+/// `tool_choice`), an organization, and an API key of it for the clients.
 struct Setup {
     app: TestApp,
     admin: String,
     key_id: String,
     secret: String,
     embedding_model: String,
+    _upstream: ToolUpstream,
+    _catalog: tempfile::TempDir,
 }
 
 async fn setup() -> Setup {
+    let upstream = ToolUpstream::start().await;
+    let catalog = tempfile::tempdir().unwrap();
+    let catalog_file = catalog.path().join("catalog.toml");
+    std::fs::write(&catalog_file, upstream.catalog()).unwrap();
     let app = TestApp::spawn_with(Backend::Sqlite, |settings| {
         settings.models.local_dir = Some(model_dir());
+        settings.models.catalog_file = Some(catalog_file);
         settings.knowledge.embedding_model_dir = Some(models_root());
         // The clients make a few dozen requests in a row; the rate limits have their own tests.
         settings.rate_limit.enabled = false;
@@ -76,6 +86,8 @@ async fn setup() -> Setup {
         secret,
         embedding_model,
         app,
+        _upstream: upstream,
+        _catalog: catalog,
     }
 }
 
@@ -87,6 +99,7 @@ async fn run(setup: &Setup, what: &str, mut command: Command) -> Value {
         .env("OPENAI_BASE_URL", setup.app.url("/openai/v1"))
         .env("OPENAI_API_KEY", &setup.secret)
         .env("TESSERA_MODEL", LOCAL)
+        .env("TESSERA_REMOTE_MODEL", REMOTE)
         .env("TESSERA_EMBEDDING_MODEL", &setup.embedding_model)
         // The dev certificate is the only one trusted: Python's `ssl` (the SDK's httpx2
         // reads SSL_CERT_FILE) and Node's extra CA list.
@@ -114,6 +127,28 @@ async fn run(setup: &Setup, what: &str, mut command: Command) -> Value {
     );
     serde_json::from_str(&stdout)
         .unwrap_or_else(|error| panic!("{what} summary: {error}\n{stdout}"))
+}
+
+/// LangChain's `ChatOpenAI` (`langchain_tools.py`) binds tools with every tool choice
+/// (`required`, `any`, a tool's name, OpenAI's named form) and asks for structured output by
+/// function calling, on the embedded model and on the remote provider's: each is a call of
+/// the right tool.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn langchain_binds_tools_with_a_tool_choice() {
+    let python = std::env::var("TESSERA_OPENAI_PYTHON")
+        .expect("TESSERA_OPENAI_PYTHON names the venv's Python; `just test` installs it");
+    let setup = setup().await;
+    let mut command = Command::new(python);
+    command.arg(clients_dir().join("langchain_tools.py"));
+    let summary = run(&setup, "LangChain's ChatOpenAI", command).await;
+    for model in ["embedded", "remote"] {
+        assert_eq!(summary[model]["by name"]["name"], "GetTime", "{summary}");
+        assert!(
+            summary[model]["structured output"]["zone"].is_string(),
+            "{summary}"
+        );
+    }
+    setup.app.stop().await;
 }
 
 /// Every usage record of the organization is the key's, for both the chat and the

@@ -22,7 +22,7 @@ use crate::{
     context::{Fitted, fit},
     derive_title,
     retriever::{select, with_sources},
-    validate::{Requirements, check_messages, check_requirements},
+    validate::{Requirements, check_messages, check_requirements, check_tool_choice},
 };
 
 /// The conversation a completion continues or begins, as the model will read it before
@@ -94,6 +94,11 @@ impl ChatService {
         let server_tools = self
             .server_toolbox(caller, &snapshot, &resolved, &request.tools, max_tool_steps)
             .await?;
+        let server_specs = server_tools.as_ref().map(|s| s.specs()).unwrap_or_default();
+        let offered = (request.tools.iter().chain(&server_specs)).map(|tool| tool.name.as_str());
+        if let Some(invalid) = check_tool_choice(&request.tool_choice, offered) {
+            return Err(ChatError::invalid(invalid));
+        }
         let Conversation {
             history,
             turn,
@@ -156,11 +161,17 @@ impl ChatService {
             usage_only: request.stateless.then(|| self.usage.clone()),
             usage_store: self.usage.clone(),
             model: resolved.chat_model.clone(),
-            tools: ToolPlan::new(server_tools, &request.tools, max_tool_steps),
+            tools: ToolPlan::new(
+                server_tools,
+                &request.tools,
+                request.tool_choice.clone(),
+                max_tool_steps,
+            ),
             request: ChatRequest {
                 model: resolved.base.model_name.clone(),
                 messages: fitted.messages,
                 tools: request.tools,
+                tool_choice: request.tool_choice,
                 response_format: request.response_format,
                 max_tokens: Some(max_tokens),
                 temperature: request.temperature,

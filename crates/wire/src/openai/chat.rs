@@ -11,11 +11,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tessera_chats::{CompletionRequest, Message, NewMessage};
 use tessera_kernel::{FieldError, LocSegment};
-use tessera_models::{JsonSchemaFormat, ReasoningEffort, Role, ToolCall, ToolSpec};
+use tessera_models::{JsonSchemaFormat, ReasoningEffort, Role, ToolCall, ToolChoice, ToolSpec};
 use utoipa::ToSchema;
 use validator::Validate;
 
-use crate::chat::{SourceOut, ToolCallOut};
+use crate::{
+    chat::{SourceOut, ToolCallOut},
+    tool_choice::ToolChoiceIn,
+};
 
 /// Text, or an array of content parts.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -171,7 +174,7 @@ impl ReasoningEffortIn {
 }
 
 /// OpenAI's chat completion request. Parameters Tessera cannot honour (`n` > 1, `logprobs`,
-/// penalties, `logit_bias`, a forced `tool_choice`) are refused, never ignored.
+/// penalties, `logit_bias`) are refused, never ignored.
 #[derive(Debug, Deserialize, Validate, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ChatCompletionRequest {
@@ -190,8 +193,9 @@ pub struct ChatCompletionRequest {
     pub stream_options: Option<StreamOptions>,
     #[schema(max_items = 128)]
     pub tools: Option<Vec<ChatCompletionTool>>,
-    /// `auto` (the default) or `none`.
-    #[schema(value_type = Option<Object>)]
+    /// `auto` (the default), `none`, `required`, or
+    /// `{"type": "function", "function": {"name": …}}` to force a call of that function.
+    #[schema(value_type = Option<crate::tool_choice::ToolChoiceIn>)]
     pub tool_choice: Option<Value>,
     /// Accepted; the model decides how many calls it makes.
     pub parallel_tool_calls: Option<bool>,
@@ -360,17 +364,12 @@ impl ChatCompletionRequest {
         {
             refuse(&mut errors, "logit_bias", "logit biases are not supported");
         }
-        let use_tools = match &self.tool_choice {
-            None => true,
-            Some(Value::String(choice)) if choice == "auto" => true,
-            Some(Value::String(choice)) if choice == "none" => false,
-            Some(_) => {
-                refuse(
-                    &mut errors,
-                    "tool_choice",
-                    "only `auto` and `none` are supported: the model decides whether to call a tool",
-                );
-                true
+        let tool_choice = match self.tool_choice.as_ref().map(ToolChoiceIn::parse) {
+            None => ToolChoice::Auto,
+            Some(Ok(choice)) => choice,
+            Some(Err(msg)) => {
+                errors.push(field(&["tool_choice".into()], msg, "value_error"));
+                ToolChoice::Auto
             }
         };
         let stateless = !self.store.unwrap_or(false);
@@ -440,9 +439,6 @@ impl ChatCompletionRequest {
                     .unwrap_or_else(|| json!({"type": "object", "properties": {}})),
             });
         }
-        if !use_tools {
-            tools.clear();
-        }
         if !errors.is_empty() {
             return Err(errors);
         }
@@ -468,6 +464,7 @@ impl ChatCompletionRequest {
                 model_id: Some(self.model),
                 messages,
                 tools,
+                tool_choice,
                 response_format,
                 enable_reasoning: reasoning_effort.is_some(),
                 reasoning_effort,
@@ -716,12 +713,22 @@ mod tests {
             "n": 2,
             "logprobs": true,
             "presence_penalty": 0.5,
-            "tool_choice": "required"
+            "tool_choice": "any"
         }))
         .err()
         .unwrap();
         let params: Vec<String> = fields.iter().map(|f| f.to_string()).collect();
         assert_eq!(params.len(), 4, "{params:?}");
+        let forced = request(json!({
+            "model": "m",
+            "messages": [{"role": "user", "content": "Hi"}],
+            "tools": [{"type": "function", "function": {"name": "f"}}],
+            "tool_choice": {"type": "function", "function": {"name": "f"}}
+        }))
+        .ok()
+        .unwrap();
+        assert_eq!(forced.request.tool_choice, ToolChoice::Function("f".into()));
+        assert_eq!(forced.request.tools.len(), 1);
     }
 
     #[test]

@@ -14,9 +14,11 @@ use tessera_chats::{
     Message, MessageId, NewMessage,
 };
 use tessera_kernel::FieldError;
-use tessera_models::{ChatEvent, JsonSchemaFormat, Role, ToolCall, ToolSpec};
+use tessera_models::{ChatEvent, JsonSchemaFormat, Role, ToolCall, ToolChoice, ToolSpec};
 use utoipa::{IntoParams, ToSchema};
 use validator::Validate;
+
+use crate::tool_choice::ToolChoiceIn;
 
 use super::{
     chat::{ReasoningEffortIn, data_url},
@@ -87,8 +89,9 @@ pub struct CreateResponse {
     /// Function tools (`{"type": "function", "name", "description", "parameters"}`).
     #[schema(value_type = Option<Vec<Object>>)]
     pub tools: Option<Vec<Value>>,
-    /// `auto` (default) or `none`.
-    #[schema(value_type = Option<Object>)]
+    /// `auto` (default), `none`, `required`, or `{"type": "function", "name": …}` to force
+    /// a call of that function.
+    #[schema(value_type = Option<crate::tool_choice::ToolChoiceIn>)]
     pub tool_choice: Option<Value>,
     pub text: Option<TextIn>,
     #[validate(range(min = 1))]
@@ -355,18 +358,12 @@ impl CreateResponse {
                 None => return Err(Untranslatable::PreviousNotFound(id.clone())),
             },
         };
-        let use_tools = match &self.tool_choice {
-            None => true,
-            Some(Value::String(choice)) if choice == "auto" => true,
-            Some(Value::String(choice)) if choice == "none" => false,
-            Some(_) => {
-                errors.push(field(
-                    &["tool_choice"],
-                    None,
-                    "only `auto` and `none`: the model decides whether to call a tool",
-                    "unsupported",
-                ));
-                true
+        let tool_choice = match self.tool_choice.as_ref().map(ToolChoiceIn::parse) {
+            None => ToolChoice::Auto,
+            Some(Ok(choice)) => choice,
+            Some(Err(msg)) => {
+                errors.push(field(&["tool_choice"], None, msg, "value_error"));
+                ToolChoice::Auto
             }
         };
         let mut tools = Vec::new();
@@ -388,9 +385,6 @@ impl CreateResponse {
                     "enum",
                 )),
             }
-        }
-        if !use_tools {
-            tools.clear();
         }
         let (messages, mut instructions) = messages_of(&self.input, &mut errors);
         if !errors.is_empty() {
@@ -455,6 +449,7 @@ impl CreateResponse {
                 chat_id: continues.as_ref().map(|(chat, _)| chat.clone()),
                 messages,
                 tools,
+                tool_choice,
                 response_format,
                 enable_reasoning: reasoning_effort.is_some(),
                 reasoning_effort,

@@ -8,8 +8,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tessera_chats::{Attachment, Chat, ChatId, CompletionRequest, Expansion, Message, NewMessage};
-use tessera_kernel::DomainError;
-use tessera_models::{JsonSchemaFormat, Role, Route, ToolCall, ToolSpec, Usage};
+use tessera_kernel::{DomainError, LocSegment};
+use tessera_models::{JsonSchemaFormat, Role, Route, ToolCall, ToolChoice, ToolSpec, Usage};
 use tessera_prompts::ComposedParticle;
 use utoipa::{IntoParams, ToSchema};
 use validator::Validate;
@@ -17,6 +17,7 @@ use validator::Validate;
 use crate::{
     chat::{SourceOut, TokenUsageOut, ToolCallOut},
     paged,
+    tool_choice::ToolChoiceIn,
     v1::models::ModelOut,
 };
 
@@ -170,6 +171,10 @@ pub struct CreateCompletion {
     #[validate(length(max = 128))]
     #[schema(max_items = 128)]
     pub tools: Option<Vec<ToolIn>>,
+    /// Whether the model must call a tool: `auto` (default: the model decides), `none` (no
+    /// tool call), `required` (a call of one of the tools, or of the linked MCP servers'),
+    /// or `{"type": "function", "function": {"name": …}}` (a call of that one).
+    pub tool_choice: Option<ToolChoiceIn>,
     /// Caps the answer's length (at most the model's `maxTokensPerRequest`).
     #[validate(range(min = 1))]
     #[schema(minimum = 1)]
@@ -238,11 +243,23 @@ impl CreateCompletion {
                     .unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}})),
             })
             .collect();
+        let tool_choice = match self.tool_choice.map(ToolChoiceIn::choice) {
+            None => ToolChoice::Auto,
+            Some(Ok(choice)) => choice,
+            Some(Err(msg)) => {
+                return Err(DomainError::invalid(
+                    [LocSegment::from("body"), LocSegment::from("toolChoice")],
+                    msg,
+                    "value_error",
+                ));
+            }
+        };
         let request = CompletionRequest {
             model_id: self.model_id,
             chat_id,
             messages,
             tools,
+            tool_choice,
             response_format: self.response_format.map(|format| JsonSchemaFormat {
                 name: format.json_schema.name,
                 strict: format.json_schema.strict,
