@@ -33,6 +33,9 @@ pub struct ApiError {
     pub extensions: Vec<(String, serde_json::Value)>,
     /// Seconds for a `Retry-After` header.
     pub retry_after: Option<u64>,
+    /// A `Location` header: the record the failure left behind (a chat whose answer
+    /// failed is stored with what it said).
+    pub location: Option<String>,
 }
 
 /// The problem body (the schema every error response documents).
@@ -104,6 +107,7 @@ impl ApiError {
             detail: ProblemDetail::Text(detail.into()),
             extensions: Vec::new(),
             retry_after: None,
+            location: None,
         }
     }
 
@@ -118,6 +122,12 @@ impl ApiError {
         self
     }
 
+    /// Names the record the failure left behind in a `Location` header.
+    pub fn with_location(mut self, path: impl Into<String>) -> Self {
+        self.location = Some(path.into());
+        self
+    }
+
     pub fn validation(errors: Vec<FieldError>) -> Self {
         Self {
             status: StatusCode::UNPROCESSABLE_ENTITY,
@@ -125,6 +135,7 @@ impl ApiError {
             detail: ProblemDetail::Fields(errors),
             extensions: Vec::new(),
             retry_after: None,
+            location: None,
         }
     }
 
@@ -160,6 +171,9 @@ impl ResponseError for ApiError {
             .or((self.status == StatusCode::SERVICE_UNAVAILABLE).then_some(1));
         if let Some(seconds) = retry_after {
             response.insert_header((header::RETRY_AFTER, seconds.to_string()));
+        }
+        if let Some(location) = &self.location {
+            response.insert_header((header::LOCATION, location.as_str()));
         }
         response.body(self.body().to_string())
     }

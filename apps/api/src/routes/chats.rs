@@ -206,12 +206,19 @@ pub(crate) async fn start_completion_as(
     })
 }
 
-/// Waits for the running completion's answer.
+/// Waits for the running completion's answer. A failed answer is stored with what it said
+/// (and its chat in `error`): the problem names the chat and the message, with a
+/// `Location`, so the client can read what was kept (issue 61).
 pub(crate) async fn answer(running: Running) -> Result<CompletionOut, ApiError> {
     let outcome = chat_stream::final_event(running.events).await;
     let message = match outcome.as_deref() {
         Some(GenerationEvent::Finished(message)) => message,
-        Some(GenerationEvent::Failed(error)) => return Err(chat_error(error.clone())),
+        Some(GenerationEvent::Failed(error)) => {
+            return Err(chat_error(error.clone())
+                .with("chatId", running.chat.id.to_string())
+                .with("messageId", running.message_id.to_string())
+                .with_location(format!("/v1/chats/{}", running.chat.id)));
+        }
         _ => {
             return Err(DomainError::internal("the generation ended without an answer").into());
         }

@@ -172,7 +172,7 @@ fn messages_answer() -> String {
 const FAULTS: [&str; 5] = ["fail500", "r429", "hang", "midhang", "midclose"];
 
 /// A model per fault: the faulty deployment first, the healthy one as its fallback.
-fn catalog(port: u16) -> String {
+fn catalog_text(port: u16) -> String {
     let mut text = String::new();
     for behaviour in FAULTS.iter().chain(&["ok"]) {
         text.push_str(&format!(
@@ -264,7 +264,7 @@ async fn requests_counted(app: &TestApp, token: &str) -> Value {
 
 async fn upstream_faults_are_routed_around_before_the_first_token(backend: Backend) {
     let upstream = FaultyUpstream::start().await;
-    let (app, _dir) = crate::chats::local_app(backend, Some(catalog(upstream.port))).await;
+    let (app, _dir) = crate::chats::local_app(backend, Some(catalog_text(upstream.port))).await;
     let token = app
         .caller_token("chats:admin chats:invoke usage:read")
         .await;
@@ -367,7 +367,7 @@ async fn upstream_faults_are_routed_around_before_the_first_token(backend: Backe
 
 async fn anthropic_deployments_answer_and_fall_back(backend: Backend) {
     let upstream = FaultyUpstream::start().await;
-    let (app, _dir) = crate::chats::local_app(backend, Some(catalog(upstream.port))).await;
+    let (app, _dir) = crate::chats::local_app(backend, Some(catalog_text(upstream.port))).await;
     let token = app.caller_token("chats:admin chats:invoke").await;
     let (text, error, chat) = complete(&app, &token, "claude/overloaded").await;
     assert_eq!(
@@ -397,7 +397,122 @@ async fn anthropic_deployments_answer_and_fall_back(backend: Backend) {
     assert_eq!(upstream.requests("anthropic-ok"), 1);
 }
 
+/// The metrics credit a routed answer to the deployment's provider that gave it, not to the
+/// first one tried; a non-streamed answer that fails after its first token names its stored
+/// chat (issue 61).
+async fn routed_answers_are_credited_to_their_provider_and_failed_ones_name_their_chat(
+    backend: Backend,
+) {
+    let upstream = FaultyUpstream::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = dir.path().join("catalog.toml");
+    std::fs::write(&catalog, catalog_text(upstream.port)).unwrap();
+    let app = TestApp::spawn_with(backend, |settings| {
+        settings.models.catalog_file = Some(catalog);
+        settings.rate_limit.enabled = false;
+        settings.metrics.listen = "127.0.0.1:0".into();
+    })
+    .await;
+    let token = app.caller_token("chats:admin chats:invoke").await;
+
+    // Streamed and not: both answered by `ok` after `fail500` failed.
+    let (text, error, _) = complete(&app, &token, "faulty/fail500").await;
+    assert_eq!((text.as_str(), error), ("Hello world", None));
+    let body = json!({
+        "modelId": "faulty/fail500",
+        "messages": [{"role": "user", "content": "Say hello"}]
+    });
+    let answer = ok(
+        app.client
+            .post(app.url("/v1/chats"))
+            .bearer_auth(&token)
+            .json(&body)
+            .send()
+            .await
+            .unwrap(),
+        201,
+    )
+    .await;
+    assert_eq!(
+        answer["message"]["content"],
+        json!("Hello world"),
+        "{answer}"
+    );
+
+    let address = app.metrics.expect("metrics are on");
+    let text = reqwest::get(format!("http://{address}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let series = |name: &str, provider: &str, extra: &str| -> Vec<&str> {
+        text.lines()
+            .filter(|line| {
+                line.starts_with(name)
+                    && line.contains(r#"gen_ai_request_model="faulty/fail500""#)
+                    && line.contains(&format!(r#"gen_ai_provider_name="{provider}""#))
+                    && line.contains(extra)
+            })
+            .collect()
+    };
+    let finished = series(
+        "tessera_chat_completions_total",
+        "ok",
+        r#"outcome="finished""#,
+    );
+    assert_eq!(finished.len(), 1, "{text}");
+    assert!(finished[0].ends_with(" 2"), "{}", finished[0]);
+    assert!(
+        series("tessera_chat_completions_total", "fail500", "").is_empty(),
+        "nothing is credited to the deployment that failed:\n{text}"
+    );
+    let tokens = series(
+        "gen_ai_client_token_usage_sum",
+        "ok",
+        r#"gen_ai_token_type="output""#,
+    );
+    assert_eq!(tokens.len(), 1, "{text}");
+    assert!(
+        tokens[0].ends_with(" 4"),
+        "two answers of 2 tokens: {}",
+        tokens[0]
+    );
+
+    // Not streamed, cut off after "Hel": the problem names the stored chat and answer.
+    let body = json!({
+        "modelId": "faulty/midclose",
+        "messages": [{"role": "user", "content": "Say hello"}]
+    });
+    let response = app
+        .client
+        .post(app.url("/v1/chats"))
+        .bearer_auth(&token)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let location = response
+        .headers()
+        .get("location")
+        .map(|value| value.to_str().unwrap().to_owned());
+    let failure = problem(response, 502, "provider_error").await;
+    let chat = failure["chatId"]
+        .as_str()
+        .expect("the problem names the chat");
+    assert_eq!(
+        location.as_deref(),
+        Some(format!("/v1/chats/{chat}").as_str())
+    );
+    let record = crate::chats::settled(&app, &token, chat).await;
+    assert_eq!(record["status"], json!("error"));
+    let kept = &record["messages"][1];
+    assert_eq!(kept["content"], json!("Hel"), "the partial answer is kept");
+    assert_eq!(kept["id"], failure["messageId"], "{failure}");
+}
+
 tessera_store::on_both_databases!(
     upstream_faults_are_routed_around_before_the_first_token,
     anthropic_deployments_answer_and_fall_back,
+    routed_answers_are_credited_to_their_provider_and_failed_ones_name_their_chat,
 );

@@ -101,8 +101,14 @@ pub async fn create_chat_completion(
     let outcome = chat_stream::final_event(running.events).await;
     let message = match outcome.as_deref() {
         Some(GenerationEvent::Finished(message)) => message,
+        // The chat keeps what was said: its `Location` goes with the error (issue 61).
         Some(GenerationEvent::Failed(error)) => {
-            return Err(completion_error(error.clone(), &model, &positions));
+            let problem = completion_error(error.clone(), &model, &positions);
+            return Err(if stateless {
+                problem
+            } else {
+                problem.with_location(format!("/v1/chats/{chat}"))
+            });
         }
         _ => {
             return Err(ApiError::new(
