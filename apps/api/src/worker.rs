@@ -64,7 +64,8 @@ impl Worker {
         let cursors = secrets::cursor_codec(settings).map_err(StartupError::DataDir)?;
         let clock = Arc::new(SystemClock);
         let knowledge =
-            Knowledge::build(settings, &database, clock.clone(), cursors.clone()).await?;
+            Knowledge::build_for_processing(settings, &database, clock.clone(), cursors.clone())
+                .await?;
         if processors > 0 && !knowledge.can_process() {
             return Err(StartupError::Worker(
                 "no embedding model: set knowledge.embedding_model_dir (or models.local_dir), \

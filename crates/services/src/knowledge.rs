@@ -34,6 +34,8 @@ use crate::ServicesError;
 pub struct Knowledge {
     pub files: FileService,
     pub datasets: DatasetService,
+    /// Whether search reranks here (a reranking model is loaded).
+    reranks: bool,
     /// The embedding model, when one is loaded (`/openai/v1/embeddings` serves it too).
     pub embedder: Option<Arc<dyn Embedder>>,
     /// Wakes idle workers when an upload queues a job in this process.
@@ -67,7 +69,7 @@ struct Engines {
 /// go to (a Qdrant server when `knowledge.qdrant_url` is set, else the embedded shard in
 /// `knowledge.vectors_dir`); `None` when no model is there (files are then stored and queued,
 /// and processed once a process with a model runs).
-async fn engines(settings: &Settings) -> Result<Option<Engines>, ServicesError> {
+async fn engines(settings: &Settings, role: Role) -> Result<Option<Engines>, ServicesError> {
     let embedder: Arc<dyn Embedder> = match remote_embedder(settings)? {
         Some(remote) => Arc::new(remote),
         None => match local_embedder(settings).await? {
@@ -81,7 +83,10 @@ async fn engines(settings: &Settings) -> Result<Option<Engines>, ServicesError> 
         embedder
     };
     let index = vector_index(settings, embedder.dimensions()).await?;
-    let reranker = reranker(settings).await?;
+    let reranker = match role {
+        Role::Serving => reranker(settings).await?,
+        Role::Processing => None,
+    };
     let ocr = recognizer(settings)?;
     let mut documents = DocumentChunker::default();
     let mut image_formats = Vec::new();
@@ -284,12 +289,43 @@ async fn local_embedder(settings: &Settings) -> Result<Option<LocalEmbedder>, Se
     }
 }
 
+/// What a process does with knowledge: an API replica serves search (and may process
+/// files); a worker only processes them, so it loads no reranking model (issue 61: about
+/// 130 MB it never used).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Serving,
+    Processing,
+}
+
 impl Knowledge {
+    /// Knowledge as an API replica serves it: search reranks as `knowledge.rerank` says.
     pub async fn build(
         settings: &Settings,
         database: &Database,
         clock: Arc<dyn Clock>,
         cursors: CursorCodec,
+    ) -> Result<Self, ServicesError> {
+        Self::build_as(settings, database, clock, cursors, Role::Serving).await
+    }
+
+    /// Knowledge for a worker (`tessera-api worker`) that processes files and serves no
+    /// search: no reranking model is loaded, whatever `knowledge.rerank` says.
+    pub async fn build_for_processing(
+        settings: &Settings,
+        database: &Database,
+        clock: Arc<dyn Clock>,
+        cursors: CursorCodec,
+    ) -> Result<Self, ServicesError> {
+        Self::build_as(settings, database, clock, cursors, Role::Processing).await
+    }
+
+    async fn build_as(
+        settings: &Settings,
+        database: &Database,
+        clock: Arc<dyn Clock>,
+        cursors: CursorCodec,
+        role: Role,
     ) -> Result<Self, ServicesError> {
         let knowledge = &settings.knowledge;
         if knowledge.chunk_tokens == 0 || knowledge.chunk_overlap_tokens >= knowledge.chunk_tokens {
@@ -332,7 +368,7 @@ impl Knowledge {
                     .map_err(|e| knowledge_error(format!("knowledge.blobs_dir: {e}")))?,
             ),
         };
-        let engines = engines(settings).await?;
+        let engines = engines(settings, role).await?;
         let index: Arc<dyn VectorIndex> = match &engines {
             Some(engines) => engines.index.clone(),
             None => Arc::new(NoIndex),
@@ -359,6 +395,7 @@ impl Knowledge {
         let reranker = engines
             .as_ref()
             .and_then(|engines| engines.reranker.clone());
+        let reranks = reranker.is_some();
         let datasets = match reranker {
             Some(reranker) => datasets.with_reranking(Reranking {
                 reranker,
@@ -382,6 +419,7 @@ impl Knowledge {
         Ok(Self {
             files,
             datasets,
+            reranks,
             embedder,
             wake: Arc::new(Notify::new()),
             pipeline,
@@ -428,6 +466,11 @@ impl Knowledge {
     /// Whether files can be processed here (an embedding model is loaded).
     pub fn can_process(&self) -> bool {
         self.pipeline.is_some()
+    }
+
+    /// Whether search reranks here (a reranking model is loaded).
+    pub fn reranks(&self) -> bool {
+        self.reranks
     }
 
     /// Starts `count` workers on the current runtime; they run until it stops. A job a

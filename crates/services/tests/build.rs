@@ -55,3 +55,54 @@ async fn the_graph_builds_on_the_embedded_defaults_and_bootstraps_once() {
     // The background work starts on the caller's runtime.
     services.start_background(&settings);
 }
+
+/// The models folder `just models` fills (the tests' own, as the API tests find it).
+fn models_root() -> std::path::PathBuf {
+    std::env::var_os("TESSERA_MODELS_DIR").map_or_else(
+        || {
+            std::path::PathBuf::from(std::env::var_os("HOME").unwrap())
+                .join(".cache/tessera-models")
+        },
+        std::path::PathBuf::from,
+    )
+}
+
+/// A worker processes files and serves no search: it loads no reranking model, even where
+/// an API replica with the same settings reranks (issue 61).
+#[tokio::test]
+async fn a_worker_processes_files_without_the_reranking_model() {
+    use tessera_kernel::SystemClock;
+    use tessera_services::knowledge::Knowledge;
+    use tessera_setup::config::Switch;
+
+    let settings_in = |dir: &std::path::Path| {
+        let mut settings = Settings {
+            data_dir: dir.to_path_buf(),
+            ..Settings::default()
+        };
+        settings.knowledge.embedding_model_dir = Some(models_root());
+        settings.knowledge.rerank_model_dir = Some(models_root());
+        settings.knowledge.rerank = Switch::On;
+        settings
+    };
+    let cursors = tessera_kernel::CursorCodec::new([7; 32]);
+    let clock = std::sync::Arc::new(SystemClock);
+
+    // Each in a data directory of its own: the embedded index belongs to one process.
+    let replica_dir = tempfile::tempdir().unwrap();
+    let settings = settings_in(replica_dir.path());
+    let database = open_database(&settings).await.unwrap();
+    let serving = Knowledge::build(&settings, &database, clock.clone(), cursors.clone())
+        .await
+        .unwrap();
+    assert!(serving.can_process() && serving.reranks());
+
+    let worker_dir = tempfile::tempdir().unwrap();
+    let settings = settings_in(worker_dir.path());
+    let database = open_database(&settings).await.unwrap();
+    let worker = Knowledge::build_for_processing(&settings, &database, clock, cursors)
+        .await
+        .unwrap();
+    assert!(worker.can_process(), "the worker embeds and indexes");
+    assert!(!worker.reranks(), "the worker loads no reranking model");
+}
