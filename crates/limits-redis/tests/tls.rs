@@ -1,6 +1,7 @@
 //! What replicas share, over TLS: a real `redis-server` listening only on a TLS port, with a
 //! certificate signed by a certificate authority made here (decision 0043). Needs
 //! `redis-server` built with TLS (Debian's is); fails, never skips, without it.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::{
     net::TcpListener,
@@ -146,7 +147,10 @@ async fn a_certificate_from_another_authority_is_refused_with_the_reason() {
 fn a_ca_file_must_hold_a_certificate_and_go_with_rediss() {
     let message = |result: Result<RedisServer, RedisSetupError>| result.err().unwrap().to_string();
     assert_eq!(
-        message(RedisServer::new("rediss://127.0.0.1:6380", Some(b"not a pem"))),
+        message(RedisServer::new(
+            "rediss://127.0.0.1:6380",
+            Some(b"not a pem")
+        )),
         "no PEM certificate in it"
     );
     assert_eq!(
