@@ -257,12 +257,13 @@ pub fn redis_server(settings: &Settings) -> Result<Option<RedisServer>, Services
     let Some(url) = &settings.redis_url else {
         return Ok(None);
     };
-    let ca = match &settings.redis_ca_file {
-        Some(path) => Some(std::fs::read(path).map_err(|e| {
-            ServicesError::RedisCa(format!("cannot read {}: {e}", path.display()))
-        })?),
-        None => None,
-    };
+    let ca =
+        match &settings.redis_ca_file {
+            Some(path) => Some(std::fs::read(path).map_err(|e| {
+                ServicesError::RedisCa(format!("cannot read {}: {e}", path.display()))
+            })?),
+            None => None,
+        };
     RedisServer::new(url, ca.as_deref())
         .map(Some)
         .map_err(|error| match error {

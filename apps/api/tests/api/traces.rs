@@ -223,7 +223,10 @@ capabilities = {{ streaming = true }}
     assert_eq!(attributes["gen_ai.response.model"], "stub/chat");
     assert_eq!(attributes["gen_ai.usage.input_tokens"], 21);
     assert_eq!(attributes["gen_ai.usage.output_tokens"], 3);
-    assert_eq!(attributes["gen_ai.response.finish_reasons"], json!(["stop"]));
+    assert_eq!(
+        attributes["gen_ai.response.finish_reasons"],
+        json!(["stop"])
+    );
     assert!(
         attributes.get("gen_ai.input.messages").is_none(),
         "content is not captured by default: {attributes:#}"
