@@ -52,12 +52,124 @@ impl Grammars {
             root.entry("x-guidance")
                 .or_insert_with(|| serde_json::json!({ "whitespace_flexible": false }));
         }
+        let mut closed = schema.clone();
+        close_objects(&mut closed, true);
+        // Closing is only ever a narrowing; should it leave a combination of subschemas
+        // unsatisfiable, the schema as given is compiled instead.
+        self.compile(closed).or_else(|_| self.compile(schema))
+    }
+
+    fn compile(&self, schema: serde_json::Value) -> Result<Matcher, String> {
         let grammar = TopLevelGrammar::from_json_schema(schema);
         let parser = self
             .factory
             .create_parser(grammar)
             .map_err(|e| format!("the schema cannot be compiled to a grammar: {e}"))?;
         Ok(Matcher::new(Ok(parser)))
+    }
+}
+
+/// Keywords that, next to `properties`, admit further properties or apply more subschemas
+/// to the same object: an object with one of them is left open.
+const COMBINING_KEYWORDS: [&str; 14] = [
+    "additionalProperties",
+    "patternProperties",
+    "unevaluatedProperties",
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "$ref",
+    "$dynamicRef",
+    "$recursiveRef",
+    "if",
+    "then",
+    "else",
+    "dependentSchemas",
+    "dependencies",
+];
+
+/// Keywords by which a schema constrains an object's properties: its in-place subschemas
+/// (`anyOf` members…) apply to the same object, so they are left open.
+const OBJECT_KEYWORDS: [&str; 8] = [
+    "properties",
+    "required",
+    "patternProperties",
+    "additionalProperties",
+    "unevaluatedProperties",
+    "dependentRequired",
+    "dependencies",
+    "minProperties",
+];
+
+/// Closes every object subschema that names its `properties` and says nothing of others
+/// (`additionalProperties: false`), so the model writes only the properties the schema
+/// names. JSON Schema admits any other property by default, and a small model, offered a
+/// comma after the last named property, goes on inventing keys and values until
+/// `max_tokens` (LangChain's pydantic tools, which state no `additionalProperties`, did).
+/// An undeclared property is never what a tool or a reader of the schema expects.
+///
+/// `closable` is false for a subschema applied to the same object as others (an `allOf`
+/// member, an `anyOf` member of a schema that constrains properties itself), where closing
+/// one part would forbid the properties another names. The answers still validate against
+/// the schema as given; they are only written within its named properties.
+fn close_objects(schema: &mut serde_json::Value, closable: bool) {
+    let serde_json::Value::Object(map) = schema else {
+        if let serde_json::Value::Array(items) = schema {
+            items
+                .iter_mut()
+                .for_each(|item| close_objects(item, closable));
+        }
+        return;
+    };
+    let named = map
+        .get("properties")
+        .and_then(serde_json::Value::as_object)
+        .map(serde_json::Map::len);
+    let combined = COMBINING_KEYWORDS.iter().any(|key| map.contains_key(*key));
+    let fits = |named: usize| {
+        (map.get("minProperties").and_then(serde_json::Value::as_u64))
+            .is_none_or(|least| least <= named as u64)
+    };
+    if let Some(named) = named
+        && closable
+        && !combined
+        && fits(named)
+    {
+        map.insert(
+            "additionalProperties".into(),
+            serde_json::Value::Bool(false),
+        );
+    }
+    let members_closable = closable && !OBJECT_KEYWORDS.iter().any(|key| map.contains_key(*key));
+    for (key, value) in map.iter_mut() {
+        match key.as_str() {
+            // Data, and conditions whose narrowing would widen what the schema admits.
+            key if DATA_KEYWORDS.contains(&key) || key == "not" || key == "if" => {}
+            // Alternatives: narrowing one narrows the union.
+            "anyOf" => close_objects(value, members_closable),
+            // Applied to the same object as each other (`oneOf`'s "exactly one" too).
+            "allOf" | "oneOf" | "then" | "else" => close_objects(value, false),
+            "dependentSchemas" | "dependencies" => {
+                for member in value
+                    .as_object_mut()
+                    .into_iter()
+                    .flat_map(|m| m.values_mut())
+                {
+                    close_objects(member, false);
+                }
+            }
+            // Maps from a name to the subschema of another value.
+            "properties" | "patternProperties" | "$defs" | "definitions" => {
+                for member in value
+                    .as_object_mut()
+                    .into_iter()
+                    .flat_map(|m| m.values_mut())
+                {
+                    close_objects(member, true);
+                }
+            }
+            _ => close_objects(value, true),
+        }
     }
 }
 
@@ -143,7 +255,81 @@ pub(crate) fn mask_logits(matcher: &mut Matcher, logits: &mut [f32]) -> Result<(
 mod tests {
     use serde_json::json;
 
-    use super::{LARGEST_NUMBER, bound_numbers};
+    use super::{LARGEST_NUMBER, bound_numbers, close_objects};
+
+    fn closed(mut schema: serde_json::Value) -> serde_json::Value {
+        close_objects(&mut schema, true);
+        schema
+    }
+
+    #[test]
+    fn objects_that_name_their_properties_are_closed_wherever_they_are() {
+        // LangChain's pydantic tool, with a nested model and a list of them.
+        let schema = closed(json!({"type": "object", "properties": {
+            "city": {"type": "string"},
+            "where": {"$ref": "#/$defs/Place"},
+            "stops": {"type": "array", "items": {"type": "object", "properties": {"at": {"type": "string"}}}},
+            "either": {"anyOf": [{"type": "object", "properties": {"a": {}}}, {"type": "null"}]},
+            "properties": {"type": "object", "properties": {"x": {}}}
+        }, "required": ["city"], "$defs": {"Place": {"type": "object", "properties": {"lat": {"type": "number"}}}}}));
+        assert_eq!(schema["additionalProperties"], json!(false));
+        let p = &schema["properties"];
+        assert_eq!(p["city"].get("additionalProperties"), None);
+        assert_eq!(p["stops"]["items"]["additionalProperties"], json!(false));
+        assert_eq!(
+            p["either"]["anyOf"][0]["additionalProperties"],
+            json!(false)
+        );
+        assert_eq!(p["properties"]["additionalProperties"], json!(false));
+        assert_eq!(
+            p.get("additionalProperties"),
+            None,
+            "a property map is not a schema"
+        );
+        assert_eq!(
+            schema["$defs"]["Place"]["additionalProperties"],
+            json!(false)
+        );
+    }
+
+    #[test]
+    fn objects_the_schema_opens_or_combines_are_left_as_they_are() {
+        let schema = closed(json!({"type": "object", "properties": {
+            "open": {"type": "object", "properties": {"a": {}}, "additionalProperties": true},
+            "typed": {"type": "object", "properties": {"a": {}}, "additionalProperties": {"type": "integer"}},
+            "merged": {"allOf": [
+                {"type": "object", "properties": {"a": {}}},
+                {"type": "object", "properties": {"b": {"type": "object", "properties": {"c": {}}}}}
+            ]},
+            "extended": {"type": "object", "properties": {"a": {}}, "anyOf": [
+                {"properties": {"b": {}}, "required": ["b"]}, {"required": ["a"]}
+            ]},
+            "many": {"type": "object", "properties": {"a": {}}, "minProperties": 2},
+            "unnamed": {"type": "object"},
+            "data": {"const": {"properties": {"a": 1}}},
+            "negated": {"not": {"type": "object", "properties": {"a": {}}}}
+        }}));
+        let p = &schema["properties"];
+        assert_eq!(p["open"]["additionalProperties"], json!(true));
+        assert_eq!(
+            p["typed"]["additionalProperties"],
+            json!({"type": "integer"})
+        );
+        let merged = &p["merged"]["allOf"];
+        assert_eq!(merged[0].get("additionalProperties"), None);
+        assert_eq!(merged[1].get("additionalProperties"), None);
+        assert_eq!(
+            merged[1]["properties"]["b"]["additionalProperties"],
+            json!(false),
+            "a property of a member is an object of its own"
+        );
+        assert_eq!(p["extended"].get("additionalProperties"), None);
+        assert_eq!(p["extended"]["anyOf"][0].get("additionalProperties"), None);
+        assert_eq!(p["many"].get("additionalProperties"), None);
+        assert_eq!(p["unnamed"].get("additionalProperties"), None);
+        assert_eq!(p["data"]["const"], json!({"properties": {"a": 1}}));
+        assert_eq!(p["negated"]["not"].get("additionalProperties"), None);
+    }
 
     #[test]
     fn numbers_get_a_fraction_bound_wherever_they_are_but_data_is_left_alone() {

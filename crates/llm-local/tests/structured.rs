@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use tessera_llm_local::{LocalEngineOptions, testing};
 use tessera_models::{
     ChatMessage, ChatModel, ChatRequest, FinishReason, JsonSchemaFormat, ProviderError, Role,
-    ToolSpec, complete,
+    ToolChoice, ToolSpec, complete,
 };
 
 fn schemas() -> Vec<(&'static str, Value)> {
@@ -58,6 +58,18 @@ fn schemas() -> Vec<(&'static str, Value)> {
         (
             "Name a planet.",
             json!({"type": "string", "pattern": "^[A-Z][a-z]{2,9}$"}),
+        ),
+        (
+            // Two objects merged by `allOf` through `$ref`: closing each definition alone
+            // would forbid what the other requires; the schema is then compiled as given.
+            "Describe a city.",
+            json!({"allOf": [{"$ref": "#/$defs/Named"}, {"$ref": "#/$defs/Counted"}],
+            "$defs": {
+                "Named": {"type": "object", "properties": {"name": {"type": "string", "maxLength": 20}},
+                          "required": ["name"]},
+                "Counted": {"type": "object", "properties": {"people": {"type": "integer", "minimum": 0}},
+                            "required": ["people"]}
+            }}),
         ),
     ]
 }
@@ -223,5 +235,88 @@ async fn unbounded_numbers_are_written_within_bounds_and_finish() {
             document["value"].as_f64().is_some_and(f64::is_finite),
             "{value}"
         );
+    }
+}
+
+/// A pydantic model with one `str` field as LangChain's `bind_tools` sends it
+/// (`convert_to_openai_tool`, captured from langchain-openai 1.7.4): no
+/// `additionalProperties`, no `maxLength`, no `strict`.
+fn langchain_tool(name: &str, description: &str, field: &str) -> ToolSpec {
+    ToolSpec {
+        name: name.into(),
+        description: Some(description.into()),
+        parameters: json!({"properties": {field: {"type": "string"}},
+                           "required": [field], "type": "object"}),
+    }
+}
+
+/// LangChain's `bind_tools([GetWeather, GetTime], tool_choice=…)` and
+/// `with_structured_output(GetTime, method="function_calling")` on the embedded model
+/// (`tests/openai-clients/langchain_tools.py`): each forced call finishes as a call of the
+/// right tool, with arguments that conform, well before LangChain's `max_tokens`.
+#[tokio::test]
+async fn langchain_s_forced_calls_of_open_schemas_finish() {
+    let engine = testing::engine(LocalEngineOptions::default());
+    let weather = langchain_tool("GetWeather", "The current weather in a city.", "city");
+    let time = langchain_tool("GetTime", "The current time in a time zone.", "zone");
+    let cases = [
+        (
+            "What is the weather in Paris?",
+            vec![weather.clone(), time.clone()],
+            ToolChoice::Required,
+        ),
+        (
+            "What is the weather in Paris?",
+            vec![weather.clone(), time.clone()],
+            ToolChoice::Function("GetTime".into()),
+        ),
+        (
+            "What time is it in Tokyo?",
+            vec![time.clone()],
+            ToolChoice::Function("GetTime".into()),
+        ),
+    ];
+    for (question, tools, choice) in cases {
+        let request = ChatRequest {
+            model: "smollm2".into(),
+            messages: vec![ChatMessage::new(Role::User, question)],
+            tools: tools.clone(),
+            tool_choice: choice.clone(),
+            max_tokens: Some(256),
+            temperature: Some(0.0),
+            ..ChatRequest::default()
+        };
+        let answer = complete(&engine, request).await.expect("an answer");
+        // The constrained text as the model wrote it (shown with `--no-capture`).
+        let written: Vec<String> = (answer.tool_calls.iter())
+            .map(|call| {
+                format!(
+                    "{{\"name\":{:?},\"arguments\":{}}}",
+                    call.name, call.arguments
+                )
+            })
+            .collect();
+        println!(
+            "{question} ({choice:?}): {written:?} ({:?})",
+            answer.finish_reason
+        );
+        assert_eq!(
+            answer.finish_reason,
+            Some(FinishReason::ToolCalls),
+            "{question} ({choice:?}): {written:?} {:?}",
+            answer.content
+        );
+        let [call] = &answer.tool_calls[..] else {
+            panic!("{question} ({choice:?}): {written:?}");
+        };
+        if let ToolChoice::Function(name) = &choice {
+            assert_eq!(&call.name, name);
+        }
+        let tool = (tools.iter())
+            .find(|tool| tool.name == call.name)
+            .expect("a call of an offered tool");
+        let arguments: Value = serde_json::from_str(&call.arguments).expect("JSON arguments");
+        let validator = jsonschema::validator_for(&tool.parameters).expect("a valid schema");
+        assert!(validator.is_valid(&arguments), "{written:?}");
     }
 }
