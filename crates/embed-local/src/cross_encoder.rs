@@ -14,15 +14,12 @@ use crate::{
     LoadError,
     bert::BertEncoder,
     files::{
-        CONFIG_FILE, TOKENIZER_FILE, WEIGHTS_FILE, batch_tokenizer, file_error, find_dir,
-        read_config,
+        CONFIG_FILE, ONNX_FILE, TOKENIZER_FILE, WEIGHTS_FILE, batch_tokenizer, file_error,
+        find_dir, read_config,
     },
     onnx::dequantize_bert,
     precision::DenseKernel,
 };
-
-/// The quantized model file of an ONNX package.
-pub(crate) const ONNX_FILE: &str = "model.onnx";
 
 pub(crate) struct CrossEncoder {
     encoder: BertEncoder,

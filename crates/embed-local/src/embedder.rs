@@ -6,15 +6,16 @@ use async_trait::async_trait;
 use tessera_knowledge::{EmbedError, Embedder};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::{LoadError, Precision, model::SentenceEncoder};
+use crate::{LoadError, LocalEmbeddingModel, Precision, model::SentenceEncoder};
 
-/// How the encoder reads and batches texts.
+/// Which model runs, and how it reads and batches texts.
 #[derive(Debug, Clone)]
 pub struct LocalEmbedderOptions {
-    /// The name the vectors are known by.
-    pub name: String,
-    /// Tokens read of each text; the rest is ignored (the model's own limit caps it).
-    pub max_tokens: usize,
+    /// The model (its name is the vectors' name).
+    pub model: LocalEmbeddingModel,
+    /// Tokens read of each text; the rest is ignored (`None`: the model's own setting; the
+    /// model's position limit caps it either way).
+    pub max_tokens: Option<usize>,
     /// Texts per forward pass.
     pub batch_size: usize,
     /// Batches waiting for the encoder before callers wait to hand theirs over.
@@ -27,8 +28,8 @@ pub struct LocalEmbedderOptions {
 impl Default for LocalEmbedderOptions {
     fn default() -> Self {
         Self {
-            name: "all-MiniLM-L6-v2".into(),
-            max_tokens: 256,
+            model: LocalEmbeddingModel::default(),
+            max_tokens: None,
             batch_size: 32,
             queue: 16,
             precision: Precision::Auto,
@@ -58,25 +59,27 @@ pub struct LocalEmbedder {
 impl std::fmt::Debug for LocalEmbedder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LocalEmbedder")
-            .field("name", &self.options.name)
+            .field("model", &self.options.model)
             .field("dimensions", &self.dimensions)
             .finish_non_exhaustive()
     }
 }
 
 impl LocalEmbedder {
-    /// Loads the encoder from `dir` (its config, tokenizer and weights) and starts its
-    /// thread, which ends when the last clone is dropped. Blocking: call it at startup or
-    /// from `spawn_blocking`.
+    /// Loads the model from `dir` (its config, tokenizer and weights: see
+    /// [`LocalEmbeddingModel::find`]) and starts its thread, which ends when the last clone
+    /// is dropped. Blocking: call it at startup or from `spawn_blocking`.
     pub fn load(dir: &Path, options: LocalEmbedderOptions) -> Result<Self, LoadError> {
-        if options.batch_size == 0 || options.queue == 0 || options.max_tokens < 2 {
+        let max_tokens = (options.max_tokens).unwrap_or_else(|| options.model.max_tokens());
+        if options.batch_size == 0 || options.queue == 0 || max_tokens < 2 {
             return Err(LoadError::Model(
                 "batch_size and queue must be positive and max_tokens at least 2".into(),
             ));
         }
         let kernel = options.precision.kernel();
-        let encoder = SentenceEncoder::load(dir, options.max_tokens, kernel)?;
+        let encoder = SentenceEncoder::load(dir, options.model, max_tokens, kernel)?;
         tracing::info!(
+            model = options.model.name(),
             kernel = options.precision.kernel_name(),
             "embedding model loaded"
         );
@@ -128,7 +131,7 @@ fn serve(encoder: SentenceEncoder, mut batches: mpsc::Receiver<Batch>) {
 #[async_trait]
 impl Embedder for LocalEmbedder {
     fn model(&self) -> &str {
-        &self.options.name
+        self.options.model.name()
     }
 
     fn dimensions(&self) -> usize {
@@ -138,6 +141,19 @@ impl Embedder for LocalEmbedder {
     fn count_tokens(&self, text: &str) -> Option<u32> {
         let encoding = self.tokenizer.encode(text, true).ok()?;
         u32::try_from(encoding.get_ids().len()).ok()
+    }
+
+    async fn embed_query(&self, query: String) -> Result<Vec<f32>, EmbedError> {
+        let instruction = self.options.model.query_instruction();
+        let query = if instruction.is_empty() {
+            query
+        } else {
+            format!("{instruction}{query}")
+        };
+        let mut vectors = self.embed_batch(vec![query]).await?;
+        vectors
+            .pop()
+            .ok_or_else(|| EmbedError::Unavailable("the encoder returned no vector".into()))
     }
 
     async fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, EmbedError> {

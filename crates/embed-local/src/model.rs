@@ -1,4 +1,5 @@
-//! The sentence encoder itself: tokenizer, BERT forward pass, mean pooling, normalisation.
+//! The sentence encoder itself: tokenizer, BERT forward pass, pooling (the mean of the
+//! tokens' states, or the first token's, as the model was trained), normalisation.
 
 use std::path::Path;
 
@@ -8,9 +9,11 @@ use candle_transformers::models::bert::Config;
 use tokenizers::Tokenizer;
 
 use crate::{
-    LoadError,
-    bert::{BertEncoder, mean_pool_normalized},
-    files::{CONFIG_FILE, WEIGHTS_FILE, batch_tokenizer, file_error},
+    LoadError, LocalEmbeddingModel,
+    bert::{BertEncoder, first_token_normalized, mean_pool_normalized},
+    catalog::{Pooling, WeightsFile},
+    files::{CONFIG_FILE, batch_tokenizer, file_error},
+    onnx::dequantize_bert,
     precision::DenseKernel,
 };
 
@@ -19,16 +22,21 @@ pub(crate) struct SentenceEncoder {
     encoder: BertEncoder,
     tokenizer: Tokenizer,
     dimensions: usize,
+    pooling: Pooling,
 }
 
 impl SentenceEncoder {
-    /// Loads the encoder from a directory holding its config, tokenizer and weights.
+    /// Loads `model` from a directory holding its config, tokenizer and weights.
     /// `max_tokens` caps what is read of each text.
     pub(crate) fn load(
         dir: &Path,
+        model: LocalEmbeddingModel,
         max_tokens: usize,
         kernel: DenseKernel,
     ) -> Result<Self, LoadError> {
+        let weights = model
+            .weights_in(dir)
+            .ok_or_else(|| LoadError::NotFound(dir.to_path_buf()))?;
         let config_path = dir.join(CONFIG_FILE);
         let config = std::fs::read(&config_path).map_err(|e| file_error(&config_path, e))?;
         let config: Config =
@@ -36,18 +44,27 @@ impl SentenceEncoder {
         // The packaged tokenizer pads every text to 128 tokens and cuts it there; the
         // sentence-transformers setting reads up to 256 tokens.
         let tokenizer = batch_tokenizer(dir, max_tokens.min(config.max_position_embeddings))?;
-        let weights_path = dir.join(WEIGHTS_FILE);
         // Read, not memory-mapped: the workspace forbids `unsafe`, and 90 MB read once at
         // start-up costs well under a second.
-        let bytes = std::fs::read(&weights_path).map_err(|e| file_error(&weights_path, e))?;
-        let weights = VarBuilder::from_buffered_safetensors(bytes, DType::F32, &Device::Cpu)
-            .map_err(|e| file_error(&weights_path, e))?;
+        let weights = match weights {
+            WeightsFile::Safetensors(path) => {
+                let bytes = std::fs::read(&path).map_err(|e| file_error(&path, e))?;
+                VarBuilder::from_buffered_safetensors(bytes, DType::F32, &Device::Cpu)
+                    .map_err(|e| file_error(&path, e))?
+            }
+            WeightsFile::Onnx(path) => {
+                let bytes = std::fs::read(&path).map_err(|e| file_error(&path, e))?;
+                let model = dequantize_bert(&bytes).map_err(|e| file_error(&path, e))?;
+                VarBuilder::from_tensors(model.tensors, DType::F32, &Device::Cpu)
+            }
+        };
         let encoder = BertEncoder::load(weights, &config, kernel)
             .map_err(|e| LoadError::Model(e.to_string()))?;
         Ok(Self {
             encoder,
             tokenizer,
             dimensions: config.hidden_size,
+            pooling: model.pooling(),
         })
     }
 
@@ -94,6 +111,10 @@ impl SentenceEncoder {
         let ids = Tensor::from_vec(ids, (rows, width), device)?;
         let mask = Tensor::from_vec(mask, (rows, width), device)?;
         let hidden = self.encoder.forward(&ids, &mask, None)?;
-        mean_pool_normalized(&hidden, &mask)?.to_vec2::<f32>()
+        match self.pooling {
+            Pooling::Mean => mean_pool_normalized(&hidden, &mask)?,
+            Pooling::First => first_token_normalized(&hidden)?,
+        }
+        .to_vec2::<f32>()
     }
 }

@@ -122,7 +122,8 @@ impl TensorProto {
 /// A quantised BERT model's weights in `f32`, and the configuration they imply.
 pub(crate) struct DequantizedBert {
     /// Hugging Face's names (`bert.encoder.layer.0.attention.self.query.weight`, …,
-    /// `bert.pooler.dense.weight`, `classifier.weight`), linear weights as `(out, in)`.
+    /// `bert.pooler.dense.weight`, `classifier.weight`; a bare encoder's without `bert.`),
+    /// linear weights as `(out, in)`.
     pub tensors: HashMap<String, Tensor>,
     /// A `candle_transformers` BERT configuration, as JSON.
     pub config: serde_json::Value,
@@ -144,20 +145,34 @@ pub(crate) fn dequantize_bert(bytes: &[u8]) -> Result<DequantizedBert, String> {
             .copied()
             .ok_or_else(|| format!("the graph has no initializer `{name}`"))
     };
-    // (q - zero point) × scale, the inverse of the quantiser's rounding.
+    // (q - zero point) × scale, the inverse of the quantiser's rounding; one scale for the
+    // tensor, or one per column (per output feature of a `(in, out)` weight).
     let dequantize = |base: &str| -> Result<(Vec<usize>, Vec<f32>), String> {
         let quantized = get(&format!("{base}_quantized"))?;
-        let scale = single(get(&format!("{base}_scale"))?)?;
-        let zero = single(get(&format!("{base}_zero_point"))?)?;
+        let shape = quantized.shape()?;
+        let columns = shape.last().copied().unwrap_or(1);
+        let scales = per_column(get(&format!("{base}_scale"))?, columns)?;
+        let zeros = per_column(get(&format!("{base}_zero_point"))?, columns)?;
         let values = quantized
             .values()?
             .into_iter()
-            .map(|q| (q - zero) * scale)
+            .enumerate()
+            .map(|(i, q)| {
+                let column = i % columns;
+                (q - zeros[column]) * scales[column]
+            })
             .collect();
-        Ok((quantized.shape()?, values))
+        Ok((shape, values))
     };
     let tensor = |shape: Vec<usize>, values: Vec<f32>| {
         Tensor::from_vec(values, shape, &Device::Cpu).map_err(|e| e.to_string())
+    };
+    // A classifier's graph names its encoder `bert.…`; a bare encoder's (a sentence
+    // embedding model's) has no prefix.
+    let prefix = if initializers.contains_key("bert.embeddings.word_embeddings.weight_quantized") {
+        "bert."
+    } else {
+        ""
     };
     let mut tensors = HashMap::new();
     // Unquantised tensors keep their names (biases, layer norms).
@@ -175,7 +190,7 @@ pub(crate) fn dequantize_bert(bytes: &[u8]) -> Result<DequantizedBert, String> {
         }
     }
     for embedding in ["word", "position", "token_type"] {
-        let base = format!("bert.embeddings.{embedding}_embeddings.weight");
+        let base = format!("{prefix}embeddings.{embedding}_embeddings.weight");
         let (shape, values) = dequantize(&base)?;
         tensors.insert(base, tensor(shape, values)?);
     }
@@ -200,14 +215,21 @@ pub(crate) fn dequantize_bert(bytes: &[u8]) -> Result<DequantizedBert, String> {
             .map_err(|e| e.to_string())?;
         tensors.insert(format!("{name}.weight"), weight);
     }
-    let config = config_of(&graph, &tensors)?;
+    let config = config_of(&graph, &tensors, prefix)?;
     Ok(DequantizedBert { tensors, config })
 }
 
-fn single(tensor: &TensorProto) -> Result<f32, String> {
+/// A quantization parameter as one value per column: a single value repeated, or `columns`
+/// values.
+fn per_column(tensor: &TensorProto, columns: usize) -> Result<Vec<f32>, String> {
     match tensor.values()?.as_slice() {
-        [value] => Ok(*value),
-        _ => Err(format!("{}: expected one value", tensor.name)),
+        [value] => Ok(vec![*value; columns]),
+        values if values.len() == columns => Ok(values.to_vec()),
+        values => Err(format!(
+            "{}: {} values, expected one or one per column ({columns})",
+            tensor.name,
+            values.len()
+        )),
     }
 }
 
@@ -224,20 +246,21 @@ fn layer_of(output: &str) -> Option<String> {
 fn config_of(
     graph: &GraphProto,
     tensors: &HashMap<String, Tensor>,
+    prefix: &str,
 ) -> Result<serde_json::Value, String> {
     let dims = |name: &str| {
         tensors
-            .get(name)
+            .get(&format!("{prefix}{name}"))
             .map(|t| t.dims().to_vec())
             .ok_or_else(|| format!("the model has no `{name}`"))
     };
-    let words = dims("bert.embeddings.word_embeddings.weight")?;
-    let positions = dims("bert.embeddings.position_embeddings.weight")?;
-    let types = dims("bert.embeddings.token_type_embeddings.weight")?;
-    let intermediate = dims("bert.encoder.layer.0.intermediate.dense.weight")?;
+    let words = dims("embeddings.word_embeddings.weight")?;
+    let positions = dims("embeddings.position_embeddings.weight")?;
+    let types = dims("embeddings.token_type_embeddings.weight")?;
+    let intermediate = dims("encoder.layer.0.intermediate.dense.weight")?;
     let layers = (0..)
         .take_while(|i| {
-            tensors.contains_key(&format!("bert.encoder.layer.{i}.output.dense.weight"))
+            tensors.contains_key(&format!("{prefix}encoder.layer.{i}.output.dense.weight"))
         })
         .count();
     let (vocab, hidden) = (words[0], words[1]);
@@ -330,6 +353,28 @@ mod tests {
         assert!(error.contains("ONNX"), "{error}");
         let error = dequantize_bert(&[]).err().unwrap_or_default();
         assert!(error.contains("no graph"), "{error}");
+    }
+
+    /// bge-small's file quantizes each output feature with its own scale, the
+    /// cross-encoder's one scale per tensor: both read as one value per column.
+    #[test]
+    fn scales_are_per_tensor_or_per_column() {
+        let floats = |values: &[f32]| TensorProto {
+            dims: vec![values.len() as i64],
+            data_type: FLOAT,
+            float_data: values.to_vec(),
+            name: "scale".into(),
+            ..TensorProto::default()
+        };
+        assert_eq!(per_column(&floats(&[0.5]), 3).ok(), Some(vec![0.5; 3]));
+        assert_eq!(
+            per_column(&floats(&[0.5, 1.0, 2.0]), 3).ok(),
+            Some(vec![0.5, 1.0, 2.0])
+        );
+        let error = per_column(&floats(&[0.5, 1.0]), 3)
+            .err()
+            .unwrap_or_default();
+        assert!(error.contains("one per column"), "{error}");
     }
 
     #[test]

@@ -105,7 +105,8 @@ impl DatasetService {
         }
     }
 
-    /// Search reranks its candidates with this stage unless a request says not to.
+    /// Search reranks its candidates with this stage when a request asks (or does not say,
+    /// and the stage reranks by default).
     #[must_use]
     pub fn with_reranking(mut self, reranking: Reranking) -> Self {
         self.reranking = Some(reranking);
@@ -360,7 +361,8 @@ impl DatasetService {
         }
         let reranking = match (request.rerank, &self.reranking) {
             (Some(false), _) | (None, None) => None,
-            (_, Some(stage)) => Some(stage),
+            (None, Some(stage)) => stage.by_default.then_some(stage),
+            (Some(true), Some(stage)) => Some(stage),
             (Some(true), None) => {
                 return Err(DomainError::invalid(
                     ["body".into(), "rerank".into()],
@@ -411,11 +413,9 @@ impl DatasetService {
             Vec::new()
         } else {
             self.embedder
-                .embed(vec![query.clone()])
+                .embed_query(query.clone())
                 .await
                 .map_err(|error| unavailable(error.to_string()))?
-                .pop()
-                .ok_or_else(|| DomainError::internal("the embedder returned no vector"))?
         };
         // The cross-encoder reads more candidates than are returned, and chooses among them.
         let candidates = match reranking {

@@ -26,6 +26,16 @@ pub trait Embedder: Send + Sync {
     /// One vector per text, in order. Long texts are truncated to what the model reads.
     async fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, EmbedError>;
 
+    /// The vector of a search query. Models trained for retrieval read queries with an
+    /// instruction that passages do not get (bge's); by default a query is embedded as any
+    /// text is.
+    async fn embed_query(&self, query: String) -> Result<Vec<f32>, EmbedError> {
+        self.embed(vec![query])
+            .await?
+            .pop()
+            .ok_or_else(|| EmbedError::Unavailable("the embedding model returned no vector".into()))
+    }
+
     /// How many tokens the model reads of `text`, when the embedder knows its tokenizer
     /// (usage records count with it; `None` lets the caller count another way).
     fn count_tokens(&self, _text: &str) -> Option<u32> {

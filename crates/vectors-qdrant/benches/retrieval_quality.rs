@@ -1,15 +1,25 @@
-//! Retrieval quality on the small BEIR-format set in `benches/retrieval` (documents cut from
-//! this repository's docs, hand-written questions and judgements): nDCG@10 and recall@10 of
-//! dense-only, sparse-only (BM25) and hybrid (reciprocal-rank fusion) search, and hybrid
-//! with its top candidates reranked by the cross-encoder (ms-marco-MiniLM-L-12-v2), with the
-//! real models (from `just models`) and the embedded qdrant-edge index. Documents are cut
-//! into passages of at most `PASSAGE_WORDS` words and ranked by their best passage. BM25
-//! (sparse-only) is the baseline the other rows are compared with; the reranking's time per
-//! query is compared with the hybrid search's (query embedding and index), measured alike.
+//! Retrieval quality of every search mode on a BEIR-format set: the small set in
+//! `benches/retrieval` (documents cut from this repository's docs, hand-written questions),
+//! or a public BEIR set unpacked into `TESSERA_BENCH_BEIR_DIR` (`just bench` unpacks NFCorpus
+//! from `../shared/data/beir/` at run time). With the real models (from `just models`) and
+//! the embedded qdrant-edge index, for each embedding model: dense only and hybrid
+//! (reciprocal-rank fusion with BM25); sparse only (BM25) once; and, on the first embedding
+//! model's hybrid candidates, the cross-encoder (ms-marco-MiniLM-L-12-v2) reranking the top
+//! 10 and 20. Documents are cut into passages of at most `PASSAGE_WORDS` words and ranked by
+//! their best passage.
 //!
-//! Run with `just bench`, or `cargo bench -p tessera-vectors-qdrant --bench retrieval_quality`.
-//! The models run with the service's allocator (mimalloc, decision 0021), as the service
-//! runs them: with glibc's, their large activations are page-faulted back on every batch.
+//! Measures, with trec_eval's definitions: nDCG@10 with graded gains (the judgement's grade,
+//! discounted by log2(rank + 1)), recall@10 and recall@50 (of the documents judged
+//! relevant). BM25 (sparse only) is the baseline the other rows are compared with; each
+//! mode's time per query (query embedding and index, and the reranking) is printed as p50
+//! and p99, and the ingestion's passages per second per model. The CPU's vector extensions
+//! are printed with the results.
+//!
+//! Settings: `TESSERA_BENCH_EMBEDDERS` (comma-separated model names, default
+//! `bge-small-en-v1.5,all-MiniLM-L6-v2`), `TESSERA_BENCH_PRECISION` (`auto`, `f32`, `int8`).
+//! Run with `just bench`, or `cargo bench -p tessera-vectors-qdrant --bench
+//! retrieval_quality`. The models run with the service's allocator (mimalloc, decision
+//! 0021), as the service runs them.
 
 use std::{
     collections::{HashMap, HashSet},
@@ -19,8 +29,8 @@ use std::{
 
 use anyhow::{Context, bail};
 use tessera_embed_local::{
-    LocalEmbedder, LocalEmbedderOptions, LocalReranker, LocalRerankerOptions, Precision,
-    find_model_dir, find_reranker_dir,
+    LocalEmbedder, LocalEmbedderOptions, LocalEmbeddingModel, LocalReranker, LocalRerankerOptions,
+    Precision, find_reranker_dir,
 };
 use tessera_kernel::OrganizationId;
 use tessera_knowledge::{
@@ -33,13 +43,22 @@ use tessera_vectors_qdrant::EdgeVectorIndex;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const PASSAGE_WORDS: usize = 120;
-const CANDIDATES: usize = 100;
-const CUTOFF: usize = 10;
+/// Passages asked of the index: enough for 50 distinct documents.
+const CANDIDATES: usize = 150;
 /// Hybrid candidates the cross-encoder reads, per row.
-const RERANKED: [usize; 3] = [10, 20, 50];
+const RERANKED: [usize; 2] = [10, 20];
 
-fn data_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../benches/retrieval")
+/// The judged documents of each query, with their grades (> 0).
+type Judgements = HashMap<String, HashMap<String, u32>>;
+
+/// A BEIR-format set: corpus, the judged queries, judgements.
+struct Collection {
+    name: String,
+    /// `(id, title and text)`.
+    documents: Vec<(String, String)>,
+    /// `(id, text)` of the queries that have judgements.
+    queries: Vec<(String, String)>,
+    judgements: Judgements,
 }
 
 fn jsonl(path: &Path) -> anyhow::Result<Vec<serde_json::Value>> {
@@ -55,44 +74,83 @@ fn text(value: &serde_json::Value, key: &str) -> String {
     value[key].as_str().unwrap_or_default().to_owned()
 }
 
-/// Relevant documents per query.
-fn qrels(path: &Path) -> anyhow::Result<HashMap<String, HashSet<String>>> {
-    let mut relevant: HashMap<String, HashSet<String>> = HashMap::new();
-    for line in std::fs::read_to_string(path)?.lines().skip(1) {
-        let fields: Vec<&str> = line.split('\t').collect();
-        if let [query, doc, score] = fields.as_slice()
-            && score.trim().parse::<u32>().unwrap_or(0) > 0
-        {
-            relevant
-                .entry((*query).to_owned())
-                .or_default()
-                .insert((*doc).to_owned());
-        }
-    }
-    Ok(relevant)
+/// The first of `names` under `dir` that exists (BEIR sets are packed in two layouts).
+fn first_of(dir: &Path, names: &[&str]) -> anyhow::Result<PathBuf> {
+    names
+        .iter()
+        .map(|name| dir.join(name))
+        .find(|path| path.is_file())
+        .with_context(|| format!("none of {names:?} under {}", dir.display()))
 }
 
-fn ndcg(ranked: &[String], relevant: &HashSet<String>) -> f64 {
-    let dcg: f64 = ranked
-        .iter()
-        .take(CUTOFF)
-        .enumerate()
-        .filter(|(_, doc)| relevant.contains(*doc))
-        .map(|(rank, _)| 1.0 / (rank as f64 + 2.0).log2())
+fn judgements(path: &Path) -> anyhow::Result<Judgements> {
+    let mut judged: Judgements = HashMap::new();
+    for line in std::fs::read_to_string(path)?.lines().skip(1) {
+        let fields: Vec<&str> = line.split('\t').collect();
+        if let [query, doc, grade] = fields.as_slice()
+            && let Ok(grade) = grade.trim().parse::<u32>()
+            && grade > 0
+        {
+            judged
+                .entry((*query).to_owned())
+                .or_default()
+                .insert((*doc).to_owned(), grade);
+        }
+    }
+    Ok(judged)
+}
+
+impl Collection {
+    fn load(dir: &Path) -> anyhow::Result<Self> {
+        // NFCorpus as packed for the benchmark carries `corpus/human.jsonl` (and an LLM
+        // rewrite beside it, which is not read).
+        let corpus = first_of(dir, &["corpus.jsonl", "corpus/human.jsonl"])?;
+        let judgements = judgements(&first_of(dir, &["qrels.tsv", "qrels/test.tsv"])?)?;
+        let documents = jsonl(&corpus)?
+            .iter()
+            .map(|doc| {
+                let body = format!("{}\n{}", text(doc, "title"), text(doc, "text"));
+                (text(doc, "_id"), body)
+            })
+            .collect();
+        let queries: Vec<(String, String)> = jsonl(&dir.join("queries.jsonl"))?
+            .iter()
+            .map(|query| (text(query, "_id"), text(query, "text")))
+            .filter(|(id, _)| judgements.contains_key(id))
+            .collect();
+        if queries.is_empty() {
+            bail!("no judged queries under {}", dir.display());
+        }
+        let name = (dir.file_name())
+            .map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into());
+        Ok(Self {
+            name,
+            documents,
+            queries,
+            judgements,
+        })
+    }
+}
+
+/// nDCG@10 with graded gains, as trec_eval's `ndcg_cut.10`.
+fn ndcg(ranked: &[String], judged: &HashMap<String, u32>) -> f64 {
+    let discount = |rank: usize| 1.0 / (rank as f64 + 2.0).log2();
+    let dcg: f64 = (ranked.iter().take(10).enumerate())
+        .map(|(rank, doc)| f64::from(judged.get(doc).copied().unwrap_or(0)) * discount(rank))
         .sum();
-    let ideal: f64 = (0..relevant.len().min(CUTOFF))
-        .map(|rank| 1.0 / (rank as f64 + 2.0).log2())
+    let mut grades: Vec<u32> = judged.values().copied().collect();
+    grades.sort_unstable_by(|a, b| b.cmp(a));
+    let ideal: f64 = (grades.iter().take(10).enumerate())
+        .map(|(rank, &grade)| f64::from(grade) * discount(rank))
         .sum();
     if ideal == 0.0 { 0.0 } else { dcg / ideal }
 }
 
-fn recall(ranked: &[String], relevant: &HashSet<String>) -> f64 {
-    let found = ranked
-        .iter()
-        .take(CUTOFF)
-        .filter(|doc| relevant.contains(*doc))
+fn recall(ranked: &[String], judged: &HashMap<String, u32>, cutoff: usize) -> f64 {
+    let found = (ranked.iter().take(cutoff))
+        .filter(|doc| judged.contains_key(*doc))
         .count();
-    found as f64 / relevant.len().max(1) as f64
+    found as f64 / judged.len().max(1) as f64
 }
 
 /// The threads the models' matrix products run on (`CANDLE_NUM_THREADS`, else every core).
@@ -101,6 +159,32 @@ fn candle_core_threads() -> usize {
         .ok()
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// The CPU's vector extensions the kernels choose among.
+fn cpu_flags() -> String {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let flags = [
+            ("avx2", std::arch::is_x86_feature_detected!("avx2")),
+            ("fma", std::arch::is_x86_feature_detected!("fma")),
+            ("avx512f", std::arch::is_x86_feature_detected!("avx512f")),
+            (
+                "avx512vnni",
+                std::arch::is_x86_feature_detected!("avx512vnni"),
+            ),
+        ];
+        let present: Vec<&str> = flags
+            .iter()
+            .filter(|(_, on)| *on)
+            .map(|(n, _)| *n)
+            .collect();
+        present.join(" ")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        std::env::consts::ARCH.to_owned()
+    }
 }
 
 /// Documents in the order of their best passage.
@@ -120,173 +204,267 @@ fn percentile(times: &[Duration], share: f64) -> f64 {
     sorted[rank - 1].as_secs_f64() * 1000.0
 }
 
-#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
-async fn main() -> anyhow::Result<()> {
-    let data = data_dir();
-    let corpus = jsonl(&data.join("corpus.jsonl"))?;
-    let queries = jsonl(&data.join("queries.jsonl"))?;
-    let relevant = qrels(&data.join("qrels.tsv"))?;
-    let root = std::env::var_os("TESSERA_MODELS_DIR").map_or_else(
-        || {
-            PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
-                .join(".cache/tessera-models")
-        },
-        PathBuf::from,
-    );
-    let model = find_model_dir(&root).with_context(|| {
-        format!(
-            "no all-MiniLM-L6-v2 under {}: run `just models`",
-            root.display()
-        )
-    })?;
-    let embedder = LocalEmbedder::load(&model, LocalEmbedderOptions::default())?;
-    let reranker_dir = find_reranker_dir(&root).with_context(|| {
-        format!(
-            "no reranking model under {}: run `just models`",
-            root.display()
-        )
-    })?;
-    let reranker = LocalReranker::load(&reranker_dir, LocalRerankerOptions::default())?;
+/// The sums of one row's measures over the queries, and its times per query.
+#[derive(Default)]
+struct Row {
+    name: String,
+    ndcg: f64,
+    recall_10: f64,
+    recall_50: f64,
+    times: Vec<Duration>,
+}
 
+impl Row {
+    fn named(name: String) -> Self {
+        Self {
+            name,
+            ..Self::default()
+        }
+    }
+
+    fn add(&mut self, ranked: &[String], judged: &HashMap<String, u32>, time: Duration) {
+        self.ndcg += ndcg(ranked, judged);
+        self.recall_10 += recall(ranked, judged, 10);
+        self.recall_50 += recall(ranked, judged, 50);
+        self.times.push(time);
+    }
+}
+
+/// The collection's passages embedded by one model, in an index of their own.
+struct Indexed {
+    embedder: LocalEmbedder,
+    index: EdgeVectorIndex,
+    organization: OrganizationId,
+    dataset: DatasetId,
+    documents: HashMap<FileId, String>,
+    _dir: tempfile::TempDir,
+}
+
+async fn index_with(
+    collection: &Collection,
+    embedder: LocalEmbedder,
+) -> anyhow::Result<(Indexed, usize, Duration)> {
     // One file per document, one chunk per passage; the file id maps back to the document.
     let organization = OrganizationId::generate();
     let dataset = DatasetId::generate();
     let mut documents: HashMap<FileId, String> = HashMap::new();
     let mut chunks = Vec::new();
-    for document in &corpus {
+    for (id, body) in &collection.documents {
         let file = FileId::generate();
-        documents.insert(file.clone(), text(document, "_id"));
-        let body = format!("{}\n{}", text(document, "title"), text(document, "text"));
+        documents.insert(file.clone(), id.clone());
         let words: Vec<&str> = body.split_whitespace().collect();
         for (ordinal, passage) in words.chunks(PASSAGE_WORDS).enumerate() {
             chunks.push((file.clone(), ordinal as u32, passage.join(" ")));
         }
     }
     let passages = chunks.len();
+    let started = Instant::now();
     let vectors = embedder
         .embed(chunks.iter().map(|(_, _, text)| text.clone()).collect())
         .await?;
+    let embedding = started.elapsed();
     let dir = tempfile::tempdir()?;
     let index = EdgeVectorIndex::open(dir.path(), embedder.dimensions()).await?;
-    index
-        .upsert(
-            chunks
-                .into_iter()
-                .zip(vectors)
-                .map(|((file_id, ordinal, text), dense)| IndexedChunk {
-                    organization: organization.clone(),
-                    file_id,
-                    ordinal,
-                    datasets: vec![dataset.clone()],
-                    location: ChunkLocation {
-                        page: None,
-                        section: None,
-                        char_start: 0,
-                        char_end: text.chars().count() as u64,
-                    },
-                    text,
-                    dense,
-                })
-                .collect(),
-        )
-        .await?;
-    if queries.is_empty() {
-        bail!("no queries");
+    let indexed: Vec<IndexedChunk> = chunks
+        .into_iter()
+        .zip(vectors)
+        .map(|((file_id, ordinal, text), dense)| IndexedChunk {
+            organization: organization.clone(),
+            file_id,
+            ordinal,
+            datasets: vec![dataset.clone()],
+            location: ChunkLocation {
+                page: None,
+                section: None,
+                char_start: 0,
+                char_end: text.chars().count() as u64,
+            },
+            text,
+            dense,
+        })
+        .collect();
+    for batch in indexed.chunks(512) {
+        index.upsert(batch.to_vec()).await?;
     }
-    println!(
-        "{} documents ({} passages of at most {PASSAGE_WORDS} words), {} queries, all-MiniLM-L6-v2 \
-         and ms-marco-MiniLM-L-12-v2 in {} on {} threads",
-        corpus.len(),
+    Ok((
+        Indexed {
+            embedder,
+            index,
+            organization,
+            dataset,
+            documents,
+            _dir: dir,
+        },
         passages,
-        queries.len(),
-        Precision::Auto.kernel_name(),
-        candle_core_threads()
+        embedding,
+    ))
+}
+
+impl Indexed {
+    async fn search(&self, question: &str, mode: SearchMode) -> anyhow::Result<Vec<ScoredChunk>> {
+        let dense = if mode == SearchMode::Sparse {
+            Vec::new()
+        } else {
+            self.embedder.embed_query(question.to_owned()).await?
+        };
+        Ok(self
+            .index
+            .search(VectorQuery {
+                organization: self.organization.clone(),
+                dataset: Some(self.dataset.clone()),
+                files: None,
+                text: question.to_owned(),
+                dense,
+                limit: CANDIDATES,
+                mode,
+            })
+            .await?)
+    }
+}
+
+fn models_root() -> PathBuf {
+    std::env::var_os("TESSERA_MODELS_DIR").map_or_else(
+        || {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
+                .join(".cache/tessera-models")
+        },
+        PathBuf::from,
+    )
+}
+
+fn embedding_models() -> anyhow::Result<Vec<LocalEmbeddingModel>> {
+    let names = std::env::var("TESSERA_BENCH_EMBEDDERS")
+        .unwrap_or_else(|_| "bge-small-en-v1.5,all-MiniLM-L6-v2".into());
+    names
+        .split(',')
+        .map(|name| name.parse().map_err(anyhow::Error::msg))
+        .collect()
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> anyhow::Result<()> {
+    let dir = std::env::var_os("TESSERA_BENCH_BEIR_DIR").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../benches/retrieval"),
+        PathBuf::from,
+    );
+    let collection = Collection::load(&dir)?;
+    let precision: Precision = std::env::var("TESSERA_BENCH_PRECISION")
+        .unwrap_or_else(|_| "auto".into())
+        .parse()
+        .map_err(anyhow::Error::msg)?;
+    let root = models_root();
+    let models = embedding_models()?;
+    let reranker_dir = find_reranker_dir(&root).with_context(|| {
+        format!(
+            "no reranking model under {}: run `just models`",
+            root.display()
+        )
+    })?;
+    let reranker = LocalReranker::load(
+        &reranker_dir,
+        LocalRerankerOptions {
+            precision,
+            ..LocalRerankerOptions::default()
+        },
+    )?;
+    println!(
+        "{}: {} documents, {} judged queries; passages of at most {PASSAGE_WORDS} words; \
+         models in {} on {} threads; CPU: {}",
+        collection.name,
+        collection.documents.len(),
+        collection.queries.len(),
+        precision.kernel_name(),
+        candle_core_threads(),
+        cpu_flags()
     );
 
     let mut rows = Vec::new();
-    // Per query: the hybrid search's time, and each reranking's.
-    let mut search_times = Vec::new();
-    let mut rerank_times: Vec<Vec<Duration>> = vec![Vec::new(); RERANKED.len()];
-    let mut reranked_sums = vec![(0.0, 0.0); RERANKED.len()];
-    for (name, mode) in [
-        ("sparse only (BM25, baseline)", SearchMode::Sparse),
-        ("dense only (all-MiniLM-L6-v2)", SearchMode::Dense),
-        ("hybrid (RRF of both)", SearchMode::Hybrid),
-    ] {
-        let (mut ndcg_sum, mut recall_sum) = (0.0, 0.0);
-        for query in &queries {
-            let id = text(query, "_id");
-            let question = text(query, "text");
-            let started = Instant::now();
-            let dense = embedder.embed(vec![question.clone()]).await?.remove(0);
-            let hits = index
-                .search(VectorQuery {
-                    organization: organization.clone(),
-                    dataset: Some(dataset.clone()),
-                    files: None,
-                    text: question.clone(),
-                    dense,
-                    limit: CANDIDATES,
-                    mode,
-                })
-                .await?;
-            let wanted = relevant.get(&id).cloned().unwrap_or_default();
-            let ranked = documents_of(&hits, &documents);
-            ndcg_sum += ndcg(&ranked, &wanted);
-            recall_sum += recall(&ranked, &wanted);
-            if mode != SearchMode::Hybrid {
-                continue;
-            }
-            search_times.push(started.elapsed());
-            // The cross-encoder orders the best candidates; the rest keep their fused order.
-            for (row, &candidates) in RERANKED.iter().enumerate() {
-                let mut top: Vec<ScoredChunk> = hits.iter().take(candidates).cloned().collect();
-                let started = Instant::now();
-                let scores = reranker
-                    .score(&question, top.iter().map(|hit| hit.text.clone()).collect())
-                    .await?;
-                rerank_times[row].push(started.elapsed());
-                for (hit, score) in top.iter_mut().zip(scores) {
-                    hit.score = score;
-                }
-                top.sort_by(|a, b| b.score.total_cmp(&a.score));
-                top.extend(hits.iter().skip(candidates).cloned());
-                let ranked = documents_of(&top, &documents);
-                reranked_sums[row].0 += ndcg(&ranked, &wanted);
-                reranked_sums[row].1 += recall(&ranked, &wanted);
-            }
-        }
-        let n = queries.len() as f64;
-        rows.push((name.to_owned(), ndcg_sum / n, recall_sum / n));
-    }
-    let n = queries.len() as f64;
-    for (&candidates, (ndcg_sum, recall_sum)) in RERANKED.iter().zip(&reranked_sums) {
-        rows.push((
-            format!("hybrid + rerank top {candidates}"),
-            ndcg_sum / n,
-            recall_sum / n,
-        ));
-    }
-    let baseline = rows[0].1;
-    for (name, ndcg, recall) in rows {
+    for (position, model) in models.iter().enumerate() {
+        let model_dir = model.find(&root).with_context(|| {
+            format!(
+                "no {model} under {} (package {}): run `just models`",
+                root.display(),
+                model.package()
+            )
+        })?;
+        let options = LocalEmbedderOptions {
+            model: *model,
+            precision,
+            ..LocalEmbedderOptions::default()
+        };
+        let embedder = LocalEmbedder::load(&model_dir, options)?;
+        let (indexed, passages, took) = index_with(&collection, embedder).await?;
         println!(
-            "{name:<32} nDCG@10 {ndcg:.3}  recall@10 {recall:.3}  {:.2}× the baseline's nDCG",
-            ndcg / baseline
+            "{model}: {passages} passages embedded in {:.1} s ({:.1} passages/s)",
+            took.as_secs_f64(),
+            passages as f64 / took.as_secs_f64()
         );
+        let mut modes = vec![
+            (format!("dense only ({model})"), SearchMode::Dense),
+            (format!("hybrid ({model} + BM25, RRF)"), SearchMode::Hybrid),
+        ];
+        if position == 0 {
+            modes.insert(
+                0,
+                ("sparse only (BM25, baseline)".into(), SearchMode::Sparse),
+            );
+        }
+        let reranks = position == 0;
+        let mut reranked: Vec<Row> = RERANKED
+            .iter()
+            .map(|n| Row::named(format!("hybrid ({model}) + cross-encoder top {n}")))
+            .collect();
+        for (name, mode) in modes {
+            let mut row = Row::named(name);
+            for (id, question) in &collection.queries {
+                let judged = &collection.judgements[id];
+                let started = Instant::now();
+                let hits = indexed.search(question, mode).await?;
+                let searched = started.elapsed();
+                row.add(&documents_of(&hits, &indexed.documents), judged, searched);
+                if !(reranks && mode == SearchMode::Hybrid) {
+                    continue;
+                }
+                // The cross-encoder orders the best candidates; the rest keep their order.
+                for (row, &candidates) in reranked.iter_mut().zip(&RERANKED) {
+                    let mut top: Vec<ScoredChunk> = hits.iter().take(candidates).cloned().collect();
+                    let started = Instant::now();
+                    let scores = reranker
+                        .score(question, top.iter().map(|hit| hit.text.clone()).collect())
+                        .await?;
+                    let reranking = started.elapsed();
+                    for (hit, score) in top.iter_mut().zip(scores) {
+                        hit.score = score;
+                    }
+                    top.sort_by(|a, b| b.score.total_cmp(&a.score));
+                    top.extend(hits.iter().skip(candidates).cloned());
+                    let ranked = documents_of(&top, &indexed.documents);
+                    row.add(&ranked, judged, searched + reranking);
+                }
+            }
+            rows.push(row);
+        }
+        if reranks {
+            rows.extend(reranked);
+        }
     }
-    let (search_p50, search_p99) = (
-        percentile(&search_times, 0.5),
-        percentile(&search_times, 0.99),
-    );
+
+    let n = collection.queries.len() as f64;
+    let baseline = rows[0].ndcg / n;
     println!(
-        "time per query: hybrid search (embedding and index, baseline) p50 {search_p50:.1} ms, p99 {search_p99:.1} ms"
+        "{:<58} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9}",
+        "mode", "nDCG@10", "×BM25", "R@10", "R@50", "p50 ms", "p99 ms"
     );
-    for (&candidates, times) in RERANKED.iter().zip(&rerank_times) {
-        let (p50, p99) = (percentile(times, 0.5), percentile(times, 0.99));
+    for row in &rows {
         println!(
-            "  reranking {candidates} candidates: p50 {p50:.1} ms ({:.1}×), p99 {p99:.1} ms ({:.1}×)",
-            p50 / search_p50,
-            p99 / search_p99
+            "{:<58} {:>8.3} {:>7.2}× {:>8.3} {:>8.3} {:>9.1} {:>9.1}",
+            row.name,
+            row.ndcg / n,
+            row.ndcg / n / baseline,
+            row.recall_10 / n,
+            row.recall_50 / n,
+            percentile(&row.times, 0.5),
+            percentile(&row.times, 0.99),
         );
     }
     Ok(())

@@ -260,8 +260,8 @@ pub async fn list_snapshots(
 }
 
 /// Hybrid search of the dataset's ready files (or of a snapshot's files with `version`):
-/// dense embeddings and BM25, fused by reciprocal rank, then (when the server has a
-/// cross-encoder, unless `rerank` is false) the best candidates reranked by it; best first.
+/// dense embeddings and BM25, fused by reciprocal rank, then (with `rerank: true`, or by
+/// the server's default) the best candidates reranked by its cross-encoder; best first.
 #[utoipa::path(
     tag = "Datasets",
     operation_id = "searchDataset",

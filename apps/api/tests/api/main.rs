@@ -13,6 +13,7 @@ mod chats;
 mod clients;
 mod crash_recovery;
 mod deploy;
+mod embedding_models;
 mod files;
 mod generation_leases;
 mod graceful_stop;

@@ -47,13 +47,14 @@ fn passages() -> Vec<(&'static str, Vec<u8>)> {
     .collect()
 }
 
-/// A server that reranks: the cross-encoder is found under the models folder.
+/// A server that reranks by default: the cross-encoder is found under the models folder.
 async fn reranking_app(chat_model: bool) -> TestApp {
     let models = models_root();
     let chat = chat_model.then(model_dir);
     knowledge_app_with(Backend::Sqlite, |settings| {
         settings.knowledge.rerank_model_dir = Some(models);
         settings.knowledge.rerank = Switch::On;
+        settings.knowledge.rerank_by_default = true;
         settings.models.local_dir = chat;
     })
     .await
@@ -223,6 +224,41 @@ async fn a_server_without_the_model_refuses_to_rerank_and_searches_without() {
         hits.iter().all(|hit| hit["relevance"].is_null()),
         "{hits:#?}"
     );
+}
+
+/// The default server (decision 0047): the cross-encoder is loaded but a search that does
+/// not ask is not reranked; `rerank: true` is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn by_default_a_search_is_reranked_only_when_it_asks() {
+    let models = models_root();
+    let app = knowledge_app_with(Backend::Sqlite, |settings| {
+        settings.knowledge.rerank_model_dir = Some(models);
+        settings.knowledge.rerank = Switch::On;
+    })
+    .await;
+    let token = app.caller_token(SCOPES).await;
+    let dataset = dataset_with(&app, &token, "Cities", &passages()).await;
+    let fused = search(
+        &app,
+        &token,
+        &dataset,
+        json!({"query": QUESTION, "limit": 4}),
+    )
+    .await;
+    assert_eq!(names(&fused)[0], "museums.txt", "{fused:#?}");
+    assert!(
+        fused.iter().all(|hit| hit["relevance"].is_null()),
+        "{fused:#?}"
+    );
+    let asked = search(
+        &app,
+        &token,
+        &dataset,
+        json!({"query": QUESTION, "limit": 2, "rerank": true}),
+    )
+    .await;
+    assert_eq!(names(&asked)[0], "population.txt", "{asked:#?}");
+    assert!(asked[0]["relevance"].as_f64().unwrap() > 0.5, "{asked:#?}");
 }
 
 /// `rerank = "on"` refuses to start without the model's files; `auto` starts without

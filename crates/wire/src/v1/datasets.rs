@@ -134,8 +134,8 @@ pub struct SearchDataset {
     /// only; `sparse`: words only (BM25; names, codes, exact terms).
     pub mode: Option<SearchModeDto>,
     /// Rerank the best fused candidates with the server's cross-encoder, which reads the
-    /// query with each passage (`knowledge.rerank`; slower, better ordered). Default: on
-    /// when the server has the model; `true` without one is 422.
+    /// query with each passage (`knowledge.rerank`; much slower). Default: the server's
+    /// `knowledge.rerank_by_default` (off); `true` on a server without the model is 422.
     pub rerank: Option<bool>,
 }
 

