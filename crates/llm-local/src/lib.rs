@@ -13,8 +13,10 @@
 //! A `json_schema` response format is enforced by constrained decoding (`constraint`: the
 //! schema compiled by llguidance masks every token that cannot continue a conforming
 //! document), so such answers always parse and validate. The document is written compactly,
-//! integers with at most 16 digits and numbers within ±(2⁵³ − 1) with at most 6 decimals, so
-//! a small model cannot spend `max_tokens` on whitespace or endless digits (50 random schemas
+//! integers with at most 16 digits and numbers within ±(2⁵³ − 1) with at most 6 decimals,
+//! and objects that name their properties closed to others unless the schema opens them (as
+//! LangChain's tools leave them), so a small model cannot spend `max_tokens` on whitespace,
+//! endless digits or invented keys (50 random schemas
 //! in `tests/random_schemas.rs`). An answer the token limit cuts off anyway ends with
 //! `FinishReason::Length`, a tool call as far as it was written.
 //!
