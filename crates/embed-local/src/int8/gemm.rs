@@ -1,13 +1,13 @@
 //! The packed weight layout and the product driver: rows of activations in tiles of `MR`,
-//! weights in panels of `NR` features, each tile × panel summed by a kernel (VNNI or
+//! weights in panels of `NR` features, each tile × panel summed by a kernel (VNNI, AVX2 or
 //! portable), then scaled back to `f32` with the bias (and GELU, for the feed-forward
 //! layer). Tiles of rows run in parallel.
 
-use super::quantize::{QuantizedWeights, RowScale, quantize_row};
+use super::quantize::{Levels, QuantizedWeights, RowScale, quantize_row};
 use crate::{
-    avx512::{self, Kernel},
     fastmath::gelu,
     parallel::for_each_chunk,
+    precision::{Accelerator, Kernel, run},
 };
 
 /// Rows of activations per tile.
@@ -38,6 +38,8 @@ pub(crate) struct PackedWeights {
     pub(crate) sums: Vec<i32>,
     pub(crate) bias: Vec<f32>,
     pub(crate) activation: Activation,
+    /// The scheme the weights were quantized with; activations are quantized to match.
+    pub(crate) levels: Levels,
 }
 
 impl PackedWeights {
@@ -47,6 +49,7 @@ impl PackedWeights {
         depth: usize,
         bias: Vec<f32>,
         activation: Activation,
+        levels: Levels,
     ) -> Self {
         let padded_depth = depth.div_ceil(4) * 4;
         let panel_count = features.div_ceil(NR);
@@ -67,6 +70,7 @@ impl PackedWeights {
             sums: quantized.sums,
             bias,
             activation,
+            levels,
         }
     }
 
@@ -76,21 +80,23 @@ impl PackedWeights {
     }
 }
 
-/// `out (rows, features) = act(x (rows, depth) · wᵀ + bias)`, with `x` quantized per row.
-pub(crate) fn multiply(x: &[f32], weights: &PackedWeights, out: &mut [f32], accelerated: bool) {
+/// `out (rows, features) = act(x (rows, depth) · wᵀ + bias)`, with `x` quantized per row, on
+/// the kernel of `accelerated` (the portable one for `None`).
+pub(crate) fn multiply(
+    x: &[f32],
+    weights: &PackedWeights,
+    out: &mut [f32],
+    accelerated: Option<Accelerator>,
+) {
     let (depth, features) = (weights.depth, weights.features);
     for_each_chunk(x, MR * depth, out, MR * features, |_, x, out| {
-        if accelerated {
-            avx512::run(Kernel::Tile { x, weights, out });
-        } else {
-            tile_with(x, weights, out, tile_sums_portable);
-        }
+        run(accelerated, Kernel::Tile { x, weights, out });
     });
 }
 
 /// One tile of up to `MR` rows: quantized, summed against every panel by `sums`, scaled and
-/// written to `out`. Inlined into each kernel's caller, so on the VNNI path the quantization
-/// and the scaling are compiled for AVX-512 too.
+/// written to `out`. Inlined into each kernel's caller, so on the VNNI and AVX2 paths the
+/// quantization and the scaling are compiled for AVX-512 or AVX2 too.
 #[inline(always)]
 pub(crate) fn tile_with(
     x: &[f32],
@@ -119,7 +125,7 @@ pub(crate) fn tile_with(
         .zip(tile.chunks_exact_mut(padded))
         .zip(&mut scales)
     {
-        *scale = quantize_row(x, &mut q[..depth]);
+        *scale = quantize_row(x, &mut q[..depth], weights.levels.activation);
     }
     for panel in 0..features.div_ceil(NR) {
         let sums = sums(tile, padded, weights.panel(panel));

@@ -4,24 +4,41 @@ use candle_core::{Result, Tensor, bail};
 
 use super::{
     gemm::{Activation, PackedWeights, multiply},
-    quantize::quantize_weights,
+    quantize::{Levels, quantize_weights},
 };
-use crate::cpu::with_values;
+use crate::{cpu::with_values, precision::Accelerator};
 
 /// `y = act(x · wᵀ + b)` with `w` quantized to 8 bits per output feature at load.
 pub(crate) struct Int8Linear {
     weights: PackedWeights,
-    /// The VNNI kernel, or the portable one (same sums, much slower).
-    accelerated: bool,
+    /// The VNNI or AVX2 kernel, or the portable one (`None`: the same sums, much slower).
+    accelerated: Option<Accelerator>,
 }
 
 impl Int8Linear {
-    /// Quantizes `weight` `(features, depth)` and keeps `bias` `(features)` as is.
+    /// Quantizes `weight` `(features, depth)` for the kernel of `accelerated` and keeps
+    /// `bias` `(features)` as is.
     pub(crate) fn new(
         weight: &Tensor,
         bias: &Tensor,
         activation: Activation,
-        accelerated: bool,
+        accelerated: Option<Accelerator>,
+    ) -> Result<Self> {
+        let levels = match accelerated {
+            Some(Accelerator::Avx2) => Levels::AVX2,
+            Some(Accelerator::Avx512Vnni) | None => Levels::FULL,
+        };
+        Self::with_levels(weight, bias, activation, accelerated, levels)
+    }
+
+    /// As [`Self::new`], with the quantization scheme chosen apart from the kernel (the
+    /// tests run the portable kernel on each accelerated kernel's scheme).
+    fn with_levels(
+        weight: &Tensor,
+        bias: &Tensor,
+        activation: Activation,
+        accelerated: Option<Accelerator>,
+        levels: Levels,
     ) -> Result<Self> {
         let (features, depth) = weight.dims2()?;
         let bias = bias.to_vec1::<f32>()?;
@@ -29,9 +46,9 @@ impl Int8Linear {
             bail!("a bias of {} for {features} features", bias.len());
         }
         let values = weight.flatten_all()?.to_vec1::<f32>()?;
-        let quantized = quantize_weights(&values, features, depth);
+        let quantized = quantize_weights(&values, features, depth, levels);
         Ok(Self {
-            weights: PackedWeights::new(quantized, features, depth, bias, activation),
+            weights: PackedWeights::new(quantized, features, depth, bias, activation, levels),
             accelerated,
         })
     }
@@ -61,10 +78,12 @@ mod tests {
 
     use super::*;
 
-    /// The 8-bit layer is within the quantization error of the f32 layer, on both kernels,
-    /// with and without the fused GELU, for shapes that are not multiples of the tile (rows),
-    /// panel (features) or group (depth) sizes, or deeper than a tile kept on the stack; both
-    /// kernels agree to float rounding (their integer sums are identical).
+    /// The 8-bit layer is within the quantization error of the f32 layer, on each scheme (all
+    /// levels for VNNI, fewer weight levels for AVX2) and each kernel this CPU has, with and
+    /// without the fused GELU, for shapes that are not multiples of the tile (rows), panel
+    /// (features) or group (depth) sizes, or deeper than a tile kept on the stack; each
+    /// accelerated kernel agrees with the portable one on its scheme to float rounding
+    /// (their integer sums are identical: `precision::tests` checks them bit for bit).
     #[test]
     fn matches_the_f32_layer_within_quantization_error() {
         let device = &Device::Cpu;
@@ -86,26 +105,31 @@ mod tests {
                     Activation::Gelu => expected.gelu_erf().unwrap(),
                 };
                 let expected = expected.to_vec2::<f32>().unwrap();
-                let portable = Int8Linear::new(&weight, &bias, activation, false).unwrap();
-                let got = portable.forward(&x).unwrap().to_vec2::<f32>().unwrap();
-                // Each product's error is bounded by the two half-steps, summed over depth
-                // (GELU's slope is below 1.13).
-                let x_step = 8.0 / 255.0;
-                let w_step = 0.25 / 127.0;
-                let bound = 1.13 * depth as f32 * (x_step * 0.25 + w_step * 4.0) / 2.0 + 1e-5;
-                for (got, expected) in got.iter().flatten().zip(expected.iter().flatten()) {
-                    assert!((got - expected).abs() < bound, "{got} against {expected}");
-                }
-                if super::super::accelerated() {
-                    let fast = Int8Linear::new(&weight, &bias, activation, true).unwrap();
-                    let fast = fast.forward(&x).unwrap().to_vec2::<f32>().unwrap();
-                    for (fast, got) in fast.iter().flatten().zip(got.iter().flatten()) {
-                        // The same integer sums; the scaling may round differently once
-                        // compiled with fused multiply-adds.
-                        assert!(
-                            (fast - got).abs() <= 1e-5 * got.abs().max(1.0),
-                            "{fast} against {got}"
-                        );
+                for accelerator in [Accelerator::Avx512Vnni, Accelerator::Avx2] {
+                    let fast =
+                        Int8Linear::new(&weight, &bias, activation, Some(accelerator)).unwrap();
+                    let levels = fast.weights.levels;
+                    let portable =
+                        Int8Linear::with_levels(&weight, &bias, activation, None, levels).unwrap();
+                    let got = portable.forward(&x).unwrap().to_vec2::<f32>().unwrap();
+                    // Each product's error is bounded by the two half-steps, summed over
+                    // depth (GELU's slope is below 1.13).
+                    let x_step = 8.0 / f32::from(levels.activation);
+                    let w_step = 0.25 / f32::from(levels.weight);
+                    let bound = 1.13 * depth as f32 * (x_step * 0.25 + w_step * 4.0) / 2.0 + 1e-5;
+                    for (got, expected) in got.iter().flatten().zip(expected.iter().flatten()) {
+                        assert!((got - expected).abs() < bound, "{got} against {expected}");
+                    }
+                    if accelerator.available() {
+                        let fast = fast.forward(&x).unwrap().to_vec2::<f32>().unwrap();
+                        for (fast, got) in fast.iter().flatten().zip(got.iter().flatten()) {
+                            // The same integer sums; the scaling may round differently once
+                            // compiled with fused multiply-adds.
+                            assert!(
+                                (fast - got).abs() <= 1e-5 * got.abs().max(1.0),
+                                "{accelerator:?}: {fast} against {got}"
+                            );
+                        }
                     }
                 }
             }
@@ -119,7 +143,7 @@ mod tests {
             &Tensor::zeros((4, 8), candle_core::DType::F32, device).unwrap(),
             &Tensor::zeros(4, candle_core::DType::F32, device).unwrap(),
             Activation::None,
-            false,
+            None,
         )
         .unwrap();
         let x = Tensor::zeros((2, 7), candle_core::DType::F32, device).unwrap();
