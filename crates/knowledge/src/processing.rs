@@ -158,7 +158,11 @@ impl Processor {
                 let count = chunks.len();
                 let chunk_count = u32::try_from(count).unwrap_or(u32::MAX);
                 let ready = FileReady::of(&job.file, chunk_count, self.pipeline.clock.now());
-                if files.complete_job(&self.worker, &chunks, &ready).await? {
+                let model = self.pipeline.embedder.model();
+                if files
+                    .complete_job(&self.worker, &chunks, model, &ready)
+                    .await?
+                {
                     Ok(JobOutcome::Ready { chunks: count })
                 } else {
                     Ok(JobOutcome::LeaseLost)

@@ -103,14 +103,24 @@ pub trait FileStore: Send + Sync {
     ) -> Result<bool, DomainError>;
 
     /// Ends the job of `ready.file` that `worker` holds successfully: stores the chunks,
-    /// marks the file `ready` as of `ready.at`, removes the job and records the event. False
-    /// (and nothing changed) when the lease was lost.
+    /// marks the file `ready` as of `ready.at` with the embedding model its vectors were made
+    /// by, removes the job and records the event. False (and nothing changed) when the lease
+    /// was lost.
     async fn complete_job(
         &self,
         worker: &str,
         chunks: &[StoredChunk],
+        embedding_model: &str,
         ready: &FileReady,
     ) -> Result<bool, DomainError>;
+
+    /// How many ready files hold vectors (at least one chunk) of each embedding model, across
+    /// every organization; `None` counts files processed before models were recorded.
+    async fn embedding_models(&self) -> Result<Vec<(Option<String>, u64)>, DomainError>;
+
+    /// Records `model` as the embedding model of the ready files with chunks that have none
+    /// (processed before models were recorded); how many there were.
+    async fn adopt_embedding_model(&self, model: &str) -> Result<u64, DomainError>;
 
     /// Releases a job `worker` holds to run again at `run_after`, recording the error.
     async fn retry_job(

@@ -94,10 +94,14 @@ impl Ports {
             .expect_claim_job()
             .times(1)
             .returning(move |_, _, _| Ok(Some(claimed.clone())));
+        let mut embedder = MockEmbedder::new();
+        embedder
+            .expect_model()
+            .return_const("test-model".to_owned());
         Self {
             files,
             documents: MockDocumentProcessor::new(),
-            embedder: MockEmbedder::new(),
+            embedder,
             index: MockVectorIndex::new(),
         }
     }
@@ -165,15 +169,17 @@ async fn a_document_is_embedded_in_batches_indexed_and_completed() {
     ports
         .files
         .expect_complete_job()
-        .withf(move |worker, chunks, ready| {
-            // The processing decides the event: this file, ready in five chunks.
+        .withf(move |worker, chunks, model, ready| {
+            // The processing decides the event: this file, ready in five chunks, embedded by
+            // the pipeline's model.
             ready.file == file_id
                 && ready.chunk_count == 5
                 && worker == "w1"
+                && model == "test-model"
                 && chunks.iter().map(|c| c.ordinal).collect::<Vec<_>>() == vec![0, 1, 2, 3, 4]
         })
         .times(1)
-        .returning(|_, _, _| Ok(true));
+        .returning(|_, _, _, _| Ok(true));
     let (_, outcome) = ports.processor().process_next().await.unwrap().unwrap();
     assert_eq!(outcome, JobOutcome::Ready { chunks: 5 });
     assert_eq!(*batches.lock().unwrap(), vec![2, 2, 1]);
@@ -354,7 +360,7 @@ async fn an_association_made_during_processing_reaches_the_index() {
     ports
         .files
         .expect_complete_job()
-        .returning(|_, _, _| Ok(true));
+        .returning(|_, _, _, _| Ok(true));
     let (_, outcome) = ports.processor().process_next().await.unwrap().unwrap();
     assert_eq!(outcome, JobOutcome::Ready { chunks: 1 });
 }

@@ -9,15 +9,15 @@ use tessera_blobs_local::LocalBlobStore;
 use tessera_blobs_s3::{S3BlobStore, S3Location};
 use tessera_documents::DocumentChunker;
 use tessera_embed_local::{
-    LocalEmbedder, LocalEmbedderOptions, LocalEmbeddingModel, LocalReranker, LocalRerankerOptions,
-    Precision, find_reranker_dir,
+    LocalEmbedder, LocalEmbedderOptions, LocalReranker, LocalRerankerOptions, Precision,
+    find_reranker_dir,
 };
 use tessera_kernel::{Clock, CursorCodec, DomainError, OrganizationId};
 use tessera_knowledge::{
     BlobStore, ChunkingSettings, DatasetService, DocumentProcessor, Embedder, FileFormat,
-    FileService, FileStatus, ImageReadingPolicy, JobOutcome, KnowledgeCaller, NoEmbedder, NoIndex,
-    Pipeline, ProcessingSettings, Processor, Reranker, Reranking, StoredFile, Upload, UploadError,
-    VectorIndex,
+    FileService, FileStatus, FileStore, ImageReadingPolicy, JobOutcome, KnowledgeCaller,
+    NoEmbedder, NoIndex, Pipeline, ProcessingSettings, Processor, Reranker, Reranking, StoredFile,
+    Upload, UploadError, VectorIndex,
 };
 use tessera_llm_openai::{OpenAiConfig, OpenAiEmbedder};
 use tessera_ocr_tesseract::{Tesseract, TesseractSettings};
@@ -27,7 +27,12 @@ use tessera_store::{Database, SqlDatasetStore, SqlFileStore};
 use tessera_vectors_qdrant::{EdgeVectorIndex, QdrantServerIndex};
 use tokio::sync::Notify;
 
-use crate::ServicesError;
+use crate::{
+    ServicesError,
+    embedding_model::{
+        IndexedModels, UNRECORDED_EMBEDDED_MODEL, check_index, embedded_model_to_load,
+    },
+};
 
 /// The knowledge services and what their workers need.
 #[derive(Clone)]
@@ -69,14 +74,42 @@ struct Engines {
 /// go to (a Qdrant server when `knowledge.qdrant_url` is set, else the embedded shard in
 /// `knowledge.vectors_dir`); `None` when no model is there (files are then stored and queued,
 /// and processed once a process with a model runs).
-async fn engines(settings: &Settings, role: Role) -> Result<Option<Engines>, ServicesError> {
-    let embedder: Arc<dyn Embedder> = match remote_embedder(settings)? {
-        Some(remote) => Arc::new(remote),
-        None => match local_embedder(settings).await? {
-            Some(local) => Arc::new(local),
+///
+/// The files store says which model made the vectors the index holds: an unnamed embedded
+/// model is that one, and a model that differs from it is refused (decision 0047).
+async fn engines(
+    settings: &Settings,
+    role: Role,
+    files: &dyn FileStore,
+) -> Result<Option<Engines>, ServicesError> {
+    let indexed = files
+        .embedding_models()
+        .await
+        .map_err(|e| knowledge_error(format!("reading the index's embedding models: {e}")))?;
+    let (embedder, unrecorded): (Arc<dyn Embedder>, String) = match remote_embedder(settings)? {
+        // A remote model names the files from before models were recorded.
+        Some(remote) => {
+            let name = remote.model().to_owned();
+            (Arc::new(remote), name)
+        }
+        None => match local_embedder(settings, &indexed).await? {
+            Some(local) => (Arc::new(local), UNRECORDED_EMBEDDED_MODEL.name().to_owned()),
             None => return Ok(None),
         },
     };
+    let unrecorded_files =
+        check_index(&indexed, embedder.model(), &unrecorded).map_err(knowledge_error)?;
+    if unrecorded_files > 0 {
+        let adopted = files
+            .adopt_embedding_model(embedder.model())
+            .await
+            .map_err(|e| knowledge_error(format!("recording the index's embedding model: {e}")))?;
+        tracing::info!(
+            files = adopted,
+            model = embedder.model(),
+            "recorded the embedding model of files processed before models were recorded"
+        );
+    }
     let embedder: Arc<dyn Embedder> = if settings.metrics.address().is_some() {
         Arc::new(tessera_metrics_prometheus::MeteredEmbedder(embedder))
     } else {
@@ -257,15 +290,14 @@ fn remote_embedder(settings: &Settings) -> Result<Option<OpenAiEmbedder>, Servic
     Ok(Some(embedder))
 }
 
-/// The embedded model `knowledge.embedding_model` names (all-MiniLM-L6-v2 by default), if
-/// its files are found.
-async fn local_embedder(settings: &Settings) -> Result<Option<LocalEmbedder>, ServicesError> {
-    let model = match &settings.knowledge.embedding_model {
-        Some(name) => name
-            .parse::<LocalEmbeddingModel>()
-            .map_err(|e| knowledge_error(format!("knowledge.embedding_model: {e}")))?,
-        None => LocalEmbeddingModel::default(),
-    };
+/// The embedded model `knowledge.embedding_model` names (else the one the index's vectors
+/// were made by, else the default), if its files are found.
+async fn local_embedder(
+    settings: &Settings,
+    indexed: &IndexedModels,
+) -> Result<Option<LocalEmbedder>, ServicesError> {
+    let model = embedded_model_to_load(settings.knowledge.embedding_model.as_deref(), indexed)
+        .map_err(knowledge_error)?;
     let Some(root) = (settings.knowledge.embedding_model_dir.clone())
         .or_else(|| settings.models.local_dir.clone())
     else {
@@ -381,12 +413,12 @@ impl Knowledge {
                     .map_err(|e| knowledge_error(format!("knowledge.blobs_dir: {e}")))?,
             ),
         };
-        let engines = engines(settings, role).await?;
+        let files_store = Arc::new(SqlFileStore::new(database.clone()));
+        let engines = engines(settings, role, files_store.as_ref()).await?;
         let index: Arc<dyn VectorIndex> = match &engines {
             Some(engines) => engines.index.clone(),
             None => Arc::new(NoIndex),
         };
-        let files_store = Arc::new(SqlFileStore::new(database.clone()));
         let files = FileService::new(
             files_store.clone(),
             blobs.clone(),

@@ -12,6 +12,7 @@ mod admission;
 mod attachments;
 mod background;
 mod bootstrap;
+mod embedding_model;
 mod error;
 pub mod knowledge;
 pub mod mcp;

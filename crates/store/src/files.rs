@@ -190,6 +190,15 @@ macro_rules! held_job {
     };
 }
 
+/// The ready files with chunks (their vectors are in the index).
+macro_rules! holding_vectors {
+    () => {
+        files::table
+            .filter(files::status.eq(FileStatus::Ready.as_str()))
+            .filter(files::chunk_count.gt(0))
+    };
+}
+
 /// The webhook event of a file the knowledge domain announced ready.
 fn ready_event(ready: &FileReady) -> Event {
     Event::file_ready(
@@ -482,6 +491,7 @@ impl FileStore for SqlFileStore {
         &self,
         worker: &str,
         chunks: &[StoredChunk],
+        embedding_model: &str,
         ready: &FileReady,
     ) -> Result<bool, DomainError> {
         let id = &ready.file;
@@ -514,12 +524,40 @@ impl FileStore for SqlFileStore {
                     files::error.eq(None::<String>),
                     files::chunk_count.eq(count),
                     files::updated_at.eq(now),
+                    files::embedding_model.eq(embedding_model),
                 ))
                 .execute(conn)
                 .await?;
             record_event!(conn, &event);
             Ok(true)
         })
+    }
+
+    async fn embedding_models(&self) -> Result<Vec<(Option<String>, u64)>, DomainError> {
+        let rows: Vec<(Option<String>, i64)> = with_connection!(&self.db, conn => {
+            holding_vectors!()
+                .group_by(files::embedding_model)
+                .select((files::embedding_model, diesel::dsl::count_star()))
+                .order_by(files::embedding_model)
+                .load(conn)
+                .await
+                .map_err(query_error)?
+        });
+        Ok(rows
+            .into_iter()
+            .map(|(model, count)| (model, u64::try_from(count).unwrap_or(0)))
+            .collect())
+    }
+
+    async fn adopt_embedding_model(&self, model: &str) -> Result<u64, DomainError> {
+        let adopted: usize = with_connection!(&self.db, conn => {
+            diesel::update(holding_vectors!().filter(files::embedding_model.is_null()))
+                .set(files::embedding_model.eq(model))
+                .execute(conn)
+                .await
+                .map_err(query_error)?
+        });
+        Ok(adopted as u64)
     }
 
     async fn retry_job(

@@ -256,6 +256,7 @@ diesel::table! {
         chunk_count -> Integer,
         created_at -> Timestamp,
         updated_at -> Timestamp,
+        embedding_model -> Nullable<Text>,
     }
 }
 

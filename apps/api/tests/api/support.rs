@@ -41,6 +41,10 @@ impl TestApp {
         settings.http.shutdown_timeout_secs = 1;
         // Tests run in parallel: a fixed metrics port would be taken; `metrics.rs` turns it on.
         settings.metrics.listen = String::new();
+        // The tests' expectations of rankings were written for all-MiniLM-L6-v2, which also
+        // embeds twice as fast; the default model (bge-small-en-v1.5) has tests of its own
+        // (`embedding_models.rs`, and tessera-services' start-up tests).
+        settings.knowledge.embedding_model = Some("all-MiniLM-L6-v2".into());
         customize(&mut settings);
         let app = Application::build(settings.clone())
             .await

@@ -41,6 +41,7 @@ pub async fn jobs_are_claimed_once_processed_and_completed(stores: &impl Knowled
             .complete_job(
                 "w2",
                 &chunks,
+                "test-model",
                 &FileReady::of(&file, u32::try_from(chunks.len()).unwrap(), at(3))
             )
             .await
@@ -51,6 +52,7 @@ pub async fn jobs_are_claimed_once_processed_and_completed(stores: &impl Knowled
             .complete_job(
                 "w1",
                 &chunks,
+                "test-model",
                 &FileReady::of(&file, u32::try_from(chunks.len()).unwrap(), at(3))
             )
             .await
@@ -78,6 +80,57 @@ pub async fn jobs_are_claimed_once_processed_and_completed(stores: &impl Knowled
 
 /// Due jobs are claimed oldest first (by when they may run, the file's creation for a new
 /// job); a job not yet due, and a file stored without a job, are not claimed.
+/// Each completed file records the embedding model of its vectors, counted across
+/// organizations; files with no chunks hold no vectors and are not counted; files from
+/// before models were recorded count as `None` until a model is adopted for them, which
+/// leaves recorded ones alone; a deleted file no longer counts.
+pub async fn embedding_models_are_recorded_counted_and_adopted(stores: &impl KnowledgeStores) {
+    let f = Fixture::new(stores);
+    assert_eq!(f.files.embedding_models().await.unwrap(), Vec::new());
+    assert_eq!(f.files.adopt_embedding_model("m").await.unwrap(), 0);
+    let acme = f.organization("Acme").await;
+    let globex = f.organization("Globex").await;
+    let mut completed = Vec::new();
+    for (i, (organization, model, chunks)) in [
+        (&acme, "bge", 2),
+        (&globex, "bge", 1),
+        (&acme, "minilm", 1),
+        (&acme, "bge", 0),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let file = f.file(organization, &format!("{i}.md"), 'a').await;
+        let job = f.files.claim_job("w", at(1), at(3)).await.unwrap().unwrap();
+        assert_eq!(job.file.id, file.id);
+        let chunks: Vec<_> = (0..chunks).map(|n| chunk(n, "text")).collect();
+        let ready = FileReady::of(&file, u32::try_from(chunks.len()).unwrap(), at(2));
+        assert!(
+            f.files
+                .complete_job("w", &chunks, model, &ready)
+                .await
+                .unwrap()
+        );
+        completed.push(file);
+    }
+    assert_eq!(
+        f.files.embedding_models().await.unwrap(),
+        vec![(Some("bge".into()), 2), (Some("minilm".into()), 1)]
+    );
+    assert_eq!(f.files.adopt_embedding_model("other").await.unwrap(), 0);
+    assert!(matches!(
+        f.files
+            .delete(&acme, &completed[2].id, &audited(&acme))
+            .await
+            .unwrap(),
+        crate::FileDeletion::Deleted { .. }
+    ));
+    assert_eq!(
+        f.files.embedding_models().await.unwrap(),
+        vec![(Some("bge".into()), 2)]
+    );
+}
+
 pub async fn the_oldest_due_job_is_claimed_first(stores: &impl KnowledgeStores) {
     let f = Fixture::new(stores);
     let acme = f.organization("Acme").await;
@@ -144,7 +197,12 @@ pub async fn a_crashed_workers_job_is_taken_over_when_its_lease_expires(
     // The crashed worker comes back: its lease is gone, so nothing it writes lands.
     assert!(
         !f.files
-            .complete_job("crashed", &[chunk(0, "x")], &FileReady::of(&file, 1, at(4)))
+            .complete_job(
+                "crashed",
+                &[chunk(0, "x")],
+                "test-model",
+                &FileReady::of(&file, 1, at(4))
+            )
             .await
             .unwrap()
     );
@@ -156,7 +214,12 @@ pub async fn a_crashed_workers_job_is_taken_over_when_its_lease_expires(
     );
     assert!(
         f.files
-            .complete_job("w2", &[chunk(0, "y")], &FileReady::of(&file, 1, at(4)))
+            .complete_job(
+                "w2",
+                &[chunk(0, "y")],
+                "test-model",
+                &FileReady::of(&file, 1, at(4))
+            )
             .await
             .unwrap()
     );

@@ -42,6 +42,7 @@ macro_rules! knowledge_store_contract {
             deleting_a_file_drops_its_chunks_and_its_job,
             another_organization_cannot_touch_files_or_datasets,
             jobs_are_claimed_once_processed_and_completed,
+            embedding_models_are_recorded_counted_and_adopted,
             the_oldest_due_job_is_claimed_first,
             a_crashed_workers_job_is_taken_over_when_its_lease_expires,
             retried_jobs_wait_and_failed_jobs_end_failed,

@@ -1,6 +1,6 @@
 //! The in-memory `FileStore`: files, their chunks and the processing queue.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -13,6 +13,11 @@ use crate::{
 };
 
 /// Whether `file` is in the filter.
+/// A ready file with chunks: its vectors are in the index.
+fn holds_vectors(file: &StoredFile) -> bool {
+    file.status == FileStatus::Ready && file.chunk_count > 0
+}
+
 fn shows(filter: &FileFilter, file: &StoredFile) -> bool {
     file.organization == filter.organization
         && filter.status.is_none_or(|status| file.status == status)
@@ -116,6 +121,7 @@ impl FileStore for InMemoryKnowledgeStore {
             }
             state.files.remove(id);
             state.chunks.remove(id);
+            state.embedding_models.remove(id);
             state.jobs.remove(id);
             let shared = state.files.values().any(|file| file.sha256 == sha256);
             state.audit.push(audit.clone());
@@ -200,6 +206,7 @@ impl FileStore for InMemoryKnowledgeStore {
         &self,
         worker: &str,
         chunks: &[StoredChunk],
+        embedding_model: &str,
         ready: &FileReady,
     ) -> Result<bool, DomainError> {
         let id = &ready.file;
@@ -220,6 +227,7 @@ impl FileStore for InMemoryKnowledgeStore {
             let count = u32::try_from(chunks.len()).unwrap_or(u32::MAX);
             // A retried job may have stored nothing before, but never leaves stale chunks.
             state.chunks.insert(id.clone(), chunks);
+            (state.embedding_models).insert(id.clone(), embedding_model.to_owned());
             if let Some(file) = state.files.get_mut(id) {
                 file.status = FileStatus::Ready;
                 file.progress = 100;
@@ -229,6 +237,34 @@ impl FileStore for InMemoryKnowledgeStore {
             }
             state.events.push(KnowledgeEvent::FileReady(ready.clone()));
             true
+        }))
+    }
+
+    async fn embedding_models(&self) -> Result<Vec<(Option<String>, u64)>, DomainError> {
+        Ok(self.with(|state| {
+            let mut counts: HashMap<Option<String>, u64> = HashMap::new();
+            for file in state.files.values().filter(|file| holds_vectors(file)) {
+                let model = state.embedding_models.get(&file.id).cloned();
+                *counts.entry(model).or_default() += 1;
+            }
+            let mut counts: Vec<_> = counts.into_iter().collect();
+            counts.sort();
+            counts
+        }))
+    }
+
+    async fn adopt_embedding_model(&self, model: &str) -> Result<u64, DomainError> {
+        Ok(self.with(|state| {
+            let unrecorded: Vec<FileId> = (state.files.values())
+                .filter(|file| {
+                    holds_vectors(file) && !state.embedding_models.contains_key(&file.id)
+                })
+                .map(|file| file.id.clone())
+                .collect();
+            for id in &unrecorded {
+                state.embedding_models.insert(id.clone(), model.to_owned());
+            }
+            unrecorded.len() as u64
         }))
     }
 
@@ -259,6 +295,7 @@ impl FileStore for InMemoryKnowledgeStore {
             }
             state.jobs.remove(id);
             state.chunks.remove(id);
+            state.embedding_models.remove(id);
             if let Some(file) = state.files.get_mut(id) {
                 file.status = FileStatus::Failed;
                 file.progress = 100;

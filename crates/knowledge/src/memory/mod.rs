@@ -91,6 +91,8 @@ struct State {
     files: BTreeMap<FileId, StoredFile>,
     /// Each file's chunks, in ordinal order.
     chunks: HashMap<FileId, Vec<StoredChunk>>,
+    /// The embedding model of each ready file's vectors.
+    embedding_models: HashMap<FileId, String>,
     jobs: BTreeMap<FileId, Job>,
     datasets: BTreeMap<DatasetId, StoredDataset>,
     events: Vec<KnowledgeEvent>,

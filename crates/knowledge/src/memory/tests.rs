@@ -83,7 +83,7 @@ async fn file_changes_keep_their_events_and_audit_records_only_when_made() {
     let chunks: Vec<StoredChunk> = vec![chunk(0, "x")];
     assert!(
         !files
-            .complete_job("w1", &chunks, &FileReady::of(&file, 1, at(6)))
+            .complete_job("w1", &chunks, "test-model", &FileReady::of(&file, 1, at(6)))
             .await
             .unwrap()
     );
