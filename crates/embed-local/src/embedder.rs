@@ -21,7 +21,7 @@ pub struct LocalEmbedderOptions {
     /// Batches waiting for the encoder before callers wait to hand theirs over.
     pub queue: usize,
     /// The arithmetic of the dense layers ([`Precision::Auto`]: 8-bit where the CPU has
-    /// AVX-512 VNNI).
+    /// AVX-512 VNNI or AVX2).
     pub precision: Precision,
 }
 

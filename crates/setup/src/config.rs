@@ -125,12 +125,12 @@ impl FromStr for LogFormat {
 /// the embedder, so the settings need no inference library.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum EmbeddingPrecision {
-    /// 8-bit dense layers where the CPU has AVX-512 VNNI, `f32` elsewhere.
+    /// 8-bit dense layers where the CPU has AVX-512 VNNI or AVX2, `f32` elsewhere.
     #[default]
     Auto,
     /// `f32` throughout: the reference model's vectors to float rounding.
     F32,
-    /// 8-bit everywhere; without VNNI a portable kernel computes the same vectors slowly.
+    /// 8-bit everywhere; without VNNI or AVX2 a portable kernel computes them slowly.
     Int8,
 }
 
@@ -439,8 +439,8 @@ pub struct KnowledgeSettings {
     #[serde(deserialize_with = "lenient::parse")]
     pub embedding_batch_size: usize,
     /// The embedded model's arithmetic: `auto` (8-bit dense layers where the CPU has
-    /// AVX-512 VNNI, about 2.4× the throughput; f32 elsewhere), `f32` (the reference
-    /// model's vectors exactly) or `int8` (decision 0021).
+    /// AVX-512 VNNI or AVX2, about 2.4× the throughput; f32 elsewhere), `f32` (the
+    /// reference model's vectors exactly) or `int8` (decisions 0021, 0048).
     #[serde(deserialize_with = "lenient::parse")]
     pub embedding_precision: EmbeddingPrecision,
     /// The most tokens one chunk holds.
