@@ -16,7 +16,8 @@
 //! are printed with the results.
 //!
 //! Settings: `TESSERA_BENCH_EMBEDDERS` (comma-separated model names, default
-//! `bge-small-en-v1.5,all-MiniLM-L6-v2`), `TESSERA_BENCH_PRECISION` (`auto`, `f32`, `int8`).
+//! `bge-small-en-v1.5,all-MiniLM-L6-v2`), `TESSERA_BENCH_PRECISION` (`auto`, `f32`, `int8`),
+//! `TESSERA_BENCH_PASSAGE_WORDS` (default 120).
 //! Run with `just bench`, or `cargo bench -p tessera-vectors-qdrant --bench
 //! retrieval_quality`. The models run with the service's allocator (mimalloc, decision
 //! 0021), as the service runs them.
@@ -42,7 +43,16 @@ use tessera_vectors_qdrant::EdgeVectorIndex;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// Words per passage unless `TESSERA_BENCH_PASSAGE_WORDS` says otherwise.
 const PASSAGE_WORDS: usize = 120;
+
+fn passage_words() -> usize {
+    std::env::var("TESSERA_BENCH_PASSAGE_WORDS")
+        .ok()
+        .and_then(|words| words.parse().ok())
+        .filter(|&words| words > 0)
+        .unwrap_or(PASSAGE_WORDS)
+}
 /// Passages asked of the index: enough for 50 distinct documents.
 const CANDIDATES: usize = 150;
 /// Hybrid candidates the cross-encoder reads, per row.
@@ -253,7 +263,7 @@ async fn index_with(
         let file = FileId::generate();
         documents.insert(file.clone(), id.clone());
         let words: Vec<&str> = body.split_whitespace().collect();
-        for (ordinal, passage) in words.chunks(PASSAGE_WORDS).enumerate() {
+        for (ordinal, passage) in words.chunks(passage_words()).enumerate() {
             chunks.push((file.clone(), ordinal as u32, passage.join(" ")));
         }
     }
@@ -368,11 +378,12 @@ async fn main() -> anyhow::Result<()> {
         },
     )?;
     println!(
-        "{}: {} documents, {} judged queries; passages of at most {PASSAGE_WORDS} words; \
+        "{}: {} documents, {} judged queries; passages of at most {} words; \
          models in {} on {} threads; CPU: {}",
         collection.name,
         collection.documents.len(),
         collection.queries.len(),
+        passage_words(),
         precision.kernel_name(),
         candle_core_threads(),
         cpu_flags()

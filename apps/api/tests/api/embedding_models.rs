@@ -9,7 +9,8 @@ use tessera_api::{config::Settings, startup::Application};
 use tessera_store::Backend;
 
 use crate::{
-    processing::{knowledge_app_with, ready, search, upload},
+    processing::{knowledge_app_with, search},
+    rag::dataset_with,
     support::ok,
 };
 
@@ -23,7 +24,7 @@ async fn bge_small_embeds_files_and_queries_when_named() {
     })
     .await;
     let token = app.caller_token(SCOPES).await;
-    let documents = [
+    let documents: Vec<(&str, Vec<u8>)> = [
         (
             "invoices.txt",
             "Invoices are payable within 30 days of receipt by bank transfer.",
@@ -36,43 +37,16 @@ async fn bge_small_embeds_files_and_queries_when_named() {
             "security.txt",
             "Passwords are reset from the Security page of the settings.",
         ),
-    ];
-    let mut ids = Vec::new();
-    for (name, text) in documents {
-        let file = upload(&app, &token, name, text.as_bytes().to_vec()).await;
-        ready(&app, &token, &file).await;
-        ids.push(file["id"].as_str().unwrap().to_owned());
-    }
-    let dataset = ok(
-        app.call_json(
-            Method::POST,
-            "/v1/datasets",
-            &token,
-            &json!({"name": "bge"}),
-        )
-        .await,
-        201,
-    )
-    .await;
-    let dataset = dataset["id"].as_str().unwrap().to_owned();
-    for id in &ids {
-        ok(
-            app.call_json(
-                Method::POST,
-                &format!("/v1/files/{id}/associations"),
-                &token,
-                &json!({"datasetId": dataset}),
-            )
-            .await,
-            201,
-        )
-        .await;
-    }
+    ]
+    .into_iter()
+    .map(|(name, text)| (name, text.as_bytes().to_vec()))
+    .collect();
+    let dataset = dataset_with(&app, &token, "bge", &documents).await;
     // Dense only: the order is the embedding model's alone.
     for (question, answer) in [
-        ("when do I have to pay a bill", &ids[0]),
-        ("what time does the office open", &ids[1]),
-        ("how can I change my password", &ids[2]),
+        ("when do I have to pay a bill", "invoices.txt"),
+        ("what time does the office open", "office.txt"),
+        ("how can I change my password", "security.txt"),
     ] {
         let found = search(
             &app,
@@ -81,7 +55,7 @@ async fn bge_small_embeds_files_and_queries_when_named() {
             json!({"query": question, "mode": "dense", "limit": 3}),
         )
         .await;
-        assert_eq!(&found[0]["fileId"], answer, "{question}: {found:?}");
+        assert_eq!(found[0]["fileName"], answer, "{question}: {found:?}");
     }
 
     let models = ok(
