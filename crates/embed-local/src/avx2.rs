@@ -53,8 +53,8 @@ mod x86 {
 
     use super::Kernel;
     use crate::{
-        int8::{MR, NR, tile_with},
-        softmax::softmax_rows,
+        int8::{MR, NR},
+        precision::run_with,
     };
 
     /// Rows of the tile summed at once.
@@ -67,21 +67,9 @@ mod x86 {
 
     #[target_feature(enable = "avx2,fma")]
     pub(super) fn run_avx2(kernel: Kernel<'_>) {
-        match kernel {
-            Kernel::Tile { x, weights, out } => {
-                tile_with(x, weights, out, |tile, depth, panel| {
-                    tile_sums_avx2(tile, depth, panel)
-                });
-            }
-            Kernel::Softmax { scores, bias, out } => softmax_rows(scores, bias, out),
-            #[cfg(test)]
-            Kernel::Sums {
-                tile,
-                depth,
-                panel,
-                out,
-            } => *out = tile_sums_avx2(tile, depth, panel),
-        }
+        run_with(kernel, |tile, depth, panel| {
+            tile_sums_avx2(tile, depth, panel)
+        });
     }
 
     /// The sums of one tile (`MR` rows of `depth` bytes) and one panel (`depth / 4` groups

@@ -53,27 +53,15 @@ mod x86 {
 
     use super::Kernel;
     use crate::{
-        int8::{MR, NR, tile_with},
-        softmax::softmax_rows,
+        int8::{MR, NR},
+        precision::run_with,
     };
 
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
     pub(super) fn run_avx512(kernel: Kernel<'_>) {
-        match kernel {
-            Kernel::Tile { x, weights, out } => {
-                tile_with(x, weights, out, |tile, depth, panel| {
-                    tile_sums_vnni(tile, depth, panel)
-                });
-            }
-            Kernel::Softmax { scores, bias, out } => softmax_rows(scores, bias, out),
-            #[cfg(test)]
-            Kernel::Sums {
-                tile,
-                depth,
-                panel,
-                out,
-            } => *out = tile_sums_vnni(tile, depth, panel),
-        }
+        run_with(kernel, |tile, depth, panel| {
+            tile_sums_vnni(tile, depth, panel)
+        });
     }
 
     /// The sums of one tile (`MR` rows of `depth` bytes) and one panel (`depth / 4` groups

@@ -144,10 +144,18 @@ pub(crate) fn run(accelerated: Option<Accelerator>, kernel: Kernel<'_>) {
 /// `kernel` compiled for the baseline CPU, with the portable 8-bit kernel: the same sums as
 /// the accelerated ones.
 pub(crate) fn run_portable(kernel: Kernel<'_>) {
+    run_with(kernel, int8::tile_sums_portable);
+}
+
+/// `kernel` with `sums` as the 8-bit tile's integer kernel. Inlined, so each caller compiles
+/// it (quantization, scaling, GELU and softmax included) for its own instruction set.
+#[inline(always)]
+pub(crate) fn run_with(
+    kernel: Kernel<'_>,
+    sums: impl Fn(&[u8], usize, &[i8]) -> [[i32; int8::NR]; int8::MR],
+) {
     match kernel {
-        Kernel::Tile { x, weights, out } => {
-            int8::tile_with(x, weights, out, int8::tile_sums_portable);
-        }
+        Kernel::Tile { x, weights, out } => int8::tile_with(x, weights, out, &sums),
         Kernel::Softmax { scores, bias, out } => softmax_rows(scores, bias, out),
         #[cfg(test)]
         Kernel::Sums {
@@ -155,7 +163,7 @@ pub(crate) fn run_portable(kernel: Kernel<'_>) {
             depth,
             panel,
             out,
-        } => *out = int8::tile_sums_portable(tile, depth, panel),
+        } => *out = sums(tile, depth, panel),
     }
 }
 
