@@ -7,7 +7,8 @@ use crate::files::{
     CONFIG_FILE, ONNX_FILE, TOKENIZER_FILE, WEIGHTS_FILE, find_dir, is_bert, normalized_name,
 };
 
-/// An embedded sentence embedding model.
+/// An embedded sentence embedding model. The adapter's default is the smaller one; the
+/// service gives a new index bge-small-en-v1.5 (`tessera-services`, decision 0047).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum LocalEmbeddingModel {
     /// sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0): 6 layers, mean pooling, reads

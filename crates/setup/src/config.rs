@@ -427,8 +427,9 @@ pub struct KnowledgeSettings {
     /// `embedding_dimensions`.
     pub embedding_base_url: Option<String>,
     /// The embedding model: with `embedding_base_url`, the server's name of it (e.g.
-    /// `text-embedding-3-small`); else the embedded model, `all-MiniLM-L6-v2` (the default)
-    /// or `bge-small-en-v1.5` (both fetched by `just models`).
+    /// `text-embedding-3-small`); else the embedded model, `bge-small-en-v1.5` or
+    /// `all-MiniLM-L6-v2` (both fetched by `just models`). Unset: the model of the index's
+    /// vectors, else `bge-small-en-v1.5` (decision 0047).
     pub embedding_model: Option<String>,
     /// The length of its vectors (checked on every answer; the index is created with it).
     #[serde(deserialize_with = "lenient::parse_option")]
