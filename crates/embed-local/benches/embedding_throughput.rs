@@ -31,7 +31,9 @@ use std::{
 };
 
 use anyhow::{Context, bail};
-use tessera_embed_local::{LocalEmbedder, LocalEmbedderOptions, Precision, find_model_dir};
+use tessera_embed_local::{
+    LocalEmbedder, LocalEmbedderOptions, Precision, cpu_flags, find_model_dir,
+};
 use tessera_knowledge::Embedder;
 
 /// The allocator of the `tessera-api` binary, which runs this encoder in production.
@@ -99,32 +101,6 @@ fn threads() -> usize {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from))
-}
-
-/// The CPU flags the encoder's kernels are chosen by.
-fn cpu_flags() -> String {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let flags = [
-            ("avx2", std::arch::is_x86_feature_detected!("avx2")),
-            ("fma", std::arch::is_x86_feature_detected!("fma")),
-            ("avx512f", std::arch::is_x86_feature_detected!("avx512f")),
-            ("avx512bw", std::arch::is_x86_feature_detected!("avx512bw")),
-            (
-                "avx512_vnni",
-                std::arch::is_x86_feature_detected!("avx512vnni"),
-            ),
-        ];
-        flags
-            .iter()
-            .map(|(name, present)| format!("{name} {}", if *present { "yes" } else { "no" }))
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        format!("{} (no x86 kernels)", std::env::consts::ARCH)
-    }
 }
 
 /// The precisions measured after f32.

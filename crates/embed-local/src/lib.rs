@@ -38,5 +38,5 @@ pub use cross_encoder::find_reranker_dir;
 pub use embedder::{LocalEmbedder, LocalEmbedderOptions};
 pub use error::LoadError;
 pub use files::find_model_dir;
-pub use precision::Precision;
+pub use precision::{Precision, cpu_flags};
 pub use reranker::{LocalReranker, LocalRerankerOptions};

@@ -167,6 +167,33 @@ pub(crate) fn run_with(
     }
 }
 
+/// The CPU flags the kernels are chosen by, as benchmarks print them
+/// (`avx2 yes, fma yes, avx512f no, …`; the architecture's name elsewhere).
+pub fn cpu_flags() -> String {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let flags = [
+            ("avx2", std::arch::is_x86_feature_detected!("avx2")),
+            ("fma", std::arch::is_x86_feature_detected!("fma")),
+            ("avx512f", std::arch::is_x86_feature_detected!("avx512f")),
+            ("avx512bw", std::arch::is_x86_feature_detected!("avx512bw")),
+            (
+                "avx512_vnni",
+                std::arch::is_x86_feature_detected!("avx512vnni"),
+            ),
+        ];
+        flags
+            .iter()
+            .map(|(name, present)| format!("{name} {}", if *present { "yes" } else { "no" }))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        format!("{} (no x86 kernels)", std::env::consts::ARCH)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

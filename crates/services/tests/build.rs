@@ -7,6 +7,10 @@ use tessera_kernel::Limit;
 use tessera_services::Services;
 use tessera_setup::{config::Settings, open_database};
 
+mod support;
+
+use support::models_root;
+
 #[tokio::test]
 async fn the_graph_builds_on_the_embedded_defaults_and_bootstraps_once() {
     let dir = tempfile::tempdir().unwrap();
@@ -54,17 +58,6 @@ async fn the_graph_builds_on_the_embedded_defaults_and_bootstraps_once() {
 
     // The background work starts on the caller's runtime.
     services.start_background(&settings);
-}
-
-/// The models folder `just models` fills (the tests' own, as the API tests find it).
-fn models_root() -> std::path::PathBuf {
-    std::env::var_os("TESSERA_MODELS_DIR").map_or_else(
-        || {
-            std::path::PathBuf::from(std::env::var_os("HOME").unwrap())
-                .join(".cache/tessera-models")
-        },
-        std::path::PathBuf::from,
-    )
 }
 
 /// A worker processes files and serves no search: it loads no reranking model, even where

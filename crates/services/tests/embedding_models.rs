@@ -19,15 +19,9 @@ use tessera_setup::{
 };
 use tessera_store::{Database, SqlFileStore, testing::store_organization};
 
-fn models_root() -> std::path::PathBuf {
-    std::env::var_os("TESSERA_MODELS_DIR").map_or_else(
-        || {
-            std::path::PathBuf::from(std::env::var_os("HOME").unwrap())
-                .join(".cache/tessera-models")
-        },
-        std::path::PathBuf::from,
-    )
-}
+mod support;
+
+use support::models_root;
 
 fn settings_in(dir: &std::path::Path, model: Option<&str>) -> Settings {
     let mut settings = Settings {

@@ -31,7 +31,7 @@ use std::{
 use anyhow::{Context, bail};
 use tessera_embed_local::{
     LocalEmbedder, LocalEmbedderOptions, LocalEmbeddingModel, LocalReranker, LocalRerankerOptions,
-    Precision, find_reranker_dir,
+    Precision, cpu_flags, find_reranker_dir,
 };
 use tessera_kernel::OrganizationId;
 use tessera_knowledge::{
@@ -169,32 +169,6 @@ fn candle_core_threads() -> usize {
         .ok()
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-}
-
-/// The CPU's vector extensions the kernels choose among.
-fn cpu_flags() -> String {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let flags = [
-            ("avx2", std::arch::is_x86_feature_detected!("avx2")),
-            ("fma", std::arch::is_x86_feature_detected!("fma")),
-            ("avx512f", std::arch::is_x86_feature_detected!("avx512f")),
-            (
-                "avx512vnni",
-                std::arch::is_x86_feature_detected!("avx512vnni"),
-            ),
-        ];
-        let present: Vec<&str> = flags
-            .iter()
-            .filter(|(_, on)| *on)
-            .map(|(n, _)| *n)
-            .collect();
-        present.join(" ")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        std::env::consts::ARCH.to_owned()
-    }
 }
 
 /// Documents in the order of their best passage.
@@ -379,7 +353,7 @@ async fn main() -> anyhow::Result<()> {
     )?;
     println!(
         "{}: {} documents, {} judged queries; passages of at most {} words; \
-         models in {} on {} threads; CPU: {}",
+         models in {} on {} threads; CPU flags: {}",
         collection.name,
         collection.documents.len(),
         collection.queries.len(),
