@@ -152,7 +152,12 @@ class Handler(BaseHTTPRequestHandler):
                     "model": request.get("model"),
                 }
             )
-        usage = {"prompt_tokens": 21, "completion_tokens": 3, "total_tokens": 24}
+        usage = {
+            "prompt_tokens": 21,
+            "completion_tokens": 3,
+            "total_tokens": 24,
+            "prompt_tokens_details": {"cached_tokens": 16},
+        }
         if not request.get("stream"):
             answer = {
                 "id": "chatcmpl-stub",

@@ -373,6 +373,7 @@ fn completion_span(request: &CompletionRequest) -> tracing::Span {
         "gen_ai.conversation.id" = Empty,
         "gen_ai.usage.input_tokens" = Empty,
         "gen_ai.usage.output_tokens" = Empty,
+        "gen_ai.usage.cache_read.input_tokens" = Empty,
         "gen_ai.response.finish_reasons" = Empty,
         "error.type" = Empty,
     )
@@ -388,6 +389,10 @@ fn record_outcome(completion: &Completion, outcome: &Result<Message, ChatError>)
     if let Some(usage) = usage {
         span.record("gen_ai.usage.input_tokens", i64::from(usage.input_tokens));
         span.record("gen_ai.usage.output_tokens", i64::from(usage.output_tokens));
+        span.record(
+            "gen_ai.usage.cache_read.input_tokens",
+            i64::from(usage.cached_input_tokens),
+        );
     }
     if let Some(reason) = &completion.finish_reason {
         // Exported as a string array (decision 0044): the reason's name, not a formatted list.
@@ -437,6 +442,8 @@ impl Billing {
             input_tokens: self.prompt_tokens,
             output_tokens: output,
             reasoning_tokens: reasoning,
+            // Counted here, not reported: nothing says what a cache served.
+            cached_input_tokens: 0,
         })
     }
 
@@ -455,6 +462,7 @@ impl Billing {
             input: usage.input_tokens.into(),
             output: usage.output_tokens.into(),
             reasoning: usage.reasoning_tokens.into(),
+            cached_input: usage.cached_input_tokens.into(),
         };
         UsageRecord {
             id: UsageId::generate(),

@@ -70,6 +70,7 @@ fn finish(reason: FinishReason) -> ChatEvent {
             input_tokens: 7,
             output_tokens: 3,
             reasoning_tokens: 0,
+            cached_input_tokens: 5,
         },
     }
 }
@@ -1175,6 +1176,7 @@ async fn every_completion_writes_one_usage_record_with_its_answer() {
     assert_eq!(record.parent_model_id, "local/plain");
     assert_eq!(record.provider, "local");
     assert_eq!((record.tokens.input, record.tokens.output), (7, 3));
+    assert_eq!(record.tokens.cached_input, 5, "the provider's cache reads");
     // (7 + 3) tokens × the catalog's credit multiplier of 3.
     assert_eq!(record.credits, 30);
     assert_eq!(record.finish_reason, "stop");

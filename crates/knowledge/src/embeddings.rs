@@ -173,6 +173,7 @@ impl EmbeddingService {
             input: tokens,
             output: 0,
             reasoning: 0,
+            cached_input: 0,
         };
         self.usage
             .record(&UsageRecord {

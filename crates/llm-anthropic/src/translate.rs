@@ -11,7 +11,8 @@
 //! - Usage: `message_start` brings the input side, `message_delta` the output (cumulative;
 //!   LiteLLM also sends the input there). Input is `input_tokens` plus the cache's
 //!   `cache_creation_input_tokens` and `cache_read_input_tokens`: Anthropic counts them apart,
-//!   and all of them are tokens the prompt cost.
+//!   and all of them are tokens the prompt cost. The cache reads are also the cached input
+//!   tokens (taken from the same event as the input).
 //! - The stop reason (`message_delta`) and the usage make the single `Finish`, emitted at
 //!   `message_stop`, at the end of the stream or when it goes silent after a stop reason.
 //!   `end_turn`, `stop_sequence` → `Stop`; `max_tokens`, `model_context_window_exceeded` →
@@ -159,6 +160,8 @@ pub(crate) struct Translator {
     calls: HashMap<u32, u32>,
     next_call: u32,
     input_tokens: u64,
+    /// The part of `input_tokens` read from the cache.
+    cached_input_tokens: u64,
     output_tokens: u64,
     stop: Option<FinishReason>,
     done: bool,
@@ -173,6 +176,7 @@ impl Translator {
         let Some(usage) = usage else { return };
         if let Some(input) = usage.input() {
             self.input_tokens = input;
+            self.cached_input_tokens = usage.cache_read_input_tokens.unwrap_or(0);
         }
         if let Some(output) = usage.output_tokens {
             self.output_tokens = output;
@@ -354,6 +358,7 @@ impl Translate for Translator {
                 input_tokens: tokens(self.input_tokens),
                 output_tokens: tokens(self.output_tokens),
                 reasoning_tokens: 0,
+                cached_input_tokens: tokens(self.cached_input_tokens),
             },
         })]
     }
@@ -422,13 +427,66 @@ mod tests {
                     usage: Usage {
                         input_tokens: 42,
                         output_tokens: 15,
-                        reasoning_tokens: 0
+                        reasoning_tokens: 0,
+                        cached_input_tokens: 30
                     }
                 },
             ]
         );
         assert!(translator.is_done());
         assert!(translator.event("message", r#"{"type":"ping"}"#).is_empty());
+    }
+
+    /// A cache hit as the Messages API streams it (`message_delta` repeats the cumulative
+    /// input, as the API does since mid-2025), and as a whole message: input is every
+    /// prompt token, the cache reads among them are the cached input.
+    #[test]
+    fn cache_reads_are_the_cached_part_of_the_input() {
+        let usage = json!({"input_tokens": 3, "cache_creation_input_tokens": 12,
+            "cache_read_input_tokens": 2048,
+            "cache_creation": {"ephemeral_5m_input_tokens": 12, "ephemeral_1h_input_tokens": 0},
+            "output_tokens": 1, "service_tier": "standard"});
+        let expected = ChatEvent::Finish {
+            reason: FinishReason::Stop,
+            usage: Usage {
+                input_tokens: 3 + 12 + 2048,
+                output_tokens: 9,
+                reasoning_tokens: 0,
+                cached_input_tokens: 2048,
+            },
+        };
+        let mut translator = Translator::new();
+        let events = ok(feed(
+            &mut translator,
+            &[
+                json!({"type": "message_start", "message": {"id": "msg_01XFDUDYJgAACzvnptvVoYEL",
+                    "type": "message", "role": "assistant", "model": "claude-sonnet-4-20250514",
+                    "content": [], "stop_reason": null, "stop_sequence": null, "usage": usage}}),
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Paris."}}),
+                json!({"type": "content_block_stop", "index": 0}),
+                json!({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": null},
+                    "usage": {"input_tokens": 3, "cache_creation_input_tokens": 12,
+                        "cache_read_input_tokens": 2048, "output_tokens": 9}}),
+                json!({"type": "message_stop"}),
+            ],
+        ));
+        assert_eq!(
+            events,
+            vec![ChatEvent::TextDelta("Paris.".into()), expected.clone()]
+        );
+
+        let mut whole_usage = usage;
+        whole_usage["output_tokens"] = json!(9);
+        let body = json!({"id": "msg_01XFDUDYJgAACzvnptvVoYEL", "type": "message",
+            "role": "assistant", "model": "claude-sonnet-4-20250514",
+            "content": [{"type": "text", "text": "Paris."}],
+            "stop_reason": "end_turn", "stop_sequence": null, "usage": whole_usage});
+        let mut translator = Translator::new();
+        assert_eq!(
+            ok(translator.whole(body.to_string().as_bytes())),
+            vec![ChatEvent::TextDelta("Paris.".into()), expected]
+        );
     }
 
     #[test]
@@ -480,7 +538,8 @@ mod tests {
                     usage: Usage {
                         input_tokens: 5,
                         output_tokens: 9,
-                        reasoning_tokens: 0
+                        reasoning_tokens: 0,
+                        cached_input_tokens: 0
                     }
                 },
             ]
@@ -589,7 +648,8 @@ mod tests {
                     usage: Usage {
                         input_tokens: 10,
                         output_tokens: 4,
-                        reasoning_tokens: 0
+                        reasoning_tokens: 0,
+                        cached_input_tokens: 3
                     }
                 },
             ]

@@ -188,11 +188,13 @@ async fn events(model: &AnthropicChatModel, request: ChatRequest) -> Vec<ChatEve
         .collect()
 }
 
-/// LiteLLM reports 11 prompt tokens as 7 plus 4 read from the cache; the adapter adds them.
+/// LiteLLM reports 11 prompt tokens as 7 plus 4 read from the cache; the adapter adds them,
+/// and the 4 are the cached input.
 const USAGE: Usage = Usage {
     input_tokens: 11,
     output_tokens: 7,
     reasoning_tokens: 0,
+    cached_input_tokens: 4,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

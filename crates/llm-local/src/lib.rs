@@ -414,6 +414,7 @@ impl Worker {
             input_tokens: u32::try_from(job.prompt.len()).unwrap_or(u32::MAX),
             output_tokens: u32::try_from(generated).unwrap_or(u32::MAX),
             reasoning_tokens: 0,
+            cached_input_tokens: 0,
         };
         let _ = job.events.send(Ok(ChatEvent::Finish { reason, usage }));
         Ok(())

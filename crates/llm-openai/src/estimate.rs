@@ -46,6 +46,7 @@ pub(crate) fn fill_missing_usage(
                     input_tokens: prompt_tokens(&request, tokenizer.as_ref()),
                     output_tokens: tokenizer.count(&answer),
                     reasoning_tokens: 0,
+                    cached_input_tokens: 0,
                 },
             })
         }
@@ -114,6 +115,7 @@ mod tests {
             input_tokens: 20,
             output_tokens: 2,
             reasoning_tokens: 0,
+            cached_input_tokens: 0,
         };
         assert_eq!(finish_of(answer(reported), &request).await, reported);
     }

@@ -98,7 +98,16 @@ struct WireUsage {
     #[serde(default)]
     completion_tokens: Option<u64>,
     #[serde(default)]
+    prompt_tokens_details: Option<PromptDetails>,
+    #[serde(default)]
     completion_tokens_details: Option<CompletionDetails>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct PromptDetails {
+    /// Part of `prompt_tokens` served from the provider's prompt cache.
+    #[serde(default)]
+    cached_tokens: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -120,6 +129,11 @@ impl From<WireUsage> for Usage {
                 usage
                     .completion_tokens_details
                     .and_then(|details| details.reasoning_tokens),
+            ),
+            cached_input_tokens: tokens(
+                usage
+                    .prompt_tokens_details
+                    .and_then(|details| details.cached_tokens),
             ),
         }
     }
@@ -492,7 +506,8 @@ mod tests {
                     usage: Usage {
                         input_tokens: 7,
                         output_tokens: 5,
-                        reasoning_tokens: 2
+                        reasoning_tokens: 2,
+                        cached_input_tokens: 0
                     }
                 }
             ]
@@ -724,9 +739,59 @@ mod tests {
                 usage: Usage {
                     input_tokens: 3,
                     output_tokens: 4,
-                    reasoning_tokens: 0
+                    reasoning_tokens: 0,
+                    cached_input_tokens: 0
                 }
             }
+        );
+    }
+
+    /// OpenAI's usage as its API sends it (`gpt-4o-mini`, a prompt whose first 1,792 tokens
+    /// were cached): the cache reads are part of the prompt tokens, streamed or not.
+    #[test]
+    fn cached_prompt_tokens_are_cached_input_tokens() {
+        let usage = json!({"prompt_tokens": 1922, "completion_tokens": 11, "total_tokens": 1933,
+            "prompt_tokens_details": {"cached_tokens": 1792, "audio_tokens": 0},
+            "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0,
+                "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0}});
+        let expected = ChatEvent::Finish {
+            reason: FinishReason::Stop,
+            usage: Usage {
+                input_tokens: 1922,
+                output_tokens: 11,
+                reasoning_tokens: 0,
+                cached_input_tokens: 1792,
+            },
+        };
+        let mut t = Translator::new();
+        let mut items = feed(
+            &mut t,
+            &[
+                json!({"id": "chatcmpl-B9MHDbslfkBeAs8l4bebGdFOJ6PeG", "object": "chat.completion.chunk",
+                    "created": 1741570283, "model": "gpt-4o-mini-2024-07-18", "service_tier": "default",
+                    "system_fingerprint": "fp_06737a9306", "choices": [{"index": 0,
+                    "delta": {"content": "Paris."}, "logprobs": null, "finish_reason": "stop"}],
+                    "usage": null}),
+                json!({"id": "chatcmpl-B9MHDbslfkBeAs8l4bebGdFOJ6PeG", "object": "chat.completion.chunk",
+                    "created": 1741570283, "model": "gpt-4o-mini-2024-07-18", "service_tier": "default",
+                    "system_fingerprint": "fp_06737a9306", "choices": [], "usage": usage}),
+            ],
+        );
+        items.extend(t.event("message", "[DONE]"));
+        assert_eq!(
+            events(items),
+            [ChatEvent::TextDelta("Paris.".into()), expected.clone()]
+        );
+
+        let mut t = Translator::new();
+        let body = json!({"id": "chatcmpl-B9MHDbslfkBeAs8l4bebGdFOJ6PeG", "object": "chat.completion",
+            "created": 1741570283, "model": "gpt-4o-mini-2024-07-18", "choices": [{"index": 0,
+            "message": {"role": "assistant", "content": "Paris.", "refusal": null,
+                "annotations": []}, "logprobs": null, "finish_reason": "stop"}],
+            "usage": usage, "service_tier": "default", "system_fingerprint": "fp_06737a9306"});
+        assert_eq!(
+            events(t.whole(body.to_string().as_bytes())),
+            [ChatEvent::TextDelta("Paris.".into()), expected]
         );
     }
 }

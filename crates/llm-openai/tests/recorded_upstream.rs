@@ -309,7 +309,8 @@ async fn empty_deltas_are_skipped_and_usage_comes_from_the_final_chunk() {
                 usage: Usage {
                     input_tokens: 12,
                     output_tokens: 2,
-                    reasoning_tokens: 0
+                    reasoning_tokens: 0,
+                    cached_input_tokens: 0
                 }
             })
         ]
@@ -355,7 +356,8 @@ async fn a_stream_without_done_finishes_when_a_finish_reason_was_seen() {
                 usage: Usage {
                     input_tokens: 4,
                     output_tokens: 1,
-                    reasoning_tokens: 0
+                    reasoning_tokens: 0,
+                    cached_input_tokens: 0
                 }
             })
         ]
@@ -488,7 +490,8 @@ async fn tool_call_deltas_become_calls_with_their_arguments() {
                 usage: Usage {
                     input_tokens: 40,
                     output_tokens: 20,
-                    reasoning_tokens: 0
+                    reasoning_tokens: 0,
+                    cached_input_tokens: 0
                 }
             }
         ]
@@ -536,7 +539,8 @@ async fn reasoning_content_and_reasoning_are_reasoning_deltas() {
         Usage {
             input_tokens: 5,
             output_tokens: 30,
-            reasoning_tokens: 25
+            reasoning_tokens: 25,
+            cached_input_tokens: 0
         }
     );
 }
@@ -550,6 +554,48 @@ async fn a_server_that_ignores_stream_true_is_read_as_one_answer() {
     let completion = complete(&model(&upstream), request()).await.unwrap();
     assert_eq!(completion.content, "whole");
     assert_eq!(completion.usage.total_tokens(), 3);
+}
+
+/// OpenAI's usage with a prompt-cache hit (`prompt_tokens_details.cached_tokens`, part of
+/// `prompt_tokens`), streamed in its final chunk and in a whole answer alike.
+#[tokio::test]
+async fn cached_prompt_tokens_reach_the_usage_streamed_or_not() {
+    let usage = json!({"prompt_tokens": 2006, "completion_tokens": 300, "total_tokens": 2306,
+        "prompt_tokens_details": {"cached_tokens": 1920, "audio_tokens": 0},
+        "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0,
+            "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0}});
+    let expected = Usage {
+        input_tokens: 2006,
+        output_tokens: 300,
+        reasoning_tokens: 0,
+        cached_input_tokens: 1920,
+    };
+    let mut last = finish("stop");
+    last["usage"] = Value::Null;
+    let mut usage_chunk = json!({"id": "chatcmpl-1", "object": "chat.completion.chunk",
+        "created": 1, "model": "m", "choices": []});
+    usage_chunk["usage"] = usage.clone();
+    let streamed = Upstream::start(vec![vec![
+        sse_head(),
+        data(&delta(json!({"role": "assistant", "content": "Cached."}))),
+        data(&last),
+        data(&usage_chunk),
+        done(),
+        end(),
+    ]])
+    .await;
+    let completion = complete(&model(&streamed), request()).await.unwrap();
+    assert_eq!(completion.content, "Cached.");
+    assert_eq!(completion.usage, expected);
+
+    let body = json!({"id": "chatcmpl-1", "object": "chat.completion", "created": 1,
+        "model": "m", "choices": [{"index": 0, "message": {"role": "assistant",
+        "content": "Cached.", "refusal": null}, "logprobs": null, "finish_reason": "stop"}],
+        "usage": usage});
+    let whole = Upstream::start(vec![vec![response("200 OK", &[], &body.to_string())]]).await;
+    let completion = complete(&model(&whole), request()).await.unwrap();
+    assert_eq!(completion.content, "Cached.");
+    assert_eq!(completion.usage, expected);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -105,7 +105,7 @@ impl ErrorType {
 }
 
 /// This model's series, each registered with the recorder on its first use and kept: a
-/// completion records seven of them, and looking each up by its labels (building the key,
+/// completion records eight of them, and looking each up by its labels (building the key,
 /// hashing it, copying the label values) cost more than recording (issue 32).
 #[derive(Default)]
 struct Series {
@@ -120,6 +120,7 @@ struct Series {
     /// Input, output.
     tokens: [OnceLock<Histogram>; 2],
     reasoning_tokens: OnceLock<Counter>,
+    cached_input_tokens: OnceLock<Counter>,
 }
 
 impl Series {
@@ -182,6 +183,11 @@ impl Series {
     fn reasoning_tokens(&self) -> &Counter {
         self.reasoning_tokens
             .get_or_init(|| metrics::counter!(names::REASONING_TOKENS, &self.labels()))
+    }
+
+    fn cached_input_tokens(&self) -> &Counter {
+        self.cached_input_tokens
+            .get_or_init(|| metrics::counter!(names::CACHED_INPUT_TOKENS, &self.labels()))
     }
 }
 
@@ -267,6 +273,9 @@ impl Call {
             series
                 .reasoning_tokens()
                 .increment(u64::from(usage.reasoning_tokens));
+            series
+                .cached_input_tokens()
+                .increment(u64::from(usage.cached_input_tokens));
         }
     }
 }
@@ -338,6 +347,7 @@ mod tests {
                     input_tokens: 12,
                     output_tokens: 7,
                     reasoning_tokens: 3,
+                    cached_input_tokens: 8,
                 },
             }),
         ]);
@@ -349,6 +359,7 @@ mod tests {
         for line in [
             format!(r#"tessera_chat_completions_total{{{LABELS},outcome="finished"}} 1"#),
             format!(r#"tessera_chat_reasoning_tokens_total{{{LABELS}}} 3"#),
+            format!(r#"tessera_chat_cached_input_tokens_total{{{LABELS}}} 8"#),
             format!(r#"gen_ai_client_token_usage_sum{{{LABELS},gen_ai_token_type="input"}} 12"#),
             format!(r#"gen_ai_client_token_usage_sum{{{LABELS},gen_ai_token_type="output"}} 7"#),
             format!(
@@ -377,6 +388,7 @@ mod tests {
                     input_tokens: 5,
                     output_tokens: 2,
                     reasoning_tokens: 0,
+                    cached_input_tokens: 0,
                 },
             }),
         ]);

@@ -18,6 +18,9 @@ pub const CHAT_COMPLETIONS: &str = "tessera_chat_completions_total";
 pub const TOKEN_USAGE: &str = "gen_ai_client_token_usage";
 /// The part of the output tokens spent on reasoning, by model and provider.
 pub const REASONING_TOKENS: &str = "tessera_chat_reasoning_tokens_total";
+/// The part of the input tokens read from a cache (a reused prompt prefix) rather than
+/// processed, by model and provider.
+pub const CACHED_INPUT_TOKENS: &str = "tessera_chat_cached_input_tokens_total";
 /// `gen_ai.server.time_to_first_token`: from the upstream call to its first event.
 pub const TIME_TO_FIRST_TOKEN: &str = "gen_ai_server_time_to_first_token_seconds";
 /// `gen_ai.client.operation.duration`: the whole upstream call, by model, provider and
@@ -119,6 +122,10 @@ pub fn describe() {
         "Number of input and output tokens used per completion."
     );
     describe_counter!(REASONING_TOKENS, "Output tokens spent on reasoning.");
+    describe_counter!(
+        CACHED_INPUT_TOKENS,
+        "Input tokens read from a cache rather than processed."
+    );
     describe_histogram!(
         TIME_TO_FIRST_TOKEN,
         Unit::Seconds,

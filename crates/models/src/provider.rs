@@ -216,6 +216,9 @@ pub struct Usage {
     pub output_tokens: u32,
     /// Part of `output_tokens` spent on reasoning, when the provider says.
     pub reasoning_tokens: u32,
+    /// Part of `input_tokens` read from a cache (a prefix reused from an earlier request)
+    /// rather than processed, when the provider says.
+    pub cached_input_tokens: u32,
 }
 
 impl Usage {
@@ -394,6 +397,7 @@ mod tests {
                     input_tokens: 10,
                     output_tokens: 4,
                     reasoning_tokens: 1,
+                    cached_input_tokens: 6,
                 },
             }),
         ]);
@@ -410,6 +414,7 @@ mod tests {
         );
         assert_eq!(completion.finish_reason, Some(FinishReason::ToolCalls));
         assert_eq!(completion.usage.total_tokens(), 14);
+        assert_eq!(completion.usage.cached_input_tokens, 6);
     }
 
     #[tokio::test]

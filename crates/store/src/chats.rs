@@ -162,6 +162,8 @@ pub(crate) struct MessageRow {
     attachments: String,
     /// JSON of the answer's `Route`, for routed models.
     route: Option<String>,
+    /// 0 without usage.
+    cached_input_tokens: i64,
 }
 
 unnest_statement! {
@@ -204,6 +206,7 @@ unnest_statement! {
         created_at: Timestamp as NaiveDateTime = &row.created_at,
         attachments: Text as String = &row.attachments,
         route: Nullable<Text> as Option<String> = &row.route,
+        cached_input_tokens: BigInt as i64 = &row.cached_input_tokens,
     }
     insert into "chat_messages" then "";
 }
@@ -352,6 +355,7 @@ impl MessageRow {
             created_at: message.created_at.naive_utc(),
             attachments,
             route,
+            cached_input_tokens: usage.map_or(0, |u| i64::from(u.usage.cached_input_tokens)),
         })
     }
 }
@@ -375,6 +379,7 @@ impl TryFrom<MessageRow> for Message {
                     input_tokens: tokens("input_tokens", input)?,
                     output_tokens: tokens("output_tokens", output)?,
                     reasoning_tokens: tokens("reasoning_tokens", reasoning)?,
+                    cached_input_tokens: tokens("cached_input_tokens", row.cached_input_tokens)?,
                 },
                 finish_reason: FinishReason::parse(reason),
                 route: row

@@ -186,6 +186,7 @@ diesel::table! {
         created_at -> Timestamp,
         attachments -> Text,
         route -> Nullable<Text>,
+        cached_input_tokens -> BigInt,
     }
 }
 
@@ -207,6 +208,7 @@ diesel::table! {
         latency_ms -> BigInt,
         finish_reason -> Text,
         created_at -> Timestamp,
+        cached_input_tokens -> BigInt,
     }
 }
 
@@ -221,6 +223,7 @@ diesel::table! {
         credits -> BigInt,
         requests -> BigInt,
         shard -> SmallInt,
+        cached_input_tokens -> BigInt,
     }
 }
 

@@ -81,6 +81,7 @@ pub(crate) struct UsageRow {
     latency_ms: i64,
     finish_reason: String,
     created_at: NaiveDateTime,
+    cached_input_tokens: i64,
 }
 
 fn signed(value: u64) -> i64 {
@@ -110,6 +111,7 @@ impl From<&UsageRecord> for UsageRow {
             latency_ms: signed(record.latency_ms),
             finish_reason: record.finish_reason.clone(),
             created_at: record.created_at.naive_utc(),
+            cached_input_tokens: signed(record.tokens.cached_input),
         }
     }
 }
@@ -127,6 +129,7 @@ pub(crate) struct HourlyRow {
     credits: i64,
     requests: i64,
     shard: i16,
+    cached_input_tokens: i64,
 }
 
 /// Rows each hour's rollup of an organization and model is spread over, so concurrent
@@ -146,6 +149,7 @@ impl UsageRow {
             credits: self.credits,
             requests: 1,
             shard: self.shard(),
+            cached_input_tokens: self.cached_input_tokens,
         }
     }
 }
@@ -168,6 +172,9 @@ impl HourlyRow {
         self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
         self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
         self.reasoning_tokens = self.reasoning_tokens.saturating_add(other.reasoning_tokens);
+        self.cached_input_tokens = self
+            .cached_input_tokens
+            .saturating_add(other.cached_input_tokens);
         self.credits = self.credits.saturating_add(other.credits);
         self.requests = self.requests.saturating_add(other.requests);
     }
@@ -202,6 +209,7 @@ unnest_statement! {
         latency_ms: BigInt as i64 = &row.latency_ms,
         finish_reason: Text as String = &row.finish_reason,
         created_at: Timestamp as NaiveDateTime = &row.created_at,
+        cached_input_tokens: BigInt as i64 = &row.cached_input_tokens,
     }
     insert into "usage_records" then "";
 }
@@ -219,12 +227,14 @@ unnest_statement! {
         credits: BigInt as i64 = &row.credits,
         requests: BigInt as i64 = &row.requests,
         shard: SmallInt as i16 = &row.shard,
+        cached_input_tokens: BigInt as i64 = &row.cached_input_tokens,
     }
     insert into "usage_hourly" then
         " ON CONFLICT (organization_id, hour, model_id, shard) DO UPDATE SET \
          input_tokens = usage_hourly.input_tokens + excluded.input_tokens, \
          output_tokens = usage_hourly.output_tokens + excluded.output_tokens, \
          reasoning_tokens = usage_hourly.reasoning_tokens + excluded.reasoning_tokens, \
+         cached_input_tokens = usage_hourly.cached_input_tokens + excluded.cached_input_tokens, \
          credits = usage_hourly.credits + excluded.credits, \
          requests = usage_hourly.requests + excluded.requests";
 }
@@ -242,6 +252,8 @@ macro_rules! hourly_upsert {
                 h::input_tokens.eq(h::input_tokens + excluded(h::input_tokens)),
                 h::output_tokens.eq(h::output_tokens + excluded(h::output_tokens)),
                 h::reasoning_tokens.eq(h::reasoning_tokens + excluded(h::reasoning_tokens)),
+                h::cached_input_tokens
+                    .eq(h::cached_input_tokens + excluded(h::cached_input_tokens)),
                 h::credits.eq(h::credits + excluded(h::credits)),
                 h::requests.eq(h::requests + excluded(h::requests)),
             ))
@@ -495,6 +507,7 @@ impl Statement {
             "input_tokens",
             "output_tokens",
             "reasoning_tokens",
+            "cached_input_tokens",
             "credits",
             "requests",
         ];
@@ -502,11 +515,11 @@ impl Statement {
         statement.sql = format!(
             "WITH r AS (\
                SELECT {period} AS period_at, {model} AS model_at, {user} AS user_at, \
-                 {}, {}, {}, {}, {requests} AS requests \
+                 {}, {}, {}, {}, {}, {requests} AS requests \
                FROM {table} WHERE {conditions} GROUP BY 1, 2, 3), \
              g AS (SELECT {period_key} AS period, {model_key} AS model_key, \
-               {user_key} AS user_key, input_tokens, output_tokens, reasoning_tokens, credits, \
-               requests FROM r) \
+               {user_key} AS user_key, input_tokens, output_tokens, reasoning_tokens, \
+               cached_input_tokens, credits, requests FROM r) \
              SELECT t.*, p.* FROM \
                (SELECT COUNT(*) AS group_count, {} FROM g) t \
              LEFT JOIN \
@@ -516,6 +529,7 @@ impl Statement {
             sum("input_tokens"),
             sum("output_tokens"),
             sum("reasoning_tokens"),
+            sum("cached_input_tokens"),
             sum("credits"),
             columns.map(total).join(", "),
         );
@@ -536,6 +550,8 @@ struct ReportRow {
     #[diesel(sql_type = BigInt)]
     total_reasoning_tokens: i64,
     #[diesel(sql_type = BigInt)]
+    total_cached_input_tokens: i64,
+    #[diesel(sql_type = BigInt)]
     total_credits: i64,
     #[diesel(sql_type = BigInt)]
     total_requests: i64,
@@ -552,16 +568,26 @@ struct ReportRow {
     #[diesel(sql_type = Nullable<BigInt>)]
     reasoning_tokens: Option<i64>,
     #[diesel(sql_type = Nullable<BigInt>)]
+    cached_input_tokens: Option<i64>,
+    #[diesel(sql_type = Nullable<BigInt>)]
     credits: Option<i64>,
     #[diesel(sql_type = Nullable<BigInt>)]
     requests: Option<i64>,
 }
 
-fn totals(input: i64, output: i64, reasoning: i64, credits: i64, requests: i64) -> UsageTotals {
+fn totals(
+    input: i64,
+    output: i64,
+    reasoning: i64,
+    cached_input: i64,
+    credits: i64,
+    requests: i64,
+) -> UsageTotals {
     UsageTotals {
         input_tokens: unsigned(input),
         output_tokens: unsigned(output),
         reasoning_tokens: unsigned(reasoning),
+        cached_input_tokens: unsigned(cached_input),
         total_tokens: unsigned(input) + unsigned(output),
         credits: unsigned(credits),
         requests: unsigned(requests),
@@ -593,6 +619,7 @@ impl ReportRow {
                 self.input_tokens.unwrap_or(0),
                 self.output_tokens.unwrap_or(0),
                 self.reasoning_tokens.unwrap_or(0),
+                self.cached_input_tokens.unwrap_or(0),
                 self.credits.unwrap_or(0),
                 self.requests.unwrap_or(0),
             ),
@@ -666,6 +693,7 @@ impl UsageStore for SqlUsageStore {
             first.total_input_tokens,
             first.total_output_tokens,
             first.total_reasoning_tokens,
+            first.total_cached_input_tokens,
             first.total_credits,
             first.total_requests,
         );

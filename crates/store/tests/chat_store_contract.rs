@@ -211,6 +211,8 @@ struct StoredUsage {
     finish_reason: String,
     #[diesel(sql_type = Timestamp)]
     created_at: NaiveDateTime,
+    #[diesel(sql_type = BigInt)]
+    cached_input_tokens: i64,
 }
 
 impl From<StoredUsage> for UsageRecord {
@@ -235,6 +237,7 @@ impl From<StoredUsage> for UsageRecord {
                 input: count(row.input_tokens),
                 output: count(row.output_tokens),
                 reasoning: count(row.reasoning_tokens),
+                cached_input: count(row.cached_input_tokens),
             },
             credits: count(row.credits),
             latency_ms: count(row.latency_ms),

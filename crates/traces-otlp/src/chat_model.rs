@@ -54,6 +54,7 @@ impl ChatModel for TracedChatModel {
             "gen_ai.request.temperature" = request.temperature.map(f64::from),
             "gen_ai.usage.input_tokens" = Empty,
             "gen_ai.usage.output_tokens" = Empty,
+            "gen_ai.usage.cache_read.input_tokens" = Empty,
             "gen_ai.response.finish_reasons" = Empty,
             "gen_ai.input.messages" = Empty,
             "gen_ai.output.messages" = Empty,
@@ -125,6 +126,11 @@ impl Stream for TracedStream {
                 let span = &this.span;
                 span.record("gen_ai.usage.input_tokens", i64::from(usage.input_tokens));
                 span.record("gen_ai.usage.output_tokens", i64::from(usage.output_tokens));
+                // Part of the input tokens, as the conventions count it.
+                span.record(
+                    "gen_ai.usage.cache_read.input_tokens",
+                    i64::from(usage.cached_input_tokens),
+                );
                 // Exported as a string array (`span::STRING_ARRAYS`).
                 span.record("gen_ai.response.finish_reasons", reason.as_str());
                 if let Some(answer) = &this.answer {
@@ -196,6 +202,7 @@ mod tests {
                     input_tokens: 12,
                     output_tokens: 7,
                     reasoning_tokens: 0,
+                    cached_input_tokens: 5,
                 },
             }),
         ]);
@@ -213,6 +220,7 @@ mod tests {
             "gen_ai.request.max_tokens=64",
             "gen_ai.usage.input_tokens=12",
             "gen_ai.usage.output_tokens=7",
+            "gen_ai.usage.cache_read.input_tokens=5",
             r#"gen_ai.response.finish_reasons="stop""#,
         ] {
             assert!(logged.contains(field), "no {field} in:\n{logged}");

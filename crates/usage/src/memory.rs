@@ -38,6 +38,7 @@ pub fn totals_of(record: &UsageRecord) -> UsageTotals {
         input_tokens: record.tokens.input,
         output_tokens: record.tokens.output,
         reasoning_tokens: record.tokens.reasoning,
+        cached_input_tokens: record.tokens.cached_input,
         total_tokens: record.tokens.total(),
         credits: record.credits,
         requests: 1,

@@ -87,6 +87,7 @@ pub struct UsageTotals {
     pub input_tokens: u64,
     pub output_tokens: u64,
     pub reasoning_tokens: u64,
+    pub cached_input_tokens: u64,
     pub total_tokens: u64,
     pub credits: u64,
     pub requests: u64,
@@ -97,6 +98,7 @@ impl UsageTotals {
         self.input_tokens += other.input_tokens;
         self.output_tokens += other.output_tokens;
         self.reasoning_tokens += other.reasoning_tokens;
+        self.cached_input_tokens += other.cached_input_tokens;
         self.total_tokens += other.total_tokens;
         self.credits += other.credits;
         self.requests += other.requests;

@@ -17,6 +17,8 @@ pub struct Tokens {
     pub output: u64,
     /// Part of `output` the model spent reasoning.
     pub reasoning: u64,
+    /// Part of `input` read from a cache (a reused prefix) rather than processed.
+    pub cached_input: u64,
 }
 
 impl Tokens {
@@ -67,6 +69,7 @@ mod tests {
             input: 10,
             output: 5,
             reasoning: 2,
+            cached_input: 4,
         };
         assert_eq!(tokens.total(), 15);
         assert_eq!(tokens.credits(1), 15);

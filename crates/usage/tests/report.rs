@@ -40,6 +40,7 @@ impl Fixture {
             input,
             output,
             reasoning: 0,
+            cached_input: 0,
         };
         self.store
             .record(&UsageRecord {

@@ -114,6 +114,9 @@ pub struct TokenUsageOut {
     pub total_tokens: u32,
     /// Part of `outputTokens` spent on reasoning, when the provider says.
     pub reasoning_tokens: u32,
+    /// Part of `inputTokens` read from a cache (a prompt prefix reused from an earlier
+    /// request) rather than processed, when the provider says.
+    pub cached_input_tokens: u32,
 }
 
 impl From<&Usage> for TokenUsageOut {
@@ -123,6 +126,7 @@ impl From<&Usage> for TokenUsageOut {
             output_tokens: usage.output_tokens,
             total_tokens: usage.total_tokens(),
             reasoning_tokens: usage.reasoning_tokens,
+            cached_input_tokens: usage.cached_input_tokens,
         }
     }
 }

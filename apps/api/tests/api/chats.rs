@@ -155,6 +155,10 @@ async fn conversations_in_json_and_both_stream_formats(backend: Backend) {
     assert!(answer.contains("Paris"), "{answer}");
     let usage = &first["usage"];
     assert!(usage["inputTokens"].as_u64().unwrap() > 0);
+    assert!(
+        usage["cachedInputTokens"].as_u64().unwrap() <= usage["inputTokens"].as_u64().unwrap(),
+        "the cached part of the input: {usage}"
+    );
     assert_eq!(
         usage["totalTokens"].as_u64(),
         Some(usage["inputTokens"].as_u64().unwrap() + usage["outputTokens"].as_u64().unwrap())
@@ -197,6 +201,7 @@ async fn conversations_in_json_and_both_stream_formats(backend: Backend) {
     assert_eq!(last["finished"], json!(true));
     assert_eq!(last["delta"], json!(""));
     assert!(last["usage"]["outputTokens"].as_u64().unwrap() > 0);
+    assert!(last["usage"]["cachedInputTokens"].is_u64(), "{last}");
     assert!(events.iter().all(|chunk| chunk["id"] == json!(chat_id)));
     let streamed_text: String = events
         .iter()
@@ -1083,6 +1088,7 @@ async fn both_wire_formats_carry_reasoning_sources_and_tool_calls() {
                 input_tokens: 20,
                 output_tokens: 9,
                 reasoning_tokens: 4,
+                cached_input_tokens: 12,
             },
             finish_reason: FinishReason::ToolCalls,
             route: None,
@@ -1167,6 +1173,10 @@ async fn both_wire_formats_carry_reasoning_sources_and_tool_calls() {
     assert_eq!(
         parsed["message"]["metadata"]["usage"]["reasoningTokens"],
         json!(4)
+    );
+    assert_eq!(
+        parsed["message"]["metadata"]["usage"]["cachedInputTokens"],
+        json!(12)
     );
 
     // A failure ends both formats with an error the clients understand.

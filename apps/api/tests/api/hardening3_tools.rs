@@ -209,6 +209,14 @@ async fn cut_off_constrained_answers_finish_with_length(backend: Backend) {
             "{response}"
         );
         assert_eq!(response["error"], Value::Null, "{response}");
+        let usage = &response["usage"];
+        assert!(
+            usage["input_tokens_details"]["cached_tokens"]
+                .as_u64()
+                .unwrap()
+                <= usage["input_tokens"].as_u64().unwrap(),
+            "{response}"
+        );
     }
 
     // One generation per request: 7 requests, 7 usage records.

@@ -46,7 +46,7 @@ async fn openai_error(response: reqwest::Response, status: u16) -> Value {
 }
 
 /// The JSON chunks of an OpenAI stream, checking it ends with `data: [DONE]`.
-fn openai_chunks(body: &str) -> Vec<Value> {
+pub fn openai_chunks(body: &str) -> Vec<Value> {
     let data: Vec<&str> = body
         .split("\n\n")
         .filter_map(|event| event.strip_prefix("data: "))
@@ -154,6 +154,14 @@ async fn one_dialect_one_pipeline(backend: Backend) {
     assert_eq!(usage["prompt_tokens"], native["usage"]["inputTokens"]);
     assert_eq!(usage["completion_tokens"], native["usage"]["outputTokens"]);
     assert_eq!(usage["total_tokens"], native["usage"]["totalTokens"]);
+    // The cached part of the prompt (this request may reuse the `/v1` one's prefix).
+    let cached = usage["prompt_tokens_details"]["cached_tokens"]
+        .as_u64()
+        .unwrap();
+    assert!(
+        cached <= usage["prompt_tokens"].as_u64().unwrap(),
+        "{usage}"
+    );
 
     // Streamed: role first, the same text in deltas, the finish with the sources, the usage.
     let mut streamed = request.clone();
@@ -186,6 +194,13 @@ async fn one_dialect_one_pipeline(backend: Backend) {
     assert_eq!(
         last["usage"]["completion_tokens"],
         usage["completion_tokens"]
+    );
+    assert!(
+        last["usage"]["prompt_tokens_details"]["cached_tokens"]
+            .as_u64()
+            .unwrap()
+            <= last["usage"]["prompt_tokens"].as_u64().unwrap(),
+        "{last}"
     );
     let finish = &chunks[chunks.len() - 2];
     assert_eq!(

@@ -5,7 +5,9 @@
 //! gets one clean answer from the backup, once; after it, a clean error event, the partial
 //! answer kept with the chat in `error`; one usage record per completion either way, and the
 //! attempts on the stored answer. The same upstream also speaks Anthropic's Messages API
-//! (`/anthropic-…` paths), for a model served by `kind = "anthropic"` deployments.
+//! (`/anthropic-…` paths), for a model served by `kind = "anthropic"` deployments. Both
+//! report part of the prompt as read from their cache, which reaches the answers, the usage
+//! records and reports, the metrics and both dialects.
 
 use std::{
     collections::HashMap,
@@ -133,7 +135,8 @@ async fn serve(mut socket: TcpStream, requests: Arc<Mutex<HashMap<String, u32>>>
             let usage = json!({
                 "id": "chatcmpl-stub", "object": "chat.completion.chunk", "created": 0,
                 "model": "stub-model", "choices": [],
-                "usage": {"prompt_tokens": 7, "completion_tokens": 2, "total_tokens": 9}
+                "usage": {"prompt_tokens": 7, "completion_tokens": 2, "total_tokens": 9,
+                          "prompt_tokens_details": {"cached_tokens": 4}}
             });
             let body = [
                 partial,
@@ -385,6 +388,11 @@ async fn anthropic_deployments_answer_and_fall_back(backend: Backend) {
         "cache reads are input"
     );
     assert_eq!(answer["usage"]["outputTokens"], json!(2));
+    assert_eq!(
+        answer["usage"]["cachedInputTokens"],
+        json!(2),
+        "and the cached part of the input"
+    );
     assert_eq!(answer["route"]["deployment"], json!("anthropic-ok"));
     assert_eq!(answer["route"]["provider"], json!("anthropic-ok"));
     let failed = answer["route"]["failedAttempts"].as_array().unwrap();
@@ -478,6 +486,13 @@ async fn routed_answers_are_credited_to_their_provider_and_failed_ones_name_thei
         "two answers of 2 tokens: {}",
         tokens[0]
     );
+    let cached = series("tessera_chat_cached_input_tokens_total", "ok", "");
+    assert_eq!(cached.len(), 1, "{text}");
+    assert!(
+        cached[0].ends_with(" 8"),
+        "two answers with 4 cached input tokens: {}",
+        cached[0]
+    );
 
     // Not streamed, cut off after "Hel": the problem names the stored chat and answer.
     let body = json!({
@@ -511,7 +526,130 @@ async fn routed_answers_are_credited_to_their_provider_and_failed_ones_name_thei
     assert_eq!(kept["id"], failure["messageId"], "{failure}");
 }
 
+/// A remote provider's cached prompt tokens (OpenAI's `prompt_tokens_details.cached_tokens`)
+/// reach the answer and its stored message, OpenAI's dialect (chat completions, streamed or
+/// not, and the Responses API), the usage records and the reports read from them or from the
+/// hourly rollup.
+async fn a_providers_cached_input_tokens_reach_answers_records_and_both_dialects(backend: Backend) {
+    let upstream = FaultyUpstream::start().await;
+    let (app, _dir) = crate::chats::local_app(backend, Some(catalog_text(upstream.port))).await;
+    let token = app
+        .caller_token("chats:admin chats:invoke chats:read usage:read")
+        .await;
+    let model = "faulty/fail500";
+    let question = json!([{"role": "user", "content": "Say hello"}]);
+
+    let answer = ok(
+        app.call_json(
+            Method::POST,
+            "/v1/chats",
+            &token,
+            &json!({"modelId": model, "messages": question}),
+        )
+        .await,
+        201,
+    )
+    .await;
+    assert_eq!(answer["usage"]["inputTokens"], json!(7), "{answer}");
+    assert_eq!(answer["usage"]["cachedInputTokens"], json!(4), "{answer}");
+    let chat = answer["id"].as_str().unwrap();
+    let record = crate::chats::settled(&app, &token, chat).await;
+    assert_eq!(
+        record["messages"][1]["usage"]["cachedInputTokens"],
+        json!(4),
+        "stored with the answer: {record}"
+    );
+
+    let completions = "/openai/v1/chat/completions";
+    let request = json!({"model": model, "messages": question});
+    let completion = ok(
+        app.call_json(Method::POST, completions, &token, &request)
+            .await,
+        200,
+    )
+    .await;
+    assert_eq!(
+        completion["usage"]["prompt_tokens"],
+        json!(7),
+        "{completion}"
+    );
+    assert_eq!(
+        completion["usage"]["prompt_tokens_details"],
+        json!({"cached_tokens": 4}),
+        "{completion}"
+    );
+    let mut streamed = request.clone();
+    streamed["stream"] = json!(true);
+    streamed["stream_options"] = json!({"include_usage": true});
+    let response = app
+        .call_json(Method::POST, completions, &token, &streamed)
+        .await;
+    assert_eq!(response.status(), 200);
+    let chunks = crate::openai::openai_chunks(&response.text().await.unwrap());
+    let last = chunks.last().unwrap();
+    assert_eq!(last["choices"], json!([]), "{last}");
+    assert_eq!(
+        last["usage"]["prompt_tokens_details"]["cached_tokens"],
+        json!(4),
+        "{last}"
+    );
+
+    let response = ok(
+        app.call_json(
+            Method::POST,
+            "/openai/v1/responses",
+            &token,
+            &json!({"model": model, "input": "Say hello"}),
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(response["status"], json!("completed"), "{response}");
+    assert_eq!(response["usage"]["input_tokens"], json!(7), "{response}");
+    assert_eq!(
+        response["usage"]["input_tokens_details"]["cached_tokens"],
+        json!(4),
+        "{response}"
+    );
+
+    // Four completions, 4 cached tokens each: read from the records (`to` is now) and from
+    // the hourly rollup (whole UTC days), grouped by model.
+    let today = chrono::Utc::now().date_naive();
+    let tomorrow = today.succ_opt().unwrap();
+    for query in [
+        "groupBy=model".to_owned(),
+        format!("groupBy=model&from={today}&to={tomorrow}"),
+    ] {
+        let report = ok(
+            app.call(Method::GET, &format!("/v1/usage?{query}"), &token)
+                .await,
+            200,
+        )
+        .await;
+        assert_eq!(report["totals"]["requests"], json!(4), "{query}: {report}");
+        assert_eq!(
+            report["totals"]["inputTokens"],
+            json!(28),
+            "{query}: {report}"
+        );
+        assert_eq!(
+            report["totals"]["cachedInputTokens"],
+            json!(16),
+            "{query}: {report}"
+        );
+        assert_eq!(
+            report["items"],
+            json!([{"modelId": model, "inputTokens": 28, "outputTokens": 8,
+                    "reasoningTokens": 0, "cachedInputTokens": 16, "totalTokens": 36,
+                    "credits": 36, "requests": 4}]),
+            "{query}: {report}"
+        );
+    }
+}
+
 tessera_store::on_both_databases!(
+    a_providers_cached_input_tokens_reach_answers_records_and_both_dialects,
     upstream_faults_are_routed_around_before_the_first_token,
     anthropic_deployments_answer_and_fall_back,
     routed_answers_are_credited_to_their_provider_and_failed_ones_name_their_chat,

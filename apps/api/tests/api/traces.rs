@@ -192,6 +192,7 @@ capabilities = {{ streaming = true }}
     let events = chunks(&response.text().await.unwrap());
     let usage = events.last().unwrap()["usage"].clone();
     assert_eq!(usage["inputTokens"], 21, "{usage}");
+    assert_eq!(usage["cachedInputTokens"], 16, "{usage}");
 
     let received = received_until(&receiver, |received| {
         received["spans"].as_array().is_some_and(|spans| {
@@ -223,6 +224,7 @@ capabilities = {{ streaming = true }}
     assert_eq!(attributes["gen_ai.response.model"], "stub/chat");
     assert_eq!(attributes["gen_ai.usage.input_tokens"], 21);
     assert_eq!(attributes["gen_ai.usage.output_tokens"], 3);
+    assert_eq!(attributes["gen_ai.usage.cache_read.input_tokens"], 16);
     assert_eq!(
         attributes["gen_ai.response.finish_reasons"],
         json!(["stop"])
@@ -243,6 +245,10 @@ capabilities = {{ streaming = true }}
     assert_eq!(upstream["kind"], 3, "CLIENT");
     assert_eq!(upstream["attributes"]["gen_ai.request.model"], "stub-model");
     assert_eq!(upstream["attributes"]["gen_ai.usage.output_tokens"], 3);
+    assert_eq!(
+        upstream["attributes"]["gen_ai.usage.cache_read.input_tokens"],
+        16
+    );
 
     // The upstream saw the same trace, with the upstream span as the parent.
     let calls = received["upstream"].as_array().unwrap();

@@ -53,6 +53,7 @@ async fn second_principal(app: &TestApp, organization: &str, scopes: &str) -> (S
 struct Sums {
     input: u64,
     output: u64,
+    cached: u64,
     total: u64,
     credits: u64,
     requests: u64,
@@ -62,6 +63,7 @@ impl Sums {
     fn add(&mut self, other: Sums) {
         self.input += other.input;
         self.output += other.output;
+        self.cached += other.cached;
         self.total += other.total;
         self.credits += other.credits;
         self.requests += other.requests;
@@ -76,6 +78,7 @@ impl Sums {
         Sums {
             input: n("inputTokens"),
             output: n("outputTokens"),
+            cached: n("cachedInputTokens"),
             total: n("totalTokens"),
             credits: n("credits"),
             requests: n("requests"),
@@ -175,9 +178,12 @@ async fn usage_totals_equal_the_completions_own_usage(backend: Backend) {
         let output = usage["outputTokens"].as_u64().unwrap();
         assert_eq!(usage["totalTokens"].as_u64().unwrap(), input + output);
         assert!(input > 0 && output > 0, "{answer}");
+        let cached = usage["cachedInputTokens"].as_u64().unwrap();
+        assert!(cached <= input, "{answer}");
         let sums = Sums {
             input,
             output,
+            cached,
             total: input + output,
             credits: (input + output) * multiplier,
             requests: 1,

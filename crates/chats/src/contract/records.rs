@@ -74,12 +74,14 @@ pub fn message(chat: &Chat, sequence: u32, role: Role, content: &str) -> Message
     }
 }
 
+/// An answer's usage; half of its input was read from a cache.
 pub fn usage(input: u32, output: u32, reasoning: u32, finish_reason: FinishReason) -> MessageUsage {
     MessageUsage {
         usage: Usage {
             input_tokens: input,
             output_tokens: output,
             reasoning_tokens: reasoning,
+            cached_input_tokens: input / 2,
         },
         finish_reason,
         route: None,
@@ -92,6 +94,7 @@ pub fn usage_record(chat: &Chat, message_id: &MessageId, when: DateTime<Utc>) ->
         input: 1_200,
         output: 345,
         reasoning: 67,
+        cached_input: 890,
     };
     UsageRecord {
         id: UsageId::generate(),

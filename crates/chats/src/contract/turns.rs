@@ -183,6 +183,7 @@ pub async fn failing_records_the_usage_of_a_failed_attempt(stores: &impl ChatSto
         input: 900,
         output: 12,
         reasoning: 0,
+        cached_input: 0,
     };
     let spent = UsageRecord {
         tokens,

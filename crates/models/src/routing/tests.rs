@@ -104,6 +104,7 @@ fn answer(text: &str) -> Behaviour {
                     input_tokens: 3,
                     output_tokens: 1,
                     reasoning_tokens: 0,
+                    cached_input_tokens: 0,
                 },
             }),
         ],

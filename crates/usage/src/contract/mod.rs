@@ -139,6 +139,7 @@ pub fn record(organization: &OrganizationId, at: &str, input: u64) -> UsageRecor
         input,
         output: 2 * input + 1,
         reasoning: input % 7,
+        cached_input: input / 3,
     };
     UsageRecord {
         id: UsageId::generate(),
@@ -175,6 +176,7 @@ pub fn sum<'a>(records: impl IntoIterator<Item = &'a UsageRecord>) -> UsageTotal
         totals.input_tokens += r.tokens.input;
         totals.output_tokens += r.tokens.output;
         totals.reasoning_tokens += r.tokens.reasoning;
+        totals.cached_input_tokens += r.tokens.cached_input;
         totals.total_tokens += r.tokens.input + r.tokens.output;
         totals.credits += r.credits;
         totals.requests += 1;

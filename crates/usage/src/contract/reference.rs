@@ -46,6 +46,7 @@ pub async fn agrees_with_the_reference_on_seeded_random_records(stores: &impl Us
             input,
             output: lcg.below(2_000),
             reasoning: lcg.below(300),
+            cached_input: lcg.below(input + 1),
         };
         r.push(UsageRecord {
             tokens,

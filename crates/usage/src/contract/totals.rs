@@ -145,6 +145,7 @@ pub async fn totals_are_exact_sums_over_the_filtered_range(stores: &impl UsageSt
             input_tokens: 39 + (1 << 33),
             output_tokens: (2 * 39 + 4) + (2 * (1 << 33) + 1),
             reasoning_tokens: 1 + 2 + 4 + 4 + 1,
+            cached_input_tokens: 1 + 10 + 2_863_311_530,
             total_tokens: (3 * 39 + 4) + (3 * (1 << 33) + 1),
             credits: 2 * ((3 * 39 + 4) + (3 * (1 << 33) + 1)),
             requests: 5,

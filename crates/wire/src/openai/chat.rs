@@ -543,7 +543,16 @@ pub struct CompletionUsage {
     pub prompt_tokens: u32,
     pub completion_tokens: u32,
     pub total_tokens: u32,
+    pub prompt_tokens_details: PromptTokensDetails,
     pub completion_tokens_details: CompletionTokensDetails,
+}
+
+/// Where the prompt tokens came from.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PromptTokensDetails {
+    /// Part of `prompt_tokens` read from a cache (a prompt prefix reused from an earlier
+    /// request) rather than processed.
+    pub cached_tokens: u32,
 }
 
 /// What the completion tokens were spent on.
@@ -559,6 +568,9 @@ impl CompletionUsage {
             prompt_tokens: usage.input_tokens,
             completion_tokens: usage.output_tokens,
             total_tokens: usage.total_tokens(),
+            prompt_tokens_details: PromptTokensDetails {
+                cached_tokens: usage.cached_input_tokens,
+            },
             completion_tokens_details: CompletionTokensDetails {
                 reasoning_tokens: usage.reasoning_tokens,
             },

@@ -140,7 +140,7 @@ pub fn usage(message: &Message) -> Value {
     let usage = message.usage.as_ref().map(|u| u.usage).unwrap_or_default();
     json!({
         "input_tokens": usage.input_tokens,
-        "input_tokens_details": {"cached_tokens": 0},
+        "input_tokens_details": {"cached_tokens": usage.cached_input_tokens},
         "output_tokens": usage.output_tokens,
         "output_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
         "total_tokens": usage.total_tokens(),

@@ -49,6 +49,9 @@ pub struct UsageTotalsOut {
     pub output_tokens: u64,
     /// Part of `outputTokens` spent reasoning.
     pub reasoning_tokens: u64,
+    /// Part of `inputTokens` read from a cache (a prompt prefix reused from an earlier
+    /// request) rather than processed.
+    pub cached_input_tokens: u64,
     pub total_tokens: u64,
     /// Total tokens × each model's credit multiplier.
     pub credits: u64,
@@ -62,6 +65,7 @@ impl From<UsageTotals> for UsageTotalsOut {
             input_tokens: totals.input_tokens,
             output_tokens: totals.output_tokens,
             reasoning_tokens: totals.reasoning_tokens,
+            cached_input_tokens: totals.cached_input_tokens,
             total_tokens: totals.total_tokens,
             credits: totals.credits,
             requests: totals.requests,
