@@ -148,6 +148,7 @@ bench:
         echo "BEIR NFCorpus is not at ../shared/data/beir/nfcorpus.zip: its retrieval benchmark is skipped" >&2
     fi
     TESSERA_MODELS_DIR='{{ models_dir }}' cargo bench -p tessera-api --bench ingestion
+    TESSERA_MODELS_DIR='{{ models_dir }}' cargo bench -p tessera-api --bench second_turn
     # What a scanned page costs against a typed one (the OCR commands must be installed).
     cargo bench -p tessera-ocr-tesseract --bench ocr_pages
     # Tessera against LiteLLM and TensorZero in front of one upstream stub, each peer also

@@ -145,6 +145,47 @@ def check_stream(client: OpenAI, model: str) -> dict:
     }
 
 
+def check_prefix_reuse(client: OpenAI, model: str) -> dict:
+    """A conversation's next turn reuses its history's work: the embedded engine reports
+    the reused prompt tokens in `usage.prompt_tokens_details.cached_tokens`."""
+    history = [
+        {
+            "role": "system",
+            "content": "You answer questions about rivers in one short sentence. Mention the "
+            "continent and the sea the river flows into, and never ask a question back.",
+        },
+        {"role": "user", "content": "Which is the longest river in Europe?"},
+    ]
+    first = client.chat.completions.create(
+        model=model, messages=history, max_completion_tokens=MAX_TOKENS, temperature=0
+    )
+    history.append({"role": "assistant", "content": first.choices[0].message.content})
+    history.append({"role": "user", "content": "And in Africa?"})
+    second = client.chat.completions.create(
+        model=model,
+        messages=history,
+        max_completion_tokens=MAX_TOKENS,
+        temperature=0,
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    usage = list(second)[-1].usage
+    expect(usage is not None, "no usage in the stream's last chunk")
+    details = usage.prompt_tokens_details
+    expect(details is not None, f"no prompt_tokens_details: {usage}")
+    cached = details.cached_tokens
+    expect(
+        cached is not None and 32 <= cached < usage.prompt_tokens,
+        f"cached_tokens {cached} of {usage.prompt_tokens}: the first turn "
+        f"({first.usage.prompt_tokens} tokens) was not reused",
+    )
+    return {
+        "first_prompt_tokens": first.usage.prompt_tokens,
+        "prompt_tokens": usage.prompt_tokens,
+        "cached_tokens": cached,
+    }
+
+
 WEATHER_TOOL = {
     "type": "function",
     "function": {
@@ -460,6 +501,7 @@ def main() -> None:
         "models": lambda: check_models(client, model, embedding_model),
         "create": lambda: check_create(client, model),
         "stream": lambda: check_stream(client, model),
+        "prefix_reuse": lambda: check_prefix_reuse(client, model),
         "tools": lambda: check_tools(client, model),
         "parse": lambda: check_parse(client, model),
         "tool_choice": lambda: check_tool_choice(client, model),

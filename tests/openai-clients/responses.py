@@ -151,6 +151,43 @@ def check_conversation(client: OpenAI, model: str) -> dict:
     return {"first": first.id, "second": second.id}
 
 
+def check_prefix_reuse(client: OpenAI, model: str) -> dict:
+    """A conversation's next turn reuses its history's work: the embedded engine reports
+    the reused input tokens in `usage.input_tokens_details.cached_tokens`."""
+    instructions = (
+        "You answer questions about mountains in one short sentence. Mention the country "
+        "and the range the mountain belongs to, and never ask a question back."
+    )
+    first = client.responses.create(
+        model=model,
+        instructions=instructions,
+        input="Which is the highest mountain in the Alps?",
+        max_output_tokens=MAX_TOKENS,
+        temperature=0,
+    )
+    answered(first, "first turn")
+    # The conversation keeps its instructions (Tessera refuses new ones on a continuation).
+    second = client.responses.create(
+        model=model,
+        previous_response_id=first.id,
+        input="And in the Andes?",
+        max_output_tokens=MAX_TOKENS,
+        temperature=0,
+    )
+    answered(second, "second turn")
+    cached = second.usage.input_tokens_details.cached_tokens
+    expect(
+        32 <= cached < second.usage.input_tokens,
+        f"cached_tokens {cached} of {second.usage.input_tokens}: the first turn "
+        f"({first.usage.input_tokens} tokens) was not reused",
+    )
+    return {
+        "first_input_tokens": first.usage.input_tokens,
+        "input_tokens": second.usage.input_tokens,
+        "cached_tokens": cached,
+    }
+
+
 def check_tools(client: OpenAI, model: str) -> dict:
     first = client.responses.create(
         model=model,
@@ -292,6 +329,7 @@ def main() -> None:
         "create": check_create,
         "stream": check_stream,
         "conversation": check_conversation,
+        "prefix_reuse": check_prefix_reuse,
         "tools": check_tools,
         "json_schema": check_json_schema,
         "background": check_background,

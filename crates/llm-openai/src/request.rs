@@ -383,6 +383,8 @@ mod tests {
             stop: vec!["END".into(), "\n\n".into()],
             tool_choice: ToolChoice::Auto,
             reasoning: Some((Some(ReasoningEffort::High), Some(1000))),
+            // Tessera's own: never sent upstream.
+            cache_scope: Some("org_1".into()),
         };
         assert_eq!(
             wire(&request),

@@ -169,6 +169,10 @@ pub struct ChatRequest {
     pub stop: Vec<String>,
     /// Ask for the model's reasoning, with an effort level and/or a token budget.
     pub reasoning: Option<(Option<ReasoningEffort>, Option<u32>)>,
+    /// Who may share cached prompt prefixes with this request (the organization): an
+    /// engine that reuses earlier prompts' work reuses only its own scope's, so how fast a
+    /// prompt starts never tells one tenant what another sent. `None` shares with `None`.
+    pub cache_scope: Option<String>,
 }
 
 /// Why generation ended.

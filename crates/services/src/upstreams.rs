@@ -173,12 +173,14 @@ async fn local_engine(
         return Ok(None);
     };
     let shown = path.display().to_string();
-    let engine = tokio::task::spawn_blocking(move || {
-        LocalEngine::load(&path, LocalEngineOptions::default())
-    })
-    .await
-    .map_err(|e| ServicesError::Catalog(format!("loading {shown}: {e}")))?
-    .map_err(|e| ServicesError::Catalog(format!("loading {shown}: {e}")))?;
+    let options = LocalEngineOptions {
+        prefix_cache_bytes: settings.models.prefix_cache_mib.saturating_mul(1 << 20),
+        ..LocalEngineOptions::default()
+    };
+    let engine = tokio::task::spawn_blocking(move || LocalEngine::load(&path, options))
+        .await
+        .map_err(|e| ServicesError::Catalog(format!("loading {shown}: {e}")))?
+        .map_err(|e| ServicesError::Catalog(format!("loading {shown}: {e}")))?;
     tracing::info!(model = %shown, "embedded engine loaded");
     Ok(Some(Arc::new(engine)))
 }

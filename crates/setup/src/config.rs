@@ -334,7 +334,7 @@ impl Default for RateLimitSettings {
 }
 
 /// The model catalog.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct ModelsSettings {
     /// A TOML catalog of base models replacing the built-in one
@@ -344,6 +344,21 @@ pub struct ModelsSettings {
     /// recursively by `model_name`; `just models` fills `~/.cache/tessera-models`). Unset or
     /// without the file, those base models are disabled.
     pub local_dir: Option<PathBuf>,
+    /// Memory (MiB) each embedded model keeps for the keys and values of recent prompts, so a
+    /// chat's next turn and chats sharing a system prompt only run their new tokens
+    /// (256 by default, about 5,800 positions of SmolLM2-135M; 0 turns reuse off).
+    #[serde(deserialize_with = "lenient::parse")]
+    pub prefix_cache_mib: usize,
+}
+
+impl Default for ModelsSettings {
+    fn default() -> Self {
+        Self {
+            catalog_file: None,
+            local_dir: None,
+            prefix_cache_mib: 256,
+        }
+    }
 }
 
 /// `Idempotency-Key` handling.

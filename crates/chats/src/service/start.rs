@@ -181,6 +181,7 @@ impl ChatService {
                 reasoning: request
                     .enable_reasoning
                     .then_some((request.reasoning_effort, request.reasoning_budget)),
+                cache_scope: Some(caller.organization.to_string()),
             },
         };
         Ok(Started {

@@ -16,8 +16,10 @@ use super::kernels::{
 /// Rows handed to one task at a time when a single token's product is split over threads.
 const ROWS_PER_TASK: usize = 32;
 /// Tokens handed to one task at a time when several are multiplied (a prompt): each row is
-/// dequantized once per task and multiplied with all of them.
-const TOKENS_PER_TASK: usize = 32;
+/// dequantized once per task and multiplied with all of them. A token's sums depend on its
+/// place in its group (groups of four and the rest run different kernels), which is why
+/// prefix reuse keeps whole groups only.
+pub(crate) const TOKENS_PER_TASK: usize = 32;
 
 enum Weights {
     Q4_1 {

@@ -14,8 +14,19 @@ mod tests;
 use candle_core::quantized::gguf_file;
 use rayon::prelude::*;
 
-use self::{kernels::attend, matrix::Matrix};
+use self::{
+    kernels::attend,
+    matrix::{Matrix, TOKENS_PER_TASK},
+};
 use crate::LoadError;
+
+/// How many of `shared` cached positions a prompt can reuse and still compute exactly what
+/// it would without them: whole groups of [`TOKENS_PER_TASK`] positions from the start
+/// (a prompt's tokens are multiplied in such groups, and a token's sums depend on its place
+/// in its group).
+pub(crate) fn reusable_positions(shared: usize) -> usize {
+    shared / TOKENS_PER_TASK * TOKENS_PER_TASK
+}
 
 /// Shape and constants of the model, from the GGUF metadata.
 #[derive(Debug, Clone, Copy)]
@@ -47,10 +58,77 @@ struct Layer {
 }
 
 /// Keys and values of every position seen so far, `positions × kv_dim` each.
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct LayerCache {
     keys: Vec<f32>,
     values: Vec<f32>,
+}
+
+/// One sequence's keys and values in every layer: the model's working cache, and what
+/// prefix reuse (`prefix_cache`) keeps of earlier requests.
+#[derive(Default)]
+pub(crate) struct KvCache {
+    layers: Vec<LayerCache>,
+    positions: usize,
+}
+
+impl KvCache {
+    /// Positions held.
+    #[cfg(test)]
+    pub(crate) fn positions(&self) -> usize {
+        self.positions
+    }
+
+    /// Memory held by the keys and values.
+    pub(crate) fn bytes(&self) -> usize {
+        self.layers
+            .iter()
+            .map(|layer| (layer.keys.len() + layer.values.len()) * size_of::<f32>())
+            .sum()
+    }
+
+    /// A copy of the first `positions` positions (at most all of them).
+    pub(crate) fn prefix(&self, positions: usize) -> Self {
+        let positions = positions.min(self.positions);
+        let layers = self
+            .layers
+            .iter()
+            .map(|layer| {
+                let kv = layer.keys.len().checked_div(self.positions).unwrap_or(0);
+                LayerCache {
+                    keys: layer.keys[..positions * kv].to_vec(),
+                    values: layer.values[..positions * kv].to_vec(),
+                }
+            })
+            .collect();
+        Self { layers, positions }
+    }
+
+    /// A cache of `positions` zeros in `layers` layers of `kv` values per position (tests).
+    #[cfg(test)]
+    pub(crate) fn zeros(layers: usize, kv: usize, positions: usize) -> Self {
+        let layer = LayerCache {
+            keys: vec![0.0; kv * positions],
+            values: vec![0.0; kv * positions],
+        };
+        Self {
+            layers: vec![layer; layers],
+            positions,
+        }
+    }
+
+    /// Cuts the cache back to `positions` (no-op when it holds fewer).
+    pub(crate) fn truncate(&mut self, positions: usize) {
+        if positions >= self.positions {
+            return;
+        }
+        for layer in &mut self.layers {
+            let kv = layer.keys.len() / self.positions;
+            layer.keys.truncate(positions * kv);
+            layer.values.truncate(positions * kv);
+        }
+        self.positions = positions;
+    }
 }
 
 /// A loaded llama model with its cache and thread pool.
@@ -61,9 +139,7 @@ pub(crate) struct Llama {
     output_norm: Vec<f32>,
     /// `None`: the output projection is the embedding matrix (tied weights).
     output: Option<Matrix>,
-    cache: Vec<LayerCache>,
-    /// Positions in the cache.
-    cached: usize,
+    cache: KvCache,
     pool: rayon::ThreadPool,
 }
 
@@ -162,12 +238,14 @@ impl Llama {
         }
         let model = Self {
             config,
-            cache: layers.iter().map(|_| LayerCache::default()).collect(),
+            cache: KvCache {
+                layers: layers.iter().map(|_| LayerCache::default()).collect(),
+                positions: 0,
+            },
             embeddings,
             layers,
             output_norm,
             output,
-            cached: 0,
             pool: rayon::ThreadPoolBuilder::new()
                 .num_threads(threads.max(1))
                 .thread_name(|i| format!("tessera-llm-{i}"))
@@ -223,6 +301,31 @@ impl Llama {
         }
     }
 
+    /// Takes the working cache out (the model is left with an empty one): to keep it for a
+    /// later request that shares its prefix.
+    pub(crate) fn take_cache(&mut self) -> KvCache {
+        let empty = KvCache {
+            layers: self.layers.iter().map(|_| LayerCache::default()).collect(),
+            positions: 0,
+        };
+        std::mem::replace(&mut self.cache, empty)
+    }
+
+    /// Makes `cache` the working cache; one of another shape is refused.
+    pub(crate) fn set_cache(&mut self, cache: KvCache) -> Result<(), String> {
+        let kv = self.config.kv_dim() * cache.positions;
+        let fits = cache.layers.len() == self.layers.len()
+            && cache
+                .layers
+                .iter()
+                .all(|layer| layer.keys.len() == kv && layer.values.len() == kv);
+        if !fits {
+            return Err("a saved cache does not fit this model".into());
+        }
+        self.cache = cache;
+        Ok(())
+    }
+
     pub(crate) fn vocabulary(&self) -> usize {
         self.embeddings.rows()
     }
@@ -231,10 +334,10 @@ impl Llama {
     /// back to `position` first: 0 starts a new conversation), and returns the logits of the
     /// last token.
     pub(crate) fn forward(&mut self, tokens: &[u32], position: usize) -> Result<Vec<f32>, String> {
-        if position > self.cached {
+        if position > self.cache.positions {
             return Err(format!(
                 "position {position} is past the {} cached positions",
-                self.cached
+                self.cache.positions
             ));
         }
         if tokens.is_empty() {
@@ -243,12 +346,8 @@ impl Llama {
         if let Some(token) = tokens.iter().find(|t| **t as usize >= self.vocabulary()) {
             return Err(format!("token {token} is outside the vocabulary"));
         }
-        let kv = self.config.kv_dim();
-        for cache in &mut self.cache {
-            cache.keys.truncate(position * kv);
-            cache.values.truncate(position * kv);
-        }
-        self.cached = position + tokens.len();
+        self.cache.truncate(position);
+        self.cache.positions = position + tokens.len();
         let Self {
             config,
             embeddings,
@@ -269,7 +368,7 @@ impl Llama {
             }
             let rope = Rope::new(&config, position, n);
             let mut normed = vec![0.0; n * d];
-            for (layer, cache) in layers.iter().zip(cache.iter_mut()) {
+            for (layer, cache) in layers.iter().zip(cache.layers.iter_mut()) {
                 rms_norm(
                     &hidden,
                     &layer.attention_norm,
