@@ -17,21 +17,22 @@
 //! Run with `just bench`, or `cargo bench -p tessera-api --bench ingestion`.
 
 use std::{
-    net::SocketAddr,
     path::{Path, PathBuf},
-    sync::Arc,
     time::{Duration, Instant},
 };
 
 use anyhow::{Context, anyhow, bail};
 use reqwest::multipart::{Form, Part};
 use serde_json::Value;
-use tessera_api::{config::Settings, startup::Application, tls::dev_certificate_paths};
+use tessera_api::config::Settings;
 use tessera_documents::{DocumentChunker, testing::pdf_bytes};
 use tessera_embed_local::{LocalEmbedder, LocalEmbedderOptions, find_model_dir};
 use tessera_knowledge::{
     ChunkingSettings, DocumentProcessor, Embedder, FileFormat, ignore_progress,
 };
+
+#[path = "support/mod.rs"]
+mod support;
 
 /// The allocator of the `tessera-api` binary (decision 0021), as the service runs.
 #[global_allocator]
@@ -41,16 +42,6 @@ const FILES: usize = 24;
 const PAGES: usize = 5;
 const WORDS_PER_LINE: usize = 12;
 const LINES_PER_PAGE: usize = 25;
-
-fn models_root() -> PathBuf {
-    std::env::var_os("TESSERA_MODELS_DIR").map_or_else(
-        || {
-            PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
-                .join(".cache/tessera-models")
-        },
-        PathBuf::from,
-    )
-}
 
 fn documentation_words() -> anyhow::Result<Vec<String>> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -138,7 +129,7 @@ fn main() -> anyhow::Result<()> {
 }
 
 async fn run(data_dir: &std::path::Path) -> anyhow::Result<()> {
-    let models = models_root();
+    let models = support::models_root();
     let Some(model_dir) = find_model_dir(&models) else {
         eprintln!(
             "skipped: all-MiniLM-L6-v2 is not under {} (run `just models`)",
@@ -157,56 +148,16 @@ async fn run(data_dir: &std::path::Path) -> anyhow::Result<()> {
     let (embed_seconds, chunks) = embedding_only(&model_dir, &pdfs, chunking).await?;
 
     // The real application on its embedded defaults.
-    let mut settings = Settings {
-        data_dir: data_dir.to_path_buf(),
-        listen: "127.0.0.1:0".parse()?,
-        log: "warn".to_owned(),
-        ..Settings::default()
-    };
-    settings.metrics.listen = String::new();
-    settings.http.shutdown_timeout_secs = 1;
-    settings.rate_limit.enabled = false;
+    let mut settings = support::settings(data_dir)?;
     settings.knowledge.embedding_model_dir = Some(models.clone());
     settings.knowledge.poll_secs = 1;
     let workers = settings.knowledge.workers;
-    let app = Application::build(settings.clone())
-        .await
-        .context("Tessera does not start")?;
-    let port = app.port();
-    let bootstrap = app
-        .bootstrap
-        .as_ref()
-        .ok_or_else(|| anyhow!("no first-run client"))?;
-    let (client_id, secret) = (
-        bootstrap.client_id.clone(),
-        bootstrap.client_secret.expose().to_owned(),
-    );
-    let handle = app.handle();
-    tokio::spawn(app.run_until_stopped());
-
-    let (cert, _) = dev_certificate_paths(&settings.data_dir);
-    let client = reqwest::Client::builder()
-        .add_root_certificate(reqwest::Certificate::from_pem(&std::fs::read(&cert)?)?)
-        .resolve("localhost", SocketAddr::from(([127, 0, 0, 1], port)))
-        .timeout(Duration::from_secs(120))
-        .build()?;
-    let base = Arc::new(format!("https://localhost:{port}"));
-    let token: Value = client
-        .post(format!("{base}/oauth/token"))
-        .form(&[
-            ("grant_type", "client_credentials"),
-            ("client_id", client_id.as_str()),
-            ("client_secret", secret.as_str()),
-        ])
-        .send()
-        .await?
-        .error_for_status()?
-        .json()
-        .await?;
-    let token = token["access_token"]
-        .as_str()
-        .ok_or_else(|| anyhow!("no access_token in {token}"))?
-        .to_owned();
+    let support::RunningApp {
+        handle,
+        client,
+        base,
+        token,
+    } = support::start(settings, Duration::from_secs(120)).await?;
 
     eprintln!("end to end: uploading {FILES} PDFs through HTTP ({workers} worker)");
     let started = Instant::now();

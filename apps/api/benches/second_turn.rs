@@ -14,14 +14,15 @@
 //! Run with `just bench`, or `cargo bench -p tessera-api --bench second_turn`.
 
 use std::{
-    net::SocketAddr,
-    path::{Path, PathBuf},
+    path::Path,
     time::{Duration, Instant},
 };
 
 use anyhow::{Context, anyhow, bail};
 use serde_json::{Value, json};
-use tessera_api::{config::Settings, startup::Application, tls::dev_certificate_paths};
+
+#[path = "support/mod.rs"]
+mod support;
 
 /// The allocator of the `tessera-api` binary (decision 0021), as the service runs.
 #[global_allocator]
@@ -31,16 +32,6 @@ const MODEL: &str = "local/smollm2-135m-instruct";
 const ROUNDS: usize = 3;
 /// Words of each round's passage (about 1.3 tokens each).
 const PASSAGE_WORDS: usize = 750;
-
-fn models_root() -> PathBuf {
-    std::env::var_os("TESSERA_MODELS_DIR").map_or_else(
-        || {
-            PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
-                .join(".cache/tessera-models")
-        },
-        PathBuf::from,
-    )
-}
 
 /// A passage of `PASSAGE_WORDS` words from this repository's documentation, starting at a
 /// different place for each round.
@@ -141,55 +132,15 @@ async fn measure(
     words: &[String],
     data_dir: &Path,
 ) -> anyhow::Result<Vec<(Turn, Turn)>> {
-    let mut settings = Settings {
-        data_dir: data_dir.to_path_buf(),
-        listen: "127.0.0.1:0".parse()?,
-        log: "warn".to_owned(),
-        ..Settings::default()
-    };
-    settings.metrics.listen = String::new();
-    settings.http.shutdown_timeout_secs = 1;
-    settings.rate_limit.enabled = false;
-    settings.models.local_dir = Some(models_root());
+    let mut settings = support::settings(data_dir)?;
+    settings.models.local_dir = Some(support::models_root());
     settings.models.prefix_cache_mib = prefix_cache_mib;
-    let app = Application::build(settings.clone())
-        .await
-        .context("Tessera does not start")?;
-    let port = app.port();
-    let bootstrap = app
-        .bootstrap
-        .as_ref()
-        .ok_or_else(|| anyhow!("no first-run client"))?;
-    let (client_id, secret) = (
-        bootstrap.client_id.clone(),
-        bootstrap.client_secret.expose().to_owned(),
-    );
-    let handle = app.handle();
-    tokio::spawn(app.run_until_stopped());
-
-    let (cert, _) = dev_certificate_paths(&settings.data_dir);
-    let client = reqwest::Client::builder()
-        .add_root_certificate(reqwest::Certificate::from_pem(&std::fs::read(&cert)?)?)
-        .resolve("localhost", SocketAddr::from(([127, 0, 0, 1], port)))
-        .timeout(Duration::from_secs(600))
-        .build()?;
-    let base = format!("https://localhost:{port}");
-    let token: Value = client
-        .post(format!("{base}/oauth/token"))
-        .form(&[
-            ("grant_type", "client_credentials"),
-            ("client_id", client_id.as_str()),
-            ("client_secret", secret.as_str()),
-        ])
-        .send()
-        .await?
-        .error_for_status()?
-        .json()
-        .await?;
-    let token = token["access_token"]
-        .as_str()
-        .ok_or_else(|| anyhow!("no access_token in {token}"))?
-        .to_owned();
+    let support::RunningApp {
+        handle,
+        client,
+        base,
+        token,
+    } = support::start(settings, Duration::from_secs(600)).await?;
 
     let mut rounds = Vec::with_capacity(ROUNDS);
     for round in 0..ROUNDS {
@@ -215,12 +166,15 @@ fn median(mut values: Vec<f64>) -> f64 {
 
 fn main() -> anyhow::Result<()> {
     println!("CPU flags: {}", tessera_embed_local::cpu_flags());
-    if tessera_llm_local::find_model_file(&models_root(), "SmolLM2-135M-Instruct.Q4_1.gguf")
-        .is_none()
+    if tessera_llm_local::find_model_file(
+        &support::models_root(),
+        "SmolLM2-135M-Instruct.Q4_1.gguf",
+    )
+    .is_none()
     {
         eprintln!(
             "skipped: the SmolLM2 GGUF is not under {} (run `just models`)",
-            models_root().display()
+            support::models_root().display()
         );
         return Ok(());
     }
