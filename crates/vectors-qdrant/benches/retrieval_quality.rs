@@ -5,15 +5,19 @@
 //! the embedded qdrant-edge index, for each embedding model: dense only and hybrid
 //! (reciprocal-rank fusion with BM25); sparse only (BM25) once; and, on the first embedding
 //! model's hybrid candidates, the cross-encoder (ms-marco-MiniLM-L-12-v2) reranking the top
-//! 10 and 20. Documents are cut into passages of at most `PASSAGE_WORDS` words and ranked by
-//! their best passage.
+//! 10 and 20, and late interaction (answerai-colbert-small-v1's token vectors, 384 values and
+//! their first 128, computed for every passage when it is indexed) reranking the top 20 and
+//! 40 by MaxSim. Documents are cut into passages of at most `PASSAGE_WORDS` words and ranked
+//! by their best passage.
 //!
 //! Measures, with trec_eval's definitions: nDCG@10 with graded gains (the judgement's grade,
 //! discounted by log2(rank + 1)), recall@10 and recall@50 (of the documents judged
 //! relevant). BM25 (sparse only) is the baseline the other rows are compared with; each
 //! mode's time per query (query embedding and index, and the reranking) is printed as p50
-//! and p99, and the ingestion's passages per second per model. The CPU's vector extensions
-//! are printed with the results.
+//! and p99, and the ingestion's passages per second per model; for late interaction also
+//! its own cost per query (encoding the query and MaxSim over the candidates), its passages
+//! per second, and its storage per passage (tokens × values × 4 bytes in f32; f16 and 8-bit
+//! would be a half and a quarter). The CPU's vector extensions are printed with the results.
 //!
 //! Settings: `TESSERA_BENCH_EMBEDDERS` (comma-separated model names, default
 //! `bge-small-en-v1.5,all-MiniLM-L6-v2`), `TESSERA_BENCH_PRECISION` (`auto`, `f32`, `int8`),
@@ -30,13 +34,14 @@ use std::{
 
 use anyhow::{Context, bail};
 use tessera_embed_local::{
-    LocalEmbedder, LocalEmbedderOptions, LocalEmbeddingModel, LocalReranker, LocalRerankerOptions,
+    LocalEmbedder, LocalEmbedderOptions, LocalEmbeddingModel, LocalLateInteraction,
+    LocalLateInteractionModel, LocalLateInteractionOptions, LocalReranker, LocalRerankerOptions,
     Precision, cpu_flags, find_reranker_dir,
 };
 use tessera_kernel::OrganizationId;
 use tessera_knowledge::{
-    ChunkLocation, DatasetId, Embedder, FileId, IndexedChunk, Reranker, ScoredChunk, SearchMode,
-    VectorIndex, VectorQuery,
+    ChunkLocation, DatasetId, Embedder, FileId, IndexedChunk, LateInteraction, Reranker,
+    ScoredChunk, SearchMode, TokenVectors, VectorIndex, VectorQuery, max_sim,
 };
 use tessera_vectors_qdrant::EdgeVectorIndex;
 
@@ -57,6 +62,10 @@ fn passage_words() -> usize {
 const CANDIDATES: usize = 150;
 /// Hybrid candidates the cross-encoder reads, per row.
 const RERANKED: [usize; 2] = [10, 20];
+/// Hybrid candidates late interaction reorders, per row.
+const LATE_RERANKED: [usize; 2] = [20, 40];
+/// The widths of late interaction's token vectors: all of the model's, and the first 128.
+const LATE_DIMS: [usize; 2] = [384, 128];
 
 /// The judged documents of each query, with their grades (> 0).
 type Judgements = HashMap<String, HashMap<String, u32>>;
@@ -196,6 +205,9 @@ struct Row {
     recall_10: f64,
     recall_50: f64,
     times: Vec<Duration>,
+    /// The reranking stage's own time per query (a reranked row's; the rest of `times` is
+    /// the hybrid search's).
+    stage: Vec<Duration>,
 }
 
 impl Row {
@@ -212,6 +224,81 @@ impl Row {
         self.recall_50 += recall(ranked, judged, 50);
         self.times.push(time);
     }
+
+    /// A reranked query: its measures, and the search's and the stage's times.
+    fn add_reranked(
+        &mut self,
+        ranked: &[String],
+        judged: &HashMap<String, u32>,
+        (searched, stage): (Duration, Duration),
+    ) {
+        self.add(ranked, judged, searched + stage);
+        self.stage.push(stage);
+    }
+}
+
+/// Late interaction's token vectors of every passage of an index, at each width, and the
+/// model that reads the queries.
+struct LateVectors {
+    encoder: LocalLateInteraction,
+    /// `(width, one per passage in `Indexed::passages`' order)`.
+    widths: Vec<(usize, Vec<TokenVectors>)>,
+}
+
+impl LateVectors {
+    /// Encodes every passage once at the model's full width (the narrower vectors are their
+    /// first values, rescaled: what the encoder's `dims` option gives), and prints the rate
+    /// and the storage.
+    async fn encode(root: &Path, precision: Precision, indexed: &Indexed) -> anyhow::Result<Self> {
+        let model = LocalLateInteractionModel::default();
+        let dir = model.find(root).with_context(|| {
+            format!(
+                "no {model} under {} (package {}): run `just models`",
+                root.display(),
+                model.package()
+            )
+        })?;
+        let full = LATE_DIMS.iter().copied().max().unwrap_or(384);
+        let options = LocalLateInteractionOptions {
+            model,
+            dims: full,
+            precision,
+            ..LocalLateInteractionOptions::default()
+        };
+        let encoder = LocalLateInteraction::load(&dir, options)?;
+        let started = Instant::now();
+        let vectors = encoder.encode_documents(indexed.passages.clone()).await?;
+        let took = started.elapsed();
+        let passages = vectors.len();
+        println!(
+            "{model}: {passages} passages encoded in {:.1} s ({:.1} passages/s)",
+            took.as_secs_f64(),
+            passages as f64 / took.as_secs_f64()
+        );
+        let tokens: usize = vectors.iter().map(TokenVectors::len).sum();
+        let longest = vectors.iter().map(TokenVectors::len).max().unwrap_or(0);
+        let mean = tokens as f64 / passages.max(1) as f64;
+        println!("{model}: {mean:.1} tokens per passage on average, {longest} at most");
+        let mut widths = Vec::new();
+        for dims in LATE_DIMS {
+            let bytes = mean * dims as f64 * 4.0;
+            println!(
+                "{model} {dims} values: per passage {:.1} KiB in f32, {:.1} KiB in f16, \
+                 {:.1} KiB in 8 bits; {:.0} MiB in f32 for all {passages}",
+                bytes / 1024.0,
+                bytes / 2048.0,
+                bytes / 4096.0,
+                (tokens * dims * 4) as f64 / 1024.0 / 1024.0
+            );
+            let cut = if dims == full {
+                vectors.clone()
+            } else {
+                vectors.iter().map(|v| v.truncated(dims)).collect()
+            };
+            widths.push((dims, cut));
+        }
+        Ok(Self { encoder, widths })
+    }
 }
 
 /// The collection's passages embedded by one model, in an index of their own.
@@ -221,6 +308,9 @@ struct Indexed {
     organization: OrganizationId,
     dataset: DatasetId,
     documents: HashMap<FileId, String>,
+    /// Every passage's text, and where each chunk's is in it.
+    passages: Vec<String>,
+    positions: HashMap<(FileId, u32), usize>,
     _dir: tempfile::TempDir,
 }
 
@@ -242,10 +332,12 @@ async fn index_with(
         }
     }
     let passages = chunks.len();
+    let positions = (chunks.iter().enumerate())
+        .map(|(position, (file, ordinal, _))| ((file.clone(), *ordinal), position))
+        .collect();
+    let texts: Vec<String> = chunks.iter().map(|(_, _, text)| text.clone()).collect();
     let started = Instant::now();
-    let vectors = embedder
-        .embed(chunks.iter().map(|(_, _, text)| text.clone()).collect())
-        .await?;
+    let vectors = embedder.embed(texts.clone()).await?;
     let embedding = started.elapsed();
     let dir = tempfile::tempdir()?;
     let index = EdgeVectorIndex::open(dir.path(), embedder.dimensions()).await?;
@@ -277,6 +369,8 @@ async fn index_with(
             organization,
             dataset,
             documents,
+            passages: texts,
+            positions,
             _dir: dir,
         },
         passages,
@@ -399,6 +493,23 @@ async fn main() -> anyhow::Result<()> {
             .iter()
             .map(|n| Row::named(format!("hybrid ({model}) + cross-encoder top {n}")))
             .collect();
+        let late = if reranks {
+            Some(LateVectors::encode(&root, precision, &indexed).await?)
+        } else {
+            None
+        };
+        // Each width at each depth.
+        let late_settings: Vec<(usize, usize)> = LATE_DIMS
+            .iter()
+            .flat_map(|&dims| LATE_RERANKED.iter().map(move |&depth| (dims, depth)))
+            .collect();
+        let mut late_rows: Vec<Row> = (late_settings.iter())
+            .map(|(dims, depth)| {
+                Row::named(format!(
+                    "hybrid ({model}) + late interaction {dims}d top {depth}"
+                ))
+            })
+            .collect();
         for (name, mode) in modes {
             let mut row = Row::named(name);
             for (id, question) in &collection.queries {
@@ -424,13 +535,43 @@ async fn main() -> anyhow::Result<()> {
                     top.sort_by(|a, b| b.score.total_cmp(&a.score));
                     top.extend(hits.iter().skip(candidates).cloned());
                     let ranked = documents_of(&top, &indexed.documents);
-                    row.add(&ranked, judged, searched + reranking);
+                    row.add_reranked(&ranked, judged, (searched, reranking));
+                }
+                let Some(late) = &late else {
+                    continue;
+                };
+                // Late interaction: the query's token vectors (once, at full width) against
+                // the best candidates' stored ones; the rest keep their order.
+                let started = Instant::now();
+                let query = late.encoder.encode_query(question.clone()).await?;
+                let encoding = started.elapsed();
+                for (row, &(dims, depth)) in late_rows.iter_mut().zip(&late_settings) {
+                    let started = Instant::now();
+                    let query = query.truncated(dims);
+                    let passages = (late.widths.iter())
+                        .find(|(width, _)| *width == dims)
+                        .map(|(_, vectors)| vectors)
+                        .context("a width without vectors")?;
+                    let mut top: Vec<ScoredChunk> = hits.iter().take(depth).cloned().collect();
+                    for hit in &mut top {
+                        let position = indexed
+                            .positions
+                            .get(&(hit.file_id.clone(), hit.ordinal))
+                            .context("a hit that was not indexed")?;
+                        hit.score = max_sim(&query, &passages[*position]);
+                    }
+                    top.sort_by(|a, b| b.score.total_cmp(&a.score));
+                    let reranking = encoding + started.elapsed();
+                    top.extend(hits.iter().skip(depth).cloned());
+                    let ranked = documents_of(&top, &indexed.documents);
+                    row.add_reranked(&ranked, judged, (searched, reranking));
                 }
             }
             rows.push(row);
         }
         if reranks {
             rows.extend(reranked);
+            rows.extend(late_rows);
         }
     }
 
@@ -450,6 +591,15 @@ async fn main() -> anyhow::Result<()> {
             row.recall_50 / n,
             percentile(&row.times, 0.5),
             percentile(&row.times, 0.99),
+        );
+    }
+    println!("the reranking stage alone (query encoding and MaxSim, or the cross-encoder):");
+    for row in rows.iter().filter(|row| !row.stage.is_empty()) {
+        println!(
+            "{:<58} p50 {:>8.2} ms  p99 {:>8.2} ms",
+            row.name,
+            percentile(&row.stage, 0.5),
+            percentile(&row.stage, 0.99),
         );
     }
     Ok(())

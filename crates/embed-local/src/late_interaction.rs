@@ -1,0 +1,193 @@
+//! The [`LateInteraction`] adapter: one token encoder on its own thread, fed batch by batch
+//! as the sentence embedder is.
+
+use std::{path::Path, sync::Arc};
+
+use async_trait::async_trait;
+use tessera_knowledge::{EmbedError, LateInteraction, TokenVectors};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::{
+    LoadError, LocalLateInteractionModel, Precision,
+    token_encoder::{Role, TokenEncoder},
+};
+
+/// Which model runs, how wide its token vectors are, and how it reads and batches texts.
+#[derive(Debug, Clone)]
+pub struct LocalLateInteractionOptions {
+    /// The model (its name is the vectors' name).
+    pub model: LocalLateInteractionModel,
+    /// The values kept of each token's state (its first ones, then scaled to unit length):
+    /// 384, all of answerai-colbert-small-v1's, or 128, a third of the storage.
+    pub dims: usize,
+    /// Tokens read of a query, markers included (`None`: the model's own setting).
+    pub query_tokens: Option<usize>,
+    /// Tokens read of a passage, markers included (`None`: the model's own setting).
+    pub document_tokens: Option<usize>,
+    /// Passages per forward pass.
+    pub batch_size: usize,
+    /// Batches waiting for the encoder before callers wait to hand theirs over.
+    pub queue: usize,
+    /// The arithmetic of the dense layers ([`Precision::Auto`]: 8-bit where the CPU has
+    /// AVX-512 VNNI or AVX2).
+    pub precision: Precision,
+}
+
+impl Default for LocalLateInteractionOptions {
+    fn default() -> Self {
+        Self {
+            model: LocalLateInteractionModel::default(),
+            dims: 384,
+            query_tokens: None,
+            document_tokens: None,
+            batch_size: 32,
+            queue: 16,
+            precision: Precision::Auto,
+        }
+    }
+}
+
+/// One batch handed to the encoder thread.
+struct Batch {
+    texts: Vec<String>,
+    role: Role,
+    reply: oneshot::Sender<Result<Vec<TokenVectors>, String>>,
+}
+
+/// Late-interaction token vectors computed in this process.
+///
+/// As with [`crate::LocalEmbedder`], each call is split into batches of similar length that
+/// are queued one at a time, so a search query waits for at most one batch of an ingestion.
+#[derive(Clone)]
+pub struct LocalLateInteraction {
+    queue: mpsc::Sender<Batch>,
+    options: Arc<LocalLateInteractionOptions>,
+    dims: usize,
+}
+
+impl std::fmt::Debug for LocalLateInteraction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalLateInteraction")
+            .field("model", &self.options.model)
+            .field("dims", &self.dims)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LocalLateInteraction {
+    /// Loads the model from `dir` (see [`LocalLateInteractionModel::find`]) and starts its
+    /// thread, which ends when the last clone is dropped. Blocking: call it at startup or
+    /// from `spawn_blocking`.
+    pub fn load(dir: &Path, options: LocalLateInteractionOptions) -> Result<Self, LoadError> {
+        let model = options.model;
+        let query_tokens = options.query_tokens.unwrap_or_else(|| model.query_tokens());
+        let document_tokens = (options.document_tokens).unwrap_or_else(|| model.document_tokens());
+        if options.batch_size == 0 || options.queue == 0 || query_tokens.min(document_tokens) < 3 {
+            return Err(LoadError::Model(
+                "batch_size and queue must be positive and a text read as at least 3 tokens".into(),
+            ));
+        }
+        let kernel = options.precision.kernel();
+        let encoder = TokenEncoder::load(
+            dir,
+            model,
+            (query_tokens, document_tokens),
+            options.dims,
+            kernel,
+        )?;
+        tracing::info!(
+            model = model.name(),
+            dims = options.dims,
+            kernel = options.precision.kernel_name(),
+            "late-interaction model loaded"
+        );
+        let dims = encoder.dims();
+        let (queue, batches) = mpsc::channel(options.queue);
+        std::thread::Builder::new()
+            .name("tessera-late-interaction".into())
+            .spawn(move || serve(&encoder, batches))
+            .map_err(|e| LoadError::Thread(e.to_string()))?;
+        Ok(Self {
+            queue,
+            options: Arc::new(options),
+            dims,
+        })
+    }
+
+    async fn encode_batch(
+        &self,
+        texts: Vec<String>,
+        role: Role,
+    ) -> Result<Vec<TokenVectors>, EmbedError> {
+        let stopped = || EmbedError::Unavailable("the late-interaction thread has stopped".into());
+        let (reply, answer) = oneshot::channel();
+        self.queue
+            .send(Batch { texts, role, reply })
+            .await
+            .map_err(|_| stopped())?;
+        answer
+            .await
+            .map_err(|_| stopped())?
+            .map_err(EmbedError::Unavailable)
+    }
+}
+
+/// The encoder thread: one batch at a time until every sender is gone. A batch whose caller
+/// gave up is skipped.
+fn serve(encoder: &TokenEncoder, mut batches: mpsc::Receiver<Batch>) {
+    while let Some(batch) = batches.blocking_recv() {
+        if batch.reply.is_closed() {
+            continue;
+        }
+        let texts: Vec<&str> = batch.texts.iter().map(String::as_str).collect();
+        let result = encoder.encode(&texts, batch.role);
+        if let Err(error) = &result {
+            tracing::warn!(%error, texts = texts.len(), "late-interaction encoding failed");
+        }
+        let _ = batch.reply.send(result);
+    }
+}
+
+#[async_trait]
+impl LateInteraction for LocalLateInteraction {
+    fn model(&self) -> &str {
+        self.options.model.name()
+    }
+
+    fn dims(&self) -> usize {
+        self.dims
+    }
+
+    async fn encode_documents(&self, texts: Vec<String>) -> Result<Vec<TokenVectors>, EmbedError> {
+        // Longest first, so each batch pads to a length close to all of its texts.
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(texts[i].len()));
+        let mut texts: Vec<Option<String>> = texts.into_iter().map(Some).collect();
+        let mut encoded = vec![TokenVectors::default(); texts.len()];
+        for positions in order.chunks(self.options.batch_size) {
+            let batch = positions
+                .iter()
+                .map(|&i| texts[i].take().unwrap_or_default())
+                .collect();
+            let vectors = self.encode_batch(batch, Role::Document).await?;
+            if vectors.len() != positions.len() {
+                return Err(EmbedError::Unavailable(format!(
+                    "the encoder returned {} texts' vectors for {}",
+                    vectors.len(),
+                    positions.len()
+                )));
+            }
+            for (&i, vectors) in positions.iter().zip(vectors) {
+                encoded[i] = vectors;
+            }
+        }
+        Ok(encoded)
+    }
+
+    async fn encode_query(&self, query: String) -> Result<TokenVectors, EmbedError> {
+        self.encode_batch(vec![query], Role::Query)
+            .await?
+            .pop()
+            .ok_or_else(|| EmbedError::Unavailable("the encoder returned no vectors".into()))
+    }
+}
