@@ -166,15 +166,28 @@ def check_prefix_reuse(client: OpenAI, model: str) -> dict:
         temperature=0,
     )
     answered(first, "first turn")
-    # The conversation keeps its instructions (Tessera refuses new ones on a continuation).
+    # As OpenAI's clients do: the instructions again (they are not carried over there).
     second = client.responses.create(
         model=model,
+        instructions=instructions,
         previous_response_id=first.id,
         input="And in the Andes?",
         max_output_tokens=MAX_TOKENS,
         temperature=0,
     )
     answered(second, "second turn")
+    # Other instructions cannot change a conversation's.
+    try:
+        client.responses.create(
+            model=model,
+            instructions="Answer in French.",
+            previous_response_id=second.id,
+            input="And in the Rockies?",
+            max_output_tokens=MAX_TOKENS,
+        )
+        raise CheckFailed("other instructions were accepted on a continuation")
+    except openai.BadRequestError as error:
+        expect(error.status_code == 400, f"other instructions: status {error.status_code}")
     cached = second.usage.input_tokens_details.cached_tokens
     expect(
         32 <= cached < second.usage.input_tokens,

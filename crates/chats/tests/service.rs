@@ -1834,6 +1834,48 @@ async fn a_stateless_completion_cannot_continue_a_chat_and_images_need_vision() 
     assert_eq!(located(error), vec!["body.messages.0.content".to_owned()]);
 }
 
+/// OpenAI's Responses clients send a conversation's instructions with every turn: the same
+/// ones continue the chat (composed once, after the model's prompt), other ones are refused.
+#[tokio::test]
+async fn a_continued_chat_accepts_its_own_instructions_only() {
+    let f = fixture();
+    let started = f
+        .chats
+        .start(
+            &f.alice,
+            CompletionRequest {
+                instructions: Some("Answer in French.".into()),
+                ..ask("local/small", "Hello")
+            },
+        )
+        .await
+        .unwrap();
+    let chat = started.chat.id.clone();
+    run(started).await;
+    let again = CompletionRequest {
+        instructions: Some("Answer in French.".into()),
+        ..follow_up(&chat, "again")
+    };
+    run(f.chats.start(&f.alice, again).await.unwrap()).await;
+    let asked = f.model.requests.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(asked.messages[0].role, Role::System);
+    assert!(asked.messages[0].content.ends_with("Answer in French."));
+    assert_eq!(
+        asked.messages[0]
+            .content
+            .matches("Answer in French.")
+            .count(),
+        1
+    );
+
+    let other = CompletionRequest {
+        instructions: Some("Answer in German.".into()),
+        ..follow_up(&chat, "once more")
+    };
+    let error = f.chats.start(&f.alice, other).await.err().unwrap();
+    assert_eq!(located(error), vec!["body.chatId".to_owned()]);
+}
+
 #[tokio::test]
 async fn a_spent_budget_refuses_before_the_model_is_asked() {
     let f = fixture();

@@ -205,17 +205,29 @@ impl ChatService {
         request: &CompletionRequest,
         plan: tessera_organizations::Plan,
     ) -> Result<(Option<Chat>, ResolvedModel), ChatError> {
-        if request.chat_id.is_some() && (request.stateless || request.instructions.is_some()) {
+        if request.chat_id.is_some() && request.stateless {
             return Err(ChatError::invalid(FieldError::new(
                 ["body".into(), "chatId".into()],
-                "a continued chat keeps its own instructions and is stored; stateless or \
-                 instructed completions begin a conversation",
+                "a continued chat is stored; stateless completions begin a conversation",
                 "value_error",
             )));
         }
         match (&request.chat_id, &request.model_id) {
             (Some(id), model_id) => {
                 let chat = self.continuable(caller, id, model_id.as_deref()).await?;
+                // Clients of OpenAI's Responses API send the instructions again with every
+                // turn (they are not carried over there); the chat already holds them, so
+                // the same ones are accepted and other ones refused.
+                if let Some(instructions) = &request.instructions
+                    && !holds_instructions(&chat.model, instructions)
+                {
+                    return Err(ChatError::invalid(FieldError::new(
+                        ["body".into(), "chatId".into()],
+                        "a continued chat keeps the instructions it began with; these differ \
+                         (send the same ones, or none, or begin a new conversation)",
+                        "value_error",
+                    )));
+                }
                 let resolved = self.models.resolve_base(&chat.model.base_model_id, plan)?;
                 Ok((Some(chat), resolved))
             }
@@ -525,6 +537,17 @@ impl ChatService {
             system_prompt_id,
         })
     }
+}
+
+/// Whether a chat's system prompt was composed with `instructions` (alone, or after the
+/// model's own prompt, as `snapshot` composes them).
+fn holds_instructions(snapshot: &ModelSnapshot, instructions: &str) -> bool {
+    snapshot.system_prompt.as_deref().is_some_and(|prompt| {
+        prompt == instructions
+            || prompt
+                .strip_suffix(instructions)
+                .is_some_and(|model_prompt| model_prompt.ends_with("\n\n"))
+    })
 }
 
 /// The messages that fit the model's context window with room kept for the answer, and the
