@@ -33,8 +33,9 @@
 //! those computed without it; usage reports the reused tokens as `cached_input_tokens`.
 //!
 //! Not in this slice: interpreting the Jinja `tokenizer.chat_template` (ChatML is
-//! hard-coded; only the template's default system prompt is read). Weights stay in the file's quantization (Q4_1 and Q8_0 products run on AVX2
-//! kernels over f32 activations; see `llama`).
+//! hard-coded; only the template's default system prompt is read). Weights stay in the
+//! file's quantization (Q4_1 and Q8_0 products run on AVX2 kernels over f32 activations;
+//! see `llama`).
 //!
 //! The engine computes on a pool of its own ([`LocalEngineOptions::threads`], by default
 //! `CANDLE_NUM_THREADS` or the available parallelism); on a busy 2-core machine one thread

@@ -94,6 +94,7 @@ impl PrefixCache {
             let tokens = std::mem::take(&mut self.working);
             let mut cache = model.take_cache();
             cache.truncate(tokens.len());
+            cache.shrink_to_fit();
             let working_scope = self.working_scope.take();
             self.save(working_scope, tokens, cache);
             if let Some(best) = self.best(scope, prompt) {
@@ -210,8 +211,11 @@ mod tests {
         let prefix = kv.prefix(4);
         assert_eq!((prefix.positions(), prefix.bytes()), (4, 256));
         assert_eq!(kv.prefix(99).positions(), 10);
+        // Cut back, a cache keeps its allocation until it is shrunk.
         kv.truncate(3);
-        assert_eq!((kv.positions(), kv.bytes()), (3, 192));
+        assert_eq!((kv.positions(), kv.bytes()), (3, 640));
+        kv.shrink_to_fit();
+        assert!((192..640).contains(&kv.bytes()), "{}", kv.bytes());
         kv.truncate(7);
         assert_eq!(kv.positions(), 3);
     }

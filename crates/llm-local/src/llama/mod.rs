@@ -79,12 +79,21 @@ impl KvCache {
         self.positions
     }
 
-    /// Memory held by the keys and values.
+    /// Memory held by the keys and values (what is allocated, not only what is used).
     pub(crate) fn bytes(&self) -> usize {
         self.layers
             .iter()
-            .map(|layer| (layer.keys.len() + layer.values.len()) * size_of::<f32>())
+            .map(|layer| (layer.keys.capacity() + layer.values.capacity()) * size_of::<f32>())
             .sum()
+    }
+
+    /// Frees what a growing cache allocated beyond its positions (up to as much again), so
+    /// a kept cache costs what [`Self::bytes`] of its positions says.
+    pub(crate) fn shrink_to_fit(&mut self) {
+        for layer in &mut self.layers {
+            layer.keys.shrink_to_fit();
+            layer.values.shrink_to_fit();
+        }
     }
 
     /// A copy of the first `positions` positions (at most all of them).
