@@ -179,52 +179,39 @@ impl LocalLateInteractionModel {
     }
 }
 
-impl std::fmt::Display for LocalLateInteractionModel {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
+/// `Display` as the model's name and `FromStr` from it (case-insensitively), for each
+/// model enum; `$kind` names the enum's models in the error.
+macro_rules! named_models {
+    ($($model:ty => $kind:literal),* $(,)?) => {$(
+        impl std::fmt::Display for $model {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+
+        impl std::str::FromStr for $model {
+            type Err = String;
+
+            fn from_str(text: &str) -> Result<Self, Self::Err> {
+                Self::ALL
+                    .into_iter()
+                    .find(|model| model.name().eq_ignore_ascii_case(text.trim()))
+                    .ok_or_else(|| {
+                        let names: Vec<&str> = Self::ALL.iter().map(|model| model.name()).collect();
+                        format!(
+                            "`{text}` is not an embedded {} model (expected one of: {})",
+                            $kind,
+                            names.join(", ")
+                        )
+                    })
+            }
+        }
+    )*};
 }
 
-impl std::str::FromStr for LocalLateInteractionModel {
-    type Err = String;
-
-    /// The model's name, case-insensitively (`answerai-colbert-small-v1`).
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|model| model.name().eq_ignore_ascii_case(text.trim()))
-            .ok_or_else(|| {
-                let names: Vec<&str> = Self::ALL.iter().map(|model| model.name()).collect();
-                format!(
-                    "`{text}` is not an embedded late-interaction model (expected one of: {})",
-                    names.join(", ")
-                )
-            })
-    }
-}
-
-impl std::fmt::Display for LocalEmbeddingModel {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl std::str::FromStr for LocalEmbeddingModel {
-    type Err = String;
-
-    /// The model's name, case-insensitively (`bge-small-en-v1.5`, `all-MiniLM-L6-v2`).
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|model| model.name().eq_ignore_ascii_case(text.trim()))
-            .ok_or_else(|| {
-                let names: Vec<&str> = Self::ALL.iter().map(|model| model.name()).collect();
-                format!(
-                    "`{text}` is not an embedded embedding model (expected one of: {})",
-                    names.join(", ")
-                )
-            })
-    }
+named_models! {
+    LocalEmbeddingModel => "embedding",
+    LocalLateInteractionModel => "late-interaction",
 }
 
 #[cfg(test)]

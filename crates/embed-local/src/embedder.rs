@@ -2,11 +2,13 @@
 
 use std::{path::Path, sync::Arc};
 
+use crate::{
+    LoadError, LocalEmbeddingModel, Precision,
+    encoder_thread::{EncoderThread, longest_first},
+    model::SentenceEncoder,
+};
 use async_trait::async_trait;
 use tessera_knowledge::{EmbedError, Embedder};
-use tokio::sync::{mpsc, oneshot};
-
-use crate::{LoadError, LocalEmbeddingModel, Precision, model::SentenceEncoder};
 
 /// Which model runs, and how it reads and batches texts.
 #[derive(Debug, Clone)]
@@ -37,19 +39,13 @@ impl Default for LocalEmbedderOptions {
     }
 }
 
-/// One batch handed to the encoder thread.
-struct Batch {
-    texts: Vec<String>,
-    reply: oneshot::Sender<Result<Vec<Vec<f32>>, String>>,
-}
-
 /// Sentence embeddings computed in this process.
 ///
 /// Each call is split into batches of similar length (little padding) that are queued one at
 /// a time, so a short search query waits for at most one batch of a large ingestion.
 #[derive(Clone)]
 pub struct LocalEmbedder {
-    queue: mpsc::Sender<Batch>,
+    thread: EncoderThread<Vec<String>, Vec<Vec<f32>>>,
     /// Counts tokens for usage records without a trip to the encoder thread.
     tokenizer: Arc<tokenizers::Tokenizer>,
     options: Arc<LocalEmbedderOptions>,
@@ -85,46 +81,17 @@ impl LocalEmbedder {
         );
         let dimensions = encoder.dimensions();
         let tokenizer = Arc::new(encoder.tokenizer());
-        let (queue, batches) = mpsc::channel(options.queue);
-        std::thread::Builder::new()
-            .name("tessera-embed".into())
-            .spawn(move || serve(encoder, batches))
-            .map_err(|e| LoadError::Thread(e.to_string()))?;
+        let thread =
+            EncoderThread::spawn("tessera-embed", options.queue, move |texts: Vec<String>| {
+                let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+                encoder.embed(&texts)
+            })?;
         Ok(Self {
-            queue,
+            thread,
             tokenizer,
             options: Arc::new(options),
             dimensions,
         })
-    }
-
-    async fn embed_batch(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let stopped = || EmbedError::Unavailable("the embedding thread has stopped".into());
-        let (reply, answer) = oneshot::channel();
-        self.queue
-            .send(Batch { texts, reply })
-            .await
-            .map_err(|_| stopped())?;
-        answer
-            .await
-            .map_err(|_| stopped())?
-            .map_err(EmbedError::Unavailable)
-    }
-}
-
-/// The encoder thread: one batch at a time until every sender is gone. A batch whose caller
-/// gave up is skipped.
-fn serve(encoder: SentenceEncoder, mut batches: mpsc::Receiver<Batch>) {
-    while let Some(batch) = batches.blocking_recv() {
-        if batch.reply.is_closed() {
-            continue;
-        }
-        let texts: Vec<&str> = batch.texts.iter().map(String::as_str).collect();
-        let result = encoder.embed(&texts);
-        if let Err(error) = &result {
-            tracing::warn!(%error, texts = texts.len(), "embedding failed");
-        }
-        let _ = batch.reply.send(result);
     }
 }
 
@@ -150,35 +117,16 @@ impl Embedder for LocalEmbedder {
         } else {
             format!("{instruction}{query}")
         };
-        let mut vectors = self.embed_batch(vec![query]).await?;
+        let mut vectors = self.thread.run(vec![query]).await?;
         vectors
             .pop()
             .ok_or_else(|| EmbedError::Unavailable("the encoder returned no vector".into()))
     }
 
     async fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, EmbedError> {
-        // Longest first, so each batch pads to a length close to all of its texts.
-        let mut order: Vec<usize> = (0..texts.len()).collect();
-        order.sort_by_key(|&i| std::cmp::Reverse(texts[i].len()));
-        let mut texts: Vec<Option<String>> = texts.into_iter().map(Some).collect();
-        let mut vectors: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
-        for positions in order.chunks(self.options.batch_size) {
-            let batch = positions
-                .iter()
-                .map(|&i| texts[i].take().unwrap_or_default())
-                .collect();
-            let embedded = self.embed_batch(batch).await?;
-            if embedded.len() != positions.len() {
-                return Err(EmbedError::Unavailable(format!(
-                    "the encoder returned {} vectors for {} texts",
-                    embedded.len(),
-                    positions.len()
-                )));
-            }
-            for (&i, vector) in positions.iter().zip(embedded) {
-                vectors[i] = vector;
-            }
-        }
-        Ok(vectors)
+        longest_first(texts, self.options.batch_size, |batch| {
+            self.thread.run(batch)
+        })
+        .await
     }
 }

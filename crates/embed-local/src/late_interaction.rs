@@ -3,14 +3,13 @@
 
 use std::{path::Path, sync::Arc};
 
-use async_trait::async_trait;
-use tessera_knowledge::{EmbedError, LateInteraction, TokenVectors};
-use tokio::sync::{mpsc, oneshot};
-
 use crate::{
     LoadError, LocalLateInteractionModel, Precision,
+    encoder_thread::{EncoderThread, longest_first},
     token_encoder::{Role, TokenEncoder},
 };
+use async_trait::async_trait;
+use tessera_knowledge::{EmbedError, LateInteraction, TokenVectors};
 
 /// Which model runs, how wide its token vectors are, and how it reads and batches texts.
 #[derive(Debug, Clone)]
@@ -47,20 +46,13 @@ impl Default for LocalLateInteractionOptions {
     }
 }
 
-/// One batch handed to the encoder thread.
-struct Batch {
-    texts: Vec<String>,
-    role: Role,
-    reply: oneshot::Sender<Result<Vec<TokenVectors>, String>>,
-}
-
 /// Late-interaction token vectors computed in this process.
 ///
 /// As with [`crate::LocalEmbedder`], each call is split into batches of similar length that
 /// are queued one at a time, so a search query waits for at most one batch of an ingestion.
 #[derive(Clone)]
 pub struct LocalLateInteraction {
-    queue: mpsc::Sender<Batch>,
+    thread: EncoderThread<(Vec<String>, Role), Vec<TokenVectors>>,
     options: Arc<LocalLateInteractionOptions>,
     dims: usize,
 }
@@ -102,49 +94,19 @@ impl LocalLateInteraction {
             "late-interaction model loaded"
         );
         let dims = encoder.dims();
-        let (queue, batches) = mpsc::channel(options.queue);
-        std::thread::Builder::new()
-            .name("tessera-late-interaction".into())
-            .spawn(move || serve(&encoder, batches))
-            .map_err(|e| LoadError::Thread(e.to_string()))?;
+        let thread = EncoderThread::spawn(
+            "tessera-late-interaction",
+            options.queue,
+            move |(texts, role): (Vec<String>, Role)| {
+                let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+                encoder.encode(&texts, role)
+            },
+        )?;
         Ok(Self {
-            queue,
+            thread,
             options: Arc::new(options),
             dims,
         })
-    }
-
-    async fn encode_batch(
-        &self,
-        texts: Vec<String>,
-        role: Role,
-    ) -> Result<Vec<TokenVectors>, EmbedError> {
-        let stopped = || EmbedError::Unavailable("the late-interaction thread has stopped".into());
-        let (reply, answer) = oneshot::channel();
-        self.queue
-            .send(Batch { texts, role, reply })
-            .await
-            .map_err(|_| stopped())?;
-        answer
-            .await
-            .map_err(|_| stopped())?
-            .map_err(EmbedError::Unavailable)
-    }
-}
-
-/// The encoder thread: one batch at a time until every sender is gone. A batch whose caller
-/// gave up is skipped.
-fn serve(encoder: &TokenEncoder, mut batches: mpsc::Receiver<Batch>) {
-    while let Some(batch) = batches.blocking_recv() {
-        if batch.reply.is_closed() {
-            continue;
-        }
-        let texts: Vec<&str> = batch.texts.iter().map(String::as_str).collect();
-        let result = encoder.encode(&texts, batch.role);
-        if let Err(error) = &result {
-            tracing::warn!(%error, texts = texts.len(), "late-interaction encoding failed");
-        }
-        let _ = batch.reply.send(result);
     }
 }
 
@@ -159,33 +121,15 @@ impl LateInteraction for LocalLateInteraction {
     }
 
     async fn encode_documents(&self, texts: Vec<String>) -> Result<Vec<TokenVectors>, EmbedError> {
-        // Longest first, so each batch pads to a length close to all of its texts.
-        let mut order: Vec<usize> = (0..texts.len()).collect();
-        order.sort_by_key(|&i| std::cmp::Reverse(texts[i].len()));
-        let mut texts: Vec<Option<String>> = texts.into_iter().map(Some).collect();
-        let mut encoded = vec![TokenVectors::default(); texts.len()];
-        for positions in order.chunks(self.options.batch_size) {
-            let batch = positions
-                .iter()
-                .map(|&i| texts[i].take().unwrap_or_default())
-                .collect();
-            let vectors = self.encode_batch(batch, Role::Document).await?;
-            if vectors.len() != positions.len() {
-                return Err(EmbedError::Unavailable(format!(
-                    "the encoder returned {} texts' vectors for {}",
-                    vectors.len(),
-                    positions.len()
-                )));
-            }
-            for (&i, vectors) in positions.iter().zip(vectors) {
-                encoded[i] = vectors;
-            }
-        }
-        Ok(encoded)
+        longest_first(texts, self.options.batch_size, |batch| {
+            self.thread.run((batch, Role::Document))
+        })
+        .await
     }
 
     async fn encode_query(&self, query: String) -> Result<TokenVectors, EmbedError> {
-        self.encode_batch(vec![query], Role::Query)
+        self.thread
+            .run((vec![query], Role::Query))
             .await?
             .pop()
             .ok_or_else(|| EmbedError::Unavailable("the encoder returned no vectors".into()))

@@ -25,6 +25,7 @@ mod catalog;
 mod cpu;
 mod cross_encoder;
 mod embedder;
+mod encoder_thread;
 mod error;
 mod fastmath;
 mod files;
