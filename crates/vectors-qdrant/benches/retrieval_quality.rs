@@ -5,19 +5,21 @@
 //! the embedded qdrant-edge index, for each embedding model: dense only and hybrid
 //! (reciprocal-rank fusion with BM25); sparse only (BM25) once; and, on the first embedding
 //! model's hybrid candidates, the cross-encoder (ms-marco-MiniLM-L-12-v2) reranking the top
-//! 10 and 20, and late interaction (answerai-colbert-small-v1's token vectors, 384 values and
-//! their first 128, computed for every passage when it is indexed) reranking the top 20 and
-//! 40 by MaxSim. Documents are cut into passages of at most `PASSAGE_WORDS` words and ranked
-//! by their best passage.
+//! 10 and 20, and late interaction (answerai-colbert-small-v1's token vectors cut to the
+//! index's 128 values, computed for every passage when it is indexed and stored in the index
+//! as a float16 multivector) reranking the top 20 and 40 with the engine's MaxSim, in the
+//! index's own query (`VectorQuery::late`). Documents are cut into passages of at most
+//! `PASSAGE_WORDS` words and ranked by their best passage.
 //!
 //! Measures, with trec_eval's definitions: nDCG@10 with graded gains (the judgement's grade,
 //! discounted by log2(rank + 1)), recall@10 and recall@50 (of the documents judged
 //! relevant). BM25 (sparse only) is the baseline the other rows are compared with; each
 //! mode's time per query (query embedding and index, and the reranking) is printed as p50
-//! and p99, and the ingestion's passages per second per model; for late interaction also
-//! its own cost per query (encoding the query and MaxSim over the candidates), its passages
-//! per second, and its storage per passage (tokens × values × 4 bytes in f32; f16 and 8-bit
-//! would be a half and a quarter). The CPU's vector extensions are printed with the results.
+//! and p99, and the ingestion's passages per second per model (and the index's upserts,
+//! and its size on disk); for late interaction also its own cost per query (encoding the
+//! query, and the index's reranked search beyond a plain one of the same depth), its
+//! passages per second, and its storage per passage (tokens × 128 values × 2 bytes in
+//! float16). The CPU's vector extensions are printed with the results.
 //!
 //! Settings: `TESSERA_BENCH_EMBEDDERS` (comma-separated model names, default
 //! `bge-small-en-v1.5,all-MiniLM-L6-v2`), `TESSERA_BENCH_PRECISION` (`auto`, `f32`, `int8`),
@@ -40,10 +42,10 @@ use tessera_embed_local::{
 };
 use tessera_kernel::OrganizationId;
 use tessera_knowledge::{
-    ChunkLocation, DatasetId, Embedder, FileId, IndexedChunk, LateInteraction, Reranker,
-    ScoredChunk, SearchMode, TokenVectors, VectorIndex, VectorQuery, max_sim,
+    ChunkLocation, DatasetId, Embedder, FileId, IndexedChunk, LateInteraction, LateRerank,
+    Reranker, ScoredChunk, SearchMode, TokenVectors, VectorIndex, VectorQuery,
 };
-use tessera_vectors_qdrant::EdgeVectorIndex;
+use tessera_vectors_qdrant::{EdgeVectorIndex, LATE_DIMENSIONS};
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -64,8 +66,8 @@ const CANDIDATES: usize = 150;
 const RERANKED: [usize; 2] = [10, 20];
 /// Hybrid candidates late interaction reorders, per row.
 const LATE_RERANKED: [usize; 2] = [20, 40];
-/// The widths of late interaction's token vectors: all of the model's, and the first 128.
-const LATE_DIMS: [usize; 2] = [384, 128];
+/// Passages upserted at a time.
+const INDEX_BATCH: usize = 512;
 
 /// The judged documents of each query, with their grades (> 0).
 type Judgements = HashMap<String, HashMap<String, u32>>;
@@ -237,68 +239,23 @@ impl Row {
     }
 }
 
-/// Late interaction's token vectors of every passage of an index, at each width, and the
-/// model that reads the queries.
-struct LateVectors {
-    encoder: LocalLateInteraction,
-    /// `(width, one per passage in `Indexed::passages`' order)`.
-    widths: Vec<(usize, Vec<TokenVectors>)>,
-}
-
-impl LateVectors {
-    /// Encodes every passage once at the model's full width (the narrower vectors are their
-    /// first values, rescaled: what the encoder's `dims` option gives), and prints the rate
-    /// and the storage.
-    async fn encode(root: &Path, precision: Precision, indexed: &Indexed) -> anyhow::Result<Self> {
-        let model = LocalLateInteractionModel::default();
-        let dir = model.find(root).with_context(|| {
-            format!(
-                "no {model} under {} (package {}): run `just models`",
-                root.display(),
-                model.package()
-            )
-        })?;
-        let full = LATE_DIMS.iter().copied().max().unwrap_or(384);
-        let options = LocalLateInteractionOptions {
-            model,
-            dims: full,
-            precision,
-            ..LocalLateInteractionOptions::default()
-        };
-        let encoder = LocalLateInteraction::load(&dir, options)?;
-        let started = Instant::now();
-        let vectors = encoder.encode_documents(indexed.passages.clone()).await?;
-        let took = started.elapsed();
-        let passages = vectors.len();
-        println!(
-            "{model}: {passages} passages encoded in {:.1} s ({:.1} passages/s)",
-            took.as_secs_f64(),
-            passages as f64 / took.as_secs_f64()
-        );
-        let tokens: usize = vectors.iter().map(TokenVectors::len).sum();
-        let longest = vectors.iter().map(TokenVectors::len).max().unwrap_or(0);
-        let mean = tokens as f64 / passages.max(1) as f64;
-        println!("{model}: {mean:.1} tokens per passage on average, {longest} at most");
-        let mut widths = Vec::new();
-        for dims in LATE_DIMS {
-            let bytes = mean * dims as f64 * 4.0;
-            println!(
-                "{model} {dims} values: per passage {:.1} KiB in f32, {:.1} KiB in f16, \
-                 {:.1} KiB in 8 bits; {:.0} MiB in f32 for all {passages}",
-                bytes / 1024.0,
-                bytes / 2048.0,
-                bytes / 4096.0,
-                (tokens * dims * 4) as f64 / 1024.0 / 1024.0
-            );
-            let cut = if dims == full {
-                vectors.clone()
-            } else {
-                vectors.iter().map(|v| v.truncated(dims)).collect()
-            };
-            widths.push((dims, cut));
-        }
-        Ok(Self { encoder, widths })
-    }
+/// Loads the late-interaction model, its token vectors cut to the index's width.
+fn late_encoder(root: &Path, precision: Precision) -> anyhow::Result<LocalLateInteraction> {
+    let model = LocalLateInteractionModel::default();
+    let dir = model.find(root).with_context(|| {
+        format!(
+            "no {model} under {} (package {}): run `just models`",
+            root.display(),
+            model.package()
+        )
+    })?;
+    let options = LocalLateInteractionOptions {
+        model,
+        dims: LATE_DIMENSIONS,
+        precision,
+        ..LocalLateInteractionOptions::default()
+    };
+    Ok(LocalLateInteraction::load(&dir, options)?)
 }
 
 /// The collection's passages embedded by one model, in an index of their own.
@@ -308,15 +265,30 @@ struct Indexed {
     organization: OrganizationId,
     dataset: DatasetId,
     documents: HashMap<FileId, String>,
-    /// Every passage's text, and where each chunk's is in it.
-    passages: Vec<String>,
-    positions: HashMap<(FileId, u32), usize>,
     _dir: tempfile::TempDir,
 }
 
+/// The bytes of the files under `dir`.
+fn size_on_disk(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| match entry.metadata() {
+            Ok(meta) if meta.is_dir() => size_on_disk(&entry.path()),
+            Ok(meta) => meta.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+/// Indexes the collection's passages with `embedder`'s vectors and, when `late` is given,
+/// their token vectors; prints the rates and the storage. Returns the index, the number of
+/// passages and the embedding's time.
 async fn index_with(
     collection: &Collection,
     embedder: LocalEmbedder,
+    late: Option<&LocalLateInteraction>,
 ) -> anyhow::Result<(Indexed, usize, Duration)> {
     // One file per document, one chunk per passage; the file id maps back to the document.
     let organization = OrganizationId::generate();
@@ -332,19 +304,25 @@ async fn index_with(
         }
     }
     let passages = chunks.len();
-    let positions = (chunks.iter().enumerate())
-        .map(|(position, (file, ordinal, _))| ((file.clone(), *ordinal), position))
-        .collect();
     let texts: Vec<String> = chunks.iter().map(|(_, _, text)| text.clone()).collect();
     let started = Instant::now();
     let vectors = embedder.embed(texts.clone()).await?;
     let embedding = started.elapsed();
+    let (token_vectors, encoding): (Vec<Option<TokenVectors>>, Duration) = match late {
+        Some(late) => {
+            let started = Instant::now();
+            let encoded = late.encode_documents(texts).await?;
+            (encoded.into_iter().map(Some).collect(), started.elapsed())
+        }
+        None => (vec![None; passages], Duration::ZERO),
+    };
+    let lengths: Vec<usize> = (token_vectors.iter().flatten())
+        .map(TokenVectors::len)
+        .collect();
     let dir = tempfile::tempdir()?;
     let index = EdgeVectorIndex::open(dir.path(), embedder.dimensions()).await?;
-    let indexed: Vec<IndexedChunk> = chunks
-        .into_iter()
-        .zip(vectors)
-        .map(|((file_id, ordinal, text), dense)| IndexedChunk {
+    let mut indexed = (chunks.into_iter().zip(vectors).zip(token_vectors))
+        .map(|(((file_id, ordinal, text), dense), late)| IndexedChunk {
             organization: organization.clone(),
             file_id,
             ordinal,
@@ -357,11 +335,43 @@ async fn index_with(
             },
             text,
             dense,
+            late,
         })
-        .collect();
-    for batch in indexed.chunks(512) {
-        index.upsert(batch.to_vec()).await?;
+        .peekable();
+    let mut upserting = Duration::ZERO;
+    while indexed.peek().is_some() {
+        let batch: Vec<IndexedChunk> = indexed.by_ref().take(INDEX_BATCH).collect();
+        let started = Instant::now();
+        index.upsert(batch).await?;
+        upserting += started.elapsed();
     }
+    let per_second = |took: Duration| passages as f64 / took.as_secs_f64();
+    if let Some(late) = late {
+        let model = late.model();
+        println!(
+            "{model}: {passages} passages encoded in {:.1} s ({:.1} passages/s)",
+            encoding.as_secs_f64(),
+            per_second(encoding)
+        );
+        let tokens: usize = lengths.iter().sum();
+        let longest = lengths.iter().copied().max().unwrap_or(0);
+        let mean = tokens as f64 / passages.max(1) as f64;
+        println!(
+            "{model}: {mean:.1} tokens per passage on average, {longest} at most; stored as \
+             {LATE_DIMENSIONS} values in float16: {:.1} KiB per passage, {:.0} MiB for all",
+            mean * LATE_DIMENSIONS as f64 * 2.0 / 1024.0,
+            (tokens * LATE_DIMENSIONS * 2) as f64 / 1024.0 / 1024.0
+        );
+    }
+    let bytes = size_on_disk(dir.path());
+    println!(
+        "index: {passages} passages upserted in {:.1} s ({:.1} passages/s); {:.0} MiB on \
+         disk ({:.1} KiB per passage)",
+        upserting.as_secs_f64(),
+        per_second(upserting),
+        bytes as f64 / 1024.0 / 1024.0,
+        bytes as f64 / 1024.0 / passages.max(1) as f64
+    );
     Ok((
         Indexed {
             embedder,
@@ -369,8 +379,6 @@ async fn index_with(
             organization,
             dataset,
             documents,
-            passages: texts,
-            positions,
             _dir: dir,
         },
         passages,
@@ -385,6 +393,19 @@ impl Indexed {
         } else {
             self.embedder.embed_query(question.to_owned()).await?
         };
+        self.search_with(question, dense, mode, CANDIDATES, None)
+            .await
+    }
+
+    /// The index's search alone, with the query's vector given.
+    async fn search_with(
+        &self,
+        question: &str,
+        dense: Vec<f32>,
+        mode: SearchMode,
+        limit: usize,
+        late: Option<LateRerank>,
+    ) -> anyhow::Result<Vec<ScoredChunk>> {
         Ok(self
             .index
             .search(VectorQuery {
@@ -393,8 +414,9 @@ impl Indexed {
                 files: None,
                 text: question.to_owned(),
                 dense,
-                limit: CANDIDATES,
+                limit,
                 mode,
+                late,
             })
             .await?)
     }
@@ -472,7 +494,14 @@ async fn main() -> anyhow::Result<()> {
             ..LocalEmbedderOptions::default()
         };
         let embedder = LocalEmbedder::load(&model_dir, options)?;
-        let (indexed, passages, took) = index_with(&collection, embedder).await?;
+        let reranks = position == 0;
+        // Late interaction on the first model's index: its passages get token vectors.
+        let late = if reranks {
+            Some(late_encoder(&root, precision)?)
+        } else {
+            None
+        };
+        let (indexed, passages, took) = index_with(&collection, embedder, late.as_ref()).await?;
         println!(
             "{model}: {passages} passages embedded in {:.1} s ({:.1} passages/s)",
             took.as_secs_f64(),
@@ -488,25 +517,14 @@ async fn main() -> anyhow::Result<()> {
                 ("sparse only (BM25, baseline)".into(), SearchMode::Sparse),
             );
         }
-        let reranks = position == 0;
         let mut reranked: Vec<Row> = RERANKED
             .iter()
             .map(|n| Row::named(format!("hybrid ({model}) + cross-encoder top {n}")))
             .collect();
-        let late = if reranks {
-            Some(LateVectors::encode(&root, precision, &indexed).await?)
-        } else {
-            None
-        };
-        // Each width at each depth.
-        let late_settings: Vec<(usize, usize)> = LATE_DIMS
-            .iter()
-            .flat_map(|&dims| LATE_RERANKED.iter().map(move |&depth| (dims, depth)))
-            .collect();
-        let mut late_rows: Vec<Row> = (late_settings.iter())
-            .map(|(dims, depth)| {
+        let mut late_rows: Vec<Row> = (LATE_RERANKED.iter())
+            .map(|depth| {
                 Row::named(format!(
-                    "hybrid ({model}) + late interaction {dims}d top {depth}"
+                    "hybrid ({model}) + late interaction {LATE_DIMENSIONS}d top {depth}"
                 ))
             })
             .collect();
@@ -540,31 +558,52 @@ async fn main() -> anyhow::Result<()> {
                 let Some(late) = &late else {
                     continue;
                 };
-                // Late interaction: the query's token vectors (once, at full width) against
-                // the best candidates' stored ones; the rest keep their order.
+                // Late interaction in the index: the query's token vectors against the best
+                // candidates' stored ones, by the engine's MaxSim; the rest of the hybrid
+                // ranking follows. Its stage: encoding the query, and the reranked search's
+                // time beyond a plain one of the same depth.
                 let started = Instant::now();
-                let query = late.encoder.encode_query(question.clone()).await?;
+                let tokens = late.encode_query(question.clone()).await?;
                 let encoding = started.elapsed();
-                for (row, &(dims, depth)) in late_rows.iter_mut().zip(&late_settings) {
+                let started = Instant::now();
+                let dense = indexed.embedder.embed_query(question.clone()).await?;
+                let embedding = started.elapsed();
+                for (row, &depth) in late_rows.iter_mut().zip(&LATE_RERANKED) {
                     let started = Instant::now();
-                    let query = query.truncated(dims);
-                    let passages = (late.widths.iter())
-                        .find(|(width, _)| *width == dims)
-                        .map(|(_, vectors)| vectors)
-                        .context("a width without vectors")?;
-                    let mut top: Vec<ScoredChunk> = hits.iter().take(depth).cloned().collect();
-                    for hit in &mut top {
-                        let position = indexed
-                            .positions
-                            .get(&(hit.file_id.clone(), hit.ordinal))
-                            .context("a hit that was not indexed")?;
-                        hit.score = max_sim(&query, &passages[*position]);
-                    }
-                    top.sort_by(|a, b| b.score.total_cmp(&a.score));
-                    let reranking = encoding + started.elapsed();
-                    top.extend(hits.iter().skip(depth).cloned());
+                    indexed
+                        .search_with(question, dense.clone(), SearchMode::Hybrid, depth, None)
+                        .await?;
+                    let plain = started.elapsed();
+                    let rerank = LateRerank {
+                        query: tokens.clone(),
+                        candidates: depth,
+                    };
+                    let started = Instant::now();
+                    let mut top = indexed
+                        .search_with(
+                            question,
+                            dense.clone(),
+                            SearchMode::Hybrid,
+                            depth,
+                            Some(rerank),
+                        )
+                        .await?;
+                    let searched = started.elapsed();
+                    let seen: HashSet<(FileId, u32)> = (top.iter())
+                        .map(|hit| (hit.file_id.clone(), hit.ordinal))
+                        .collect();
+                    top.extend(
+                        (hits.iter())
+                            .filter(|hit| !seen.contains(&(hit.file_id.clone(), hit.ordinal)))
+                            .cloned(),
+                    );
                     let ranked = documents_of(&top, &indexed.documents);
-                    row.add_reranked(&ranked, judged, (searched, reranking));
+                    let stage = encoding + searched.saturating_sub(plain);
+                    row.add_reranked(
+                        &ranked,
+                        judged,
+                        (embedding + encoding + searched - stage, stage),
+                    );
                 }
             }
             rows.push(row);
@@ -593,7 +632,10 @@ async fn main() -> anyhow::Result<()> {
             percentile(&row.times, 0.99),
         );
     }
-    println!("the reranking stage alone (query encoding and MaxSim, or the cross-encoder):");
+    println!(
+        "the reranking stage alone (query encoding and the index's MaxSim beyond its plain \
+         search, or the cross-encoder):"
+    );
     for row in rows.iter().filter(|row| !row.stage.is_empty()) {
         println!(
             "{:<58} p50 {:>8.2} ms  p99 {:>8.2} ms",

@@ -113,6 +113,7 @@ fn corpus(random: &mut Random, vocabulary: &[String]) -> Corpus {
                 char_end: 300,
             },
             dense: random.unit_vector(),
+            late: None,
         });
     }
     Corpus {
@@ -217,5 +218,6 @@ fn query(corpus: &Corpus, dense: &[f32], text: &str) -> VectorQuery {
         dense: dense.to_vec(),
         limit: 10,
         mode: SearchMode::Hybrid,
+        late: None,
     }
 }

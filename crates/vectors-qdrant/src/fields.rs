@@ -4,6 +4,12 @@
 pub const DENSE_VECTOR: &str = "dense";
 /// The sparse BM25 vector's name (IDF applied by the engine).
 pub const SPARSE_VECTOR: &str = "bm25";
+/// The late-interaction multivector's name: a chunk's token vectors, compared with a query's
+/// by MaxSim. Only used to rescore a search's candidates, never searched by graph.
+pub const LATE_VECTOR: &str = "late";
+/// The width of every late-interaction token vector the index stores and compares (a
+/// model's wider vectors are cut to their first values before they reach the index).
+pub const LATE_DIMENSIONS: usize = 128;
 
 pub(crate) const ORGANIZATION_ID: &str = "organization_id";
 pub(crate) const FILE_ID: &str = "file_id";

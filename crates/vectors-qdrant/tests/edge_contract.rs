@@ -6,11 +6,14 @@ mod contract;
 
 use std::sync::Arc;
 
-use contract::{DIMENSIONS, basis, chunk, query};
+use contract::{DIMENSIONS, basis, chunk, query, random_tokens, reranked, stored_max_sim};
+use qdrant_edge::{
+    Distance, EdgeConfigBuilder, EdgeShard, EdgeSparseVectorParams, EdgeVectorParams, Modifier,
+};
 use tempfile::TempDir;
 use tessera_kernel::OrganizationId;
 use tessera_knowledge::{DatasetId, FileId, IndexError, ScoredChunk, VectorIndex};
-use tessera_vectors_qdrant::EdgeVectorIndex;
+use tessera_vectors_qdrant::{DENSE_VECTOR, EdgeVectorIndex, SPARSE_VECTOR};
 
 async fn fresh_index() -> (Arc<dyn VectorIndex>, TempDir) {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -127,4 +130,135 @@ async fn reopening_with_other_dimensions_is_invalid() {
         Err(IndexError::Invalid(_))
     ));
     assert!(EdgeVectorIndex::open_blocking(dir.path(), DIMENSIONS).is_ok());
+}
+
+/// Token vectors survive closing and reopening: the reopened shard ranks by the same
+/// MaxSim, and takes more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reopening_keeps_the_token_vectors() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("vectors");
+    let org = OrganizationId::generate();
+    let ds = DatasetId::generate();
+    let file = FileId::generate();
+    let chunks: Vec<_> = (0..6u32)
+        .map(|i| {
+            let mut chunk = chunk(
+                &org,
+                &file,
+                i,
+                std::slice::from_ref(&ds),
+                "walrus notes",
+                basis(i as usize),
+            );
+            chunk.late = Some(random_tokens(u64::from(i) + 40, 5 + i as usize));
+            chunk
+        })
+        .collect();
+    let tokens = random_tokens(99, 4);
+    let late_search = reranked(
+        query(&org, Some(&ds), "walrus", basis(0)),
+        tokens.clone(),
+        10,
+    );
+    let before = {
+        let index = EdgeVectorIndex::open(&path, DIMENSIONS).await.unwrap();
+        index.upsert(chunks.clone()).await.unwrap();
+        index.search(late_search.clone()).await.unwrap()
+    };
+    let mut expected: Vec<(u32, f32)> = chunks
+        .iter()
+        .map(|c| (c.ordinal, stored_max_sim(&tokens, c.late.as_ref().unwrap())))
+        .collect();
+    expected.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let order = |hits: &[ScoredChunk]| hits.iter().map(|h| h.ordinal).collect::<Vec<_>>();
+    assert_eq!(
+        order(&before),
+        expected
+            .iter()
+            .map(|(ordinal, _)| *ordinal)
+            .collect::<Vec<_>>()
+    );
+
+    let index = EdgeVectorIndex::open(&path, DIMENSIONS).await.unwrap();
+    let after = index.search(late_search.clone()).await.unwrap();
+    assert_eq!(after, before, "same order and MaxSim scores");
+    // A seventh chunk, a copy of the best one's tokens, ties with it at the top.
+    let mut copy = chunks[expected[0].0 as usize].clone();
+    copy.ordinal = 6;
+    index.upsert(vec![copy]).await.unwrap();
+    let hits = index.search(late_search).await.unwrap();
+    assert_eq!(hits.len(), 7);
+    let top: Vec<u32> = order(&hits[..2]);
+    assert!(top.contains(&6) && top.contains(&expected[0].0), "{top:?}");
+}
+
+/// A shard made before late interaction (dense and BM25 vectors only) still opens and
+/// serves everything else; token vectors, in an upsert or a search, are `Invalid` with the
+/// reason and the fix.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shard_without_token_vectors_serves_all_but_late_interaction() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        // The layout this adapter wrote before the late-interaction vector.
+        let config = EdgeConfigBuilder::new()
+            .vector(
+                DENSE_VECTOR,
+                EdgeVectorParams::builder(DIMENSIONS, Distance::Cosine).build(),
+            )
+            .sparse_vector(
+                SPARSE_VECTOR,
+                EdgeSparseVectorParams {
+                    modifier: Some(Modifier::Idf),
+                    ..EdgeSparseVectorParams::default()
+                },
+            )
+            .on_disk_payload(true)
+            .build();
+        let shard = EdgeShard::new(dir.path(), config).unwrap();
+        shard.flush();
+    }
+    let index = EdgeVectorIndex::open(dir.path(), DIMENSIONS).await.unwrap();
+    let org = OrganizationId::generate();
+    let ds = DatasetId::generate();
+    let file = FileId::generate();
+    let plain = chunk(
+        &org,
+        &file,
+        0,
+        std::slice::from_ref(&ds),
+        "old walrus",
+        basis(0),
+    );
+    index.upsert(vec![plain.clone()]).await.unwrap();
+    let hits = index
+        .search(query(&org, Some(&ds), "walrus", basis(0)))
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), 1);
+
+    let mut late = plain;
+    late.ordinal = 1;
+    late.late = Some(random_tokens(3, 2));
+    let refused = index.upsert(vec![late]).await;
+    let search = reranked(
+        query(&org, Some(&ds), "walrus", basis(0)),
+        random_tokens(4, 2),
+        10,
+    );
+    let refused_search = index.search(search).await;
+    for refused in [refused.map(|()| Vec::new()), refused_search] {
+        let Err(IndexError::Invalid(message)) = &refused else {
+            panic!("{refused:?}");
+        };
+        assert!(
+            message.contains("late") && message.contains("empty directory"),
+            "{message}"
+        );
+    }
+    let hits = index
+        .search(query(&org, Some(&ds), "walrus", basis(0)))
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), 1, "the refused chunk is not stored");
 }

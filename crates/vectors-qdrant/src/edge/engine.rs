@@ -22,10 +22,10 @@ use super::config::{check_config, ensure_payload_indexes, shard_config};
 use super::error::index_error;
 use super::filter::file_filter;
 use super::points::point;
-use super::query::hybrid_request;
+use super::query::search_request;
 use crate::payload::{ChunkPayload, datasets_map};
-use crate::search::plan;
-use crate::vectors::bm25;
+use crate::search::{SearchPlan, plan, with_unscored};
+use crate::vectors::{LateLayout, bm25};
 
 /// The file qdrant-edge writes its configuration to; its presence means the shard exists.
 const CONFIG_FILE: &str = "edge_config.json";
@@ -38,6 +38,8 @@ pub(crate) struct Engine {
     shard: RwLock<Option<EdgeShard>>,
     bm25: EdgeBm25,
     dimensions: usize,
+    /// Whether the shard has the token vectors' multivector (one made before it has not).
+    late: LateLayout,
     optimizing: Mutex<()>,
     path: PathBuf,
 }
@@ -60,12 +62,16 @@ impl Engine {
         fs::create_dir_all(dir).map_err(|error| {
             IndexError::Unavailable(format!("cannot create {}: {error}", dir.display()))
         })?;
-        let shard = if dir.join(CONFIG_FILE).exists() {
+        let (shard, late) = if dir.join(CONFIG_FILE).exists() {
             let shard = EdgeShard::load(dir, None).map_err(index_error)?;
-            check_config(&shard.config(), dimensions)?;
-            shard
+            let late = check_config(&shard.config(), dimensions, dir)?;
+            if let LateLayout::Missing(reason) = &late {
+                tracing::info!(path = %dir.display(), "no late interaction: {reason}");
+            }
+            (shard, late)
         } else {
-            EdgeShard::new(dir, shard_config(dimensions)).map_err(index_error)?
+            let shard = EdgeShard::new(dir, shard_config(dimensions)).map_err(index_error)?;
+            (shard, LateLayout::Stored)
         };
         ensure_payload_indexes(&shard)?;
         shard.flush();
@@ -74,6 +80,7 @@ impl Engine {
             shard: RwLock::new(Some(shard)),
             bm25: bm25()?,
             dimensions,
+            late,
             optimizing: Mutex::new(()),
             path: dir.to_owned(),
         })
@@ -86,7 +93,7 @@ impl Engine {
         // Build every point first, so a bad chunk refuses the whole batch.
         let points = chunks
             .iter()
-            .map(|chunk| point(&self.bm25, chunk, self.dimensions))
+            .map(|chunk| point(&self.bm25, chunk, self.dimensions, &self.late))
             .collect::<Result<Vec<_>, _>>()?;
         let operations = points.chunks(UPSERT_BATCH).map(|batch| {
             UpdateOperation::PointOperation(PointOperations::UpsertPoints(
@@ -126,19 +133,20 @@ impl Engine {
         Ok(())
     }
 
+    /// A search; with late interaction, the candidates without token vectors (which the
+    /// engine's MaxSim skips) follow the scored ones, from a second, plain query under the
+    /// same read lock (so both see the same points).
     pub fn search(&self, query: VectorQuery) -> Result<Vec<ScoredChunk>, IndexError> {
-        let Some(plan) = plan(&self.bm25, query, self.dimensions)? else {
+        let Some(plan) = plan(&self.bm25, query, self.dimensions, &self.late)? else {
             return Ok(Vec::new());
         };
-        let request = hybrid_request(plan)?;
-        let points = shard(&self.read())?.query(request).map_err(index_error)?;
-        points
-            .into_iter()
-            .map(|point| {
-                let payload = point.payload.unwrap_or_default();
-                Ok(ChunkPayload::from_map(payload.0)?.into_hit(point.score))
-            })
-            .collect()
+        let guard = self.read();
+        let shard = shard(&guard)?;
+        let hits = run(shard, plan.clone())?;
+        match plan.fallback(hits.len()) {
+            Some(fused) => Ok(with_unscored(hits, run(shard, fused)?, plan.limit)),
+            None => Ok(hits),
+        }
     }
 
     /// Applies the operations in order under the write lock, then flushes them to disk
@@ -192,6 +200,18 @@ impl Engine {
     fn write(&self) -> RwLockWriteGuard<'_, Option<EdgeShard>> {
         self.shard.write().unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+/// One query, its points as hits in the engine's order.
+fn run(shard: &EdgeShard, plan: SearchPlan) -> Result<Vec<ScoredChunk>, IndexError> {
+    let points = shard.query(search_request(plan)?).map_err(index_error)?;
+    points
+        .into_iter()
+        .map(|point| {
+            let payload = point.payload.unwrap_or_default();
+            Ok(ChunkPayload::from_map(payload.0)?.into_hit(point.score))
+        })
+        .collect()
 }
 
 fn shard(guard: &Option<EdgeShard>) -> Result<&EdgeShard, IndexError> {

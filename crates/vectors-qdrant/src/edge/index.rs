@@ -20,8 +20,10 @@ pub struct EdgeVectorIndex {
 
 impl EdgeVectorIndex {
     /// Creates the shard under `dir` (e.g. `<data_dir>/vectors`) for dense vectors of
-    /// `dimensions`, or reloads the one there. A shard made for other dimensions is
-    /// `Invalid` (the embedding model changed: index again into a new directory).
+    /// `dimensions` (and token vectors of [`crate::LATE_DIMENSIONS`]), or reloads the one
+    /// there. A shard made for other dimensions is `Invalid` (the embedding model changed:
+    /// index again into a new directory); one made before late interaction opens, and
+    /// refuses only token vectors.
     pub async fn open(dir: impl AsRef<Path>, dimensions: usize) -> Result<Self, IndexError> {
         let dir = dir.as_ref().to_owned();
         let engine = blocking(move || Engine::open(&dir, dimensions)).await?;

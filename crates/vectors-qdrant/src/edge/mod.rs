@@ -1,7 +1,7 @@
 //! The embedded qdrant-edge adapter: a blocking engine over one shard, and the async port
 //! that runs it off the runtime.
 
-mod config;
+pub(crate) mod config;
 mod engine;
 mod error;
 pub(crate) mod filter;

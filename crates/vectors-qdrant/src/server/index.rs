@@ -4,7 +4,7 @@
 
 use std::error::Error as _;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -19,8 +19,8 @@ use tessera_knowledge::{
 };
 
 use super::{requests, responses};
-use crate::search::plan;
-use crate::vectors::bm25;
+use crate::search::{SearchPlan, plan, with_unscored};
+use crate::vectors::{LateLayout, bm25};
 
 /// Points per upsert request (Qdrant's default request limit is 32 MiB; 256 points of 1536
 /// dimensions stay far below it).
@@ -46,6 +46,9 @@ struct Inner {
     api_key: Option<HeaderValue>,
     dimensions: usize,
     bm25: EdgeBm25,
+    /// Whether the collection has the token vectors, known once [`QdrantServerIndex::connect`]
+    /// has read its layout (until then assumed: the server refuses what it cannot store).
+    late: OnceLock<LateLayout>,
 }
 
 impl fmt::Debug for QdrantServerIndex {
@@ -72,10 +75,11 @@ impl QdrantServerIndex {
     /// Connects to the server at `url` (e.g. `http://localhost:6333`; REST, not the gRPC
     /// port), sending `api_key` as the `api-key` header when given, and makes sure the
     /// collection is ready: created when missing (cosine `dense` vectors of `dimensions`,
-    /// `bm25` sparse vectors with the IDF modifier, keyword indexes on the filter fields),
-    /// checked when present. A collection made for other dimensions is `Invalid` (the
-    /// embedding model changed: index again into another collection); an unreachable server
-    /// is `Unavailable`.
+    /// `bm25` sparse vectors with the IDF modifier, `late` token vectors compared by MaxSim,
+    /// keyword indexes on the filter fields), checked when present. A collection made for
+    /// other dimensions is `Invalid` (the embedding model changed: index again into another
+    /// collection); one made before late interaction serves everything but token vectors
+    /// (a chunk or a query with some is `Invalid`); an unreachable server is `Unavailable`.
     pub async fn connect(
         url: &str,
         api_key: Option<&str>,
@@ -151,6 +155,7 @@ impl QdrantServerIndex {
                 api_key,
                 dimensions,
                 bm25: bm25()?,
+                late: OnceLock::new(),
             }),
         })
     }
@@ -185,7 +190,12 @@ impl QdrantServerIndex {
             }
         };
         let layout = responses::layout(&info);
-        responses::check_layout(&layout, &self.inner.collection, self.inner.dimensions)?;
+        let late = responses::check_layout(&layout, &self.inner.collection, self.inner.dimensions)?;
+        if let LateLayout::Missing(reason) = &late {
+            tracing::info!(collection = %self.inner.collection, "no late interaction: {reason}");
+        }
+        // Set once: `prepare` runs once, in `connect`, before the index is handed out.
+        let _ = self.inner.late.set(late);
         for field in responses::missing_indexes(&layout) {
             self.change(
                 Method::PUT,
@@ -205,6 +215,20 @@ impl QdrantServerIndex {
             return Ok(None);
         }
         responses::result(&call, &self.ok(&call, answer)?).map(Some)
+    }
+
+    fn late(&self) -> &LateLayout {
+        self.inner.late.get().unwrap_or(&LateLayout::Stored)
+    }
+
+    /// One query, its points as hits in the server's order.
+    async fn run(&self, plan: &SearchPlan) -> Result<Vec<ScoredChunk>, IndexError> {
+        let path = self.path("/points/query");
+        let call = format!("POST {path}");
+        let answer = self
+            .send(Method::POST, &path, Some(&requests::query(plan)))
+            .await?;
+        responses::hits(responses::result(&call, &self.ok(&call, answer)?)?)
     }
 
     /// `/collections/{name}{rest}`.
@@ -287,7 +311,9 @@ impl VectorIndex for QdrantServerIndex {
         // Build every point first, so a bad chunk refuses the whole batch before any is sent.
         let points = chunks
             .iter()
-            .map(|chunk| requests::point(&self.inner.bm25, chunk, self.inner.dimensions))
+            .map(|chunk| {
+                requests::point(&self.inner.bm25, chunk, self.inner.dimensions, self.late())
+            })
             .collect::<Result<Vec<_>, _>>()?;
         for batch in points.chunks(UPSERT_BATCH) {
             self.change(Method::PUT, "/points?wait=true", &requests::upsert(batch))
@@ -317,16 +343,17 @@ impl VectorIndex for QdrantServerIndex {
             .await
     }
 
+    /// A search; with late interaction, the candidates without token vectors (which the
+    /// server's MaxSim skips) follow the scored ones, from a second, plain query.
     async fn search(&self, query: VectorQuery) -> Result<Vec<ScoredChunk>, IndexError> {
-        let Some(plan) = plan(&self.inner.bm25, query, self.inner.dimensions)? else {
+        let Some(plan) = plan(&self.inner.bm25, query, self.inner.dimensions, self.late())? else {
             return Ok(Vec::new());
         };
-        let path = self.path("/points/query");
-        let call = format!("POST {path}");
-        let answer = self
-            .send(Method::POST, &path, Some(&requests::query(&plan)))
-            .await?;
-        responses::hits(responses::result(&call, &self.ok(&call, answer)?)?)
+        let hits = self.run(&plan).await?;
+        match plan.fallback(hits.len()) {
+            Some(fused) => Ok(with_unscored(hits, self.run(&fused).await?, plan.limit)),
+            None => Ok(hits),
+        }
     }
 }
 
@@ -338,8 +365,10 @@ mod tests {
     //! (`tests/server_contract.rs`, with `QDRANT_URL`).
 
     use serde_json::json;
-    use tessera_knowledge::{ChunkLocation, SearchMode};
+    use tessera_knowledge::{ChunkLocation, LateRerank, SearchMode, TokenVectors};
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use crate::fields::LATE_DIMENSIONS;
     use tokio::net::TcpListener;
 
     use super::*;
@@ -447,7 +476,19 @@ mod tests {
         )
     }
 
+    /// A collection as made by this adapter: with the token vectors.
     fn collection(size: usize, indexed: &[&str]) -> (u16, Value) {
+        let (status, mut body) = old_collection(size, indexed);
+        body["result"]["config"]["params"]["vectors"]["late"] = json!({
+            "size": 128, "distance": "Cosine", "hnsw_config": { "m": 0, "payload_m": 0 },
+            "on_disk": true, "datatype": "float16",
+            "multivector_config": { "comparator": "max_sim" }
+        });
+        (status, body)
+    }
+
+    /// A collection made before late interaction.
+    fn old_collection(size: usize, indexed: &[&str]) -> (u16, Value) {
         let schema: serde_json::Map<String, Value> = indexed
             .iter()
             .map(|field| {
@@ -505,6 +546,7 @@ mod tests {
                 char_end: 25,
             },
             dense: vec![1.0, 0.0],
+            late: None,
         })
     }
 
@@ -607,6 +649,7 @@ mod tests {
             dense: vec![1.0, 0.0],
             limit: 3,
             mode: SearchMode::Hybrid,
+            late: None,
         };
         let hits = index.search(query.clone()).await?;
         assert_eq!(hits.len(), 1);
@@ -627,7 +670,7 @@ mod tests {
         let bm25 = bm25()?;
         assert_eq!(
             requests[0].body,
-            requests::upsert(&[requests::point(&bm25, &chunk, 2)?])
+            requests::upsert(&[requests::point(&bm25, &chunk, 2, &LateLayout::Stored)?])
         );
         assert_eq!(
             requests[1].body,
@@ -637,7 +680,7 @@ mod tests {
             requests[2].body,
             requests::delete_file(&chunk.organization, &chunk.file_id)
         );
-        let plan = plan(&bm25, query, 2)?.ok_or("no plan")?;
+        let plan = plan(&bm25, query, 2, &LateLayout::Stored)?.ok_or("no plan")?;
         assert_eq!(requests[3].body, requests::query(&plan));
         Ok(())
     }
@@ -729,6 +772,7 @@ mod tests {
             dense: vec![1.0, 0.0],
             limit: 3,
             mode: SearchMode::Hybrid,
+            late: None,
         };
         assert!(index.search(query.clone()).await?.is_empty());
         let mut wrong = query;
@@ -737,6 +781,139 @@ mod tests {
             index.search(wrong).await,
             Err(IndexError::Invalid(_))
         ));
+        Ok(())
+    }
+
+    fn tokens(count: usize) -> Result<TokenVectors, Box<dyn std::error::Error>> {
+        TokenVectors::new(LATE_DIMENSIONS, vec![0.125; LATE_DIMENSIONS * count])
+            .ok_or_else(|| "no tokens".into())
+    }
+
+    fn answer_of(hits: &[(IndexedChunk, f32)]) -> Result<(u16, Value), Box<dyn std::error::Error>> {
+        let points = hits
+            .iter()
+            .map(|(chunk, score)| {
+                Ok(json!({
+                    "id": point_id_of(chunk), "version": 2, "score": score,
+                    "payload": crate::payload::ChunkPayload::of(chunk).into_map()?
+                }))
+            })
+            .collect::<Result<Vec<_>, IndexError>>()?;
+        Ok((
+            200,
+            json!({ "result": { "points": points }, "status": "ok", "time": 0.002 }),
+        ))
+    }
+
+    /// A reranked search whose MaxSim query returns fewer hits than the limit asks for the
+    /// plain fusion of the candidates too, and appends the ones it lacks; one that fills
+    /// the limit sends one request.
+    #[tokio::test]
+    async fn a_late_search_completes_its_hits_from_the_fusion() -> TestResult {
+        let first = chunk()?;
+        let mut second = chunk()?;
+        second.ordinal = 1;
+        let mut third = chunk()?;
+        third.ordinal = 2;
+        let (url, server) = replay(vec![
+            completed(),
+            answer_of(&[(second.clone(), 3.5)])?,
+            answer_of(&[
+                (first.clone(), 0.5),
+                (second.clone(), 0.33),
+                (third.clone(), 0.25),
+            ])?,
+            answer_of(&[(third.clone(), 2.0), (first.clone(), 1.5)])?,
+        ])
+        .await?;
+        let index = QdrantServerIndex::new(&url, None, "chunks", 2)?;
+        let mut with_tokens = second.clone();
+        with_tokens.late = Some(tokens(3)?);
+        index.upsert(vec![with_tokens.clone()]).await?;
+        let query = VectorQuery {
+            organization: first.organization.clone(),
+            dataset: None,
+            files: None,
+            text: "walrus".into(),
+            dense: vec![1.0, 0.0],
+            limit: 3,
+            mode: SearchMode::Hybrid,
+            late: Some(LateRerank {
+                query: tokens(2)?,
+                candidates: 10,
+            }),
+        };
+        let hits = index.search(query.clone()).await?;
+        let scored: Vec<(u32, f32)> = hits.iter().map(|hit| (hit.ordinal, hit.score)).collect();
+        assert_eq!(scored, vec![(1, 3.5), (0, 0.5), (2, 0.25)]);
+        let mut two = query.clone();
+        two.limit = 2;
+        let hits = index.search(two.clone()).await?;
+        assert_eq!(
+            hits.iter().map(|hit| hit.ordinal).collect::<Vec<_>>(),
+            vec![2, 0]
+        );
+
+        let requests = server.await??;
+        assert_eq!(
+            method_and_path(&requests),
+            [
+                "PUT /collections/chunks/points?wait=true",
+                "POST /collections/chunks/points/query",
+                "POST /collections/chunks/points/query",
+                "POST /collections/chunks/points/query",
+            ]
+        );
+        let bm25 = bm25()?;
+        let stored = &LateLayout::Stored;
+        assert_eq!(
+            requests[0].body,
+            requests::upsert(&[requests::point(&bm25, &with_tokens, 2, stored)?])
+        );
+        let plan = plan(&bm25, query, 2, stored)?.ok_or("no plan")?;
+        assert_eq!(requests[1].body, requests::query(&plan));
+        let fallback = plan.fallback(1).ok_or("no fallback")?;
+        assert_eq!(requests[2].body, requests::query(&fallback));
+        let plan = super::plan(&bm25, two, 2, stored)?.ok_or("no plan")?;
+        assert_eq!(requests[3].body, requests::query(&plan));
+        Ok(())
+    }
+
+    /// A collection made before late interaction is used as ever; token vectors are refused
+    /// with the reason and the fix, before any request.
+    #[tokio::test]
+    async fn a_collection_without_token_vectors_refuses_only_them() -> TestResult {
+        let all = ["organization_id", "dataset_ids", "file_id"];
+        let (url, server) = replay(vec![version("1.17.0"), old_collection(2, &all)]).await?;
+        let index = QdrantServerIndex::connect(&url, None, "chunks", 2).await?;
+        assert_eq!(server.await??.len(), 2);
+        // Nothing listens any more: a request would be `Unavailable`.
+        let mut late = chunk()?;
+        late.late = Some(tokens(2)?);
+        let refused = index.upsert(vec![chunk()?, late]).await;
+        assert!(
+            matches!(&refused, Err(IndexError::Invalid(m))
+                if m.contains("no `late`") && m.contains("new, empty collection")),
+            "{refused:?}"
+        );
+        let query = VectorQuery {
+            organization: "org_a".parse()?,
+            dataset: None,
+            files: None,
+            text: "walrus".into(),
+            dense: vec![1.0, 0.0],
+            limit: 3,
+            mode: SearchMode::Hybrid,
+            late: Some(LateRerank {
+                query: tokens(2)?,
+                candidates: 10,
+            }),
+        };
+        let refused = index.search(query).await;
+        assert!(
+            matches!(&refused, Err(IndexError::Invalid(m)) if m.contains("no `late`")),
+            "{refused:?}"
+        );
         Ok(())
     }
 }

@@ -8,20 +8,30 @@ use serde_json::{Map, Value, json};
 use tessera_kernel::OrganizationId;
 use tessera_knowledge::{DatasetId, FileId, IndexError, IndexedChunk};
 
-use crate::fields::{DENSE_VECTOR, SPARSE_VECTOR};
+use crate::fields::{DENSE_VECTOR, LATE_DIMENSIONS, LATE_VECTOR, SPARSE_VECTOR};
 use crate::payload::{ChunkPayload, datasets_map};
 use crate::point_id::point_id;
 use crate::scope::{Keyword, file_scope};
 use crate::search::{RRF_K, SearchPlan};
-use crate::vectors::{check_dense, document_sparse};
+use crate::vectors::{LateLayout, check_dense, checked_late, document_sparse, token_rows};
 
-/// `PUT /collections/{name}`: cosine dense vectors of `dimensions` and BM25 sparse vectors
-/// with the IDF modifier, as the embedded shard is made. Payloads stay on disk (the server's
+/// `PUT /collections/{name}`: cosine dense vectors of `dimensions`, BM25 sparse vectors
+/// with the IDF modifier, and the token vectors (MaxSim multivectors in float16, on disk,
+/// without an HNSW graph: `m` 0), as the embedded shard is made (see
+/// `crate::edge::config::late_params` for why). Payloads stay on disk (the server's
 /// default); the indexed fields are kept in memory by their indexes.
 pub(crate) fn create_collection(dimensions: usize) -> Value {
     json!({
         "vectors": {
             DENSE_VECTOR: { "size": dimensions, "distance": "Cosine" },
+            LATE_VECTOR: {
+                "size": LATE_DIMENSIONS,
+                "distance": "Cosine",
+                "multivector_config": { "comparator": "max_sim" },
+                "datatype": "float16",
+                "on_disk": true,
+                "hnsw_config": { "m": 0, "payload_m": 0 },
+            },
         },
         "sparse_vectors": {
             SPARSE_VECTOR: { "modifier": "idf" },
@@ -35,17 +45,22 @@ pub(crate) fn keyword_index(field: &str) -> Value {
 }
 
 /// One chunk as a `PointStruct`: the UUID id, the named vectors (no sparse vector when the
-/// text has no token, as in the embedded shard) and the payload.
+/// text has no token, no multivector without token vectors, as in the embedded shard) and
+/// the payload.
 pub(crate) fn point(
     bm25: &EdgeBm25,
     chunk: &IndexedChunk,
     dimensions: usize,
+    late: &LateLayout,
 ) -> Result<Value, IndexError> {
     check_dense(&chunk.dense, dimensions)?;
     let mut vectors = Map::new();
     vectors.insert(DENSE_VECTOR.to_owned(), json!(chunk.dense));
     if let Some(sparse) = document_sparse(bm25, &chunk.text) {
         vectors.insert(SPARSE_VECTOR.to_owned(), sparse_vector(&sparse));
+    }
+    if let Some(tokens) = checked_late(chunk.late.as_ref(), late, "a chunk's")? {
+        vectors.insert(LATE_VECTOR.to_owned(), json!(token_rows(tokens)));
     }
     let id = point_id(&chunk.organization, &chunk.file_id, chunk.ordinal);
     Ok(json!({
@@ -80,33 +95,47 @@ pub(crate) fn delete_file(organization: &OrganizationId, file_id: &FileId) -> Va
 
 /// `POST /collections/{name}/points/query`: one prefetch per ranking, fused by RRF with the
 /// embedded engine's constant (`{"rrf": {"k": 60}}`; the bare `{"fusion": "rrf"}` would use
-/// the server's default of 2 and rank differently). The filter sits on the root: the server,
-/// like qdrant-edge, propagates it into every prefetch, so both rankings only see the
-/// allowed chunks.
+/// the server's default of 2 and rank differently). With a rerank, that fusion (limited to
+/// the candidates) is the one prefetch of a nearest query on the token vectors, which the
+/// collection compares by MaxSim. The filter sits on the root: the server, like
+/// qdrant-edge, propagates it into every prefetch, so both rankings only see the allowed
+/// chunks.
 pub(crate) fn query(plan: &SearchPlan) -> Value {
-    let mut prefetch = Vec::with_capacity(2);
+    let mut rankings = Vec::with_capacity(2);
     if let Some(dense) = &plan.dense {
-        prefetch.push(json!({
+        rankings.push(json!({
             "query": dense,
             "using": DENSE_VECTOR,
             "limit": plan.candidates,
         }));
     }
     if let Some(sparse) = &plan.sparse {
-        prefetch.push(json!({
+        rankings.push(json!({
             "query": sparse_vector(sparse),
             "using": SPARSE_VECTOR,
             "limit": plan.candidates,
         }));
     }
-    json!({
+    let fusion = json!({ "rrf": { "k": RRF_K } });
+    let (prefetch, query) = match &plan.rerank {
+        None => (json!(rankings), fusion),
+        Some(rerank) => (
+            json!([{ "prefetch": rankings, "query": fusion, "limit": rerank.candidates }]),
+            json!(token_rows(&rerank.query)),
+        ),
+    };
+    let mut body = json!({
         "prefetch": prefetch,
-        "query": { "rrf": { "k": RRF_K } },
+        "query": query,
         "filter": filter(plan.scope.clone()),
         "limit": plan.limit,
         "with_payload": true,
         "with_vector": false,
-    })
+    });
+    if plan.rerank.is_some() {
+        body["using"] = json!(LATE_VECTOR);
+    }
+    body
 }
 
 /// A `Filter` on which every condition must hold (`MatchValue` / `MatchAny` conditions).
@@ -127,13 +156,25 @@ fn sparse_vector(sparse: &SparseVector) -> Value {
 
 #[cfg(test)]
 mod tests {
-    use tessera_knowledge::{ChunkLocation, SearchMode, VectorQuery};
+    use tessera_knowledge::{ChunkLocation, LateRerank, SearchMode, TokenVectors, VectorQuery};
 
     use super::*;
     use crate::search::plan;
     use crate::vectors::{bm25, query_sparse};
 
     type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+    const STORED: &LateLayout = &LateLayout::Stored;
+
+    /// `count` token vectors of `dims` values: token `t` is `0.5` at value `t` (and `t + 1`).
+    fn tokens(dims: usize, count: usize) -> Result<TokenVectors, Box<dyn std::error::Error>> {
+        let mut values = vec![0.0; dims * count];
+        for token in 0..count {
+            values[token * dims + token % dims] = 0.5;
+            values[token * dims + (token + 1) % dims] = -0.5;
+        }
+        TokenVectors::new(dims, values).ok_or_else(|| "no tokens".into())
+    }
 
     fn chunk(text: &str) -> Result<IndexedChunk, Box<dyn std::error::Error>> {
         Ok(IndexedChunk {
@@ -149,29 +190,58 @@ mod tests {
                 char_end: 20,
             },
             dense: vec![0.5, -0.25],
+            late: None,
         })
     }
 
     #[test]
-    fn collection_and_indexes() {
+    fn collection_and_indexes() -> TestResult {
+        let body = create_collection(384);
         assert_eq!(
-            create_collection(384),
+            body,
             json!({
-                "vectors": { "dense": { "size": 384, "distance": "Cosine" } },
+                "vectors": {
+                    "dense": { "size": 384, "distance": "Cosine" },
+                    "late": {
+                        "size": 128,
+                        "distance": "Cosine",
+                        "multivector_config": { "comparator": "max_sim" },
+                        "datatype": "float16",
+                        "on_disk": true,
+                        "hnsw_config": { "m": 0, "payload_m": 0 },
+                    },
+                },
                 "sparse_vectors": { "bm25": { "modifier": "idf" } },
             })
         );
+        // The server's own types (which qdrant-edge shares) read the late vector's
+        // settings as the embedded shard's.
+        let late = &body["vectors"]["late"];
+        let params = crate::edge::config::late_params();
+        let comparator: qdrant_edge::MultiVectorConfig =
+            serde_json::from_value(late["multivector_config"].clone())?;
+        assert_eq!(Some(comparator), params.multivector_config);
+        let datatype: qdrant_edge::VectorStorageDatatype =
+            serde_json::from_value(late["datatype"].clone())?;
+        assert_eq!(Some(datatype), params.datatype);
+        let hnsw = params.hnsw_config.ok_or("no HNSW settings")?;
+        assert_eq!(
+            (late["hnsw_config"]["m"].as_u64(), hnsw.m, hnsw.payload_m),
+            (Some(0), 0, Some(0))
+        );
+        assert_eq!(late["on_disk"].as_bool(), params.on_disk);
         assert_eq!(
             keyword_index("organization_id"),
             json!({ "field_name": "organization_id", "field_schema": "keyword" })
         );
+        Ok(())
     }
 
     #[test]
     fn a_point_is_the_edge_point() -> TestResult {
         let bm25 = bm25()?;
         let chunk = chunk("Walruses walrus")?;
-        let body = point(&bm25, &chunk, 2)?;
+        let body = point(&bm25, &chunk, 2, STORED)?;
         let sparse = document_sparse(&bm25, &chunk.text).ok_or("no sparse vector")?;
         let id = point_id(&chunk.organization, &chunk.file_id, 3).to_string();
         assert_eq!(
@@ -201,6 +271,25 @@ mod tests {
             upsert(std::slice::from_ref(&body)),
             json!({ "points": [body] })
         );
+
+        // Token vectors: one row per token, beside the other vectors.
+        let mut late = chunk;
+        late.late = Some(tokens(LATE_DIMENSIONS, 3)?);
+        let body = point(&bm25, &late, 2, STORED)?;
+        let rows = body["vector"]["late"].as_array().ok_or("no late vector")?;
+        assert_eq!(rows.len(), 3);
+        assert!(
+            rows.iter()
+                .all(|row| row.as_array().map(Vec::len) == Some(128))
+        );
+        assert_eq!(
+            (rows[1][1].as_f64(), rows[1][2].as_f64()),
+            (Some(0.5), Some(-0.5))
+        );
+        assert_eq!(body["vector"]["dense"], json!([0.5, -0.25]));
+        // Empty token vectors are none.
+        late.late = Some(TokenVectors::default());
+        assert_eq!(point(&bm25, &late, 2, STORED)?["vector"].get("late"), None);
         Ok(())
     }
 
@@ -211,14 +300,17 @@ mod tests {
     fn bodies_decode_into_what_the_edge_adapter_builds() -> TestResult {
         let bm25 = bm25()?;
         for text in ["Walruses haul out on the ice in spring.", "?!"] {
-            let chunk = chunk(text)?;
-            let sent: qdrant_edge::PointStructPersisted =
-                serde_json::from_value(point(&bm25, &chunk, 2)?)?;
-            assert_eq!(
-                sent,
-                crate::edge::points::point(&bm25, &chunk, 2)?,
-                "{text}"
-            );
+            for late in [None, Some(tokens(LATE_DIMENSIONS, 4)?)] {
+                let mut chunk = chunk(text)?;
+                chunk.late = late;
+                let sent: qdrant_edge::PointStructPersisted =
+                    serde_json::from_value(point(&bm25, &chunk, 2, STORED)?)?;
+                assert_eq!(
+                    sent,
+                    crate::edge::points::point(&bm25, &chunk, 2, STORED)?,
+                    "{text}"
+                );
+            }
         }
         let org: OrganizationId = "org_a".parse()?;
         let file: FileId = "file_0123456789abcdef0123456789abcdef".parse()?;
@@ -240,12 +332,30 @@ mod tests {
     #[test]
     fn tokenless_text_is_dense_only_and_bad_vectors_are_refused() -> TestResult {
         let bm25 = bm25()?;
-        let body = point(&bm25, &chunk("?! …")?, 2)?;
+        let body = point(&bm25, &chunk("?! …")?, 2, STORED)?;
         assert_eq!(body["vector"], json!({ "dense": [0.5, -0.25] }));
         assert!(matches!(
-            point(&bm25, &chunk("text")?, 3),
+            point(&bm25, &chunk("text")?, 3, STORED),
             Err(IndexError::Invalid(_))
         ));
+        let mut wide = chunk("text")?;
+        wide.late = Some(tokens(LATE_DIMENSIONS * 3, 2)?);
+        assert!(matches!(
+            point(&bm25, &wide, 2, STORED),
+            Err(IndexError::Invalid(_))
+        ));
+        // A collection made before late interaction: refused with the reason, only when
+        // the chunk brings token vectors.
+        let missing = LateLayout::Missing("re-index into a new, empty collection".into());
+        let mut late = chunk("text")?;
+        assert!(point(&bm25, &late, 2, &missing).is_ok());
+        late.late = Some(tokens(LATE_DIMENSIONS, 2)?);
+        assert_eq!(
+            point(&bm25, &late, 2, &missing),
+            Err(IndexError::Invalid(
+                "re-index into a new, empty collection".into()
+            ))
+        );
         Ok(())
     }
 
@@ -285,8 +395,9 @@ mod tests {
             dense: vec![1.0, 0.0],
             limit: 5,
             mode: SearchMode::Hybrid,
+            late: None,
         };
-        let plan = plan(&bm25, query, 2)?.ok_or("no plan")?;
+        let plan = plan(&bm25, query, 2, &LateLayout::Stored)?.ok_or("no plan")?;
         let sparse = query_sparse(&bm25, "walrus").ok_or("no sparse vector")?;
         assert_eq!(
             super::query(&plan),
@@ -327,9 +438,11 @@ mod tests {
                 dense,
                 limit: 3,
                 mode,
+                late: None,
             })
         };
-        let dense = plan(&bm25, query(SearchMode::Dense, vec![0.0, 1.0])?, 2)?.ok_or("none")?;
+        let dense =
+            plan(&bm25, query(SearchMode::Dense, vec![0.0, 1.0])?, 2, STORED)?.ok_or("none")?;
         let body = super::query(&dense);
         assert_eq!(
             body["prefetch"],
@@ -339,11 +452,67 @@ mod tests {
             body["filter"],
             json!({ "must": [{ "key": "organization_id", "match": { "value": "org_a" } }] })
         );
-        let sparse = plan(&bm25, query(SearchMode::Sparse, Vec::new())?, 2)?.ok_or("none")?;
+        let sparse =
+            plan(&bm25, query(SearchMode::Sparse, Vec::new())?, 2, STORED)?.ok_or("none")?;
         let body = super::query(&sparse);
         let prefetch = body["prefetch"].as_array().ok_or("no prefetch")?;
         assert_eq!(prefetch.len(), 1);
         assert_eq!(prefetch[0]["using"], json!("bm25"));
+        Ok(())
+    }
+
+    /// The fusion, limited to the rerank's candidates, is the one prefetch of a nearest
+    /// query on the token vectors (one row per token), filtered on the root.
+    #[test]
+    fn a_reranked_query_nests_the_fusion_under_maxsim() -> TestResult {
+        let bm25 = bm25()?;
+        let query = VectorQuery {
+            organization: "org_a".parse()?,
+            dataset: None,
+            files: None,
+            text: "walrus".into(),
+            dense: vec![1.0, 0.0],
+            limit: 5,
+            mode: SearchMode::Hybrid,
+            late: Some(LateRerank {
+                query: tokens(LATE_DIMENSIONS, 2)?,
+                candidates: 20,
+            }),
+        };
+        let plan = plan(&bm25, query, 2, STORED)?.ok_or("no plan")?;
+        let sparse = query_sparse(&bm25, "walrus").ok_or("no sparse vector")?;
+        let rows = token_rows(&tokens(LATE_DIMENSIONS, 2)?);
+        assert_eq!(
+            super::query(&plan),
+            json!({
+                "prefetch": [{
+                    "prefetch": [
+                        { "query": [1.0, 0.0], "using": "dense", "limit": 80 },
+                        {
+                            "query": { "indices": sparse.indices, "values": sparse.values },
+                            "using": "bm25",
+                            "limit": 80,
+                        },
+                    ],
+                    "query": { "rrf": { "k": 60 } },
+                    "limit": 20,
+                }],
+                "query": rows,
+                "using": "late",
+                "filter": { "must": [
+                    { "key": "organization_id", "match": { "value": "org_a" } },
+                ]},
+                "limit": 5,
+                "with_payload": true,
+                "with_vector": false,
+            })
+        );
+        // The fallback for candidates without token vectors: the plain fusion of the 20.
+        let fallback = super::query(&plan.fallback(3).ok_or("no fallback")?);
+        assert_eq!(fallback["query"], json!({ "rrf": { "k": 60 } }));
+        assert_eq!(fallback["limit"], json!(20));
+        assert_eq!(fallback["prefetch"][0]["limit"], json!(80));
+        assert_eq!(fallback.get("using"), None);
         Ok(())
     }
 }

@@ -8,8 +8,9 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use tessera_knowledge::{IndexError, ScoredChunk};
 
-use crate::fields::{DENSE_VECTOR, KEYWORD_INDEXED, SPARSE_VECTOR};
+use crate::fields::{DENSE_VECTOR, KEYWORD_INDEXED, LATE_DIMENSIONS, LATE_VECTOR, SPARSE_VECTOR};
 use crate::payload::ChunkPayload;
+use crate::vectors::LateLayout;
 
 /// The oldest server with parametrized RRF (`{"rrf": {"k": …}}`), which the query needs to
 /// rank as the embedded engine does.
@@ -87,6 +88,9 @@ pub(crate) struct Layout {
     pub dense: Option<(u64, String)>,
     /// `config.params.sparse_vectors.bm25.modifier`.
     pub sparse_modifier: Option<String>,
+    /// `config.params.vectors.late`: size, distance and multivector comparator (empty when
+    /// it is not a multivector).
+    pub late: Option<(u64, String, String)>,
     /// Payload fields with a keyword index (`payload_schema`).
     pub keyword_indexed: Vec<String>,
 }
@@ -101,6 +105,15 @@ pub(crate) fn layout(info: &Value) -> Layout {
     let sparse_modifier = params["sparse_vectors"][SPARSE_VECTOR]["modifier"]
         .as_str()
         .map(str::to_owned);
+    let late = &params["vectors"][LATE_VECTOR];
+    let late = late["size"].as_u64().map(|size| {
+        let text = |value: &Value| value.as_str().unwrap_or("").to_owned();
+        (
+            size,
+            text(&late["distance"]),
+            text(&late["multivector_config"]["comparator"]),
+        )
+    });
     let keyword_indexed = info["payload_schema"]
         .as_object()
         .map(|schema| {
@@ -114,18 +127,20 @@ pub(crate) fn layout(info: &Value) -> Layout {
     Layout {
         dense,
         sparse_modifier,
+        late,
         keyword_indexed,
     }
 }
 
 /// Checks that an existing collection has the layout this adapter writes (as the embedded
 /// shard is checked when reopened): a collection made for another embedding model must not
-/// be silently mixed with new vectors.
+/// be silently mixed with new vectors. Says whether it has the token vectors (one made
+/// before late interaction has not, and serves everything else).
 pub(crate) fn check_layout(
     layout: &Layout,
     collection: &str,
     dimensions: usize,
-) -> Result<(), IndexError> {
+) -> Result<LateLayout, IndexError> {
     match &layout.dense {
         Some((size, distance)) if *size == dimensions as u64 && distance == "Cosine" => {}
         Some((size, distance)) => {
@@ -148,7 +163,31 @@ pub(crate) fn check_layout(
              the IDF modifier: use another collection (knowledge.qdrant_collection)"
         )));
     }
-    Ok(())
+    Ok(match &layout.late {
+        Some((size, distance, comparator))
+            if *size == LATE_DIMENSIONS as u64
+                && distance == "Cosine"
+                && comparator == "max_sim" =>
+        {
+            LateLayout::Stored
+        }
+        other => {
+            let has = match other {
+                None => format!(
+                    "has no `{LATE_VECTOR}` token vectors (it was made before late interaction)"
+                ),
+                Some((size, distance, comparator)) => format!(
+                    "has `{LATE_VECTOR}` vectors of another kind ({size} values, {distance}, \
+                     comparator `{comparator}`), not token vectors of {LATE_DIMENSIONS} values \
+                     compared by MaxSim"
+                ),
+            };
+            LateLayout::Missing(format!(
+                "the Qdrant collection `{collection}` {has}: re-index into a new, empty \
+                 collection (knowledge.qdrant_collection) to use late interaction"
+            ))
+        }
+    })
 }
 
 /// The filter fields still without a keyword index.
@@ -231,7 +270,7 @@ mod tests {
     }
 
     /// A `GET /collections/{name}` answer as Qdrant 1.16 gives it for a collection this
-    /// adapter made.
+    /// adapter made before late interaction.
     fn collection_answer(size: u64) -> Value {
         json!({
             "result": {
@@ -276,8 +315,43 @@ mod tests {
         let layout = layout(&info);
         assert_eq!(layout.dense, Some((16, "Cosine".into())));
         assert_eq!(layout.sparse_modifier.as_deref(), Some("idf"));
-        check_layout(&layout, "chunks", 16)?;
+        assert_eq!(layout.late, None);
+        let late = check_layout(&layout, "chunks", 16)?;
+        assert!(
+            matches!(&late, LateLayout::Missing(m) if m.contains("no `late`")
+                && m.contains("new, empty collection")),
+            "{late:?}"
+        );
         assert_eq!(missing_indexes(&layout), vec!["dataset_ids"]);
+        Ok(())
+    }
+
+    #[test]
+    fn a_collection_with_token_vectors_serves_late_interaction() -> TestResult {
+        let mut answer = collection_answer(16);
+        // As Qdrant reports the vector `requests::create_collection` asks for.
+        answer["result"]["config"]["params"]["vectors"]["late"] = json!({
+            "size": 128, "distance": "Cosine", "hnsw_config": { "m": 0, "payload_m": 0 },
+            "on_disk": true, "datatype": "float16",
+            "multivector_config": { "comparator": "max_sim" }
+        });
+        let info: Value = result("GET", &bytes(&answer))?;
+        let layout = layout(&info);
+        assert_eq!(layout.late, Some((128, "Cosine".into(), "max_sim".into())));
+        assert_eq!(check_layout(&layout, "chunks", 16)?, LateLayout::Stored);
+
+        // Another width, or not a multivector: usable without late interaction only.
+        let mut narrow = info.clone();
+        narrow["config"]["params"]["vectors"]["late"]["size"] = json!(96);
+        let late = check_layout(&super::layout(&narrow), "chunks", 16)?;
+        assert!(
+            matches!(&late, LateLayout::Missing(m) if m.contains("96 values")),
+            "{late:?}"
+        );
+        let mut single = info;
+        single["config"]["params"]["vectors"]["late"]["multivector_config"] = Value::Null;
+        let late = check_layout(&super::layout(&single), "chunks", 16)?;
+        assert!(matches!(late, LateLayout::Missing(_)), "{late:?}");
         Ok(())
     }
 

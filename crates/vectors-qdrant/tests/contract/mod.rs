@@ -13,9 +13,10 @@ use std::sync::Arc;
 
 use tessera_kernel::OrganizationId;
 use tessera_knowledge::{
-    ChunkLocation, DatasetId, FileId, IndexError, IndexedChunk, ScoredChunk, SearchMode,
-    VectorIndex, VectorQuery,
+    ChunkLocation, DatasetId, FileId, IndexError, IndexedChunk, LateRerank, ScoredChunk,
+    SearchMode, TokenVectors, VectorIndex, VectorQuery, max_sim,
 };
+use tessera_vectors_qdrant::LATE_DIMENSIONS;
 
 /// The dense dimensions every contract index is opened with.
 pub const DIMENSIONS: usize = 16;
@@ -59,6 +60,11 @@ macro_rules! contract_suite {
             wrong_dimensions_are_invalid,
             empty_index_and_zero_limit_return_nothing,
             limit_caps_the_hits_best_first,
+            late_interaction_reorders_the_candidates_by_maxsim,
+            late_interaction_agrees_with_brute_force_maxsim,
+            chunks_without_token_vectors_follow_the_scored_ones,
+            late_interaction_keeps_the_scope,
+            token_vectors_of_another_width_are_invalid,
         }
     };
     (@tests $factory:path; $($name:ident),* $(,)?) => {
@@ -140,6 +146,7 @@ pub fn chunk(
         text: text.to_owned(),
         location: location(ordinal),
         dense,
+        late: None,
     }
 }
 
@@ -157,7 +164,73 @@ pub fn query(
         dense,
         limit: 10,
         mode: SearchMode::Hybrid,
+        late: None,
     }
+}
+
+/// A unit token vector of the index's width: `cos(angle)` at value `a`, `sin(angle)` at `b`.
+pub fn token(a: usize, b: usize, angle: f32) -> Vec<f32> {
+    let mut v = vec![0.0; LATE_DIMENSIONS];
+    v[a] = angle.cos();
+    v[b] += angle.sin();
+    v
+}
+
+/// Token vectors from rows of the index's width.
+pub fn token_vectors(rows: &[Vec<f32>]) -> TokenVectors {
+    TokenVectors::new(LATE_DIMENSIONS, rows.concat()).expect("whole tokens")
+}
+
+/// `count` deterministic pseudo-random unit token vectors.
+pub fn random_tokens(seed: u64, count: usize) -> TokenVectors {
+    let mut state = seed
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        .wrapping_add(0x2545_F491_4F6C_DD1D);
+    let rows: Vec<Vec<f32>> = (0..count)
+        .map(|_| {
+            let v = (0..LATE_DIMENSIONS)
+                .map(|_| {
+                    state = state
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    ((state >> 33) as f32 / (1u64 << 31) as f32) - 0.5
+                })
+                .collect();
+            unit(v)
+        })
+        .collect();
+    token_vectors(&rows)
+}
+
+/// MaxSim as the index computes it: on unit vectors rounded to float16, the type it stores
+/// token vectors in (and compares the query's in).
+pub fn stored_max_sim(query: &TokenVectors, document: &TokenVectors) -> f32 {
+    let half = |tokens: &TokenVectors| {
+        let rows: Vec<Vec<f32>> = tokens
+            .tokens()
+            .map(|row| {
+                unit(row.to_vec())
+                    .into_iter()
+                    .map(|x| half::f16::from_f32(x).to_f32())
+                    .collect()
+            })
+            .collect();
+        token_vectors(&rows)
+    };
+    max_sim(&half(query), &half(document))
+}
+
+/// `query` reordering its best `candidates` by late interaction.
+pub fn reranked(mut query: VectorQuery, tokens: TokenVectors, candidates: usize) -> VectorQuery {
+    query.late = Some(LateRerank {
+        query: tokens,
+        candidates,
+    });
+    query
+}
+
+fn ordinals(hits: &[ScoredChunk]) -> Vec<u32> {
+    hits.iter().map(|hit| hit.ordinal).collect()
 }
 
 fn keys(hits: &[ScoredChunk]) -> Vec<(FileId, u32)> {
@@ -754,4 +827,345 @@ pub async fn concurrent_searches_and_upserts(index: Arc<dyn VectorIndex>) {
         q.limit = 50;
         assert_eq!(index.search(q).await.expect("search").len(), 20);
     }
+}
+
+// ---- late interaction ---------------------------------------------------------------------
+
+/// Eight chunks in one file whose dense vectors rank them 0, 1, …, 7 for [`ranked_dense`]
+/// (no query word matches, so hybrid is that order too), and whose token vectors rank them
+/// the other way round for [`late_query`]: chunk `i`'s best token is at an angle of
+/// `0.15 × (7 − i)` radians from the query's first token (MaxSim from cos 1.05 ≈ 0.50 up to
+/// 1.0, at least 0.01 apart: unambiguous in float16). Chunks in `without` get no token
+/// vectors.
+async fn reversed_file(
+    index: &dyn VectorIndex,
+    organization: &OrganizationId,
+    datasets: &[DatasetId],
+    without: &[u32],
+) -> (FileId, Vec<IndexedChunk>) {
+    let file = FileId::generate();
+    let chunks: Vec<IndexedChunk> = (0..8u32)
+        .map(|i| {
+            let mut chunk = chunk(
+                organization,
+                &file,
+                i,
+                datasets,
+                FILLER[i as usize],
+                basis(i as usize),
+            );
+            if !without.contains(&i) {
+                let angle = 0.15 * (7 - i) as f32;
+                // A second token far from every query token.
+                chunk.late = Some(token_vectors(&[
+                    token(0, 1, angle),
+                    token(100 + i as usize, 120, 0.3),
+                ]));
+            }
+            chunk
+        })
+        .collect();
+    index.upsert(chunks.clone()).await.expect("upsert");
+    (file, chunks)
+}
+
+/// Closest to chunk 0's dense vector, then 1's, … then 7's.
+fn ranked_dense() -> Vec<f32> {
+    let mut v = vec![0.0; DIMENSIONS];
+    for (i, value) in v.iter_mut().take(8).enumerate() {
+        *value = (8 - i) as f32;
+    }
+    unit(v)
+}
+
+/// The query's token vectors: one along value 0, one near nothing the chunks hold.
+fn late_query() -> TokenVectors {
+    token_vectors(&[token(0, 1, 0.0), token(60, 61, 0.5)])
+}
+
+/// With late interaction, the mode's best candidates come back in MaxSim order (here the
+/// reverse of the hybrid order), with the engine's MaxSim as their scores; only the best
+/// `candidates` are reordered.
+pub async fn late_interaction_reorders_the_candidates_by_maxsim(index: &dyn VectorIndex) {
+    let org = OrganizationId::generate();
+    let ds = DatasetId::generate();
+    let (_, chunks) = reversed_file(index, &org, std::slice::from_ref(&ds), &[]).await;
+    let plain = query(&org, Some(&ds), "", ranked_dense());
+    let hybrid = index.search(plain.clone()).await.expect("search");
+    assert_eq!(ordinals(&hybrid), (0..8).collect::<Vec<_>>());
+
+    let hits = index
+        .search(reranked(plain.clone(), late_query(), 8))
+        .await
+        .expect("late search");
+    assert_eq!(ordinals(&hits), (0..8).rev().collect::<Vec<_>>());
+    for hit in &hits {
+        let stored = chunks[hit.ordinal as usize].late.as_ref().expect("tokens");
+        let expected = stored_max_sim(&late_query(), stored);
+        assert!(
+            (hit.score - expected).abs() < 2e-3,
+            "chunk {}: {} against {expected}",
+            hit.ordinal,
+            hit.score
+        );
+    }
+    assert_eq!(hits[0].text, FILLER[7], "payload decoded");
+    assert_eq!(hits[0].location, location(7));
+
+    // The best 3 of the fusion (0, 1, 2) reordered; the limit takes the first 2.
+    let mut top = reranked(plain.clone(), late_query(), 3);
+    top.limit = 2;
+    let hits = index.search(top).await.expect("late search");
+    assert_eq!(ordinals(&hits), vec![2, 1]);
+    // Fewer candidates than the limit: the limit's worth are.
+    let mut few = reranked(plain.clone(), late_query(), 1);
+    few.limit = 4;
+    let hits = index.search(few).await.expect("late search");
+    assert_eq!(ordinals(&hits), vec![3, 2, 1, 0]);
+    // Dense and words-only modes are reordered the same way.
+    let mut dense = reranked(plain.clone(), late_query(), 8);
+    dense.mode = SearchMode::Dense;
+    let hits = index.search(dense).await.expect("late search");
+    assert_eq!(ordinals(&hits), (0..8).rev().collect::<Vec<_>>());
+    let mut words = reranked(
+        query(&org, Some(&ds), "lunch printers", Vec::new()),
+        late_query(),
+        8,
+    );
+    words.mode = SearchMode::Sparse;
+    let hits = index.search(words).await.expect("late search");
+    assert_eq!(ordinals(&hits), vec![7, 2], "printers (7), lunch (2)");
+    // Empty query token vectors keep the mode's order.
+    let hits = index
+        .search(reranked(plain, TokenVectors::default(), 8))
+        .await
+        .expect("search");
+    assert_eq!(ordinals(&hits), (0..8).collect::<Vec<_>>());
+}
+
+/// On pseudo-random token vectors of varied lengths, the engine's order and scores are
+/// brute-force MaxSim's over the same (float16-rounded) vectors.
+pub async fn late_interaction_agrees_with_brute_force_maxsim(index: &dyn VectorIndex) {
+    let org = OrganizationId::generate();
+    let ds = DatasetId::generate();
+    let file = FileId::generate();
+    let chunks: Vec<IndexedChunk> = (0..30u32)
+        .map(|i| {
+            let mut chunk = chunk(
+                &org,
+                &file,
+                i,
+                std::slice::from_ref(&ds),
+                FILLER[i as usize % 8],
+                pseudo_random(u64::from(i) + 500),
+            );
+            chunk.late = Some(random_tokens(u64::from(i), 1 + (i as usize * 7) % 23));
+            chunk
+        })
+        .collect();
+    index.upsert(chunks.clone()).await.expect("upsert");
+    let tokens = random_tokens(1_000, 6);
+    let mut expected: Vec<(u32, f32)> = chunks
+        .iter()
+        .map(|chunk| {
+            let stored = chunk.late.as_ref().expect("tokens");
+            (chunk.ordinal, stored_max_sim(&tokens, stored))
+        })
+        .collect();
+    expected.sort_by(|a, b| b.1.total_cmp(&a.1));
+
+    // Every chunk is a candidate (30 of 30): the best 10 by MaxSim over the whole file.
+    let mut q = reranked(query(&org, Some(&ds), "", pseudo_random(7)), tokens, 30);
+    q.limit = 10;
+    let hits = index.search(q).await.expect("late search");
+    assert_eq!(hits.len(), 10);
+    let tolerance = 2e-3;
+    for (rank, hit) in hits.iter().enumerate() {
+        let brute = expected
+            .iter()
+            .find(|(ordinal, _)| *ordinal == hit.ordinal)
+            .map(|(_, score)| *score)
+            .expect("an indexed chunk");
+        assert!(
+            (hit.score - brute).abs() < tolerance,
+            "chunk {}: engine {} brute force {brute}",
+            hit.ordinal,
+            hit.score
+        );
+        // The brute-force rank, up to near ties.
+        assert!(
+            (brute - expected[rank].1).abs() < tolerance,
+            "rank {rank}: chunk {} ({brute}) where brute force has {:?}",
+            hit.ordinal,
+            expected[rank]
+        );
+    }
+    assert!(
+        hits.windows(2).all(|pair| pair[0].score >= pair[1].score),
+        "{hits:?}"
+    );
+}
+
+/// A candidate indexed without token vectors is never dropped: such candidates follow the
+/// scored ones, in the mode's order and with its scores, up to the limit.
+pub async fn chunks_without_token_vectors_follow_the_scored_ones(index: &dyn VectorIndex) {
+    let org = OrganizationId::generate();
+    let ds = DatasetId::generate();
+    reversed_file(index, &org, std::slice::from_ref(&ds), &[1, 4, 6]).await;
+    let plain = query(&org, Some(&ds), "", ranked_dense());
+    let hybrid = index.search(plain.clone()).await.expect("search");
+
+    let hits = index
+        .search(reranked(plain.clone(), late_query(), 8))
+        .await
+        .expect("late search");
+    assert_eq!(ordinals(&hits), vec![7, 5, 3, 2, 0, 1, 4, 6]);
+    for hit in &hits[5..] {
+        let fused = hybrid
+            .iter()
+            .find(|h| h.ordinal == hit.ordinal)
+            .expect("a hit");
+        assert_eq!(
+            hit.score, fused.score,
+            "chunk {}: the fusion's score",
+            hit.ordinal
+        );
+    }
+    // The limit cuts the followers too.
+    let mut six = reranked(plain.clone(), late_query(), 8);
+    six.limit = 6;
+    let hits = index.search(six).await.expect("late search");
+    assert_eq!(ordinals(&hits), vec![7, 5, 3, 2, 0, 1]);
+    // Only the candidates: the fusion's best 3 (0, 1, 2), of which 1 has no tokens.
+    let mut top = reranked(plain.clone(), late_query(), 3);
+    top.limit = 3;
+    let hits = index.search(top).await.expect("late search");
+    assert_eq!(ordinals(&hits), vec![2, 0, 1]);
+
+    // A file indexed without any token vectors is searched in the mode's order.
+    let other = OrganizationId::generate();
+    reversed_file(
+        index,
+        &other,
+        std::slice::from_ref(&ds),
+        &(0..8).collect::<Vec<_>>(),
+    )
+    .await;
+    let hits = index
+        .search(reranked(
+            query(&other, Some(&ds), "", ranked_dense()),
+            late_query(),
+            8,
+        ))
+        .await
+        .expect("late search");
+    assert_eq!(ordinals(&hits), (0..8).collect::<Vec<_>>());
+}
+
+/// Late interaction sees only what the search may: the organization, dataset and files,
+/// for the scored candidates and for those without token vectors alike.
+pub async fn late_interaction_keeps_the_scope(index: &dyn VectorIndex) {
+    let (a, b) = (OrganizationId::generate(), OrganizationId::generate());
+    let (ds_x, ds_y) = (DatasetId::generate(), DatasetId::generate());
+    let (in_x, _) = reversed_file(index, &a, std::slice::from_ref(&ds_x), &[3]).await;
+    let (in_y, _) = reversed_file(index, &a, std::slice::from_ref(&ds_y), &[5]).await;
+    let (of_b, _) = reversed_file(index, &b, std::slice::from_ref(&ds_x), &[2]).await;
+
+    let search = |org: &OrganizationId, ds: Option<&DatasetId>, files: Option<Vec<FileId>>| {
+        let mut q = reranked(query(org, ds, "", ranked_dense()), late_query(), 40);
+        q.files = files;
+        q.limit = 40;
+        index.search(q)
+    };
+    let hits = search(&a, Some(&ds_x), None).await.expect("late search");
+    assert!(
+        hits.iter().all(|hit| hit.file_id == in_x),
+        "{:?}",
+        keys(&hits)
+    );
+    assert_eq!(ordinals(&hits), vec![7, 6, 5, 4, 2, 1, 0, 3]);
+
+    let hits = search(&a, None, None).await.expect("late search");
+    assert_eq!(hits.len(), 16);
+    assert!(
+        hits.iter()
+            .all(|hit| hit.file_id == in_x || hit.file_id == in_y)
+    );
+    let hits = search(&a, None, Some(vec![in_y.clone()]))
+        .await
+        .expect("late search");
+    assert!(
+        hits.iter().all(|hit| hit.file_id == in_y),
+        "{:?}",
+        keys(&hits)
+    );
+    assert_eq!(hits.len(), 8);
+    assert_eq!(
+        hits.last().map(|hit| hit.ordinal),
+        Some(5),
+        "no tokens: last"
+    );
+    let hits = search(&a, Some(&ds_y), Some(vec![in_x.clone()]))
+        .await
+        .expect("late search");
+    assert!(hits.is_empty(), "{:?}", keys(&hits));
+    let hits = search(&b, Some(&ds_x), None).await.expect("late search");
+    assert!(
+        hits.iter().all(|hit| hit.file_id == of_b),
+        "{:?}",
+        keys(&hits)
+    );
+    assert_eq!(hits.len(), 8);
+    let hits = search(&OrganizationId::generate(), None, None)
+        .await
+        .expect("late search");
+    assert!(hits.is_empty());
+}
+
+/// Token vectors of another width than the index's, or with a non-finite value, are
+/// `Invalid` in an upsert (which then stores nothing of its batch) and in a search.
+pub async fn token_vectors_of_another_width_are_invalid(index: &dyn VectorIndex) {
+    let org = OrganizationId::generate();
+    let ds = DatasetId::generate();
+    let file = FileId::generate();
+    let datasets = std::slice::from_ref(&ds);
+    let mut good = chunk(&org, &file, 0, datasets, "good", basis(0));
+    good.late = Some(random_tokens(1, 3));
+    for late in [
+        TokenVectors::new(LATE_DIMENSIONS / 2, vec![0.1; LATE_DIMENSIONS]).expect("tokens"),
+        TokenVectors::new(LATE_DIMENSIONS + 1, vec![0.1; LATE_DIMENSIONS + 1]).expect("tokens"),
+        TokenVectors::new(LATE_DIMENSIONS, vec![f32::NAN; LATE_DIMENSIONS]).expect("tokens"),
+    ] {
+        let mut bad = chunk(&org, &file, 1, datasets, "bad", basis(1));
+        bad.late = Some(late.clone());
+        let refused = index.upsert(vec![good.clone(), bad]).await;
+        assert!(
+            matches!(refused, Err(IndexError::Invalid(_))),
+            "{refused:?}"
+        );
+        let refused = index
+            .search(reranked(query(&org, Some(&ds), "good", basis(0)), late, 10))
+            .await;
+        assert!(
+            matches!(refused, Err(IndexError::Invalid(_))),
+            "{refused:?}"
+        );
+    }
+    let hits = index
+        .search(query(&org, Some(&ds), "good", basis(0)))
+        .await
+        .expect("search");
+    assert!(hits.is_empty(), "{:?}", keys(&hits));
+    // Empty token vectors are none: the chunk is stored without.
+    good.late = Some(TokenVectors::default());
+    index.upsert(vec![good]).await.expect("upsert");
+    let hits = index
+        .search(reranked(
+            query(&org, Some(&ds), "good", basis(0)),
+            random_tokens(2, 2),
+            10,
+        ))
+        .await
+        .expect("late search");
+    assert_eq!(ordinals(&hits), vec![0]);
 }
