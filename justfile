@@ -143,6 +143,7 @@ bench:
         beir=$(mktemp -d)
         python3 -m zipfile -e ../shared/data/beir/nfcorpus.zip "$beir/nfcorpus"
         TESSERA_MODELS_DIR='{{ models_dir }}' TESSERA_BENCH_BEIR_DIR="$beir/nfcorpus" cargo bench -p tessera-vectors-qdrant --bench retrieval_quality
+        TESSERA_MODELS_DIR='{{ models_dir }}' TESSERA_BENCH_BEIR_DIR="$beir/nfcorpus" cargo bench -p tessera-api --bench nfcorpus_api
         rm -rf "$beir"
     else
         echo "BEIR NFCorpus is not at ../shared/data/beir/nfcorpus.zip: its retrieval benchmark is skipped" >&2
