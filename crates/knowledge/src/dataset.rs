@@ -16,6 +16,9 @@ pub struct Dataset {
     /// Starts at 1; incremented whenever a file is added or removed.
     pub version: u64,
     pub file_count: u64,
+    /// Searches reorder their candidates by late interaction (MaxSim over the chunks'
+    /// token vectors) unless a request says otherwise.
+    pub late_interaction: bool,
     pub created_by: String,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,

@@ -1,5 +1,6 @@
 //! Datasets as the API offers them: create, read, list, rename, delete, add and remove
-//! files, snapshots, and hybrid search, reranked by a cross-encoder when one is configured.
+//! files, snapshots, and hybrid search, its candidates reordered by late interaction where
+//! the dataset or the request asks, and reranked by a cross-encoder when one is configured.
 
 use std::{collections::HashSet, sync::Arc};
 
@@ -7,7 +8,8 @@ use tessera_kernel::{Clock, CursorCodec, DomainError, Limit, Page, PageRequest};
 
 use crate::{
     Dataset, DatasetFile, DatasetId, DatasetStore, Embedder, FileId, FileStore, KnowledgeCaller,
-    Reranking, ScoredChunk, SearchMode, Snapshot, VectorIndex, VectorQuery,
+    LateInteractionSearch, LateRerank, Reranking, ScoredChunk, SearchMode, Snapshot, VectorIndex,
+    VectorQuery,
 };
 
 const DATASET_LIST: &str = "datasets";
@@ -34,6 +36,9 @@ pub struct SearchRequest {
     /// Rerank the fused candidates with the cross-encoder: `None` does when one is
     /// configured; `Some(true)` without one is refused.
     pub rerank: Option<bool>,
+    /// Reorder the candidates by late interaction: `None` does when the dataset says so;
+    /// `Some(true)` on a server without token vectors is refused.
+    pub late_interaction: Option<bool>,
 }
 
 /// A search hit with its file's name.
@@ -56,6 +61,7 @@ pub struct DatasetService {
     clock: Arc<dyn Clock>,
     cursors: CursorCodec,
     reranking: Option<Reranking>,
+    late_interaction: Option<LateInteractionSearch>,
 }
 
 fn check_name(name: &str) -> Result<String, DomainError> {
@@ -102,7 +108,36 @@ impl DatasetService {
             clock,
             cursors,
             reranking: None,
+            late_interaction: None,
         }
+    }
+
+    /// Searches of datasets that ask for it (or requests that do) reorder their candidates
+    /// by late interaction with this model, whose token vectors the chunks were indexed with.
+    #[must_use]
+    pub fn with_late_interaction(mut self, stage: LateInteractionSearch) -> Self {
+        self.late_interaction = Some(stage);
+        self
+    }
+
+    /// The late-interaction model's name, when searches can use it.
+    pub fn late_interaction_model(&self) -> Option<&str> {
+        self.late_interaction
+            .as_ref()
+            .map(|stage| stage.model.model())
+    }
+
+    /// `wanted` (a dataset's setting or a search's), when this server can honour it.
+    fn check_late_interaction(&self, wanted: bool) -> Result<bool, DomainError> {
+        if wanted && self.late_interaction.is_none() {
+            return Err(DomainError::invalid(
+                ["body".into(), "lateInteraction".into()],
+                "this server computes no token vectors for late interaction (see the \
+                 knowledge.late_interaction setting)",
+                "value_error",
+            ));
+        }
+        Ok(wanted)
     }
 
     /// Search reranks its candidates with this stage when a request asks (or does not say,
@@ -131,6 +166,7 @@ impl DatasetService {
         caller: &KnowledgeCaller,
         name: &str,
         description: Option<String>,
+        late_interaction: bool,
     ) -> Result<Dataset, DomainError> {
         let now = self.clock.now();
         let dataset = Dataset {
@@ -140,6 +176,7 @@ impl DatasetService {
             description: check_description(description)?,
             version: 1,
             file_count: 0,
+            late_interaction: self.check_late_interaction(late_interaction)?,
             created_by: caller.subject.clone(),
             created_at: now,
             updated_at: now,
@@ -183,21 +220,29 @@ impl DatasetService {
         }))
     }
 
-    /// Renames or re-describes a dataset (`Some(None)` clears the description). Its
-    /// version counts content changes only, so it stays.
+    /// Renames or re-describes a dataset (`Some(None)` clears the description), or turns
+    /// late interaction on or off for its searches. Its version counts content changes
+    /// only, so it stays.
     pub async fn update(
         &self,
         caller: &KnowledgeCaller,
         id: &DatasetId,
         name: Option<&str>,
         description: Option<Option<String>>,
+        late_interaction: Option<bool>,
     ) -> Result<Dataset, DomainError> {
+        let late_interaction = late_interaction
+            .map(|wanted| self.check_late_interaction(wanted))
+            .transpose()?;
         let mut dataset = self.get(caller, id).await?;
         if let Some(name) = name {
             dataset.name = check_name(name)?;
         }
         if let Some(description) = description {
             dataset.description = check_description(description)?;
+        }
+        if let Some(late_interaction) = late_interaction {
+            dataset.late_interaction = late_interaction;
         }
         dataset.updated_at = self.clock.now();
         let audit = caller.audit("dataset.update", "dataset", id.as_str(), dataset.updated_at);
@@ -337,7 +382,8 @@ impl DatasetService {
     }
 
     /// Hybrid (dense + BM25, reciprocal-rank fused) search of the dataset's ready files,
-    /// or of a snapshot's files.
+    /// or of a snapshot's files; the candidates reordered by late interaction, then
+    /// reranked by the cross-encoder, where asked.
     pub async fn search(
         &self,
         caller: &KnowledgeCaller,
@@ -371,7 +417,13 @@ impl DatasetService {
                 ));
             }
         };
+        let asked_late = (request.late_interaction)
+            .map(|wanted| self.check_late_interaction(wanted))
+            .transpose()?;
         let found = self.get(caller, dataset).await?;
+        // A dataset set to it on a server that no longer offers it searches without.
+        let late_stage = (self.late_interaction.as_ref())
+            .filter(|_| asked_late.unwrap_or(found.late_interaction));
         let (scope, files) = match request.version {
             Some(version) if version != found.version => {
                 let snapshot = self
@@ -422,6 +474,17 @@ impl DatasetService {
             Some(stage) => stage.candidates.max(request.limit),
             None => request.limit,
         };
+        let late = match late_stage {
+            Some(stage) => Some(LateRerank {
+                query: stage
+                    .model
+                    .encode_query(query.clone())
+                    .await
+                    .map_err(|error| unavailable(error.to_string()))?,
+                candidates: stage.candidates.max(candidates),
+            }),
+            None => None,
+        };
         let mut chunks = self
             .index
             .search(VectorQuery {
@@ -432,6 +495,7 @@ impl DatasetService {
                 dense,
                 limit: candidates,
                 mode: request.mode,
+                late,
             })
             .await
             .map_err(|error| unavailable(error.to_string()))?;

@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use tessera_kernel::OrganizationId;
 
-use crate::{ChunkLocation, DatasetId, FileId};
+use crate::{ChunkLocation, DatasetId, FileId, TokenVectors};
 
 /// One chunk as indexed: its text (also the source of its sparse BM25 vector, which the
 /// index computes) and its dense embedding.
@@ -19,6 +19,9 @@ pub struct IndexedChunk {
     pub text: String,
     pub location: ChunkLocation,
     pub dense: Vec<f32>,
+    /// The chunk's token vectors for late interaction (of the width the index was opened
+    /// with), when the deployment computes them; `None` otherwise.
+    pub late: Option<TokenVectors>,
 }
 
 /// Which rankings a search uses.
@@ -48,9 +51,25 @@ pub struct VectorQuery {
     pub dense: Vec<f32>,
     pub limit: usize,
     pub mode: SearchMode,
+    /// Reorder the mode's best candidates by late interaction; `None` keeps its order.
+    pub late: Option<LateRerank>,
 }
 
-/// A search hit: reciprocal-rank fusion of the dense and sparse rankings, best first.
+/// Late interaction over a search's candidates: the mode's best `candidates` chunks are
+/// ordered by MaxSim between `query` and each chunk's stored token vectors (the engine's
+/// own comparator), best first, and the first `limit` of them returned. A candidate indexed
+/// without token vectors is never dropped: such candidates follow the scored ones in the
+/// mode's order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LateRerank {
+    /// The query's token vectors, of the width the index was opened with.
+    pub query: TokenVectors,
+    /// How many of the mode's best chunks are reordered (at least `limit` are).
+    pub candidates: usize,
+}
+
+/// A search hit, best first: its score is the fusion's (reciprocal rank of the dense and
+/// sparse rankings), one ranking's, or MaxSim with late interaction.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScoredChunk {
     pub file_id: FileId,

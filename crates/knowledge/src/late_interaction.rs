@@ -4,9 +4,29 @@
 //! are encoded once, when they are indexed; a search encodes only its query, then compares
 //! it with the candidates' stored token vectors.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 
 use crate::EmbedError;
+
+/// Late interaction in search: the model that encodes queries (the one that encoded the
+/// chunks at ingestion), and how many of a search's best candidates it reorders.
+#[derive(Clone)]
+pub struct LateInteractionSearch {
+    pub model: Arc<dyn LateInteraction>,
+    /// At least the search's limit is reordered.
+    pub candidates: usize,
+}
+
+impl std::fmt::Debug for LateInteractionSearch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LateInteractionSearch")
+            .field("model", &self.model.model())
+            .field("candidates", &self.candidates)
+            .finish()
+    }
+}
 
 /// A text's token vectors: `len()` unit vectors of `dims()` values each, row-major.
 #[derive(Debug, Clone, PartialEq, Default)]

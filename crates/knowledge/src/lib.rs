@@ -70,9 +70,10 @@ pub use file_text::DocumentText;
 pub use format::{FileFormat, FormatError, MAX_DOCUMENT_BYTES, MAX_IMAGE_BYTES, TextCheck};
 pub use image_reading::ImageReadingPolicy;
 pub use index::{
-    IndexError, IndexedChunk, NoIndex, ScoredChunk, SearchMode, VectorIndex, VectorQuery,
+    IndexError, IndexedChunk, LateRerank, NoIndex, ScoredChunk, SearchMode, VectorIndex,
+    VectorQuery,
 };
-pub use late_interaction::{LateInteraction, TokenVectors, max_sim};
+pub use late_interaction::{LateInteraction, LateInteractionSearch, TokenVectors, max_sim};
 pub use processing::{JobOutcome, Pipeline, ProcessingSettings, Processor};
 pub use recognition::{RecognitionError, TextRecognizer};
 pub use rerank::{RerankError, Reranker, Reranking};

@@ -1,5 +1,6 @@
 //! The processing pipeline a worker runs for each queued file: read the blob, extract and
-//! chunk, embed in batches, index, then mark the file `ready` with its chunks. Content
+//! chunk, embed in batches (with their token vectors for late interaction where the
+//! deployment computes them), index, then mark the file `ready` with its chunks. Content
 //! errors fail the file for good; infrastructure errors retry with exponential backoff;
 //! a crashed worker's job is taken over when its lease expires.
 
@@ -12,9 +13,9 @@ use tessera_kernel::{Clock, DomainError};
 use tracing::Instrument;
 
 use crate::{
-    BlobStore, ChunkingSettings, ClaimedJob, DocumentError, DocumentProcessor, Embedder,
-    ExtractionProgress, FileFailed, FileReady, FileStore, IndexedChunk, ProgressSink, StoredChunk,
-    VectorIndex,
+    BlobStore, ChunkingSettings, ClaimedJob, DocumentError, DocumentProcessor, EmbedError,
+    Embedder, ExtractionProgress, FileFailed, FileReady, FileStore, IndexedChunk, LateInteraction,
+    ProgressSink, StoredChunk, TokenVectors, VectorIndex,
 };
 
 /// How workers process files.
@@ -50,6 +51,9 @@ pub struct Pipeline {
     pub blobs: Arc<dyn BlobStore>,
     pub documents: Arc<dyn DocumentProcessor>,
     pub embedder: Arc<dyn Embedder>,
+    /// Encodes every chunk's token vectors too, when the deployment offers late
+    /// interaction (whichever datasets the file is or will be in: the search decides).
+    pub late_interaction: Option<Arc<dyn LateInteraction>>,
     pub index: Arc<dyn VectorIndex>,
     pub clock: Arc<dyn Clock>,
 }
@@ -82,6 +86,27 @@ enum StepError {
 impl From<DomainError> for StepError {
     fn from(error: DomainError) -> Self {
         Self::Transient(error.to_string())
+    }
+}
+
+impl From<EmbedError> for StepError {
+    fn from(error: EmbedError) -> Self {
+        match error {
+            EmbedError::Invalid(reason) => Self::Content(reason),
+            EmbedError::Unavailable(reason) => Self::Transient(reason),
+        }
+    }
+}
+
+/// A model's answer for a batch must have one entry per text: anything else is a fault of
+/// the model, retried.
+fn check_count(what: &str, got: usize, texts: usize) -> Result<(), StepError> {
+    if got == texts {
+        Ok(())
+    } else {
+        Err(StepError::Transient(format!(
+            "the {what} returned {got} results for {texts} texts"
+        )))
     }
 }
 
@@ -292,6 +317,20 @@ impl Processor {
         let batch_size = self.settings.embed_batch.max(1);
         for (batch_index, batch) in drafts.chunks(batch_size).enumerate() {
             let texts: Vec<String> = batch.iter().map(|draft| draft.text.clone()).collect();
+            let late: Vec<Option<TokenVectors>> = match &pipeline.late_interaction {
+                Some(model) => {
+                    let encoded = model
+                        .encode_documents(texts.clone())
+                        .instrument(tracing::info_span!(
+                            "encode token vectors",
+                            "tessera.texts" = i64::try_from(batch.len()).unwrap_or(i64::MAX),
+                        ))
+                        .await?;
+                    check_count("late-interaction model", encoded.len(), batch.len())?;
+                    encoded.into_iter().map(Some).collect()
+                }
+                None => vec![None; batch.len()],
+            };
             let vectors = pipeline
                 .embedder
                 .embed(texts)
@@ -300,24 +339,14 @@ impl Processor {
                     "gen_ai.operation.name" = "embeddings",
                     "tessera.texts" = i64::try_from(batch.len()).unwrap_or(i64::MAX),
                 ))
-                .await
-                .map_err(|error| match error {
-                    crate::EmbedError::Invalid(reason) => StepError::Content(reason),
-                    crate::EmbedError::Unavailable(reason) => StepError::Transient(reason),
-                })?;
-            if vectors.len() != batch.len() {
-                return Err(StepError::Transient(format!(
-                    "the embedder returned {} vectors for {} texts",
-                    vectors.len(),
-                    batch.len()
-                )));
-            }
+                .await?;
+            check_count("embedder", vectors.len(), batch.len())?;
             let first = batch_index * batch_size;
             let indexed: Vec<IndexedChunk> = batch
                 .iter()
-                .zip(vectors)
+                .zip(vectors.into_iter().zip(late))
                 .enumerate()
-                .map(|(offset, (draft, dense))| IndexedChunk {
+                .map(|(offset, (draft, (dense, late)))| IndexedChunk {
                     organization: file.organization.clone(),
                     file_id: file.id.clone(),
                     ordinal: u32::try_from(first + offset).unwrap_or(u32::MAX),
@@ -325,6 +354,7 @@ impl Processor {
                     text: draft.text.clone(),
                     location: draft.location.clone(),
                     dense,
+                    late,
                 })
                 .collect();
             pipeline

@@ -169,8 +169,10 @@ impl DatasetRetriever {
                 version: None,
                 files: None,
                 mode: SearchMode::Hybrid,
-                // Reranked when the service has a cross-encoder.
+                // Reranked when the service has a cross-encoder, and reordered by late
+                // interaction when the dataset says so.
                 rerank: None,
+                late_interaction: None,
             };
             match self.datasets.search(&caller, &dataset, request).await {
                 Ok(found) => candidates.extend(found.into_iter().map(|hit| {

@@ -13,8 +13,8 @@ use tessera_kernel::{ManualClock, OrganizationId};
 use tessera_knowledge::{
     BlobError, BlobStore, BlobWriter, ChunkDraft, ChunkLocation, ClaimedJob, DatasetId,
     DocumentError, EmbedError, ExtractionProgress, FileFormat, FileId, FileStatus, JobOutcome,
-    MockDocumentProcessor, MockEmbedder, MockFileStore, MockVectorIndex, Pipeline,
-    ProcessingSettings, Processor, StoredFile,
+    MockDocumentProcessor, MockEmbedder, MockFileStore, MockLateInteraction, MockVectorIndex,
+    Pipeline, ProcessingSettings, Processor, StoredFile, TokenVectors,
 };
 
 /// A blob store holding one document.
@@ -83,6 +83,7 @@ struct Ports {
     files: MockFileStore,
     documents: MockDocumentProcessor,
     embedder: MockEmbedder,
+    late_interaction: Option<MockLateInteraction>,
     index: MockVectorIndex,
 }
 
@@ -102,6 +103,7 @@ impl Ports {
             files,
             documents: MockDocumentProcessor::new(),
             embedder,
+            late_interaction: None,
             index: MockVectorIndex::new(),
         }
     }
@@ -112,6 +114,9 @@ impl Ports {
             blobs: Arc::new(OneBlob(b"# Notes".to_vec())),
             documents: Arc::new(self.documents),
             embedder: Arc::new(self.embedder),
+            late_interaction: self
+                .late_interaction
+                .map(|model| Arc::new(model) as Arc<dyn tessera_knowledge::LateInteraction>),
             index: Arc::new(self.index),
             clock: Arc::new(ManualClock::new(now())),
         };
@@ -186,7 +191,111 @@ async fn a_document_is_embedded_in_batches_indexed_and_completed() {
     let indexed = indexed.lock().unwrap();
     assert_eq!(indexed.len(), 5);
     assert!(indexed.iter().all(|c| c.datasets == vec![dataset.clone()]));
+    assert!(
+        indexed.iter().all(|c| c.late.is_none()),
+        "no model, no token vectors"
+    );
     assert_eq!(indexed[4].ordinal, 4);
+}
+
+/// One token vector per character of the text: `[1, 0]` for a digit, `[0, 1]` otherwise.
+fn token_vectors(text: &str) -> TokenVectors {
+    let values = text
+        .chars()
+        .flat_map(|c| {
+            if c.is_ascii_digit() {
+                [1.0, 0.0]
+            } else {
+                [0.0, 1.0]
+            }
+        })
+        .collect();
+    TokenVectors::new(2, values).unwrap()
+}
+
+/// Ports for a job of three chunks, whose index keeps what it is given.
+fn ports_of_three(job: &ClaimedJob) -> (Ports, Arc<Mutex<Vec<tessera_knowledge::IndexedChunk>>>) {
+    let mut ports = Ports::new(job);
+    ports
+        .files
+        .expect_report_progress()
+        .returning(|_, _, _, _, _| Ok(true));
+    ports
+        .files
+        .expect_datasets_of()
+        .returning(|_, _| Ok(Vec::new()));
+    ports
+        .documents
+        .expect_chunks()
+        .returning(|_, _, _, _| Ok(drafts(3)));
+    ports
+        .embedder
+        .expect_embed()
+        .returning(|texts| Ok(texts.iter().map(|_| vec![0.6, 0.8]).collect()));
+    let indexed = Arc::new(Mutex::new(Vec::new()));
+    let upserts = indexed.clone();
+    ports.index.expect_upsert().returning(move |chunks| {
+        upserts.lock().unwrap().extend(chunks);
+        Ok(())
+    });
+    (ports, indexed)
+}
+
+#[tokio::test]
+async fn with_late_interaction_every_chunk_is_indexed_with_its_own_token_vectors() {
+    let job = job(1);
+    let (mut ports, indexed) = ports_of_three(&job);
+    let mut model = MockLateInteraction::new();
+    model
+        .expect_encode_documents()
+        .times(2)
+        .returning(|texts| Ok(texts.iter().map(|text| token_vectors(text)).collect()));
+    ports.late_interaction = Some(model);
+    ports
+        .files
+        .expect_complete_job()
+        .times(1)
+        .returning(|_, _, _, _| Ok(true));
+    let (_, outcome) = ports.processor().process_next().await.unwrap().unwrap();
+    assert_eq!(outcome, JobOutcome::Ready { chunks: 3 });
+    let indexed = indexed.lock().unwrap();
+    assert_eq!(indexed.len(), 3);
+    for chunk in indexed.iter() {
+        assert_eq!(
+            chunk.late,
+            Some(token_vectors(&chunk.text)),
+            "{}",
+            chunk.text
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_late_interaction_model_that_miscounts_or_fails_is_retried() {
+    for answer in [
+        Ok(vec![token_vectors("chunk 0")]),
+        Err(EmbedError::Unavailable("model thread gone".into())),
+    ] {
+        let job = job(1);
+        let (mut ports, indexed) = ports_of_three(&job);
+        let mut model = MockLateInteraction::new();
+        model
+            .expect_encode_documents()
+            .times(1)
+            .returning(move |_| answer.clone());
+        ports.late_interaction = Some(model);
+        ports
+            .files
+            .expect_retry_job()
+            .times(1)
+            .returning(|_, _, _, _| Ok(true));
+        let (_, outcome) = ports.processor().process_next().await.unwrap().unwrap();
+        assert!(
+            matches!(outcome, JobOutcome::Retrying { .. }),
+            "{outcome:?}"
+        );
+        assert!(indexed.lock().unwrap().is_empty(), "nothing indexed");
+    }
 }
 
 #[tokio::test]
@@ -374,6 +483,7 @@ async fn an_empty_queue_is_not_an_error() {
         blobs: Arc::new(OneBlob(Vec::new())),
         documents: Arc::new(MockDocumentProcessor::new()),
         embedder: Arc::new(MockEmbedder::new()),
+        late_interaction: None,
         index: Arc::new(MockVectorIndex::new()),
         clock: Arc::new(ManualClock::new(now())),
     };

@@ -30,6 +30,7 @@ fn dataset(caller: &KnowledgeCaller) -> Dataset {
         description: None,
         version: 1,
         file_count: 5,
+        late_interaction: false,
         created_by: "user-1".into(),
         created_at: Utc::now(),
         updated_at: Utc::now(),
@@ -137,6 +138,7 @@ fn request(limit: usize, rerank: Option<bool>) -> SearchRequest {
         files: None,
         mode: SearchMode::Hybrid,
         rerank,
+        late_interaction: None,
     }
 }
 

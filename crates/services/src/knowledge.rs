@@ -1,7 +1,7 @@
 //! Wiring of files and datasets: blob storage, the vector index (embedded, or a Qdrant
-//! server), the embedding model, the reranking model, OCR (scanned PDF pages, and uploaded
-//! images of organizations that opted in), the services, and the processing workers that run
-//! inside this process.
+//! server), the embedding model, the late-interaction and reranking models, OCR (scanned PDF
+//! pages, and uploaded images of organizations that opted in), the services, and the
+//! processing workers that run inside this process.
 
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
@@ -16,8 +16,8 @@ use tessera_kernel::{Clock, CursorCodec, DomainError, OrganizationId};
 use tessera_knowledge::{
     BlobStore, ChunkingSettings, DatasetService, DocumentProcessor, Embedder, FileFormat,
     FileService, FileStatus, FileStore, ImageReadingPolicy, JobOutcome, KnowledgeCaller,
-    NoEmbedder, NoIndex, Pipeline, ProcessingSettings, Processor, Reranker, Reranking, StoredFile,
-    Upload, UploadError, VectorIndex,
+    LateInteraction, LateInteractionSearch, NoEmbedder, NoIndex, Pipeline, ProcessingSettings,
+    Processor, Reranker, Reranking, StoredFile, Upload, UploadError, VectorIndex,
 };
 use tessera_llm_openai::{OpenAiConfig, OpenAiEmbedder};
 use tessera_ocr_tesseract::{Tesseract, TesseractSettings};
@@ -66,6 +66,9 @@ struct Engines {
     image_formats: Vec<FileFormat>,
     /// The cross-encoder search reranks with, if `knowledge.rerank` found one.
     reranker: Option<Arc<dyn Reranker>>,
+    /// The model of chunks' and queries' token vectors, if `knowledge.late_interaction`
+    /// loaded one.
+    late_interaction: Option<Arc<dyn LateInteraction>>,
 }
 
 /// The document processor, the embedding model (an OpenAI-compatible server when
@@ -120,6 +123,7 @@ async fn engines(
         Role::Serving => reranker(settings).await?,
         Role::Processing => None,
     };
+    let late_interaction = crate::late_interaction::late_interaction(settings).await?;
     let ocr = recognizer(settings)?;
     let mut documents = DocumentChunker::default();
     let mut image_formats = Vec::new();
@@ -133,6 +137,7 @@ async fn engines(
         index,
         image_formats,
         reranker,
+        late_interaction,
     }))
 }
 
@@ -176,7 +181,7 @@ async fn reranker(settings: &Settings) -> Result<Option<Arc<dyn Reranker>>, Serv
 }
 
 /// The settings' spelling of the embedded models' arithmetic, as the adapter takes it.
-fn precision(setting: EmbeddingPrecision) -> Precision {
+pub(crate) fn precision(setting: EmbeddingPrecision) -> Precision {
     match setting {
         EmbeddingPrecision::Auto => Precision::Auto,
         EmbeddingPrecision::F32 => Precision::F32,
@@ -449,6 +454,16 @@ impl Knowledge {
             }),
             None => datasets,
         };
+        let late_interaction = engines
+            .as_ref()
+            .and_then(|engines| engines.late_interaction.clone());
+        let datasets = match late_interaction.clone() {
+            Some(model) => datasets.with_late_interaction(LateInteractionSearch {
+                model,
+                candidates: knowledge.late_interaction_candidates,
+            }),
+            None => datasets,
+        };
         let embedder = engines.as_ref().map(|engines| engines.embedder.clone());
         let image_formats = engines
             .as_ref()
@@ -459,6 +474,7 @@ impl Knowledge {
             blobs,
             documents: engines.documents,
             embedder: engines.embedder,
+            late_interaction,
             index: engines.index,
             clock,
         });

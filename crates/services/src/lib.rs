@@ -15,6 +15,7 @@ mod bootstrap;
 mod embedding_model;
 mod error;
 pub mod knowledge;
+mod late_interaction;
 pub mod mcp;
 mod services;
 pub mod upstreams;

@@ -505,6 +505,18 @@ pub struct KnowledgeSettings {
     /// and multiplied its time by about 40 (decision 0047); `rerank: true` still asks for it.
     #[serde(deserialize_with = "lenient::parse")]
     pub rerank_by_default: bool,
+    /// Late interaction (answerai-colbert-small-v1, fetched by `just models`, searched for
+    /// like the embedding model): every chunk processed is also encoded as token vectors
+    /// (about twice the processing time, 37 KiB per chunk in the index), so that datasets
+    /// set to (`lateInteraction`) reorder their searches' best candidates by MaxSim. `off`
+    /// (default), `auto` (when its files are found) or `on` (the service does not start
+    /// without them). Decision 0050.
+    #[serde(deserialize_with = "lenient::parse")]
+    pub late_interaction: Switch,
+    /// How many of a search's best candidates late interaction reorders (at least the
+    /// search's limit are).
+    #[serde(deserialize_with = "lenient::parse")]
+    pub late_interaction_candidates: usize,
 }
 
 impl Default for KnowledgeSettings {
@@ -542,6 +554,8 @@ impl Default for KnowledgeSettings {
             rerank_model_dir: None,
             rerank_candidates: 10,
             rerank_by_default: false,
+            late_interaction: Switch::Off,
+            late_interaction_candidates: 20,
         }
     }
 }
@@ -1288,6 +1302,12 @@ impl Settings {
                 format!("must be 1 to {MAX_RERANK_CANDIDATES}"),
             ));
         }
+        if !(1..=MAX_RERANK_CANDIDATES).contains(&self.knowledge.late_interaction_candidates) {
+            return Err(invalid(
+                "knowledge.late_interaction_candidates",
+                format!("must be 1 to {MAX_RERANK_CANDIDATES}"),
+            ));
+        }
         if self.knowledge.ocr_page_timeout_secs == 0 {
             return Err(invalid(
                 "knowledge.ocr_page_timeout_secs",
@@ -1902,6 +1922,30 @@ mod tests {
             ));
             assert!(
                 message.starts_with("config key `knowledge.rerank_candidates`"),
+                "{message}"
+            );
+        }
+    }
+
+    #[test]
+    fn late_interaction_settings_are_read_and_checked() {
+        let settings = Settings::load_from(None, env(&[])).unwrap();
+        assert_eq!(settings.knowledge.late_interaction, Switch::Off);
+        assert_eq!(settings.knowledge.late_interaction_candidates, 20);
+        let settings = load_toml(
+            "[knowledge]\nlate_interaction = \"auto\"\nlate_interaction_candidates = 40\n",
+            &[],
+        )
+        .unwrap();
+        assert_eq!(settings.knowledge.late_interaction, Switch::Auto);
+        assert_eq!(settings.knowledge.late_interaction_candidates, 40);
+        for candidates in ["0", "201"] {
+            let message = error_of(Settings::load_from(
+                None,
+                env(&[("TESSERA_KNOWLEDGE__LATE_INTERACTION_CANDIDATES", candidates)]),
+            ));
+            assert!(
+                message.starts_with("config key `knowledge.late_interaction_candidates`"),
                 "{message}"
             );
         }

@@ -46,6 +46,7 @@ struct DatasetRow {
     description: Option<String>,
     version: i64,
     created_by: String,
+    late_interaction: bool,
     created_at: NaiveDateTime,
     updated_at: NaiveDateTime,
 }
@@ -73,6 +74,7 @@ impl DatasetRow {
             file_count: u64::try_from(file_count).unwrap_or_default(),
             name: self.name,
             description: self.description,
+            late_interaction: self.late_interaction,
             created_by: self.created_by,
             created_at: utc(self.created_at),
             updated_at: utc(self.updated_at),
@@ -180,6 +182,7 @@ impl DatasetStore for SqlDatasetStore {
             description: dataset.description.clone(),
             version: i64::try_from(dataset.version).unwrap_or(i64::MAX),
             created_by: dataset.created_by.clone(),
+            late_interaction: dataset.late_interaction,
             created_at: dataset.created_at.naive_utc(),
             updated_at: dataset.updated_at.naive_utc(),
         };
@@ -264,6 +267,7 @@ impl DatasetStore for SqlDatasetStore {
                 .set((
                     datasets::name.eq(&dataset.name),
                     datasets::description.eq(&dataset.description),
+                    datasets::late_interaction.eq(dataset.late_interaction),
                     datasets::updated_at.eq(dataset.updated_at.naive_utc()),
                 ))
                 .execute(conn)

@@ -296,6 +296,7 @@ diesel::table! {
         description -> Nullable<Text>,
         version -> BigInt,
         created_by -> Text,
+        late_interaction -> Bool,
         created_at -> Timestamp,
         updated_at -> Timestamp,
     }

@@ -119,6 +119,7 @@ async fn dataset(db: &Database, organization: &OrganizationId, name: &str) -> Da
         description: None,
         version: 1,
         file_count: 0,
+        late_interaction: false,
         created_by: "alice".into(),
         created_at: at(0),
         updated_at: at(0),

@@ -303,7 +303,8 @@ fn search_dataset_schema() -> Value {
             "mode": {"type": "string", "enum": ["hybrid", "dense", "sparse"], "description": "`hybrid` (default), `dense` (meaning only) or `sparse` (words only)."},
             "version": {"type": "integer", "minimum": 1, "description": "Search this snapshot's files instead of the current ones."},
             "fileIds": {"type": "array", "items": {"type": "string"}, "description": "Only these files."},
-            "rerank": {"type": "boolean", "description": "Rerank the best candidates with the server's cross-encoder; default on when the server has one."}
+            "rerank": {"type": "boolean", "description": "Rerank the best candidates with the server's cross-encoder; default on when the server has one."},
+            "lateInteraction": {"type": "boolean", "description": "Reorder the best candidates by late interaction (token-level MaxSim); default: the dataset's setting."}
         }),
         &["datasetId", "query"],
     )

@@ -44,7 +44,12 @@ pub async fn create_dataset(
     let dataset = state
         .knowledge
         .datasets
-        .create(&knowledge_caller(&caller), &body.name, body.description)
+        .create(
+            &knowledge_caller(&caller),
+            &body.name,
+            body.description,
+            body.late_interaction.unwrap_or(false),
+        )
         .await?;
     Ok(HttpResponse::Created()
         .insert_header((header::LOCATION, format!("/v1/datasets/{}", dataset.id)))
@@ -112,7 +117,7 @@ pub async fn get_dataset(
     Ok(web::Json(DatasetOut::from(&dataset)))
 }
 
-/// Rename or re-describe a dataset (its version counts content changes only).
+/// Change a dataset's name, description or late interaction (its version counts content only).
 #[utoipa::path(
     tag = "Datasets",
     operation_id = "updateDataset",
@@ -139,6 +144,7 @@ pub async fn update_dataset(
             &dataset_id(&path)?,
             body.name.as_deref(),
             body.description,
+            body.late_interaction,
         )
         .await?;
     Ok(web::Json(DatasetOut::from(&dataset)))
@@ -322,6 +328,7 @@ pub(crate) async fn search(
                 files,
                 mode: body.mode.map_or(SearchMode::Hybrid, SearchMode::from),
                 rerank: body.rerank,
+                late_interaction: body.late_interaction,
             },
         )
         .await?;

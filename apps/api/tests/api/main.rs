@@ -24,6 +24,7 @@ mod hardening3_tools;
 mod http;
 mod idempotency;
 mod image_ocr;
+mod late_interaction;
 mod mcp;
 mod mcp_endpoint;
 mod metrics;

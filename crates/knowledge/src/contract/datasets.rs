@@ -175,6 +175,7 @@ pub async fn dataset_updates_save_name_and_description_only(stores: &impl Knowle
         description: None,
         version: 9,
         file_count: 7,
+        late_interaction: true,
         created_by: "mallory".into(),
         created_at: at(5),
         updated_at: at(6),
@@ -188,6 +189,7 @@ pub async fn dataset_updates_save_name_and_description_only(stores: &impl Knowle
             description: None,
             version: 2,
             file_count: 1,
+            late_interaction: true,
             updated_at: at(6),
             ..dataset.clone()
         })

@@ -199,6 +199,7 @@ pub fn dataset(organization: &OrganizationId, name: &str) -> Dataset {
         description: Some("handbooks".into()),
         version: 1,
         file_count: 0,
+        late_interaction: false,
         created_by: "alice".into(),
         created_at: at(0),
         updated_at: at(0),

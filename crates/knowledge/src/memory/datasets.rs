@@ -129,6 +129,7 @@ impl DatasetStore for InMemoryKnowledgeStore {
             };
             stored.dataset.name = dataset.name.clone();
             stored.dataset.description = dataset.description.clone();
+            stored.dataset.late_interaction = dataset.late_interaction;
             stored.dataset.updated_at = dataset.updated_at;
             state.audit.push(audit.clone());
             true
