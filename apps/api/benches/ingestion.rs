@@ -1,6 +1,6 @@
 //! Ingestion throughput (issue 7): PDFs uploaded through HTTP until every one is `ready`
 //! (extraction, chunking, embedding, indexing, in the real application on its embedded
-//! defaults: SQLite, qdrant-edge, all-MiniLM-L6-v2), in pages/s and chunks/s.
+//! defaults: SQLite, qdrant-edge, bge-small-en-v1.5), in pages/s and chunks/s.
 //!
 //! Baseline, measured in the same run on the same chunks: the embedding model alone
 //! (`LocalEmbedder::embed` over the chunk texts the document processor cuts from the same
@@ -24,12 +24,9 @@ use std::{
 use anyhow::{Context, anyhow, bail};
 use reqwest::multipart::{Form, Part};
 use serde_json::Value;
-use tessera_api::config::Settings;
 use tessera_documents::{DocumentChunker, testing::pdf_bytes};
-use tessera_embed_local::{LocalEmbedder, LocalEmbedderOptions, find_model_dir};
-use tessera_knowledge::{
-    ChunkingSettings, DocumentProcessor, Embedder, FileFormat, ignore_progress,
-};
+use tessera_embed_local::LocalEmbeddingModel;
+use tessera_knowledge::{DocumentProcessor, FileFormat, ignore_progress};
 
 #[path = "support/mod.rs"]
 mod support;
@@ -88,33 +85,23 @@ fn corpus() -> anyhow::Result<Vec<Vec<u8>>> {
 }
 
 /// Seconds the embedding model alone takes over the chunks of `pdfs`, and how many chunks.
-async fn embedding_only(
-    model_dir: &Path,
-    pdfs: &[Vec<u8>],
-    chunking: ChunkingSettings,
-) -> anyhow::Result<(f64, usize)> {
+async fn embedding_only(models: &Path, pdfs: &[Vec<u8>]) -> anyhow::Result<(f64, usize)> {
     let chunker = DocumentChunker::default();
     let mut texts = Vec::new();
     for pdf in pdfs {
         let chunks = chunker
-            .chunks(FileFormat::Pdf, pdf.clone(), chunking, ignore_progress())
+            .chunks(
+                FileFormat::Pdf,
+                pdf.clone(),
+                support::default_chunking(),
+                ignore_progress(),
+            )
             .await
             .map_err(|e| anyhow!("chunking: {e}"))?;
         texts.extend(chunks.into_iter().map(|chunk| chunk.text));
     }
-    let dir = model_dir.to_path_buf();
-    let embedder = tokio::task::spawn_blocking(move || {
-        LocalEmbedder::load(&dir, LocalEmbedderOptions::default())
-    })
-    .await??;
-    // Warm-up on a few chunks.
-    embedder
-        .embed(texts[..texts.len().min(32)].to_vec())
-        .await?;
     let count = texts.len();
-    let started = Instant::now();
-    embedder.embed(texts).await?;
-    Ok((started.elapsed().as_secs_f64(), count))
+    Ok((support::embedding_model_alone(models, texts).await?, count))
 }
 
 fn main() -> anyhow::Result<()> {
@@ -130,22 +117,17 @@ fn main() -> anyhow::Result<()> {
 
 async fn run(data_dir: &std::path::Path) -> anyhow::Result<()> {
     let models = support::models_root();
-    let Some(model_dir) = find_model_dir(&models) else {
+    if LocalEmbeddingModel::BgeSmallEnV15.find(&models).is_none() {
         eprintln!(
-            "skipped: all-MiniLM-L6-v2 is not under {} (run `just models`)",
+            "skipped: bge-small-en-v1.5 is not under {} (run `just models`)",
             models.display()
         );
         return Ok(());
-    };
+    }
     let pdfs = corpus()?;
-    let settings_defaults = Settings::default();
-    let chunking = ChunkingSettings {
-        max_tokens: settings_defaults.knowledge.chunk_tokens,
-        overlap_tokens: settings_defaults.knowledge.chunk_overlap_tokens,
-    };
 
     eprintln!("embedding only: the chunks of {FILES} PDFs of {PAGES} pages");
-    let (embed_seconds, chunks) = embedding_only(&model_dir, &pdfs, chunking).await?;
+    let (embed_seconds, chunks) = embedding_only(&models, &pdfs).await?;
 
     // The real application on its embedded defaults.
     let mut settings = support::settings(data_dir)?;

@@ -26,8 +26,16 @@
 //! `../shared/data/beir/nfcorpus.zip` there; without it the benchmark is skipped),
 //! `TESSERA_MODELS_DIR` (default `~/.cache/tessera-models`, filled by `just models`),
 //! `TESSERA_BENCH_QUERIES` (the first N judged queries, for every mode; default all),
-//! `CANDLE_NUM_THREADS` (default every core). Nothing asserts on timings; it fails only
-//! when a file does not end `ready` or a request fails.
+//! `TESSERA_BENCH_DOCUMENTS` (the first N documents only: for timing the ingestion; the
+//! quality figures then mean little), `TESSERA_BENCH_SEARCH=0` (the default ingestion only:
+//! no late interaction, no searches), `TESSERA_BENCH_WORKERS` (`knowledge.workers`: files
+//! processed at once; default the setting's), `CANDLE_NUM_THREADS` (default every core).
+//! Nothing asserts on timings; it fails only when a file does not end `ready` or a request
+//! fails.
+//!
+//! Baseline of the ingestion, measured in the same run on the same texts: the embedding
+//! model alone (`LocalEmbedder::embed`, batches of 32) over the chunks the document
+//! processor cuts from the same files with the same settings.
 //!
 //! Run with `just bench`, or `TESSERA_BENCH_BEIR_DIR=… cargo bench -p tessera-api --bench
 //! nfcorpus_api`.
@@ -42,8 +50,11 @@ use anyhow::{Context, anyhow, bail};
 use futures_util::{StreamExt, TryStreamExt, stream};
 use reqwest::multipart::{Form, Part};
 use serde_json::{Value, json};
+use tessera_api::config::Settings;
 use tessera_api::config::{EmbeddingPrecision, Switch};
+use tessera_documents::DocumentChunker;
 use tessera_embed_local::{Precision, cpu_flags};
+use tessera_knowledge::{DocumentProcessor, FileFormat, ignore_progress};
 
 #[path = "support/beir.rs"]
 mod beir;
@@ -389,6 +400,9 @@ fn settings(
     knowledge.rerank_candidates = RERANK_CANDIDATES;
     knowledge.late_interaction = late_interaction;
     knowledge.poll_secs = 1;
+    if let Some(workers) = env_number("TESSERA_BENCH_WORKERS") {
+        knowledge.workers = workers.max(1);
+    }
     Ok(settings)
 }
 
@@ -424,6 +438,33 @@ fn candle_threads() -> String {
     }
 }
 
+/// A whole-number setting of this benchmark from the environment.
+fn env_number(name: &str) -> Option<usize> {
+    std::env::var(name).ok().and_then(|n| n.parse().ok())
+}
+
+/// Seconds the default embedding model alone takes over the chunks the service cuts from
+/// `documents` (as uploaded: title, blank line, text), and how many chunks.
+async fn embedding_only(models: &Path, collection: &Collection) -> anyhow::Result<(f64, usize)> {
+    let chunker = DocumentChunker::default();
+    let mut texts = Vec::new();
+    for document in &collection.documents {
+        let body = format!("{}\n\n{}", document.title, document.text);
+        let chunks = chunker
+            .chunks(
+                FileFormat::Txt,
+                body.into_bytes(),
+                support::default_chunking(),
+                ignore_progress(),
+            )
+            .await
+            .map_err(|e| anyhow!("chunking {}: {e}", document.id))?;
+        texts.extend(chunks.into_iter().map(|chunk| chunk.text));
+    }
+    let count = texts.len();
+    Ok((support::embedding_model_alone(models, texts).await?, count))
+}
+
 fn main() -> anyhow::Result<()> {
     let Some(dir) = std::env::var_os("TESSERA_BENCH_BEIR_DIR").map(PathBuf::from) else {
         eprintln!(
@@ -432,7 +473,11 @@ fn main() -> anyhow::Result<()> {
         );
         return Ok(());
     };
-    let collection = Collection::load(&dir)?;
+    let mut collection = Collection::load(&dir)?;
+    if let Some(cap) = env_number("TESSERA_BENCH_DOCUMENTS") {
+        collection.documents.truncate(cap.max(1));
+    }
+    let search = std::env::var("TESSERA_BENCH_SEARCH").as_deref() != Ok("0");
     let mut queries = collection.queries.clone();
     if let Some(cap) = std::env::var("TESSERA_BENCH_QUERIES")
         .ok()
@@ -444,7 +489,7 @@ fn main() -> anyhow::Result<()> {
     let precision = default_precision();
     println!(
         "{}: {} documents, {} judged queries searched (of {}); through the API of a {} build; \
-         models in {} ({}); CPU flags: {}; load averages {}",
+         models in {} ({}); knowledge.workers {}; CPU flags: {}; load averages {}",
         collection.name,
         collection.documents.len(),
         queries.len(),
@@ -457,12 +502,13 @@ fn main() -> anyhow::Result<()> {
         },
         precision,
         candle_threads(),
+        env_number("TESSERA_BENCH_WORKERS").unwrap_or(Settings::default().knowledge.workers),
         cpu_flags(),
         load_average()
     );
 
     // Late interaction on: ingestion with token vectors, then every mode's searches.
-    let (ingested, rows, searched_load) = on_fresh_runtime(async |data_dir| {
+    let searched = search.then(|| on_fresh_runtime(async |data_dir| {
         let app = support::start(
             settings(data_dir, &models, Switch::On)?,
             Duration::from_secs(300),
@@ -482,7 +528,7 @@ fn main() -> anyhow::Result<()> {
         let searched_load = load_average();
         app.handle.stop(true).await;
         anyhow::Ok((ingested, rows, searched_load))
-    })?;
+    })).transpose()?;
 
     // The default models only, on a fresh data folder.
     let default_ingestion =
@@ -495,13 +541,41 @@ fn main() -> anyhow::Result<()> {
                     Duration::from_secs(300),
                 )
                 .await?;
-                eprintln!("ingesting again with the default models (late interaction off)");
+                eprintln!("ingesting with the default models (late interaction off)");
                 let (_, _, ingested) = ingest(&app, &collection).await?;
                 app.handle.stop(true).await;
-                anyhow::Ok(ingested)
+                eprintln!("the embedding model alone over the same chunks (the baseline)");
+                let alone = embedding_only(&models, &collection).await?;
+                anyhow::Ok((ingested, alone))
             })?)
         };
 
+    if let Some((ingested, rows, searched_load)) = &searched {
+        print_searches(&collection, &queries, rows, searched_load);
+        ingested.print("ingestion, late interaction on");
+    }
+    if let Some((ingested, (seconds, chunks))) = default_ingestion {
+        ingested.print("ingestion, default models (late interaction off)");
+        println!(
+            "{:<50} {:>6} docs {chunks:>6} chunks {seconds:>8.1} s {:>8.2} docs/s {:>8.2} \
+             chunks/s: the ingestion end to end took {:.2}× the model alone",
+            "baseline: the embedding model alone",
+            collection.documents.len(),
+            collection.documents.len() as f64 / seconds,
+            chunks as f64 / seconds,
+            ingested.total.as_secs_f64() / seconds,
+        );
+    }
+    Ok(())
+}
+
+/// Prints each search mode's row.
+fn print_searches(
+    collection: &Collection,
+    queries: &[(String, String)],
+    rows: &[Row],
+    searched_load: &str,
+) {
     let n = queries.len() as f64;
     let nfcorpus = collection.name.to_lowercase().contains("nfcorpus");
     // Against the published BM25 on NFCorpus; on another set, against the measured sparse row.
@@ -515,7 +589,7 @@ fn main() -> anyhow::Result<()> {
         "{:<38} {:>5} {:>8} {:>7} {:>7} {:>7} {:>6} {:>8} {:>8}",
         "mode", "limit", "nDCG@10", anchor_name, "R@10", "R@50", "docs", "p50 ms", "p99 ms"
     );
-    for (mode, row) in MODES.iter().zip(&rows) {
+    for (mode, row) in MODES.iter().zip(rows) {
         println!(
             "{:<38} {:>5} {:>8.3} {:>6.2}× {:>7.3} {:>7.3} {:>6.1} {:>8.1} {:>8.1}",
             mode.name,
@@ -542,18 +616,11 @@ fn main() -> anyhow::Result<()> {
          searches, one at a time; load averages after them: {searched_load}."
     );
     println!();
-    ingested.print("ingestion, late interaction on");
-    if let Some(ingested) = default_ingestion {
-        ingested.print("ingestion, default models (late interaction off)");
-    }
-    Ok(())
 }
 
 /// The embedded models' arithmetic under the default settings, named with its kernel.
 fn default_precision() -> String {
-    let setting = tessera_api::config::Settings::default()
-        .knowledge
-        .embedding_precision;
+    let setting = Settings::default().knowledge.embedding_precision;
     let precision = match setting {
         EmbeddingPrecision::Auto => Precision::Auto,
         EmbeddingPrecision::F32 => Precision::F32,

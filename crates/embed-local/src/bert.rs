@@ -218,7 +218,7 @@ impl BertEncoder {
             let types = types.to_dtype(DType::F32)?.unsqueeze(2)?;
             x = (x + types.broadcast_mul(second)?)?;
         }
-        let mut x = self
+        let x = self
             .embedding_norm
             .forward(&x.reshape((batch * width, hidden))?)?;
         // Padding keys get no weight in any softmax.
@@ -226,10 +226,11 @@ impl BertEncoder {
             .iter()
             .map(|&m| m != 0.0)
             .collect();
+        let packing = Packing::of(&key_mask)?;
+        let mut x = packing.pack(&x)?;
         for layer in &self.layers {
-            let qkv = layer
-                .qkv
-                .forward(&x)?
+            let qkv = packing
+                .unpack(&layer.qkv.forward(&x)?)?
                 .reshape((batch, width, 3, self.heads, head))?
                 .permute((2, 0, 3, 1, 4))?
                 .contiguous()?;
@@ -240,13 +241,91 @@ impl BertEncoder {
                 .transpose(1, 2)?
                 .contiguous()?
                 .reshape((batch * width, hidden))?;
-            let attended = (layer.attention_output.forward(&context)? + &x)?;
+            let attended = (layer.attention_output.forward(&packing.pack(&context)?)? + &x)?;
             x = layer.attention_norm.forward(&attended)?;
             let inner = layer.intermediate.forward(&x)?;
             let out = (layer.output.forward(&inner)? + &x)?;
             x = layer.output_norm.forward(&out)?;
         }
-        x.reshape((batch, width, hidden))
+        packing
+            .unpack_with_zeros(&x)?
+            .reshape((batch, width, hidden))
+    }
+}
+
+/// Which rows of a padded batch's `(batch · width, features)` layout are real tokens: the
+/// dense layers and layer norms, most of a forward pass, then run on the real tokens only
+/// (each row is computed on its own there), and only attention, which needs the rows of a
+/// text side by side, reads the padded layout. Batches of texts of different lengths (the
+/// chunks of many files) pay nothing for their padding but two copies per layer.
+enum Packing {
+    /// No padding: every layout is the padded one.
+    None,
+    Padded {
+        /// The padded row of each real token, in order.
+        real: Tensor,
+        /// The packed row each padded row reads: its own for a real token, any real one
+        /// for padding (whose values no softmax weighs and no caller reads).
+        padded: Tensor,
+        /// `padded` with padding reading the row after the last real one.
+        padded_zeroed: Tensor,
+    },
+}
+
+impl Packing {
+    fn of(key_mask: &[bool]) -> Result<Self> {
+        let count = key_mask.iter().filter(|&&real| real).count();
+        if count == key_mask.len() || count == 0 {
+            return Ok(Self::None);
+        }
+        let mut real = Vec::with_capacity(count);
+        let mut padded = Vec::with_capacity(key_mask.len());
+        let mut padded_zeroed = Vec::with_capacity(key_mask.len());
+        let zero_row = u32::try_from(count).map_err(|e| candle_core::Error::Msg(e.to_string()))?;
+        for (row, &is_real) in key_mask.iter().enumerate() {
+            if is_real {
+                let packed = u32::try_from(real.len()).unwrap_or(u32::MAX);
+                real.push(u32::try_from(row).unwrap_or(u32::MAX));
+                padded.push(packed);
+                padded_zeroed.push(packed);
+            } else {
+                padded.push(0);
+                padded_zeroed.push(zero_row);
+            }
+        }
+        let device = &candle_core::Device::Cpu;
+        Ok(Self::Padded {
+            real: Tensor::from_vec(real, count, device)?,
+            padded: Tensor::from_vec(padded, key_mask.len(), device)?,
+            padded_zeroed: Tensor::from_vec(padded_zeroed, key_mask.len(), device)?,
+        })
+    }
+
+    /// The real tokens' rows of a padded layout.
+    fn pack(&self, x: &Tensor) -> Result<Tensor> {
+        match self {
+            Self::None => Ok(x.clone()),
+            Self::Padded { real, .. } => x.index_select(real, 0),
+        }
+    }
+
+    /// The padded layout of packed rows, padding filled with some real row.
+    fn unpack(&self, x: &Tensor) -> Result<Tensor> {
+        match self {
+            Self::None => Ok(x.clone()),
+            Self::Padded { padded, .. } => x.index_select(padded, 0),
+        }
+    }
+
+    /// The padded layout of packed rows, padding filled with zeros (what callers see).
+    fn unpack_with_zeros(&self, x: &Tensor) -> Result<Tensor> {
+        match self {
+            Self::None => Ok(x.clone()),
+            Self::Padded { padded_zeroed, .. } => {
+                let zeros = Tensor::zeros((1, x.dim(1)?), x.dtype(), x.device())?;
+                Tensor::cat(&[x, &zeros], 0)?.index_select(padded_zeroed, 0)
+            }
+        }
     }
 }
 
@@ -359,5 +438,33 @@ mod tests {
             [0, 0, 1, 1, 0, 0, 0],
         ]));
         assert!(largest < 1e-4, "largest difference {largest}");
+    }
+
+    #[test]
+    fn packing_keeps_the_real_rows_and_gives_padding_zeros() {
+        // Rows 0..6 of a padded layout: rows 2 and 5 are padding.
+        let mask = [true, true, false, true, true, false];
+        let padded = Tensor::arange(0f32, 12., &Device::Cpu)
+            .unwrap()
+            .reshape((6, 2))
+            .unwrap();
+        let packing = Packing::of(&mask).unwrap();
+        let packed = packing.pack(&padded).unwrap();
+        assert_eq!(
+            packed.to_vec2::<f32>().unwrap(),
+            [[0., 1.], [2., 3.], [6., 7.], [8., 9.]]
+        );
+        let back = packing.unpack_with_zeros(&packed).unwrap();
+        assert_eq!(
+            back.to_vec2::<f32>().unwrap(),
+            [[0., 1.], [2., 3.], [0., 0.], [6., 7.], [8., 9.], [0., 0.]]
+        );
+        // Inside the layers, padding reads a real row (finite values no softmax weighs).
+        let inside = packing.unpack(&packed).unwrap().to_vec2::<f32>().unwrap();
+        assert_eq!(inside[3], [6., 7.]);
+        assert!(inside.iter().flatten().all(|value| value.is_finite()));
+        // Without padding, nothing moves.
+        let none = Packing::of(&[true; 6]).unwrap();
+        assert!(matches!(none, Packing::None));
     }
 }

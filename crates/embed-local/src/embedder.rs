@@ -42,10 +42,11 @@ impl Default for LocalEmbedderOptions {
 /// Sentence embeddings computed in this process.
 ///
 /// Each call is split into batches of similar length (little padding) that are queued one at
-/// a time, so a short search query waits for at most one batch of a large ingestion.
+/// a time; batches of concurrent calls share forward passes, and a search query goes before
+/// every waiting batch, so it waits for at most the forward pass under way.
 #[derive(Clone)]
 pub struct LocalEmbedder {
-    thread: EncoderThread<Vec<String>, Vec<Vec<f32>>>,
+    thread: EncoderThread<(), Vec<f32>>,
     /// Counts tokens for usage records without a trip to the encoder thread.
     tokenizer: Arc<tokenizers::Tokenizer>,
     options: Arc<LocalEmbedderOptions>,
@@ -81,11 +82,15 @@ impl LocalEmbedder {
         );
         let dimensions = encoder.dimensions();
         let tokenizer = Arc::new(encoder.tokenizer());
-        let thread =
-            EncoderThread::spawn("tessera-embed", options.queue, move |texts: Vec<String>| {
+        let thread = EncoderThread::spawn(
+            "tessera-embed",
+            options.queue,
+            options.batch_size,
+            move |(), texts: Vec<String>| {
                 let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
                 encoder.embed(&texts)
-            })?;
+            },
+        )?;
         Ok(Self {
             thread,
             tokenizer,
@@ -117,7 +122,7 @@ impl Embedder for LocalEmbedder {
         } else {
             format!("{instruction}{query}")
         };
-        let mut vectors = self.thread.run(vec![query]).await?;
+        let mut vectors = self.thread.run_first((), vec![query]).await?;
         vectors
             .pop()
             .ok_or_else(|| EmbedError::Unavailable("the encoder returned no vector".into()))
@@ -125,7 +130,7 @@ impl Embedder for LocalEmbedder {
 
     async fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, EmbedError> {
         longest_first(texts, self.options.batch_size, |batch| {
-            self.thread.run(batch)
+            self.thread.run((), batch)
         })
         .await
     }

@@ -49,10 +49,11 @@ impl Default for LocalLateInteractionOptions {
 /// Late-interaction token vectors computed in this process.
 ///
 /// As with [`crate::LocalEmbedder`], each call is split into batches of similar length that
-/// are queued one at a time, so a search query waits for at most one batch of an ingestion.
+/// are queued one at a time and share forward passes with concurrent calls; a search
+/// query waits for at most the forward pass under way.
 #[derive(Clone)]
 pub struct LocalLateInteraction {
-    thread: EncoderThread<(Vec<String>, Role), Vec<TokenVectors>>,
+    thread: EncoderThread<Role, TokenVectors>,
     options: Arc<LocalLateInteractionOptions>,
     dims: usize,
 }
@@ -97,9 +98,10 @@ impl LocalLateInteraction {
         let thread = EncoderThread::spawn(
             "tessera-late-interaction",
             options.queue,
-            move |(texts, role): (Vec<String>, Role)| {
+            options.batch_size,
+            move |role: &Role, texts: Vec<String>| {
                 let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
-                encoder.encode(&texts, role)
+                encoder.encode(&texts, *role)
             },
         )?;
         Ok(Self {
@@ -122,14 +124,14 @@ impl LateInteraction for LocalLateInteraction {
 
     async fn encode_documents(&self, texts: Vec<String>) -> Result<Vec<TokenVectors>, EmbedError> {
         longest_first(texts, self.options.batch_size, |batch| {
-            self.thread.run((batch, Role::Document))
+            self.thread.run(Role::Document, batch)
         })
         .await
     }
 
     async fn encode_query(&self, query: String) -> Result<TokenVectors, EmbedError> {
         self.thread
-            .run((vec![query], Role::Query))
+            .run_first(Role::Query, vec![query])
             .await?
             .pop()
             .ok_or_else(|| EmbedError::Unavailable("the encoder returned no vectors".into()))

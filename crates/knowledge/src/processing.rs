@@ -1,8 +1,8 @@
 //! The processing pipeline a worker runs for each queued file: read the blob, extract and
 //! chunk, embed in batches (with their token vectors for late interaction where the
-//! deployment computes them), index, then mark the file `ready` with its chunks. Content
-//! errors fail the file for good; infrastructure errors retry with exponential backoff;
-//! a crashed worker's job is taken over when its lease expires.
+//! deployment computes them, both models at once), index, then mark the file `ready` with
+//! its chunks. Content errors fail the file for good; infrastructure errors retry with
+//! exponential backoff; a crashed worker's job is taken over when its lease expires.
 
 use std::{sync::Arc, time::Duration};
 
@@ -317,30 +317,36 @@ impl Processor {
         let batch_size = self.settings.embed_batch.max(1);
         for (batch_index, batch) in drafts.chunks(batch_size).enumerate() {
             let texts: Vec<String> = batch.iter().map(|draft| draft.text.clone()).collect();
-            let late: Vec<Option<TokenVectors>> = match &pipeline.late_interaction {
-                Some(model) => {
-                    let encoded = model
-                        .encode_documents(texts.clone())
-                        .instrument(tracing::info_span!(
-                            "encode token vectors",
-                            "tessera.texts" = i64::try_from(batch.len()).unwrap_or(i64::MAX),
-                        ))
-                        .await?;
-                    check_count("late-interaction model", encoded.len(), batch.len())?;
-                    encoded.into_iter().map(Some).collect()
-                }
-                None => vec![None; batch.len()],
+            // The two models run on threads of their own: a batch's token vectors and dense
+            // vectors are computed at the same time.
+            let late = async {
+                let Some(model) = &pipeline.late_interaction else {
+                    return Ok(vec![None; batch.len()]);
+                };
+                let encoded = model
+                    .encode_documents(texts.clone())
+                    .instrument(tracing::info_span!(
+                        "encode token vectors",
+                        "tessera.texts" = i64::try_from(batch.len()).unwrap_or(i64::MAX),
+                    ))
+                    .await?;
+                check_count("late-interaction model", encoded.len(), batch.len())?;
+                Ok::<Vec<Option<TokenVectors>>, StepError>(encoded.into_iter().map(Some).collect())
             };
-            let vectors = pipeline
-                .embedder
-                .embed(texts)
-                .instrument(tracing::info_span!(
-                    "embed",
-                    "gen_ai.operation.name" = "embeddings",
-                    "tessera.texts" = i64::try_from(batch.len()).unwrap_or(i64::MAX),
-                ))
-                .await?;
-            check_count("embedder", vectors.len(), batch.len())?;
+            let dense = async {
+                let vectors = pipeline
+                    .embedder
+                    .embed(texts.clone())
+                    .instrument(tracing::info_span!(
+                        "embed",
+                        "gen_ai.operation.name" = "embeddings",
+                        "tessera.texts" = i64::try_from(batch.len()).unwrap_or(i64::MAX),
+                    ))
+                    .await?;
+                check_count("embedder", vectors.len(), batch.len())?;
+                Ok(vectors)
+            };
+            let (late, vectors) = futures_util::future::try_join(late, dense).await?;
             let first = batch_index * batch_size;
             let indexed: Vec<IndexedChunk> = batch
                 .iter()

@@ -401,7 +401,9 @@ impl Default for AuditSettings {
 #[serde(deny_unknown_fields, default)]
 pub struct KnowledgeSettings {
     /// Processing workers in this process (0: none; another replica's `worker` mode or
-    /// workers process the queue). Each embeds on the CPU, so one per two cores is plenty.
+    /// workers process the queue). They share the embedding model's thread (chunks of files
+    /// processed at once share its forward passes), which is what bounds ingestion: on 2
+    /// cores, 8 workers ingested NFCorpus more slowly than 1 (docs/benchmarks.md).
     #[serde(deserialize_with = "lenient::parse")]
     pub workers: usize,
     /// Where uploaded content is kept (default `<data_dir>/blobs`), unless `s3_bucket` is set.

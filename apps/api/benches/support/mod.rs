@@ -2,12 +2,18 @@
 //! the application started on given settings with a client that trusts its certificate and
 //! a token of its first-run client. Included by `#[path]` (each benchmark is its own crate).
 
-use std::{net::SocketAddr, path::PathBuf, time::Duration};
+use std::{
+    net::SocketAddr,
+    path::{Path, PathBuf},
+    time::{Duration, Instant},
+};
 
 use actix_web::dev::ServerHandle;
 use anyhow::{Context, anyhow};
 use serde_json::Value;
 use tessera_api::{config::Settings, startup::Application, tls::dev_certificate_paths};
+use tessera_embed_local::{LocalEmbedder, LocalEmbedderOptions, LocalEmbeddingModel};
+use tessera_knowledge::{ChunkingSettings, Embedder};
 
 /// `TESSERA_MODELS_DIR`, else `~/.cache/tessera-models` (what `just models` fills).
 pub fn models_root() -> PathBuf {
@@ -18,6 +24,50 @@ pub fn models_root() -> PathBuf {
         },
         PathBuf::from,
     )
+}
+
+/// How the service cuts documents by default (`knowledge.chunk_tokens`,
+/// `knowledge.chunk_overlap_tokens`).
+#[allow(
+    dead_code,
+    reason = "not every benchmark that includes this module chunks"
+)]
+pub fn default_chunking() -> ChunkingSettings {
+    let defaults = Settings::default();
+    ChunkingSettings {
+        max_tokens: defaults.knowledge.chunk_tokens,
+        overlap_tokens: defaults.knowledge.chunk_overlap_tokens,
+    }
+}
+
+/// Seconds the service's embedding model for a new index (bge-small-en-v1.5, under
+/// `models`) alone takes over `texts` (`LocalEmbedder::embed`: batches of 32, longest first),
+/// after a warm-up on a few of them: the baseline of the ingestion benchmarks.
+#[allow(
+    dead_code,
+    reason = "not every benchmark that includes this module embeds"
+)]
+pub async fn embedding_model_alone(models: &Path, texts: Vec<String>) -> anyhow::Result<f64> {
+    let model = LocalEmbeddingModel::BgeSmallEnV15;
+    let dir = model.find(models).ok_or_else(|| {
+        anyhow!(
+            "{} is not under {} (run `just models`)",
+            model.name(),
+            models.display()
+        )
+    })?;
+    let options = LocalEmbedderOptions {
+        model,
+        ..LocalEmbedderOptions::default()
+    };
+    let embedder =
+        tokio::task::spawn_blocking(move || LocalEmbedder::load(&dir, options)).await??;
+    embedder
+        .embed(texts[..texts.len().min(32)].to_vec())
+        .await?;
+    let started = Instant::now();
+    embedder.embed(texts).await?;
+    Ok(started.elapsed().as_secs_f64())
 }
 
 /// The application's defaults for a benchmark: data in `data_dir`, a free port, warnings
