@@ -258,6 +258,20 @@ mod tests {
         (thread, calls, started_rx, release)
     }
 
+    /// [`blocked_thread`] running its first job, "a" as key 0, and that job's answer: what
+    /// is queued next waits together until `release`.
+    async fn held_thread() -> (
+        EncoderThread<u8, String>,
+        Calls,
+        oneshot::Receiver<Result<Vec<String>, String>>,
+        std::sync::mpsc::Sender<()>,
+    ) {
+        let (thread, recorded, mut started, release) = blocked_thread();
+        let first = queue(&thread, 0, false, &["a"]);
+        started.recv().await.unwrap();
+        (thread, recorded, first, release)
+    }
+
     /// Queues `texts` as `key` at once (no await), returning where the answer arrives.
     fn queue(
         thread: &EncoderThread<u8, String>,
@@ -290,9 +304,7 @@ mod tests {
 
     #[tokio::test]
     async fn jobs_waiting_together_share_a_call_per_key_up_to_the_batch_size() {
-        let (thread, recorded, mut started, release) = blocked_thread();
-        let first = queue(&thread, 0, false, &["a"]);
-        started.recv().await.unwrap();
+        let (thread, recorded, first, release) = held_thread().await;
         let b = queue(&thread, 0, false, &["b1", "b2"]);
         let c = queue(&thread, 0, false, &["c1", "c2", "c3"]);
         let d = queue(&thread, 1, false, &["d"]);
@@ -325,9 +337,7 @@ mod tests {
 
     #[tokio::test]
     async fn queries_go_before_waiting_batches_and_share_calls_only_with_queries() {
-        let (thread, recorded, mut started, release) = blocked_thread();
-        let first = queue(&thread, 0, false, &["a"]);
-        started.recv().await.unwrap();
+        let (thread, recorded, first, release) = held_thread().await;
         let batch = queue(&thread, 0, false, &["b1", "b2"]);
         let query = queue(&thread, 0, true, &["q1"]);
         let later = queue(&thread, 0, false, &["c"]);
@@ -344,9 +354,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_failed_shared_call_fails_only_the_job_with_the_bad_text() {
-        let (thread, recorded, mut started, release) = blocked_thread();
-        let first = queue(&thread, 0, false, &["a"]);
-        started.recv().await.unwrap();
+        let (thread, recorded, first, release) = held_thread().await;
         let good = queue(&thread, 0, false, &["g1", "g2"]);
         let bad = queue(&thread, 0, false, &["bad"]);
         let other = queue(&thread, 0, false, &["o"]);
