@@ -1,21 +1,28 @@
 //! Embedding throughput of the embedded encoder next to sentence-transformers (PyTorch on
-//! the CPU, the reference implementation) on the same model files, the same texts, the same
-//! batch size and the same number of threads, in the same run.
+//! the CPU, the reference implementation) on the same weights, the same texts, the same
+//! batch size and the same number of threads, in the same run, for each embedded model:
+//! all-MiniLM-L6-v2 and bge-small-en-v1.5 (the service's default for a new index).
 //!
 //! The texts are chunk-sized pieces (about 150 words) of this repository's own Markdown
-//! documentation. Each side embeds them once to warm up, then `PASSES` times; texts/s of
+//! documentation. Each side embeds them once to warm up, then 5 times (`TESSERA_BENCH_PASSES`); texts/s of
 //! every pass are printed and the median is compared (sentence-transformers = 1.00×).
-//! Tessera runs in f32 throughout, with its default precision (8-bit dense layers on CPUs
-//! with AVX-512 VNNI or AVX2, decision 0021; f32 again elsewhere), and on the AVX2 8-bit
-//! kernel forced (`int8-avx2`): on a VNNI machine that row approximates an AVX2-only CPU of
-//! the same clock (only the dense layers run the AVX2 build there; attention's f32 products
-//! and the softmax keep AVX-512). A precision whose kernel already ran is not run again.
-//! `TESSERA_BENCH_PRECISIONS` (comma-separated, e.g. `int8-avx2`) replaces the rows after
-//! f32, which always runs first: each 8-bit row's vectors are compared with its vectors.
-//! The CPU flags the kernels are chosen by are printed first.
+//! sentence-transformers reads each model from a Hugging Face checkpoint the crate writes
+//! ([`LocalEmbeddingModel::write_checkpoint`]: bge-small's package ships an 8-bit ONNX file,
+//! whose weights are dequantized exactly as the encoder loads them), with the model's own
+//! token limit and pooling; the cosine of its vectors with Tessera's f32 ones shows both run
+//! the same model. Tessera runs in f32 throughout, with its default precision (8-bit dense
+//! layers on CPUs with AVX-512 VNNI or AVX2, decision 0021; f32 again elsewhere), and on
+//! the AVX2 8-bit kernel forced (`int8-avx2`): on a VNNI machine that row approximates an
+//! AVX2-only CPU of the same clock (only the dense layers run the AVX2 build there;
+//! attention's f32 products and the softmax keep AVX-512). A precision whose kernel already
+//! ran is not run again. `TESSERA_BENCH_PRECISIONS` (comma-separated, e.g. `int8-avx2`)
+//! replaces the rows after f32, which runs first: each 8-bit row's vectors are compared
+//! with its vectors (`TESSERA_BENCH_F32=0` skips it, to time or profile one kernel alone).
+//! `TESSERA_BENCH_MODELS` (comma-separated model names) picks
+//! the models. The CPU flags the kernels are chosen by are printed first.
 //!
-//! The model is found under `TESSERA_MODELS_DIR` (default `~/.cache/tessera-models`, filled
-//! by `just models`). Python comes from `TESSERA_BENCH_ST_PYTHON` (a venv with
+//! The models are found under `TESSERA_MODELS_DIR` (default `~/.cache/tessera-models`,
+//! filled by `just models`). Python comes from `TESSERA_BENCH_ST_PYTHON` (a venv with
 //! `sentence-transformers`, set up by `just bench`); without it that row is skipped with the
 //! reason printed. Threads: `RAYON_NUM_THREADS` if set, else every core, for both sides.
 //! Nothing asserts on timings. The benchmark uses the allocator of the `tessera-api` binary
@@ -32,7 +39,7 @@ use std::{
 
 use anyhow::{Context, bail};
 use tessera_embed_local::{
-    LocalEmbedder, LocalEmbedderOptions, Precision, cpu_flags, find_model_dir,
+    LocalEmbedder, LocalEmbedderOptions, LocalEmbeddingModel, Precision, cpu_flags,
 };
 use tessera_knowledge::Embedder;
 
@@ -41,7 +48,6 @@ use tessera_knowledge::Embedder;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const TEXTS: usize = 512;
-const PASSES: usize = 5;
 const WORDS_PER_TEXT: usize = 150;
 const BATCH: usize = 32;
 
@@ -103,6 +109,26 @@ fn threads() -> usize {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from))
 }
 
+/// Timed passes over the texts after the warm-up (the median is compared).
+fn passes() -> usize {
+    std::env::var("TESSERA_BENCH_PASSES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(5)
+}
+
+/// The models measured, in order.
+fn models() -> anyhow::Result<Vec<LocalEmbeddingModel>> {
+    match std::env::var("TESSERA_BENCH_MODELS") {
+        Ok(list) => list
+            .split(',')
+            .map(|name| name.trim().parse().map_err(anyhow::Error::msg))
+            .collect(),
+        Err(_) => Ok(LocalEmbeddingModel::ALL.to_vec()),
+    }
+}
+
 /// The precisions measured after f32.
 fn precisions() -> anyhow::Result<Vec<Precision>> {
     match std::env::var("TESSERA_BENCH_PRECISIONS") {
@@ -121,6 +147,7 @@ fn median(values: &mut [f64]) -> f64 {
 
 /// Texts/s of each pass, and the vectors of the warm-up pass.
 async fn tessera(
+    model: LocalEmbeddingModel,
     dir: &Path,
     texts: &[String],
     precision: Precision,
@@ -128,14 +155,15 @@ async fn tessera(
     let embedder = LocalEmbedder::load(
         dir,
         LocalEmbedderOptions {
+            model,
             batch_size: BATCH,
             precision,
             ..LocalEmbedderOptions::default()
         },
     )?;
     let vectors = embedder.embed(texts.to_vec()).await?;
-    let mut rates = Vec::with_capacity(PASSES);
-    for _ in 0..PASSES {
+    let mut rates = Vec::with_capacity(passes());
+    for _ in 0..passes() {
         let started = Instant::now();
         let pass = embedder.embed(texts.to_vec()).await?;
         rates.push(pass.len() as f64 / started.elapsed().as_secs_f64());
@@ -147,30 +175,50 @@ const PYTHON: &str = r#"
 import json, os, sys, time
 os.environ["HF_HUB_OFFLINE"] = "1"
 import torch
-from sentence_transformers import SentenceTransformer
-model_dir, threads, batch, passes = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+from sentence_transformers import SentenceTransformer, models
+checkpoint, threads, batch, passes, max_tokens, pooling = sys.argv[1:7]
+threads, batch, passes, max_tokens = int(threads), int(batch), int(passes), int(max_tokens)
 torch.set_num_threads(threads)
 texts = json.load(sys.stdin)
-model = SentenceTransformer(model_dir, device="cpu")
-model.encode(texts, batch_size=batch, normalize_embeddings=True)
+encoder = models.Transformer(checkpoint, max_seq_length=max_tokens)
+pool = models.Pooling(encoder.get_word_embedding_dimension(), pooling_mode=pooling)
+model = SentenceTransformer(modules=[encoder, pool, models.Normalize()], device="cpu")
+first = model.encode(texts, batch_size=batch, normalize_embeddings=True)
 rates = []
 for _ in range(passes):
     started = time.perf_counter()
     vectors = model.encode(texts, batch_size=batch, normalize_embeddings=True)
     rates.append(len(vectors) / (time.perf_counter() - started))
-print(json.dumps({"rates": rates, "threads": torch.get_num_threads()}))
+print(json.dumps({"rates": rates, "threads": torch.get_num_threads(), "vectors": first.tolist()}))
 "#;
 
-fn sentence_transformers(dir: &Path, texts: &[String]) -> anyhow::Result<(Vec<f64>, u64)> {
+/// What sentence-transformers measured: texts/s of each pass, its thread count, and the
+/// vectors of its warm-up pass.
+struct Baseline {
+    rates: Vec<f64>,
+    threads: u64,
+    vectors: Vec<Vec<f32>>,
+}
+
+fn sentence_transformers(
+    model: LocalEmbeddingModel,
+    checkpoint: &Path,
+    texts: &[String],
+) -> anyhow::Result<Baseline> {
     let python = std::env::var("TESSERA_BENCH_ST_PYTHON")
         .context("TESSERA_BENCH_ST_PYTHON is not set (`just bench` sets up the venv)")?;
     let mut child = Command::new(&python)
         .arg("-c")
         .arg(PYTHON)
-        .arg(dir)
+        .arg(checkpoint)
         .arg(threads().to_string())
         .arg(BATCH.to_string())
-        .arg(PASSES.to_string())
+        .arg(passes().to_string())
+        .arg(model.max_tokens().to_string())
+        .arg(match model {
+            LocalEmbeddingModel::AllMiniLmL6V2 => "mean",
+            LocalEmbeddingModel::BgeSmallEnV15 => "cls",
+        })
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -189,13 +237,43 @@ fn sentence_transformers(dir: &Path, texts: &[String]) -> anyhow::Result<(Vec<f6
         );
     }
     let answer: serde_json::Value = serde_json::from_slice(&output.stdout)?;
-    let rates = answer["rates"]
+    let numbers = |value: &serde_json::Value| -> Vec<f64> {
+        value
+            .as_array()
+            .map(|values| {
+                values
+                    .iter()
+                    .filter_map(serde_json::Value::as_f64)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let vectors = answer["vectors"]
         .as_array()
-        .context("no rates")?
+        .context("no vectors")?
         .iter()
-        .filter_map(serde_json::Value::as_f64)
+        .map(|vector| numbers(vector).into_iter().map(|v| v as f32).collect())
         .collect();
-    Ok((rates, answer["threads"].as_u64().unwrap_or(0)))
+    Ok(Baseline {
+        rates: numbers(&answer["rates"]),
+        threads: answer["threads"].as_u64().unwrap_or(0),
+        vectors,
+    })
+}
+
+/// The cosines of unit vectors, text by text: mean, median and least, printed.
+fn print_cosines(what: &str, a: &[Vec<f32>], b: &[Vec<f32>]) {
+    let mut cosines: Vec<f64> = a
+        .iter()
+        .zip(b)
+        .map(|(a, b)| a.iter().zip(b).map(|(x, y)| f64::from(x * y)).sum())
+        .collect();
+    let mean = cosines.iter().sum::<f64>() / cosines.len() as f64;
+    let min = cosines.iter().copied().fold(f64::INFINITY, f64::min);
+    println!(
+        "  cosine with {what}: mean {mean:.5}, median {:.5}, min {min:.5}",
+        median(&mut cosines)
+    );
 }
 
 fn row(name: &str, rates: &mut [f64], baseline: Option<f64>) -> f64 {
@@ -209,36 +287,48 @@ fn row(name: &str, rates: &mut [f64], baseline: Option<f64>) -> f64 {
     median
 }
 
-#[tokio::main(flavor = "current_thread")]
-async fn main() -> anyhow::Result<()> {
-    let root = models_root();
-    let dir = find_model_dir(&root).with_context(|| {
-        format!(
-            "no all-MiniLM-L6-v2 under {}: run `just models`",
-            root.display()
-        )
-    })?;
-    let texts = corpus()?;
-    let threads = threads();
-    println!("CPU flags: {}", cpu_flags());
+/// One model's rows: sentence-transformers, then Tessera at each precision.
+async fn measure(model: LocalEmbeddingModel, root: &Path, texts: &[String]) -> anyhow::Result<()> {
+    let name = model.name();
+    let dir = model
+        .find(root)
+        .with_context(|| format!("no {name} under {}: run `just models`", root.display()))?;
     println!(
-        "embedding {TEXTS} texts of {WORDS_PER_TEXT} words (all-MiniLM-L6-v2, 256-token cut, batch {BATCH}), {threads} threads, median of {PASSES} passes"
+        "\n{name}: {TEXTS} texts of {WORDS_PER_TEXT} words ({}-token cut, batch {BATCH}), {} threads, median of {} passes",
+        model.max_tokens(),
+        threads(),
+        passes()
     );
-    let baseline = match sentence_transformers(&dir, &texts) {
-        Ok((mut rates, torch_threads)) => Some(row(
-            &format!("sentence-transformers ({torch_threads} thr)"),
-            &mut rates,
-            None,
+    let checkpoint = std::env::temp_dir().join(format!("tessera-bench-checkpoint-{name}"));
+    std::fs::create_dir_all(&checkpoint)?;
+    model.write_checkpoint(&dir, &checkpoint)?;
+    let baseline = match sentence_transformers(model, &checkpoint, texts) {
+        Ok(mut baseline) => Some((
+            row(
+                &format!("sentence-transformers ({} thr)", baseline.threads),
+                &mut baseline.rates,
+                None,
+            ),
+            baseline.vectors,
         )),
         Err(error) => {
             println!("sentence-transformers skipped: {error:#}");
             None
         }
     };
+    std::fs::remove_dir_all(&checkpoint)?;
+    let rate = baseline.as_ref().map(|(rate, _)| *rate);
     // f32 throughout first (the vectors the 8-bit ones are compared with), then the
     // default and the AVX2 kernel forced.
-    let (mut rates, reference) = tessera(&dir, &texts, Precision::F32).await?;
-    row("tessera-embed-local f32", &mut rates, baseline);
+    let mut reference = None;
+    if std::env::var("TESSERA_BENCH_F32").as_deref() != Ok("0") {
+        let (mut rates, vectors) = tessera(model, &dir, texts, Precision::F32).await?;
+        row("tessera-embed-local f32", &mut rates, rate);
+        if let Some((_, baseline)) = &baseline {
+            print_cosines("sentence-transformers' vectors", &vectors, baseline);
+        }
+        reference = Some(vectors);
+    }
     let mut done = vec![Precision::F32.kernel_name()];
     for precision in precisions()? {
         let kernel = precision.kernel_name();
@@ -247,26 +337,25 @@ async fn main() -> anyhow::Result<()> {
             continue;
         }
         done.push(kernel);
-        let (mut rates, vectors) = tessera(&dir, &texts, precision).await?;
-        row(
-            &format!("tessera-embed-local {kernel}"),
-            &mut rates,
-            baseline,
-        );
-        if kernel != Precision::F32.kernel_name() {
-            // How far the 8-bit vectors are from the f32 ones, text by text.
-            let mut cosines: Vec<f64> = reference
-                .iter()
-                .zip(&vectors)
-                .map(|(a, b)| a.iter().zip(b).map(|(x, y)| f64::from(x * y)).sum())
-                .collect();
-            let mean = cosines.iter().sum::<f64>() / cosines.len() as f64;
-            let min = cosines.iter().copied().fold(f64::INFINITY, f64::min);
-            println!(
-                "  cosine with the f32 vectors: mean {mean:.5}, median {:.5}, min {min:.5}",
-                median(&mut cosines)
-            );
+        let (mut rates, vectors) = tessera(model, &dir, texts, precision).await?;
+        row(&format!("tessera-embed-local {kernel}"), &mut rates, rate);
+        if let Some(reference) = &reference {
+            print_cosines("the f32 vectors", reference, &vectors);
         }
+        if let Some((_, baseline)) = &baseline {
+            print_cosines("sentence-transformers' vectors", &vectors, baseline);
+        }
+    }
+    Ok(())
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> anyhow::Result<()> {
+    let root = models_root();
+    let texts = corpus()?;
+    println!("CPU flags: {}", cpu_flags());
+    for model in models()? {
+        measure(model, &root, &texts).await?;
     }
     Ok(())
 }

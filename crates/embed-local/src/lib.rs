@@ -22,6 +22,7 @@ mod avx2;
 mod avx512;
 mod bert;
 mod catalog;
+mod checkpoint;
 mod cpu;
 mod cross_encoder;
 mod embedder;

@@ -152,3 +152,48 @@ fn only_the_packages_bge_folder_is_taken_for_bge() {
     assert_ne!(mini, dir);
     assert!(LocalEmbeddingModel::BgeSmallEnV15.find(&mini).is_none());
 }
+
+/// The checkpoint other frameworks read (the embedding benchmark's sentence-transformers
+/// baseline) holds the encoder's weights in `f32` under Hugging Face's names, beside the
+/// model's config and tokenizer; a folder without the model is refused.
+#[test]
+fn the_checkpoint_holds_the_weights_under_hugging_faces_names() {
+    let out = std::env::temp_dir().join(format!("tessera-bge-checkpoint-{}", std::process::id()));
+    std::fs::create_dir_all(&out).unwrap();
+    MODEL.write_checkpoint(&model_dir(), &out).unwrap();
+    let tensors =
+        candle_core::safetensors::load(out.join("model.safetensors"), &candle_core::Device::Cpu)
+            .unwrap();
+    assert_eq!(
+        tensors["embeddings.word_embeddings.weight"].dims(),
+        [30522, 384]
+    );
+    assert_eq!(
+        tensors["encoder.layer.11.intermediate.dense.weight"].dims(),
+        [1536, 384]
+    );
+    assert_eq!(
+        tensors["encoder.layer.0.attention.output.LayerNorm.weight"].dims(),
+        [384]
+    );
+    let query = tensors["encoder.layer.0.attention.self.query.weight"]
+        .flatten_all()
+        .and_then(|t| t.to_vec1::<f32>())
+        .unwrap();
+    assert!(
+        query.iter().any(|v| *v != 0.0),
+        "the weights are dequantized, not zero"
+    );
+    for name in ["config.json", "tokenizer.json", "vocab.txt"] {
+        assert!(out.join(name).is_file(), "{name} is copied");
+    }
+    std::fs::remove_dir_all(&out).unwrap();
+    let empty = std::env::temp_dir().join(format!("tessera-bge-empty-{}", std::process::id()));
+    std::fs::create_dir_all(&empty).unwrap();
+    let refused = MODEL.write_checkpoint(&empty, &empty);
+    std::fs::remove_dir_all(&empty).unwrap();
+    assert!(matches!(
+        refused,
+        Err(tessera_embed_local::LoadError::NotFound(_))
+    ));
+}

@@ -28,6 +28,8 @@
 //! retrieval_quality`. The models run with the service's allocator (mimalloc, decision
 //! 0021), as the service runs them.
 
+mod support;
+
 use std::{
     collections::{HashMap, HashSet},
     path::{Path, PathBuf},
@@ -35,6 +37,7 @@ use std::{
 };
 
 use anyhow::{Context, bail};
+use support::models_root;
 use tessera_embed_local::{
     LocalEmbedder, LocalEmbedderOptions, LocalEmbeddingModel, LocalLateInteraction,
     LocalLateInteractionModel, LocalLateInteractionOptions, LocalReranker, LocalRerankerOptions,
@@ -420,16 +423,6 @@ impl Indexed {
             })
             .await?)
     }
-}
-
-fn models_root() -> PathBuf {
-    std::env::var_os("TESSERA_MODELS_DIR").map_or_else(
-        || {
-            PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
-                .join(".cache/tessera-models")
-        },
-        PathBuf::from,
-    )
 }
 
 fn embedding_models() -> anyhow::Result<Vec<LocalEmbeddingModel>> {

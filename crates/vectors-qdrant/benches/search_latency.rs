@@ -7,15 +7,27 @@
 //! limited to one organization and one dataset, top 10: the engine filters, runs the dense
 //! (HNSW) and BM25 rankings and fuses them; the baseline only scans and ranks the dense
 //! vectors of the same dataset. Ingestion (upserts of 500 through the port, each flushed)
-//! is reported too. Nothing asserts on timings.
+//! is reported too. Then the service's default search as a caller meets it: the question
+//! embedded by the default model (bge-small-en-v1.5 at the default precision, which is 8-bit
+//! on CPUs with AVX-512 VNNI or AVX2), then the same hybrid search with that vector; the
+//! embedding alone is reported beside it. Those rows need `just models` (the models under
+//! `TESSERA_MODELS_DIR`, default `~/.cache/tessera-models`) and are skipped with the reason
+//! otherwise. The CPU flags the embedder's kernels are chosen by are printed first.
+//! Nothing asserts on timings.
 //!
 //! Run with `just bench`, or `cargo bench -p tessera-vectors-qdrant --bench search_latency`.
 
+mod support;
+
 use std::time::{Duration, Instant};
 
+use support::models_root;
+use tessera_embed_local::{
+    LocalEmbedder, LocalEmbedderOptions, LocalEmbeddingModel, Precision, cpu_flags,
+};
 use tessera_kernel::OrganizationId;
 use tessera_knowledge::{
-    ChunkLocation, DatasetId, FileId, IndexedChunk, SearchMode, VectorIndex, VectorQuery,
+    ChunkLocation, DatasetId, Embedder, FileId, IndexedChunk, SearchMode, VectorIndex, VectorQuery,
 };
 use tessera_vectors_qdrant::EdgeVectorIndex;
 
@@ -26,6 +38,17 @@ const BATCH: usize = 500;
 const QUERIES: usize = 1_000;
 const VOCABULARY: usize = 2_000;
 const WORDS_PER_CHUNK: usize = 40;
+/// The questions the default search embeds, in turn: a user's question is a sentence.
+const QUESTIONS: [&str; 8] = [
+    "How long does the warranty last for a refurbished laptop?",
+    "Which vitamins help the body absorb calcium from food?",
+    "What is the notice period for ending a rental contract early?",
+    "how to rotate the signing keys without downtime",
+    "Does intermittent fasting lower blood pressure in older adults?",
+    "When are invoices due and what happens after a late payment?",
+    "steps to reset two-factor authentication on a lost phone",
+    "Is the cross-encoder worth its latency on short documents?",
+];
 
 /// xorshift64: the same corpus and queries on every run.
 struct Random(u64);
@@ -147,6 +170,7 @@ fn report(name: &str, samples: &mut [Duration], baseline_p50: Option<f64>) -> f6
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> anyhow::Result<()> {
+    println!("CPU flags: {}", cpu_flags());
     let mut random = Random(0x5EED_1234_ABCD_0001);
     let vocabulary = vocabulary();
     let corpus = corpus(&mut random, &vocabulary);
@@ -206,6 +230,57 @@ async fn main() -> anyhow::Result<()> {
     if empty > 0 {
         println!("warning: {empty} queries found nothing");
     }
+    default_search(&index, &corpus, &queries, baseline).await
+}
+
+/// The default search: each question embedded as search embeds a query, then the hybrid
+/// search of the row above with that vector (and the same words for BM25).
+async fn default_search(
+    index: &EdgeVectorIndex,
+    corpus: &Corpus,
+    queries: &[(Vec<f32>, String)],
+    baseline: f64,
+) -> anyhow::Result<()> {
+    let model = LocalEmbeddingModel::BgeSmallEnV15;
+    let root = models_root();
+    let Some(dir) = model.find(&root) else {
+        println!(
+            "default search skipped: no {} under {} (run `just models`)",
+            model.name(),
+            root.display()
+        );
+        return Ok(());
+    };
+    let options = LocalEmbedderOptions {
+        model,
+        ..LocalEmbedderOptions::default()
+    };
+    let embedder = LocalEmbedder::load(&dir, options)?;
+    for question in QUESTIONS {
+        embedder.embed_query(question.to_owned()).await?;
+    }
+    let mut embedding = Vec::with_capacity(queries.len());
+    let mut searches = Vec::with_capacity(queries.len());
+    for (i, (_, text)) in queries.iter().enumerate() {
+        let started = Instant::now();
+        let dense = embedder
+            .embed_query(QUESTIONS[i % QUESTIONS.len()].to_owned())
+            .await?;
+        embedding.push(started.elapsed());
+        index.search(query(corpus, &dense, text)).await?;
+        searches.push(started.elapsed());
+    }
+    let kernel = Precision::Auto.kernel_name();
+    report(
+        &format!("query embedding alone ({}, {kernel})", model.name()),
+        &mut embedding,
+        Some(baseline),
+    );
+    report(
+        "default search: query embedding + hybrid",
+        &mut searches,
+        Some(baseline),
+    );
     Ok(())
 }
 
