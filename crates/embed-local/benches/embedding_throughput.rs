@@ -118,26 +118,31 @@ fn passes() -> usize {
         .unwrap_or(5)
 }
 
-/// The models measured, in order.
-fn models() -> anyhow::Result<Vec<LocalEmbeddingModel>> {
-    match std::env::var("TESSERA_BENCH_MODELS") {
+/// The comma-separated names in the variable `name`, parsed; `default` where it is unset.
+fn names_in<T>(name: &str, default: Vec<T>) -> anyhow::Result<Vec<T>>
+where
+    T: std::str::FromStr<Err = String>,
+{
+    match std::env::var(name) {
         Ok(list) => list
             .split(',')
             .map(|name| name.trim().parse().map_err(anyhow::Error::msg))
             .collect(),
-        Err(_) => Ok(LocalEmbeddingModel::ALL.to_vec()),
+        Err(_) => Ok(default),
     }
+}
+
+/// The models measured, in order.
+fn models() -> anyhow::Result<Vec<LocalEmbeddingModel>> {
+    names_in("TESSERA_BENCH_MODELS", LocalEmbeddingModel::ALL.to_vec())
 }
 
 /// The precisions measured after f32.
 fn precisions() -> anyhow::Result<Vec<Precision>> {
-    match std::env::var("TESSERA_BENCH_PRECISIONS") {
-        Ok(list) => list
-            .split(',')
-            .map(|name| name.trim().parse().map_err(anyhow::Error::msg))
-            .collect(),
-        Err(_) => Ok(vec![Precision::Auto, Precision::Int8Avx2]),
-    }
+    names_in(
+        "TESSERA_BENCH_PRECISIONS",
+        vec![Precision::Auto, Precision::Int8Avx2],
+    )
 }
 
 fn median(values: &mut [f64]) -> f64 {
