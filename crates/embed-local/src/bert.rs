@@ -4,9 +4,9 @@
 //! fused single-pass kernels. In `f32` the result matches the reference BERT to float
 //! rounding; the dense layers can instead run on 8-bit weights and activations (`int8`).
 
+use crate::bert_config::{BertConfig, HiddenAct};
 use candle_core::{D, DType, Module, Result, Tensor};
 use candle_nn::{Embedding, LayerNorm, Linear, VarBuilder};
-use candle_transformers::models::bert::{Config, HiddenAct};
 
 use crate::{
     int8::{Activation, Int8Linear},
@@ -77,7 +77,7 @@ struct EncoderLayer {
 }
 
 impl EncoderLayer {
-    fn load(vb: &VarBuilder, config: &Config, kernel: DenseKernel) -> Result<Self> {
+    fn load(vb: &VarBuilder, config: &BertConfig, kernel: DenseKernel) -> Result<Self> {
         let hidden = config.hidden_size;
         let head = hidden / config.num_attention_heads;
         let attention = vb.pp("attention");
@@ -143,7 +143,7 @@ pub(crate) struct BertEncoder {
 }
 
 impl BertEncoder {
-    pub(crate) fn load(vb: VarBuilder, config: &Config, kernel: DenseKernel) -> Result<Self> {
+    pub(crate) fn load(vb: VarBuilder, config: &BertConfig, kernel: DenseKernel) -> Result<Self> {
         if config.num_attention_heads == 0
             || !config
                 .hidden_size
@@ -357,7 +357,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use candle_core::Device;
-    use candle_transformers::models::bert::BertModel;
+    use candle_transformers::models::bert::{BertModel, Config};
 
     use super::*;
     use crate::files::{CONFIG_FILE, WEIGHTS_FILE};
@@ -375,12 +375,13 @@ mod tests {
         );
         let dir = crate::find_model_dir(&root)
             .expect("all-MiniLM-L6-v2 under the models folder: run `just models`");
-        let config: Config =
-            serde_json::from_slice(&std::fs::read(dir.join(CONFIG_FILE)).unwrap()).unwrap();
+        let file = std::fs::read(dir.join(CONFIG_FILE)).unwrap();
+        let config: BertConfig = serde_json::from_slice(&file).unwrap();
+        let reference_config: Config = serde_json::from_slice(&file).unwrap();
         let bytes = std::fs::read(dir.join(WEIGHTS_FILE)).unwrap();
         let weights =
             VarBuilder::from_buffered_safetensors(bytes, DType::F32, &Device::Cpu).unwrap();
-        let reference = BertModel::load(weights.clone(), &config).unwrap();
+        let reference = BertModel::load(weights.clone(), &reference_config).unwrap();
         let encoder = BertEncoder::load(weights, &config, DenseKernel::F32).unwrap();
 
         // Two rows: 7 real tokens, and 4 real tokens then 3 of padding.

@@ -5,9 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::bert_config::BertConfig;
 use candle_core::{D, DType, Device, IndexOp, Module, Tensor};
 use candle_nn::{Linear, VarBuilder};
-use candle_transformers::models::bert::Config;
 use tokenizers::{EncodeInput, Tokenizer};
 
 use crate::{
@@ -82,14 +82,14 @@ impl CrossEncoder {
             Weights::Onnx(path) => {
                 let bytes = std::fs::read(&path).map_err(|e| file_error(&path, e))?;
                 let model = dequantize_bert(&bytes).map_err(|e| file_error(&path, e))?;
-                let config: Config =
+                let config: BertConfig =
                     serde_json::from_value(model.config).map_err(|e| file_error(&path, e))?;
                 let tensors = VarBuilder::from_tensors(model.tensors, DType::F32, &Device::Cpu);
                 (tensors, config)
             }
             Weights::Checkpoint { config, weights } => {
                 let bytes = std::fs::read(&config).map_err(|e| file_error(&config, e))?;
-                let parsed: Config =
+                let parsed: BertConfig =
                     serde_json::from_slice(&bytes).map_err(|e| file_error(&config, e))?;
                 let bytes = std::fs::read(&weights).map_err(|e| file_error(&weights, e))?;
                 let tensors =

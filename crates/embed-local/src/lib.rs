@@ -21,6 +21,7 @@
 mod avx2;
 mod avx512;
 mod bert;
+mod bert_config;
 mod catalog;
 mod checkpoint;
 mod cpu;

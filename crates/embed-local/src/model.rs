@@ -3,9 +3,9 @@
 
 use std::path::Path;
 
+use crate::bert_config::BertConfig;
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
-use candle_transformers::models::bert::Config;
 use tokenizers::Tokenizer;
 
 use crate::{
@@ -39,7 +39,7 @@ impl SentenceEncoder {
             .ok_or_else(|| LoadError::NotFound(dir.to_path_buf()))?;
         let config_path = dir.join(CONFIG_FILE);
         let config = std::fs::read(&config_path).map_err(|e| file_error(&config_path, e))?;
-        let config: Config =
+        let config: BertConfig =
             serde_json::from_slice(&config).map_err(|e| file_error(&config_path, e))?;
         // The packaged tokenizer pads every text to 128 tokens and cuts it there; the
         // sentence-transformers setting reads up to 256 tokens.

@@ -5,9 +5,9 @@
 
 use std::path::Path;
 
+use crate::bert_config::BertConfig;
 use candle_core::{Device, Tensor};
 use candle_nn::VarBuilder;
-use candle_transformers::models::bert::Config;
 use tessera_knowledge::TokenVectors;
 use tokenizers::Tokenizer;
 
@@ -92,7 +92,7 @@ impl TokenEncoder {
             .ok_or_else(|| LoadError::NotFound(dir.to_path_buf()))?;
         let bytes = std::fs::read(&path).map_err(|e| file_error(&path, e))?;
         let bert = dequantize_bert(&bytes).map_err(|e| file_error(&path, e))?;
-        let config: Config =
+        let config: BertConfig =
             serde_json::from_value(bert.config).map_err(|e| file_error(&path, e))?;
         if dims == 0 || dims > config.hidden_size {
             return Err(LoadError::Model(format!(

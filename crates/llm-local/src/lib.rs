@@ -45,6 +45,7 @@ mod constraint;
 mod files;
 mod llama;
 mod prefix_cache;
+mod sampling;
 mod template;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -66,8 +67,8 @@ use std::{
 };
 
 use async_trait::async_trait;
-use candle_core::{Device, Tensor, quantized::gguf_file};
-use candle_transformers::generation::LogitsProcessor;
+use candle_core::quantized::gguf_file;
+use sampling::Sampler;
 use tessera_models::{
     Capabilities, ChatEvent, ChatModel, ChatRequest, ChatStream, FinishReason, ProviderError, Usage,
 };
@@ -146,7 +147,7 @@ struct Job {
     /// Structured output: only tokens that keep the answer valid against the schema.
     constraint: Option<llguidance::Matcher>,
     max_tokens: usize,
-    sampling: LogitsProcessor,
+    sampling: Sampler,
     stops: Vec<String>,
     /// `ChatRequest::cache_scope`: whose earlier prompts this one may reuse.
     cache_scope: Option<String>,
@@ -296,7 +297,7 @@ impl ChatModel for LocalEngine {
             prompt,
             constraint,
             max_tokens,
-            sampling: LogitsProcessor::new(seed, temperature, top_p),
+            sampling: Sampler::new(seed, temperature, top_p),
             stops: request.stop,
             cache_scope: request.cache_scope,
             events,
@@ -391,8 +392,10 @@ impl Worker {
             if let Some(matcher) = job.constraint.as_mut() {
                 mask_logits(matcher, &mut logits).map_err(candle_core::Error::Msg)?;
             }
-            let scores = Tensor::from_slice(&logits, logits.len(), &Device::Cpu)?;
-            let token = job.sampling.sample(&scores)?;
+            let token = job
+                .sampling
+                .sample(&logits)
+                .map_err(|e| candle_core::Error::Msg(e.to_string()))?;
             generated += 1;
             if token == self.end_of_turn {
                 break FinishReason::Stop;

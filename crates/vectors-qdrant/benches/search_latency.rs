@@ -31,6 +31,8 @@ use tessera_knowledge::{
 };
 use tessera_vectors_qdrant::EdgeVectorIndex;
 
+/// The index's size and the queries timed; `TESSERA_BENCH_CHUNKS` and `TESSERA_BENCH_QUERIES`
+/// change them (a smaller run compares two builds in minutes, not the quarter hour of this one).
 const CHUNKS: usize = 100_000;
 const DIMENSIONS: usize = 384;
 const CHUNKS_PER_FILE: usize = 50;
@@ -97,6 +99,17 @@ fn vocabulary() -> Vec<String> {
         .collect()
 }
 
+/// A positive count from the environment, or the default when unset.
+fn setting(name: &str, default: usize) -> anyhow::Result<usize> {
+    match std::env::var(name) {
+        Err(_) => Ok(default),
+        Ok(value) => match value.parse::<usize>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => anyhow::bail!("{name} must be a positive whole number, got {value:?}"),
+        },
+    }
+}
+
 fn percentile_ms(sorted: &[Duration], p: f64) -> f64 {
     let rank = (p / 100.0 * sorted.len() as f64).ceil() as usize;
     sorted[rank.clamp(1, sorted.len()) - 1].as_secs_f64() * 1e3
@@ -108,13 +121,13 @@ struct Corpus {
     dataset: DatasetId,
 }
 
-fn corpus(random: &mut Random, vocabulary: &[String]) -> Corpus {
+fn corpus(random: &mut Random, vocabulary: &[String], size: usize) -> Corpus {
     let big = OrganizationId::generate();
     let small = OrganizationId::generate();
     let (first, second) = (DatasetId::generate(), DatasetId::generate());
-    let mut chunks = Vec::with_capacity(CHUNKS);
+    let mut chunks = Vec::with_capacity(size);
     let mut file = FileId::generate();
-    for i in 0..CHUNKS {
+    for i in 0..size {
         if i % CHUNKS_PER_FILE == 0 {
             file = FileId::generate();
         }
@@ -173,7 +186,9 @@ async fn main() -> anyhow::Result<()> {
     println!("CPU flags: {}", cpu_flags());
     let mut random = Random(0x5EED_1234_ABCD_0001);
     let vocabulary = vocabulary();
-    let corpus = corpus(&mut random, &vocabulary);
+    let chunks = setting("TESSERA_BENCH_CHUNKS", CHUNKS)?;
+    let queries = setting("TESSERA_BENCH_QUERIES", QUERIES)?;
+    let corpus = corpus(&mut random, &vocabulary, chunks);
     let dir = tempfile::tempdir()?;
     let index = EdgeVectorIndex::open(dir.path(), DIMENSIONS).await?;
 
@@ -183,12 +198,13 @@ async fn main() -> anyhow::Result<()> {
     }
     let ingest = started.elapsed();
     println!(
-        "ingested {CHUNKS} chunks ({DIMENSIONS} dims + BM25) in {:.1} s: {:.0} chunks/s (upserts of {BATCH}, each flushed)",
+        "ingested {chunks} chunks ({DIMENSIONS} dims + BM25) in {:.1} s: {:.0} chunks/s (upserts of {BATCH}, each flushed)",
         ingest.as_secs_f64(),
-        CHUNKS as f64 / ingest.as_secs_f64()
+        chunks as f64 / ingest.as_secs_f64()
     );
 
-    let queries: Vec<(Vec<f32>, String)> = (0..QUERIES)
+    let count = queries;
+    let queries: Vec<(Vec<f32>, String)> = (0..count)
         .map(|_| (random.unit_vector(), random.words(&vocabulary, 3)))
         .collect();
     let in_dataset: Vec<&[f32]> = corpus
@@ -198,11 +214,11 @@ async fn main() -> anyhow::Result<()> {
         .map(|c| c.dense.as_slice())
         .collect();
     println!(
-        "{QUERIES} queries, top 10, within one organization and a dataset of {} chunks",
+        "{count} queries, top 10, within one organization and a dataset of {} chunks",
         in_dataset.len()
     );
 
-    let mut exact = Vec::with_capacity(QUERIES);
+    let mut exact = Vec::with_capacity(count);
     for (dense, _) in &queries {
         let started = Instant::now();
         std::hint::black_box(brute_force(&in_dataset, dense));
@@ -214,7 +230,7 @@ async fn main() -> anyhow::Result<()> {
     for (dense, text) in queries.iter().take(50) {
         index.search(query(&corpus, dense, text)).await?;
     }
-    let mut hybrid = Vec::with_capacity(QUERIES);
+    let mut hybrid = Vec::with_capacity(count);
     let mut empty = 0;
     for (dense, text) in &queries {
         let started = Instant::now();
