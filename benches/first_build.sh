@@ -21,7 +21,11 @@ mkdir -p "$out"
 work=$(mktemp -d "${TMPDIR:-/tmp}/tessera-first-build.XXXXXX")
 server=
 cleanup() {
-    [ -n "$server" ] && kill "$server" 2>/dev/null && wait "$server" 2>/dev/null
+    # The server runs under `just` and cargo in a session of its own: stop all of it.
+    if [ -n "$server" ]; then
+        kill -- "-$server" 2>/dev/null || true
+        wait "$server" 2>/dev/null || true
+    fi
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -58,7 +62,7 @@ step "models fetched (just models)" "$(elapsed "$built" "$models")"
 
 # `just run` as the README gives it, on free ports and this clone's fresh data folder.
 port=${TESSERA_BENCH_PORT:-18443}
-TESSERA_LISTEN="127.0.0.1:$port" TESSERA_METRICS__LISTEN="" just run >"$work/server.log" 2>&1 &
+TESSERA_LISTEN="127.0.0.1:$port" TESSERA_METRICS__LISTEN="" setsid just run >"$work/server.log" 2>&1 &
 server=$!
 for _ in $(seq 1 600); do
     if curl -sf --cacert tessera-data/tls/cert.pem "https://localhost:$port/v1/health/ready" >/dev/null 2>&1; then
