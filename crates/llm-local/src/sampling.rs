@@ -62,10 +62,8 @@ impl Sampler {
 fn greedy(scores: &[f32]) -> Result<u32, NothingToSample> {
     let mut best: Option<(usize, f32)> = None;
     for (index, score) in scores.iter().enumerate() {
-        match best {
-            Some((_, top)) if *score <= top || score.is_nan() => {}
-            _ if score.is_nan() => {}
-            _ => best = Some((index, *score)),
+        if !score.is_nan() && best.is_none_or(|(_, top)| *score > top) {
+            best = Some((index, *score));
         }
     }
     best.map(|(index, _)| index as u32).ok_or(NothingToSample)
@@ -152,15 +150,20 @@ mod tests {
         }
     }
 
+    /// How often each of three tokens is drawn; a failed draw counts as the third.
+    fn draw_counts(mut sampler: Sampler, scores: &[f32; 3], draws: usize) -> [usize; 3] {
+        let mut counts = [0usize; 3];
+        for _ in 0..draws {
+            counts[sampler.sample(scores).unwrap_or(2) as usize] += 1;
+        }
+        counts
+    }
+
     #[test]
     fn draws_follow_the_softmax() {
         // ln 3 apart: the second token is three times as likely as the first.
         let scores = [0.0, 3f32.ln(), f32::NEG_INFINITY];
-        let mut sampler = Sampler::new(42, Some(1.0), None);
-        let mut counts = [0usize; 3];
-        for _ in 0..40_000 {
-            counts[sampler.sample(&scores).unwrap_or(2) as usize] += 1;
-        }
+        let counts = draw_counts(Sampler::new(42, Some(1.0), None), &scores, 40_000);
         assert_eq!(counts[2], 0, "a masked token was drawn");
         let share = counts[1] as f64 / 40_000.0;
         assert!(
@@ -173,11 +176,7 @@ mod tests {
     fn top_p_keeps_only_the_nucleus() {
         // Probabilities 0.6, 0.3, 0.1 at temperature 1: top_p 0.7 keeps the first two.
         let scores = [0.6f32.ln(), 0.3f32.ln(), 0.1f32.ln()];
-        let mut sampler = Sampler::new(3, Some(1.0), Some(0.7));
-        let mut counts = [0usize; 3];
-        for _ in 0..30_000 {
-            counts[sampler.sample(&scores).unwrap_or(2) as usize] += 1;
-        }
+        let counts = draw_counts(Sampler::new(3, Some(1.0), Some(0.7)), &scores, 30_000);
         assert_eq!(counts[2], 0, "a token outside the nucleus was drawn");
         let share = counts[0] as f64 / 30_000.0;
         assert!(
