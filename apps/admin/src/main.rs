@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 mod api_keys;
 mod audit;
 mod clients;
+mod knowledge;
 use serde_json::json;
 use tessera_kernel::{DomainError, Limit};
 use tessera_organizations::{
@@ -60,6 +61,9 @@ enum Command {
     /// Read the audit log.
     #[command(subcommand)]
     Audit(audit::AuditCommand),
+    /// Change the embedding model of the knowledge index, and follow it.
+    #[command(subcommand)]
+    Knowledge(knowledge::KnowledgeCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -221,6 +225,12 @@ async fn run(cli: Cli) -> Result<String, Failure> {
         Command::Audit(command) => {
             let state = open_state(&settings).await?;
             audit::run(&state, command, cli.json).await
+        }
+        Command::Knowledge(command) => {
+            let database = tessera_setup::open_database(&settings)
+                .await
+                .map_err(|e| Failure(e.to_string()))?;
+            knowledge::run(&settings, &database, command, cli.json).await
         }
         Command::Org(command) => {
             let state = open_state(&settings).await?;

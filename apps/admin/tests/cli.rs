@@ -648,7 +648,134 @@ tessera_store::on_both_databases!(
     clients_are_created_rotated_listed_and_revoked,
     client_input_is_checked,
     api_keys_are_created_listed_and_revoked,
+    knowledge_reindex_begins_one_generation_and_shows_progress,
 );
+
+/// Stores `count` ready files of one organization, each of two chunks embedded by
+/// all-MiniLM-L6-v2, as the server's processing leaves them.
+async fn ready_files(env: &Env, count: usize) {
+    use tessera_knowledge::{
+        FileReady, FileStore,
+        contract::{audited, chunk, stored_file},
+    };
+    let mut settings = tessera_setup::config::Settings {
+        data_dir: env.data_dir.path().to_path_buf(),
+        ..tessera_setup::config::Settings::default()
+    };
+    if let Some(db) = &env.database {
+        settings.database_url = Some(db.url.clone());
+    }
+    let database = tessera_setup::open_database(&settings).await.unwrap();
+    let organization = tessera_kernel::OrganizationId::generate();
+    tessera_store::testing::store_organization(&database, &organization, "Acme").await;
+    let files = tessera_store::SqlFileStore::new(database);
+    for number in 0..count {
+        let file = stored_file(&organization, &format!("{number}.md"), 'a');
+        files
+            .insert(&file, true, None, &audited(&organization))
+            .await
+            .unwrap();
+        let now = chrono::Utc::now();
+        let job = files
+            .claim_job("w", now, now + chrono::Duration::minutes(1))
+            .await
+            .unwrap()
+            .unwrap();
+        let chunks = [chunk(0, "one"), chunk(1, "two")];
+        let ready = FileReady::of(&job.file, 2, now);
+        assert!(
+            files
+                .complete_job("w", &chunks, "all-MiniLM-L6-v2", 0, &ready)
+                .await
+                .unwrap()
+        );
+    }
+}
+
+/// `knowledge reindex` names embedded models only, has nothing to do over an empty index,
+/// begins one generation (again: the same, with its progress), refuses a second model while
+/// one builds; `knowledge status` lists the generations.
+async fn knowledge_reindex_begins_one_generation_and_shows_progress(backend: Backend) {
+    let env = Env::new(backend).await;
+    assert_eq!(
+        env.json(&["knowledge", "status"]),
+        serde_json::json!({"generations": []})
+    );
+    let (code, _, stderr) = env.run(&["knowledge", "reindex"]);
+    assert_eq!(code, 1);
+    assert!(
+        stderr.contains(
+            "--model: name the model to re-embed with, one of: all-MiniLM-L6-v2, bge-small-en-v1.5"
+        ),
+        "{stderr}"
+    );
+    let (code, _, stderr) = env.run(&["knowledge", "reindex", "--model", "bge-large"]);
+    assert_eq!(code, 1);
+    assert!(
+        stderr.contains("`bge-large` is not an embedded embedding model"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = env.run(&["knowledge", "reindex", "--model", "bge-small-en-v1.5"]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("nothing to re-embed"), "{stderr}");
+
+    ready_files(&env, 3).await;
+    let begun = env.json(&["knowledge", "reindex", "--model", "bge-small-en-v1.5"]);
+    assert_eq!(
+        (
+            &begun["generation"],
+            &begun["state"],
+            &begun["embeddingModel"]
+        ),
+        (
+            &serde_json::json!(1),
+            &serde_json::json!("building"),
+            &serde_json::json!("bge-small-en-v1.5")
+        )
+    );
+    assert_eq!(
+        (&begun["filesDone"], &begun["filesTotal"]),
+        (&serde_json::json!(0), &serde_json::json!(3))
+    );
+    // The setting names the model when --model does not; asking again shows the same one.
+    let (code, stdout, stderr) = env.run_with(
+        &["knowledge", "reindex"],
+        &[("TESSERA_KNOWLEDGE__EMBEDDING_MODEL", "bge-small-en-v1.5")],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.starts_with("generation 1  building  bge-small-en-v1.5   0/3 files"),
+        "{stdout}"
+    );
+    let (code, _, stderr) = env.run(&["knowledge", "reindex", "--model", "all-MiniLM-L6-v2"]);
+    assert_eq!(code, 1);
+    assert!(
+        stderr.contains("generation 1 of bge-small-en-v1.5 is being built"),
+        "{stderr}"
+    );
+    let status = env.json(&["knowledge", "status"]);
+    let states: Vec<(&Value, &Value, &Value)> = status["generations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| (&g["generation"], &g["embeddingModel"], &g["state"]))
+        .collect();
+    assert_eq!(
+        states,
+        vec![
+            (
+                &serde_json::json!(0),
+                &serde_json::json!("all-MiniLM-L6-v2"),
+                &serde_json::json!("active")
+            ),
+            (
+                &serde_json::json!(1),
+                &serde_json::json!("bge-small-en-v1.5"),
+                &serde_json::json!("building")
+            ),
+        ]
+    );
+}
 
 /// A key the CLI creates works on a server started over the same data directory: both hash
 /// keys under the same generated `api-key.key`.

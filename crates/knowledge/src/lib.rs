@@ -7,7 +7,9 @@
 //! request with their usage records. It knows nothing of HTTP, SQL, candle, Tesseract or
 //! Qdrant: adapters implement [`BlobStore`], [`DocumentProcessor`] (with [`TextRecognizer`]
 //! for pages without text and uploaded images), [`Embedder`], [`VectorIndex`], [`FileStore`]
-//! and [`DatasetStore`], and the service's wiring [`ImageReadingPolicy`]; search reranks its fused candidates with a
+//! and [`DatasetStore`], and the service's wiring [`ImageReadingPolicy`]; [`GenerationStore`] records the
+//! index's generations, which a [`Reindexer`] fills when the embedding model changes while
+//! a [`MirroredIndex`] keeps both in step; search reranks its fused candidates with a
 //! [`Reranker`] (a cross-encoder) when one is configured. Late interaction's token vectors
 //! ([`TokenVectors`], from a [`LateInteraction`] model) and their [`max_sim`] score are
 //! plain types here for the stage that will rerank with them. The `memory` feature
@@ -34,15 +36,18 @@ mod file;
 mod file_service;
 mod file_text;
 mod format;
+mod generation;
 mod image_reading;
 mod index;
 mod late_interaction;
 #[cfg(any(test, feature = "memory"))]
 pub mod memory;
+mod mirrored_index;
 mod processing;
 #[cfg(feature = "rag")]
 pub mod rag;
 mod recognition;
+mod reindexer;
 mod rerank;
 mod store;
 mod upload;
@@ -68,14 +73,20 @@ pub use file::{FileFilter, FileStatus, StoredChunk, StoredFile};
 pub use file_service::{FileService, KnowledgeCaller};
 pub use file_text::DocumentText;
 pub use format::{FileFormat, FormatError, MAX_DOCUMENT_BYTES, MAX_IMAGE_BYTES, TextCheck};
+pub use generation::{
+    GenerationProgress, GenerationState, GenerationStore, IndexGeneration, begin_generation,
+    models_of,
+};
 pub use image_reading::ImageReadingPolicy;
 pub use index::{
     IndexError, IndexedChunk, LateRerank, NoIndex, ScoredChunk, SearchMode, VectorIndex,
     VectorQuery,
 };
 pub use late_interaction::{LateInteraction, LateInteractionSearch, TokenVectors, max_sim};
+pub use mirrored_index::MirroredIndex;
 pub use processing::{JobOutcome, Pipeline, ProcessingSettings, Processor};
 pub use recognition::{RecognitionError, TextRecognizer};
+pub use reindexer::{GenerationTarget, ReindexRound, ReindexSettings, Reindexer};
 pub use rerank::{RerankError, Reranker, Reranking};
 pub use store::{ClaimedJob, DatasetStore, FileDeletion, FileStore};
 pub use upload::{MAX_FILE_NAME_CHARS, Upload, UploadError, clean_file_name};
@@ -84,6 +95,8 @@ pub use upload::{MAX_FILE_NAME_CHARS, Upload, UploadError, clean_file_name};
 pub use document::MockDocumentProcessor;
 #[cfg(any(test, feature = "mocks"))]
 pub use embedding::MockEmbedder;
+#[cfg(any(test, feature = "mocks"))]
+pub use generation::MockGenerationStore;
 #[cfg(any(test, feature = "mocks"))]
 pub use image_reading::MockImageReadingPolicy;
 #[cfg(any(test, feature = "mocks"))]

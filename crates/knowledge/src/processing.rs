@@ -55,6 +55,9 @@ pub struct Pipeline {
     /// interaction (whichever datasets the file is or will be in: the search decides).
     pub late_interaction: Option<Arc<dyn LateInteraction>>,
     pub index: Arc<dyn VectorIndex>,
+    /// The generation of `index` (0 before generations were recorded), recorded with each
+    /// ready file: a file processed into an older generation is re-embedded into the new one.
+    pub generation: u32,
     pub clock: Arc<dyn Clock>,
 }
 
@@ -185,7 +188,13 @@ impl Processor {
                 let ready = FileReady::of(&job.file, chunk_count, self.pipeline.clock.now());
                 let model = self.pipeline.embedder.model();
                 if files
-                    .complete_job(&self.worker, &chunks, model, &ready)
+                    .complete_job(
+                        &self.worker,
+                        &chunks,
+                        model,
+                        self.pipeline.generation,
+                        &ready,
+                    )
                     .await?
                 {
                     Ok(JobOutcome::Ready { chunks: count })

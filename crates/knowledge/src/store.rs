@@ -104,13 +104,14 @@ pub trait FileStore: Send + Sync {
 
     /// Ends the job of `ready.file` that `worker` holds successfully: stores the chunks,
     /// marks the file `ready` as of `ready.at` with the embedding model its vectors were made
-    /// by, removes the job and records the event. False (and nothing changed) when the lease
-    /// was lost.
+    /// by and the index generation they went to, removes the job and records the event.
+    /// False (and nothing changed) when the lease was lost.
     async fn complete_job(
         &self,
         worker: &str,
         chunks: &[StoredChunk],
         embedding_model: &str,
+        generation: u32,
         ready: &FileReady,
     ) -> Result<bool, DomainError>;
 

@@ -118,6 +118,7 @@ impl Ports {
                 .late_interaction
                 .map(|model| Arc::new(model) as Arc<dyn tessera_knowledge::LateInteraction>),
             index: Arc::new(self.index),
+            generation: 3,
             clock: Arc::new(ManualClock::new(now())),
         };
         let settings = ProcessingSettings {
@@ -174,17 +175,18 @@ async fn a_document_is_embedded_in_batches_indexed_and_completed() {
     ports
         .files
         .expect_complete_job()
-        .withf(move |worker, chunks, model, ready| {
+        .withf(move |worker, chunks, model, generation, ready| {
             // The processing decides the event: this file, ready in five chunks, embedded by
-            // the pipeline's model.
+            // the pipeline's model into its generation.
             ready.file == file_id
                 && ready.chunk_count == 5
                 && worker == "w1"
                 && model == "test-model"
+                && *generation == 3
                 && chunks.iter().map(|c| c.ordinal).collect::<Vec<_>>() == vec![0, 1, 2, 3, 4]
         })
         .times(1)
-        .returning(|_, _, _, _| Ok(true));
+        .returning(|_, _, _, _, _| Ok(true));
     let (_, outcome) = ports.processor().process_next().await.unwrap().unwrap();
     assert_eq!(outcome, JobOutcome::Ready { chunks: 5 });
     assert_eq!(*batches.lock().unwrap(), vec![2, 2, 1]);
@@ -255,7 +257,7 @@ async fn with_late_interaction_every_chunk_is_indexed_with_its_own_token_vectors
         .files
         .expect_complete_job()
         .times(1)
-        .returning(|_, _, _, _| Ok(true));
+        .returning(|_, _, _, _, _| Ok(true));
     let (_, outcome) = ports.processor().process_next().await.unwrap().unwrap();
     assert_eq!(outcome, JobOutcome::Ready { chunks: 3 });
     let indexed = indexed.lock().unwrap();
@@ -469,7 +471,7 @@ async fn an_association_made_during_processing_reaches_the_index() {
     ports
         .files
         .expect_complete_job()
-        .returning(|_, _, _, _| Ok(true));
+        .returning(|_, _, _, _, _| Ok(true));
     let (_, outcome) = ports.processor().process_next().await.unwrap().unwrap();
     assert_eq!(outcome, JobOutcome::Ready { chunks: 1 });
 }
@@ -485,6 +487,7 @@ async fn an_empty_queue_is_not_an_error() {
         embedder: Arc::new(MockEmbedder::new()),
         late_interaction: None,
         index: Arc::new(MockVectorIndex::new()),
+        generation: 0,
         clock: Arc::new(ManualClock::new(now())),
     };
     let processor = Processor::new(pipeline, ProcessingSettings::default(), "w1");

@@ -3,6 +3,7 @@
 //! start-up knows what the index holds before it loads a model.
 
 use tessera_embed_local::LocalEmbeddingModel;
+use tessera_knowledge::{GenerationState, IndexGeneration, models_of};
 
 /// The embedded model for a new index (an index that holds vectors keeps its model):
 /// bge-small-en-v1.5 ranks better on BEIR NFCorpus (decision 0047).
@@ -17,27 +18,71 @@ pub(crate) const UNRECORDED_EMBEDDED_MODEL: LocalEmbeddingModel =
 /// were recorded).
 pub(crate) type IndexedModels = [(Option<String>, u64)];
 
-/// The models of `indexed`, with files from before models were recorded counted as
-/// `unrecorded`'s.
-fn models_of<'a>(indexed: &'a IndexedModels, unrecorded: &'a str) -> Vec<(&'a str, u64)> {
-    let mut models: Vec<(&str, u64)> = Vec::new();
-    for (model, count) in indexed {
-        let model = model.as_deref().unwrap_or(unrecorded);
-        match models.iter_mut().find(|(name, _)| *name == model) {
-            Some((_, total)) => *total += count,
-            None => models.push((model, *count)),
-        }
-    }
-    models
+/// The index's generations as recorded (none before a model was first changed).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Generations {
+    /// The one search reads.
+    pub in_use: Option<IndexGeneration>,
+    /// The one files are being re-embedded into.
+    pub building: Option<IndexGeneration>,
+    pub retired: Vec<IndexGeneration>,
 }
 
-/// The embedded model to load: the one `knowledge.embedding_model` names; else the one the
-/// index's vectors were made by, so an existing deployment keeps its model; else
-/// [`DEFAULT_EMBEDDED_MODEL`].
+impl Generations {
+    pub fn of(recorded: Vec<IndexGeneration>) -> Self {
+        let mut generations = Self::default();
+        for generation in recorded {
+            match generation.state {
+                GenerationState::Active => generations.in_use = Some(generation),
+                GenerationState::Building => generations.building = Some(generation),
+                GenerationState::Retired => generations.retired.push(generation),
+            }
+        }
+        generations
+    }
+
+    /// The model of the generation in use, when generations are recorded.
+    pub fn in_use_model(&self) -> Option<&str> {
+        self.in_use.as_ref().map(|g| g.embedding_model.as_str())
+    }
+
+    pub fn building_model(&self) -> Option<&str> {
+        self.building.as_ref().map(|g| g.embedding_model.as_str())
+    }
+
+    /// With generations recorded, the model that serves: the one in use, whatever the
+    /// settings name while a generation of that model is built (it serves once in use).
+    /// `None` before generations; an error when the settings name a third model.
+    pub fn serving_model(&self, configured: Option<&str>) -> Result<Option<&str>, String> {
+        let Some(in_use) = self.in_use_model() else {
+            return Ok(None);
+        };
+        match configured {
+            Some(name) if name != in_use && self.building_model() != Some(name) => Err(format!(
+                "the index in use holds the vectors of {in_use}, and knowledge.embedding_model \
+                 names {name}: vectors of two models cannot be searched together. Set \
+                 knowledge.embedding_model to {in_use}, or re-embed every file with {name} by \
+                 `tessera-admin knowledge reindex --model {name}` (search keeps answering from \
+                 the vectors in use meanwhile)"
+            )),
+            _ => Ok(Some(in_use)),
+        }
+    }
+}
+
+/// The embedded model to load: with generations recorded, the one in use; else the one
+/// `knowledge.embedding_model` names; else the one the index's vectors were made by, so an
+/// existing deployment keeps its model; else [`DEFAULT_EMBEDDED_MODEL`].
 pub(crate) fn embedded_model_to_load(
     configured: Option<&str>,
     indexed: &IndexedModels,
+    generations: &Generations,
 ) -> Result<LocalEmbeddingModel, String> {
+    if let Some(in_use) = generations.serving_model(configured)? {
+        return in_use
+            .parse()
+            .map_err(|e| format!("the index in use is of {in_use}: {e}"));
+    }
     if let Some(name) = configured {
         return name
             .parse()
@@ -66,9 +111,9 @@ pub(crate) fn check_index(
         return Err(format!(
             "the index holds the vectors of ready files embedded by another model ({}), and \
              this server embeds with {model}: vectors of two models cannot be searched \
-             together. Set knowledge.embedding_model to the model that made them, or give \
-             this model a new index (knowledge.vectors_dir, or knowledge.qdrant_collection) \
-             and upload the files again",
+             together. Set knowledge.embedding_model to the model that made them, or \
+             re-embed them with {model} by `tessera-admin knowledge reindex --model {model}` \
+             (search keeps answering from the vectors in use meanwhile)",
             others.join(", ")
         ));
     }
@@ -86,6 +131,52 @@ mod tests {
     const BGE: &str = "bge-small-en-v1.5";
     const MINILM: &str = "all-MiniLM-L6-v2";
 
+    fn none() -> Generations {
+        Generations::default()
+    }
+
+    fn generation(number: u32, model: &str, state: GenerationState) -> IndexGeneration {
+        IndexGeneration {
+            number,
+            embedding_model: model.into(),
+            state,
+            created_at: chrono::DateTime::UNIX_EPOCH,
+            activated_at: None,
+        }
+    }
+
+    #[test]
+    fn with_generations_the_one_in_use_serves_while_another_is_built_for_the_settings() {
+        let building = Generations::of(vec![
+            generation(0, MINILM, GenerationState::Active),
+            generation(1, BGE, GenerationState::Building),
+        ]);
+        // The settings may name the model being built for: the one in use serves until then.
+        for configured in [None, Some(MINILM), Some(BGE)] {
+            assert_eq!(
+                embedded_model_to_load(configured, &[], &building),
+                Ok(LocalEmbeddingModel::AllMiniLmL6V2)
+            );
+        }
+        let error = building.serving_model(Some("e5")).unwrap_err();
+        assert!(
+            error.contains("holds the vectors of all-MiniLM-L6-v2")
+                && error.contains("tessera-admin knowledge reindex --model e5"),
+            "{error}"
+        );
+        let switched = Generations::of(vec![
+            generation(0, MINILM, GenerationState::Retired),
+            generation(1, BGE, GenerationState::Active),
+        ]);
+        assert_eq!(switched.retired.len(), 1);
+        assert_eq!(
+            embedded_model_to_load(None, &indexed(&[(Some(MINILM), 2)]), &switched),
+            Ok(LocalEmbeddingModel::BgeSmallEnV15),
+            "the files' own records no longer decide"
+        );
+        assert!(switched.serving_model(Some(MINILM)).is_err());
+    }
+
     fn indexed(entries: &[(Option<&str>, u64)]) -> Vec<(Option<String>, u64)> {
         entries
             .iter()
@@ -97,31 +188,35 @@ mod tests {
     fn a_named_model_is_loaded_whatever_the_index_holds() {
         let bge = indexed(&[(Some(BGE), 3)]);
         assert_eq!(
-            embedded_model_to_load(Some(MINILM), &bge),
+            embedded_model_to_load(Some(MINILM), &bge, &none()),
             Ok(LocalEmbeddingModel::AllMiniLmL6V2)
         );
-        let error = embedded_model_to_load(Some("bge-large"), &bge).unwrap_err();
+        let error = embedded_model_to_load(Some("bge-large"), &bge, &none()).unwrap_err();
         assert!(error.starts_with("knowledge.embedding_model: "), "{error}");
     }
 
     #[test]
     fn without_a_name_the_index_keeps_its_model_and_a_new_one_gets_the_default() {
         assert_eq!(
-            embedded_model_to_load(None, &indexed(&[(Some(BGE), 3)])),
+            embedded_model_to_load(None, &indexed(&[(Some(BGE), 3)]), &none()),
             Ok(LocalEmbeddingModel::BgeSmallEnV15)
         );
         // Files from before models were recorded were all-MiniLM-L6-v2's.
         assert_eq!(
-            embedded_model_to_load(None, &indexed(&[(None, 2), (Some(MINILM), 1)])),
+            embedded_model_to_load(None, &indexed(&[(None, 2), (Some(MINILM), 1)]), &none()),
             Ok(LocalEmbeddingModel::AllMiniLmL6V2)
         );
         assert_eq!(
-            embedded_model_to_load(None, &[]),
+            embedded_model_to_load(None, &[], &none()),
             Ok(DEFAULT_EMBEDDED_MODEL)
         );
         // A remote model's index, or a mixed one: the default, which the check refuses.
         assert_eq!(
-            embedded_model_to_load(None, &indexed(&[(Some("text-embedding-3-small"), 1)])),
+            embedded_model_to_load(
+                None,
+                &indexed(&[(Some("text-embedding-3-small"), 1)]),
+                &none()
+            ),
             Ok(DEFAULT_EMBEDDED_MODEL)
         );
     }
@@ -133,6 +228,10 @@ mod tests {
         assert!(error.contains("2 of all-MiniLM-L6-v2"), "{error}");
         assert!(!error.contains("3 of"), "{error}");
         assert!(error.contains("knowledge.embedding_model"), "{error}");
+        assert!(
+            error.contains("tessera-admin knowledge reindex --model bge-small-en-v1.5"),
+            "{error}"
+        );
         let error = check_index(&indexed(&[(Some(BGE), 1)]), MINILM, MINILM).unwrap_err();
         assert!(
             error.contains("1 of bge-small-en-v1.5")

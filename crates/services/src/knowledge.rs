@@ -15,9 +15,10 @@ use tessera_embed_local::{
 use tessera_kernel::{Clock, CursorCodec, DomainError, OrganizationId};
 use tessera_knowledge::{
     BlobStore, ChunkingSettings, DatasetService, DocumentProcessor, Embedder, FileFormat,
-    FileService, FileStatus, FileStore, ImageReadingPolicy, JobOutcome, KnowledgeCaller,
-    LateInteraction, LateInteractionSearch, NoEmbedder, NoIndex, Pipeline, ProcessingSettings,
-    Processor, Reranker, Reranking, StoredFile, Upload, UploadError, VectorIndex,
+    FileService, FileStatus, FileStore, GenerationStore, GenerationTarget, ImageReadingPolicy,
+    JobOutcome, KnowledgeCaller, LateInteraction, LateInteractionSearch, MirroredIndex, NoEmbedder,
+    NoIndex, Pipeline, ProcessingSettings, Processor, ReindexRound, ReindexSettings, Reindexer,
+    Reranker, Reranking, StoredFile, Upload, UploadError, VectorIndex,
 };
 use tessera_llm_openai::{OpenAiConfig, OpenAiEmbedder};
 use tessera_ocr_tesseract::{Tesseract, TesseractSettings};
@@ -30,8 +31,9 @@ use tokio::sync::Notify;
 use crate::{
     ServicesError,
     embedding_model::{
-        IndexedModels, UNRECORDED_EMBEDDED_MODEL, check_index, embedded_model_to_load,
+        Generations, IndexedModels, UNRECORDED_EMBEDDED_MODEL, check_index, embedded_model_to_load,
     },
+    index_locations::{collection_of_generation, dir_of_generation},
 };
 
 /// The knowledge services and what their workers need.
@@ -47,6 +49,8 @@ pub struct Knowledge {
     wake: Arc<Notify>,
     /// `None` without an embedding model: no worker can process files.
     pipeline: Option<Pipeline>,
+    /// Re-embeds files into the generation being built, or catches up the one in use.
+    reindexer: Option<Arc<Reindexer>>,
     /// The image formats OCR reads here; empty without OCR (or without an embedding model).
     image_formats: Vec<FileFormat>,
     processing: ProcessingSettings,
@@ -61,7 +65,12 @@ fn knowledge_error(message: String) -> ServicesError {
 struct Engines {
     documents: Arc<dyn DocumentProcessor>,
     embedder: Arc<dyn Embedder>,
+    /// The generation in use (mirrored into the one being built, if any).
     index: Arc<dyn VectorIndex>,
+    /// The number of the generation in use (0 before generations were recorded).
+    generation: u32,
+    /// The generation files are re-embedded into (or the one in use, to catch up).
+    reindex: Option<GenerationTarget>,
     /// The image formats the document processor's OCR reads (none without OCR).
     image_formats: Vec<FileFormat>,
     /// The cross-encoder search reranks with, if `knowledge.rerank` found one.
@@ -84,24 +93,46 @@ async fn engines(
     settings: &Settings,
     role: Role,
     files: &dyn FileStore,
+    generation_store: &dyn GenerationStore,
 ) -> Result<Option<Engines>, ServicesError> {
     let indexed = files
         .embedding_models()
         .await
         .map_err(|e| knowledge_error(format!("reading the index's embedding models: {e}")))?;
+    let generations = Generations::of(
+        generation_store
+            .generations()
+            .await
+            .map_err(|e| knowledge_error(format!("reading the index's generations: {e}")))?,
+    );
     let (embedder, unrecorded): (Arc<dyn Embedder>, String) = match remote_embedder(settings)? {
         // A remote model names the files from before models were recorded.
         Some(remote) => {
+            generations
+                .serving_model(Some(remote.model()))
+                .map_err(knowledge_error)?;
             let name = remote.model().to_owned();
             (Arc::new(remote), name)
         }
-        None => match local_embedder(settings, &indexed).await? {
+        None => match local_embedder(settings, &indexed, &generations).await? {
             Some(local) => (Arc::new(local), UNRECORDED_EMBEDDED_MODEL.name().to_owned()),
             None => return Ok(None),
         },
     };
-    let unrecorded_files =
-        check_index(&indexed, embedder.model(), &unrecorded).map_err(knowledge_error)?;
+    if let Some(in_use) = generations.in_use_model()
+        && in_use != embedder.model()
+    {
+        return Err(knowledge_error(format!(
+            "the index in use holds the vectors of {in_use}, and this server embeds with {}",
+            embedder.model()
+        )));
+    }
+    // Before generations, the files' own records say what the index holds.
+    let unrecorded_files = if generations.in_use.is_none() {
+        check_index(&indexed, embedder.model(), &unrecorded).map_err(knowledge_error)?
+    } else {
+        0
+    };
     if unrecorded_files > 0 {
         let adopted = files
             .adopt_embedding_model(embedder.model())
@@ -118,12 +149,68 @@ async fn engines(
     } else {
         embedder
     };
-    let index = vector_index(settings, embedder.dimensions()).await?;
+    let generation = generations.in_use.as_ref().map_or(0, |g| g.number);
+    let in_use = vector_index(settings, embedder.dimensions(), generation).await?;
     let reranker = match role {
         Role::Serving => reranker(settings).await?,
         Role::Processing => None,
     };
     let late_interaction = crate::late_interaction::late_interaction(settings).await?;
+    for retired in &generations.retired {
+        tracing::info!(
+            generation = retired.number,
+            model = %retired.embedding_model,
+            index = %index_location(settings, retired.number),
+            "a retired generation of the vector index: no longer read, its index can be deleted"
+        );
+    }
+    let (index, reindex) = match (&generations.building, &generations.in_use) {
+        (Some(building), _) => {
+            let model = &building.embedding_model;
+            let Some(target) = load_embedded(settings, model).await? else {
+                return Err(knowledge_error(format!(
+                    "generation {} of the vector index is being built with {model}, whose files \
+                     are not under knowledge.embedding_model_dir or models.local_dir (`just \
+                     models` fetches them)",
+                    building.number
+                )));
+            };
+            let target: Arc<dyn Embedder> = Arc::new(target);
+            let building_index =
+                vector_index(settings, target.dimensions(), building.number).await?;
+            tracing::info!(
+                generation = building.number,
+                %model,
+                serving = embedder.model(),
+                "files are re-embedded into a new generation of the vector index; search \
+                 answers from the one in use until it is complete"
+            );
+            let mirrored: Arc<dyn VectorIndex> = Arc::new(MirroredIndex {
+                in_use,
+                building: building_index.clone(),
+            });
+            let target = GenerationTarget {
+                number: building.number,
+                embedder: target,
+                late_interaction: late_interaction.clone(),
+                index: building_index,
+                building: true,
+            };
+            (mirrored, Some(target))
+        }
+        // Files another process embedded into an older generation are caught up.
+        (None, Some(current)) => {
+            let target = GenerationTarget {
+                number: current.number,
+                embedder: embedder.clone(),
+                late_interaction: late_interaction.clone(),
+                index: in_use.clone(),
+                building: false,
+            };
+            (in_use, Some(target))
+        }
+        (None, None) => (in_use, None),
+    };
     let ocr = recognizer(settings)?;
     let mut documents = DocumentChunker::default();
     let mut image_formats = Vec::new();
@@ -135,6 +222,8 @@ async fn engines(
         documents: Arc::new(documents),
         embedder,
         index,
+        generation,
+        reindex,
         image_formats,
         reranker,
         late_interaction,
@@ -231,15 +320,35 @@ fn recognizer(settings: &Settings) -> Result<Option<Arc<Tesseract>>, ServicesErr
     }
 }
 
-/// The Qdrant collection of `knowledge.qdrant_url` (shared by every replica), else the
-/// embedded shard in `knowledge.vectors_dir` (one process only).
+/// Where generation `number` of the index is: a collection or a folder.
+fn index_location(settings: &Settings, number: u32) -> String {
+    let knowledge = &settings.knowledge;
+    match &knowledge.qdrant_url {
+        Some(url) => format!(
+            "collection {} of {url}",
+            collection_of_generation(&knowledge.qdrant_collection, number)
+        ),
+        None => dir_of_generation(&vectors_dir(settings), number)
+            .display()
+            .to_string(),
+    }
+}
+
+fn vectors_dir(settings: &Settings) -> PathBuf {
+    (settings.knowledge.vectors_dir.clone()).unwrap_or_else(|| settings.data_dir.join("vectors"))
+}
+
+/// Generation `number` of the index: in the Qdrant collection of `knowledge.qdrant_url`
+/// (shared by every replica), else in the embedded shard in `knowledge.vectors_dir` (one
+/// process only); generations after the first beside them, under names of their own.
 async fn vector_index(
     settings: &Settings,
     dimensions: usize,
+    number: u32,
 ) -> Result<Arc<dyn VectorIndex>, ServicesError> {
     let knowledge = &settings.knowledge;
     if let Some(url) = &knowledge.qdrant_url {
-        let collection = &knowledge.qdrant_collection;
+        let collection = &collection_of_generation(&knowledge.qdrant_collection, number);
         let api_key = knowledge.qdrant_api_key.as_ref().map(|key| key.expose());
         let index = QdrantServerIndex::connect(url, api_key, collection, dimensions)
             .await
@@ -247,8 +356,7 @@ async fn vector_index(
         tracing::info!(%url, %collection, dimensions, "vector index on a Qdrant server");
         return Ok(Arc::new(index));
     }
-    let vectors_dir =
-        (knowledge.vectors_dir.clone()).unwrap_or_else(|| settings.data_dir.join("vectors"));
+    let vectors_dir = dir_of_generation(&vectors_dir(settings), number);
     let index = EdgeVectorIndex::open(&vectors_dir, dimensions)
         .await
         .map_err(|e| {
@@ -295,14 +403,40 @@ fn remote_embedder(settings: &Settings) -> Result<Option<OpenAiEmbedder>, Servic
     Ok(Some(embedder))
 }
 
-/// The embedded model `knowledge.embedding_model` names (else the one the index's vectors
-/// were made by, else the default), if its files are found.
+/// The embedded model that serves (the generation in use's, else the one
+/// `knowledge.embedding_model` names, else the one the index's vectors were made by, else the
+/// default), if its files are found.
 async fn local_embedder(
     settings: &Settings,
     indexed: &IndexedModels,
+    generations: &Generations,
 ) -> Result<Option<LocalEmbedder>, ServicesError> {
-    let model = embedded_model_to_load(settings.knowledge.embedding_model.as_deref(), indexed)
-        .map_err(knowledge_error)?;
+    let model = embedded_model_to_load(
+        settings.knowledge.embedding_model.as_deref(),
+        indexed,
+        generations,
+    )
+    .map_err(knowledge_error)?;
+    load_local(settings, model).await
+}
+
+/// The embedded model named `name` (a generation's), if its files are found.
+async fn load_embedded(
+    settings: &Settings,
+    name: &str,
+) -> Result<Option<LocalEmbedder>, ServicesError> {
+    let model = name
+        .parse()
+        .map_err(|e| knowledge_error(format!("a generation of the vector index: {e}")))?;
+    load_local(settings, model).await
+}
+
+/// The embedded `model`, if its files are under `knowledge.embedding_model_dir` (else
+/// `models.local_dir`).
+async fn load_local(
+    settings: &Settings,
+    model: tessera_embed_local::LocalEmbeddingModel,
+) -> Result<Option<LocalEmbedder>, ServicesError> {
     let Some(root) = (settings.knowledge.embedding_model_dir.clone())
         .or_else(|| settings.models.local_dir.clone())
     else {
@@ -419,7 +553,29 @@ impl Knowledge {
             ),
         };
         let files_store = Arc::new(SqlFileStore::new(database.clone()));
-        let engines = engines(settings, role, files_store.as_ref()).await?;
+        let engines = engines(settings, role, files_store.as_ref(), files_store.as_ref()).await?;
+        let reindexer = engines
+            .as_ref()
+            .and_then(|engines| engines.reindex.clone())
+            .map(|target| {
+                let worker = format!(
+                    "{}-reindex-{}",
+                    std::process::id(),
+                    uuid::Uuid::now_v7().simple()
+                );
+                Arc::new(Reindexer::new(
+                    files_store.clone(),
+                    files_store.clone(),
+                    target,
+                    clock.clone(),
+                    ReindexSettings {
+                        lease: Duration::from_secs(knowledge.lease_secs.max(1)),
+                        ..ReindexSettings::default()
+                    },
+                    worker,
+                ))
+            });
+        let generation = engines.as_ref().map_or(0, |engines| engines.generation);
         let index: Arc<dyn VectorIndex> = match &engines {
             Some(engines) => engines.index.clone(),
             None => Arc::new(NoIndex),
@@ -476,6 +632,7 @@ impl Knowledge {
             embedder: engines.embedder,
             late_interaction,
             index: engines.index,
+            generation,
             clock,
         });
         Ok(Self {
@@ -485,6 +642,7 @@ impl Knowledge {
             embedder,
             wake: Arc::new(Notify::new()),
             pipeline,
+            reindexer,
             image_formats,
             processing: ProcessingSettings {
                 chunking: ChunkingSettings {
@@ -549,6 +707,43 @@ impl Knowledge {
             let worker = format!("{process}-{number}-{}", uuid::Uuid::now_v7().simple());
             let processor = Processor::new(pipeline.clone(), self.processing, worker);
             tokio::spawn(run_worker(processor, self.wake.clone(), self.poll));
+        }
+        if count > 0
+            && let Some(reindexer) = &self.reindexer
+        {
+            tokio::spawn(run_reindexer(reindexer.clone(), self.poll));
+        }
+    }
+}
+
+/// Re-embeds the files behind a generation round after round; once a building generation
+/// is complete and in use, goes on catching up the files this process still processes
+/// into the one before (until it restarts with the new one).
+async fn run_reindexer(reindexer: Arc<Reindexer>, poll: Duration) {
+    let target = reindexer.target();
+    let (number, model) = (target.number, target.embedder.model().to_owned());
+    loop {
+        match reindexer.round().await {
+            Ok(ReindexRound::Reindexed(files)) if files > 0 => {
+                tracing::info!(generation = number, %model, files, "files re-embedded");
+            }
+            Ok(ReindexRound::Reindexed(_)) => {}
+            Ok(ReindexRound::Done { activated: true }) => {
+                tracing::info!(
+                    generation = number,
+                    %model,
+                    "every ready file is re-embedded: the new generation of the vector index is \
+                     in use from the next start of each process (restart them to search with \
+                     {model})"
+                );
+            }
+            Ok(ReindexRound::Done { activated: false } | ReindexRound::Elsewhere) => {
+                tokio::time::sleep(poll).await;
+            }
+            Err(error) => {
+                tracing::warn!(generation = number, %error, "re-embedding paused; retrying");
+                tokio::time::sleep(poll).await;
+            }
         }
     }
 }

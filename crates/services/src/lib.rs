@@ -14,6 +14,7 @@ mod background;
 mod bootstrap;
 mod embedding_model;
 mod error;
+mod index_locations;
 pub mod knowledge;
 mod late_interaction;
 pub mod mcp;

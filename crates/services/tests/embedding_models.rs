@@ -52,7 +52,7 @@ async fn ready_file(database: &Database, model: Option<&str>, sha: char) {
     let recorded = model.unwrap_or("unrecorded");
     assert!(
         files
-            .complete_job("w", &[chunk(0, "text")], recorded, &ready)
+            .complete_job("w", &[chunk(0, "text")], recorded, 0, &ready)
             .await
             .unwrap()
     );

@@ -29,7 +29,7 @@ use crate::{
 /// `FileStore` on PostgreSQL or SQLite.
 #[derive(Clone)]
 pub struct SqlFileStore {
-    db: Database,
+    pub(crate) db: Database,
 }
 
 impl SqlFileStore {
@@ -194,10 +194,11 @@ macro_rules! held_job {
 macro_rules! holding_vectors {
     () => {
         files::table
-            .filter(files::status.eq(FileStatus::Ready.as_str()))
+            .filter(files::status.eq(::tessera_knowledge::FileStatus::Ready.as_str()))
             .filter(files::chunk_count.gt(0))
     };
 }
+pub(crate) use holding_vectors;
 
 /// The webhook event of a file the knowledge domain announced ready.
 fn ready_event(ready: &FileReady) -> Event {
@@ -492,6 +493,7 @@ impl FileStore for SqlFileStore {
         worker: &str,
         chunks: &[StoredChunk],
         embedding_model: &str,
+        generation: u32,
         ready: &FileReady,
     ) -> Result<bool, DomainError> {
         let id = &ready.file;
@@ -525,6 +527,7 @@ impl FileStore for SqlFileStore {
                     files::chunk_count.eq(count),
                     files::updated_at.eq(now),
                     files::embedding_model.eq(embedding_model),
+                    files::index_generation.eq(i32::try_from(generation).unwrap_or(i32::MAX)),
                 ))
                 .execute(conn)
                 .await?;

@@ -33,6 +33,8 @@ mod files;
 mod group_commit;
 #[cfg(feature = "idempotency")]
 mod idempotency;
+#[cfg(feature = "knowledge")]
+mod index_generations;
 #[cfg(feature = "chats")]
 mod leases;
 #[cfg(feature = "mcp")]

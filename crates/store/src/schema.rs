@@ -260,6 +260,19 @@ diesel::table! {
         created_at -> Timestamp,
         updated_at -> Timestamp,
         embedding_model -> Nullable<Text>,
+        index_generation -> Integer,
+    }
+}
+
+diesel::table! {
+    index_generations (generation) {
+        generation -> Integer,
+        embedding_model -> Text,
+        state -> Text,
+        leased_by -> Nullable<Text>,
+        leased_until -> Nullable<Timestamp>,
+        created_at -> Timestamp,
+        activated_at -> Nullable<Timestamp>,
     }
 }
 
@@ -422,6 +435,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     dataset_files,
     dataset_snapshots,
     snapshot_files,
+    index_generations,
 );
 
 diesel::allow_tables_to_appear_in_same_query!(

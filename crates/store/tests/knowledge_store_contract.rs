@@ -1,7 +1,8 @@
 //! The `FileStore` and `DatasetStore` contract (`tessera_knowledge::contract`, also run
 //! against the in-memory reference) on SQLite and PostgreSQL: records, tenant isolation,
 //! the processing queue (leases, retries, crash take-over, concurrent claims), deletion
-//! refused while a dataset or snapshot holds a file, dataset versions, snapshots; and what
+//! refused while a dataset or snapshot holds a file, dataset versions, snapshots, the index's
+//! generations; and what
 //! only a database can show: files and datasets refer to a stored organization. The events
 //! these stores write to the webhook outbox are checked with the webhook store
 //! (`webhook_store_contract.rs`).
@@ -12,7 +13,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use tessera_kernel::{DomainError, OrganizationId};
 use tessera_knowledge::{
-    DatasetStore, FileStore,
+    DatasetStore, FileStore, GenerationStore,
     contract::{Fixture, KnowledgeStores, audited, dataset, stored_file},
 };
 use tessera_store::{
@@ -36,6 +37,10 @@ impl KnowledgeStores for SqlStores {
 
     fn datasets(&self) -> Arc<dyn DatasetStore> {
         self.datasets.clone()
+    }
+
+    fn generations(&self) -> Arc<dyn GenerationStore> {
+        self.files.clone()
     }
 
     async fn organization_exists(&self, id: &OrganizationId, name: &str) {

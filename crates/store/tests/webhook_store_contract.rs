@@ -275,7 +275,7 @@ async fn state_changes_write_the_events_of_what_they_change(backend: Backend) {
     let good = f.claimed_file(&acme, "good.md").await;
     assert!(
         f.files
-            .complete_job("w", &[], "test-model", &FileReady::of(&good, 0, at(1)))
+            .complete_job("w", &[], "test-model", 0, &FileReady::of(&good, 0, at(1)))
             .await
             .unwrap()
     );
@@ -289,7 +289,7 @@ async fn state_changes_write_the_events_of_what_they_change(backend: Backend) {
     // A worker that lost its lease changes nothing and reports nothing.
     assert!(
         !f.files
-            .complete_job("w", &[], "test-model", &FileReady::of(&bad, 0, at(3)))
+            .complete_job("w", &[], "test-model", 0, &FileReady::of(&bad, 0, at(3)))
             .await
             .unwrap()
     );

@@ -12,7 +12,7 @@ use std::{
 const BINARY: &str = env!("CARGO_BIN_EXE_tessera-api");
 
 /// The binary with a clean environment: only what the test sets.
-fn command(data_dir: &std::path::Path) -> Command {
+pub fn command(data_dir: &std::path::Path) -> Command {
     let mut command = Command::new(BINARY);
     command
         .env_clear()
@@ -26,7 +26,7 @@ fn command(data_dir: &std::path::Path) -> Command {
 }
 
 /// Runs to completion (for configurations that must stop start-up) and returns code and stderr.
-fn run_to_exit(command: &mut Command) -> (i32, String) {
+pub fn run_to_exit(command: &mut Command) -> (i32, String) {
     let output = command
         .env("TESSERA_LOG", "error")
         .stdout(Stdio::null())
@@ -76,7 +76,7 @@ pub struct Running {
 impl Running {
     /// Whether a log line containing `text` arrives within `within` (a process that has
     /// exited may still have lines in the pipe).
-    fn logged(&self, text: &str, within: Duration) -> bool {
+    pub fn logged(&self, text: &str, within: Duration) -> bool {
         let deadline = Instant::now() + within;
         loop {
             let lines = self.stderr_lines.lock().unwrap();
@@ -218,7 +218,7 @@ fn serves_then_exits_cleanly_on_sigterm() {
     assert_eq!(second.stdout.join().unwrap(), "");
 }
 
-fn one_line(stderr: &str) -> &str {
+pub fn one_line(stderr: &str) -> &str {
     let lines: Vec<&str> = stderr.lines().collect();
     assert_eq!(lines.len(), 1, "exactly one line: {stderr}");
     lines[0]

@@ -16,7 +16,7 @@ use crate::binary::{Running, access_token, announced, start_with, terminate};
 const FILES: usize = 20;
 
 /// A document of several chunks whose every paragraph names its file.
-fn document(number: usize) -> String {
+pub(crate) fn document(number: usize) -> String {
     (0..12)
         .map(|paragraph| {
             format!(
@@ -45,14 +45,15 @@ fn start(data_dir: &Path, models: &str) -> Running {
     )
 }
 
-struct Api {
-    client: reqwest::Client,
-    base: String,
+/// The API of a running server, as one client of the first run's credentials.
+pub(crate) struct Api {
+    pub client: reqwest::Client,
+    pub base: String,
     token: String,
 }
 
 impl Api {
-    async fn connect(data_dir: &Path, running: &Running, id: &str, secret: &str) -> Self {
+    pub async fn connect(data_dir: &Path, running: &Running, id: &str, secret: &str) -> Self {
         let cert = std::fs::read(data_dir.join("tls/cert.pem")).unwrap();
         let client = reqwest::Client::builder()
             .add_root_certificate(reqwest::Certificate::from_pem(&cert).unwrap())
@@ -67,7 +68,7 @@ impl Api {
         }
     }
 
-    async fn send(&self, request: reqwest::RequestBuilder, status: u16) -> Value {
+    pub async fn send(&self, request: reqwest::RequestBuilder, status: u16) -> Value {
         let response = request.bearer_auth(&self.token).send().await.unwrap();
         let got = response.status().as_u16();
         let body = response.json::<Value>().await.unwrap_or(Value::Null);
@@ -75,7 +76,7 @@ impl Api {
         body
     }
 
-    async fn files(&self) -> Vec<Value> {
+    pub async fn files(&self) -> Vec<Value> {
         let page = self
             .send(
                 self.client.get(format!("{}/v1/files?limit=100", self.base)),

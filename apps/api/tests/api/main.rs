@@ -38,6 +38,7 @@ mod processing;
 mod prompts;
 mod rag;
 mod rate_limits;
+mod reindexing;
 mod remote_embeddings;
 mod rerank;
 mod routing;

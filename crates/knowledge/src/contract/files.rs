@@ -139,7 +139,13 @@ pub async fn deleting_a_file_drops_its_chunks_and_its_job(stores: &impl Knowledg
     let chunks = [chunk(0, "first"), chunk(1, "second")];
     assert!(
         f.files
-            .complete_job("w1", &chunks, "test-model", &FileReady::of(&done, 2, at(2)))
+            .complete_job(
+                "w1",
+                &chunks,
+                "test-model",
+                0,
+                &FileReady::of(&done, 2, at(2))
+            )
             .await
             .unwrap()
     );

@@ -42,6 +42,7 @@ pub async fn jobs_are_claimed_once_processed_and_completed(stores: &impl Knowled
                 "w2",
                 &chunks,
                 "test-model",
+                0,
                 &FileReady::of(&file, u32::try_from(chunks.len()).unwrap(), at(3))
             )
             .await
@@ -53,6 +54,7 @@ pub async fn jobs_are_claimed_once_processed_and_completed(stores: &impl Knowled
                 "w1",
                 &chunks,
                 "test-model",
+                0,
                 &FileReady::of(&file, u32::try_from(chunks.len()).unwrap(), at(3))
             )
             .await
@@ -107,7 +109,7 @@ pub async fn embedding_models_are_recorded_counted_and_adopted(stores: &impl Kno
         let ready = FileReady::of(&file, u32::try_from(chunks.len()).unwrap(), at(2));
         assert!(
             f.files
-                .complete_job("w", &chunks, model, &ready)
+                .complete_job("w", &chunks, model, 0, &ready)
                 .await
                 .unwrap()
         );
@@ -201,6 +203,7 @@ pub async fn a_crashed_workers_job_is_taken_over_when_its_lease_expires(
                 "crashed",
                 &[chunk(0, "x")],
                 "test-model",
+                0,
                 &FileReady::of(&file, 1, at(4))
             )
             .await
@@ -218,6 +221,7 @@ pub async fn a_crashed_workers_job_is_taken_over_when_its_lease_expires(
                 "w2",
                 &[chunk(0, "y")],
                 "test-model",
+                0,
                 &FileReady::of(&file, 1, at(4))
             )
             .await

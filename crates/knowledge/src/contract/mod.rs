@@ -14,6 +14,7 @@
 
 mod datasets;
 mod files;
+mod generations;
 mod jobs;
 
 use std::sync::Arc;
@@ -22,10 +23,10 @@ use async_trait::async_trait;
 use chrono::{DateTime, Duration, Utc};
 use tessera_kernel::{ActorKind, AuditRecord, DomainError, Limit, OrganizationId, PageRequest};
 
-pub use self::{datasets::*, files::*, jobs::*};
+pub use self::{datasets::*, files::*, generations::*, jobs::*};
 use crate::{
     ChunkLocation, Dataset, DatasetId, DatasetStore, FileFormat, FileId, FileStatus, FileStore,
-    StoredChunk, StoredFile, memory::InMemoryKnowledgeStore,
+    GenerationStore, StoredChunk, StoredFile, memory::InMemoryKnowledgeStore,
 };
 
 /// Runs every check of the contract as a `#[tokio::test]` of the calling crate, each on its
@@ -51,6 +52,9 @@ macro_rules! knowledge_store_contract {
             dataset_lists_are_newest_first_in_keyset_pages,
             dataset_updates_save_name_and_description_only,
             files_held_by_a_dataset_or_snapshot_are_not_deleted,
+            generations_begin_once_per_model_and_one_builds_at_a_time,
+            files_behind_a_generation_are_marked_until_it_can_be_activated,
+            a_generations_lease_is_one_workers_until_it_expires,
         );
     };
 }
@@ -64,6 +68,9 @@ pub trait KnowledgeStores: Send + Sync {
 
     /// The dataset store over the same state as [`files`](Self::files).
     fn datasets(&self) -> Arc<dyn DatasetStore>;
+
+    /// The index generations, over the same state as [`files`](Self::files).
+    fn generations(&self) -> Arc<dyn GenerationStore>;
 
     /// Makes the organization `id` (named `name`) exist, e.g. stores it where files and
     /// datasets refer to it; nothing for stores that keep no organizations. Panics if it
@@ -82,6 +89,10 @@ impl KnowledgeStores for Arc<InMemoryKnowledgeStore> {
         self.clone()
     }
 
+    fn generations(&self) -> Arc<dyn GenerationStore> {
+        self.clone()
+    }
+
     async fn organization_exists(&self, _id: &OrganizationId, _name: &str) {}
 }
 
@@ -90,6 +101,7 @@ pub struct Fixture<'a> {
     stores: &'a dyn KnowledgeStores,
     pub files: Arc<dyn FileStore>,
     pub datasets: Arc<dyn DatasetStore>,
+    pub generations: Arc<dyn GenerationStore>,
 }
 
 impl<'a> Fixture<'a> {
@@ -98,6 +110,7 @@ impl<'a> Fixture<'a> {
             stores,
             files: stores.files(),
             datasets: stores.datasets(),
+            generations: stores.generations(),
         }
     }
 

@@ -14,7 +14,7 @@ use crate::{
 
 /// Whether `file` is in the filter.
 /// A ready file with chunks: its vectors are in the index.
-fn holds_vectors(file: &StoredFile) -> bool {
+pub(super) fn holds_vectors(file: &StoredFile) -> bool {
     file.status == FileStatus::Ready && file.chunk_count > 0
 }
 
@@ -122,6 +122,7 @@ impl FileStore for InMemoryKnowledgeStore {
             state.files.remove(id);
             state.chunks.remove(id);
             state.embedding_models.remove(id);
+            state.file_generations.remove(id);
             state.jobs.remove(id);
             let shared = state.files.values().any(|file| file.sha256 == sha256);
             state.audit.push(audit.clone());
@@ -207,6 +208,7 @@ impl FileStore for InMemoryKnowledgeStore {
         worker: &str,
         chunks: &[StoredChunk],
         embedding_model: &str,
+        generation: u32,
         ready: &FileReady,
     ) -> Result<bool, DomainError> {
         let id = &ready.file;
@@ -228,6 +230,7 @@ impl FileStore for InMemoryKnowledgeStore {
             // A retried job may have stored nothing before, but never leaves stale chunks.
             state.chunks.insert(id.clone(), chunks);
             (state.embedding_models).insert(id.clone(), embedding_model.to_owned());
+            state.file_generations.insert(id.clone(), generation);
             if let Some(file) = state.files.get_mut(id) {
                 file.status = FileStatus::Ready;
                 file.progress = 100;
@@ -296,6 +299,7 @@ impl FileStore for InMemoryKnowledgeStore {
             state.jobs.remove(id);
             state.chunks.remove(id);
             state.embedding_models.remove(id);
+            state.file_generations.remove(id);
             if let Some(file) = state.files.get_mut(id) {
                 file.status = FileStatus::Failed;
                 file.progress = 100;

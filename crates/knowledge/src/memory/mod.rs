@@ -1,5 +1,5 @@
 //! The in-memory reference [`FileStore`](crate::FileStore) and
-//! [`DatasetStore`](crate::DatasetStore): the executable statement of the ports' contract,
+//! [`DatasetStore`](crate::DatasetStore) (and [`GenerationStore`](crate::GenerationStore)): the executable statement of the ports' contract,
 //! run through the same contract suite as the SQL stores, for tests and for services that
 //! keep no database. One state holds files, their chunks and processing jobs, datasets and
 //! their snapshots, so the checks that span both ports (a file a dataset or a snapshot holds
@@ -10,6 +10,7 @@
 
 mod datasets;
 mod files;
+mod generations;
 #[cfg(test)]
 mod tests;
 
@@ -22,8 +23,8 @@ use chrono::{DateTime, Utc};
 use tessera_kernel::{AuditRecord, DomainError, OrganizationId, PageRequest};
 
 use crate::{
-    Dataset, DatasetId, DatasetUpdated, FileFailed, FileId, FileReady, Snapshot, StoredChunk,
-    StoredFile,
+    Dataset, DatasetId, DatasetUpdated, FileFailed, FileId, FileReady, IndexGeneration, Snapshot,
+    StoredChunk, StoredFile,
 };
 
 /// An event the store recorded with the change it reports (what the SQL stores write to
@@ -93,6 +94,10 @@ struct State {
     chunks: HashMap<FileId, Vec<StoredChunk>>,
     /// The embedding model of each ready file's vectors.
     embedding_models: HashMap<FileId, String>,
+    /// The index generation each ready file's vectors reached (0 when absent).
+    file_generations: HashMap<FileId, u32>,
+    /// The recorded generations by number, with who holds each one's lease until when.
+    generations: BTreeMap<u32, (IndexGeneration, Option<(String, DateTime<Utc>)>)>,
     jobs: BTreeMap<FileId, Job>,
     datasets: BTreeMap<DatasetId, StoredDataset>,
     events: Vec<KnowledgeEvent>,

@@ -83,7 +83,13 @@ async fn file_changes_keep_their_events_and_audit_records_only_when_made() {
     let chunks: Vec<StoredChunk> = vec![chunk(0, "x")];
     assert!(
         !files
-            .complete_job("w1", &chunks, "test-model", &FileReady::of(&file, 1, at(6)))
+            .complete_job(
+                "w1",
+                &chunks,
+                "test-model",
+                0,
+                &FileReady::of(&file, 1, at(6))
+            )
             .await
             .unwrap()
     );
