@@ -15,11 +15,12 @@ use crate::Failure;
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum KnowledgeCommand {
-    /// Re-embed every ready file with another embedded model. The server does it in the
-    /// background from its next start, from the chunks stored (nothing is extracted again),
-    /// and search answers from the vectors in use until every file is done; a server
-    /// killed midway goes on where it stopped. The new vectors are searched from each
-    /// process's start after that. Asking again for the same model shows its progress.
+    /// Re-embed every ready file with another embedded model. A running server takes it up
+    /// at its next poll (else at its start) and does it in the background, from the chunks
+    /// stored (nothing is extracted again), and search answers from the vectors in use until
+    /// every file is done; a server killed midway goes on where it stopped. The new vectors
+    /// are searched from each process's next start after that. Asking again for the same
+    /// model shows its progress.
     Reindex {
         /// The embedded model (`bge-small-en-v1.5` or `all-MiniLM-L6-v2`); default: the one
         /// `knowledge.embedding_model` names.
@@ -96,10 +97,9 @@ pub(crate) async fn run(
                 return Ok(report_json(&generation, progress).to_string());
             }
             Ok(format!(
-                "{}\nthe server re-embeds the files in the background from its next start \
-                 (search answers from the vectors in use until all are done; the new ones are \
-                 searched from the start after that); follow with `tessera-admin knowledge \
-                 status`",
+                "{}\nthe server re-embeds the files in the background (search answers from \
+                 the vectors in use until all are done; the new ones are searched from its next \
+                 start after that); follow with `tessera-admin knowledge status`",
                 report_line(&generation, progress)
             ))
         }

@@ -17,8 +17,8 @@ use tessera_knowledge::{
     BlobStore, ChunkingSettings, DatasetService, DocumentProcessor, Embedder, FileFormat,
     FileService, FileStatus, FileStore, GenerationStore, GenerationTarget, ImageReadingPolicy,
     JobOutcome, KnowledgeCaller, LateInteraction, LateInteractionSearch, MirroredIndex, NoEmbedder,
-    NoIndex, Pipeline, ProcessingSettings, Processor, ReindexRound, ReindexSettings, Reindexer,
-    Reranker, Reranking, StoredFile, Upload, UploadError, VectorIndex,
+    NoIndex, Pipeline, ProcessingSettings, Processor, Reranker, Reranking, StoredFile, Upload,
+    UploadError, VectorIndex,
 };
 use tessera_llm_openai::{OpenAiConfig, OpenAiEmbedder};
 use tessera_ocr_tesseract::{Tesseract, TesseractSettings};
@@ -34,6 +34,7 @@ use crate::{
         Generations, IndexedModels, UNRECORDED_EMBEDDED_MODEL, check_index, embedded_model_to_load,
     },
     index_locations::{collection_of_generation, dir_of_generation},
+    reindexing::Reindexing,
 };
 
 /// The knowledge services and what their workers need.
@@ -49,8 +50,9 @@ pub struct Knowledge {
     wake: Arc<Notify>,
     /// `None` without an embedding model: no worker can process files.
     pipeline: Option<Pipeline>,
-    /// Re-embeds files into the generation being built, or catches up the one in use.
-    reindexer: Option<Arc<Reindexer>>,
+    /// Re-embeds files into a generation being built (or begun later), or catches up the
+    /// one in use.
+    reindexing: Option<Arc<Reindexing>>,
     /// The image formats OCR reads here; empty without OCR (or without an embedding model).
     image_formats: Vec<FileFormat>,
     processing: ProcessingSettings,
@@ -65,8 +67,8 @@ fn knowledge_error(message: String) -> ServicesError {
 struct Engines {
     documents: Arc<dyn DocumentProcessor>,
     embedder: Arc<dyn Embedder>,
-    /// The generation in use (mirrored into the one being built, if any).
-    index: Arc<dyn VectorIndex>,
+    /// The generation in use, mirrored into the one being built (now or later).
+    index: Arc<MirroredIndex>,
     /// The number of the generation in use (0 before generations were recorded).
     generation: u32,
     /// The generation files are re-embedded into (or the one in use, to catch up).
@@ -185,10 +187,8 @@ async fn engines(
                 "files are re-embedded into a new generation of the vector index; search \
                  answers from the one in use until it is complete"
             );
-            let mirrored: Arc<dyn VectorIndex> = Arc::new(MirroredIndex {
-                in_use,
-                building: building_index.clone(),
-            });
+            let mirrored = Arc::new(MirroredIndex::new(in_use));
+            mirrored.mirror_into(building_index.clone());
             let target = GenerationTarget {
                 number: building.number,
                 embedder: target,
@@ -207,9 +207,9 @@ async fn engines(
                 index: in_use.clone(),
                 building: false,
             };
-            (in_use, Some(target))
+            (Arc::new(MirroredIndex::new(in_use)), Some(target))
         }
-        (None, None) => (in_use, None),
+        (None, None) => (Arc::new(MirroredIndex::new(in_use)), None),
     };
     let ocr = recognizer(settings)?;
     let mut documents = DocumentChunker::default();
@@ -341,7 +341,7 @@ fn vectors_dir(settings: &Settings) -> PathBuf {
 /// Generation `number` of the index: in the Qdrant collection of `knowledge.qdrant_url`
 /// (shared by every replica), else in the embedded shard in `knowledge.vectors_dir` (one
 /// process only); generations after the first beside them, under names of their own.
-async fn vector_index(
+pub(crate) async fn vector_index(
     settings: &Settings,
     dimensions: usize,
     number: u32,
@@ -421,7 +421,7 @@ async fn local_embedder(
 }
 
 /// The embedded model named `name` (a generation's), if its files are found.
-async fn load_embedded(
+pub(crate) async fn load_embedded(
     settings: &Settings,
     name: &str,
 ) -> Result<Option<LocalEmbedder>, ServicesError> {
@@ -554,28 +554,19 @@ impl Knowledge {
         };
         let files_store = Arc::new(SqlFileStore::new(database.clone()));
         let engines = engines(settings, role, files_store.as_ref(), files_store.as_ref()).await?;
-        let reindexer = engines
-            .as_ref()
-            .and_then(|engines| engines.reindex.clone())
-            .map(|target| {
-                let worker = format!(
-                    "{}-reindex-{}",
-                    std::process::id(),
-                    uuid::Uuid::now_v7().simple()
-                );
-                Arc::new(Reindexer::new(
-                    files_store.clone(),
-                    files_store.clone(),
-                    target,
-                    clock.clone(),
-                    ReindexSettings {
-                        lease: Duration::from_secs(knowledge.lease_secs.max(1)),
-                        ..ReindexSettings::default()
-                    },
-                    worker,
-                ))
-            });
         let generation = engines.as_ref().map_or(0, |engines| engines.generation);
+        let reindexing = engines.as_ref().map(|engines| {
+            Arc::new(Reindexing {
+                settings: settings.clone(),
+                files: files_store.clone(),
+                mirror: engines.index.clone(),
+                late_interaction: engines.late_interaction.clone(),
+                clock: clock.clone(),
+                lease: Duration::from_secs(knowledge.lease_secs.max(1)),
+                serving: engines.generation,
+                initial: engines.reindex.clone(),
+            })
+        });
         let index: Arc<dyn VectorIndex> = match &engines {
             Some(engines) => engines.index.clone(),
             None => Arc::new(NoIndex),
@@ -642,7 +633,7 @@ impl Knowledge {
             embedder,
             wake: Arc::new(Notify::new()),
             pipeline,
-            reindexer,
+            reindexing,
             image_formats,
             processing: ProcessingSettings {
                 chunking: ChunkingSettings {
@@ -709,41 +700,9 @@ impl Knowledge {
             tokio::spawn(run_worker(processor, self.wake.clone(), self.poll));
         }
         if count > 0
-            && let Some(reindexer) = &self.reindexer
+            && let Some(reindexing) = &self.reindexing
         {
-            tokio::spawn(run_reindexer(reindexer.clone(), self.poll));
-        }
-    }
-}
-
-/// Re-embeds the files behind a generation round after round; once a building generation
-/// is complete and in use, goes on catching up the files this process still processes
-/// into the one before (until it restarts with the new one).
-async fn run_reindexer(reindexer: Arc<Reindexer>, poll: Duration) {
-    let target = reindexer.target();
-    let (number, model) = (target.number, target.embedder.model().to_owned());
-    loop {
-        match reindexer.round().await {
-            Ok(ReindexRound::Reindexed(files)) if files > 0 => {
-                tracing::info!(generation = number, %model, files, "files re-embedded");
-            }
-            Ok(ReindexRound::Reindexed(_)) => {}
-            Ok(ReindexRound::Done { activated: true }) => {
-                tracing::info!(
-                    generation = number,
-                    %model,
-                    "every ready file is re-embedded: the new generation of the vector index is \
-                     in use from the next start of each process (restart them to search with \
-                     {model})"
-                );
-            }
-            Ok(ReindexRound::Done { activated: false } | ReindexRound::Elsewhere) => {
-                tokio::time::sleep(poll).await;
-            }
-            Err(error) => {
-                tracing::warn!(generation = number, %error, "re-embedding paused; retrying");
-                tokio::time::sleep(poll).await;
-            }
+            tokio::spawn(reindexing.clone().run(self.poll));
         }
     }
 }

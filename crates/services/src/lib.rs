@@ -18,6 +18,7 @@ mod index_locations;
 pub mod knowledge;
 mod late_interaction;
 pub mod mcp;
+mod reindexing;
 mod services;
 pub mod upstreams;
 pub mod webhooks;

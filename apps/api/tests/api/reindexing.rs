@@ -1,9 +1,9 @@
 //! Changing the embedding model of an index that holds files (decision 0052), with the
 //! `tessera-api` binary as a process on SQLite + qdrant-edge and on PostgreSQL +
 //! qdrant-edge: start-up refuses the other model and names the command; once a generation
-//! is begun (what `tessera-admin knowledge reindex` does), the server serves from the
-//! vectors in use while it re-embeds in the background; killed with SIGKILL midway, it goes
-//! on where it stopped; a file deleted and a file added to the dataset meanwhile are right
+//! is begun (what `tessera-admin knowledge reindex` does), the running server takes it up
+//! and serves from the vectors in use while it re-embeds in the background; killed with
+//! SIGKILL midway, it goes on where it stopped; a file deleted and a file added to the dataset meanwhile are right
 //! in the new generation; every chunk is in it once; the old model is then refused.
 
 use std::{
@@ -262,21 +262,16 @@ async fn the_model_changes_in_the_background_and_survives_a_kill(backend: Backen
         "{line}"
     );
 
-    // The operator begins a generation of bge-small-en-v1.5 (what `tessera-admin knowledge
-    // reindex` does).
+    // With the server running on its model, the operator begins a generation of
+    // bge-small-en-v1.5 (what `tessera-admin knowledge reindex` does); the server takes it
+    // up at its next poll, searching with the vectors in use and re-embedding meanwhile.
+    let mut second = deployment.start(MINILM);
+    let api = Api::connect(dir, &second, &id, &secret).await;
     let store = deployment.store().await;
     let begun = begin_generation(&store, &store, BGE, MINILM, chrono::Utc::now())
         .await
         .unwrap();
     assert_eq!((begun.number, begun.state), (1, GenerationState::Building));
-    assert_eq!(
-        generation_one(&store).await,
-        (0, FILES as u64, GenerationState::Building)
-    );
-
-    // The server now starts: it searches with the vectors in use and re-embeds meanwhile.
-    let mut second = deployment.start(BGE);
-    let api = Api::connect(dir, &second, &id, &secret).await;
     let deadline = Instant::now() + Duration::from_secs(300);
     loop {
         let (done, _, state) = generation_one(&store).await;
@@ -309,7 +304,8 @@ async fn the_model_changes_in_the_background_and_survives_a_kill(backend: Backen
         "the kill came after every file was re-embedded ({done_at_kill} of {total})"
     );
 
-    // Restarted, it goes on where it stopped and puts the generation in use.
+    // Restarted, now with the new model named (allowed while its generation builds), it goes
+    // on where it stopped and puts the generation in use.
     let mut third = deployment.start(BGE);
     let deadline = Instant::now() + Duration::from_secs(300);
     loop {

@@ -63,6 +63,9 @@ impl Job {
     }
 }
 
+/// Who holds a lease, until when.
+type Lease = (String, DateTime<Utc>);
+
 /// A dataset, its files (with when each was added) and its snapshots.
 struct StoredDataset {
     /// As stored; its `file_count` is `files`' length, set on reading.
@@ -96,8 +99,8 @@ struct State {
     embedding_models: HashMap<FileId, String>,
     /// The index generation each ready file's vectors reached (0 when absent).
     file_generations: HashMap<FileId, u32>,
-    /// The recorded generations by number, with who holds each one's lease until when.
-    generations: BTreeMap<u32, (IndexGeneration, Option<(String, DateTime<Utc>)>)>,
+    /// The recorded generations by number, with each one's lease.
+    generations: BTreeMap<u32, (IndexGeneration, Option<Lease>)>,
     jobs: BTreeMap<FileId, Job>,
     datasets: BTreeMap<DatasetId, StoredDataset>,
     events: Vec<KnowledgeEvent>,
