@@ -7,9 +7,10 @@
 //! request with their usage records. It knows nothing of HTTP, SQL, candle, Tesseract or
 //! Qdrant: adapters implement [`BlobStore`], [`DocumentProcessor`] (with [`TextRecognizer`]
 //! for pages without text and uploaded images), [`Embedder`], [`VectorIndex`], [`FileStore`]
-//! and [`DatasetStore`], and the service's wiring [`ImageReadingPolicy`]; [`GenerationStore`] records the
-//! index's generations, which a [`Reindexer`] fills when the embedding model changes while
-//! a [`MirroredIndex`] keeps both in step; search reranks its fused candidates with a
+//! and [`DatasetStore`], and the service's wiring [`ImageReadingPolicy`];
+//! [`GenerationStore`] records the index's generations, which a [`Reindexer`] fills when the
+//! embedding model changes while a [`MirroredIndex`] keeps both in step; search reranks its
+//! fused candidates with a
 //! [`Reranker`] (a cross-encoder) when one is configured. Late interaction's token vectors
 //! ([`TokenVectors`], from a [`LateInteraction`] model) and their [`max_sim`] score are
 //! plain types here for the stage that will rerank with them. The `memory` feature
