@@ -101,18 +101,6 @@ impl From<EmbedError> for StepError {
     }
 }
 
-/// A model's answer for a batch must have one entry per text: anything else is a fault of
-/// the model, retried.
-fn check_count(what: &str, got: usize, texts: usize) -> Result<(), StepError> {
-    if got == texts {
-        Ok(())
-    } else {
-        Err(StepError::Transient(format!(
-            "the {what} returned {got} results for {texts} texts"
-        )))
-    }
-}
-
 /// One worker of the pipeline.
 pub struct Processor {
     pipeline: Pipeline,
@@ -326,36 +314,12 @@ impl Processor {
         let batch_size = self.settings.embed_batch.max(1);
         for (batch_index, batch) in drafts.chunks(batch_size).enumerate() {
             let texts: Vec<String> = batch.iter().map(|draft| draft.text.clone()).collect();
-            // The two models run on threads of their own: a batch's token vectors and dense
-            // vectors are computed at the same time.
-            let late = async {
-                let Some(model) = &pipeline.late_interaction else {
-                    return Ok(vec![None; batch.len()]);
-                };
-                let encoded = model
-                    .encode_documents(texts.clone())
-                    .instrument(tracing::info_span!(
-                        "encode token vectors",
-                        "tessera.texts" = i64::try_from(batch.len()).unwrap_or(i64::MAX),
-                    ))
-                    .await?;
-                check_count("late-interaction model", encoded.len(), batch.len())?;
-                Ok::<Vec<Option<TokenVectors>>, StepError>(encoded.into_iter().map(Some).collect())
-            };
-            let dense = async {
-                let vectors = pipeline
-                    .embedder
-                    .embed(texts.clone())
-                    .instrument(tracing::info_span!(
-                        "embed",
-                        "gen_ai.operation.name" = "embeddings",
-                        "tessera.texts" = i64::try_from(batch.len()).unwrap_or(i64::MAX),
-                    ))
-                    .await?;
-                check_count("embedder", vectors.len(), batch.len())?;
-                Ok(vectors)
-            };
-            let (late, vectors) = futures_util::future::try_join(late, dense).await?;
+            let (vectors, late) = embed_batch(
+                pipeline.embedder.as_ref(),
+                pipeline.late_interaction.as_deref(),
+                texts,
+            )
+            .await?;
             let first = batch_index * batch_size;
             let indexed: Vec<IndexedChunk> = batch
                 .iter()
@@ -408,4 +372,51 @@ impl Processor {
         }
         Ok(chunks)
     }
+}
+
+/// A batch's dense vectors and, where the deployment computes them, its token vectors: the
+/// two models run on threads of their own, at the same time. An answer without one entry per
+/// text is a fault of the model (`Unavailable`: retried).
+pub(crate) async fn embed_batch(
+    embedder: &dyn Embedder,
+    late_interaction: Option<&dyn LateInteraction>,
+    texts: Vec<String>,
+) -> Result<(Vec<Vec<f32>>, Vec<Option<TokenVectors>>), EmbedError> {
+    let count = texts.len();
+    let check = |what: &str, got: usize| {
+        if got == count {
+            Ok(())
+        } else {
+            Err(EmbedError::Unavailable(format!(
+                "the {what} returned {got} results for {count} texts"
+            )))
+        }
+    };
+    let late = async {
+        let Some(model) = late_interaction else {
+            return Ok(vec![None; count]);
+        };
+        let encoded = model
+            .encode_documents(texts.clone())
+            .instrument(tracing::info_span!(
+                "encode token vectors",
+                "tessera.texts" = i64::try_from(count).unwrap_or(i64::MAX),
+            ))
+            .await?;
+        check("late-interaction model", encoded.len())?;
+        Ok(encoded.into_iter().map(Some).collect())
+    };
+    let dense = async {
+        let vectors = embedder
+            .embed(texts.clone())
+            .instrument(tracing::info_span!(
+                "embed",
+                "gen_ai.operation.name" = "embeddings",
+                "tessera.texts" = i64::try_from(count).unwrap_or(i64::MAX),
+            ))
+            .await?;
+        check("embedder", vectors.len())?;
+        Ok(vectors)
+    };
+    futures_util::future::try_join(dense, late).await
 }

@@ -16,8 +16,8 @@ use chrono::TimeDelta;
 use tessera_kernel::{Clock, DomainError};
 
 use crate::{
-    Embedder, FileStore, GenerationStore, IndexedChunk, LateInteraction, StoredFile, TokenVectors,
-    VectorIndex,
+    Embedder, FileStore, GenerationStore, IndexedChunk, LateInteraction, StoredFile, VectorIndex,
+    processing::embed_batch,
 };
 
 /// The models and the index of the generation files are re-embedded into.
@@ -166,29 +166,13 @@ impl Reindexer {
         let datasets = self.files.datasets_of(organization, id).await?;
         for batch in chunks.chunks(self.settings.embed_batch.max(1)) {
             let texts: Vec<String> = batch.iter().map(|chunk| chunk.text.clone()).collect();
-            let late = async {
-                let Some(model) = &target.late_interaction else {
-                    return Ok(vec![None; batch.len()]);
-                };
-                let encoded = model
-                    .encode_documents(texts.clone())
-                    .await
-                    .map_err(unavailable)?;
-                check_count("late-interaction model", encoded.len(), batch.len())?;
-                Ok::<Vec<Option<TokenVectors>>, DomainError>(
-                    encoded.into_iter().map(Some).collect(),
-                )
-            };
-            let dense = async {
-                let vectors = target
-                    .embedder
-                    .embed(texts.clone())
-                    .await
-                    .map_err(unavailable)?;
-                check_count("embedder", vectors.len(), batch.len())?;
-                Ok(vectors)
-            };
-            let (late, dense) = futures_util::future::try_join(late, dense).await?;
+            let (dense, late) = embed_batch(
+                target.embedder.as_ref(),
+                target.late_interaction.as_deref(),
+                texts,
+            )
+            .await
+            .map_err(unavailable)?;
             let indexed = batch
                 .iter()
                 .zip(dense.into_iter().zip(late))
@@ -221,16 +205,5 @@ impl Reindexer {
                 .map_err(unavailable)?;
         }
         Ok(())
-    }
-}
-
-/// A model's answer must have one entry per text.
-fn check_count(what: &str, got: usize, texts: usize) -> Result<(), DomainError> {
-    if got == texts {
-        Ok(())
-    } else {
-        Err(unavailable(format!(
-            "the {what} returned {got} results for {texts} texts"
-        )))
     }
 }
