@@ -24,7 +24,7 @@ use std::{
 use anyhow::{Context, anyhow, bail};
 use reqwest::multipart::{Form, Part};
 use serde_json::Value;
-use tessera_documents::{DocumentChunker, testing::pdf_bytes};
+use tessera_documents::testing::pdf_bytes;
 use tessera_embed_local::LocalEmbeddingModel;
 use tessera_knowledge::{DocumentProcessor, FileFormat, ignore_progress};
 
@@ -86,7 +86,8 @@ fn corpus() -> anyhow::Result<Vec<Vec<u8>>> {
 
 /// Seconds the embedding model alone takes over the chunks of `pdfs`, and how many chunks.
 async fn embedding_only(models: &Path, pdfs: &[Vec<u8>]) -> anyhow::Result<(f64, usize)> {
-    let chunker = DocumentChunker::default();
+    let embedder = support::default_embedder(models).await?;
+    let chunker = support::chunker_for(&embedder);
     let mut texts = Vec::new();
     for pdf in pdfs {
         let chunks = chunker
@@ -101,7 +102,10 @@ async fn embedding_only(models: &Path, pdfs: &[Vec<u8>]) -> anyhow::Result<(f64,
         texts.extend(chunks.into_iter().map(|chunk| chunk.text));
     }
     let count = texts.len();
-    Ok((support::embedding_model_alone(models, texts).await?, count))
+    Ok((
+        support::embedding_model_alone(&embedder, texts).await?,
+        count,
+    ))
 }
 
 fn main() -> anyhow::Result<()> {

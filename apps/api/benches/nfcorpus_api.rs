@@ -52,7 +52,6 @@ use reqwest::multipart::{Form, Part};
 use serde_json::{Value, json};
 use tessera_api::config::Settings;
 use tessera_api::config::{EmbeddingPrecision, Switch};
-use tessera_documents::DocumentChunker;
 use tessera_embed_local::{Precision, cpu_flags};
 use tessera_knowledge::{DocumentProcessor, FileFormat, ignore_progress};
 
@@ -446,7 +445,8 @@ fn env_number(name: &str) -> Option<usize> {
 /// Seconds the default embedding model alone takes over the chunks the service cuts from
 /// `documents` (as uploaded: title, blank line, text), and how many chunks.
 async fn embedding_only(models: &Path, collection: &Collection) -> anyhow::Result<(f64, usize)> {
-    let chunker = DocumentChunker::default();
+    let embedder = support::default_embedder(models).await?;
+    let chunker = support::chunker_for(&embedder);
     let mut texts = Vec::new();
     for document in &collection.documents {
         let body = format!("{}\n\n{}", document.title, document.text);
@@ -462,7 +462,10 @@ async fn embedding_only(models: &Path, collection: &Collection) -> anyhow::Resul
         texts.extend(chunks.into_iter().map(|chunk| chunk.text));
     }
     let count = texts.len();
-    Ok((support::embedding_model_alone(models, texts).await?, count))
+    Ok((
+        support::embedding_model_alone(&embedder, texts).await?,
+        count,
+    ))
 }
 
 fn main() -> anyhow::Result<()> {

@@ -1,18 +1,37 @@
-//! Cutting text into chunks of at most `max_tokens` `cl100k_base` tokens: prose and markdown
+//! Cutting text into chunks of at most `max_tokens` tokens of the embedding model (its
+//! [`ChunkTokens`], or `cl100k_base` when its tokenizer is not known): prose and markdown
 //! through `text-splitter` (semantic boundaries, overlap), lines (csv rows, json values)
 //! packed whole, and a last-resort cut at character boundaries for anything still too long.
 
-use tessera_knowledge::{ChunkDraft, ChunkLocation, ChunkingSettings};
-use text_splitter::{ChunkCharIndex, ChunkConfig, MarkdownSplitter, TextSplitter};
+use tessera_knowledge::{ChunkDraft, ChunkLocation, ChunkTokens, ChunkingSettings};
+use text_splitter::{ChunkCharIndex, ChunkConfig, ChunkSizer, MarkdownSplitter, TextSplitter};
 use tiktoken_rs::CoreBPE;
 
 /// The smallest `max_tokens` honoured: one character takes at most four tokens (one per UTF-8
 /// byte), so any text can be cut into chunks of four tokens.
 pub(crate) const MIN_MAX_TOKENS: usize = 4;
 
+/// What chunk sizes are counted in.
+#[derive(Clone, Copy)]
+pub(crate) enum Sizer<'a> {
+    /// `cl100k_base` tokens, for a model whose tokenizer is not known here.
+    Tiktoken(&'a CoreBPE),
+    /// The embedding model's own tokens.
+    Model(&'a dyn ChunkTokens),
+}
+
+impl ChunkSizer for Sizer<'_> {
+    fn size(&self, chunk: &str) -> usize {
+        match self {
+            Self::Tiktoken(bpe) => bpe.encode_ordinary(chunk).len(),
+            Self::Model(tokens) => tokens.count(chunk),
+        }
+    }
+}
+
 /// Chunk sizing for one document.
 pub(crate) struct Chunker<'a> {
-    bpe: &'a CoreBPE,
+    sizer: Sizer<'a>,
     max: usize,
     overlap: usize,
 }
@@ -37,12 +56,20 @@ pub(crate) struct Packed {
 }
 
 impl<'a> Chunker<'a> {
-    /// `max_tokens` below [`MIN_MAX_TOKENS`] is raised to it; the overlap is kept below
-    /// `max_tokens`.
-    pub fn new(bpe: &'a CoreBPE, settings: ChunkingSettings) -> Self {
+    /// `max_tokens` is cut to the model's window and raised to [`MIN_MAX_TOKENS`]; the
+    /// overlap is kept below `max_tokens`.
+    pub fn new(sizer: Sizer<'a>, settings: ChunkingSettings) -> Self {
+        let settings = match sizer {
+            Sizer::Model(tokens) => settings.within(tokens.window()),
+            Sizer::Tiktoken(_) => settings,
+        };
         let max = settings.max_tokens.max(MIN_MAX_TOKENS);
         let overlap = settings.overlap_tokens.min(max - 1);
-        Self { bpe, max, overlap }
+        Self {
+            sizer,
+            max,
+            overlap,
+        }
     }
 
     pub fn max_tokens(&self) -> usize {
@@ -50,15 +77,15 @@ impl<'a> Chunker<'a> {
     }
 
     pub fn count(&self, text: &str) -> usize {
-        self.bpe.encode_ordinary(text).len()
+        self.sizer.size(text)
     }
 
-    fn config(&self, capacity: usize, overlap: usize) -> ChunkConfig<&'a CoreBPE> {
+    fn config(&self, capacity: usize, overlap: usize) -> ChunkConfig<Sizer<'a>> {
         let capacity = capacity.max(MIN_MAX_TOKENS);
         ChunkConfig::new(capacity)
             .with_overlap(overlap)
             .unwrap_or_else(|_| ChunkConfig::new(capacity))
-            .with_sizer(self.bpe)
+            .with_sizer(self.sizer)
     }
 
     /// Chunks prose; `char_base` is the character offset of `text` in the extracted text.
@@ -322,7 +349,7 @@ mod tests {
 
     fn chunker(max_tokens: usize, overlap_tokens: usize) -> Chunker<'static> {
         Chunker::new(
-            tiktoken_rs::cl100k_base_singleton(),
+            Sizer::Tiktoken(tiktoken_rs::cl100k_base_singleton()),
             ChunkingSettings {
                 max_tokens,
                 overlap_tokens,
@@ -335,6 +362,41 @@ mod tests {
         let tiny = chunker(0, 10);
         assert_eq!(tiny.max, MIN_MAX_TOKENS);
         assert!(tiny.overlap < tiny.max);
+    }
+
+    /// A model whose tokens are characters and which reads 60 of them.
+    #[derive(Debug)]
+    struct Characters;
+
+    impl ChunkTokens for Characters {
+        fn count(&self, text: &str) -> usize {
+            text.chars().count()
+        }
+
+        fn window(&self) -> usize {
+            60
+        }
+    }
+
+    #[test]
+    fn chunks_are_sized_in_the_models_tokens_and_cut_to_its_window() {
+        let sizer = Sizer::Model(&Characters);
+        let settings = ChunkingSettings {
+            max_tokens: 200,
+            overlap_tokens: 100,
+        };
+        let model = Chunker::new(sizer, settings);
+        assert_eq!((model.max, model.overlap), (60, 59));
+        let text = "Short words, in short sentences. ".repeat(20);
+        let chunks = model.prose(&text, 0, None, None);
+        assert!(chunks.len() > 10, "{} chunks", chunks.len());
+        for chunk in &chunks {
+            assert_eq!(chunk.token_count as usize, chunk.text.chars().count());
+            assert!(chunk.token_count <= 60, "{chunk:?}");
+        }
+        // In cl100k_base tokens the same text would make chunks of far more characters.
+        let tiktoken = chunker(200, 100).prose(&text, 0, None, None);
+        assert!(tiktoken.iter().any(|chunk| chunk.text.chars().count() > 60));
     }
 
     #[test]

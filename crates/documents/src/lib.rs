@@ -4,7 +4,8 @@
 //! (paragraphs, heading paths, tables), txt, md (heading paths, fences kept whole when they
 //! fit), csv (whole rows under a repeated header), json (flattened `path: value` lines) and
 //! images the recognizer reads (the knowledge domain queues them only for organizations that
-//! opted in), and cuts the text into chunks sized in `cl100k_base` tokens with overlap. It
+//! opted in), and cuts the text into chunks sized in the embedding model's own tokens
+//! ([`ChunkTokens`]; `cl100k_base` tokens when they are not known) with overlap. It
 //! owns the defences against hostile files (decompression bombs, encrypted or damaged files,
 //! panicking parsers, oversized text, images declaring more pixels than OCR may decode) and
 //! runs all CPU-bound work on tokio's blocking pool; images are refused as not extracted when
@@ -25,11 +26,11 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use tessera_knowledge::{
-    ChunkDraft, ChunkingSettings, DocumentError, DocumentProcessor, ExtractionProgress, FileFormat,
-    ProgressSink, TextRecognizer,
+    ChunkDraft, ChunkTokens, ChunkingSettings, DocumentError, DocumentProcessor,
+    ExtractionProgress, FileFormat, ProgressSink, TextRecognizer,
 };
 
-use crate::chunking::Chunker;
+use crate::chunking::{Chunker, Sizer};
 pub use crate::image::MAX_IMAGE_PIXELS;
 
 /// How much a document may expand to while it is processed.
@@ -59,6 +60,7 @@ impl Default for Limits {
 }
 
 /// The [`DocumentProcessor`]: extracts a document's text format-aware and chunks it, sized in
+/// the embedding model's tokens ([`DocumentChunker::with_chunk_tokens`]) or else
 /// `cl100k_base` tokens.
 ///
 /// What each chunk's [`tessera_knowledge::ChunkLocation`] holds:
@@ -95,6 +97,8 @@ impl Default for Limits {
 pub struct DocumentChunker {
     limits: Limits,
     recognizer: Option<Arc<dyn TextRecognizer>>,
+    /// The embedding model's tokens chunks are sized in (`cl100k_base` without).
+    chunk_tokens: Option<Arc<dyn ChunkTokens>>,
 }
 
 impl std::fmt::Debug for DocumentChunker {
@@ -103,6 +107,7 @@ impl std::fmt::Debug for DocumentChunker {
             .debug_struct("DocumentChunker")
             .field("limits", &self.limits)
             .field("ocr", &self.recognizer.is_some())
+            .field("chunk_tokens", &self.chunk_tokens)
             .finish()
     }
 }
@@ -112,7 +117,15 @@ impl DocumentChunker {
         Self {
             limits,
             recognizer: None,
+            chunk_tokens: None,
         }
+    }
+
+    /// Sizes chunks in `tokens` (the embedding model's own) rather than `cl100k_base`
+    /// tokens, and cuts `max_tokens` to what the model reads of one text.
+    pub fn with_chunk_tokens(mut self, tokens: Arc<dyn ChunkTokens>) -> Self {
+        self.chunk_tokens = Some(tokens);
+        self
     }
 
     /// Reads PDF pages without a usable text layer, and images of the formats it reads, with
@@ -146,7 +159,11 @@ impl DocumentChunker {
         if format.is_image() && self.image_reader(format).is_none() {
             return Err(DocumentError::Unsupported(format.as_str()));
         }
-        let chunker = Chunker::new(tiktoken_rs::cl100k_base_singleton(), settings);
+        let sizer = match &self.chunk_tokens {
+            Some(tokens) => Sizer::Model(tokens.as_ref()),
+            None => Sizer::Tiktoken(tiktoken_rs::cl100k_base_singleton()),
+        };
+        let chunker = Chunker::new(sizer, settings);
         let limits = &self.limits;
         let chunks = match format {
             FileFormat::Txt => {

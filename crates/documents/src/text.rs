@@ -209,7 +209,7 @@ mod tests {
 
     fn chunker(max_tokens: usize, overlap_tokens: usize) -> Chunker<'static> {
         Chunker::new(
-            tiktoken_rs::cl100k_base_singleton(),
+            crate::chunking::Sizer::Tiktoken(tiktoken_rs::cl100k_base_singleton()),
             tessera_knowledge::ChunkingSettings {
                 max_tokens,
                 overlap_tokens,

@@ -6,9 +6,10 @@ use crate::{
     LoadError, LocalEmbeddingModel, Precision,
     encoder_thread::{EncoderThread, longest_first},
     model::SentenceEncoder,
+    word_pieces::WordPieces,
 };
 use async_trait::async_trait;
-use tessera_knowledge::{EmbedError, Embedder};
+use tessera_knowledge::{ChunkTokens, EmbedError, Embedder};
 
 /// Which model runs, and how it reads and batches texts.
 #[derive(Debug, Clone)]
@@ -49,6 +50,8 @@ pub struct LocalEmbedder {
     thread: EncoderThread<(), Vec<f32>>,
     /// Counts tokens for usage records without a trip to the encoder thread.
     tokenizer: Arc<tokenizers::Tokenizer>,
+    /// The unit chunks for this model are sized in.
+    word_pieces: Arc<WordPieces>,
     options: Arc<LocalEmbedderOptions>,
     dimensions: usize,
 }
@@ -82,6 +85,7 @@ impl LocalEmbedder {
         );
         let dimensions = encoder.dimensions();
         let tokenizer = Arc::new(encoder.tokenizer());
+        let word_pieces = Arc::new(WordPieces::new(encoder.tokenizer()).map_err(LoadError::Model)?);
         let thread = EncoderThread::spawn(
             "tessera-embed",
             options.queue,
@@ -94,6 +98,7 @@ impl LocalEmbedder {
         Ok(Self {
             thread,
             tokenizer,
+            word_pieces,
             options: Arc::new(options),
             dimensions,
         })
@@ -113,6 +118,10 @@ impl Embedder for LocalEmbedder {
     fn count_tokens(&self, text: &str) -> Option<u32> {
         let encoding = self.tokenizer.encode(text, true).ok()?;
         u32::try_from(encoding.get_ids().len()).ok()
+    }
+
+    fn chunk_tokens(&self) -> Option<Arc<dyn ChunkTokens>> {
+        Some(self.word_pieces.clone())
     }
 
     async fn embed_query(&self, query: String) -> Result<Vec<f32>, EmbedError> {

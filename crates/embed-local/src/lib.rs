@@ -40,6 +40,7 @@ mod precision;
 mod reranker;
 mod softmax;
 mod token_encoder;
+mod word_pieces;
 
 pub use catalog::{LocalEmbeddingModel, LocalLateInteractionModel};
 pub use cross_encoder::find_reranker_dir;
@@ -49,3 +50,4 @@ pub use files::find_model_dir;
 pub use late_interaction::{LocalLateInteraction, LocalLateInteractionOptions};
 pub use precision::{Precision, cpu_flags};
 pub use reranker::{LocalReranker, LocalRerankerOptions};
+pub use word_pieces::WordPieces;

@@ -6,7 +6,8 @@ use async_trait::async_trait;
 
 use crate::FileFormat;
 
-/// How documents are cut into chunks, in tokens of the embedding tokenizer's kind.
+/// How documents are cut into chunks, in the tokens of the embedding model ([`ChunkTokens`];
+/// `cl100k_base` tokens for a model whose tokenizer is not known here).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ChunkingSettings {
     /// The most tokens one chunk holds.
@@ -17,13 +18,37 @@ pub struct ChunkingSettings {
 
 impl Default for ChunkingSettings {
     fn default() -> Self {
-        // all-MiniLM-L6-v2 reads at most 256 word pieces; 200 tiktoken tokens stay below that
-        // for ordinary prose.
+        // Within the window of every embedded model (all-MiniLM-L6-v2 reads 254 word pieces
+        // of text, bge-small-en-v1.5 510).
         Self {
             max_tokens: 200,
             overlap_tokens: 30,
         }
     }
+}
+
+impl ChunkingSettings {
+    /// These settings with `max_tokens` cut to what a model reads of one text (`window`),
+    /// the overlap kept below it.
+    pub fn within(self, window: usize) -> Self {
+        let max_tokens = self.max_tokens.min(window).max(1);
+        Self {
+            max_tokens,
+            overlap_tokens: self.overlap_tokens.min(max_tokens - 1),
+        }
+    }
+}
+
+/// The embedding model's own tokens, which chunks are sized in: a chunk then never holds
+/// more than the model reads, whatever the text (code and languages other than English take
+/// up to half as many word pieces again as `cl100k_base` tokens).
+pub trait ChunkTokens: Send + Sync + std::fmt::Debug {
+    /// The tokens of `text` alone: no special tokens, never truncated.
+    fn count(&self, text: &str) -> usize;
+
+    /// The most tokens of text the model reads of one text (its window less its special
+    /// tokens).
+    fn window(&self) -> usize;
 }
 
 /// Where a chunk came from in its document.

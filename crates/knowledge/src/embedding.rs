@@ -1,6 +1,10 @@
 //! Dense text embeddings for semantic search.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
+
+use crate::ChunkTokens;
 
 /// Why texts could not be embedded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -39,6 +43,12 @@ pub trait Embedder: Send + Sync {
     /// How many tokens the model reads of `text`, when the embedder knows its tokenizer
     /// (usage records count with it; `None` lets the caller count another way).
     fn count_tokens(&self, _text: &str) -> Option<u32> {
+        None
+    }
+
+    /// The tokens chunks for this model are sized in, when the embedder knows its tokenizer
+    /// (`None`: chunks are sized in `cl100k_base` tokens).
+    fn chunk_tokens(&self) -> Option<Arc<dyn ChunkTokens>> {
         None
     }
 }

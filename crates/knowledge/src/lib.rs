@@ -61,7 +61,7 @@ pub use dataset_service::{
     MAX_SEARCH_LIMIT, SearchHit, SearchRequest,
 };
 pub use document::{
-    ChunkDraft, ChunkLocation, ChunkingSettings, DocumentError, DocumentProcessor,
+    ChunkDraft, ChunkLocation, ChunkTokens, ChunkingSettings, DocumentError, DocumentProcessor,
     ExtractionProgress, ProgressSink, ignore_progress,
 };
 pub use embedding::{EmbedError, Embedder, NoEmbedder};

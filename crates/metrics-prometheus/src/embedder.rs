@@ -4,7 +4,7 @@
 use std::{sync::Arc, time::Instant};
 
 use async_trait::async_trait;
-use tessera_knowledge::{EmbedError, Embedder};
+use tessera_knowledge::{ChunkTokens, EmbedError, Embedder};
 
 use super::names;
 
@@ -37,6 +37,10 @@ impl Embedder for MeteredEmbedder {
 
     fn count_tokens(&self, text: &str) -> Option<u32> {
         self.0.count_tokens(text)
+    }
+
+    fn chunk_tokens(&self) -> Option<Arc<dyn ChunkTokens>> {
+        self.0.chunk_tokens()
     }
 }
 

@@ -14,11 +14,11 @@ use tessera_embed_local::{
 };
 use tessera_kernel::{Clock, CursorCodec, DomainError, OrganizationId};
 use tessera_knowledge::{
-    BlobStore, ChunkingSettings, DatasetService, DocumentProcessor, Embedder, FileFormat,
-    FileService, FileStatus, FileStore, GenerationStore, GenerationTarget, ImageReadingPolicy,
-    JobOutcome, KnowledgeCaller, LateInteraction, LateInteractionSearch, MirroredIndex, NoEmbedder,
-    NoIndex, Pipeline, ProcessingSettings, Processor, Reranker, Reranking, StoredFile, Upload,
-    UploadError, VectorIndex,
+    BlobStore, ChunkTokens, ChunkingSettings, DatasetService, DocumentProcessor, Embedder,
+    FileFormat, FileService, FileStatus, FileStore, GenerationStore, GenerationTarget,
+    ImageReadingPolicy, JobOutcome, KnowledgeCaller, LateInteraction, LateInteractionSearch,
+    MirroredIndex, NoEmbedder, NoIndex, Pipeline, ProcessingSettings, Processor, Reranker,
+    Reranking, StoredFile, Upload, UploadError, VectorIndex,
 };
 use tessera_llm_openai::{OpenAiConfig, OpenAiEmbedder};
 use tessera_ocr_tesseract::{Tesseract, TesseractSettings};
@@ -213,6 +213,9 @@ async fn engines(
     };
     let ocr = recognizer(settings)?;
     let mut documents = DocumentChunker::default();
+    if let Some(tokens) = chunk_tokens(settings, embedder.as_ref(), reindex.as_ref()) {
+        documents = documents.with_chunk_tokens(tokens);
+    }
     let mut image_formats = Vec::new();
     if let Some(tesseract) = ocr {
         image_formats = tesseract.image_formats().to_vec();
@@ -228,6 +231,36 @@ async fn engines(
         reranker,
         late_interaction,
     }))
+}
+
+/// The tokens chunks are sized in: the embedding model's own (of the two models while a
+/// generation is built, the one that reads less of a text, so no chunk is cut short by
+/// either); `None` (`cl100k_base` tokens) when its tokenizer is not known here. A
+/// `knowledge.chunk_tokens` beyond what the model reads is cut to it, with a warning.
+fn chunk_tokens(
+    settings: &Settings,
+    embedder: &dyn Embedder,
+    reindex: Option<&GenerationTarget>,
+) -> Option<Arc<dyn ChunkTokens>> {
+    let building = reindex
+        .filter(|target| target.building)
+        .and_then(|target| target.embedder.chunk_tokens());
+    let tokens = match (embedder.chunk_tokens(), building) {
+        (Some(serving), Some(building)) if building.window() < serving.window() => building,
+        (Some(serving), _) => serving,
+        (None, building) => building?,
+    };
+    let chunk_tokens = settings.knowledge.chunk_tokens;
+    if chunk_tokens > tokens.window() {
+        tracing::warn!(
+            chunk_tokens,
+            window = tokens.window(),
+            model = embedder.model(),
+            "knowledge.chunk_tokens is more than the embedding model reads of a text: chunks are \
+             cut to its window"
+        );
+    }
+    Some(tokens)
 }
 
 /// The embedded cross-encoder as `knowledge.rerank` says: `auto` when its files are found

@@ -461,7 +461,8 @@ pub struct KnowledgeSettings {
     /// reference model's vectors exactly) or `int8` (decisions 0021, 0048).
     #[serde(deserialize_with = "lenient::parse")]
     pub embedding_precision: EmbeddingPrecision,
-    /// The most tokens one chunk holds.
+    /// The most tokens one chunk holds, in the embedding model's own tokens (`cl100k_base`
+    /// for a hosted model); cut to what the model reads of a text.
     #[serde(deserialize_with = "lenient::parse")]
     pub chunk_tokens: usize,
     /// Tokens shared by neighbouring chunks.

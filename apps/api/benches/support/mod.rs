@@ -12,6 +12,7 @@ use actix_web::dev::ServerHandle;
 use anyhow::{Context, anyhow};
 use serde_json::Value;
 use tessera_api::{config::Settings, startup::Application, tls::dev_certificate_paths};
+use tessera_documents::DocumentChunker;
 use tessera_embed_local::{LocalEmbedder, LocalEmbedderOptions, LocalEmbeddingModel};
 use tessera_knowledge::{ChunkingSettings, Embedder};
 
@@ -40,14 +41,13 @@ pub fn default_chunking() -> ChunkingSettings {
     }
 }
 
-/// Seconds the service's embedding model for a new index (bge-small-en-v1.5, under
-/// `models`) alone takes over `texts` (`LocalEmbedder::embed`: batches of 32, longest first),
-/// after a warm-up on a few of them: the baseline of the ingestion benchmarks.
+/// The service's embedding model for a new index (bge-small-en-v1.5, under `models`), as
+/// processing loads it.
 #[allow(
     dead_code,
     reason = "not every benchmark that includes this module embeds"
 )]
-pub async fn embedding_model_alone(models: &Path, texts: Vec<String>) -> anyhow::Result<f64> {
+pub async fn default_embedder(models: &Path) -> anyhow::Result<LocalEmbedder> {
     let model = LocalEmbeddingModel::BgeSmallEnV15;
     let dir = model.find(models).ok_or_else(|| {
         anyhow!(
@@ -60,8 +60,34 @@ pub async fn embedding_model_alone(models: &Path, texts: Vec<String>) -> anyhow:
         model,
         ..LocalEmbedderOptions::default()
     };
-    let embedder =
-        tokio::task::spawn_blocking(move || LocalEmbedder::load(&dir, options)).await??;
+    Ok(tokio::task::spawn_blocking(move || LocalEmbedder::load(&dir, options)).await??)
+}
+
+/// The document processor as the service builds it for `embedder`: chunks sized in its
+/// word pieces.
+#[allow(
+    dead_code,
+    reason = "not every benchmark that includes this module chunks"
+)]
+pub fn chunker_for(embedder: &LocalEmbedder) -> DocumentChunker {
+    let chunker = DocumentChunker::default();
+    match embedder.chunk_tokens() {
+        Some(tokens) => chunker.with_chunk_tokens(tokens),
+        None => chunker,
+    }
+}
+
+/// Seconds `embedder` alone takes over `texts` (`LocalEmbedder::embed`: batches of 32,
+/// longest first), after a warm-up on a few of them: the baseline of the ingestion
+/// benchmarks.
+#[allow(
+    dead_code,
+    reason = "not every benchmark that includes this module embeds"
+)]
+pub async fn embedding_model_alone(
+    embedder: &LocalEmbedder,
+    texts: Vec<String>,
+) -> anyhow::Result<f64> {
     embedder
         .embed(texts[..texts.len().min(32)].to_vec())
         .await?;

@@ -450,7 +450,71 @@ async fn broken_documents_fail_with_a_reason(backend: Backend) {
     app.stop().await;
 }
 
+/// Text that takes many more word pieces than `cl100k_base` tokens: code (about 1.5 times
+/// as many; prose takes about as many).
+fn word_piece_heavy() -> String {
+    (0..60)
+        .map(|i| {
+            format!(
+                "fn step_{i}() {{ let values: Vec<u32> = (0..{i}).map(|v| v * 2).collect(); \
+                 println!(\"{{values:?}}\"); }}"
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+async fn chunks_are_sized_in_the_embedding_models_word_pieces(backend: Backend) {
+    // More than either embedded model reads of one text (254 or 510 word pieces).
+    let app = knowledge_app_with(backend, |settings| {
+        settings.knowledge.chunk_tokens = 600;
+        settings.knowledge.chunk_overlap_tokens = 0;
+    })
+    .await;
+    let token = app.caller_token(SCOPES).await;
+    let file = upload(&app, &token, "samples.txt", word_piece_heavy().into_bytes()).await;
+    let file = ready(&app, &token, &file).await;
+    let id = file["id"].as_str().unwrap();
+    let column = |expression: &str| {
+        format!(
+            "SELECT {expression} AS value FROM file_chunks WHERE file_id = '{id}' ORDER BY ordinal"
+        )
+    };
+    let database = &app.state.database;
+    let counts =
+        tessera_store::testing::text_rows(database, &column("CAST(token_count AS TEXT)")).await;
+    let texts = tessera_store::testing::text_rows(database, &column("text")).await;
+    assert!(texts.len() >= 3, "{} chunks", texts.len());
+    let embedder = app.state.knowledge.embedder.clone().unwrap();
+    let window = match embedder.model() {
+        "all-MiniLM-L6-v2" => 254,
+        "bge-small-en-v1.5" => 510,
+        other => panic!("an embedded model was expected, not {other}"),
+    };
+    let cl100k =
+        tessera_tokenizer::TiktokenCounter::new(tessera_tokenizer::Encoding::Cl100kBase).unwrap();
+    for (count, text) in counts.iter().zip(&texts) {
+        let count: usize = count.parse().unwrap();
+        // What the model reads of the chunk, less its two special tokens: all of it.
+        let read = embedder.count_tokens(text).unwrap() as usize - 2;
+        assert_eq!(count, read, "{text}");
+        assert!(count <= window, "{count} word pieces: {text}");
+        // Counted in word pieces, not in cl100k_base tokens (fewer for this text).
+        assert!(cl100k.encode(text).len() < count, "{text}");
+    }
+    let longest = counts
+        .iter()
+        .map(|count| count.parse::<usize>().unwrap())
+        .max();
+    assert!(
+        longest > Some(window * 4 / 5),
+        "chunks fill the window: {counts:?}"
+    );
+    app.stop().await;
+}
+
 tessera_store::on_both_databases!(
     every_document_type_is_processed_and_found,
     broken_documents_fail_with_a_reason,
+    chunks_are_sized_in_the_embedding_models_word_pieces,
 );
