@@ -3,15 +3,18 @@
 //! (through `llama-cpp-python`) on the same GGUF file, the same prompt tokens and the same
 //! number of compute threads.
 //!
-//! Each engine answers the same two requests, greedily: a long prompt capped at one token
-//! (prompt processing: prompt tokens over the time to the first token) and a short prompt
-//! asking for a long answer (generation: tokens after the first over the time from the first
-//! to the last). One warm-up, then `BENCH_RUNS` (default 5) measured runs; medians.
+//! Each engine answers the same requests, greedily: prompts of about 500, 1,500 and 4,000
+//! tokens (a system prompt, retrieved passages and history are that size), each capped at
+//! one token (prompt processing: prompt tokens over the time to the first token), and a short
+//! prompt asking for a long answer (generation: tokens after the first over the time from the
+//! first to the last). One warm-up, then `BENCH_RUNS` (default 3) measured runs; medians.
+//! The engine's prefix reuse is off: every prompt is read whole, as llama.cpp's is.
 //!
 //! Environment: `CANDLE_NUM_THREADS` (the engine's threads, `LocalEngineOptions::threads`;
 //! llama.cpp is given the same number, default 1), `TESSERA_BENCH_LLAMA_PYTHON` (a Python
 //! with `llama_cpp`; without it the llama.cpp rows say why they are missing),
-//! `TESSERA_MODELS_DIR` (the model cache, as for the tests).
+//! `TESSERA_BENCH_PROMPTS` (the prompt sizes, e.g. `500,1500`), `TESSERA_MODELS_DIR` (the
+//! model cache, as for the tests).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -24,7 +27,7 @@ use std::{
 use anyhow::{Context, Result, bail};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
-use tessera_llm_local::{LocalEngine, LocalEngineOptions, testing};
+use tessera_llm_local::{LocalEngine, LocalEngineOptions, LocalTokenCounter, testing};
 use tessera_models::{ChatEvent, ChatMessage, ChatModel, ChatRequest, Role};
 
 /// A fixed system prompt, so both engines see the same ChatML text (the engine would
@@ -34,12 +37,22 @@ const SYSTEM: &str = "You are a helpful assistant.";
 const STORY: &str = "Write a long, detailed story about a lighthouse keeper who finds a message in a bottle. Describe the sea, the weather and every day of his week.";
 /// Tokens generated per generation run (the answer may end earlier on `<|im_end|>`).
 const GENERATED: u32 = 128;
+/// Prompt sizes measured by default, in tokens of the rendered ChatML.
+const PROMPT_SIZES: [usize; 3] = [500, 1_500, 4_000];
+/// The context both engines are given: the longest prompt and its answer fit.
+const CONTEXT: usize = 4_608;
 
-/// One engine's figures: medians over the measured runs.
+/// One prompt's processing rate (a median over the measured runs).
 #[derive(Debug, Clone, Copy)]
+struct PromptFigure {
+    tokens: usize,
+    per_s: f64,
+}
+
+/// One engine's figures.
+#[derive(Debug, Clone)]
 struct Figures {
-    prompt_tokens: usize,
-    prompt_per_s: f64,
+    prompts: Vec<PromptFigure>,
     generated_tokens: usize,
     generated_per_s: f64,
 }
@@ -56,13 +69,16 @@ fn main() -> Result<()> {
         .map(|t| t.parse())
         .transpose()
         .context("BENCH_RUNS must be a number")?
-        .unwrap_or(5);
-    let model = testing::model_path();
-    let long_prompt = long_prompt();
-    let prompts = Prompts {
-        long: chatml(&long_prompt),
-        story: chatml(STORY),
+        .unwrap_or(3);
+    let sizes: Vec<usize> = match std::env::var("TESSERA_BENCH_PROMPTS") {
+        Ok(list) => list
+            .split(',')
+            .map(|size| size.trim().parse())
+            .collect::<Result<_, _>>()
+            .with_context(|| format!("TESSERA_BENCH_PROMPTS must list numbers, got `{list}`"))?,
+        Err(_) => PROMPT_SIZES.to_vec(),
     };
+    let model = testing::model_path();
 
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -71,18 +87,25 @@ fn main() -> Result<()> {
         &model,
         LocalEngineOptions {
             threads: Some(threads),
+            context_length: Some(CONTEXT),
+            // Every run reads its prompt whole: a reused prefix would measure the cache.
+            prefix_cache_bytes: 0,
             ..LocalEngineOptions::default()
         },
     )?;
     let tokens = engine.token_counter();
-    let ours = runtime.block_on(measure_engine(&engine, &long_prompt, runs))?;
+    let users: Vec<String> = sizes.iter().map(|&size| user_text(&tokens, size)).collect();
+    let ours = runtime.block_on(measure_engine(&engine, &users, runs))?;
     // The ChatML the engine rendered must be the text llama.cpp is given.
-    let rendered = tokens.encode(&prompts.long).len();
-    if rendered != ours.prompt_tokens {
-        bail!(
-            "the engine's prompt has {} tokens, the bench's ChatML {rendered}: the templates differ",
-            ours.prompt_tokens
-        );
+    let rendered: Vec<String> = users.iter().map(|user| chatml(user)).collect();
+    for (text, figure) in rendered.iter().zip(&ours.prompts) {
+        let count = tokens.encode(text).len();
+        if count != figure.tokens {
+            bail!(
+                "the engine's prompt has {} tokens, the bench's ChatML {count}: the templates differ",
+                figure.tokens
+            );
+        }
     }
     drop(engine);
 
@@ -92,7 +115,8 @@ fn main() -> Result<()> {
             &model,
             threads,
             runs,
-            &prompts,
+            &rendered,
+            &chatml(STORY),
             ours.generated_tokens,
         )
         .map_err(|e| format!("{e:#}")),
@@ -101,13 +125,8 @@ fn main() -> Result<()> {
         }
     };
 
-    print_table(&model, threads, runs, ours, llama);
+    print_table(&model, threads, runs, &ours, llama);
     Ok(())
-}
-
-struct Prompts {
-    long: String,
-    story: String,
 }
 
 /// The ChatML text of the system prompt and one user turn, as the engine renders it.
@@ -117,12 +136,22 @@ fn chatml(user: &str) -> String {
     )
 }
 
-/// About 450 tokens of plain prose.
-fn long_prompt() -> String {
-    let sentence = "The harbour town woke slowly, with fishermen mending nets while gulls circled above the grey water and the bakery filled the street with the smell of bread. ";
-    let mut text = String::from("Summarise the following text in one sentence. ");
-    for _ in 0..14 {
-        text.push_str(sentence);
+/// Plain prose whose ChatML is `size` tokens or just over: an instruction, then sentences
+/// of varied passages until the size is reached.
+fn user_text(tokens: &LocalTokenCounter, size: usize) -> String {
+    const SENTENCES: [&str; 6] = [
+        "The harbour town woke slowly, with fishermen mending nets while gulls circled above the grey water. ",
+        "Invoices are sent on the first day of each month and are payable within thirty days of receipt. ",
+        "A cold front moved across the valley overnight, bringing rain to the vineyards on the southern slopes. ",
+        "The committee reviewed the proposal twice before it agreed to fund the new library wing. ",
+        "Engineers measured the bridge's cables each spring, recording the tension of every strand. ",
+        "Visitors must sign in at the front desk and wear their badge for the whole of their stay. ",
+    ];
+    let mut text = String::from("Summarise the following notes in one sentence. ");
+    let mut next = 0;
+    while tokens.encode(&chatml(&text)).len() < size {
+        text.push_str(SENTENCES[next % SENTENCES.len()]);
+        next += 1;
     }
     text
 }
@@ -169,11 +198,25 @@ async fn answer(
     bail!("the stream ended without a finish event")
 }
 
-async fn measure_engine(engine: &LocalEngine, long_prompt: &str, runs: usize) -> Result<Figures> {
-    let (mut prompt_rates, mut generation_rates) = (Vec::new(), Vec::new());
-    let (mut prompt_tokens, mut generated_tokens) = (0, 0);
+async fn measure_engine(engine: &LocalEngine, users: &[String], runs: usize) -> Result<Figures> {
+    let mut prompts = Vec::new();
+    for user in users {
+        let (mut rates, mut tokens) = (Vec::new(), 0);
+        for run in 0..=runs {
+            let (input, _, to_first, _) = answer(engine, request(user, 1)).await?;
+            if run == 0 {
+                continue; // warm-up
+            }
+            tokens = input;
+            rates.push(input as f64 / to_first.as_secs_f64());
+        }
+        prompts.push(PromptFigure {
+            tokens,
+            per_s: median(rates),
+        });
+    }
+    let (mut rates, mut generated_tokens) = (Vec::new(), 0);
     for run in 0..=runs {
-        let (input, _, to_first, _) = answer(engine, request(long_prompt, 1)).await?;
         let (_, output, _, rest) = answer(engine, request(STORY, GENERATED)).await?;
         if output < 2 {
             bail!("the generation request produced {output} tokens");
@@ -181,16 +224,13 @@ async fn measure_engine(engine: &LocalEngine, long_prompt: &str, runs: usize) ->
         if run == 0 {
             continue; // warm-up
         }
-        prompt_tokens = input;
         generated_tokens = output;
-        prompt_rates.push(input as f64 / to_first.as_secs_f64());
-        generation_rates.push((output - 1) as f64 / rest.as_secs_f64());
+        rates.push((output - 1) as f64 / rest.as_secs_f64());
     }
     Ok(Figures {
-        prompt_tokens,
-        prompt_per_s: median(prompt_rates),
+        prompts,
         generated_tokens,
-        generated_per_s: median(generation_rates),
+        generated_per_s: median(rates),
     })
 }
 
@@ -200,7 +240,8 @@ fn measure_llama_cpp(
     model: &Path,
     threads: usize,
     runs: usize,
-    prompts: &Prompts,
+    prompts: &[String],
+    story: &str,
     generated: usize,
 ) -> Result<Figures> {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/llama_cpp_peer.py");
@@ -208,8 +249,9 @@ fn measure_llama_cpp(
         "model": model,
         "threads": threads,
         "runs": runs,
-        "long_prompt": prompts.long,
-        "story_prompt": prompts.story,
+        "context": CONTEXT,
+        "prompts": prompts,
+        "story_prompt": story,
         "generated": generated,
     });
     let output = Command::new(python)
@@ -229,17 +271,52 @@ fn measure_llama_cpp(
             String::from_utf8_lossy(&output.stdout)
         )
     })?;
-    let number = |key: &str| {
-        figures[key]
+    let number = |value: &Value, key: &str| {
+        value[key]
             .as_f64()
             .with_context(|| format!("llama_cpp_peer.py gave no `{key}`: {figures}"))
     };
+    let prompts = figures["prompts"]
+        .as_array()
+        .with_context(|| format!("llama_cpp_peer.py gave no `prompts`: {figures}"))?
+        .iter()
+        .map(|prompt| {
+            Ok(PromptFigure {
+                tokens: number(prompt, "tokens")? as usize,
+                per_s: number(prompt, "per_s")?,
+            })
+        })
+        .collect::<Result<_>>()?;
     Ok(Figures {
-        prompt_tokens: number("prompt_tokens")? as usize,
-        prompt_per_s: number("prompt_per_s")?,
-        generated_tokens: number("generated_tokens")? as usize,
-        generated_per_s: number("generated_per_s")?,
+        prompts,
+        generated_tokens: number(&figures, "generated_tokens")? as usize,
+        generated_per_s: number(&figures, "generated_per_s")?,
     })
+}
+
+/// The CPU features the engine's kernels and llama.cpp's build choose from.
+fn cpu_flags() -> String {
+    #[cfg(target_arch = "x86_64")]
+    {
+        [
+            ("avx2", std::arch::is_x86_feature_detected!("avx2")),
+            ("fma", std::arch::is_x86_feature_detected!("fma")),
+            ("f16c", std::arch::is_x86_feature_detected!("f16c")),
+            ("avx512f", std::arch::is_x86_feature_detected!("avx512f")),
+            (
+                "avx512_vnni",
+                std::arch::is_x86_feature_detected!("avx512vnni"),
+            ),
+        ]
+        .iter()
+        .map(|(name, present)| format!("{name} {}", if *present { "yes" } else { "no" }))
+        .collect::<Vec<_>>()
+        .join(", ")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        format!("{} (no x86 kernels)", std::env::consts::ARCH)
+    }
 }
 
 fn median(mut values: Vec<f64>) -> f64 {
@@ -251,40 +328,53 @@ fn print_table(
     model: &Path,
     threads: usize,
     runs: usize,
-    ours: Figures,
+    ours: &Figures,
     llama: Result<Figures, String>,
 ) {
     println!(
-        "\nlocal generation: {} ({threads} thread{}; medians of {runs} runs, greedy)\n",
+        "\nlocal generation: {} ({threads} thread{}; medians of {runs} runs, greedy)\nCPU: {}\n",
         model.file_name().map_or_else(
             || model.display().to_string(),
             |n| n.to_string_lossy().into_owned()
         ),
-        if threads == 1 { "" } else { "s" }
+        if threads == 1 { "" } else { "s" },
+        cpu_flags()
     );
-    println!(
-        "| engine           | prompt tokens | prompt tokens/s | generated | generation tokens/s |"
-    );
-    println!(
-        "|:-----------------|--------------:|----------------:|----------:|--------------------:|"
-    );
-    let row = |name: &str, f: &Figures| {
-        println!(
-            "| {name:<16} | {:>13} | {:>15.1} | {:>9} | {:>19.1} |",
-            f.prompt_tokens, f.prompt_per_s, f.generated_tokens, f.generated_per_s
-        );
-    };
-    row("tessera", &ours);
-    match llama {
-        Ok(llama) => {
-            row("llama.cpp", &llama);
-            println!(
-                "\ntessera / llama.cpp: prompt processing {:.2}×, generation {:.2}× (goal: generation ≥ {:.2}×, i.e. within 1.3×)",
-                ours.prompt_per_s / llama.prompt_per_s,
-                ours.generated_per_s / llama.generated_per_s,
-                1.0 / 1.3
-            );
+    let llama = match llama {
+        Ok(llama) => Some(llama),
+        Err(why) => {
+            println!("llama.cpp: not measured ({why})\n");
+            None
         }
-        Err(why) => println!("\nllama.cpp: not measured ({why})"),
+    };
+    println!("| measure | tokens | tessera tokens/s | llama.cpp tokens/s | tessera / llama.cpp |");
+    println!("|:--|--:|--:|--:|--:|");
+    let row = |name: &str, tokens: usize, ours: f64, theirs: Option<f64>| {
+        let (theirs, ratio) = match theirs {
+            Some(theirs) => (format!("{theirs:.1}"), format!("{:.2}×", ours / theirs)),
+            None => ("–".to_owned(), "–".to_owned()),
+        };
+        println!("| {name} | {tokens} | {ours:.1} | {theirs} | {ratio} |");
+    };
+    for (index, prompt) in ours.prompts.iter().enumerate() {
+        let theirs = llama.as_ref().and_then(|l| l.prompts.get(index));
+        if let Some(theirs) = theirs
+            && theirs.tokens != prompt.tokens
+        {
+            println!("(llama.cpp read {} tokens of this prompt)", theirs.tokens);
+        }
+        row(
+            "prompt processing",
+            prompt.tokens,
+            prompt.per_s,
+            theirs.map(|t| t.per_s),
+        );
     }
+    row(
+        "generation",
+        ours.generated_tokens,
+        ours.generated_per_s,
+        llama.as_ref().map(|l| l.generated_per_s),
+    );
+    println!("\ngoal (issue 63): every ratio ≥ 1.00×");
 }

@@ -1,7 +1,7 @@
 //! The f32 kernels: dot products of weight rows, in their storage format, with f32
-//! activations (prompts, and matrices kept in f32), row dequantization, and one attention
-//! head. Exact up to the file's own weight quantization; generated tokens take the 16-bit
-//! path of `int16` instead.
+//! activations (prompts, and matrices kept in f32), and row dequantization (attention is
+//! `attend`'s). Exact up to the file's own weight quantization; generated tokens take the
+//! 16-bit path of `int16` instead.
 //!
 //! On x86-64 with AVX2 and FMA (checked once per call at run time) the rows go through
 //! `pulp`'s safe wrappers of the intrinsics; elsewhere through portable scalar code. The
@@ -149,80 +149,6 @@ pub(crate) fn dot_rows_tokens<'a>(
             out[t * rows + r] = f32_dot_scalar(buffer, x);
         }
     }
-}
-
-/// One attention head of one token: `out = softmax(scale × query · keys) · values` over the
-/// first `visible` positions, whose vectors start `stride` apart at `offset` in `keys` and
-/// `values`. `scores` is scratch space.
-#[allow(clippy::too_many_arguments)] // one flat kernel signature beats a struct per call
-pub(crate) fn attend(
-    query: &[f32],
-    keys: &[f32],
-    values: &[f32],
-    (stride, offset, visible): (usize, usize, usize),
-    scale: f32,
-    scores: &mut Vec<f32>,
-    out: &mut [f32],
-) {
-    let width = query.len();
-    let at = |p: usize| p * stride + offset..p * stride + offset + width;
-    #[cfg(target_arch = "x86_64")]
-    if let Some(simd) = V3::try_new() {
-        simd.vectorize(|| {
-            scores.clear();
-            for p in 0..visible {
-                scores.push(f32_dot_v3(simd, query, &keys[at(p)]) * scale);
-            }
-            let total = softmax_in_place(scores);
-            let inverse = 1.0 / total;
-            // Each chunk of eight outputs accumulates in a register over all positions.
-            let (out_chunks, _) = out.as_chunks_mut::<8>();
-            for (c, out) in out_chunks.iter_mut().enumerate() {
-                let mut acc = simd.avx._mm256_setzero_ps();
-                for (p, weight) in scores.iter().enumerate() {
-                    let start = p * stride + offset + c * 8;
-                    let (value, _) = values[start..start + 8].as_chunks::<8>();
-                    acc = simd.fma._mm256_fmadd_ps(
-                        simd.avx._mm256_set1_ps(*weight),
-                        cast(value[0]),
-                        acc,
-                    );
-                }
-                *out = cast(
-                    simd.avx
-                        ._mm256_mul_ps(acc, simd.avx._mm256_set1_ps(inverse)),
-                );
-            }
-            let done = out_chunks.len() * 8;
-            out[done..].fill(0.0);
-            for (p, weight) in scores.iter().enumerate() {
-                for (o, v) in out[done..].iter_mut().zip(&values[at(p)][done..]) {
-                    *o += weight * inverse * v;
-                }
-            }
-        });
-        return;
-    }
-    scores.clear();
-    scores.extend((0..visible).map(|p| f32_dot_scalar(query, &keys[at(p)]) * scale));
-    let total = softmax_in_place(scores);
-    out.fill(0.0);
-    for (p, weight) in scores.iter().enumerate() {
-        for (o, v) in out.iter_mut().zip(&values[at(p)]) {
-            *o += weight / total * v;
-        }
-    }
-}
-
-/// `exp(score - max)` in place; returns their sum.
-fn softmax_in_place(scores: &mut [f32]) -> f32 {
-    let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    let mut total = 0.0;
-    for s in scores.iter_mut() {
-        *s = (*s - max).exp();
-        total += *s;
-    }
-    total
 }
 
 fn dequantize_scalar(row: Row<'_>, out: &mut [f32]) {
@@ -574,45 +500,5 @@ pub(crate) mod tests {
                 .zip(&q8_weights)
                 .all(|(a, b)| (a - b).abs() < 1e-6)
         );
-    }
-
-    #[test]
-    fn attention_matches_plain_arithmetic() {
-        let (width, stride, offset, visible) = (20, 48, 8, 7);
-        let query = values(20, width);
-        let keys = values(21, stride * visible);
-        let cache_values = values(22, stride * visible);
-        let at = |p: usize| p * stride + offset..p * stride + offset + width;
-        let scores: Vec<f32> = (0..visible)
-            .map(|p| {
-                query
-                    .iter()
-                    .zip(&keys[at(p)])
-                    .map(|(a, b)| a * b)
-                    .sum::<f32>()
-                    * 0.5
-            })
-            .collect();
-        let total: f32 = scores.iter().map(|s| s.exp()).sum();
-        let expected: Vec<f32> = (0..width)
-            .map(|i| {
-                (0..visible)
-                    .map(|p| scores[p].exp() / total * cache_values[at(p)][i])
-                    .sum()
-            })
-            .collect();
-        let mut out = vec![0.0; width];
-        attend(
-            &query,
-            &keys,
-            &cache_values,
-            (stride, offset, visible),
-            0.5,
-            &mut Vec::new(),
-            &mut out,
-        );
-        for (got, expected) in out.iter().zip(&expected) {
-            assert!((got - expected).abs() < 1e-5, "{got} vs {expected}");
-        }
     }
 }

@@ -1,10 +1,12 @@
 //! The llama architecture's forward pass, written for one CPU process: weights kept in the
 //! file's own quantization (`matrix`), f32 activations for prompts and 16-bit ones for
-//! generated tokens (`int16`), a key/value cache that grows with the conversation, and every matrix product and attention head spread over a dedicated rayon
-//! pool. It replaces candle's `quantized_llama`, whose per-operation tensors and 8-bit
-//! activations made SmolLM2 both slow and (without f32 down projections) incoherent; the
-//! tests hold it to candle's f32 reference.
+//! generated tokens (`int16`), a key/value cache that grows with the conversation, and every
+//! matrix product and attention head (`attend`) spread over a dedicated rayon pool. It
+//! replaces candle's `quantized_llama`, whose per-operation tensors and 8-bit activations
+//! made SmolLM2 both slow and (without f32 down projections) incoherent; the tests hold it
+//! to candle's f32 reference.
 
+mod attend;
 mod int16;
 mod kernels;
 mod matrix;
@@ -15,7 +17,7 @@ use candle_core::quantized::gguf_file;
 use rayon::prelude::*;
 
 use self::{
-    kernels::attend,
+    attend::attend,
     matrix::{Matrix, TOKENS_PER_TASK},
 };
 use crate::LoadError;

@@ -1,0 +1,372 @@
+//! One attention head of one token: `softmax(scale × query · keys) · values` over the
+//! positions it sees. On x86-64 with AVX2 and FMA the scores are computed eight keys at a
+//! time (eight independent sums, so the multiply-adds pipeline instead of waiting on each
+//! other), the softmax's exponentials eight at a time, and the weighted sum of values with
+//! one register per eight outputs, position by position; elsewhere through portable scalar
+//! code. A long prompt's attention grows with the square of its length, so this is most of
+//! a 4,000-token prompt's time. The two paths are tested against each other.
+
+#[cfg(target_arch = "x86_64")]
+use std::arch::x86_64::__m256;
+
+#[cfg(target_arch = "x86_64")]
+use pulp::{cast, x86::V3};
+
+#[cfg(target_arch = "x86_64")]
+use super::kernels::f32_dot_v3;
+
+/// `out = softmax(scale × query · keys) · values` over the first `visible` positions, whose
+/// vectors start `stride` apart at `offset` in `keys` and `values`. `scores` is scratch
+/// space.
+#[allow(clippy::too_many_arguments)] // one flat kernel signature beats a struct per call
+pub(crate) fn attend(
+    query: &[f32],
+    keys: &[f32],
+    values: &[f32],
+    (stride, offset, visible): (usize, usize, usize),
+    scale: f32,
+    scores: &mut Vec<f32>,
+    out: &mut [f32],
+) {
+    let layout = Layout {
+        stride,
+        offset,
+        visible,
+    };
+    #[cfg(target_arch = "x86_64")]
+    if let Some(simd) = V3::try_new() {
+        simd.vectorize(|| attend_v3(simd, query, keys, values, layout, scale, scores, out));
+        return;
+    }
+    attend_scalar(query, keys, values, layout, scale, scores, out);
+}
+
+/// Where each position's vector is in the cache, and how many positions are seen.
+#[derive(Clone, Copy)]
+struct Layout {
+    stride: usize,
+    offset: usize,
+    visible: usize,
+}
+
+impl Layout {
+    fn at(self, position: usize, width: usize) -> std::ops::Range<usize> {
+        let start = position * self.stride + self.offset;
+        start..start + width
+    }
+}
+
+fn attend_scalar(
+    query: &[f32],
+    keys: &[f32],
+    values: &[f32],
+    layout: Layout,
+    scale: f32,
+    scores: &mut Vec<f32>,
+    out: &mut [f32],
+) {
+    let width = query.len();
+    scores.clear();
+    scores.extend((0..layout.visible).map(|p| {
+        let key = &keys[layout.at(p, width)];
+        query.iter().zip(key).map(|(q, k)| q * k).sum::<f32>() * scale
+    }));
+    let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let mut total = 0.0;
+    for score in scores.iter_mut() {
+        *score = (*score - max).exp();
+        total += *score;
+    }
+    out.fill(0.0);
+    for (p, weight) in scores.iter().enumerate() {
+        for (o, v) in out.iter_mut().zip(&values[layout.at(p, width)]) {
+            *o += weight / total * v;
+        }
+    }
+}
+
+/// Outputs per pass over the values: one register each for eight groups of eight.
+#[cfg(target_arch = "x86_64")]
+const OUTPUTS_PER_PASS: usize = 64;
+
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn attend_v3(
+    simd: V3,
+    query: &[f32],
+    keys: &[f32],
+    values: &[f32],
+    layout: Layout,
+    scale: f32,
+    scores: &mut Vec<f32>,
+    out: &mut [f32],
+) {
+    let width = query.len();
+    let visible = layout.visible;
+    scores.clear();
+    scores.resize(visible, 0.0);
+    let (query_chunks, query_rest) = query.as_chunks::<8>();
+    // Scores, eight keys at a time: each chunk of the query is loaded once for eight keys.
+    let whole = if query_rest.is_empty() {
+        visible / 8 * 8
+    } else {
+        0
+    };
+    let scale_all = simd.avx._mm256_set1_ps(scale);
+    for first in (0..whole).step_by(8) {
+        let rows: [&[f32]; 8] = std::array::from_fn(|k| &keys[layout.at(first + k, width)]);
+        let mut sums = [simd.avx._mm256_setzero_ps(); 8];
+        for (c, chunk) in query_chunks.iter().enumerate() {
+            let q: __m256 = cast(*chunk);
+            for (sum, row) in sums.iter_mut().zip(&rows) {
+                let (key, _) = row[c * 8..c * 8 + 8].as_chunks::<8>();
+                *sum = simd.fma._mm256_fmadd_ps(q, cast(key[0]), *sum);
+            }
+        }
+        let eight = simd.avx._mm256_mul_ps(sums_of_eight(simd, sums), scale_all);
+        let (target, _) = scores[first..first + 8].as_chunks_mut::<8>();
+        target[0] = cast(eight);
+    }
+    for p in whole..visible {
+        scores[p] = f32_dot_v3(simd, query, &keys[layout.at(p, width)]) * scale;
+    }
+
+    let total = exp_in_place_v3(simd, scores);
+    let inverse = 1.0 / total;
+
+    // The weighted values: a pass over the positions per 64 outputs, each eight of them
+    // summed in its own register.
+    let mut done = 0;
+    if width.is_multiple_of(OUTPUTS_PER_PASS) {
+        let inverse_all = simd.avx._mm256_set1_ps(inverse);
+        for start in (0..width).step_by(OUTPUTS_PER_PASS) {
+            let mut sums = [simd.avx._mm256_setzero_ps(); 8];
+            for (p, weight) in scores.iter().enumerate() {
+                let weight = simd.avx._mm256_set1_ps(*weight);
+                let from = p * layout.stride + layout.offset + start;
+                let (row, _) = values[from..from + OUTPUTS_PER_PASS].as_chunks::<8>();
+                for (sum, value) in sums.iter_mut().zip(row) {
+                    *sum = simd.fma._mm256_fmadd_ps(weight, cast(*value), *sum);
+                }
+            }
+            let (target, _) = out[start..start + OUTPUTS_PER_PASS].as_chunks_mut::<8>();
+            for (target, sum) in target.iter_mut().zip(sums) {
+                *target = cast(simd.avx._mm256_mul_ps(sum, inverse_all));
+            }
+        }
+        done = width;
+    }
+    out[done..].fill(0.0);
+    for (p, weight) in scores.iter().enumerate() {
+        let row = &values[layout.at(p, width)];
+        for (o, v) in out[done..].iter_mut().zip(&row[done..]) {
+            *o += weight * inverse * v;
+        }
+    }
+}
+
+/// The eight horizontal sums of `sums`, in order, in one register.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn sums_of_eight(simd: V3, sums: [__m256; 8]) -> __m256 {
+    let avx = simd.avx;
+    // Pairs, then quadruples: each 128-bit half then holds four partial sums of its keys.
+    let a = avx._mm256_hadd_ps(sums[0], sums[1]);
+    let b = avx._mm256_hadd_ps(sums[2], sums[3]);
+    let c = avx._mm256_hadd_ps(sums[4], sums[5]);
+    let d = avx._mm256_hadd_ps(sums[6], sums[7]);
+    let low_keys = avx._mm256_hadd_ps(a, b);
+    let high_keys = avx._mm256_hadd_ps(c, d);
+    // Lanes 0-3 of each hold keys' lower halves, lanes 4-7 their upper halves.
+    let lower = avx._mm256_permute2f128_ps::<0x20>(low_keys, high_keys);
+    let upper = avx._mm256_permute2f128_ps::<0x31>(low_keys, high_keys);
+    avx._mm256_add_ps(lower, upper)
+}
+
+/// `exp(score - max)` in place, eight at a time; returns their sum.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn exp_in_place_v3(simd: V3, scores: &mut [f32]) -> f32 {
+    let (chunks, rest) = scores.as_chunks_mut::<8>();
+    let mut max_all = simd.avx._mm256_set1_ps(f32::NEG_INFINITY);
+    for chunk in chunks.iter() {
+        max_all = simd.avx._mm256_max_ps(max_all, cast(*chunk));
+    }
+    let lanes: [f32; 8] = cast(max_all);
+    let max = lanes
+        .into_iter()
+        .chain(rest.iter().copied())
+        .fold(f32::NEG_INFINITY, f32::max);
+    let max_all = simd.avx._mm256_set1_ps(max);
+    let mut total_all = simd.avx._mm256_setzero_ps();
+    for chunk in chunks.iter_mut() {
+        let e = exp_v3(simd, simd.avx._mm256_sub_ps(cast(*chunk), max_all));
+        total_all = simd.avx._mm256_add_ps(total_all, e);
+        *chunk = cast(e);
+    }
+    let mut total = super::kernels::horizontal_sum(simd, total_all);
+    for score in rest.iter_mut() {
+        *score = (*score - max).exp();
+        total += *score;
+    }
+    total
+}
+
+/// `eˣ` of eight values, relative error below 2e-7; below -87 it is 0 (a softmax's
+/// arguments are at most 0).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn exp_v3(simd: V3, x: __m256) -> __m256 {
+    const LOG2_E: f32 = std::f32::consts::LOG2_E;
+    // ln 2 in two parts, so `k · ln 2` is subtracted without rounding error.
+    const LN_2_HIGH: f32 = 0.693_145_75;
+    const LN_2_LOW: f32 = 1.428_606_8e-6;
+    // Adding 1.5 · 2²³ rounds to an integer k held in the low mantissa bits.
+    const ROUNDING: f32 = 12_582_912.0;
+    const ROUNDING_BITS: i32 = 0x4B40_0000;
+    let (avx, avx2, fma) = (simd.avx, simd.avx2, simd.fma);
+    let set = |v: f32| avx._mm256_set1_ps(v);
+    let clamped = avx._mm256_max_ps(avx._mm256_min_ps(x, set(88.0)), set(-87.0));
+    let shifted = fma._mm256_fmadd_ps(clamped, set(LOG2_E), set(ROUNDING));
+    let k = avx._mm256_sub_ps(shifted, set(ROUNDING));
+    let r = fma._mm256_fnmadd_ps(k, set(LN_2_HIGH), clamped);
+    let r = fma._mm256_fnmadd_ps(k, set(LN_2_LOW), r);
+    // Taylor series of eʳ for |r| ≤ ln 2 / 2, to r⁷.
+    let mut p = set(1.0 / 5040.0);
+    for coefficient in [
+        1.0 / 720.0,
+        1.0 / 120.0,
+        1.0 / 24.0,
+        1.0 / 6.0,
+        0.5,
+        1.0,
+        1.0,
+    ] {
+        p = fma._mm256_fmadd_ps(p, r, set(coefficient));
+    }
+    // 2ᵏ from its exponent bits k + 127.
+    let bits = avx2._mm256_sub_epi32(
+        avx._mm256_castps_si256(shifted),
+        avx._mm256_set1_epi32(ROUNDING_BITS - 127),
+    );
+    let two_to_k = avx._mm256_castsi256_ps(avx2._mm256_slli_epi32::<23>(bits));
+    let e = avx._mm256_mul_ps(p, two_to_k);
+    // Below -87 (a score far below the largest): 0.
+    let kept = avx._mm256_cmp_ps::<{ std::arch::x86_64::_CMP_GE_OQ }>(x, set(-87.0));
+    avx._mm256_and_ps(e, kept)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llama::kernels::tests::values;
+
+    /// softmax(scale × q·k) · v in f64, the reference both paths are held to.
+    fn reference(
+        query: &[f32],
+        keys: &[f32],
+        values: &[f32],
+        layout: Layout,
+        scale: f32,
+    ) -> Vec<f64> {
+        let width = query.len();
+        let scores: Vec<f64> = (0..layout.visible)
+            .map(|p| {
+                query
+                    .iter()
+                    .zip(&keys[layout.at(p, width)])
+                    .map(|(a, b)| f64::from(*a) * f64::from(*b))
+                    .sum::<f64>()
+                    * f64::from(scale)
+            })
+            .collect();
+        let max = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let total: f64 = scores.iter().map(|s| (s - max).exp()).sum();
+        (0..width)
+            .map(|i| {
+                (0..layout.visible)
+                    .map(|p| {
+                        (scores[p] - max).exp() / total * f64::from(values[layout.at(p, width)][i])
+                    })
+                    .sum()
+            })
+            .collect()
+    }
+
+    /// Widths that take each branch (64 and 128: whole passes; 20: no whole chunks of keys;
+    /// 72: chunks, but not whole passes), counts of positions with and without a remainder
+    /// of eight, and scales that make the softmax flat or peaked.
+    #[test]
+    fn every_path_matches_the_arithmetic_in_f64() {
+        for (width, stride, offset) in [(64, 192, 64), (128, 256, 128), (20, 48, 8), (72, 80, 0)] {
+            for visible in [1, 7, 8, 9, 64, 203] {
+                for scale in [0.125, 2.0] {
+                    let layout = Layout {
+                        stride,
+                        offset,
+                        visible,
+                    };
+                    let seed = (width * 1000 + visible) as u64;
+                    let query = values(seed, width);
+                    let keys = values(seed + 1, stride * visible);
+                    let cache_values = values(seed + 2, stride * visible);
+                    let expected = reference(&query, &keys, &cache_values, layout, scale);
+                    let mut scalar = vec![0.0; width];
+                    attend_scalar(
+                        &query,
+                        &keys,
+                        &cache_values,
+                        layout,
+                        scale,
+                        &mut Vec::new(),
+                        &mut scalar,
+                    );
+                    let mut dispatched = vec![0.0; width];
+                    attend(
+                        &query,
+                        &keys,
+                        &cache_values,
+                        (stride, offset, visible),
+                        scale,
+                        &mut vec![1.0; 3],
+                        &mut dispatched,
+                    );
+                    for ((scalar, dispatched), expected) in
+                        scalar.iter().zip(&dispatched).zip(&expected)
+                    {
+                        let case = format!("width {width}, visible {visible}, scale {scale}");
+                        assert!((f64::from(*scalar) - expected).abs() < 1e-5, "{case}");
+                        assert!((f64::from(*dispatched) - expected).abs() < 1e-5, "{case}");
+                    }
+                }
+            }
+        }
+        #[cfg(target_arch = "x86_64")]
+        if V3::try_new().is_none() {
+            eprintln!("this CPU has no AVX2 and FMA: only the portable path was compared");
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn eight_exponentials_match_the_library_function() {
+        let Some(simd) = V3::try_new() else {
+            eprintln!("skipped: this CPU has no AVX2 and FMA");
+            return;
+        };
+        for i in (-17_400..=0).step_by(8) {
+            let x: [f32; 8] = std::array::from_fn(|j| (i + j as i32) as f32 / 200.0);
+            let got: [f32; 8] = cast(simd.vectorize(|| exp_v3(simd, cast(x))));
+            for (x, got) in x.iter().zip(got) {
+                let expected = x.exp();
+                assert!(
+                    ((got - expected) / expected).abs() < 2e-7,
+                    "exp({x}) = {got}, expected {expected}"
+                );
+            }
+        }
+        let low: [f32; 8] = cast(simd.vectorize(|| exp_v3(simd, simd.avx._mm256_set1_ps(-90.0))));
+        assert_eq!(low, [0.0; 8]);
+    }
+}
