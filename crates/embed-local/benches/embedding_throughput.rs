@@ -21,6 +21,14 @@
 //! `TESSERA_BENCH_MODELS` (comma-separated model names) picks
 //! the models. The CPU flags the kernels are chosen by are printed first.
 //!
+//! Then the cross-encoder (ms-marco-MiniLM-L-12-v2, the service's `rerank: true`) at its
+//! default precision, as a search with the reranker pays it: one query's 20 candidates
+//! (`RERANKED`; the corpus's texts) scored at a time, over `RERANK_QUERIES` queries, p50 and
+//! the slowest in ms; its baseline is the service's default embedding model (bge-small-en-v1.5)
+//! embedding the same 20 passages at the same precision in the same run (what ingesting them
+//! cost once).
+//! `TESSERA_BENCH_RERANK=0` skips it.
+//!
 //! The models are found under `TESSERA_MODELS_DIR` (default `~/.cache/tessera-models`,
 //! filled by `just models`). Python comes from `TESSERA_BENCH_ST_PYTHON` (a venv with
 //! `sentence-transformers`, set up by `just bench`); without it that row is skipped with the
@@ -39,9 +47,10 @@ use std::{
 
 use anyhow::{Context, bail};
 use tessera_embed_local::{
-    LocalEmbedder, LocalEmbedderOptions, LocalEmbeddingModel, Precision, cpu_flags,
+    LocalEmbedder, LocalEmbedderOptions, LocalEmbeddingModel, LocalReranker, LocalRerankerOptions,
+    Precision, cpu_flags, find_reranker_dir,
 };
-use tessera_knowledge::Embedder;
+use tessera_knowledge::{Embedder, Reranker};
 
 /// The allocator of the `tessera-api` binary, which runs this encoder in production.
 #[global_allocator]
@@ -50,6 +59,16 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const TEXTS: usize = 512;
 const WORDS_PER_TEXT: usize = 150;
 const BATCH: usize = 32;
+/// Candidates the cross-encoder scores per query (issue 62's latency goal: ≤ 400 ms).
+const RERANKED: usize = 20;
+/// Queries the cross-encoder's latency is measured over.
+const RERANK_QUERIES: usize = 9;
+/// The queries, in turn.
+const QUESTIONS: [&str; 3] = [
+    "How is the embedding model chosen for a knowledge base?",
+    "What does the benchmark measure against llama.cpp?",
+    "Which errors does the service return for a bad upload?",
+];
 
 fn models_root() -> PathBuf {
     std::env::var_os("TESSERA_MODELS_DIR").map_or_else(
@@ -354,6 +373,95 @@ async fn measure(model: LocalEmbeddingModel, root: &Path, texts: &[String]) -> a
     Ok(())
 }
 
+/// Milliseconds of each call of `run`, sorted.
+async fn timed<F, T>(calls: usize, mut run: impl FnMut(usize) -> F) -> anyhow::Result<Vec<f64>>
+where
+    F: std::future::Future<Output = anyhow::Result<T>>,
+{
+    let mut times = Vec::with_capacity(calls);
+    for call in 0..calls {
+        let started = Instant::now();
+        run(call).await?;
+        times.push(started.elapsed().as_secs_f64() * 1e3);
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(times)
+}
+
+/// The cross-encoder's time for one query's candidates, against embedding them.
+async fn rerank_latency(root: &Path, texts: &[String]) -> anyhow::Result<()> {
+    let dir = find_reranker_dir(root).with_context(|| {
+        format!(
+            "no cross-encoder under {}: run `just models`",
+            root.display()
+        )
+    })?;
+    let options = LocalRerankerOptions::default();
+    println!(
+        "\ncross-encoder {}: {RERANKED} candidates of {WORDS_PER_TEXT} words per query ({}-token cut, batch {}), {} threads, {RERANK_QUERIES} queries",
+        options.name,
+        options.max_tokens,
+        options.batch_size,
+        threads()
+    );
+    let reranker = LocalReranker::load(&dir, options)?;
+    // The service's default for a new index.
+    let model = LocalEmbeddingModel::BgeSmallEnV15;
+    let embedder = LocalEmbedder::load(
+        &model
+            .find(root)
+            .with_context(|| format!("no {}: run `just models`", model.name()))?,
+        LocalEmbedderOptions {
+            model,
+            ..LocalEmbedderOptions::default()
+        },
+    )?;
+    let candidates = |call: usize| -> Vec<String> {
+        texts
+            .iter()
+            .cycle()
+            .skip(call * RERANKED)
+            .take(RERANKED)
+            .cloned()
+            .collect()
+    };
+    // Warm-up, then the measured calls.
+    reranker.score(QUESTIONS[0], candidates(0)).await?;
+    embedder.embed(candidates(0)).await?;
+    let embedding = timed(RERANK_QUERIES, |call| {
+        let embedder = embedder.clone();
+        let passages = candidates(call + 1);
+        async move { Ok(embedder.embed(passages).await?) }
+    })
+    .await?;
+    let reranking = timed(RERANK_QUERIES, |call| {
+        let reranker = reranker.clone();
+        let passages = candidates(call + 1);
+        async move {
+            Ok(reranker
+                .score(QUESTIONS[call % QUESTIONS.len()], passages)
+                .await?)
+        }
+    })
+    .await?;
+    let p50 = |times: &[f64]| times[times.len() / 2];
+    let slowest = |times: &[f64]| times[times.len() - 1];
+    println!(
+        "{:<40} {:>9.1} ms p50  {:>9.1} ms slowest   1.00×",
+        format!("embedding them ({})", model.name()),
+        p50(&embedding),
+        slowest(&embedding)
+    );
+    println!(
+        "{:<40} {:>9.1} ms p50  {:>9.1} ms slowest  {:>5.2}×",
+        "reranking them (the cross-encoder)",
+        p50(&reranking),
+        slowest(&reranking),
+        p50(&reranking) / p50(&embedding)
+    );
+    Ok(())
+}
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
     let root = models_root();
@@ -361,6 +469,9 @@ async fn main() -> anyhow::Result<()> {
     println!("CPU flags: {}", cpu_flags());
     for model in models()? {
         measure(model, &root, &texts).await?;
+    }
+    if std::env::var("TESSERA_BENCH_RERANK").as_deref() != Ok("0") {
+        rerank_latency(&root, &texts).await?;
     }
     Ok(())
 }

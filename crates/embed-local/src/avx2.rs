@@ -3,7 +3,7 @@
 //!
 //! [`run`] takes a [`Kernel`] and runs it in a function compiled for AVX2 and FMA when the
 //! CPU has them, so the plain Rust of the 8-bit tiles' quantization and scaling, GELU and
-//! softmax is vectorized 8 lanes wide; elsewhere the same code runs as compiled for the
+//! attention is vectorized 8 lanes wide; elsewhere the same code runs as compiled for the
 //! baseline CPU. The 8-bit product's inner loop is written with `vpmaddubsw`, which
 //! multiplies 32 unsigned × signed byte pairs and adds neighbours into 16 `i16` sums, and
 //! `vpmaddwd` by ones, which adds those in pairs into 8 `i32` sums: the four depths of a

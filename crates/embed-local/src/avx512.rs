@@ -2,7 +2,7 @@
 //!
 //! [`run`] takes a [`Kernel`] and runs it in a function compiled for AVX-512 F, BW and VNNI
 //! when the CPU has them, so the plain Rust of the 8-bit tiles' quantization and scaling,
-//! GELU and softmax is vectorized 16 lanes wide; elsewhere the same code runs as compiled
+//! GELU and attention is vectorized 16 lanes wide; elsewhere the same code runs as compiled
 //! for the baseline CPU. The 8-bit product's inner loop is written with the VNNI intrinsic
 //! `vpdpbusd`, which multiplies 64 unsigned × signed byte pairs and adds them, four at a
 //! time, into 16 `i32` sums: a tile of 8 rows × 48 features keeps its 24 sums in registers

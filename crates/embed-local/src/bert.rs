@@ -1,22 +1,20 @@
 //! A BERT encoder forward pass laid out for the CPU: every dense layer is one matrix product
 //! over all the batch's tokens, the query, key and value projections are fused into one, the
-//! attention scale is folded into the query weights, and softmax and layer norms are the
-//! fused single-pass kernels. In `f32` the result matches the reference BERT to float
-//! rounding; the dense layers can instead run on 8-bit weights and activations (`int8`).
+//! attention scale is folded into the query weights, attention reads the projections in
+//! place text by text (`attention.rs`), and each layer norm adds its residual in the same
+//! pass (`norm.rs`). In `f32` the result matches the reference BERT to float rounding; the
+//! dense layers can instead run on 8-bit weights and activations (`int8`).
 
 use crate::bert_config::{BertConfig, HiddenAct};
 use candle_core::{D, DType, Module, Result, Tensor};
-use candle_nn::{Embedding, LayerNorm, Linear, VarBuilder};
+use candle_nn::{Embedding, Linear, VarBuilder};
 
 use crate::{
+    attention::attention,
     int8::{Activation, Int8Linear},
+    norm::LayerNorm,
     precision::DenseKernel,
-    softmax::masked_softmax,
 };
-
-fn layer_norm(vb: &VarBuilder, size: usize, eps: f64) -> Result<LayerNorm> {
-    candle_nn::layer_norm(size, eps, vb.pp("LayerNorm"))
-}
 
 /// A dense layer in `f32`, or with 8-bit weights, and the activation that follows it.
 struct Dense {
@@ -108,7 +106,7 @@ impl EncoderLayer {
                 hidden,
                 attention_output.pp("dense"),
             )?)?,
-            attention_norm: layer_norm(&attention_output, hidden, eps)?,
+            attention_norm: LayerNorm::load(&attention_output, hidden, eps)?,
             intermediate: Dense::new(
                 candle_nn::linear(
                     hidden,
@@ -123,7 +121,7 @@ impl EncoderLayer {
                 hidden,
                 output.pp("dense"),
             )?)?,
-            output_norm: layer_norm(&output, hidden, eps)?,
+            output_norm: LayerNorm::load(&output, hidden, eps)?,
         })
     }
 }
@@ -178,7 +176,7 @@ impl BertEncoder {
         } else {
             None
         };
-        let embedding_norm = layer_norm(&embeddings, hidden, config.layer_norm_eps)?;
+        let embedding_norm = LayerNorm::load(&embeddings, hidden, config.layer_norm_eps)?;
         let encoder = vb.pp("encoder").pp("layer");
         let layers = (0..config.num_hidden_layers)
             .map(|i| EncoderLayer::load(&encoder.pp(i), config, kernel))
@@ -205,7 +203,6 @@ impl BertEncoder {
     ) -> Result<Tensor> {
         let (batch, width) = ids.dims2()?;
         let hidden = self.hidden_size;
-        let head = hidden / self.heads;
         let mut x = self
             .word_embeddings
             .forward(ids)?
@@ -220,32 +217,31 @@ impl BertEncoder {
         }
         let x = self
             .embedding_norm
-            .forward(&x.reshape((batch * width, hidden))?)?;
-        // Padding keys get no weight in any softmax.
+            .forward(&x.reshape((batch * width, hidden))?, None)?;
         let key_mask: Vec<bool> = (mask.flatten_all()?.to_dtype(DType::F32)?.to_vec1::<f32>()?)
             .iter()
             .map(|&m| m != 0.0)
             .collect();
+        // Each text's real tokens, which attend to each other only.
+        let lengths: Vec<usize> = key_mask
+            .chunks(width.max(1))
+            .map(|row| row.iter().filter(|&&real| real).count())
+            .collect();
+        if lengths.iter().all(|&length| length == 0) {
+            // Padding only (a tokenizer always adds [CLS], so never in practice): no token
+            // to attend to, and callers read no padding.
+            return Tensor::zeros((batch, width, hidden), DType::F32, ids.device());
+        }
         let packing = Packing::of(&key_mask)?;
         let mut x = packing.pack(&x)?;
         for layer in &self.layers {
-            let qkv = packing
-                .unpack(&layer.qkv.forward(&x)?)?
-                .reshape((batch, width, 3, self.heads, head))?
-                .permute((2, 0, 3, 1, 4))?
-                .contiguous()?;
-            let (q, k, v) = (qkv.get(0)?, qkv.get(1)?, qkv.get(2)?);
-            let probs = masked_softmax(&q.matmul(&k.t()?)?, &key_mask)?;
-            let context = probs
-                .matmul(&v)?
-                .transpose(1, 2)?
-                .contiguous()?
-                .reshape((batch * width, hidden))?;
-            let attended = (layer.attention_output.forward(&packing.pack(&context)?)? + &x)?;
-            x = layer.attention_norm.forward(&attended)?;
+            let context = attention(&layer.qkv.forward(&x)?, &lengths, self.heads)?;
+            let attended = layer.attention_output.forward(&context)?;
+            x = layer.attention_norm.forward(&attended, Some(&x))?;
             let inner = layer.intermediate.forward(&x)?;
-            let out = (layer.output.forward(&inner)? + &x)?;
-            x = layer.output_norm.forward(&out)?;
+            x = layer
+                .output_norm
+                .forward(&layer.output.forward(&inner)?, Some(&x))?;
         }
         packing
             .unpack_with_zeros(&x)?
@@ -254,20 +250,17 @@ impl BertEncoder {
 }
 
 /// Which rows of a padded batch's `(batch · width, features)` layout are real tokens: the
-/// dense layers and layer norms, most of a forward pass, then run on the real tokens only
-/// (each row is computed on its own there), and only attention, which needs the rows of a
-/// text side by side, reads the padded layout. Batches of texts of different lengths (the
-/// chunks of many files) pay nothing for their padding but two copies per layer.
+/// whole forward pass runs on the real tokens only (the dense layers and layer norms row by
+/// row, attention text by text), so batches of texts of different lengths (the chunks of
+/// many files) pay nothing for their padding but a copy in and a copy out.
 enum Packing {
     /// No padding: every layout is the padded one.
     None,
     Padded {
         /// The padded row of each real token, in order.
         real: Tensor,
-        /// The packed row each padded row reads: its own for a real token, any real one
-        /// for padding (whose values no softmax weighs and no caller reads).
-        padded: Tensor,
-        /// `padded` with padding reading the row after the last real one.
+        /// The packed row each padded row reads: its own for a real token, the row after
+        /// the last real one (zeros) for padding.
         padded_zeroed: Tensor,
     },
 }
@@ -279,24 +272,20 @@ impl Packing {
             return Ok(Self::None);
         }
         let mut real = Vec::with_capacity(count);
-        let mut padded = Vec::with_capacity(key_mask.len());
         let mut padded_zeroed = Vec::with_capacity(key_mask.len());
         let zero_row = u32::try_from(count).map_err(|e| candle_core::Error::Msg(e.to_string()))?;
         for (row, &is_real) in key_mask.iter().enumerate() {
             if is_real {
                 let packed = u32::try_from(real.len()).unwrap_or(u32::MAX);
                 real.push(u32::try_from(row).unwrap_or(u32::MAX));
-                padded.push(packed);
                 padded_zeroed.push(packed);
             } else {
-                padded.push(0);
                 padded_zeroed.push(zero_row);
             }
         }
         let device = &candle_core::Device::Cpu;
         Ok(Self::Padded {
             real: Tensor::from_vec(real, count, device)?,
-            padded: Tensor::from_vec(padded, key_mask.len(), device)?,
             padded_zeroed: Tensor::from_vec(padded_zeroed, key_mask.len(), device)?,
         })
     }
@@ -306,14 +295,6 @@ impl Packing {
         match self {
             Self::None => Ok(x.clone()),
             Self::Padded { real, .. } => x.index_select(real, 0),
-        }
-    }
-
-    /// The padded layout of packed rows, padding filled with some real row.
-    fn unpack(&self, x: &Tensor) -> Result<Tensor> {
-        match self {
-            Self::None => Ok(x.clone()),
-            Self::Padded { padded, .. } => x.index_select(padded, 0),
         }
     }
 
@@ -460,10 +441,6 @@ mod tests {
             back.to_vec2::<f32>().unwrap(),
             [[0., 1.], [2., 3.], [0., 0.], [6., 7.], [8., 9.], [0., 0.]]
         );
-        // Inside the layers, padding reads a real row (finite values no softmax weighs).
-        let inside = packing.unpack(&packed).unwrap().to_vec2::<f32>().unwrap();
-        assert_eq!(inside[3], [6., 7.]);
-        assert!(inside.iter().flatten().all(|value| value.is_finite()));
         // Without padding, nothing moves.
         let none = Packing::of(&[true; 6]).unwrap();
         assert!(matches!(none, Packing::None));

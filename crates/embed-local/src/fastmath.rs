@@ -1,6 +1,8 @@
 //! `exp` and `erf` in plain arithmetic the compiler vectorizes (no calls into libm, no
 //! branches), for softmax and GELU over whole rows. Both are within a few units in the last
 //! place of `f32` of the library functions on the ranges the encoder uses (tests below).
+//! And sums and maxima of a row in independent lanes, which vectorize where one running
+//! value cannot.
 
 const LOG2_E: f32 = std::f32::consts::LOG2_E;
 /// ln 2 split in two, so `k · ln 2` is subtracted without rounding error.
@@ -51,6 +53,33 @@ pub(crate) fn erf(x: f32) -> f32 {
 #[inline(always)]
 pub(crate) fn gelu(x: f32) -> f32 {
     0.5 * x * (1.0 + erf(x * std::f32::consts::FRAC_1_SQRT_2))
+}
+
+/// Folds `values` with `f` in 16 independent lanes, then the lanes together: the compiler
+/// vectorizes this, where one running `f32` sum or maximum must stay in order (and scalar).
+#[inline(always)]
+pub(crate) fn lanes(values: &[f32], start: f32, f: impl Fn(f32, f32) -> f32) -> f32 {
+    let mut lanes = [start; 16];
+    let (chunks, rest) = values.as_chunks::<16>();
+    for chunk in chunks {
+        for (lane, &value) in lanes.iter_mut().zip(chunk) {
+            *lane = f(*lane, value);
+        }
+    }
+    rest.iter().chain(&lanes).fold(start, |a, &b| f(a, b))
+}
+
+/// The sum of `map` of each of `values`, in 16 independent lanes (see [`lanes`]).
+#[inline(always)]
+pub(crate) fn sum_lanes(values: &[f32], map: impl Fn(f32) -> f32) -> f32 {
+    let mut lanes = [0f32; 16];
+    let (chunks, rest) = values.as_chunks::<16>();
+    for chunk in chunks {
+        for (lane, &value) in lanes.iter_mut().zip(chunk) {
+            *lane += map(value);
+        }
+    }
+    rest.iter().map(|&value| map(value)).chain(lanes).sum()
 }
 
 #[cfg(test)]

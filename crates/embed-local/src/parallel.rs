@@ -28,3 +28,13 @@ pub(crate) fn for_each_chunk<A: Sync, B: Send>(
             .for_each(|(index, (input, output))| f(index, input, output));
     }
 }
+
+/// Calls `f` with each of `items`, on rayon's pool (which balances items of unequal size);
+/// in order on this thread when candle runs on one thread.
+pub(crate) fn for_each<T: Send>(items: Vec<T>, f: impl Fn(T) + Sync + Send) {
+    if candle_core::utils::get_num_threads() <= 1 {
+        items.into_iter().for_each(f);
+    } else {
+        items.into_par_iter().for_each(f);
+    }
+}

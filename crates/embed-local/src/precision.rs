@@ -3,9 +3,10 @@
 //! baseline CPU.
 
 use crate::{
+    attention::attend_text,
     avx2, avx512,
     int8::{self, PackedWeights},
-    softmax::softmax_rows,
+    norm::{NormParameters, normalize_rows},
 };
 
 /// The arithmetic of the encoder's dense layers (about nine tenths of its work).
@@ -114,10 +115,18 @@ pub(crate) enum Kernel<'a> {
         weights: &'a PackedWeights,
         out: &'a mut [f32],
     },
-    /// Masked softmax over rows of `bias.len()` scores.
-    Softmax {
-        scores: &'a [f32],
-        bias: &'a [f32],
+    /// Self-attention of one text's `tokens` rows of fused query/key/value projections.
+    Attention {
+        qkv: &'a [f32],
+        tokens: usize,
+        heads: usize,
+        out: &'a mut [f32],
+    },
+    /// Layer normalisation of rows of `x` (plus `residual`).
+    Norm {
+        x: &'a [f32],
+        residual: Option<&'a [f32]>,
+        parameters: NormParameters<'a>,
         out: &'a mut [f32],
     },
     /// The integer sums of one quantized tile and one panel alone (the tests compare the
@@ -148,7 +157,7 @@ pub(crate) fn run_portable(kernel: Kernel<'_>) {
 }
 
 /// `kernel` with `sums` as the 8-bit tile's integer kernel. Inlined, so each caller compiles
-/// it (quantization, scaling, GELU and softmax included) for its own instruction set.
+/// it (quantization, scaling, GELU, attention and layer norms included) for its own instruction set.
 #[inline(always)]
 pub(crate) fn run_with(
     kernel: Kernel<'_>,
@@ -156,7 +165,18 @@ pub(crate) fn run_with(
 ) {
     match kernel {
         Kernel::Tile { x, weights, out } => int8::tile_with(x, weights, out, &sums),
-        Kernel::Softmax { scores, bias, out } => softmax_rows(scores, bias, out),
+        Kernel::Attention {
+            qkv,
+            tokens,
+            heads,
+            out,
+        } => attend_text(qkv, tokens, heads, out),
+        Kernel::Norm {
+            x,
+            residual,
+            parameters,
+            out,
+        } => normalize_rows(x, residual, parameters, out),
         #[cfg(test)]
         Kernel::Sums {
             tile,
@@ -165,6 +185,21 @@ pub(crate) fn run_with(
             out,
         } => *out = sums(tile, depth, panel),
     }
+}
+
+/// Every build of the kernels this CPU runs: the baseline one (`None`), then each
+/// accelerated one it has; those it lacks are named on standard error, never run.
+#[cfg(test)]
+pub(crate) fn builds_on_this_cpu() -> Vec<Option<Accelerator>> {
+    let mut builds = vec![None];
+    for accelerator in [Accelerator::Avx2, Accelerator::Avx512Vnni] {
+        if accelerator.available() {
+            builds.push(Some(accelerator));
+        } else {
+            eprintln!("{accelerator:?} skipped: this CPU lacks it");
+        }
+    }
+    builds
 }
 
 /// The CPU flags the kernels are chosen by, as benchmarks print them

@@ -15,24 +15,17 @@ use pulp::{cast, x86::V3};
 #[cfg(target_arch = "x86_64")]
 use super::kernels::f32_dot_v3;
 
-/// `out = softmax(scale × query · keys) · values` over the first `visible` positions, whose
-/// vectors start `stride` apart at `offset` in `keys` and `values`. `scores` is scratch
-/// space.
-#[allow(clippy::too_many_arguments)] // one flat kernel signature beats a struct per call
+/// `out = softmax(scale × query · keys) · values` over the positions `layout` names in
+/// `keys` and `values`. `scores` is scratch space.
 pub(crate) fn attend(
     query: &[f32],
     keys: &[f32],
     values: &[f32],
-    (stride, offset, visible): (usize, usize, usize),
+    layout: Layout,
     scale: f32,
     scores: &mut Vec<f32>,
     out: &mut [f32],
 ) {
-    let layout = Layout {
-        stride,
-        offset,
-        visible,
-    };
     #[cfg(target_arch = "x86_64")]
     if let Some(simd) = V3::try_new() {
         simd.vectorize(|| attend_v3(simd, query, keys, values, layout, scale, scores, out));
@@ -41,12 +34,13 @@ pub(crate) fn attend(
     attend_scalar(query, keys, values, layout, scale, scores, out);
 }
 
-/// Where each position's vector is in the cache, and how many positions are seen.
+/// Where each position's vector is in the cache, and how many positions are seen: the
+/// first `visible` positions, whose vectors start `stride` apart at `offset`.
 #[derive(Clone, Copy)]
-struct Layout {
-    stride: usize,
-    offset: usize,
-    visible: usize,
+pub(crate) struct Layout {
+    pub(crate) stride: usize,
+    pub(crate) offset: usize,
+    pub(crate) visible: usize,
 }
 
 impl Layout {
@@ -327,7 +321,7 @@ mod tests {
                         &query,
                         &keys,
                         &cache_values,
-                        (stride, offset, visible),
+                        layout,
                         scale,
                         &mut vec![1.0; 3],
                         &mut dispatched,

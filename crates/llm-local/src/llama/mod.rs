@@ -17,7 +17,7 @@ use candle_core::quantized::gguf_file;
 use rayon::prelude::*;
 
 use self::{
-    attend::attend,
+    attend::{Layout, attend},
     matrix::{Matrix, TOKENS_PER_TASK},
 };
 use crate::LoadError;
@@ -518,17 +518,12 @@ fn attention(
         .enumerate()
         .for_each_init(Vec::new, |scores, (i, (out, query))| {
             let (t, head) = (i / config.heads, i % config.heads);
-            let visible = position + t + 1;
-            let offset = (head / group) * hd;
-            attend(
-                query,
-                all_keys,
-                all_values,
-                (kv, offset, visible),
-                scale,
-                scores,
-                out,
-            );
+            let layout = Layout {
+                stride: kv,
+                offset: (head / group) * hd,
+                visible: position + t + 1,
+            };
+            attend(query, all_keys, all_values, layout, scale, scores, out);
         });
     out
 }

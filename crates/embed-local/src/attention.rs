@@ -1,0 +1,323 @@
+//! The encoder's self-attention, read straight from the fused query/key/value projection's
+//! packed rows (the real tokens of every text, one after another): each text's tokens
+//! attend to that text's tokens only, so padding costs nothing, and no head layout is
+//! copied out and back. Per text and head, the keys are laid out in panels of `KEYS`
+//! positions (`KEYS × QUERIES` sums stay in registers for the whole head width), each row's
+//! softmax uses the vectorized [`exp`], and the values are weighted into `VALUE_ROWS` rows
+//! × `DIMS` outputs at a time. The plain Rust here is compiled with the encoder's other
+//! kernels for the best CPU extensions present ([`run`]), so it runs 8 lanes wide on AVX2
+//! and 16 on AVX-512, and as compiled for the baseline CPU elsewhere.
+
+use candle_core::{Result, Tensor, bail};
+
+use crate::{
+    cpu::with_values,
+    fastmath::{exp, lanes},
+    parallel::for_each,
+    precision::{Accelerator, Kernel, run},
+};
+
+/// Key positions scored at once (two AVX2 vectors, one AVX-512 vector).
+const KEYS: usize = 16;
+/// Query rows scored at once: `QUERIES × KEYS` sums in registers.
+const QUERIES: usize = 4;
+/// Query rows whose weighted values are summed at once.
+const VALUE_ROWS: usize = 2;
+/// Output features of a head summed at once per row.
+const DIMS: usize = 32;
+
+/// Self-attention of the texts whose real tokens' fused projections are the rows of `qkv`
+/// `(tokens, 3 · hidden)`: queries (already scaled by 1/√head), keys, then values, each
+/// `heads` heads wide; text `i` is the next `lengths[i]` rows. Returns the attended values
+/// `(tokens, hidden)`, each head's in its columns.
+pub(crate) fn attention(qkv: &Tensor, lengths: &[usize], heads: usize) -> Result<Tensor> {
+    let (tokens, width) = qkv.dims2()?;
+    let hidden = width / 3;
+    if width != 3 * hidden || heads == 0 || !hidden.is_multiple_of(heads) {
+        bail!("attention over rows of {width} values in {heads} heads");
+    }
+    if lengths.iter().sum::<usize>() != tokens {
+        bail!("texts of {lengths:?} tokens in {tokens} rows");
+    }
+    let mut out = vec![0f32; tokens * hidden];
+    let accelerated = Accelerator::best();
+    with_values(qkv, |qkv| {
+        let mut texts = Vec::with_capacity(lengths.len());
+        let (mut rows, mut outputs) = (qkv, out.as_mut_slice());
+        for &length in lengths {
+            let (text, rest) = rows.split_at(length * width);
+            let (text_out, rest_out) = std::mem::take(&mut outputs).split_at_mut(length * hidden);
+            (rows, outputs) = (rest, rest_out);
+            if length > 0 {
+                texts.push((text, text_out));
+            }
+        }
+        for_each(texts, |(qkv, out)| {
+            run(
+                accelerated,
+                Kernel::Attention {
+                    qkv,
+                    tokens: out.len() / hidden,
+                    heads,
+                    out,
+                },
+            );
+        });
+    })?;
+    Tensor::from_vec(out, (tokens, hidden), qkv.device())
+}
+
+/// Attention of one text's `tokens` rows of fused projections `qkv` into `out`
+/// `(tokens, hidden)`. Inlined into [`run`]'s builds, so it is compiled for the best CPU
+/// extensions this one has.
+#[inline(always)]
+pub(crate) fn attend_text(qkv: &[f32], tokens: usize, heads: usize, out: &mut [f32]) {
+    if tokens == 0 {
+        return;
+    }
+    let hidden = out.len() / tokens;
+    let width = 3 * hidden;
+    let head = hidden / heads;
+    let panels = tokens.div_ceil(KEYS);
+    let padded = panels * KEYS;
+    // Keys transposed into panels: `keys[panel · head + d][k]` is feature `d` of position
+    // `panel · KEYS + k` (zero beyond the text, scored but never weighed).
+    let mut keys = vec![[0f32; KEYS]; panels * head];
+    let mut queries = vec![[0f32; QUERIES]; head];
+    let mut scores = vec![[0f32; KEYS]; QUERIES * panels];
+    let rows = || qkv.chunks_exact(width).take(tokens);
+    for h in 0..heads {
+        let (query_at, key_at, value_at) = (h * head, hidden + h * head, 2 * hidden + h * head);
+        for (position, row) in rows().enumerate() {
+            let panel = &mut keys[(position / KEYS) * head..][..head];
+            for (slot, &key) in panel.iter_mut().zip(&row[key_at..key_at + head]) {
+                slot[position % KEYS] = key;
+            }
+        }
+        for first in (0..tokens).step_by(QUERIES) {
+            let count = QUERIES.min(tokens - first);
+            for slot in queries.iter_mut() {
+                *slot = [0.0; QUERIES];
+            }
+            for (r, row) in rows().skip(first).take(count).enumerate() {
+                for (slot, &q) in queries.iter_mut().zip(&row[query_at..query_at + head]) {
+                    slot[r] = q;
+                }
+            }
+            score(&queries, &keys, head, &mut scores);
+            for r in 0..count {
+                let row = scores[r * panels..(r + 1) * panels].as_flattened_mut();
+                softmax_in_place(&mut row[..tokens]);
+            }
+            let scores = scores.as_flattened();
+            let mut r = 0;
+            while r < count {
+                let together = VALUE_ROWS.min(count - r);
+                // With one row left, the second row of weights repeats it (and is dropped).
+                let weights: [&[f32]; VALUE_ROWS] = std::array::from_fn(|i| {
+                    let i = (r + i.min(together - 1)) * padded;
+                    &scores[i..i + tokens]
+                });
+                let values = rows().map(|row| &row[value_at..value_at + head]);
+                for (block, start) in (0..head).step_by(DIMS).enumerate() {
+                    let width = DIMS.min(head - start);
+                    let sums = if width == DIMS {
+                        weigh(weights, values.clone(), block)
+                    } else {
+                        weigh_partial(weights, values.clone(), start)
+                    };
+                    for (i, sums) in sums.iter().take(together).enumerate() {
+                        let at = (first + r + i) * hidden + query_at + start;
+                        out[at..at + width].copy_from_slice(&sums[..width]);
+                    }
+                }
+                r += together;
+            }
+        }
+    }
+}
+
+/// The scores `queries · keys` of `QUERIES` queries (`queries[d][r]`: feature `d` of query
+/// `r`) against every panel of keys, into `scores[r · panels + panel]`: `QUERIES × KEYS`
+/// sums in registers.
+#[inline(always)]
+fn score(
+    queries: &[[f32; QUERIES]],
+    keys: &[[f32; KEYS]],
+    head: usize,
+    scores: &mut [[f32; KEYS]],
+) {
+    let panels = keys.len() / head;
+    for (panel, keys) in keys.chunks_exact(head).enumerate() {
+        let mut sums = [[0f32; KEYS]; QUERIES];
+        for (query, key) in queries.iter().zip(keys) {
+            for (sums, &q) in sums.iter_mut().zip(query) {
+                for (sum, &k) in sums.iter_mut().zip(key) {
+                    *sum += q * k;
+                }
+            }
+        }
+        for (r, sums) in sums.into_iter().enumerate() {
+            scores[r * panels + panel] = sums;
+        }
+    }
+}
+
+/// `Σ weights[i][p] · values[p]` over features `block · DIMS ..` of the values, for each of
+/// `VALUE_ROWS` rows of weights: `VALUE_ROWS × DIMS` sums in registers over all positions.
+#[inline(always)]
+fn weigh<'a>(
+    weights: [&[f32]; VALUE_ROWS],
+    values: impl Iterator<Item = &'a [f32]>,
+    block: usize,
+) -> [[f32; DIMS]; VALUE_ROWS] {
+    let mut sums = [[0f32; DIMS]; VALUE_ROWS];
+    for (position, value) in values.enumerate() {
+        let (value, _) = value.as_chunks::<DIMS>();
+        let value = &value[block];
+        for (sums, weights) in sums.iter_mut().zip(&weights) {
+            let w = weights[position];
+            for (sum, &v) in sums.iter_mut().zip(value) {
+                *sum += w * v;
+            }
+        }
+    }
+    sums
+}
+
+/// [`weigh`] for the last features of a head whose width is not a multiple of `DIMS`
+/// (none of the embedded models has one), from feature `start` on.
+#[inline(always)]
+fn weigh_partial<'a>(
+    weights: [&[f32]; VALUE_ROWS],
+    values: impl Iterator<Item = &'a [f32]>,
+    start: usize,
+) -> [[f32; DIMS]; VALUE_ROWS] {
+    let mut sums = [[0f32; DIMS]; VALUE_ROWS];
+    for (position, value) in values.enumerate() {
+        for (sums, weights) in sums.iter_mut().zip(&weights) {
+            let w = weights[position];
+            for (sum, &v) in sums.iter_mut().zip(&value[start..]) {
+                *sum += w * v;
+            }
+        }
+    }
+    sums
+}
+
+/// Softmax of `row` in place.
+#[inline(always)]
+fn softmax_in_place(row: &mut [f32]) {
+    let max = lanes(row, f32::NEG_INFINITY, |a, b| if b > a { b } else { a });
+    for value in row.iter_mut() {
+        *value = exp(*value - max);
+    }
+    let scale = 1.0 / lanes(row, 0.0, |a, b| a + b);
+    for value in row.iter_mut() {
+        *value *= scale;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use candle_core::{D, Device, IndexOp};
+
+    use super::*;
+
+    /// softmax(q·kᵀ)·v of one text's rows, head by head, with candle's own operations.
+    fn reference(qkv: &Tensor, heads: usize) -> Tensor {
+        let (tokens, width) = qkv.dims2().unwrap();
+        let hidden = width / 3;
+        let head = hidden / heads;
+        let per_head = |part: usize| {
+            qkv.narrow(1, part * hidden, hidden)
+                .unwrap()
+                .reshape((tokens, heads, head))
+                .unwrap()
+                .transpose(0, 1)
+                .unwrap()
+                .contiguous()
+                .unwrap()
+        };
+        let (q, k, v) = (per_head(0), per_head(1), per_head(2));
+        let scores = q.matmul(&k.t().unwrap()).unwrap();
+        let weights = candle_nn::ops::softmax(&scores, D::Minus1).unwrap();
+        weights
+            .matmul(&v)
+            .unwrap()
+            .transpose(0, 1)
+            .unwrap()
+            .contiguous()
+            .unwrap()
+            .reshape((tokens, hidden))
+            .unwrap()
+    }
+
+    fn largest_difference(a: &Tensor, b: &Tensor) -> f32 {
+        (a - b)
+            .unwrap()
+            .abs()
+            .unwrap()
+            .flatten_all()
+            .unwrap()
+            .max(0)
+            .unwrap()
+            .to_scalar::<f32>()
+            .unwrap()
+    }
+
+    /// Texts of lengths that fill no panel or block evenly (and one of a single token),
+    /// for a head width of the embedded models (32), a wider one (64) and one that is not
+    /// a multiple of the output block (20), through the dispatch and on every build of the
+    /// kernel this CPU runs (the baseline one a CPU without AVX2 runs included).
+    #[test]
+    fn matches_softmax_of_scores_times_values_text_by_text() {
+        let device = &Device::Cpu;
+        for (heads, head) in [(12, 32), (2, 64), (3, 20)] {
+            let hidden = heads * head;
+            let lengths = [7usize, 1, 33, 16, 0, 21];
+            let tokens = lengths.iter().sum::<usize>();
+            let qkv = Tensor::randn(0f32, 1.0, (tokens, 3 * hidden), device).unwrap();
+            let dispatched = attention(&qkv, &lengths, heads).unwrap();
+            let mut first = 0;
+            for &length in &lengths {
+                if length == 0 {
+                    continue;
+                }
+                let text = qkv.i(first..first + length).unwrap();
+                let expected = reference(&text, heads);
+                let values = text.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+                for build in crate::precision::builds_on_this_cpu() {
+                    let mut out = vec![0f32; length * hidden];
+                    run(
+                        build,
+                        Kernel::Attention {
+                            qkv: &values,
+                            tokens: length,
+                            heads,
+                            out: &mut out,
+                        },
+                    );
+                    let got = Tensor::from_vec(out, (length, hidden), device).unwrap();
+                    let difference = largest_difference(&got, &expected);
+                    assert!(
+                        difference < 1e-5,
+                        "{build:?}, head {head}, text of {length}: {difference}"
+                    );
+                }
+                let got = dispatched.i(first..first + length).unwrap();
+                assert!(largest_difference(&got, &expected) < 1e-5);
+                first += length;
+            }
+        }
+    }
+
+    #[test]
+    fn lengths_that_do_not_cover_the_rows_are_an_error() {
+        let qkv = Tensor::zeros((5, 3 * 64), candle_core::DType::F32, &Device::Cpu).unwrap();
+        assert!(attention(&qkv, &[2, 2], 2).is_err());
+        assert!(attention(&qkv, &[5], 3).is_err());
+    }
+}
