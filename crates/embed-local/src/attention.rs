@@ -225,6 +225,7 @@ mod tests {
     use candle_core::{D, Device, IndexOp};
 
     use super::*;
+    use crate::cpu::largest_difference;
 
     /// softmax(q·kᵀ)·v of one text's rows, head by head, with candle's own operations.
     fn reference(qkv: &Tensor, heads: usize) -> Tensor {
@@ -252,19 +253,6 @@ mod tests {
             .contiguous()
             .unwrap()
             .reshape((tokens, hidden))
-            .unwrap()
-    }
-
-    fn largest_difference(a: &Tensor, b: &Tensor) -> f32 {
-        (a - b)
-            .unwrap()
-            .abs()
-            .unwrap()
-            .flatten_all()
-            .unwrap()
-            .max(0)
-            .unwrap()
-            .to_scalar::<f32>()
             .unwrap()
     }
 

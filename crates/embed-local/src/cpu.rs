@@ -15,3 +15,20 @@ pub(crate) fn with_values<R>(tensor: &Tensor, f: impl FnOnce(&[f32]) -> R) -> Re
     };
     Ok(f(&storage.as_slice::<f32>()?[start..end]))
 }
+
+/// The largest absolute difference between two tensors of the same shape (tests compare
+/// kernels with candle's operations by it).
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+pub(crate) fn largest_difference(a: &Tensor, b: &Tensor) -> f32 {
+    (a - b)
+        .unwrap()
+        .abs()
+        .unwrap()
+        .flatten_all()
+        .unwrap()
+        .max(0)
+        .unwrap()
+        .to_scalar::<f32>()
+        .unwrap()
+}

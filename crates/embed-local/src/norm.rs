@@ -145,6 +145,7 @@ mod tests {
     use candle_core::{DType, Device, Module};
 
     use super::*;
+    use crate::cpu::largest_difference;
 
     /// candle's layer norm of `x + residual` (and of `x` alone), against this one through
     /// the dispatch and on every build of the kernel this CPU runs.
@@ -162,18 +163,6 @@ mod tests {
             bias: bias.to_vec1().unwrap(),
             eps: 1e-12,
         };
-        let largest = |got: &Tensor, expected: &Tensor| {
-            (got - expected)
-                .unwrap()
-                .abs()
-                .unwrap()
-                .flatten_all()
-                .unwrap()
-                .max(0)
-                .unwrap()
-                .to_scalar::<f32>()
-                .unwrap()
-        };
         let values = |tensor: &Tensor| tensor.flatten_all().unwrap().to_vec1::<f32>().unwrap();
         let (x_values, residual_values) = (values(&x), values(&residual));
         for residual in [None, Some(&residual)] {
@@ -183,7 +172,7 @@ mod tests {
             };
             let expected = reference.forward(&sum).unwrap();
             let got = norm.forward(&x, residual).unwrap();
-            assert!(largest(&got, &expected) < 1e-4);
+            assert!(largest_difference(&got, &expected) < 1e-4);
             for build in crate::precision::builds_on_this_cpu() {
                 let mut out = vec![0f32; rows * size];
                 run(
@@ -200,7 +189,7 @@ mod tests {
                     },
                 );
                 let got = Tensor::from_vec(out, (rows, size), device).unwrap();
-                let difference = largest(&got, &expected);
+                let difference = largest_difference(&got, &expected);
                 assert!(difference < 1e-4, "{build:?}: {difference}");
             }
         }
