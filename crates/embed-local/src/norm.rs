@@ -8,7 +8,7 @@ use candle_nn::VarBuilder;
 
 use crate::{
     cpu::with_values,
-    fastmath::sum_lanes,
+    fastmath::fold_lanes,
     parallel::for_each,
     precision::{Accelerator, Kernel, run},
 };
@@ -125,11 +125,11 @@ pub(crate) fn normalize_rows(
             }
             None => out.copy_from_slice(x),
         }
-        let mean = sum_lanes(out, |v| v) / size as f32;
+        let mean = fold_lanes(out, 0.0, |v| v, |a, b| a + b) / size as f32;
         for value in out.iter_mut() {
             *value -= mean;
         }
-        let variance = sum_lanes(out, |v| v * v) / size as f32;
+        let variance = fold_lanes(out, 0.0, |v| v * v, |a, b| a + b) / size as f32;
         let scale = 1.0 / (variance + parameters.eps).sqrt();
         for ((value, &weight), &bias) in out.iter_mut().zip(parameters.weight).zip(parameters.bias)
         {
