@@ -73,6 +73,14 @@ test:
     "$oc/bin/python" -m pip freeze 2>/dev/null | sort | diff -q - <(grep -v '^#' tests/openai-clients/requirements.txt | sort) >/dev/null \
         || "$oc/bin/python" -m pip install --quiet --disable-pip-version-check -r tests/openai-clients/requirements.txt
     export TESSERA_OPENAI_PYTHON="$oc/bin/python"
+    # The official Anthropic client the /anthropic/v1 tests run unchanged: the `anthropic`
+    # PyPI package (tests/anthropic-clients/requirements.txt) in a venv whose Python the tests
+    # get in TESSERA_ANTHROPIC_PYTHON.
+    ac="$HOME/.cache/tessera-venvs/anthropic-clients"
+    [ -x "$ac/bin/python" ] || python3 -m venv "$ac"
+    "$ac/bin/python" -m pip freeze 2>/dev/null | sort | diff -q - <(grep -v '^#' tests/anthropic-clients/requirements.txt | sort) >/dev/null \
+        || "$ac/bin/python" -m pip install --quiet --disable-pip-version-check -r tests/anthropic-clients/requirements.txt
+    export TESSERA_ANTHROPIC_PYTHON="$ac/bin/python"
     # The official Prometheus client (PyPI), whose parser reads what /metrics serves.
     ob="$HOME/.cache/tessera-venvs/observability"
     [ -x "$ob/bin/python" ] || python3 -m venv "$ob"

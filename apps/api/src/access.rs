@@ -89,14 +89,24 @@ pub fn apply_to_openapi(document: &mut utoipa::openapi::OpenApi) {
             ("PATCH", patch),
         ] {
             let Some(operation) = operation else { continue };
-            operation.security = Some(match access_for(method, path) {
-                Some(Access::Public) => vec![],
-                Some(Access::Scope(scope)) => vec![SecurityRequirement::new("bearer", [scope])],
-                // Undeclared operations are treated as needing a token (and a test fails).
-                Some(Access::Authenticated) | None => {
-                    vec![SecurityRequirement::new("bearer", Vec::<String>::new())]
+            let scopes: Vec<&str> = match access_for(method, path) {
+                Some(Access::Public) => {
+                    operation.security = Some(vec![]);
+                    continue;
                 }
-            });
+                Some(Access::Scope(scope)) => vec![scope],
+                // Undeclared operations are treated as needing a token (and a test fails).
+                Some(Access::Authenticated) | None => vec![],
+            };
+            let mut requirements = vec![SecurityRequirement::new("bearer", scopes.clone())];
+            // Anthropic's clients send the same credential as `x-api-key` (either will do).
+            if path.starts_with(tessera_wire::anthropic::PREFIX) {
+                requirements.push(SecurityRequirement::new(
+                    crate::openapi::ANTHROPIC_API_KEY,
+                    scopes,
+                ));
+            }
+            operation.security = Some(requirements);
         }
     }
 }
@@ -108,6 +118,22 @@ fn bearer_token(req: &ServiceRequest) -> Option<&str> {
         .eq_ignore_ascii_case("bearer")
         .then(|| token.trim())
         .filter(|t| !t.is_empty())
+}
+
+/// The credential a request presents: `Authorization: Bearer`, or on Anthropic's paths the
+/// `x-api-key` header its clients send.
+fn presented_token(req: &ServiceRequest) -> Option<&str> {
+    bearer_token(req).or_else(|| {
+        if !req.path().starts_with(tessera_wire::anthropic::PREFIX) {
+            return None;
+        }
+        req.headers()
+            .get(tessera_wire::anthropic::API_KEY_HEADER)?
+            .to_str()
+            .ok()
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+    })
 }
 
 fn refusal(
@@ -155,9 +181,13 @@ pub async fn authorize(
             .unwrap_or_default();
         return with_limit(req, next, state.limits.for_peer(&peer).await).await;
     }
-    let Some(token) = bearer_token(&req).map(str::to_owned) else {
-        let detail =
-            "this operation needs `Authorization: Bearer <access token or API key>`".to_owned();
+    let Some(token) = presented_token(&req).map(str::to_owned) else {
+        let detail = if req.path().starts_with(tessera_wire::anthropic::PREFIX) {
+            "this operation needs `x-api-key: <API key>` or `Authorization: Bearer <access token or API key>`"
+        } else {
+            "this operation needs `Authorization: Bearer <access token or API key>`"
+        }
+        .to_owned();
         return Ok(refusal(
             req,
             StatusCode::UNAUTHORIZED,

@@ -3,7 +3,7 @@
 
 use utoipa::{
     Modify, OpenApi,
-    openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme},
+    openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme},
 };
 
 use crate::problem::{Problem, ValidationErrorItem, ValidationProblem};
@@ -19,7 +19,7 @@ pub use responses::apply_shared_responses;
     info(
         title = "Tessera API",
         version = "1.0.0",
-        description = "AI chat completions, knowledge bases with semantic search, and versioned prompt composition, for many tenants. Every error is `application/problem+json`, except under `/openai/v1`, which answers in OpenAI's error shape.",
+        description = "AI chat completions, knowledge bases with semantic search, and versioned prompt composition, for many tenants. Every error is `application/problem+json`, except under `/openai/v1` and `/anthropic/v1`, which answer in OpenAI's and Anthropic's error shapes.",
         license(name = "Apache-2.0", identifier = "Apache-2.0")
     ),
     modifiers(&BearerAuth),
@@ -43,13 +43,14 @@ pub use responses::apply_shared_responses;
         (name = "Webhooks", description = "Signed HTTP callbacks for `file.ready`, `file.failed` and `dataset.updated`, retried until the receiver answers 2xx; needs `org:admin`"),
         (name = "MCP servers", description = "Model Context Protocol servers (Streamable HTTP) whose tools the organization's models call during completions, run by Tessera; `org:admin` to change, `models:read` to list"),
         (name = "MCP", description = "Tessera as a Model Context Protocol server (Streamable HTTP, stateless, JSON responses): tools to search datasets, list datasets and files, compose system prompts, ask the organization's models and read usage; resources for particles and system prompts. Same tokens and API keys; each tool checks its REST twin's scope"),
-        (name = "OpenAI", description = "OpenAI's wire format at `/openai/v1` (models, chat completions, responses, embeddings) over the same models, prompts, knowledge, usage, budgets and limits; point an OpenAI client's base URL here with an API key. Errors are OpenAI's `{\"error\": {…}}`, not problems")
+        (name = "OpenAI", description = "OpenAI's wire format at `/openai/v1` (models, chat completions, responses, embeddings) over the same models, prompts, knowledge, usage, budgets and limits; point an OpenAI client's base URL here with an API key. Errors are OpenAI's `{\"error\": {…}}`, not problems"),
+        (name = "Anthropic", description = "Anthropic's Messages API at `/anthropic/v1` (messages, streamed or not, and models) over the same models, prompts, knowledge, usage, budgets and limits; point an Anthropic client's base URL at `/anthropic` with an API key (`x-api-key` or `Authorization: Bearer`). Errors are Anthropic's `{\"type\": \"error\", \"error\": {…}}`, not problems")
     )
 )]
 pub struct ApiDoc;
 
-/// Declares the bearer scheme: a JWT from the token endpoint or an identity provider, or an
-/// API key.
+/// Declares the bearer scheme (a JWT from the token endpoint or an identity provider, or an
+/// API key) and, for Anthropic's paths, the same credentials in `x-api-key`.
 struct BearerAuth;
 
 impl Modify for BearerAuth {
@@ -65,5 +66,15 @@ impl Modify for BearerAuth {
                     .build(),
             ),
         );
+        components.add_security_scheme(
+            ANTHROPIC_API_KEY,
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
+                tessera_wire::anthropic::API_KEY_HEADER,
+                "Under `/anthropic/v1` only: an API key (`tsk_…`) or an access token, as Anthropic's clients send their key.",
+            ))),
+        );
     }
 }
+
+/// The name of the `x-api-key` scheme in the document.
+pub const ANTHROPIC_API_KEY: &str = "anthropic_api_key";

@@ -213,7 +213,7 @@ impl Application {
                     .wrap(from_fn(require_https))
                     .wrap(from_fn(limit_headers))
                     .wrap(problem_errors())
-                    .wrap(from_fn(routes::openai::error::dialect))
+                    .wrap(from_fn(routes::dialects::dialect))
                     .wrap(from_fn(request_context))
                     .into_utoipa_app(),
             )

@@ -1,9 +1,10 @@
 //! Server-Sent Events for chat generations, in the two wire formats clients choose with
 //! `X-Stream-Format`: Tessera's own chunks (`{id, delta, finished}`, the interface's
 //! default) and the Vercel AI SDK UI message stream (`ai-sdk`); `/openai/v1` adds OpenAI's
-//! chunks and the Responses events. The encoders are `tessera_wire`'s; here they meet the
-//! HTTP response (headers, heartbeats, bytes). All end with
-//! `data: [DONE]`; comment lines keep idle connections open through proxies.
+//! chunks and the Responses events, `/anthropic/v1` Anthropic's message events. The
+//! encoders are `tessera_wire`'s; here they meet the HTTP response (headers, heartbeats,
+//! bytes). All but Anthropic's end with `data: [DONE]`; comment lines keep idle
+//! connections open through proxies.
 
 use std::{convert::Infallible, sync::Arc, time::Duration};
 
@@ -27,6 +28,8 @@ pub enum Format {
     AiSdk,
     /// OpenAI's `chat.completion.chunk` stream (`/openai/v1`; never chosen by header).
     OpenAi,
+    /// Anthropic's message events (`/anthropic/v1`; never chosen by header).
+    Anthropic,
 }
 
 impl Format {
@@ -51,13 +54,15 @@ pub enum Encoder {
     OpenAi(tessera_wire::openai::stream::ChunkEncoder),
     /// The Responses API's events (boxed: it keeps the request's echo).
     Responses(Box<tessera_wire::openai::response_stream::ResponseEncoder>),
+    /// Anthropic's message events.
+    Anthropic(tessera_wire::anthropic::stream::MessageEncoder),
 }
 
 impl Encoder {
-    /// The encoder of a `/v1` stream (an OpenAI stream builds its own `ChunkEncoder`).
+    /// The encoder of a `/v1` stream (a dialect's stream builds its own encoder).
     pub fn new(format: Format, chat: &ChatId, message: &MessageId) -> Self {
         match format {
-            Format::Tessera | Format::OpenAi => {
+            Format::Tessera | Format::OpenAi | Format::Anthropic => {
                 Encoder::Tessera(TesseraEncoder::new(chat.clone(), problem))
             }
             Format::AiSdk => Encoder::AiSdk(AiSdkEncoder::new(message.clone())),
@@ -70,6 +75,7 @@ impl Encoder {
             Encoder::AiSdk(encoder) => frames(encoder.encode(event)),
             Encoder::OpenAi(encoder) => frames(encoder.encode(event)),
             Encoder::Responses(encoder) => frames(encoder.encode(event)),
+            Encoder::Anthropic(encoder) => frames(encoder.encode(event)),
         }
     }
 }

@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 use tessera_chats::Source;
+use tessera_kernel::{FieldError, LocSegment};
 use tessera_models::{ToolCall, Usage};
 use utoipa::ToSchema;
 
@@ -129,4 +130,46 @@ impl From<&Usage> for TokenUsageOut {
             cached_input_tokens: usage.cached_input_tokens,
         }
     }
+}
+
+/// A camelCase name in snake_case (`toolCallId` → `tool_call_id`).
+pub fn snake_case(name: &str) -> String {
+    let mut snake = String::with_capacity(name.len() + 4);
+    for c in name.chars() {
+        if c.is_ascii_uppercase() {
+            snake.push('_');
+            snake.push(c.to_ascii_lowercase());
+        } else {
+            snake.push(c);
+        }
+    }
+    snake
+}
+
+/// The domain's field errors located as a dialect's client sent the request: `rename` spells
+/// each field as the dialect does, and an index after `messages` becomes the position of
+/// that message in the client's list (`positions`, one per message the domain saw).
+pub fn located_as(
+    fields: &[FieldError],
+    positions: &[usize],
+    rename: fn(&str) -> String,
+) -> Vec<FieldError> {
+    fields
+        .iter()
+        .map(|field| {
+            let mut loc = Vec::with_capacity(field.loc.len());
+            let mut after_messages = false;
+            for segment in &field.loc {
+                loc.push(match segment {
+                    LocSegment::Index(index) if after_messages => {
+                        LocSegment::Index(positions.get(*index).copied().unwrap_or(*index))
+                    }
+                    LocSegment::Field(name) => LocSegment::Field(rename(name)),
+                    other => other.clone(),
+                });
+                after_messages = matches!(segment, LocSegment::Field(name) if name == "messages");
+            }
+            FieldError::new(loc, field.msg.clone(), field.kind.clone())
+        })
+        .collect()
 }

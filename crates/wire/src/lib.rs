@@ -1,6 +1,7 @@
 //! The JSON shapes of Tessera's HTTP surfaces, apart from the HTTP framework that serves
 //! them: OpenAI's dialect (`openai`: chat completions, the Responses API, embeddings,
-//! models, its error shape and both of its event streams), `/v1`'s bodies (`v1`, by
+//! models, its error shape and both of its event streams), Anthropic's (`anthropic`: the
+//! Messages API, its event stream, models and error shape), `/v1`'s bodies (`v1`, by
 //! resource), its two chat stream formats (`chat_stream`), the chat shapes both surfaces
 //! share (`chat`) and their tool choice (`tool_choice`), the list bodies (`page`), and how a request's body, query and path are
 //! parsed and validated (`parse`). Each shape carries its serde form and its OpenAPI
@@ -10,6 +11,7 @@
 //! themselves, stay in the app, so another service can speak these dialects with the
 //! framework of its choice.
 
+pub mod anthropic;
 pub mod chat;
 pub mod chat_stream;
 pub mod openai;

@@ -1,6 +1,6 @@
 //! The answers operations share: 401, 403, 404, 413, 415, 422, 429 and 503, declared once
 //! in `components.responses` and referenced where they apply (the OpenAI dialect's 401,
-//! 403, 429 and 503 in its own error shape).
+//! 403, 429 and 503 in its own error shape, the Anthropic dialect's with 529 for 503).
 
 use crate::problem::PROBLEM_JSON;
 
@@ -24,8 +24,10 @@ pub fn apply_shared_responses(document: &mut utoipa::openapi::OpenApi) {
             .or_insert(response.into());
     }
     for (path, item) in document.paths.paths.iter_mut() {
-        // The OpenAI dialect declares its own answers, in OpenAI's error shape.
-        let own_dialect = path.starts_with(tessera_wire::openai::PREFIX);
+        // The dialects declare their own answers, in their error shapes.
+        let openai = path.starts_with(tessera_wire::openai::PREFIX);
+        let anthropic = path.starts_with(tessera_wire::anthropic::PREFIX);
+        let own_dialect = openai || anthropic;
         let operations = [
             item.get.as_mut(),
             item.put.as_mut(),
@@ -53,7 +55,7 @@ pub fn apply_shared_responses(document: &mut utoipa::openapi::OpenApi) {
             let has_parameters = !parameters.is_empty();
             let has_body = operation.request_body.is_some();
             let mut shared = Vec::new();
-            if own_dialect {
+            if openai {
                 // The same answers in OpenAI's error shape; the rest are the operation's own.
                 if authenticated {
                     shared.extend([
@@ -61,6 +63,16 @@ pub fn apply_shared_responses(document: &mut utoipa::openapi::OpenApi) {
                         ("403", "OpenAiForbidden"),
                         ("429", "OpenAiTooManyRequests"),
                         ("503", "OpenAiServiceUnavailable"),
+                    ]);
+                }
+            } else if anthropic {
+                // Anthropic's statuses: a database that cannot answer is 529 `overloaded_error`.
+                if authenticated {
+                    shared.extend([
+                        ("401", "AnthropicUnauthorized"),
+                        ("403", "AnthropicForbidden"),
+                        ("429", "AnthropicTooManyRequests"),
+                        ("529", "AnthropicOverloaded"),
                     ]);
                 }
             } else if authenticated {
@@ -116,6 +128,14 @@ fn shared_responses() -> Vec<(&'static str, utoipa::openapi::Response)> {
                 .build(),
         )
     };
+    let anthropic = |description: &str| {
+        ResponseBuilder::new().description(description).content(
+            "application/json",
+            ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name("AnthropicError")))
+                .build(),
+        )
+    };
     let retry_after = || {
         HeaderBuilder::new()
             .schema(utoipa::openapi::ObjectBuilder::new().schema_type(Type::Integer))
@@ -140,6 +160,27 @@ fn shared_responses() -> Vec<(&'static str, utoipa::openapi::Response)> {
         (
             "OpenAiServiceUnavailable",
             openai("The database cannot answer now; retry after the given time")
+                .header("Retry-After", retry_after())
+                .build(),
+        ),
+        (
+            "AnthropicUnauthorized",
+            anthropic("Missing, invalid, expired or revoked API key or token (`authentication_error`)")
+                .build(),
+        ),
+        (
+            "AnthropicForbidden",
+            anthropic("The credential lacks the operation's scope (`permission_error`)").build(),
+        ),
+        (
+            "AnthropicTooManyRequests",
+            anthropic("Over the organization's or the principal's rate limit (`rate_limit_error`)")
+                .header("Retry-After", retry_after())
+                .build(),
+        ),
+        (
+            "AnthropicOverloaded",
+            anthropic("The database cannot answer now (`overloaded_error`); retry after the given time")
                 .header("Retry-After", retry_after())
                 .build(),
         ),

@@ -12,12 +12,14 @@ use utoipa_actix_web::UtoipaApp;
 
 use crate::access::Access;
 
+pub mod anthropic;
 pub mod api_keys;
 pub mod artifacts;
 pub mod audit;
 pub mod chats;
 pub mod clients;
 pub mod datasets;
+pub mod dialects;
 pub mod fallback;
 pub mod files;
 pub mod health;
@@ -177,6 +179,10 @@ operations! {
     openai::responses::delete_response => "chats:delete",
     openai::responses::list_input_items => "chats:read",
     openai::responses::cancel_response => "chats:invoke",
+    anthropic::models::list_models => "models:read",
+    anthropic::models::get_model => "models:read",
+    anthropic::messages::create_message => "chats:invoke",
+    anthropic::messages::count_tokens => "chats:invoke",
     // Each MCP tool and resource checks the scope of its REST twin.
     crate::mcp_endpoint::mcp => authenticated,
 }

@@ -3,6 +3,8 @@
 //! link time down.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod anthropic;
+mod anthropic_clients;
 mod api_keys;
 mod artifacts;
 mod attachments;

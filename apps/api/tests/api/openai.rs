@@ -58,7 +58,7 @@ pub fn openai_chunks(body: &str) -> Vec<Value> {
         .collect()
 }
 
-fn source_ids(sources: &Value) -> Vec<String> {
+pub fn source_ids(sources: &Value) -> Vec<String> {
     sources
         .as_array()
         .map(|items| {
@@ -558,7 +558,7 @@ async fn models_and_embeddings_in_openai_shape() {
 }
 
 /// A model of another organization.
-async fn foreign_model(app: &crate::support::TestApp) -> Value {
+pub async fn foreign_model(app: &crate::support::TestApp) -> Value {
     let other = app.caller_token("models:write").await;
     ok(
         app.call_json(
@@ -574,7 +574,7 @@ async fn foreign_model(app: &crate::support::TestApp) -> Value {
 }
 
 /// An API key of the organization of `admin`, holding `scopes`: its id and secret.
-async fn api_key(app: &crate::support::TestApp, admin: &str, body: Value) -> (String, String) {
+pub async fn api_key(app: &crate::support::TestApp, admin: &str, body: Value) -> (String, String) {
     let key = ok(
         app.call_json(Method::POST, "/v1/api-keys", admin, &body)
             .await,

@@ -38,6 +38,24 @@ struct Conversation {
     next_sequence: u32,
 }
 
+/// A completion ready to begin: everything [`ChatService::start`] decides before the
+/// generation runs.
+struct Prepared {
+    /// The chat it continues (none for a new one).
+    existing: Option<Chat>,
+    resolved: ResolvedModel,
+    snapshot: ModelSnapshot,
+    sources: Vec<Source>,
+    server_tools: Option<Arc<dyn ServerToolbox>>,
+    /// What each of the turn's messages attaches.
+    attached: Vec<Vec<ResolvedAttachment>>,
+    next_sequence: u32,
+    counter: Arc<dyn TokenCounter>,
+    fitted: Fitted,
+    max_tokens: u32,
+    max_tool_steps: u32,
+}
+
 /// The chat a generation runs on, as it begins.
 struct Begun {
     chat: Chat,
@@ -58,6 +76,33 @@ impl ChatService {
             .await
     }
 
+    /// What a completion's prompt would cost, in the model's tokens, without running it:
+    /// the same checks, model, knowledge and context fitting as [`ChatService::start`]
+    /// (earlier messages the window cannot hold left out), plus the client's tool
+    /// definitions (name, description and JSON Schema) counted as text. Nothing is stored
+    /// and no usage is recorded.
+    pub async fn count_prompt_tokens(
+        &self,
+        caller: &Caller,
+        request: CompletionRequest,
+    ) -> Result<u32, ChatError> {
+        let span = tracing::info_span!("count prompt tokens");
+        let prepared = self
+            .prepare(caller, &request, &span)
+            .instrument(span.clone())
+            .await?;
+        let tools: u32 = request
+            .tools
+            .iter()
+            .map(|tool| {
+                let description = tool.description.as_deref().unwrap_or_default();
+                let definition = format!("{}\n{description}\n{}", tool.name, tool.parameters);
+                prepared.counter.count(&definition)
+            })
+            .sum();
+        Ok(prepared.fitted.prompt_tokens.saturating_add(tools))
+    }
+
     /// [`ChatService::start`] within `span`, the completion's span (its retrieval and the
     /// background generation are its children; the model and the usage are recorded on it).
     async fn start_in(
@@ -66,55 +111,19 @@ impl ChatService {
         request: CompletionRequest,
         span: tracing::Span,
     ) -> Result<Started, ChatError> {
-        caller.may_attach(&request.messages)?;
-        let plan = self.admission.admit(&caller.organization).await?;
-        let (existing, resolved) = self.chat_and_model(caller, &request, plan).await?;
-        if let Some(chat) = &existing {
-            span.record("gen_ai.request.model", chat.model.model_id.as_str());
-        }
-        span.record("gen_ai.response.model", resolved.base.id.as_str());
-        span.record("gen_ai.provider.name", resolved.base.provider.as_str());
-        let max_tool_steps = request.max_tool_steps.unwrap_or(DEFAULT_TOOL_STEPS);
-        let conversation = self
-            .conversation(
-                caller,
-                existing.as_ref(),
-                &request,
-                &resolved,
-                max_tool_steps,
-            )
-            .await?;
-        let snapshot = match &existing {
-            Some(chat) => chat.model.clone(),
-            None => self.snapshot(caller, &request, &resolved).await?,
-        };
-        let sources = self
-            .knowledge(caller, &snapshot, &request.messages, &resolved)
-            .await?;
-        let server_tools = self
-            .server_toolbox(caller, &snapshot, &resolved, &request.tools, max_tool_steps)
-            .await?;
-        let server_specs = server_tools.as_ref().map(|s| s.specs()).unwrap_or_default();
-        let offered = (request.tools.iter().chain(&server_specs)).map(|tool| tool.name.as_str());
-        if let Some(invalid) = check_tool_choice(&request.tool_choice, offered) {
-            return Err(ChatError::invalid(invalid));
-        }
-        let Conversation {
-            history,
-            turn,
+        let Prepared {
+            existing,
+            resolved,
+            snapshot,
+            sources,
+            server_tools,
             attached,
             next_sequence,
-        } = conversation;
-        let system = with_sources(snapshot.system_prompt.clone(), &sources);
-        let counter = resolved.chat_model.tokenizer();
-        let (fitted, max_tokens) = fitted(
-            system.as_deref(),
-            history,
-            turn,
-            counter.as_ref(),
-            &request,
-            &resolved,
-        )?;
+            counter,
+            fitted,
+            max_tokens,
+            max_tool_steps,
+        } = self.prepare(caller, &request, &span).await?;
         let Begun {
             chat,
             created,
@@ -193,6 +202,79 @@ impl ChatService {
             events,
             stored: stored.clone(),
             generation: Box::pin(generation.run(publisher, stored).instrument(span)),
+        })
+    }
+
+    /// Everything before the generation begins: the organization admitted, the chat and
+    /// its model found, the turn checked, knowledge retrieved, the tools offered and the
+    /// context window fitted (the model and provider recorded on `span`).
+    async fn prepare(
+        &self,
+        caller: &Caller,
+        request: &CompletionRequest,
+        span: &tracing::Span,
+    ) -> Result<Prepared, ChatError> {
+        caller.may_attach(&request.messages)?;
+        let plan = self.admission.admit(&caller.organization).await?;
+        let (existing, resolved) = self.chat_and_model(caller, request, plan).await?;
+        if let Some(chat) = &existing {
+            span.record("gen_ai.request.model", chat.model.model_id.as_str());
+        }
+        span.record("gen_ai.response.model", resolved.base.id.as_str());
+        span.record("gen_ai.provider.name", resolved.base.provider.as_str());
+        let max_tool_steps = request.max_tool_steps.unwrap_or(DEFAULT_TOOL_STEPS);
+        let conversation = self
+            .conversation(
+                caller,
+                existing.as_ref(),
+                request,
+                &resolved,
+                max_tool_steps,
+            )
+            .await?;
+        let snapshot = match &existing {
+            Some(chat) => chat.model.clone(),
+            None => self.snapshot(caller, request, &resolved).await?,
+        };
+        let sources = self
+            .knowledge(caller, &snapshot, &request.messages, &resolved)
+            .await?;
+        let server_tools = self
+            .server_toolbox(caller, &snapshot, &resolved, &request.tools, max_tool_steps)
+            .await?;
+        let server_specs = server_tools.as_ref().map(|s| s.specs()).unwrap_or_default();
+        let offered = (request.tools.iter().chain(&server_specs)).map(|tool| tool.name.as_str());
+        if let Some(invalid) = check_tool_choice(&request.tool_choice, offered) {
+            return Err(ChatError::invalid(invalid));
+        }
+        let Conversation {
+            history,
+            turn,
+            attached,
+            next_sequence,
+        } = conversation;
+        let system = with_sources(snapshot.system_prompt.clone(), &sources);
+        let counter = resolved.chat_model.tokenizer();
+        let (fitted, max_tokens) = fitted(
+            system.as_deref(),
+            history,
+            turn,
+            counter.as_ref(),
+            request,
+            &resolved,
+        )?;
+        Ok(Prepared {
+            existing,
+            resolved,
+            snapshot,
+            sources,
+            server_tools,
+            attached,
+            next_sequence,
+            counter,
+            fitted,
+            max_tokens,
+            max_tool_steps,
         })
     }
 

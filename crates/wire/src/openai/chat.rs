@@ -499,42 +499,14 @@ fn openai_name(name: &str) -> String {
         "modelId" => "model".into(),
         "enableReasoning" | "reasoningBudget" => "reasoning_effort".into(),
         "maxTokens" => "max_completion_tokens".into(),
-        other => {
-            let mut snake = String::with_capacity(other.len() + 4);
-            for c in other.chars() {
-                if c.is_ascii_uppercase() {
-                    snake.push('_');
-                    snake.push(c.to_ascii_lowercase());
-                } else {
-                    snake.push(c);
-                }
-            }
-            snake
-        }
+        other => crate::chat::snake_case(other),
     }
 }
 
 /// The domain's field errors located as the client sent the request: OpenAI's field names,
 /// and message positions counting the instructions folded out.
 pub fn located(fields: &[FieldError], positions: &[usize]) -> Vec<FieldError> {
-    fields
-        .iter()
-        .map(|field| {
-            let mut loc = Vec::with_capacity(field.loc.len());
-            let mut after_messages = false;
-            for segment in &field.loc {
-                loc.push(match segment {
-                    LocSegment::Index(index) if after_messages => {
-                        LocSegment::Index(positions.get(*index).copied().unwrap_or(*index))
-                    }
-                    LocSegment::Field(name) => LocSegment::Field(openai_name(name)),
-                    other => other.clone(),
-                });
-                after_messages = matches!(segment, LocSegment::Field(name) if name == "messages");
-            }
-            FieldError::new(loc, field.msg.clone(), field.kind.clone())
-        })
-        .collect()
+    crate::chat::located_as(fields, positions, openai_name)
 }
 
 /// Tokens a completion used.

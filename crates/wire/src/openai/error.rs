@@ -95,8 +95,8 @@ pub fn translate(status: u16, problem: &Value) -> (u16, OpenAiError) {
     )
 }
 
-/// A problem's `loc` as OpenAI names parameters: `messages.0.content` (the `body` prefix
-/// dropped; query and header locations keep theirs).
+/// A problem's `loc` as OpenAI (and Anthropic) name parameters: `messages.0.content`, in
+/// snake_case (the `body` prefix dropped; query and header locations keep theirs).
 fn param_of(loc: &Value) -> String {
     let segments: Vec<String> = loc
         .as_array()
@@ -110,8 +110,17 @@ fn param_of(loc: &Value) -> String {
                 .collect()
         })
         .unwrap_or_default();
-    let skip = usize::from(segments.first().is_some_and(|first| first == "body"));
-    segments[skip..].join(".")
+    let body = segments.first().is_some_and(|first| first == "body");
+    if !body {
+        return segments.join(".");
+    }
+    // The dialects spell body members in snake_case; request validation names them in
+    // `/v1`'s camelCase (`maxTokens`).
+    segments[1..]
+        .iter()
+        .map(|segment| crate::chat::snake_case(segment))
+        .collect::<Vec<_>>()
+        .join(".")
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! chat completions (the chats domain's completion pipeline, stateless unless `store`),
 //! responses (the Responses API over chats) and embeddings. The shapes and their
 //! translation are `tessera_wire::openai`; these handlers parse, call and map. Errors leave
-//! in OpenAI's error shape (`error::dialect` rewrites every problem on these paths, the
+//! in OpenAI's error shape (`routes::dialects` rewrites every problem on these paths, the
 //! token checks' included).
 
 pub mod chat;

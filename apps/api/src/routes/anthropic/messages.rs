@@ -1,0 +1,143 @@
+//! `POST /anthropic/v1/messages`: Anthropic's request (`tessera_wire::anthropic::request`)
+//! translated into the chats domain's `CompletionRequest`, run through the same pipeline as
+//! `POST /v1/chats` without keeping a chat, and the answer translated back.
+
+use actix_web::{HttpResponse, http::StatusCode, post, web};
+use tessera_chats::{ChatError, GenerationEvent};
+use tessera_models::ModelError;
+use tessera_wire::anthropic::{
+    error::AnthropicError,
+    message::{AnthropicMessage, message_id},
+    request::{CountTokensRequest, CreateMessageRequest, TokenCount, anthropic_name},
+    stream::MessageEncoder,
+};
+
+use super::error::failure;
+use crate::{
+    access::Caller,
+    chat_stream::{self, Encoder, Format, HEARTBEAT},
+    extract::ValidJson,
+    problem::{ApiError, ProblemDetail},
+    routes::{
+        chats::{chat_caller, chat_error, start_completion_as},
+        openai::models::model_not_found,
+    },
+    state::AppState,
+};
+
+/// The problem a failed completion answers with, in this dialect's terms: an unknown model
+/// is `not_found_error`, field errors are located as the client sent the request.
+fn completion_error(error: ChatError, model: &str, positions: &[usize]) -> ApiError {
+    match error {
+        ChatError::Model(ModelError::NotFound(_) | ModelError::UnknownBaseModel(_)) => {
+            model_not_found(model)
+        }
+        other => {
+            let problem = chat_error(other);
+            match &problem.detail {
+                ProblemDetail::Fields(fields) => ApiError::validation(
+                    tessera_wire::chat::located_as(fields, positions, anthropic_name),
+                ),
+                _ => problem,
+            }
+        }
+    }
+}
+
+/// Create a message in Anthropic's format.
+///
+/// The same pipeline as `POST /v1/chats`, keeping no chat: a user model brings its system
+/// prompt and datasets (sources in `sources`, Tessera's extension), usage is recorded,
+/// budgets and rate limits apply. The key may be sent as `x-api-key` (Anthropic's clients)
+/// or as `Authorization: Bearer`. With `stream: true` the answer is Anthropic's event
+/// stream (`message_start` … `message_stop`).
+#[utoipa::path(
+    tag = "Anthropic",
+    operation_id = "anthropicCreateMessage",
+    request_body = CreateMessageRequest,
+    responses(
+        (status = 200, description = "The answer; with `stream: true`, `text/event-stream` of Anthropic's message events", body = AnthropicMessage),
+        (status = 400, description = "Invalid or unsupported parameters (`invalid_request_error`, naming each)", body = AnthropicError),
+        (status = 402, description = "The organization's monthly credits are spent (`billing_error`)", body = AnthropicError),
+        (status = 403, description = "The credential lacks `chats:invoke`, or the model needs another plan", body = AnthropicError),
+        (status = 404, description = "No such model (`not_found_error`)", body = AnthropicError),
+        (status = 413, description = "The request body is too large (`request_too_large`)", body = AnthropicError),
+        (status = 500, description = "The provider failed, or a strict answer does not conform to its schema (`api_error`)", body = AnthropicError),
+        (status = 504, description = "The provider did not answer in time (`timeout_error`)", body = AnthropicError),
+        (status = 529, description = "The provider is unavailable, or this instance is shutting down (`overloaded_error`)", body = AnthropicError)
+    )
+)]
+#[post("/anthropic/v1/messages")]
+pub async fn create_message(
+    caller: Caller,
+    state: web::Data<AppState>,
+    ValidJson(body): ValidJson<CreateMessageRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let model = body.model.clone();
+    let translated = body.translate().map_err(ApiError::validation)?;
+    let positions = translated.positions;
+    let show_thinking = translated.show_thinking;
+    let running = start_completion_as(&state, &caller, translated.request, |error| {
+        completion_error(error, &model, &positions)
+    })
+    .await?;
+    let id = message_id(&running.message_id);
+
+    let mut builder = HttpResponse::Ok();
+    builder.insert_header(("Cache-Control", "no-cache"));
+    if translated.stream {
+        let encoder = Encoder::Anthropic(MessageEncoder::new(id, model, show_thinking, failure));
+        let body = chat_stream::body(running.events, encoder, HEARTBEAT);
+        return Ok(chat_stream::sse(Format::Anthropic, &mut builder, body));
+    }
+
+    let outcome = chat_stream::final_event(running.events).await;
+    match outcome.as_deref() {
+        Some(GenerationEvent::Finished(message)) => {
+            Ok(builder.json(AnthropicMessage::of(model, message, show_thinking)))
+        }
+        Some(GenerationEvent::Failed(error)) => {
+            Err(completion_error(error.clone(), &model, &positions))
+        }
+        _ => Err(ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal_error",
+            "the generation ended without an answer",
+        )),
+    }
+}
+
+/// Count a message's input tokens without creating it.
+///
+/// What the model would read for this request: the model's system prompt and the
+/// retrieved passages of its datasets, `system`, the messages (earlier ones the context
+/// window cannot hold left out, as a message would) and the tool definitions, in the model's
+/// own tokens. Nothing runs on the model, nothing is stored or billed.
+#[utoipa::path(
+    tag = "Anthropic",
+    operation_id = "anthropicCountTokens",
+    request_body = CountTokensRequest,
+    responses(
+        (status = 200, description = "The prompt's size", body = TokenCount),
+        (status = 400, description = "Invalid or unsupported parameters (`invalid_request_error`, naming each)", body = AnthropicError),
+        (status = 402, description = "The organization's monthly credits are spent (`billing_error`)", body = AnthropicError),
+        (status = 404, description = "No such model (`not_found_error`)", body = AnthropicError),
+        (status = 413, description = "The request body is too large (`request_too_large`)", body = AnthropicError)
+    )
+)]
+#[post("/anthropic/v1/messages/count_tokens")]
+pub async fn count_tokens(
+    caller: Caller,
+    state: web::Data<AppState>,
+    ValidJson(body): ValidJson<CountTokensRequest>,
+) -> Result<web::Json<TokenCount>, ApiError> {
+    let model = body.model.clone();
+    let translated = body.translate().map_err(ApiError::validation)?;
+    let positions = translated.positions;
+    let input_tokens = state
+        .chats
+        .count_prompt_tokens(&chat_caller(&caller), translated.request)
+        .await
+        .map_err(|error| completion_error(error, &model, &positions))?;
+    Ok(web::Json(TokenCount { input_tokens }))
+}

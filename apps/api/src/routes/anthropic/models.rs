@@ -1,0 +1,101 @@
+//! `GET /anthropic/v1/models` and `/anthropic/v1/models/{model}`: the models a message may
+//! name (the usable catalog models and the organization's own), in Anthropic's model object
+//! shape, paged by `after_id`/`before_id` as Anthropic's clients page.
+
+use actix_web::{get, web};
+use tessera_kernel::{DomainError, OrganizationId};
+use tessera_models::ModelId;
+use tessera_wire::anthropic::{
+    error::AnthropicError,
+    models::{AnthropicModel, AnthropicModelList, ListModelsQuery},
+};
+
+use crate::{
+    access::Caller, extract::ValidQuery, problem::ApiError,
+    routes::openai::models::model_not_found, state::AppState,
+};
+
+/// Every model the organization may name in a message now.
+async fn all_models(
+    state: &AppState,
+    organization: &OrganizationId,
+) -> Result<Vec<AnthropicModel>, ApiError> {
+    let loaded = state.models.catalog_loaded_at();
+    let nameable = state
+        .models
+        .nameable(organization)
+        .await
+        .map_err(DomainError::from)?;
+    let base = nameable
+        .base
+        .into_iter()
+        .map(|base| AnthropicModel::of_base(base, loaded));
+    let own = nameable.own.iter().map(AnthropicModel::of_user);
+    Ok(base.chain(own).collect())
+}
+
+/// The models a message may name, a page at a time.
+#[utoipa::path(
+    tag = "Anthropic",
+    operation_id = "anthropicListModels",
+    params(ListModelsQuery),
+    responses(
+        (status = 200, description = "A page of models", body = AnthropicModelList),
+        (status = 400, description = "An invalid `limit`, or an `after_id`/`before_id` that names no listed model (`invalid_request_error`)", body = AnthropicError)
+    )
+)]
+#[get("/anthropic/v1/models")]
+pub async fn list_models(
+    caller: Caller,
+    state: web::Data<AppState>,
+    ValidQuery(query): ValidQuery<ListModelsQuery>,
+) -> Result<web::Json<AnthropicModelList>, ApiError> {
+    let models = all_models(&state, &caller.0.organization_id).await?;
+    AnthropicModelList::page(models, &query)
+        .map(web::Json)
+        .ok_or_else(|| {
+            ApiError::new(
+                actix_web::http::StatusCode::BAD_REQUEST,
+                "cursor_invalid",
+                "`after_id` or `before_id` names no model of this list",
+            )
+        })
+}
+
+/// One model. Catalog ids contain a slash (`local/smollm2-135m-instruct`); the path takes
+/// it as is.
+#[utoipa::path(
+    tag = "Anthropic",
+    operation_id = "anthropicGetModel",
+    params(("model" = String, Path, description = "A model id")),
+    responses(
+        (status = 200, description = "The model", body = AnthropicModel),
+        (status = 404, description = "No such model (`not_found_error`)", body = AnthropicError)
+    )
+)]
+#[get("/anthropic/v1/models/{model:.+}")]
+pub async fn get_model(
+    caller: Caller,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<web::Json<AnthropicModel>, ApiError> {
+    // Anthropic's clients percent-encode the id as one path segment, its slash included;
+    // the router leaves `%2F` encoded.
+    let id = path.into_inner().replace("%2F", "/").replace("%2f", "/");
+    let organization = &caller.0.organization_id;
+    if let Ok(model_id) = id.parse::<ModelId>() {
+        return state
+            .models
+            .nameable_own(organization, &model_id)
+            .await
+            .map_err(DomainError::from)?
+            .map(|view| web::Json(AnthropicModel::of_user(&view)))
+            .ok_or_else(|| model_not_found(&id));
+    }
+    all_models(&state, organization)
+        .await?
+        .into_iter()
+        .find(|model| model.id == id)
+        .map(web::Json)
+        .ok_or_else(|| model_not_found(&id))
+}
