@@ -73,9 +73,13 @@ test:
     "$oc/bin/python" -m pip freeze 2>/dev/null | sort | diff -q - <(grep -v '^#' tests/openai-clients/requirements.txt | sort) >/dev/null \
         || "$oc/bin/python" -m pip install --quiet --disable-pip-version-check -r tests/openai-clients/requirements.txt
     export TESSERA_OPENAI_PYTHON="$oc/bin/python"
-    # The official Anthropic client the /anthropic/v1 tests run unchanged: the `anthropic`
-    # PyPI package (tests/anthropic-clients/requirements.txt) in a venv whose Python the tests
-    # get in TESSERA_ANTHROPIC_PYTHON.
+    # The official Anthropic clients the /anthropic/v1 tests run unchanged: the
+    # `@anthropic-ai/sdk` npm package (tests/anthropic-clients/package.json) and the
+    # `anthropic` PyPI package (requirements.txt) in a venv whose Python the tests get in
+    # TESSERA_ANTHROPIC_PYTHON.
+    if [ ! -d tests/anthropic-clients/node_modules/@anthropic-ai/sdk ]; then
+        npm ci --prefix tests/anthropic-clients --no-audit --no-fund --loglevel=error
+    fi
     ac="$HOME/.cache/tessera-venvs/anthropic-clients"
     [ -x "$ac/bin/python" ] || python3 -m venv "$ac"
     "$ac/bin/python" -m pip freeze 2>/dev/null | sort | diff -q - <(grep -v '^#' tests/anthropic-clients/requirements.txt | sort) >/dev/null \
