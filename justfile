@@ -80,6 +80,10 @@ test:
     if [ ! -d tests/anthropic-clients/node_modules/@anthropic-ai/sdk ]; then
         npm ci --prefix tests/anthropic-clients --no-audit --no-fund --loglevel=error
     fi
+    # Claude Code itself (tests/claude-code/package.json, npm), run in print mode.
+    if [ ! -x tests/claude-code/node_modules/.bin/claude ]; then
+        npm ci --prefix tests/claude-code --no-audit --no-fund --loglevel=error
+    fi
     ac="$HOME/.cache/tessera-venvs/anthropic-clients"
     [ -x "$ac/bin/python" ] || python3 -m venv "$ac"
     "$ac/bin/python" -m pip freeze 2>/dev/null | sort | diff -q - <(grep -v '^#' tests/anthropic-clients/requirements.txt | sort) >/dev/null \

@@ -86,6 +86,9 @@ pub struct CompletionRequest {
     pub tool_choice: ToolChoice,
     pub response_format: Option<JsonSchemaFormat>,
     pub enable_reasoning: bool,
+    /// With `enable_reasoning`: think only if the model can (Anthropic's adaptive
+    /// thinking); a model without reasoning then answers without it instead of refusing.
+    pub reasoning_if_supported: bool,
     pub reasoning_budget: Option<u32>,
     /// With `enable_reasoning`: how hard the model should think.
     pub reasoning_effort: Option<ReasoningEffort>,

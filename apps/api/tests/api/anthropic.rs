@@ -1,8 +1,8 @@
 //! The Anthropic dialect (`/anthropic/v1`) through the real HTTP stack with the embedded
 //! models: the same answer, usage and RAG sources as `/v1/chats` for the same request,
 //! keeping no chat; Anthropic's event stream; a forced tool call and its result; models;
-//! keys in `x-api-key`; and every failure in Anthropic's error shape with Anthropic's
-//! statuses. The official clients' own checks are in `anthropic_clients`.
+//! keys in `x-api-key`; Claude Code's own first request; and every failure in Anthropic's
+//! error shape with Anthropic's statuses. The official clients' own checks are in `anthropic_clients`.
 
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -10,6 +10,7 @@ use tessera_store::Backend;
 
 use crate::{
     chats::{LOCAL, local_app, model_dir},
+    hardening3_tools::ToolUpstream,
     openai::{api_key, foreign_model, source_ids},
     processing::{MARKDOWN, knowledge_app_with},
     rag::dataset_with,
@@ -411,6 +412,107 @@ async fn count_tokens_without_running_the_model() {
         400,
     )
     .await;
+    assert!(
+        error["message"].as_str().unwrap().contains("max_tokens"),
+        "{error}"
+    );
+    app.stop().await;
+}
+
+/// A remote model large enough for Claude Code's prompt, served by the loopback
+/// OpenAI-compatible upstream (no reasoning: Claude Code's adaptive thinking answers
+/// without).
+pub const LARGE: &str = "stub/large";
+
+/// The upstream's catalog with [`LARGE`].
+pub fn large_catalog(upstream: &ToolUpstream) -> String {
+    format!(
+        r#"{}
+[[models]]
+id = "{LARGE}"
+display_name = "A remote model with a large window"
+provider = "stub"
+model_name = "stub-large"
+context_window = 200000
+max_tokens_per_request = 64000
+capabilities = {{ streaming = true, tools = true, json_schema = true }}
+"#,
+        upstream.catalog()
+    )
+}
+
+/// Claude Code's first request as it sent it (`tests/anthropic-clients/README.md` says where
+/// it came from): answered through a remote upstream, with its system blocks, its tools (and
+/// their `defer_loading`), adaptive thinking, `context_management` and `output_config` taken;
+/// on the embedded model refused with a clear 400 naming `max_tokens` (its limit is 1,024,
+/// Claude Code asks for 32,000).
+#[tokio::test]
+async fn claude_codes_first_request_is_answered() {
+    let upstream = ToolUpstream::start().await;
+    let (app, _dir) = local_app(Backend::Sqlite, Some(large_catalog(&upstream))).await;
+    let admin = app.caller_token("org:admin models:read chats:invoke").await;
+    let (_, key) = api_key(
+        &app,
+        &admin,
+        json!({"name": "claude code", "scopes": ["models:read", "chats:invoke"]}),
+    )
+    .await;
+    let captured: Value = serde_json::from_str(include_str!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/anthropic-clients/claude-code-first-request.json"
+    )))
+    .unwrap();
+    let send = |model: &str| {
+        let mut request = captured.clone();
+        request["model"] = json!(model);
+        app.client
+            .post(app.url("/anthropic/v1/messages?beta=true"))
+            .header("x-api-key", &key)
+            .header("anthropic-version", "2023-06-01")
+            .header("anthropic-beta", "claude-code-20250219,interleaved-thinking-2025-05-14,context-management-2025-06-27")
+            .header("x-app", "cli")
+            .json(&request)
+            .send()
+    };
+    let response = send(LARGE).await.unwrap();
+    let status = response.status();
+    let body = response.text().await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    let events = anthropic_events(&body);
+    let names: Vec<&str> = events.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(
+        (names.first(), names.last()),
+        (Some(&"message_start"), Some(&"message_stop")),
+        "{names:?}"
+    );
+    let text: String = events
+        .iter()
+        .filter_map(|(_, data)| data["delta"]["text"].as_str())
+        .collect();
+    assert_eq!(text, "Hello from the stub.");
+    // The upstream got Claude Code's system prompt, its tools and its question.
+    let sent = upstream.requests().pop().unwrap();
+    let system = sent["messages"][0]["content"].as_str().unwrap_or_default();
+    assert!(system.contains("Primary working directory"), "{sent}");
+    let tools: Vec<&str> = sent["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        tools.len(),
+        captured["tools"].as_array().unwrap().len(),
+        "{tools:?}"
+    );
+    assert!(
+        tools.contains(&"Bash") && tools.contains(&"Read"),
+        "{tools:?}"
+    );
+
+    // The embedded model cannot take it: a clear 400 in Anthropic's shape.
+    let error = anthropic_error(send(LOCAL).await.unwrap(), 400).await;
+    assert_eq!(error["type"], "invalid_request_error");
     assert!(
         error["message"].as_str().unwrap().contains("max_tokens"),
         "{error}"

@@ -133,6 +133,7 @@ impl ChatService {
             span.record("gen_ai.conversation.id", chat.id.as_str());
         }
 
+        let thinking = thinks(&request, &resolved);
         let message_id = MessageId::generate();
         let publisher = self.hub.open(&chat.id, &message_id);
         let events = self
@@ -187,9 +188,7 @@ impl ChatService {
                 top_p: request.top_p,
                 seed: request.seed,
                 stop: request.stop,
-                reasoning: request
-                    .enable_reasoning
-                    .then_some((request.reasoning_effort, request.reasoning_budget)),
+                reasoning: thinking.then_some((request.reasoning_effort, request.reasoning_budget)),
                 cache_scope: Some(caller.organization.to_string()),
             },
         };
@@ -376,7 +375,7 @@ impl ChatService {
             &Requirements {
                 tools: &request.tools,
                 response_format: request.response_format.as_ref(),
-                reasoning: request.enable_reasoning,
+                reasoning: thinks(request, resolved),
                 reasoning_budget: request.reasoning_budget,
                 max_tokens: request.max_tokens,
             },
@@ -635,6 +634,13 @@ fn holds_instructions(snapshot: &ModelSnapshot, instructions: &str) -> bool {
 /// The messages that fit the model's context window with room kept for the answer, and the
 /// answer's token limit: the request's, or what the window leaves (within the model's
 /// per-request limit).
+/// Whether the answer reasons: asked for, and the model can or must (a request that thinks
+/// only if the model can answers without reasoning on a model that has none).
+fn thinks(request: &CompletionRequest, resolved: &ResolvedModel) -> bool {
+    request.enable_reasoning
+        && (!request.reasoning_if_supported || resolved.base.capabilities.reasoning)
+}
+
 fn fitted(
     system: Option<&str>,
     history: Vec<ChatMessage>,

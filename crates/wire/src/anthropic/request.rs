@@ -102,6 +102,8 @@ pub struct ToolResultBlockIn {
 pub enum AnthropicRole {
     User,
     Assistant,
+    /// Instructions within the conversation, folded into the system prompt.
+    System,
 }
 
 /// A turn of the conversation.
@@ -230,8 +232,8 @@ pub enum EffortIn {
 pub struct MetadataIn {
     /// An opaque id of the end user, accepted for compatibility (usage is attributed to
     /// the credential).
-    #[validate(length(max = 256))]
-    #[schema(max_length = 256)]
+    #[validate(length(max = 512))]
+    #[schema(max_length = 512)]
     pub user_id: Option<String>,
 }
 
@@ -279,6 +281,10 @@ pub struct CreateMessageRequest {
     /// Accepted: prompt prefixes are reused without marks.
     #[schema(value_type = Option<Object>)]
     pub cache_control: Option<Value>,
+    /// Accepted (Claude Code sends it): earlier thinking, which its edits clear, is never
+    /// replayed to the model here.
+    #[schema(value_type = Option<Object>)]
+    pub context_management: Option<Value>,
     /// Accepted and ignored.
     pub service_tier: Option<String>,
     /// Accepted and ignored.
@@ -310,6 +316,8 @@ pub struct CountTokensRequest {
     pub output_config: Option<OutputConfigIn>,
     #[schema(value_type = Option<Object>)]
     pub cache_control: Option<Value>,
+    #[schema(value_type = Option<Object>)]
+    pub context_management: Option<Value>,
 }
 
 /// The prompt's size.
@@ -342,6 +350,7 @@ impl CountTokensRequest {
             thinking: self.thinking,
             output_config: self.output_config,
             cache_control: None,
+            context_management: None,
             service_tier: None,
             speed: None,
             inference_geo: None,
@@ -483,9 +492,10 @@ impl CreateMessageRequest {
                 "unsupported",
             ));
         }
-        let instructions = match self.system {
-            None => None,
-            Some(SystemIn::Text(text)) => Some(text),
+        // `system` first, then the conversation's system turns, in order.
+        let mut instructions = match self.system {
+            None => Vec::new(),
+            Some(SystemIn::Text(text)) => vec![text],
             Some(SystemIn::Blocks(blocks)) => {
                 let mut texts = Vec::with_capacity(blocks.len());
                 for (index, block) in blocks.into_iter().enumerate() {
@@ -498,10 +508,9 @@ impl CreateMessageRequest {
                     }
                     texts.push(block.text);
                 }
-                Some(texts.join("\n\n"))
+                vec![texts.join("\n\n")]
             }
-        }
-        .filter(|text| !text.is_empty());
+        };
 
         let mut messages = Vec::new();
         let mut positions = Vec::new();
@@ -514,6 +523,9 @@ impl CreateMessageRequest {
                     &mut positions,
                     &mut errors,
                 ),
+                AnthropicRole::System => {
+                    instructions.push(system_turn(at, message.content, &mut errors));
+                }
                 AnthropicRole::Assistant => {
                     messages.push(assistant_turn(at, message.content, &mut errors));
                     positions.push(at);
@@ -552,6 +564,7 @@ impl CreateMessageRequest {
             Some(AnthropicToolChoice::None) => ToolChoice::None,
         };
 
+        let adaptive = matches!(self.thinking, Some(ThinkingIn::Adaptive { .. }));
         let (enable_reasoning, reasoning_budget, display) = match self.thinking {
             None | Some(ThinkingIn::Disabled) => (false, None, None),
             Some(ThinkingIn::Adaptive { display }) => (true, None, display),
@@ -604,13 +617,15 @@ impl CreateMessageRequest {
                 tool_choice,
                 response_format,
                 enable_reasoning,
+                // Adaptive thinking on a model without reasoning answers without it.
+                reasoning_if_supported: adaptive,
                 reasoning_budget,
                 reasoning_effort: reasoning_effort.filter(|_| enable_reasoning),
                 max_tokens: Some(self.max_tokens),
                 temperature: self.temperature,
                 top_p: self.top_p,
                 stop: self.stop_sequences.unwrap_or_default(),
-                instructions,
+                instructions: Some(instructions.join("\n\n")).filter(|text| !text.is_empty()),
                 stateless: true,
                 ..CompletionRequest::default()
             },
@@ -692,6 +707,23 @@ fn user_turn(
     }
 }
 
+/// A system turn of the conversation (Claude Code sends its environment so): text blocks,
+/// appended to the instructions as the OpenAI dialect folds out its system messages.
+fn system_turn(at: usize, content: AnthropicContent, errors: &mut Vec<FieldError>) -> String {
+    let mut text = Vec::new();
+    for (index, block) in content.blocks().into_iter().enumerate() {
+        match block {
+            ContentBlockIn::Text { text: part, .. } => text.push(part),
+            _ => errors.push(field(
+                &block_loc(at, index, &["type"]),
+                "system turns carry `text` blocks only",
+                "value_error",
+            )),
+        }
+    }
+    text.join("\n")
+}
+
 /// An assistant turn: its text and tool calls (earlier thinking is not replayed).
 fn assistant_turn(
     at: usize,
@@ -754,6 +786,10 @@ mod tests {
             .translate()
     }
 
+    fn request_of(body: Value) -> Translated {
+        request(body).ok().unwrap()
+    }
+
     #[test]
     fn system_tool_results_and_tool_uses_become_the_domains_messages() {
         let translated = request(json!({
@@ -796,6 +832,20 @@ mod tests {
         assert_eq!(request.stop, vec!["END".to_owned()]);
         assert_eq!(request.max_tokens, Some(64));
         assert!(request.stateless && !request.enable_reasoning);
+        let with_turn = request_of(json!({
+            "model": "m",
+            "max_tokens": 8,
+            "system": "Be brief.",
+            "messages": [
+                {"role": "user", "content": "Hi"},
+                {"role": "system", "content": [{"type": "text", "text": "The time is noon."}]}
+            ]
+        }));
+        assert_eq!(with_turn.positions, vec![0]);
+        assert_eq!(
+            with_turn.request.instructions.as_deref(),
+            Some("Be brief.\n\nThe time is noon.")
+        );
     }
 
     #[test]
