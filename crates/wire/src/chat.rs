@@ -173,3 +173,26 @@ pub fn located_as(
         })
         .collect()
 }
+
+/// A field error located in the request body (`body.` + `loc`).
+pub fn body_field(loc: &[LocSegment], msg: impl Into<String>, kind: &str) -> FieldError {
+    let mut full = vec![LocSegment::from("body")];
+    full.extend_from_slice(loc);
+    FieldError::new(full, msg, kind)
+}
+
+/// An image given inline as base64, when it is one of the accepted kinds (PNG, JPEG, GIF,
+/// WebP) and decodes.
+pub fn inline_image(media_type: &str, data: &str) -> Option<tessera_models::ImageInput> {
+    if !matches!(
+        media_type,
+        "image/png" | "image/jpeg" | "image/gif" | "image/webp"
+    ) {
+        return None;
+    }
+    use base64::Engine;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(data.trim())
+        .ok()?;
+    Some(tessera_chats::image(media_type, bytes))
+}

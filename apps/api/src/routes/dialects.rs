@@ -1,7 +1,8 @@
 //! Every problem+json answer on a dialect's paths (token checks, rate limits, unknown routes
 //! and handlers alike) is rewritten into that dialect's error shape: OpenAI's under
 //! `/openai/` (`tessera_wire::openai::error`), Anthropic's under `/anthropic/`
-//! (`tessera_wire::anthropic::error`), so a dialect cannot leak Tessera's own error format.
+//! (`tessera_wire::anthropic::error`), so a dialect cannot leak Tessera's own error format;
+//! and the problem a dialect's failed completion answers with (`completion_error`).
 
 use actix_web::{
     Error, HttpResponse,
@@ -11,8 +12,36 @@ use actix_web::{
     middleware::Next,
 };
 use serde_json::Value;
+use tessera_chats::ChatError;
+use tessera_kernel::FieldError;
+use tessera_models::ModelError;
 
-use crate::problem::PROBLEM_JSON;
+use crate::{
+    problem::{ApiError, PROBLEM_JSON, ProblemDetail},
+    routes::{chats::chat_error, openai::models::model_not_found},
+};
+
+/// The problem a failed completion answers with in a dialect: an unknown (or another
+/// organization's) model is 404 `model_not_found`, field errors are located as the client
+/// sent the request (`located`: the dialect's names and message positions).
+pub fn completion_error(
+    error: ChatError,
+    model: &str,
+    located: impl Fn(&[FieldError]) -> Vec<FieldError>,
+) -> ApiError {
+    match error {
+        ChatError::Model(ModelError::NotFound(_) | ModelError::UnknownBaseModel(_)) => {
+            model_not_found(model)
+        }
+        other => {
+            let problem = chat_error(other);
+            match &problem.detail {
+                ProblemDetail::Fields(fields) => ApiError::validation(located(fields)),
+                _ => problem,
+            }
+        }
+    }
+}
 
 /// A dialect whose paths answer in its own error shape.
 #[derive(Debug, Clone, Copy)]

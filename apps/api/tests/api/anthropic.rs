@@ -11,9 +11,8 @@ use tessera_store::Backend;
 use crate::{
     chats::{LOCAL, local_app, model_dir},
     hardening3_tools::ToolUpstream,
-    openai::{api_key, foreign_model, source_ids},
-    processing::{MARKDOWN, knowledge_app_with},
-    rag::dataset_with,
+    openai::{api_key, foreign_model, helpdesk_model, source_ids},
+    processing::knowledge_app_with,
     support::{TestApp, ok},
 };
 
@@ -93,39 +92,7 @@ async fn one_pipeline_in_anthropics_shape() {
     let token = app
         .caller_token("files:read files:write datasets:read datasets:write models:read models:write chats:invoke chats:read usage:read org:admin")
         .await;
-    let help = dataset_with(
-        &app,
-        &token,
-        "Help",
-        &[("help.md", MARKDOWN.as_bytes().to_vec())],
-    )
-    .await;
-    let model = ok(
-        app.call_json(
-            Method::POST,
-            "/v1/models",
-            &token,
-            &json!({"parentModelId": LOCAL, "displayName": "Helpdesk",
-                    "systemPrompt": "You answer questions about the account."}),
-        )
-        .await,
-        201,
-    )
-    .await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    ok(
-        app.call_json(
-            Method::POST,
-            &format!("/v1/models/{model}/datasets"),
-            &token,
-            &json!({"datasetId": help, "usageType": "rag"}),
-        )
-        .await,
-        201,
-    )
-    .await;
+    let model = helpdesk_model(&app, &token).await;
     let native = ok(
         app.call_json(
             Method::POST,

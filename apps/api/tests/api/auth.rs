@@ -338,8 +338,21 @@ async fn every_protected_operation_refuses_bad_tokens() {
 }
 
 /// A refusal in the dialect of `path`: a problem on `/v1`, OpenAI's error under
-/// `/openai/` (whose 401 code is always OpenAI's `invalid_api_key`).
+/// `/openai/` (whose 401 code is always OpenAI's `invalid_api_key`), Anthropic's under
+/// `/anthropic/` (its error types, no codes).
 async fn refused(response: reqwest::Response, path: &str, status: u16, code: &str) {
+    if path.starts_with("/anthropic/") {
+        assert_eq!(response.status().as_u16(), status, "{path}");
+        let body: serde_json::Value = response.json().await.unwrap();
+        let expected = if status == 401 {
+            "authentication_error"
+        } else {
+            "permission_error"
+        };
+        assert_eq!(body["type"], "error", "{path}: {body}");
+        assert_eq!(body["error"]["type"], expected, "{path}: {body}");
+        return;
+    }
     if !path.starts_with("/openai/") {
         problem(response, status, code).await;
         return;

@@ -13,7 +13,7 @@ use crate::{
     chats::{LOCAL, local_app, model_dir},
     processing::{MARKDOWN, knowledge_app_with},
     rag::dataset_with,
-    support::ok,
+    support::{TestApp, ok},
 };
 
 const SCOPES: &str = "files:read files:write datasets:read datasets:write models:read \
@@ -70,25 +70,21 @@ pub fn source_ids(sources: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-async fn one_dialect_one_pipeline(backend: Backend) {
-    let chat_model = model_dir();
-    let app = knowledge_app_with(backend, |settings| {
-        settings.models.local_dir = Some(chat_model);
-    })
-    .await;
-    let token = app.caller_token(SCOPES).await;
+/// One of the organization's models with a system prompt and a dataset of the help page
+/// (RAG): its id.
+pub async fn helpdesk_model(app: &TestApp, token: &str) -> String {
     let help = dataset_with(
-        &app,
-        &token,
+        app,
+        token,
         "Help",
         &[("help.md", MARKDOWN.as_bytes().to_vec())],
     )
     .await;
-    let model = ok(
+    let model: String = ok(
         app.call_json(
             Method::POST,
             "/v1/models",
-            &token,
+            token,
             &json!({"parentModelId": LOCAL, "displayName": "Helpdesk",
                     "systemPrompt": "You answer questions about the account."}),
         )
@@ -103,13 +99,24 @@ async fn one_dialect_one_pipeline(backend: Backend) {
         app.call_json(
             Method::POST,
             &format!("/v1/models/{model}/datasets"),
-            &token,
+            token,
             &json!({"datasetId": help, "usageType": "rag"}),
         )
         .await,
         201,
     )
     .await;
+    model
+}
+
+async fn one_dialect_one_pipeline(backend: Backend) {
+    let chat_model = model_dir();
+    let app = knowledge_app_with(backend, |settings| {
+        settings.models.local_dir = Some(chat_model);
+    })
+    .await;
+    let token = app.caller_token(SCOPES).await;
+    let model = helpdesk_model(&app, &token).await;
 
     // The same request in both dialects: the same answer, usage and sources.
     let native = ok(
@@ -558,7 +565,7 @@ async fn models_and_embeddings_in_openai_shape() {
 }
 
 /// A model of another organization.
-pub async fn foreign_model(app: &crate::support::TestApp) -> Value {
+pub async fn foreign_model(app: &TestApp) -> Value {
     let other = app.caller_token("models:write").await;
     ok(
         app.call_json(
@@ -574,7 +581,7 @@ pub async fn foreign_model(app: &crate::support::TestApp) -> Value {
 }
 
 /// An API key of the organization of `admin`, holding `scopes`: its id and secret.
-pub async fn api_key(app: &crate::support::TestApp, admin: &str, body: Value) -> (String, String) {
+pub async fn api_key(app: &TestApp, admin: &str, body: Value) -> (String, String) {
     let key = ok(
         app.call_json(Method::POST, "/v1/api-keys", admin, &body)
             .await,

@@ -6,7 +6,6 @@
 //! documents) is refused with the field named, never ignored; `cache_control` marks are
 //! accepted (the engine and the providers reuse prompt prefixes on their own).
 
-use base64::Engine;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tessera_chats::{CompletionRequest, NewMessage};
@@ -16,6 +15,8 @@ use tessera_models::{
 };
 use utoipa::ToSchema;
 use validator::Validate;
+
+use crate::chat::body_field as field;
 
 /// Text, or an array of content blocks.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -373,12 +374,6 @@ pub struct Translated {
     pub positions: Vec<usize>,
 }
 
-fn field(loc: &[LocSegment], msg: impl Into<String>, kind: &str) -> FieldError {
-    let mut full = vec![LocSegment::from("body")];
-    full.extend_from_slice(loc);
-    FieldError::new(full, msg, kind)
-}
-
 fn block_loc(at: usize, index: usize, rest: &[&str]) -> Vec<LocSegment> {
     let mut loc = vec!["messages".into(), at.into(), "content".into(), index.into()];
     loc.extend(rest.iter().map(|name| LocSegment::from(*name)));
@@ -404,18 +399,9 @@ impl ImageSourceIn {
                 Err("remote images are not fetched; give the image as `base64`")
             }
             ImageSourceIn::Base64 { media_type, data } => {
-                if !matches!(
-                    media_type.as_str(),
-                    "image/png" | "image/jpeg" | "image/gif" | "image/webp"
-                ) {
-                    return Err(
-                        "`media_type` must be image/jpeg, image/png, image/gif or image/webp",
-                    );
-                }
-                base64::engine::general_purpose::STANDARD
-                    .decode(data.trim())
-                    .map(|bytes| tessera_chats::image(&media_type, bytes))
-                    .map_err(|_| "`data` is not valid base64")
+                crate::chat::inline_image(&media_type, &data).ok_or(
+                    "must be base64 `data` of an image/jpeg, image/png, image/gif or image/webp",
+                )
             }
         }
     }

@@ -6,7 +6,6 @@
 
 use std::collections::HashMap;
 
-use base64::Engine;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tessera_chats::{CompletionRequest, Message, NewMessage};
@@ -16,7 +15,7 @@ use utoipa::ToSchema;
 use validator::Validate;
 
 use crate::{
-    chat::{SourceOut, ToolCallOut},
+    chat::{SourceOut, ToolCallOut, body_field as field},
     tool_choice::ToolChoiceIn,
 };
 
@@ -253,12 +252,6 @@ pub struct Translated {
     pub positions: Vec<usize>,
 }
 
-fn field(loc: &[LocSegment], msg: impl Into<String>, kind: &str) -> FieldError {
-    let mut full = vec![LocSegment::from("body")];
-    full.extend_from_slice(loc);
-    FieldError::new(full, msg, kind)
-}
-
 impl ContentIn {
     /// The text of the content and its inline images; `at` locates errors.
     fn split(
@@ -301,18 +294,8 @@ impl ContentIn {
 
 /// The image of a `data:` URL, when it is one of the accepted kinds.
 pub fn data_url(url: &str) -> Option<tessera_models::ImageInput> {
-    let rest = url.strip_prefix("data:")?;
-    let (media_type, data) = rest.split_once(";base64,")?;
-    if !matches!(
-        media_type,
-        "image/png" | "image/jpeg" | "image/gif" | "image/webp"
-    ) {
-        return None;
-    }
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(data.trim())
-        .ok()?;
-    Some(tessera_chats::image(media_type, bytes))
+    let (media_type, data) = url.strip_prefix("data:")?.split_once(";base64,")?;
+    crate::chat::inline_image(media_type, data)
 }
 
 impl ChatCompletionRequest {

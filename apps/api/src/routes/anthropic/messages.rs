@@ -4,7 +4,6 @@
 
 use actix_web::{HttpResponse, http::StatusCode, post, web};
 use tessera_chats::{ChatError, GenerationEvent};
-use tessera_models::ModelError;
 use tessera_wire::anthropic::{
     error::AnthropicError,
     message::{AnthropicMessage, message_id},
@@ -17,31 +16,19 @@ use crate::{
     access::Caller,
     chat_stream::{self, Encoder, Format, HEARTBEAT},
     extract::ValidJson,
-    problem::{ApiError, ProblemDetail},
+    problem::ApiError,
     routes::{
-        chats::{chat_caller, chat_error, start_completion_as},
-        openai::models::model_not_found,
+        chats::{chat_caller, start_completion_as},
+        dialects,
     },
     state::AppState,
 };
 
-/// The problem a failed completion answers with, in this dialect's terms: an unknown model
-/// is `not_found_error`, field errors are located as the client sent the request.
+/// The problem a failed completion answers with, in this dialect's terms.
 fn completion_error(error: ChatError, model: &str, positions: &[usize]) -> ApiError {
-    match error {
-        ChatError::Model(ModelError::NotFound(_) | ModelError::UnknownBaseModel(_)) => {
-            model_not_found(model)
-        }
-        other => {
-            let problem = chat_error(other);
-            match &problem.detail {
-                ProblemDetail::Fields(fields) => ApiError::validation(
-                    tessera_wire::chat::located_as(fields, positions, anthropic_name),
-                ),
-                _ => problem,
-            }
-        }
-    }
+    dialects::completion_error(error, model, |fields| {
+        tessera_wire::chat::located_as(fields, positions, anthropic_name)
+    })
 }
 
 /// Create a message in Anthropic's format.

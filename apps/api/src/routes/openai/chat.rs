@@ -5,7 +5,6 @@
 
 use actix_web::{HttpResponse, http::StatusCode, post, web};
 use tessera_chats::{ChatError, GenerationEvent};
-use tessera_models::ModelError;
 use tessera_wire::openai::{
     chat::{ChatCompletion, ChatCompletionRequest, completion_id, located},
     error::OpenAiError,
@@ -13,31 +12,19 @@ use tessera_wire::openai::{
     unix,
 };
 
-use super::{error::failure, models::model_not_found};
+use super::error::failure;
 use crate::{
     access::Caller,
     chat_stream::{self, Encoder, Format, HEARTBEAT},
     extract::ValidJson,
-    problem::{ApiError, ProblemDetail},
-    routes::chats::{chat_error, start_completion_as},
+    problem::ApiError,
+    routes::{chats::start_completion_as, dialects},
     state::AppState,
 };
 
-/// The problem a failed completion answers with, in this dialect's terms: OpenAI's
-/// `model_not_found`, field errors located as the client sent the request.
+/// The problem a failed completion answers with, in this dialect's terms.
 fn completion_error(error: ChatError, model: &str, positions: &[usize]) -> ApiError {
-    match error {
-        ChatError::Model(ModelError::NotFound(_) | ModelError::UnknownBaseModel(_)) => {
-            model_not_found(model)
-        }
-        other => {
-            let problem = chat_error(other);
-            match &problem.detail {
-                ProblemDetail::Fields(fields) => ApiError::validation(located(fields, positions)),
-                _ => problem,
-            }
-        }
-    }
+    dialects::completion_error(error, model, |fields| located(fields, positions))
 }
 
 /// Create a chat completion in OpenAI's format.
