@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tessera_chats::{CompletionRequest, Message, NewMessage};
-use tessera_kernel::{FieldError, LocSegment};
+use tessera_kernel::FieldError;
 use tessera_models::{JsonSchemaFormat, ReasoningEffort, Role, ToolCall, ToolChoice, ToolSpec};
 use utoipa::ToSchema;
 use validator::Validate;
