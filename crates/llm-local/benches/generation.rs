@@ -8,7 +8,9 @@
 //! one token (prompt processing: prompt tokens over the time to the first token), and a short
 //! prompt asking for a long answer (generation: tokens after the first over the time from the
 //! first to the last). One warm-up, then `BENCH_RUNS` (default 3) measured runs; medians.
-//! The engine's prefix reuse is off: every prompt is read whole, as llama.cpp's is.
+//! The engine's prefix reuse is off: every prompt is read whole, as llama.cpp's is. On a
+//! CPU with AVX-512 the engine is measured twice, with its AVX-512 kernels (the default
+//! there) and with its AVX2 ones (what AVX2-only CPUs run): the baseline in the same run.
 //!
 //! Environment: `CANDLE_NUM_THREADS` (the engine's threads, `LocalEngineOptions::threads`;
 //! llama.cpp is given the same number, default 1), `TESSERA_BENCH_LLAMA_PYTHON` (a Python
@@ -27,7 +29,9 @@ use std::{
 use anyhow::{Context, Result, bail};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
-use tessera_llm_local::{LocalEngine, LocalEngineOptions, LocalTokenCounter, testing};
+use tessera_llm_local::{
+    InstructionSet, LocalEngine, LocalEngineOptions, LocalTokenCounter, testing,
+};
 use tessera_models::{ChatEvent, ChatMessage, ChatModel, ChatRequest, Role};
 
 /// A fixed system prompt, so both engines see the same ChatML text (the engine would
@@ -53,6 +57,8 @@ struct PromptFigure {
 #[derive(Debug, Clone)]
 struct Figures {
     prompts: Vec<PromptFigure>,
+    /// llama.cpp's own account of the instruction sets its build uses.
+    system_info: Option<String>,
     generated_tokens: usize,
     generated_per_s: f64,
 }
@@ -83,31 +89,44 @@ fn main() -> Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let engine = LocalEngine::load(
-        &model,
-        LocalEngineOptions {
-            threads: Some(threads),
-            context_length: Some(CONTEXT),
-            // Every run reads its prompt whole: a reused prefix would measure the cache.
-            prefix_cache_bytes: 0,
-            ..LocalEngineOptions::default()
-        },
-    )?;
-    let tokens = engine.token_counter();
-    let users: Vec<String> = sizes.iter().map(|&size| user_text(&tokens, size)).collect();
-    let ours = runtime.block_on(measure_engine(&engine, &users, runs))?;
-    // The ChatML the engine rendered must be the text llama.cpp is given.
-    let rendered: Vec<String> = users.iter().map(|user| chatml(user)).collect();
-    for (text, figure) in rendered.iter().zip(&ours.prompts) {
-        let count = tokens.encode(text).len();
-        if count != figure.tokens {
-            bail!(
-                "the engine's prompt has {} tokens, the bench's ChatML {count}: the templates differ",
-                figure.tokens
-            );
-        }
+    // The widest kernels this CPU has, and on an AVX-512 CPU the AVX2 ones too: the path
+    // AVX2-only CPUs run, and the baseline the AVX-512 kernels are measured against.
+    let widest = InstructionSet::widest(None);
+    let mut kernels = vec![widest];
+    if widest == InstructionSet::Avx512 {
+        kernels.push(InstructionSet::Avx2);
     }
-    drop(engine);
+    let mut measured = Vec::new();
+    let mut rendered = Vec::new();
+    for isa in kernels {
+        let engine = LocalEngine::load(
+            &model,
+            LocalEngineOptions {
+                threads: Some(threads),
+                context_length: Some(CONTEXT),
+                // Every run reads its prompt whole: a reused prefix would measure the cache.
+                prefix_cache_bytes: 0,
+                max_instruction_set: Some(isa),
+                ..LocalEngineOptions::default()
+            },
+        )?;
+        let tokens = engine.token_counter();
+        let users: Vec<String> = sizes.iter().map(|&size| user_text(&tokens, size)).collect();
+        let figures = runtime.block_on(measure_engine(&engine, &users, runs))?;
+        // The ChatML the engine rendered must be the text llama.cpp is given.
+        rendered = users.iter().map(|user| chatml(user)).collect();
+        for (text, figure) in rendered.iter().zip(&figures.prompts) {
+            let count = tokens.encode(text).len();
+            if count != figure.tokens {
+                bail!(
+                    "the engine's prompt has {} tokens, the bench's ChatML {count}: the templates differ",
+                    figure.tokens
+                );
+            }
+        }
+        measured.push((isa, figures));
+    }
+    let ours = &measured[0].1;
 
     let llama = match std::env::var_os("TESSERA_BENCH_LLAMA_PYTHON").filter(|p| !p.is_empty()) {
         Some(python) => measure_llama_cpp(
@@ -125,7 +144,7 @@ fn main() -> Result<()> {
         }
     };
 
-    print_table(&model, threads, runs, &ours, llama);
+    print_table(&model, threads, runs, &measured, llama);
     Ok(())
 }
 
@@ -229,6 +248,7 @@ async fn measure_engine(engine: &LocalEngine, users: &[String], runs: usize) -> 
     }
     Ok(Figures {
         prompts,
+        system_info: None,
         generated_tokens,
         generated_per_s: median(rates),
     })
@@ -289,6 +309,7 @@ fn measure_llama_cpp(
         .collect::<Result<_>>()?;
     Ok(Figures {
         prompts,
+        system_info: figures["system_info"].as_str().map(str::to_owned),
         generated_tokens: number(&figures, "generated_tokens")? as usize,
         generated_per_s: number(&figures, "generated_per_s")?,
     })
@@ -328,7 +349,7 @@ fn print_table(
     model: &Path,
     threads: usize,
     runs: usize,
-    ours: &Figures,
+    measured: &[(InstructionSet, Figures)],
     llama: Result<Figures, String>,
 ) {
     println!(
@@ -341,40 +362,65 @@ fn print_table(
         cpu_flags()
     );
     let llama = match llama {
-        Ok(llama) => Some(llama),
+        Ok(llama) => {
+            if let Some(info) = &llama.system_info {
+                println!("llama.cpp: {info}\n");
+            }
+            Some(llama)
+        }
         Err(why) => {
             println!("llama.cpp: not measured ({why})\n");
             None
         }
     };
-    println!("| measure | tokens | tessera tokens/s | llama.cpp tokens/s | tessera / llama.cpp |");
-    println!("|:--|--:|--:|--:|--:|");
-    let row = |name: &str, tokens: usize, ours: f64, theirs: Option<f64>| {
-        let (theirs, ratio) = match theirs {
-            Some(theirs) => (format!("{theirs:.1}"), format!("{:.2}×", ours / theirs)),
-            None => ("–".to_owned(), "–".to_owned()),
-        };
-        println!("| {name} | {tokens} | {ours:.1} | {theirs} | {ratio} |");
+    let (widest, ours) = (measured[0].0, &measured[0].1);
+    let others = &measured[1..];
+    let mut header = format!(
+        "| measure | tokens | tessera ({}) tokens/s |",
+        widest.name()
+    );
+    let mut rule = String::from("|:--|--:|--:|");
+    for (isa, _) in others {
+        header += &format!(
+            " tessera ({}) tokens/s | {} ÷ {} |",
+            isa.name(),
+            widest.name(),
+            isa.name()
+        );
+        rule += "--:|--:|";
+    }
+    println!(
+        "{header} llama.cpp tokens/s | tessera ({}) / llama.cpp |",
+        widest.name()
+    );
+    println!("{rule}--:|--:|");
+    let row = |name: &str, tokens: usize, pick: &dyn Fn(&Figures) -> Option<f64>| {
+        let Some(value) = pick(ours) else { return };
+        let mut line = format!("| {name} | {tokens} | {value:.1} |");
+        for (_, figures) in others {
+            match pick(figures) {
+                Some(other) => line += &format!(" {other:.1} | {:.2}× |", value / other),
+                None => line += " – | – |",
+            }
+        }
+        match llama.as_ref().and_then(pick) {
+            Some(theirs) => line += &format!(" {theirs:.1} | {:.2}× |", value / theirs),
+            None => line += " – | – |",
+        }
+        println!("{line}");
     };
     for (index, prompt) in ours.prompts.iter().enumerate() {
-        let theirs = llama.as_ref().and_then(|l| l.prompts.get(index));
-        if let Some(theirs) = theirs
+        if let Some(theirs) = llama.as_ref().and_then(|l| l.prompts.get(index))
             && theirs.tokens != prompt.tokens
         {
             println!("(llama.cpp read {} tokens of this prompt)", theirs.tokens);
         }
-        row(
-            "prompt processing",
-            prompt.tokens,
-            prompt.per_s,
-            theirs.map(|t| t.per_s),
-        );
+        row("prompt processing", prompt.tokens, &|f: &Figures| {
+            f.prompts.get(index).map(|p| p.per_s)
+        });
     }
-    row(
-        "generation",
-        ours.generated_tokens,
-        ours.generated_per_s,
-        llama.as_ref().map(|l| l.generated_per_s),
-    );
-    println!("\ngoal (issue 63): every ratio ≥ 1.00×");
+    row("generation", ours.generated_tokens, &|f: &Figures| {
+        Some(f.generated_per_s)
+    });
+    println!("\ngoal (issue 63): every tessera / llama.cpp ratio ≥ 1.00×");
 }

@@ -3,6 +3,7 @@
 Argument: one JSON object (model, threads, runs, context, prompts, story_prompt, generated).
 Prints one JSON object: prompts (a list of {tokens, per_s}, in the order given),
 generated_tokens and generated_per_s (medians over `runs` measured runs after one warm-up),
+and system_info (the instruction sets llama.cpp's build uses),
 measured the way the Rust side measures the embedded engine: prompt tokens over the time to
 the first sampled token, and tokens after the first over the time from the first to the
 last, greedily. Every run reads its prompt whole: `llm.reset()` first, since `generate`
@@ -14,7 +15,7 @@ import statistics
 import sys
 import time
 
-from llama_cpp import Llama
+from llama_cpp import Llama, llama_print_system_info
 
 
 def main() -> None:
@@ -68,6 +69,7 @@ def main() -> None:
                 "prompts": prompts,
                 "generated_tokens": generated,
                 "generated_per_s": statistics.median(generation_rates),
+                "system_info": llama_print_system_info().decode(errors="replace").strip(),
             }
         )
     )

@@ -54,6 +54,7 @@ mod tokenizer;
 mod tools;
 
 pub use files::find_model_file;
+pub use llama::InstructionSet;
 
 use std::{
     fs::File,
@@ -126,6 +127,9 @@ pub struct LocalEngineOptions {
     /// Memory for the keys and values of recent prompts kept for reuse by later prompts
     /// that start the same way (besides the running one's); 0 turns reuse off.
     pub prefix_cache_bytes: usize,
+    /// The widest instruction set the kernels may use (`None`: the widest this CPU has);
+    /// a narrower one is for comparing the kernels on one machine.
+    pub max_instruction_set: Option<InstructionSet>,
 }
 
 impl Default for LocalEngineOptions {
@@ -137,6 +141,7 @@ impl Default for LocalEngineOptions {
             queue_capacity: 4,
             retry_after: Duration::from_secs(1),
             prefix_cache_bytes: DEFAULT_PREFIX_CACHE_BYTES,
+            max_instruction_set: None,
         }
     }
 }
@@ -200,7 +205,13 @@ impl LocalEngine {
         let context_length = options.context_length.unwrap_or(trained).min(trained);
 
         let threads = options.threads.unwrap_or_else(default_threads);
-        let model = Llama::load(&content, &mut reader, threads)?;
+        let isa = InstructionSet::widest(options.max_instruction_set);
+        tracing::info!(
+            kernels = isa.name(),
+            threads,
+            "the embedded chat model is loaded"
+        );
+        let model = Llama::load(&content, &mut reader, threads, isa)?;
 
         let (jobs, queue) = sync_channel(options.queue_capacity);
         let worker = Worker {

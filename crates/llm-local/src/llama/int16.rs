@@ -1,6 +1,7 @@
 //! The fast path of single-token products (generation): the activations quantized to 16 bits
 //! per block of 32 (a scale per block, and the block's exact f32 sum for Q4_1's minimums),
-//! multiplied with Q4_1 and Q8_0 rows by integer dot products (AVX2 `madd`).
+//! multiplied with Q4_1 and Q8_0 rows by integer dot products (`madd` of AVX2, or of
+//! AVX-512 BW in `avx512`).
 //!
 //! Why 16 bits and not llama.cpp's 8: SmolLM2 has outlier activations (at the inputs of its
 //! feed-forward down projections and of the output projection) that 8 bits per block cannot
@@ -13,8 +14,14 @@
 use std::arch::x86_64::{__m128i, __m256, __m256i};
 
 #[cfg(target_arch = "x86_64")]
-use pulp::{cast, x86::V3};
+use pulp::{
+    cast,
+    x86::{V3, V4},
+};
 
+use super::isa::InstructionSet;
+#[cfg(target_arch = "x86_64")]
+use super::kernels::Half;
 use super::kernels::{BLOCK, Q4_1Row, Q8_0Row, Row};
 
 /// One token's activations, 16 bits per value.
@@ -51,28 +58,69 @@ impl Int16Activations {
         }
         activations
     }
+
+    /// Each block's 16-bit values.
+    pub(crate) fn quants(&self) -> &[[i16; BLOCK]] {
+        &self.quants
+    }
+
+    /// Each block's scale.
+    pub(crate) fn scales(&self) -> &[f32] {
+        &self.scales
+    }
+
+    /// Each block's exact sum (for Q4_1's minimums).
+    pub(crate) fn sums(&self) -> &[f32] {
+        &self.sums
+    }
 }
 
 /// `out[i] = row(first + i) · activations` for every `i`.
 pub(crate) fn int16_dot_rows<'a>(
+    isa: InstructionSet,
     row: impl Fn(usize) -> Row<'a>,
     first: usize,
     activations: &Int16Activations,
     out: &mut [f32],
 ) {
     #[cfg(target_arch = "x86_64")]
-    if let Some(simd) = V3::try_new() {
-        simd.vectorize(|| {
-            for (i, value) in out.iter_mut().enumerate() {
-                *value = match row(first + i) {
-                    Row::Q4_1(row) => q4_1_v3(simd, row, activations),
-                    Row::Q8_0(row) => q8_0_v3(simd, row, activations),
-                    row @ Row::F32(_) => scalar_dot(row, activations),
-                };
-            }
-        });
+    if isa == InstructionSet::Avx512
+        && let Some(simd) = V4::try_new()
+    {
+        use super::avx512::{q4_1_int16, q8_0_int16};
+        simd.vectorize(
+            #[inline(always)]
+            || {
+                for (i, value) in out.iter_mut().enumerate() {
+                    *value = match row(first + i) {
+                        Row::Q4_1(row) => q4_1_int16(simd, row, activations),
+                        Row::Q8_0(row) => q8_0_int16(simd, row, activations),
+                        row @ Row::F32(_) => scalar_dot(row, activations),
+                    };
+                }
+            },
+        );
         return;
     }
+    #[cfg(target_arch = "x86_64")]
+    if isa <= InstructionSet::Avx2
+        && let Some(simd) = V3::try_new()
+    {
+        simd.vectorize(
+            #[inline(always)]
+            || {
+                for (i, value) in out.iter_mut().enumerate() {
+                    *value = match row(first + i) {
+                        Row::Q4_1(row) => q4_1_v3(simd, row, activations),
+                        Row::Q8_0(row) => q8_0_v3(simd, row, activations),
+                        row @ Row::F32(_) => scalar_dot(row, activations),
+                    };
+                }
+            },
+        );
+        return;
+    }
+    let _ = isa;
     for (i, value) in out.iter_mut().enumerate() {
         *value = scalar_dot(row(first + i), activations);
     }
@@ -134,57 +182,114 @@ fn add_block(simd: V3, acc: __m256, scale: f32, weights: [__m256i; 2], x: &[i16;
     )
 }
 
+/// Eight half-precision values widened at once, exactly as [`Half::get`] widens one (the
+/// exponent and mantissa moved into f32's places and rescaled by 2^112, the sign moved).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn widen_halves(simd: V3, halves: &[Half; 8]) -> __m256 {
+    const TWO_TO_112: u32 = 0x7780_0000;
+    let (avx, avx2) = (simd.avx, simd.avx2);
+    let mut bits = [0u16; 8];
+    for (bits, half) in bits.iter_mut().zip(halves) {
+        *bits = half.0;
+    }
+    let wide = avx2._mm256_cvtepu16_epi32(cast(bits));
+    let magnitude =
+        avx2._mm256_slli_epi32::<13>(avx2._mm256_and_si256(wide, avx._mm256_set1_epi32(0x7fff)));
+    let magnitude = avx._mm256_mul_ps(
+        avx._mm256_castsi256_ps(magnitude),
+        avx._mm256_castsi256_ps(avx._mm256_set1_epi32(TWO_TO_112 as i32)),
+    );
+    let sign =
+        avx2._mm256_slli_epi32::<16>(avx2._mm256_and_si256(wide, avx._mm256_set1_epi32(0x8000)));
+    avx._mm256_or_ps(magnitude, avx._mm256_castsi256_ps(sign))
+}
+
+/// `Σ_b w_scale[b] × x_scale[b] × (words(q[b]) · x[b])` over a row's blocks, plus
+/// `Σ_b min[b] × x_sum[b]` when the row has minimums (Q4_1): the scales' products eight
+/// blocks at a time (the rest one by one), the blocks two at a time into two sums.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn int16_blocks_v3<Q: Copy>(
+    simd: V3,
+    quants: &[Q],
+    scales: &[Half],
+    mins: Option<&[Half]>,
+    x: &Int16Activations,
+    words: impl Fn(Q) -> [__m256i; 2],
+) -> f32 {
+    let (avx, fma) = (simd.avx, simd.fma);
+    let mut acc = [avx._mm256_setzero_ps(); 2];
+    let mut minimums = avx._mm256_setzero_ps();
+    let whole = quants.len() / 8 * 8;
+    for start in (0..whole).step_by(8) {
+        let (w_scales, _) = scales[start..start + 8].as_chunks::<8>();
+        let (xs, _) = x.scales[start..start + 8].as_chunks::<8>();
+        let products: [f32; 8] =
+            cast(avx._mm256_mul_ps(widen_halves(simd, &w_scales[0]), cast(xs[0])));
+        if let Some(mins) = mins {
+            let (mins, _) = mins[start..start + 8].as_chunks::<8>();
+            let (sums, _) = x.sums[start..start + 8].as_chunks::<8>();
+            minimums = fma._mm256_fmadd_ps(widen_halves(simd, &mins[0]), cast(sums[0]), minimums);
+        }
+        for b in (start..start + 8).step_by(2) {
+            let (i, j) = (b - start, b + 1 - start);
+            acc[0] = add_block(simd, acc[0], products[i], words(quants[b]), &x.quants[b]);
+            acc[1] = add_block(
+                simd,
+                acc[1],
+                products[j],
+                words(quants[b + 1]),
+                &x.quants[b + 1],
+            );
+        }
+    }
+    let mut rest_minimums = 0.0;
+    for b in whole..quants.len() {
+        let product = scales[b].get() * x.scales[b];
+        acc[b % 2] = add_block(simd, acc[b % 2], product, words(quants[b]), &x.quants[b]);
+        if let Some(mins) = mins {
+            rest_minimums += mins[b].get() * x.sums[b];
+        }
+    }
+    let total = avx._mm256_add_ps(avx._mm256_add_ps(acc[0], acc[1]), minimums);
+    super::kernels::horizontal_sum(simd, total) + rest_minimums
+}
+
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn q4_1_v3(simd: V3, row: Q4_1Row<'_>, x: &Int16Activations) -> f32 {
     let low_nibbles = simd.sse2._mm_set1_epi8(0x0F);
-    let mut acc = simd.avx._mm256_setzero_ps();
-    let blocks = row
-        .quants
-        .iter()
-        .zip(row.scales)
-        .zip(&x.quants)
-        .zip(&x.scales);
-    for (((q, scale), xq), x_scale) in blocks {
+    int16_blocks_v3(simd, row.quants, row.scales, Some(row.mins), x, |q| {
         // Elements 0..16 are the low nibbles, 16..32 the high ones.
-        let q: __m128i = cast(*q);
+        let q: __m128i = cast(q);
         let low = simd.sse2._mm_and_si128(q, low_nibbles);
         let high = simd
             .sse2
             ._mm_and_si128(simd.sse2._mm_srli_epi16::<4>(q), low_nibbles);
-        let weights = [
+        [
             simd.avx2._mm256_cvtepu8_epi16(low),
             simd.avx2._mm256_cvtepu8_epi16(high),
-        ];
-        acc = add_block(simd, acc, scale.get() * x_scale, weights, xq);
-    }
-    super::kernels::horizontal_sum(simd, acc) + super::kernels::minimums(row.mins, &x.sums)
+        ]
+    })
 }
 
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn q8_0_v3(simd: V3, row: Q8_0Row<'_>, x: &Int16Activations) -> f32 {
-    let mut acc = simd.avx._mm256_setzero_ps();
-    let blocks = row
-        .quants
-        .iter()
-        .zip(row.scales)
-        .zip(&x.quants)
-        .zip(&x.scales);
-    for (((q, scale), xq), x_scale) in blocks {
-        let [low, high]: [__m128i; 2] = cast(*q);
-        let weights = [
+    int16_blocks_v3(simd, row.quants, row.scales, None, x, |q| {
+        let [low, high]: [__m128i; 2] = cast(q);
+        [
             simd.avx2._mm256_cvtepi8_epi16(low),
             simd.avx2._mm256_cvtepi8_epi16(high),
-        ];
-        acc = add_block(simd, acc, scale.get() * x_scale, weights, xq);
-    }
-    super::kernels::horizontal_sum(simd, acc)
+        ]
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::llama::isa::each_available;
     use crate::llama::kernels::{
         block_sums, dequantize, scalar_dot as exact_dot,
         tests::{halves, values},
@@ -227,7 +332,7 @@ mod tests {
             // Rounding moves each activation by at most half a step (its block's largest
             // value / 32767), so the product by at most Σ |w| × half a step.
             let mut weights = vec![0.0; x.len()];
-            dequantize(row, &mut weights);
+            dequantize(InstructionSet::Portable, row, &mut weights);
             let bound: f32 = weights
                 .chunks(BLOCK)
                 .zip(x.chunks(BLOCK))
@@ -237,17 +342,42 @@ mod tests {
                 })
                 .sum();
             let scalar = scalar_dot(row, &activations);
-            let mut fast = [0.0];
-            int16_dot_rows(|_| row, 0, &activations, &mut fast);
-            assert!(
-                (fast[0] - scalar).abs() < 1e-5 * scalar.abs().max(1.0),
-                "{} vs {scalar}",
-                fast[0]
-            );
+            for isa in each_available() {
+                let mut fast = [0.0];
+                int16_dot_rows(isa, |_| row, 0, &activations, &mut fast);
+                assert!(
+                    (fast[0] - scalar).abs() < 1e-5 * scalar.abs().max(1.0),
+                    "{isa:?}: {} vs {scalar}",
+                    fast[0]
+                );
+            }
             assert!(
                 (scalar - exact).abs() <= bound * 1.01 + 1e-4,
                 "{scalar} vs {exact} (bound {bound})"
             );
+        }
+    }
+
+    /// Every finite half, eight at a time, widened as `Half::get` widens it.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn eight_halves_widen_exactly() {
+        let Some(simd) = V3::try_new() else {
+            eprintln!("skipped: this CPU has no AVX2 and FMA");
+            return;
+        };
+        let all: Vec<Half> = (0..=u16::MAX).map(Half).collect();
+        let (chunks, _) = all.as_chunks::<8>();
+        for chunk in chunks {
+            let got: [f32; 8] = cast(simd.vectorize(
+                #[inline(always)]
+                || widen_halves(simd, chunk),
+            ));
+            for (half, got) in chunk.iter().zip(got) {
+                if half::f16::from_bits(half.0).is_finite() {
+                    assert_eq!(got.to_bits(), half.get().to_bits(), "{:#x}", half.0);
+                }
+            }
         }
     }
 }

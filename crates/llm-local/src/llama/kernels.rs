@@ -3,15 +3,21 @@
 //! `attend`'s). Exact up to the file's own weight quantization; generated tokens take the
 //! 16-bit path of `int16` instead.
 //!
-//! On x86-64 with AVX2 and FMA (checked once per call at run time) the rows go through
-//! `pulp`'s safe wrappers of the intrinsics; elsewhere through portable scalar code. The
-//! two are tested against each other.
+//! On x86-64 with AVX-512 or with AVX2 and FMA (the caller's [`InstructionSet`], checked
+//! again at run time) the rows go through `pulp`'s safe wrappers of the intrinsics (the
+//! AVX-512 ones in `avx512`); elsewhere through portable scalar code. Every path the CPU
+//! has is tested against the portable one.
 
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::{__m128i, __m256};
 
 #[cfg(target_arch = "x86_64")]
-use pulp::{cast, x86::V3};
+use pulp::{
+    cast,
+    x86::{V3, V4},
+};
+
+use super::isa::InstructionSet;
 
 /// Weights per quantization block (Q4_1 and Q8_0 alike).
 pub(crate) const BLOCK: usize = 32;
@@ -33,12 +39,6 @@ impl Half {
             f32::from_bits(u32::from(self.0 & 0x7fff) << 13) * f32::from_bits(TWO_TO_112);
         f32::from_bits(magnitude.to_bits() | (u32::from(self.0 & 0x8000) << 16))
     }
-}
-
-/// `Σ min × sum` over a Q4_1 row's blocks.
-#[inline(always)]
-pub(crate) fn minimums(mins: &[Half], sums: &[f32]) -> f32 {
-    mins.iter().zip(sums).map(|(m, s)| m.get() * s).sum()
 }
 
 /// One row of a Q4_1 matrix: weight = scale × q + min, q in 0..16; byte j of a block holds
@@ -74,6 +74,7 @@ pub(crate) fn block_sums(x: &[f32]) -> Vec<f32> {
 /// rows, the exact scalar reference for quantized ones. `sums` are `x`'s [`block_sums`]
 /// (read by Q4_1 rows only).
 pub(crate) fn dot_rows<'a>(
+    isa: InstructionSet,
     row: impl Fn(usize) -> Row<'a>,
     first: usize,
     x: &[f32],
@@ -81,27 +82,79 @@ pub(crate) fn dot_rows<'a>(
     out: &mut [f32],
 ) {
     #[cfg(target_arch = "x86_64")]
-    if let Some(simd) = V3::try_new() {
-        simd.vectorize(|| {
-            for (i, value) in out.iter_mut().enumerate() {
-                *value = match row(first + i) {
-                    Row::F32(weights) => f32_dot_v3(simd, weights, x),
-                    // Quantized rows take `int16` for single tokens and
-                    // `dot_rows_tokens` for prompts; this is their exact reference.
-                    quantized => scalar_dot(quantized, x, sums),
-                };
-            }
-        });
+    if isa == InstructionSet::Avx512
+        && let Some(simd) = V4::try_new()
+    {
+        simd.vectorize(
+            #[inline(always)]
+            || dot_rows_with(simd, row, first, x, sums, out),
+        );
         return;
     }
+    #[cfg(target_arch = "x86_64")]
+    if isa <= InstructionSet::Avx2
+        && let Some(simd) = V3::try_new()
+    {
+        simd.vectorize(
+            #[inline(always)]
+            || dot_rows_with(simd, row, first, x, sums, out),
+        );
+        return;
+    }
+    let _ = isa;
+    dot_rows_with(Portable, row, first, x, sums, out);
+}
+
+#[inline(always)]
+fn dot_rows_with<'a>(
+    kernels: impl RowsTokens,
+    row: impl Fn(usize) -> Row<'a>,
+    first: usize,
+    x: &[f32],
+    sums: &[f32],
+    out: &mut [f32],
+) {
     for (i, value) in out.iter_mut().enumerate() {
-        *value = scalar_dot(row(first + i), x, sums);
+        *value = match row(first + i) {
+            Row::F32(weights) => kernels.dot(weights, x),
+            // Quantized rows take `int16` for single tokens and `dot_rows_tokens` for
+            // prompts; this is their exact reference.
+            quantized => scalar_dot(quantized, x, sums),
+        };
+    }
+}
+
+/// Rows a prompt's product dequantizes at once: the buffer it is given holds this many.
+pub(crate) const ROWS_AT_ONCE: usize = 4;
+
+/// The vector kernels a prompt's products are built from, for one instruction set.
+pub(crate) trait RowsTokens: Copy {
+    /// Row `row` as f32 into `out`.
+    fn dequantize(self, row: Row<'_>, out: &mut [f32]);
+    /// `Σ a·b` over the shorter of the two.
+    fn dot(self, a: &[f32], b: &[f32]) -> f32;
+    /// `[[w[0] · x[t], w[1] · x[t]] for t in 0..4]`, each chunk of `w` loaded once.
+    fn two_rows_four_tokens(self, w: [&[f32]; 2], x: [&[f32]; 4]) -> [[f32; 2]; 4];
+    /// `[[w[r] · x[t] for r in 0..4] for t in 0..4]`: with registers enough for sixteen
+    /// sums, each chunk of a token is loaded once for four rows, which halves what a
+    /// prompt's products read from the second-level cache.
+    #[inline(always)]
+    fn four_rows_four_tokens(self, w: [&[f32]; 4], x: [&[f32]; 4]) -> [[f32; 4]; 4] {
+        let low = self.two_rows_four_tokens([w[0], w[1]], x);
+        let high = self.two_rows_four_tokens([w[2], w[3]], x);
+        let mut sums = [[0.0; 4]; 4];
+        for t in 0..4 {
+            sums[t] = [low[t][0], low[t][1], high[t][0], high[t][1]];
+        }
+        sums
     }
 }
 
 /// `out[t × rows + r] = row(r) · tokens[t]` for every row below `rows`: each row is
-/// dequantized once into `buffer` (two rows long) and multiplied with four tokens at a time.
+/// dequantized once into `buffer` ([`ROWS_AT_ONCE`] rows long) and multiplied with four
+/// tokens at a time.
 pub(crate) fn dot_rows_tokens<'a>(
+    isa: InstructionSet,
     row: impl Fn(usize) -> Row<'a>,
     rows: usize,
     tokens: &[&[f32]],
@@ -109,45 +162,108 @@ pub(crate) fn dot_rows_tokens<'a>(
     out: &mut [f32],
 ) {
     #[cfg(target_arch = "x86_64")]
-    if let Some(simd) = V3::try_new() {
-        simd.vectorize(|| {
-            let cols = buffer.len() / 2;
-            let (first, second) = buffer.split_at_mut(cols);
-            let (quads, rest) = tokens.as_chunks::<4>();
-            let mut r = 0;
-            // Two rows against four tokens: eight independent accumulators keep both FMA
-            // pipes busy.
-            while r + 2 <= rows {
-                dequantize_v3(simd, row(r), first);
-                dequantize_v3(simd, row(r + 1), second);
-                for (quad, x) in quads.iter().enumerate() {
-                    let values = f32_rows_tokens_v3(simd, [&*first, &*second], *x);
-                    for (i, pair) in values.into_iter().enumerate() {
-                        let at = (quad * 4 + i) * rows + r;
-                        out[at..at + 2].copy_from_slice(&pair);
-                    }
-                }
-                for (i, x) in rest.iter().enumerate() {
-                    let at = (quads.len() * 4 + i) * rows + r;
-                    out[at] = f32_dot_v3(simd, first, x);
-                    out[at + 1] = f32_dot_v3(simd, second, x);
-                }
-                r += 2;
-            }
-            if r < rows {
-                dequantize_v3(simd, row(r), first);
-                for (t, x) in tokens.iter().enumerate() {
-                    out[t * rows + r] = f32_dot_v3(simd, first, x);
-                }
-            }
-        });
+    if isa == InstructionSet::Avx512
+        && let Some(simd) = V4::try_new()
+    {
+        simd.vectorize(
+            #[inline(always)]
+            || dot_rows_tokens_with(simd, row, rows, tokens, buffer, out),
+        );
         return;
     }
-    for r in 0..rows {
-        dequantize_scalar(row(r), buffer);
-        for (t, x) in tokens.iter().enumerate() {
-            out[t * rows + r] = f32_dot_scalar(buffer, x);
+    #[cfg(target_arch = "x86_64")]
+    if isa <= InstructionSet::Avx2
+        && let Some(simd) = V3::try_new()
+    {
+        simd.vectorize(
+            #[inline(always)]
+            || dot_rows_tokens_with(simd, row, rows, tokens, buffer, out),
+        );
+        return;
+    }
+    let _ = isa;
+    dot_rows_tokens_with(Portable, row, rows, tokens, buffer, out);
+}
+
+#[inline(always)]
+fn dot_rows_tokens_with<'a>(
+    kernels: impl RowsTokens,
+    row: impl Fn(usize) -> Row<'a>,
+    rows: usize,
+    tokens: &[&[f32]],
+    buffer: &mut [f32],
+    out: &mut [f32],
+) {
+    let cols = buffer.len() / ROWS_AT_ONCE;
+    let (quads, rest) = tokens.as_chunks::<4>();
+    let mut r = 0;
+    // Four rows against four tokens.
+    while r + 4 <= rows {
+        let (mut w, mut free) = ([&[][..]; 4], &mut buffer[..]);
+        for (k, w) in w.iter_mut().enumerate() {
+            let (this, others) = free.split_at_mut(cols);
+            kernels.dequantize(row(r + k), this);
+            *w = this;
+            free = others;
         }
+        for (quad, x) in quads.iter().enumerate() {
+            let values = kernels.four_rows_four_tokens(w, *x);
+            for (i, four) in values.into_iter().enumerate() {
+                let at = (quad * 4 + i) * rows + r;
+                out[at..at + 4].copy_from_slice(&four);
+            }
+        }
+        for (i, x) in rest.iter().enumerate() {
+            let at = (quads.len() * 4 + i) * rows + r;
+            for (k, w) in w.iter().enumerate() {
+                out[at + k] = kernels.dot(w, x);
+            }
+        }
+        r += 4;
+    }
+    let (first, second) = buffer[..2 * cols].split_at_mut(cols);
+    // Two rows against four tokens: eight independent accumulators keep both FMA pipes
+    // busy.
+    while r + 2 <= rows {
+        kernels.dequantize(row(r), first);
+        kernels.dequantize(row(r + 1), second);
+        for (quad, x) in quads.iter().enumerate() {
+            let values = kernels.two_rows_four_tokens([&*first, &*second], *x);
+            for (i, pair) in values.into_iter().enumerate() {
+                let at = (quad * 4 + i) * rows + r;
+                out[at..at + 2].copy_from_slice(&pair);
+            }
+        }
+        for (i, x) in rest.iter().enumerate() {
+            let at = (quads.len() * 4 + i) * rows + r;
+            out[at] = kernels.dot(first, x);
+            out[at + 1] = kernels.dot(second, x);
+        }
+        r += 2;
+    }
+    if r < rows {
+        kernels.dequantize(row(r), first);
+        for (t, x) in tokens.iter().enumerate() {
+            out[t * rows + r] = kernels.dot(first, x);
+        }
+    }
+}
+
+/// The portable kernels: plain Rust, the reference the vector kernels are tested against.
+#[derive(Clone, Copy)]
+pub(crate) struct Portable;
+
+impl RowsTokens for Portable {
+    fn dequantize(self, row: Row<'_>, out: &mut [f32]) {
+        dequantize_scalar(row, out);
+    }
+
+    fn dot(self, a: &[f32], b: &[f32]) -> f32 {
+        f32_dot_scalar(a, b)
+    }
+
+    fn two_rows_four_tokens(self, w: [&[f32]; 2], x: [&[f32]; 4]) -> [[f32; 2]; 4] {
+        x.map(|x| w.map(|w| f32_dot_scalar(w, x)))
     }
 }
 
@@ -177,12 +293,28 @@ fn dequantize_scalar(row: Row<'_>, out: &mut [f32]) {
 }
 
 /// Row `row` as f32 into `out` (an embedding lookup).
-pub(crate) fn dequantize(row: Row<'_>, out: &mut [f32]) {
+pub(crate) fn dequantize(isa: InstructionSet, row: Row<'_>, out: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
-    if let Some(simd) = V3::try_new() {
-        simd.vectorize(|| dequantize_v3(simd, row, out));
+    if isa == InstructionSet::Avx512
+        && let Some(simd) = V4::try_new()
+    {
+        simd.vectorize(
+            #[inline(always)]
+            || super::avx512::dequantize(simd, row, out),
+        );
         return;
     }
+    #[cfg(target_arch = "x86_64")]
+    if isa <= InstructionSet::Avx2
+        && let Some(simd) = V3::try_new()
+    {
+        simd.vectorize(
+            #[inline(always)]
+            || dequantize_v3(simd, row, out),
+        );
+        return;
+    }
+    let _ = isa;
     dequantize_scalar(row, out);
 }
 
@@ -244,6 +376,24 @@ pub(crate) fn f32_dot_v3(simd: V3, a: &[f32], b: &[f32]) -> f32 {
         acc = simd.fma._mm256_fmadd_ps(cast(*a), cast(*b), acc);
     }
     horizontal_sum(simd, acc) + f32_dot_scalar(a_rest, b_rest)
+}
+
+#[cfg(target_arch = "x86_64")]
+impl RowsTokens for V3 {
+    #[inline(always)]
+    fn dequantize(self, row: Row<'_>, out: &mut [f32]) {
+        dequantize_v3(self, row, out);
+    }
+
+    #[inline(always)]
+    fn dot(self, a: &[f32], b: &[f32]) -> f32 {
+        f32_dot_v3(self, a, b)
+    }
+
+    #[inline(always)]
+    fn two_rows_four_tokens(self, w: [&[f32]; 2], x: [&[f32]; 4]) -> [[f32; 2]; 4] {
+        f32_rows_tokens_v3(self, w, x)
+    }
 }
 
 /// `[[w[0] · x[t] for t in 0..4], [w[1] · x[t] …]]`, each chunk of `w` loaded once.
@@ -361,6 +511,7 @@ pub(crate) fn horizontal_sum(simd: V3, v: __m256) -> f32 {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::llama::isa::each_available;
 
     /// Deterministic pseudo-random values in [-1, 1).
     pub(crate) fn values(seed: u64, len: usize) -> Vec<f32> {
@@ -457,48 +608,56 @@ pub(crate) mod tests {
         ];
         for (row, expected, x) in cases {
             let scalar = scalar_dot(row, x, &sums);
-            let mut fast = [0.0];
-            dot_rows(|_| row, 0, x, &sums, &mut fast);
             let tolerance = 1e-3 * expected.abs().max(1.0);
             assert!(
                 (scalar - expected).abs() < tolerance,
                 "{scalar} vs {expected}"
             );
-            assert!(
-                (fast[0] - expected).abs() < tolerance,
-                "{} vs {expected}",
-                fast[0]
-            );
-        }
-
-        // Five tokens (a group of four and one more) against the Q4_1 row, dequantized once.
-        let tokens: Vec<Vec<f32>> = (10..15).map(|seed| values(seed, blocks * BLOCK)).collect();
-        let token_refs: Vec<&[f32]> = tokens.iter().map(Vec::as_slice).collect();
-        let q4_row = cases[0].0;
-        // Three rows: a pair and one more.
-        let mut buffer = vec![0.0; 2 * blocks * BLOCK];
-        let mut out = vec![0.0; 5 * 3];
-        dot_rows_tokens(|_| q4_row, 3, &token_refs, &mut buffer, &mut out);
-        for (t, x) in tokens.iter().enumerate() {
-            let expected = plain(&q4_weights, x);
-            for got in &out[t * 3..t * 3 + 3] {
-                assert!((got - expected).abs() < 1e-3 * expected.abs().max(1.0));
+            for isa in each_available() {
+                let mut fast = [0.0];
+                dot_rows(isa, |_| row, 0, x, &sums, &mut fast);
+                assert!(
+                    (fast[0] - expected).abs() < tolerance,
+                    "{isa:?}: {} vs {expected}",
+                    fast[0]
+                );
             }
         }
-        let mut dequantized = vec![0.0; blocks * BLOCK];
-        dequantize(q4_row, &mut dequantized);
-        assert!(
-            dequantized
-                .iter()
-                .zip(&q4_weights)
-                .all(|(a, b)| (a - b).abs() < 1e-6)
-        );
-        dequantize(cases[1].0, &mut dequantized);
-        assert!(
-            dequantized
-                .iter()
-                .zip(&q8_weights)
-                .all(|(a, b)| (a - b).abs() < 1e-6)
-        );
+
+        // Five tokens (a group of four and one more) against seven rows (four, a pair and
+        // one more), each row dequantized once; every row kind.
+        let tokens: Vec<Vec<f32>> = (10..15).map(|seed| values(seed, blocks * BLOCK)).collect();
+        let token_refs: Vec<&[f32]> = tokens.iter().map(Vec::as_slice).collect();
+        let f32_short = &f32_row[..blocks * BLOCK];
+        let row_kinds = [
+            (cases[0].0, q4_weights.as_slice()),
+            (cases[1].0, q8_weights.as_slice()),
+            (Row::F32(f32_short), f32_short),
+        ];
+        for isa in each_available() {
+            for (row, weights) in row_kinds {
+                let mut buffer = vec![0.0; ROWS_AT_ONCE * blocks * BLOCK];
+                let mut out = vec![0.0; 5 * 7];
+                dot_rows_tokens(isa, |_| row, 7, &token_refs, &mut buffer, &mut out);
+                for (t, x) in tokens.iter().enumerate() {
+                    let expected = plain(weights, x);
+                    for got in &out[t * 7..t * 7 + 7] {
+                        assert!(
+                            (got - expected).abs() < 1e-3 * expected.abs().max(1.0),
+                            "{isa:?}: {got} vs {expected}"
+                        );
+                    }
+                }
+                let mut dequantized = vec![0.0; blocks * BLOCK];
+                dequantize(isa, row, &mut dequantized);
+                assert!(
+                    dequantized
+                        .iter()
+                        .zip(weights)
+                        .all(|(a, b)| (a - b).abs() < 1e-6),
+                    "{isa:?}"
+                );
+            }
+        }
     }
 }

@@ -9,8 +9,10 @@ use candle_core::{
 use rayon::prelude::*;
 
 use super::int16::{Int16Activations, int16_dot_rows};
+use super::isa::InstructionSet;
 use super::kernels::{
-    BLOCK, Half, Q4_1Row, Q8_0Row, Row, block_sums, dequantize, dot_rows, dot_rows_tokens,
+    BLOCK, Half, Q4_1Row, Q8_0Row, ROWS_AT_ONCE, Row, block_sums, dequantize, dot_rows,
+    dot_rows_tokens,
 };
 
 /// Rows handed to one task at a time when a single token's product is split over threads.
@@ -130,21 +132,27 @@ impl Matrix {
     }
 
     /// Row `r` as f32 (an embedding lookup).
-    pub(crate) fn dequantize_row(&self, r: usize, out: &mut [f32]) {
-        dequantize(self.row(r), out);
+    pub(crate) fn dequantize_row(&self, isa: InstructionSet, r: usize, out: &mut [f32]) {
+        dequantize(isa, self.row(r), out);
     }
 
     /// `out[t][r] = row r · x[t]` for each of the tokens in `x` (`tokens × cols`, row-major);
     /// `out` is `tokens × rows`. One token's rows are split over the pool's threads, each row
     /// read in its stored format; several tokens are split into groups, and each row is
     /// dequantized once per group and multiplied with four of its tokens at a time.
-    pub(crate) fn multiply(&self, x: &[f32], out: &mut [f32]) {
+    pub(crate) fn multiply(&self, isa: InstructionSet, x: &[f32], out: &mut [f32]) {
         if x.len() == self.cols && !matches!(self.weights, Weights::F32(_)) {
             let activations = Int16Activations::quantize(x);
             out.par_chunks_mut(ROWS_PER_TASK)
                 .enumerate()
                 .for_each(|(task, out)| {
-                    int16_dot_rows(|r| self.row(r), task * ROWS_PER_TASK, &activations, out);
+                    int16_dot_rows(
+                        isa,
+                        |r| self.row(r),
+                        task * ROWS_PER_TASK,
+                        &activations,
+                        out,
+                    );
                 });
             return;
         }
@@ -153,7 +161,7 @@ impl Matrix {
             out.par_chunks_mut(ROWS_PER_TASK)
                 .enumerate()
                 .for_each(|(task, out)| {
-                    dot_rows(|r| self.row(r), task * ROWS_PER_TASK, x, &sums, out);
+                    dot_rows(isa, |r| self.row(r), task * ROWS_PER_TASK, x, &sums, out);
                 });
             return;
         }
@@ -161,10 +169,10 @@ impl Matrix {
         out.par_chunks_mut(rows * TOKENS_PER_TASK)
             .zip(x.par_chunks(cols * TOKENS_PER_TASK))
             .for_each_init(
-                || vec![0.0; 2 * cols],
+                || vec![0.0; ROWS_AT_ONCE * cols],
                 |buffer, (out, x)| {
                     let tokens: Vec<&[f32]> = x.chunks(cols).collect();
-                    dot_rows_tokens(|r| self.row(r), rows, &tokens, buffer, out);
+                    dot_rows_tokens(isa, |r| self.row(r), rows, &tokens, buffer, out);
                 },
             );
     }

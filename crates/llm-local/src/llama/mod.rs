@@ -7,7 +7,10 @@
 //! to candle's f32 reference.
 
 mod attend;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
 mod int16;
+mod isa;
 mod kernels;
 mod matrix;
 #[cfg(all(test, feature = "testing"))]
@@ -21,6 +24,7 @@ use self::{
     matrix::{Matrix, TOKENS_PER_TASK},
 };
 use crate::LoadError;
+pub use isa::InstructionSet;
 
 /// How many of `shared` cached positions a prompt can reuse and still compute exactly what
 /// it would without them: whole groups of [`TOKENS_PER_TASK`] positions from the start
@@ -152,6 +156,8 @@ pub(crate) struct Llama {
     output: Option<Matrix>,
     cache: KvCache,
     pool: rayon::ThreadPool,
+    /// The kernels every product and attention head runs.
+    isa: InstructionSet,
 }
 
 impl Llama {
@@ -160,6 +166,7 @@ impl Llama {
         content: &gguf_file::Content,
         reader: &mut R,
         threads: usize,
+        isa: InstructionSet,
     ) -> Result<Self, LoadError> {
         let architecture = content
             .metadata
@@ -262,6 +269,7 @@ impl Llama {
                 .thread_name(|i| format!("tessera-llm-{i}"))
                 .build()
                 .map_err(|e| LoadError::Thread(e.to_string()))?,
+            isa,
         };
         model.check_shapes()?;
         Ok(model)
@@ -367,15 +375,16 @@ impl Llama {
             output,
             cache,
             pool,
+            isa,
             ..
         } = self;
-        let config = *config;
+        let (config, isa) = (*config, *isa);
         pool.install(|| {
             let d = config.embedding;
             let n = tokens.len();
             let mut hidden = vec![0.0; n * d];
             for (token, row) in tokens.iter().zip(hidden.chunks_mut(d)) {
-                embeddings.dequantize_row(*token as usize, row);
+                embeddings.dequantize_row(isa, *token as usize, row);
             }
             let rope = Rope::new(&config, position, n);
             let mut normed = vec![0.0; n * d];
@@ -386,21 +395,23 @@ impl Llama {
                     config.rms_epsilon,
                     &mut normed,
                 );
-                let attended = attention(&config, layer, cache, &rope, &normed, position);
+                let attended = attention(isa, &config, layer, cache, &rope, &normed, position);
                 let mut projected = vec![0.0; n * d];
-                layer.attention_output.multiply(&attended, &mut projected);
+                layer
+                    .attention_output
+                    .multiply(isa, &attended, &mut projected);
                 add(&mut hidden, &projected);
 
                 rms_norm(&hidden, &layer.ffn_norm, config.rms_epsilon, &mut normed);
                 let ff = layer.gate.rows();
                 let mut gate = vec![0.0; n * ff];
                 let mut up = vec![0.0; n * ff];
-                layer.gate.multiply(&normed, &mut gate);
-                layer.up.multiply(&normed, &mut up);
+                layer.gate.multiply(isa, &normed, &mut gate);
+                layer.up.multiply(isa, &normed, &mut up);
                 for (g, u) in gate.iter_mut().zip(&up) {
                     *g = *g / (1.0 + (-*g).exp()) * u;
                 }
-                layer.down.multiply(&gate, &mut projected);
+                layer.down.multiply(isa, &gate, &mut projected);
                 add(&mut hidden, &projected);
             }
             let last = &hidden[(n - 1) * d..];
@@ -408,7 +419,7 @@ impl Llama {
             rms_norm(last, output_norm, config.rms_epsilon, &mut normed_last);
             let output = output.as_ref().unwrap_or(embeddings);
             let mut logits = vec![0.0; output.rows()];
-            output.multiply(&normed_last, &mut logits);
+            output.multiply(isa, &normed_last, &mut logits);
             Ok(logits)
         })
     }
@@ -486,6 +497,7 @@ impl Rope {
 /// appended to): causal, grouped-query. Returns `tokens × embedding`, before the output
 /// projection.
 fn attention(
+    isa: InstructionSet,
     config: &Config,
     layer: &Layer,
     cache: &mut LayerCache,
@@ -498,9 +510,9 @@ fn attention(
     let mut queries = vec![0.0; n * d];
     let mut keys = vec![0.0; n * kv];
     let mut values = vec![0.0; n * kv];
-    layer.query.multiply(normed, &mut queries);
-    layer.key.multiply(normed, &mut keys);
-    layer.value.multiply(normed, &mut values);
+    layer.query.multiply(isa, normed, &mut queries);
+    layer.key.multiply(isa, normed, &mut keys);
+    layer.value.multiply(isa, normed, &mut values);
     for t in 0..n {
         rope.apply(t, &mut queries[t * d..(t + 1) * d]);
         rope.apply(t, &mut keys[t * kv..(t + 1) * kv]);
@@ -523,7 +535,7 @@ fn attention(
                 offset: (head / group) * hd,
                 visible: position + t + 1,
             };
-            attend(query, all_keys, all_values, layout, scale, scores, out);
+            attend(isa, query, all_keys, all_values, layout, scale, scores, out);
         });
     out
 }

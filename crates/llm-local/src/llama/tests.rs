@@ -11,7 +11,7 @@ use candle_core::{
 };
 use candle_transformers::models::quantized_llama::ModelWeights;
 
-use super::Llama;
+use super::{InstructionSet, Llama, isa::each_available};
 use crate::{testing, tokenizer::GgufTokenizer};
 
 fn open() -> (gguf_file::Content, BufReader<File>) {
@@ -53,9 +53,13 @@ fn reference() -> ModelWeights {
 }
 
 fn engine(threads: usize) -> (Llama, GgufTokenizer) {
+    engine_on(threads, InstructionSet::widest(None))
+}
+
+fn engine_on(threads: usize, isa: InstructionSet) -> (Llama, GgufTokenizer) {
     let (content, mut reader) = open();
     let tokenizer = GgufTokenizer::from_gguf(&content).expect("tokenizer");
-    let model = Llama::load(&content, &mut reader, threads).expect("the model loads");
+    let model = Llama::load(&content, &mut reader, threads, isa).expect("the model loads");
     (model, tokenizer)
 }
 
@@ -94,10 +98,17 @@ const PROMPT: &str = "<|im_start|>system\nYou are a helpful AI assistant named S
                       Hugging Face<|im_end|>\n<|im_start|>user\nWhat is the capital of \
                       France?<|im_end|>\n<|im_start|>assistant\n";
 
+/// Every instruction set's kernels this CPU has (the others are named as skipped).
 #[test]
 fn logits_match_candles_f32_reference_over_a_prompt_and_eight_greedy_steps() {
+    for isa in each_available() {
+        matches_the_reference(isa);
+    }
+}
+
+fn matches_the_reference(isa: InstructionSet) {
     let mut reference = reference();
-    let (mut model, tokenizer) = engine(2);
+    let (mut model, tokenizer) = engine_on(2, isa);
     let prompt = tokenizer.encode(PROMPT).expect("tokens");
     let mut ours = model.forward(&prompt, 0).expect("forward");
     let mut theirs = reference_logits(&mut reference, &prompt, 0);
@@ -106,9 +117,12 @@ fn logits_match_candles_f32_reference_over_a_prompt_and_eight_greedy_steps() {
         // Prompts run on f32 activations, generated tokens on 16-bit ones (`int16`); logits
         // span about 30.
         let difference = largest_difference(&ours, &theirs);
-        assert!(difference < 2e-2, "logits differ by up to {difference}");
+        assert!(
+            difference < 2e-2,
+            "{isa:?}: logits differ by up to {difference}"
+        );
         let token = argmax(&ours);
-        assert_eq!(token, argmax(&theirs));
+        assert_eq!(token, argmax(&theirs), "{isa:?}");
         answer.push(token);
         ours = model.forward(&[token], position).expect("forward");
         theirs = reference_logits(&mut reference, &[token], position);
@@ -118,26 +132,39 @@ fn logits_match_candles_f32_reference_over_a_prompt_and_eight_greedy_steps() {
         .flat_map(|t| tokenizer.token_bytes(*t).to_vec())
         .collect();
     let text = String::from_utf8_lossy(&text);
-    assert!(text.contains("Paris"), "{text:?}");
+    assert!(text.contains("Paris"), "{isa:?}: {text:?}");
 }
 
 #[test]
 fn a_prompt_in_one_pass_or_token_by_token_and_on_one_or_two_threads_agrees() {
-    let (mut two, tokenizer) = engine(2);
-    let (mut one, _) = engine(1);
+    for isa in each_available() {
+        passes_agree(isa);
+    }
+}
+
+fn passes_agree(isa: InstructionSet) {
+    let (mut two, tokenizer) = engine_on(2, isa);
+    let (mut one, _) = engine_on(1, isa);
     let prompt = tokenizer.encode(PROMPT).expect("tokens");
     let batched = two.forward(&prompt, 0).expect("forward");
     let mut stepwise = Vec::new();
     for (position, token) in prompt.iter().enumerate() {
         stepwise = one.forward(&[*token], position).expect("forward");
     }
-    // One pass runs on f32 activations, token by token on 16-bit ones.
+    // One pass runs on f32 activations, token by token on 16-bit ones. Read whole on 16-bit
+    // ones, a prompt's small differences can flip roundings of later activations: measured
+    // 0.006 (AVX2), 0.008 (portable) and 0.021 (AVX-512) on logits that span about 30,
+    // where each of the three stays within 0.008 of candle's f32 reference when only the
+    // generated tokens take 16 bits (the test above).
     let difference = largest_difference(&batched, &stepwise);
-    assert!(difference < 2e-2, "logits differ by up to {difference}");
+    assert!(
+        difference < 3e-2,
+        "{isa:?}: logits differ by up to {difference}"
+    );
 
     // A new conversation (position 0) forgets the old one.
     let again = one.forward(&prompt, 0).expect("forward");
-    assert!(largest_difference(&batched, &again) < 1e-3);
+    assert!(largest_difference(&batched, &again) < 1e-3, "{isa:?}");
 }
 
 #[test]
