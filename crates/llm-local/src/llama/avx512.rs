@@ -348,16 +348,15 @@ pub(crate) fn exp(simd: V4, x: __m512) -> __m512 {
     f._mm512_maskz_mov_ps(kept, e)
 }
 
-/// `out[i] = Σ_p weight[p] × inverse × values[p][i]` for a width that is whole passes of 64
+/// `out[i] += Σ_p weight[p] × values[p][i]` for a width that is whole passes of 64
 /// outputs: four registers per pass, and even and odd positions summed apart, so eight sums
 /// are in flight.
 #[inline(always)]
-pub(crate) fn weighted_values(
+pub(crate) fn add_weighted_values(
     simd: V4,
     weights: &[f32],
     values: &[f32],
     row_start: impl Fn(usize) -> usize,
-    inverse: f32,
     out: &mut [f32],
 ) {
     const PASS: usize = 64;
@@ -367,7 +366,6 @@ pub(crate) fn weighted_values(
         let (row, _) = values[from..from + PASS].as_chunks::<16>();
         [cast(row[0]), cast(row[1]), cast(row[2]), cast(row[3])]
     };
-    let inverse_all = f._mm512_set1_ps(inverse);
     for start in (0..out.len()).step_by(PASS) {
         let mut sums = [[f._mm512_setzero_ps(); 4]; 2];
         let (pairs, last) = weights.as_chunks::<2>();
@@ -389,7 +387,8 @@ pub(crate) fn weighted_values(
         }
         let (target, _) = out[start..start + PASS].as_chunks_mut::<16>();
         for ((target, even), odd) in target.iter_mut().zip(sums[0]).zip(sums[1]) {
-            *target = cast(f._mm512_mul_ps(f._mm512_add_ps(even, odd), inverse_all));
+            let total = f._mm512_add_ps(f._mm512_add_ps(even, odd), cast(*target));
+            *target = cast(total);
         }
     }
 }

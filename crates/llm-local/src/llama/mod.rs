@@ -524,18 +524,22 @@ fn attention(
     let scale = 1.0 / (hd as f32).sqrt();
     let (all_keys, all_values) = (&cache.keys, &cache.values);
     let mut out = vec![0.0; n * d];
-    // One task per (token, head): its output is one head_dim slice of `out`.
-    out.par_chunks_mut(hd)
-        .zip(queries.par_chunks(hd))
+    // One task per (token, key/value head): its heads' outputs are one slice of `out`, and
+    // they read that key/value head's cache together.
+    let kv_heads = config.kv_heads;
+    out.par_chunks_mut(group * hd)
+        .zip(queries.par_chunks(group * hd))
         .enumerate()
-        .for_each_init(Vec::new, |scores, (i, (out, query))| {
-            let (t, head) = (i / config.heads, i % config.heads);
+        .for_each_init(Vec::new, |scores, (i, (out, queries))| {
+            let (t, kv_head) = (i / kv_heads, i % kv_heads);
             let layout = Layout {
                 stride: kv,
-                offset: (head / group) * hd,
+                offset: kv_head * hd,
                 visible: position + t + 1,
             };
-            attend(isa, query, all_keys, all_values, layout, scale, scores, out);
+            attend(
+                isa, queries, hd, all_keys, all_values, layout, scale, scores, out,
+            );
         });
     out
 }
