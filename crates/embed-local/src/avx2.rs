@@ -53,6 +53,8 @@ mod x86 {
 
     use super::Kernel;
     use crate::{
+        attention::attend_text,
+        fastmath::Fused,
         int8::{MR, NR},
         precision::run_with,
     };
@@ -67,9 +69,13 @@ mod x86 {
 
     #[target_feature(enable = "avx2,fma")]
     pub(super) fn run_avx2(kernel: Kernel<'_>) {
-        run_with(kernel, |tile, depth, panel| {
-            tile_sums_avx2(tile, depth, panel)
-        });
+        // 16 registers: attention keeps 4 queries × 16 keys of scores and 2 rows × 32
+        // features of weighted values in 8 of them.
+        run_with::<Fused>(
+            kernel,
+            |tile, depth, panel| tile_sums_avx2(tile, depth, panel),
+            attend_text::<Fused, 4, 16, 2>,
+        );
     }
 
     /// The sums of one tile (`MR` rows of `depth` bytes) and one panel (`depth / 4` groups

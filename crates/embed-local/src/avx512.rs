@@ -53,15 +53,22 @@ mod x86 {
 
     use super::Kernel;
     use crate::{
+        attention::attend_text,
+        fastmath::Fused,
         int8::{MR, NR},
         precision::run_with,
     };
 
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
     pub(super) fn run_avx512(kernel: Kernel<'_>) {
-        run_with(kernel, |tile, depth, panel| {
-            tile_sums_vnni(tile, depth, panel)
-        });
+        // Attention's blocks twice AVX2's: 8 queries × 16 keys of scores and 4 rows × 32
+        // features of weighted values, 8 of the 32 registers each. Larger blocks measured
+        // slower: LLVM no longer vectorized them (8 × 32 and 8 rows ran scalar).
+        run_with::<Fused>(
+            kernel,
+            |tile, depth, panel| tile_sums_vnni(tile, depth, panel),
+            attend_text::<Fused, 8, 16, 4>,
+        );
     }
 
     /// The sums of one tile (`MR` rows of `depth` bytes) and one panel (`depth / 4` groups

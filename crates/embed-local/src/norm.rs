@@ -8,7 +8,7 @@ use candle_nn::VarBuilder;
 
 use crate::{
     cpu::with_values,
-    fastmath::fold_lanes,
+    fastmath::{MulAdd, fold_lanes},
     parallel::for_each,
     precision::{Accelerator, Kernel, run},
 };
@@ -107,7 +107,7 @@ impl LayerNorm {
 
 /// Each row of `x` (plus `residual`) normalised into `out`. Inlined into [`run`]'s builds.
 #[inline(always)]
-pub(crate) fn normalize_rows(
+pub(crate) fn normalize_rows<M: MulAdd>(
     x: &[f32],
     residual: Option<&[f32]>,
     parameters: NormParameters<'_>,
@@ -133,7 +133,7 @@ pub(crate) fn normalize_rows(
         let scale = 1.0 / (variance + parameters.eps).sqrt();
         for ((value, &weight), &bias) in out.iter_mut().zip(parameters.weight).zip(parameters.bias)
         {
-            *value = *value * scale * weight + bias;
+            *value = M::mul_add(*value * scale, weight, bias);
         }
     }
 }

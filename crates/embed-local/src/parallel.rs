@@ -2,30 +2,32 @@
 
 use rayon::prelude::*;
 
-/// Calls `f(index, input, output)` for each pair of consecutive chunks of `input` and
-/// `output`, on rayon's pool; in order on this thread when candle runs on one thread
-/// (`RAYON_NUM_THREADS=1`), so no pool is woken for nothing.
-pub(crate) fn for_each_chunk<A: Sync, B: Send>(
+/// Calls `f(state, input, output)` for each pair of consecutive chunks of `input` and
+/// `output`, on rayon's pool, with a `state` made by `init` once per task rayon splits the
+/// work into (scratch space, reused from chunk to chunk instead of made for each); in order
+/// on this thread with one `state` when candle runs on one thread (`RAYON_NUM_THREADS=1`),
+/// so no pool is woken for nothing.
+pub(crate) fn for_each_chunk_with<A: Sync, B: Send, S>(
     input: &[A],
     input_chunk: usize,
     output: &mut [B],
     output_chunk: usize,
-    f: impl Fn(usize, &[A], &mut [B]) + Sync,
+    init: impl Fn() -> S + Sync + Send,
+    f: impl Fn(&mut S, &[A], &mut [B]) + Sync + Send,
 ) {
     if candle_core::utils::get_num_threads() <= 1 {
-        for (index, (input, output)) in input
+        let mut state = init();
+        for (input, output) in input
             .chunks(input_chunk)
             .zip(output.chunks_mut(output_chunk))
-            .enumerate()
         {
-            f(index, input, output);
+            f(&mut state, input, output);
         }
     } else {
         input
             .par_chunks(input_chunk)
             .zip(output.par_chunks_mut(output_chunk))
-            .enumerate()
-            .for_each(|(index, (input, output))| f(index, input, output));
+            .for_each_init(init, |state, (input, output)| f(state, input, output));
     }
 }
 

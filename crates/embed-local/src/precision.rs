@@ -5,6 +5,7 @@
 use crate::{
     attention::attend_text,
     avx2, avx512,
+    fastmath::{MulAdd, Separate},
     int8::{self, PackedWeights},
     norm::{NormParameters, normalize_rows},
 };
@@ -113,6 +114,8 @@ pub(crate) enum Kernel<'a> {
     Tile {
         x: &'a [f32],
         weights: &'a PackedWeights,
+        /// Scratch for the tile's quantized rows: `MR × padded_depth` bytes.
+        quantized: &'a mut [u8],
         out: &'a mut [f32],
     },
     /// Self-attention of one text's `tokens` rows of fused query/key/value projections.
@@ -153,30 +156,42 @@ pub(crate) fn run(accelerated: Option<Accelerator>, kernel: Kernel<'_>) {
 /// `kernel` compiled for the baseline CPU, with the portable 8-bit kernel: the same sums as
 /// the accelerated ones.
 pub(crate) fn run_portable(kernel: Kernel<'_>) {
-    run_with(kernel, int8::tile_sums_portable);
+    run_with::<Separate>(
+        kernel,
+        int8::tile_sums_portable,
+        attend_text::<Separate, 4, 16, 2>,
+    );
 }
 
-/// `kernel` with `sums` as the 8-bit tile's integer kernel. Inlined, so each caller compiles
-/// it (quantization, scaling, GELU, attention and layer norms included) for its own instruction set.
+/// `kernel` with `sums` as the 8-bit tile's integer kernel, `attend` as attention (its
+/// blocks sized for the build's registers) and `M` as every product's addition. Inlined, so
+/// each caller compiles it (quantization, scaling, GELU, attention and layer norms
+/// included) for its own instruction set.
 #[inline(always)]
-pub(crate) fn run_with(
+pub(crate) fn run_with<M: MulAdd>(
     kernel: Kernel<'_>,
     sums: impl Fn(&[u8], usize, &[i8]) -> [[i32; int8::NR]; int8::MR],
+    attend: impl Fn(&[f32], usize, usize, &mut [f32]),
 ) {
     match kernel {
-        Kernel::Tile { x, weights, out } => int8::tile_with(x, weights, out, &sums),
+        Kernel::Tile {
+            x,
+            weights,
+            quantized,
+            out,
+        } => int8::tile_with::<M>(x, weights, quantized, out, &sums),
         Kernel::Attention {
             qkv,
             tokens,
             heads,
             out,
-        } => attend_text(qkv, tokens, heads, out),
+        } => attend(qkv, tokens, heads, out),
         Kernel::Norm {
             x,
             residual,
             parameters,
             out,
-        } => normalize_rows(x, residual, parameters, out),
+        } => normalize_rows::<M>(x, residual, parameters, out),
         #[cfg(test)]
         Kernel::Sums {
             tile,

@@ -5,8 +5,8 @@
 
 use super::quantize::{Levels, QuantizedWeights, RowScale, quantize_row};
 use crate::{
-    fastmath::gelu,
-    parallel::for_each_chunk,
+    fastmath::{MulAdd, gelu},
+    parallel::for_each_chunk_with,
     precision::{Accelerator, Kernel, run},
 };
 
@@ -14,8 +14,6 @@ use crate::{
 pub(crate) const MR: usize = 8;
 /// Features per panel: three vectors of 16 `i32` sums.
 pub(crate) const NR: usize = 48;
-/// The deepest layer whose tile of quantized rows is kept on the stack.
-const STACK_DEPTH: usize = 1536;
 
 /// What is applied to `x · wᵀ + b` before it is stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,33 +87,43 @@ pub(crate) fn multiply(
     accelerated: Option<Accelerator>,
 ) {
     let (depth, features) = (weights.depth, weights.features);
-    for_each_chunk(x, MR * depth, out, MR * features, |_, x, out| {
-        run(accelerated, Kernel::Tile { x, weights, out });
-    });
+    for_each_chunk_with(
+        x,
+        MR * depth,
+        out,
+        MR * features,
+        || vec![0u8; MR * weights.padded_depth],
+        |quantized, x, out| {
+            run(
+                accelerated,
+                Kernel::Tile {
+                    x,
+                    weights,
+                    quantized,
+                    out,
+                },
+            );
+        },
+    );
 }
 
-/// One tile of up to `MR` rows: quantized, summed against every panel by `sums`, scaled and
-/// written to `out`. Inlined into each kernel's caller, so on the VNNI and AVX2 paths the
+/// One tile of up to `MR` rows: quantized into `quantized` (`MR × padded_depth` bytes of
+/// scratch, whatever they held), summed against every panel by `sums`, scaled and written
+/// to `out`. Inlined into each kernel's caller, so on the VNNI and AVX2 paths the
 /// quantization and the scaling are compiled for AVX-512 or AVX2 too.
 #[inline(always)]
-pub(crate) fn tile_with(
+pub(crate) fn tile_with<M: MulAdd>(
     x: &[f32],
     weights: &PackedWeights,
+    quantized: &mut [u8],
     out: &mut [f32],
     sums: impl Fn(&[u8], usize, &[i8]) -> [[i32; NR]; MR],
 ) {
     let (depth, features, padded) = (weights.depth, weights.features, weights.padded_depth);
     let rows = out.len() / features;
-    // The quantized rows, on the stack up to the widest layer of all-MiniLM-L6-v2 (its
-    // 1536-wide feed-forward output). Rows past the end stay zero (their sums are not used).
-    let mut tile = [0u8; MR * STACK_DEPTH];
-    let mut heap;
-    let tile: &mut [u8] = if padded <= STACK_DEPTH {
-        &mut tile[..MR * padded]
-    } else {
-        heap = vec![0u8; MR * padded];
-        &mut heap
-    };
+    // Bytes past a row's depth meet zero weights, and the rows past a short tile's last
+    // give sums that are not used: scratch from the previous tile needs no clearing.
+    let tile = &mut quantized[..MR * padded];
     let mut scales = [RowScale {
         scale: 0.0,
         zero_point: 0,
@@ -150,11 +158,11 @@ pub(crate) fn tile_with(
                 .zip(bias)
             {
                 let exact = sum - zero_point * weight_sum;
-                *out = exact as f32 * (scale * weight_scale) + bias;
+                *out = M::mul_add(exact as f32, scale * weight_scale, bias);
             }
             if weights.activation == Activation::Gelu {
                 for out in out.iter_mut() {
-                    *out = gelu(*out);
+                    *out = gelu::<M>(*out);
                 }
             }
         }
