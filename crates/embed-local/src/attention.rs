@@ -9,10 +9,9 @@
 //! ([`run`]), so it runs 8 lanes wide with fused multiply-adds on AVX2, 16 on AVX-512, and
 //! as compiled for the baseline CPU elsewhere.
 
-use candle_core::{Result, Tensor, bail};
+use candle_core::{Result, bail};
 
 use crate::{
-    cpu::with_values,
     fastmath::{MulAdd, exp, fold_lanes},
     parallel::for_each,
     precision::{Accelerator, Kernel, run},
@@ -22,44 +21,51 @@ use crate::{
 const DIMS: usize = 32;
 
 /// Self-attention of the texts whose real tokens' fused projections are the rows of `qkv`
-/// `(tokens, 3 · hidden)`: queries (already scaled by 1/√head), keys, then values, each
-/// `heads` heads wide; text `i` is the next `lengths[i]` rows. Returns the attended values
-/// `(tokens, hidden)`, each head's in its columns.
-pub(crate) fn attention(qkv: &Tensor, lengths: &[usize], heads: usize) -> Result<Tensor> {
-    let (tokens, width) = qkv.dims2()?;
-    let hidden = width / 3;
-    if width != 3 * hidden || heads == 0 || !hidden.is_multiple_of(heads) {
+/// (`3 · hidden` values each): queries (already scaled by 1/√head), keys, then values, each
+/// `heads` heads wide; text `i` is the next `lengths[i]` rows. Writes the attended values,
+/// `hidden` a row, each head's in its columns, into `out`.
+pub(crate) fn attention_into(
+    qkv: &[f32],
+    lengths: &[usize],
+    heads: usize,
+    out: &mut [f32],
+) -> Result<()> {
+    let tokens = lengths.iter().sum::<usize>();
+    if tokens == 0 || out.len() % tokens != 0 || qkv.len() != 3 * out.len() {
+        bail!(
+            "texts of {lengths:?} tokens, {} projections and {} outputs",
+            qkv.len(),
+            out.len()
+        );
+    }
+    let hidden = out.len() / tokens;
+    let width = 3 * hidden;
+    if heads == 0 || !hidden.is_multiple_of(heads) {
         bail!("attention over rows of {width} values in {heads} heads");
     }
-    if lengths.iter().sum::<usize>() != tokens {
-        bail!("texts of {lengths:?} tokens in {tokens} rows");
-    }
-    let mut out = vec![0f32; tokens * hidden];
     let accelerated = Accelerator::best();
-    with_values(qkv, |qkv| {
-        let mut texts = Vec::with_capacity(lengths.len());
-        let (mut rows, mut outputs) = (qkv, out.as_mut_slice());
-        for &length in lengths {
-            let (text, rest) = rows.split_at(length * width);
-            let (text_out, rest_out) = std::mem::take(&mut outputs).split_at_mut(length * hidden);
-            (rows, outputs) = (rest, rest_out);
-            if length > 0 {
-                texts.push((text, text_out));
-            }
+    let mut texts = Vec::with_capacity(lengths.len());
+    let (mut rows, mut outputs) = (qkv, out);
+    for &length in lengths {
+        let (text, rest) = rows.split_at(length * width);
+        let (text_out, rest_out) = std::mem::take(&mut outputs).split_at_mut(length * hidden);
+        (rows, outputs) = (rest, rest_out);
+        if length > 0 {
+            texts.push((text, text_out));
         }
-        for_each(texts, |(qkv, out)| {
-            run(
-                accelerated,
-                Kernel::Attention {
-                    qkv,
-                    tokens: out.len() / hidden,
-                    heads,
-                    out,
-                },
-            );
-        });
-    })?;
-    Tensor::from_vec(out, (tokens, hidden), qkv.device())
+    }
+    for_each(texts, |(qkv, out)| {
+        run(
+            accelerated,
+            Kernel::Attention {
+                qkv,
+                tokens: out.len() / hidden,
+                heads,
+                out,
+            },
+        );
+    });
+    Ok(())
 }
 
 /// Attention of one text's `tokens` rows of fused projections `qkv` into `out`
@@ -233,10 +239,21 @@ fn softmax_in_place<M: MulAdd>(row: &mut [f32]) {
 mod tests {
     #![allow(clippy::unwrap_used)]
 
-    use candle_core::{D, Device, IndexOp};
+    use candle_core::{D, Device, IndexOp, Tensor};
 
     use super::*;
-    use crate::cpu::largest_difference;
+    use crate::cpu::{largest_difference, with_values};
+
+    /// [`attention_into`] on a tensor `(tokens, 3 · hidden)`, into a new one.
+    fn attention(qkv: &Tensor, lengths: &[usize], heads: usize) -> Result<Tensor> {
+        let (tokens, width) = qkv.dims2()?;
+        if !width.is_multiple_of(3) || lengths.iter().sum::<usize>() != tokens {
+            bail!("texts of {lengths:?} tokens in {tokens} rows of {width} values");
+        }
+        let mut out = vec![0f32; tokens * (width / 3)];
+        with_values(qkv, |qkv| attention_into(qkv, lengths, heads, &mut out))??;
+        Tensor::from_vec(out, (tokens, width / 3), qkv.device())
+    }
 
     /// softmax(q·kᵀ)·v of one text's rows, head by head, with candle's own operations.
     fn reference(qkv: &Tensor, heads: usize) -> Tensor {

@@ -6,11 +6,12 @@
 //! dense layers can instead run on 8-bit weights and activations (`int8`).
 
 use crate::bert_config::{BertConfig, HiddenAct};
-use candle_core::{D, DType, Module, Result, Tensor};
+use candle_core::{D, DType, Module, Result, Tensor, bail};
 use candle_nn::{Embedding, Linear, VarBuilder};
 
 use crate::{
-    attention::attention,
+    attention::attention_into,
+    cpu::with_values,
     int8::{Activation, Int8Linear},
     norm::LayerNorm,
     precision::DenseKernel,
@@ -50,17 +51,32 @@ impl Dense {
         })
     }
 
-    fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let y = match &self.product {
-            Product::F32(linear) => linear.forward(x)?,
-            Product::Int8(linear) => linear.forward(x)?,
-        };
-        match self.activation {
-            None => Ok(y),
-            Some(HiddenAct::Gelu) => y.gelu_erf(),
-            Some(HiddenAct::GeluApproximate) => y.gelu(),
-            Some(HiddenAct::Relu) => y.relu(),
+    /// Rows of `depth` values in `x` → the same number of rows of this layer's outputs in
+    /// `out`. The 8-bit product (with its fused activation) writes `out` directly; other
+    /// layers go through candle, and their result is copied.
+    fn forward_into(&self, x: &[f32], depth: usize, out: &mut [f32]) -> Result<()> {
+        if let (Product::Int8(linear), None) = (&self.product, self.activation) {
+            return linear.forward_into(x, out);
         }
+        let rows = x.len() / depth.max(1);
+        let x = Tensor::from_slice(x, (rows, depth), &candle_core::Device::Cpu)?;
+        let y = match &self.product {
+            Product::F32(linear) => linear.forward(&x)?,
+            Product::Int8(linear) => linear.forward(&x)?,
+        };
+        let y = match self.activation {
+            None => y,
+            Some(HiddenAct::Gelu) => y.gelu_erf()?,
+            Some(HiddenAct::GeluApproximate) => y.gelu()?,
+            Some(HiddenAct::Relu) => y.relu()?,
+        };
+        with_values(&y, |y| {
+            if y.len() != out.len() {
+                bail!("{} outputs for a buffer of {}", y.len(), out.len());
+            }
+            out.copy_from_slice(y);
+            Ok(())
+        })?
     }
 }
 
@@ -138,6 +154,7 @@ pub(crate) struct BertEncoder {
     layers: Vec<EncoderLayer>,
     heads: usize,
     hidden_size: usize,
+    intermediate_size: usize,
 }
 
 impl BertEncoder {
@@ -189,6 +206,7 @@ impl BertEncoder {
             layers,
             heads: config.num_attention_heads,
             hidden_size: hidden,
+            intermediate_size: config.intermediate_size,
         })
     }
 
@@ -233,16 +251,36 @@ impl BertEncoder {
             return Tensor::zeros((batch, width, hidden), DType::F32, ids.device());
         }
         let packing = Packing::of(&key_mask)?;
-        let mut x = packing.pack(&x)?;
+        let x = packing.pack(&x)?;
+        let rows = x.dim(0)?;
+        // Every layer writes into the same buffers: made (and zeroed) once per batch, not
+        // once per layer.
+        let mut x = x.flatten_all()?.to_vec1::<f32>()?;
+        let mut qkv = vec![0f32; rows * 3 * hidden];
+        let mut context = vec![0f32; rows * hidden];
+        let mut projected = vec![0f32; rows * hidden];
+        let mut attended = vec![0f32; rows * hidden];
+        let mut inner = vec![0f32; rows * self.intermediate_size];
         for layer in &self.layers {
-            let context = attention(&layer.qkv.forward(&x)?, &lengths, self.heads)?;
-            let attended = layer.attention_output.forward(&context)?;
-            x = layer.attention_norm.forward(&attended, Some(&x))?;
-            let inner = layer.intermediate.forward(&x)?;
-            x = layer
+            layer.qkv.forward_into(&x, hidden, &mut qkv)?;
+            attention_into(&qkv, &lengths, self.heads, &mut context)?;
+            layer
+                .attention_output
+                .forward_into(&context, hidden, &mut projected)?;
+            layer
+                .attention_norm
+                .forward_into(&projected, Some(&x), &mut attended)?;
+            layer
+                .intermediate
+                .forward_into(&attended, hidden, &mut inner)?;
+            layer
+                .output
+                .forward_into(&inner, self.intermediate_size, &mut projected)?;
+            layer
                 .output_norm
-                .forward(&layer.output.forward(&inner)?, Some(&x))?;
+                .forward_into(&projected, Some(&attended), &mut x)?;
         }
+        let x = Tensor::from_vec(x, (rows, hidden), ids.device())?;
         packing
             .unpack_with_zeros(&x)?
             .reshape((batch, width, hidden))

@@ -56,52 +56,68 @@ impl LayerNorm {
                 residual.dims()
             );
         }
+        let mut out = vec![0f32; rows * size];
+        with_values(x, |x| match residual {
+            None => self.forward_into(x, None, &mut out),
+            Some(residual) => with_values(residual, |residual| {
+                self.forward_into(x, Some(residual), &mut out)
+            })?,
+        })??;
+        Tensor::from_vec(out, (rows, size), x.device())
+    }
+
+    /// The normalised rows of `x` (plus `residual`, of the same length) into `out`.
+    pub(crate) fn forward_into(
+        &self,
+        x: &[f32],
+        residual: Option<&[f32]>,
+        out: &mut [f32],
+    ) -> Result<()> {
+        let size = self.weight.len();
+        if size == 0 || !x.len().is_multiple_of(size) {
+            bail!("{} values in rows of a layer norm of {size}", x.len());
+        }
+        if out.len() != x.len() || residual.is_some_and(|residual| residual.len() != x.len()) {
+            bail!(
+                "rows of {} values, a residual of {:?} and {} outputs",
+                x.len(),
+                residual.map(<[f32]>::len),
+                out.len()
+            );
+        }
         let parameters = NormParameters {
             weight: &self.weight,
             bias: &self.bias,
             eps: self.eps,
         };
-        let mut out = vec![0f32; rows * size];
         let accelerated = Accelerator::best();
         let chunk = ROWS_PER_TASK * size;
-        with_values(x, |x| -> Result<()> {
-            match residual {
-                None => {
-                    let tasks = x.chunks(chunk).zip(out.chunks_mut(chunk)).collect();
-                    for_each(tasks, |(x, out)| {
-                        run(
-                            accelerated,
-                            Kernel::Norm {
-                                x,
-                                residual: None,
-                                parameters,
-                                out,
-                            },
-                        );
-                    });
-                    Ok(())
-                }
-                Some(residual) => with_values(residual, |residual| {
-                    let tasks = x
-                        .chunks(chunk)
-                        .zip(residual.chunks(chunk))
-                        .zip(out.chunks_mut(chunk))
-                        .collect();
-                    for_each(tasks, |((x, residual), out)| {
-                        run(
-                            accelerated,
-                            Kernel::Norm {
-                                x,
-                                residual: Some(residual),
-                                parameters,
-                                out,
-                            },
-                        );
-                    });
-                }),
-            }
-        })??;
-        Tensor::from_vec(out, (rows, size), x.device())
+        let residuals = residual.map(|residual| residual.chunks(chunk));
+        let tasks: Vec<_> = match residuals {
+            None => x
+                .chunks(chunk)
+                .zip(out.chunks_mut(chunk))
+                .map(|(x, out)| (x, None, out))
+                .collect(),
+            Some(residuals) => x
+                .chunks(chunk)
+                .zip(residuals)
+                .zip(out.chunks_mut(chunk))
+                .map(|((x, residual), out)| (x, Some(residual), out))
+                .collect(),
+        };
+        for_each(tasks, |(x, residual, out)| {
+            run(
+                accelerated,
+                Kernel::Norm {
+                    x,
+                    residual,
+                    parameters,
+                    out,
+                },
+            );
+        });
+        Ok(())
     }
 }
 

@@ -55,18 +55,27 @@ impl Int8Linear {
 
     /// `x` `(rows, depth)` → `(rows, features)`.
     pub(crate) fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let (rows, depth) = x.dims2()?;
-        if depth != self.weights.depth {
+        let (rows, _) = x.dims2()?;
+        let mut out = vec![0f32; rows * self.weights.features];
+        with_values(x, |x| self.forward_into(x, &mut out))??;
+        Tensor::from_vec(out, (rows, self.weights.features), x.device())
+    }
+
+    /// Rows of `depth` values in `x` → the same number of rows of `features` in `out`.
+    pub(crate) fn forward_into(&self, x: &[f32], out: &mut [f32]) -> Result<()> {
+        let (depth, features) = (self.weights.depth, self.weights.features);
+        if depth == 0 || !x.len().is_multiple_of(depth) {
+            bail!("an input of {} values for a layer of {depth}", x.len());
+        }
+        if out.len() != x.len() / depth * features {
             bail!(
-                "an input of {depth} features for a layer of {}",
-                self.weights.depth
+                "{} outputs for {} rows of {features}",
+                out.len(),
+                x.len() / depth
             );
         }
-        let mut out = vec![0f32; rows * self.weights.features];
-        with_values(x, |x| {
-            multiply(x, &self.weights, &mut out, self.accelerated)
-        })?;
-        Tensor::from_vec(out, (rows, self.weights.features), x.device())
+        multiply(x, &self.weights, out, self.accelerated);
+        Ok(())
     }
 }
 
