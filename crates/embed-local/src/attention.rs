@@ -31,7 +31,7 @@ pub(crate) fn attention_into(
     out: &mut [f32],
 ) -> Result<()> {
     let tokens = lengths.iter().sum::<usize>();
-    if tokens == 0 || out.len() % tokens != 0 || qkv.len() != 3 * out.len() {
+    if tokens == 0 || !out.len().is_multiple_of(tokens) || qkv.len() != 3 * out.len() {
         bail!(
             "texts of {lengths:?} tokens, {} projections and {} outputs",
             qkv.len(),
