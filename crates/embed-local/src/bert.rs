@@ -2,8 +2,9 @@
 //! over all the batch's tokens, the query, key and value projections are fused into one, the
 //! attention scale is folded into the query weights, attention reads the projections in
 //! place text by text (`attention.rs`), and each layer norm adds its residual in the same
-//! pass (`norm.rs`). In `f32` the result matches the reference BERT to float rounding; the
-//! dense layers can instead run on 8-bit weights and activations (`int8`).
+//! pass (`norm.rs`); every layer writes into the same buffers, made once per batch. In `f32`
+//! the result matches the reference BERT to float rounding; the dense layers can instead run
+//! on 8-bit weights and activations (`int8`).
 
 use crate::bert_config::{BertConfig, HiddenAct};
 use candle_core::{D, DType, Module, Result, Tensor, bail};
