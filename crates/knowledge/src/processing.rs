@@ -1,10 +1,13 @@
-//! The processing pipeline a worker runs for each queued file: read the blob, extract and
+//! The processing pipeline a worker runs for queued files: read the blob, extract and
 //! chunk, embed in batches (with their token vectors for late interaction where the
 //! deployment computes them, both models at once), index, then mark the file `ready` with
-//! its chunks. Content errors fail the file for good; infrastructure errors retry with
-//! exponential backoff; a crashed worker's job is taken over when its lease expires.
+//! its chunks. Small text files are taken a round at a time, as many as fill one embedding
+//! batch, so that they share forward passes and index writes (each write is flushed to disk,
+//! and a file of a few chunks alone paid a whole flush and a small batch). Content errors
+//! fail the file for good; infrastructure errors retry with exponential backoff; a crashed
+//! worker's job is taken over when its lease expires.
 
-use std::{sync::Arc, time::Duration};
+use std::{collections::VecDeque, sync::Arc, time::Duration};
 
 use chrono::{DateTime, TimeDelta, Utc};
 use futures_channel::mpsc::{UnboundedReceiver, unbounded};
@@ -13,9 +16,10 @@ use tessera_kernel::{Clock, DomainError};
 use tracing::Instrument;
 
 use crate::{
-    BlobStore, ChunkingSettings, ClaimedJob, DocumentError, DocumentProcessor, EmbedError,
-    Embedder, ExtractionProgress, FileFailed, FileReady, FileStore, IndexedChunk, LateInteraction,
-    ProgressSink, StoredChunk, TokenVectors, VectorIndex,
+    BlobStore, ChunkDraft, ChunkingSettings, ClaimedJob, DatasetId, DocumentError,
+    DocumentProcessor, EmbedError, Embedder, ExtractionProgress, FileFailed, FileFormat, FileReady,
+    FileStore, IndexedChunk, LateInteraction, ProgressSink, StoredChunk, StoredFile, TokenVectors,
+    VectorIndex,
 };
 
 /// How workers process files.
@@ -28,8 +32,31 @@ pub struct ProcessingSettings {
     pub max_attempts: u32,
     /// The first retry's delay; each further retry doubles it (at most 10 minutes).
     pub retry_delay: Duration,
-    /// Chunks per embedding call.
+    /// Chunks per embedding call, and what a round of small files fills.
     pub embed_batch: usize,
+}
+
+/// The largest file a round shares with others: a text format read at once (no OCR, no
+/// conversion), so no file of the round waits long, its lease running, for another's
+/// extraction.
+const SHARED_ROUND_BYTES: u64 = 1 << 20;
+
+/// Whether `file` may share a round with other files.
+fn shares_rounds(file: &StoredFile) -> bool {
+    matches!(
+        file.format,
+        FileFormat::Txt | FileFormat::Md | FileFormat::Csv | FileFormat::Json
+    ) && file.size <= SHARED_ROUND_BYTES
+}
+
+/// A claimed file read and cut, its chunks waiting for their embedding batches.
+struct Prepared {
+    job: ClaimedJob,
+    drafts: Vec<ChunkDraft>,
+    /// The file's datasets when it was cut (each chunk's index entry names them).
+    datasets: Vec<DatasetId>,
+    /// Its chunks indexed so far.
+    indexed: usize,
 }
 
 impl Default for ProcessingSettings {
@@ -80,6 +107,7 @@ pub enum JobOutcome {
 }
 
 /// Why a step failed: for good (the content) or for now (a service).
+#[derive(Clone)]
 enum StepError {
     Content(String),
     Transient(String),
@@ -145,61 +173,272 @@ impl Processor {
         }
     }
 
-    /// Claims and runs the next due job; `None` when none is due.
-    pub async fn process_next(&self) -> Result<Option<(ClaimedJob, JobOutcome)>, DomainError> {
+    /// Claims and runs the next round of due jobs: small text files until their chunks fill
+    /// one embedding batch, or one file of another kind (such a file claimed after the
+    /// round's first runs alone right after the round). Empty when none is due. An error of
+    /// the queue itself ends the round; the jobs it leaves unsettled are taken over when
+    /// their leases expire.
+    pub async fn process_next(&self) -> Result<Vec<(ClaimedJob, JobOutcome)>, DomainError> {
+        let mut outcomes = Vec::new();
+        let mut round = Vec::new();
+        let mut chunks = 0;
+        let mut alone = None;
+        while chunks < self.batch_size() {
+            let Some(job) = self.claim().await? else {
+                break;
+            };
+            let shares = shares_rounds(&job.file);
+            if !shares && !round.is_empty() {
+                alone = Some(job);
+                break;
+            }
+            if let Some(prepared) = self.prepare(job, &mut outcomes).await? {
+                chunks += prepared.drafts.len();
+                round.push(prepared);
+            }
+            if !shares {
+                break;
+            }
+        }
+        self.index_round(round, &mut outcomes).await?;
+        if let Some(job) = alone
+            && let Some(prepared) = self.prepare(job, &mut outcomes).await?
+        {
+            self.index_round(vec![prepared], &mut outcomes).await?;
+        }
+        Ok(outcomes)
+    }
+
+    fn batch_size(&self) -> usize {
+        self.settings.embed_batch.max(1)
+    }
+
+    async fn claim(&self) -> Result<Option<ClaimedJob>, DomainError> {
         let now = self.pipeline.clock.now();
         let lease_until = now + delta(self.settings.lease);
-        let Some(job) = self
-            .pipeline
+        self.pipeline
             .files
             .claim_job(&self.worker, now, lease_until)
-            .await?
-        else {
-            return Ok(None);
-        };
+            .await
+    }
+
+    /// Reads and cuts a claimed file. One that cannot be is settled at once (its outcome
+    /// pushed), and `None` returned.
+    async fn prepare(
+        &self,
+        job: ClaimedJob,
+        outcomes: &mut Vec<(ClaimedJob, JobOutcome)>,
+    ) -> Result<Option<Prepared>, DomainError> {
         let span = tracing::info_span!(
             "process file",
             "file.format" = job.file.format.as_str(),
             "tessera.attempt" = i64::from(job.attempt),
         );
-        let outcome = self.run(&job).instrument(span).await?;
-        Ok(Some((job, outcome)))
+        match self.read_and_cut(&job).instrument(span).await {
+            Ok((drafts, datasets)) => Ok(Some(Prepared {
+                job,
+                drafts,
+                datasets,
+                indexed: 0,
+            })),
+            Err(error) => {
+                let outcome = self.settle(&job, error).await?;
+                outcomes.push((job, outcome));
+                Ok(None)
+            }
+        }
     }
 
-    async fn run(&self, job: &ClaimedJob) -> Result<JobOutcome, DomainError> {
-        let files = &self.pipeline.files;
-        let id = &job.file.id;
-        match self.steps(job).await {
-            Ok(chunks) => {
-                let count = chunks.len();
-                let chunk_count = u32::try_from(count).unwrap_or(u32::MAX);
-                let ready = FileReady::of(&job.file, chunk_count, self.pipeline.clock.now());
-                let model = self.pipeline.embedder.model();
-                if files
-                    .complete_job(
-                        &self.worker,
-                        &chunks,
-                        model,
-                        self.pipeline.generation,
-                        &ready,
-                    )
-                    .await?
-                {
-                    Ok(JobOutcome::Ready { chunks: count })
-                } else {
-                    Ok(JobOutcome::LeaseLost)
+    /// Embeds and indexes the round's chunks in batches (one batch may hold several files'
+    /// chunks), completing each file as soon as the batch with its last chunk is written.
+    async fn index_round(
+        &self,
+        round: Vec<Prepared>,
+        outcomes: &mut Vec<(ClaimedJob, JobOutcome)>,
+    ) -> Result<(), DomainError> {
+        let mut waiting = VecDeque::from(round);
+        while !waiting.is_empty() {
+            let taken = self.next_batch(&waiting);
+            let members = taken.len();
+            let written = self
+                .index_batch(&waiting, &taken)
+                .instrument(tracing::info_span!(
+                    "process files",
+                    "tessera.files" = i64::try_from(members).unwrap_or(i64::MAX)
+                ))
+                .await;
+            match written {
+                Ok(()) => {
+                    for (file, count) in waiting.iter_mut().zip(&taken) {
+                        file.indexed += count;
+                    }
+                    for _ in 0..members {
+                        let Some(file) = waiting.pop_front() else {
+                            break;
+                        };
+                        if file.indexed < file.drafts.len() {
+                            // Only the batch's last file continues into the next.
+                            match self.progress(&file.job, file.percent()).await {
+                                Ok(()) => waiting.push_front(file),
+                                Err(error) => {
+                                    let outcome = self.settle(&file.job, error).await?;
+                                    outcomes.push((file.job, outcome));
+                                }
+                            }
+                            break;
+                        }
+                        let outcome = self.finish(&file).await?;
+                        outcomes.push((file.job, outcome));
+                    }
+                }
+                Err(StepError::Content(_)) if members > 1 => {
+                    // The model refused a text without saying whose: each file runs alone.
+                    let shared: Vec<Prepared> = waiting.drain(..members).collect();
+                    for file in shared {
+                        Box::pin(self.index_round(vec![file], outcomes)).await?;
+                    }
+                }
+                Err(error) => {
+                    for file in waiting.drain(..members) {
+                        let outcome = self.settle(&file.job, error.clone()).await?;
+                        outcomes.push((file.job, outcome));
+                    }
                 }
             }
-            Err(StepError::LeaseLost) => Ok(JobOutcome::LeaseLost),
-            Err(StepError::Content(reason)) => self.fail(job, reason).await,
-            Err(StepError::Transient(reason)) if job.attempt >= self.settings.max_attempts => {
+        }
+        Ok(())
+    }
+
+    /// How many chunks of each of the first waiting files the next batch takes.
+    fn next_batch(&self, waiting: &VecDeque<Prepared>) -> Vec<usize> {
+        let mut room = self.batch_size();
+        let mut taken = Vec::new();
+        for file in waiting {
+            if room == 0 {
+                break;
+            }
+            let count = (file.drafts.len() - file.indexed).min(room);
+            room -= count;
+            taken.push(count);
+        }
+        taken
+    }
+
+    /// Embeds the next `taken[i]` chunks of each of the first waiting files and writes them
+    /// to the index in one write.
+    async fn index_batch(
+        &self,
+        waiting: &VecDeque<Prepared>,
+        taken: &[usize],
+    ) -> Result<(), StepError> {
+        let pipeline = &self.pipeline;
+        // (file, ordinal) of each chunk of the batch, in order.
+        let mut members = Vec::new();
+        for (file, count) in waiting.iter().zip(taken) {
+            members.extend((file.indexed..file.indexed + count).map(|ordinal| (file, ordinal)));
+        }
+        let texts: Vec<String> = members
+            .iter()
+            .map(|(file, ordinal)| file.drafts[*ordinal].text.clone())
+            .collect();
+        let count = texts.len();
+        if count == 0 {
+            return Ok(());
+        }
+        let (vectors, late) = embed_batch(
+            pipeline.embedder.as_ref(),
+            pipeline.late_interaction.as_deref(),
+            texts,
+        )
+        .await?;
+        let mut indexed = Vec::with_capacity(count);
+        for ((file, ordinal), (dense, late)) in
+            members.into_iter().zip(vectors.into_iter().zip(late))
+        {
+            let draft = &file.drafts[ordinal];
+            indexed.push(IndexedChunk {
+                organization: file.job.file.organization.clone(),
+                file_id: file.job.file.id.clone(),
+                ordinal: u32::try_from(ordinal).unwrap_or(u32::MAX),
+                datasets: file.datasets.clone(),
+                text: draft.text.clone(),
+                location: draft.location.clone(),
+                dense,
+                late,
+            });
+        }
+        pipeline
+            .index
+            .upsert(indexed)
+            .instrument(tracing::info_span!(
+                "index",
+                "tessera.chunks" = i64::try_from(count).unwrap_or(i64::MAX)
+            ))
+            .await
+            .map_err(|error| StepError::Transient(error.to_string()))
+    }
+
+    /// Marks a file whose chunks are all indexed `ready`. An association made while it was
+    /// processed found no index entries to update: its datasets are written as they are now.
+    async fn finish(&self, file: &Prepared) -> Result<JobOutcome, DomainError> {
+        let pipeline = &self.pipeline;
+        let stored = &file.job.file;
+        let now_in = pipeline
+            .files
+            .datasets_of(&stored.organization, &stored.id)
+            .await?;
+        if now_in != file.datasets
+            && let Err(error) = pipeline
+                .index
+                .set_datasets(&stored.organization, &stored.id, now_in)
+                .await
+        {
+            return self
+                .settle(&file.job, StepError::Transient(error.to_string()))
+                .await;
+        }
+        let chunks: Vec<StoredChunk> = file
+            .drafts
+            .iter()
+            .enumerate()
+            .map(|(ordinal, draft)| StoredChunk {
+                ordinal: u32::try_from(ordinal).unwrap_or(u32::MAX),
+                text: draft.text.clone(),
+                token_count: draft.token_count,
+                location: draft.location.clone(),
+            })
+            .collect();
+        let count = chunks.len();
+        let chunk_count = u32::try_from(count).unwrap_or(u32::MAX);
+        let ready = FileReady::of(stored, chunk_count, pipeline.clock.now());
+        let model = pipeline.embedder.model();
+        if pipeline
+            .files
+            .complete_job(&self.worker, &chunks, model, pipeline.generation, &ready)
+            .await?
+        {
+            Ok(JobOutcome::Ready { chunks: count })
+        } else {
+            Ok(JobOutcome::LeaseLost)
+        }
+    }
+
+    /// Settles a job that could not be processed: failed for good, retried later, or left to
+    /// the worker that took it over.
+    async fn settle(&self, job: &ClaimedJob, error: StepError) -> Result<JobOutcome, DomainError> {
+        let files = &self.pipeline.files;
+        let id = &job.file.id;
+        match error {
+            StepError::LeaseLost => Ok(JobOutcome::LeaseLost),
+            StepError::Content(reason) => self.fail(job, reason).await,
+            StepError::Transient(reason) if job.attempt >= self.settings.max_attempts => {
                 let reason = format!(
                     "processing failed {} times; the last error: {reason}",
                     job.attempt
                 );
                 self.fail(job, reason).await
             }
-            Err(StepError::Transient(reason)) => {
+            StepError::Transient(reason) => {
                 let exponent = job.attempt.saturating_sub(1).min(16);
                 let wait = self
                     .settings
@@ -273,7 +512,11 @@ impl Processor {
         followed
     }
 
-    async fn steps(&self, job: &ClaimedJob) -> Result<Vec<StoredChunk>, StepError> {
+    /// Reads the file's content and cuts it into chunks, with the datasets it is in now.
+    async fn read_and_cut(
+        &self,
+        job: &ClaimedJob,
+    ) -> Result<(Vec<ChunkDraft>, Vec<DatasetId>), StepError> {
         let file = &job.file;
         let pipeline = &self.pipeline;
         let content = pipeline
@@ -309,68 +552,15 @@ impl Processor {
             .files
             .datasets_of(&file.organization, &file.id)
             .await?;
-        let total = drafts.len().max(1);
-        let mut chunks = Vec::with_capacity(drafts.len());
-        let batch_size = self.settings.embed_batch.max(1);
-        for (batch_index, batch) in drafts.chunks(batch_size).enumerate() {
-            let texts: Vec<String> = batch.iter().map(|draft| draft.text.clone()).collect();
-            let (vectors, late) = embed_batch(
-                pipeline.embedder.as_ref(),
-                pipeline.late_interaction.as_deref(),
-                texts,
-            )
-            .await?;
-            let first = batch_index * batch_size;
-            let indexed: Vec<IndexedChunk> = batch
-                .iter()
-                .zip(vectors.into_iter().zip(late))
-                .enumerate()
-                .map(|(offset, (draft, (dense, late)))| IndexedChunk {
-                    organization: file.organization.clone(),
-                    file_id: file.id.clone(),
-                    ordinal: u32::try_from(first + offset).unwrap_or(u32::MAX),
-                    datasets: datasets.clone(),
-                    text: draft.text.clone(),
-                    location: draft.location.clone(),
-                    dense,
-                    late,
-                })
-                .collect();
-            pipeline
-                .index
-                .upsert(indexed)
-                .instrument(tracing::info_span!(
-                    "index",
-                    "tessera.chunks" = i64::try_from(batch.len()).unwrap_or(i64::MAX)
-                ))
-                .await
-                .map_err(|error| StepError::Transient(error.to_string()))?;
-            for (offset, draft) in batch.iter().enumerate() {
-                chunks.push(StoredChunk {
-                    ordinal: u32::try_from(first + offset).unwrap_or(u32::MAX),
-                    text: draft.text.clone(),
-                    token_count: draft.token_count,
-                    location: draft.location.clone(),
-                });
-            }
-            let done = (first + batch.len()) * 60 / total;
-            self.progress(job, 30 + u8::try_from(done).unwrap_or(60))
-                .await?;
-        }
-        // An association made while this job ran found no index entries to update; write
-        // the file's datasets as they are now.
-        let now_in = pipeline
-            .files
-            .datasets_of(&file.organization, &file.id)
-            .await?;
-        if now_in != datasets {
-            pipeline
-                .index
-                .set_datasets(&file.organization, &file.id, now_in)
-                .await
-                .map_err(|error| StepError::Transient(error.to_string()))?;
-        }
-        Ok(chunks)
+        Ok((drafts, datasets))
+    }
+}
+
+impl Prepared {
+    /// Embedding and indexing span 30 to 90 % of a file's progress.
+    fn percent(&self) -> u8 {
+        let done = self.indexed * 60 / self.drafts.len().max(1);
+        30 + u8::try_from(done).unwrap_or(60)
     }
 }
 

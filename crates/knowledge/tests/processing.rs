@@ -79,6 +79,12 @@ fn drafts(count: usize) -> Vec<ChunkDraft> {
         .collect()
 }
 
+/// The outcome of a round that held one job.
+fn only(mut outcomes: Vec<(ClaimedJob, JobOutcome)>) -> JobOutcome {
+    assert_eq!(outcomes.len(), 1, "{outcomes:?}");
+    outcomes.remove(0).1
+}
+
 struct Ports {
     files: MockFileStore,
     documents: MockDocumentProcessor,
@@ -90,11 +96,12 @@ struct Ports {
 impl Ports {
     fn new(job: &ClaimedJob) -> Self {
         let mut files = MockFileStore::new();
-        let claimed = job.clone();
+        // The job, then an empty queue (a round of small files asks for more).
+        let mut queue = vec![job.clone()];
         files
             .expect_claim_job()
-            .times(1)
-            .returning(move |_, _, _| Ok(Some(claimed.clone())));
+            .times(1..=2)
+            .returning(move |_, _, _| Ok(queue.pop()));
         let mut embedder = MockEmbedder::new();
         embedder
             .expect_model()
@@ -187,7 +194,7 @@ async fn a_document_is_embedded_in_batches_indexed_and_completed() {
         })
         .times(1)
         .returning(|_, _, _, _, _| Ok(true));
-    let (_, outcome) = ports.processor().process_next().await.unwrap().unwrap();
+    let outcome = only(ports.processor().process_next().await.unwrap());
     assert_eq!(outcome, JobOutcome::Ready { chunks: 5 });
     assert_eq!(*batches.lock().unwrap(), vec![2, 2, 1]);
     let indexed = indexed.lock().unwrap();
@@ -258,7 +265,7 @@ async fn with_late_interaction_every_chunk_is_indexed_with_its_own_token_vectors
         .expect_complete_job()
         .times(1)
         .returning(|_, _, _, _, _| Ok(true));
-    let (_, outcome) = ports.processor().process_next().await.unwrap().unwrap();
+    let outcome = only(ports.processor().process_next().await.unwrap());
     assert_eq!(outcome, JobOutcome::Ready { chunks: 3 });
     let indexed = indexed.lock().unwrap();
     assert_eq!(indexed.len(), 3);
@@ -291,7 +298,7 @@ async fn a_late_interaction_model_that_miscounts_or_fails_is_retried() {
             .expect_retry_job()
             .times(1)
             .returning(|_, _, _, _| Ok(true));
-        let (_, outcome) = ports.processor().process_next().await.unwrap().unwrap();
+        let outcome = only(ports.processor().process_next().await.unwrap());
         assert!(
             matches!(outcome, JobOutcome::Retrying { .. }),
             "{outcome:?}"
@@ -326,7 +333,7 @@ async fn pages_read_by_ocr_move_the_progress_and_a_lost_lease_stops_the_job() {
         });
     ports.embedder.expect_embed().never();
     ports.files.expect_complete_job().never();
-    let (_, outcome) = ports.processor().process_next().await.unwrap().unwrap();
+    let outcome = only(ports.processor().process_next().await.unwrap());
     assert_eq!(outcome, JobOutcome::LeaseLost);
     // 10 % once read, 15 % after the first page; nothing is reported after the loss.
     assert_eq!(*reported.lock().unwrap(), vec![10, 15, 20]);
@@ -358,7 +365,7 @@ async fn a_broken_document_fails_at_once_and_leaves_nothing_indexed() {
         .with(eq(organization), eq(file))
         .times(1)
         .returning(|_, _| Ok(()));
-    let (_, outcome) = ports.processor().process_next().await.unwrap().unwrap();
+    let outcome = only(ports.processor().process_next().await.unwrap());
     assert!(matches!(outcome, JobOutcome::Failed { reason } if reason.contains("encrypted")));
 }
 
@@ -405,7 +412,7 @@ async fn an_unavailable_embedder_is_retried_with_growing_delays_then_fails() {
                 ports.index.expect_delete_file().returning(|_, _| Ok(()));
             }
         }
-        let (_, outcome) = ports.processor().process_next().await.unwrap().unwrap();
+        let outcome = only(ports.processor().process_next().await.unwrap());
         match expected {
             Some(_) => assert!(
                 matches!(outcome, JobOutcome::Retrying { .. }),
@@ -429,7 +436,7 @@ async fn a_worker_that_lost_its_lease_stops_writing() {
     ports.files.expect_complete_job().never();
     ports.files.expect_fail_job().never();
     ports.documents.expect_chunks().never();
-    let (_, outcome) = ports.processor().process_next().await.unwrap().unwrap();
+    let outcome = only(ports.processor().process_next().await.unwrap());
     assert_eq!(outcome, JobOutcome::LeaseLost);
 }
 
@@ -472,7 +479,7 @@ async fn an_association_made_during_processing_reaches_the_index() {
         .files
         .expect_complete_job()
         .returning(|_, _, _, _, _| Ok(true));
-    let (_, outcome) = ports.processor().process_next().await.unwrap().unwrap();
+    let outcome = only(ports.processor().process_next().await.unwrap());
     assert_eq!(outcome, JobOutcome::Ready { chunks: 1 });
 }
 
@@ -491,5 +498,272 @@ async fn an_empty_queue_is_not_an_error() {
         clock: Arc::new(ManualClock::new(now())),
     };
     let processor = Processor::new(pipeline, ProcessingSettings::default(), "w1");
-    assert!(processor.process_next().await.unwrap().is_none());
+    assert!(processor.process_next().await.unwrap().is_empty());
+}
+
+/// `count` chunks whose texts name `file`.
+fn drafts_of(file: &str, count: usize) -> Vec<ChunkDraft> {
+    let mut drafts = drafts(count);
+    for draft in &mut drafts {
+        draft.text = format!("{file} {}", draft.text);
+    }
+    drafts
+}
+
+/// Ports for a queue of `jobs`, each cut into the matching `cuts`, with an index that keeps
+/// what it is given (each write as one entry).
+fn ports_of_queue(
+    jobs: &[ClaimedJob],
+    cuts: Vec<Vec<ChunkDraft>>,
+) -> (Ports, Arc<Mutex<Vec<Vec<tessera_knowledge::IndexedChunk>>>>) {
+    let mut files = MockFileStore::new();
+    let mut queue: Vec<ClaimedJob> = jobs.iter().rev().cloned().collect();
+    files
+        .expect_claim_job()
+        .returning(move |_, _, _| Ok(queue.pop()));
+    files
+        .expect_report_progress()
+        .returning(|_, _, _, _, _| Ok(true));
+    files.expect_datasets_of().returning(|_, _| Ok(Vec::new()));
+    let mut documents = MockDocumentProcessor::new();
+    let mut cuts: Vec<Vec<ChunkDraft>> = cuts.into_iter().rev().collect();
+    documents
+        .expect_chunks()
+        .returning(move |_, _, _, _| Ok(cuts.pop().unwrap()));
+    let mut embedder = MockEmbedder::new();
+    embedder
+        .expect_model()
+        .return_const("test-model".to_owned());
+    let writes = Arc::new(Mutex::new(Vec::new()));
+    let kept = writes.clone();
+    let mut index = MockVectorIndex::new();
+    index.expect_upsert().returning(move |chunks| {
+        kept.lock().unwrap().push(chunks);
+        Ok(())
+    });
+    let ports = Ports {
+        files,
+        documents,
+        embedder,
+        late_interaction: None,
+        index,
+    };
+    (ports, writes)
+}
+
+fn job_of(format: FileFormat) -> ClaimedJob {
+    let mut job = job(1);
+    job.file.format = format;
+    job
+}
+
+/// Each outcome's file id and outcome, in the order the round settled them.
+fn settled(outcomes: Vec<(ClaimedJob, JobOutcome)>) -> Vec<(FileId, JobOutcome)> {
+    outcomes
+        .into_iter()
+        .map(|(job, outcome)| (job.file.id, outcome))
+        .collect()
+}
+
+#[tokio::test]
+async fn small_files_share_one_embedding_call_and_one_index_write() {
+    let jobs = [job(1), job(1), job(1)];
+    let (mut ports, writes) = ports_of_queue(
+        &jobs,
+        vec![drafts_of("a", 1), drafts_of("b", 1), drafts_of("c", 1)],
+    );
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    let seen = calls.clone();
+    ports.embedder.expect_embed().returning(move |texts| {
+        seen.lock().unwrap().push(texts.clone());
+        Ok(texts.iter().map(|_| vec![0.6, 0.8]).collect())
+    });
+    let completed = Arc::new(Mutex::new(Vec::new()));
+    let done = completed.clone();
+    ports
+        .files
+        .expect_complete_job()
+        .returning(move |_, chunks, _, _, ready| {
+            done.lock()
+                .unwrap()
+                .push((ready.file.clone(), chunks.len()));
+            Ok(true)
+        });
+    let processor = ports.processor();
+    // The batch holds two chunks: the first round takes two files, the next the third.
+    let first = settled(processor.process_next().await.unwrap());
+    assert_eq!(
+        first,
+        vec![
+            (jobs[0].file.id.clone(), JobOutcome::Ready { chunks: 1 }),
+            (jobs[1].file.id.clone(), JobOutcome::Ready { chunks: 1 }),
+        ]
+    );
+    assert_eq!(
+        *calls.lock().unwrap(),
+        vec![vec!["a chunk 0".to_owned(), "b chunk 0".to_owned()]]
+    );
+    {
+        let writes = writes.lock().unwrap();
+        assert_eq!(writes.len(), 1, "one index write for both files");
+        let files: Vec<(&FileId, u32)> =
+            writes[0].iter().map(|c| (&c.file_id, c.ordinal)).collect();
+        assert_eq!(files, vec![(&jobs[0].file.id, 0), (&jobs[1].file.id, 0)]);
+    }
+    let second = settled(processor.process_next().await.unwrap());
+    assert_eq!(
+        second,
+        vec![(jobs[2].file.id.clone(), JobOutcome::Ready { chunks: 1 })]
+    );
+    assert!(processor.process_next().await.unwrap().is_empty());
+    assert_eq!(completed.lock().unwrap().len(), 3);
+}
+
+#[tokio::test]
+async fn a_file_split_over_batches_continues_after_the_one_it_shared_a_batch_with() {
+    let jobs = [job(1), job(1)];
+    // One chunk of "a", then "b"'s three: batches [a0, b0], [b1, b2].
+    let (mut ports, writes) = ports_of_queue(&jobs, vec![drafts_of("a", 1), drafts_of("b", 3)]);
+    ports
+        .embedder
+        .expect_embed()
+        .times(2)
+        .returning(|texts| Ok(texts.iter().map(|_| vec![0.6, 0.8]).collect()));
+    ports
+        .files
+        .expect_complete_job()
+        .times(2)
+        .returning(|_, _, _, _, _| Ok(true));
+    let outcomes = settled(ports.processor().process_next().await.unwrap());
+    assert_eq!(
+        outcomes,
+        vec![
+            (jobs[0].file.id.clone(), JobOutcome::Ready { chunks: 1 }),
+            (jobs[1].file.id.clone(), JobOutcome::Ready { chunks: 3 }),
+        ]
+    );
+    let writes = writes.lock().unwrap();
+    let ordinals: Vec<Vec<u32>> = writes
+        .iter()
+        .map(|write| write.iter().map(|c| c.ordinal).collect())
+        .collect();
+    assert_eq!(ordinals, vec![vec![0, 0], vec![1, 2]]);
+}
+
+#[tokio::test]
+async fn a_text_the_model_refuses_in_a_shared_batch_fails_only_its_file() {
+    let jobs = [job(1), job(1)];
+    let (mut ports, writes) =
+        ports_of_queue(&jobs, vec![drafts_of("good", 1), drafts_of("bad", 1)]);
+    ports.embedder.expect_embed().times(3).returning(|texts| {
+        if texts.iter().any(|text| text.starts_with("bad")) {
+            Err(EmbedError::Invalid("a text the model cannot read".into()))
+        } else {
+            Ok(texts.iter().map(|_| vec![0.6, 0.8]).collect())
+        }
+    });
+    let good = jobs[0].file.id.clone();
+    ports
+        .files
+        .expect_complete_job()
+        .withf(move |_, _, _, _, ready| ready.file == good)
+        .times(1)
+        .returning(|_, _, _, _, _| Ok(true));
+    let bad = jobs[1].file.id.clone();
+    ports
+        .files
+        .expect_fail_job()
+        .withf(move |_, failed| failed.file == bad && failed.error.contains("cannot read"))
+        .times(1)
+        .returning(|_, _| Ok(true));
+    ports
+        .index
+        .expect_delete_file()
+        .times(1)
+        .returning(|_, _| Ok(()));
+    let outcomes = settled(ports.processor().process_next().await.unwrap());
+    assert_eq!(
+        outcomes[0],
+        (jobs[0].file.id.clone(), JobOutcome::Ready { chunks: 1 })
+    );
+    assert_eq!(outcomes[1].0, jobs[1].file.id);
+    assert!(
+        matches!(outcomes[1].1, JobOutcome::Failed { .. }),
+        "{outcomes:?}"
+    );
+    let writes = writes.lock().unwrap();
+    assert_eq!(writes.len(), 1, "only the good file was written");
+    assert!(
+        writes[0]
+            .iter()
+            .all(|chunk| chunk.file_id == jobs[0].file.id)
+    );
+}
+
+#[tokio::test]
+async fn a_service_failure_in_a_shared_batch_retries_each_of_its_files() {
+    let jobs = [job(1), job(1)];
+    let (mut ports, writes) = ports_of_queue(&jobs, vec![drafts_of("a", 1), drafts_of("b", 1)]);
+    ports
+        .embedder
+        .expect_embed()
+        .times(1)
+        .returning(|_| Err(EmbedError::Unavailable("busy".into())));
+    ports
+        .files
+        .expect_retry_job()
+        .times(2)
+        .returning(|_, _, _, _| Ok(true));
+    ports.files.expect_complete_job().never();
+    let outcomes = settled(ports.processor().process_next().await.unwrap());
+    assert_eq!(outcomes.len(), 2);
+    assert!(
+        outcomes
+            .iter()
+            .all(|(_, outcome)| matches!(outcome, JobOutcome::Retrying { .. })),
+        "{outcomes:?}"
+    );
+    assert!(writes.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_file_of_another_kind_claimed_after_a_small_one_runs_alone_after_the_round() {
+    let jobs = [
+        job_of(FileFormat::Txt),
+        job_of(FileFormat::Pdf),
+        job_of(FileFormat::Txt),
+    ];
+    let (mut ports, writes) = ports_of_queue(
+        &jobs,
+        vec![
+            drafts_of("text", 1),
+            drafts_of("pdf", 1),
+            drafts_of("later", 1),
+        ],
+    );
+    ports
+        .embedder
+        .expect_embed()
+        .times(2)
+        .returning(|texts| Ok(texts.iter().map(|_| vec![0.6, 0.8]).collect()));
+    ports
+        .files
+        .expect_complete_job()
+        .times(2)
+        .returning(|_, _, _, _, _| Ok(true));
+    let outcomes = settled(ports.processor().process_next().await.unwrap());
+    assert_eq!(
+        outcomes,
+        vec![
+            (jobs[0].file.id.clone(), JobOutcome::Ready { chunks: 1 }),
+            (jobs[1].file.id.clone(), JobOutcome::Ready { chunks: 1 }),
+        ],
+        "the PDF ends the round's claims; the third file waits for the next round"
+    );
+    let writes = writes.lock().unwrap();
+    let files: Vec<Vec<&FileId>> = writes
+        .iter()
+        .map(|write| write.iter().map(|c| &c.file_id).collect())
+        .collect();
+    assert_eq!(files, vec![vec![&jobs[0].file.id], vec![&jobs[1].file.id]]);
 }

@@ -746,25 +746,31 @@ async fn run_worker(processor: Processor, wake: Arc<Notify>, poll: Duration) {
     loop {
         let started = std::time::Instant::now();
         match processor.process_next().await {
-            Ok(Some((job, outcome))) => match outcome {
-                JobOutcome::Ready { chunks } => {
-                    file_job(FileJobState::Ready, started.elapsed());
-                    tracing::info!(file = %job.file.id, chunks, attempt = job.attempt, "file ready");
+            Ok(outcomes) if !outcomes.is_empty() => {
+                // A round's files end together: each is timed from the round's start.
+                let elapsed = started.elapsed();
+                for (job, outcome) in outcomes {
+                    match outcome {
+                        JobOutcome::Ready { chunks } => {
+                            file_job(FileJobState::Ready, elapsed);
+                            tracing::info!(file = %job.file.id, chunks, attempt = job.attempt, "file ready");
+                        }
+                        JobOutcome::Failed { reason } => {
+                            file_job(FileJobState::Failed, elapsed);
+                            tracing::warn!(file = %job.file.id, %reason, "file processing failed");
+                        }
+                        JobOutcome::Retrying { at, reason } => {
+                            file_job(FileJobState::Retrying, elapsed);
+                            tracing::warn!(file = %job.file.id, %reason, %at, attempt = job.attempt, "file processing will be retried");
+                        }
+                        JobOutcome::LeaseLost => {
+                            file_job(FileJobState::LeaseLost, elapsed);
+                            tracing::warn!(file = %job.file.id, "file processing taken over by another worker");
+                        }
+                    }
                 }
-                JobOutcome::Failed { reason } => {
-                    file_job(FileJobState::Failed, started.elapsed());
-                    tracing::warn!(file = %job.file.id, %reason, "file processing failed");
-                }
-                JobOutcome::Retrying { at, reason } => {
-                    file_job(FileJobState::Retrying, started.elapsed());
-                    tracing::warn!(file = %job.file.id, %reason, %at, attempt = job.attempt, "file processing will be retried");
-                }
-                JobOutcome::LeaseLost => {
-                    file_job(FileJobState::LeaseLost, started.elapsed());
-                    tracing::warn!(file = %job.file.id, "file processing taken over by another worker");
-                }
-            },
-            Ok(None) => {
+            }
+            Ok(_) => {
                 let _ = tokio::time::timeout(poll, wake.notified()).await;
             }
             Err(error) => {
