@@ -402,8 +402,10 @@ impl Default for AuditSettings {
 pub struct KnowledgeSettings {
     /// Processing workers in this process (0: none; another replica's `worker` mode or
     /// workers process the queue). They share the embedding model's thread (chunks of files
-    /// processed at once share its forward passes), which is what bounds ingestion: on 2
-    /// cores, 8 workers ingested NFCorpus more slowly than 1 (docs/benchmarks.md).
+    /// processed at once share its forward passes), which is what bounds ingestion. Two by
+    /// default: while one worker's round is embedded, the other reads, cuts, indexes and
+    /// completes its own (on 2 cores NFCorpus ingested in 0.86x one worker's time; 8 workers
+    /// were slower than 1, docs/benchmarks.md).
     #[serde(deserialize_with = "lenient::parse")]
     pub workers: usize,
     /// Where uploaded content is kept (default `<data_dir>/blobs`), unless `s3_bucket` is set.
@@ -525,7 +527,7 @@ pub struct KnowledgeSettings {
 impl Default for KnowledgeSettings {
     fn default() -> Self {
         Self {
-            workers: 1,
+            workers: 2,
             blobs_dir: None,
             s3_bucket: None,
             s3_prefix: String::new(),
