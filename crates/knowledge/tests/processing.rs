@@ -551,6 +551,21 @@ fn ports_of_queue(
     (ports, writes)
 }
 
+impl Ports {
+    /// The embedder answers `calls` calls (a vector for every text) and `completions` jobs
+    /// complete.
+    fn expect_embedded_and_completed(&mut self, calls: usize, completions: usize) {
+        self.embedder
+            .expect_embed()
+            .times(calls)
+            .returning(|texts| Ok(texts.iter().map(|_| vec![0.6, 0.8]).collect()));
+        self.files
+            .expect_complete_job()
+            .times(completions)
+            .returning(|_, _, _, _, _| Ok(true));
+    }
+}
+
 fn job_of(format: FileFormat) -> ClaimedJob {
     let mut job = job(1);
     job.file.format = format;
@@ -624,16 +639,7 @@ async fn a_file_split_over_batches_continues_after_the_one_it_shared_a_batch_wit
     let jobs = [job(1), job(1)];
     // One chunk of "a", then "b"'s three: batches [a0, b0], [b1, b2].
     let (mut ports, writes) = ports_of_queue(&jobs, vec![drafts_of("a", 1), drafts_of("b", 3)]);
-    ports
-        .embedder
-        .expect_embed()
-        .times(2)
-        .returning(|texts| Ok(texts.iter().map(|_| vec![0.6, 0.8]).collect()));
-    ports
-        .files
-        .expect_complete_job()
-        .times(2)
-        .returning(|_, _, _, _, _| Ok(true));
+    ports.expect_embedded_and_completed(2, 2);
     let outcomes = settled(ports.processor().process_next().await.unwrap());
     assert_eq!(
         outcomes,
@@ -741,16 +747,7 @@ async fn a_file_of_another_kind_claimed_after_a_small_one_runs_alone_after_the_r
             drafts_of("later", 1),
         ],
     );
-    ports
-        .embedder
-        .expect_embed()
-        .times(2)
-        .returning(|texts| Ok(texts.iter().map(|_| vec![0.6, 0.8]).collect()));
-    ports
-        .files
-        .expect_complete_job()
-        .times(2)
-        .returning(|_, _, _, _, _| Ok(true));
+    ports.expect_embedded_and_completed(2, 2);
     let outcomes = settled(ports.processor().process_next().await.unwrap());
     assert_eq!(
         outcomes,
