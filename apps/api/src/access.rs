@@ -276,6 +276,23 @@ impl Caller {
     pub fn actor(&self) -> tessera_kernel::Actor {
         tessera_kernel::Actor::Principal(self.0.clone())
     }
+
+    /// 403 `insufficient_scope` unless the caller holds `scope`, for an operation that
+    /// needs a second scope in some requests only (the route table names the first).
+    pub fn require(&self, scope: &'static str) -> Result<(), ApiError> {
+        let allowed = scope
+            .parse::<tessera_kernel::Scope>()
+            .is_ok_and(|needed| self.0.can(&needed));
+        if allowed {
+            Ok(())
+        } else {
+            Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "insufficient_scope",
+                format!("this request also needs the `{scope}` scope"),
+            ))
+        }
+    }
 }
 
 impl FromRequest for Caller {

@@ -1,10 +1,12 @@
 //! Datasets: named sets of files that are searched together, versioned on every change of
 //! their content, with snapshots that freeze a version.
 
-use chrono::{DateTime, Utc};
-use tessera_kernel::OrganizationId;
+use std::collections::BTreeMap;
 
-use crate::{DatasetId, FileId, StoredFile};
+use chrono::{DateTime, Utc};
+use tessera_kernel::{DomainError, OrganizationId};
+
+use crate::{Attributes, DatasetId, FileId, StoredFile};
 
 /// A dataset record.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,16 +21,139 @@ pub struct Dataset {
     /// Searches reorder their candidates by late interaction (MaxSim over the chunks'
     /// token vectors) unless a request says otherwise.
     pub late_interaction: bool,
+    /// What a client attached to it (OpenAI's vector store `metadata`).
+    pub metadata: Metadata,
     pub created_by: String,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
 
+/// How many pairs a client attaches to a dataset or a file at most, as OpenAI bounds
+/// `metadata` and `attributes`, and how long a key is.
+pub(crate) const MAX_PAIRS: usize = 16;
+pub(crate) const MAX_KEY_CHARS: usize = 64;
+
+/// Checks pairs as OpenAI bounds them: at most [`MAX_PAIRS`], keys of 1 to
+/// [`MAX_KEY_CHARS`] characters, and each value by `value`, which says what is wrong with
+/// one (a message and a type); `loc` names the field in a refusal.
+pub(crate) fn check_pairs<V>(
+    pairs: &BTreeMap<String, V>,
+    loc: &[&str],
+    value: impl Fn(&str, &V) -> Option<(String, &'static str)>,
+) -> Result<(), DomainError> {
+    let invalid = |message: String, kind: &str| {
+        DomainError::invalid(loc.iter().map(|part| (*part).into()), message, kind)
+    };
+    if pairs.len() > MAX_PAIRS {
+        return Err(invalid(
+            format!("at most {MAX_PAIRS} pairs, got {}", pairs.len()),
+            "too_long",
+        ));
+    }
+    for (key, one) in pairs {
+        if key.is_empty() || key.chars().count() > MAX_KEY_CHARS {
+            return Err(invalid(
+                format!("keys must have 1 to {MAX_KEY_CHARS} characters"),
+                "string_length",
+            ));
+        }
+        if let Some((message, kind)) = value(key, one) {
+            return Err(invalid(message, kind));
+        }
+    }
+    Ok(())
+}
+
+/// Key-value pairs a client attaches to a dataset, as OpenAI's `metadata` defines them: at
+/// most [`Metadata::MAX_PAIRS`], keys of at most [`Metadata::MAX_KEY_CHARS`] characters,
+/// values of at most [`Metadata::MAX_VALUE_CHARS`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Metadata(BTreeMap<String, String>);
+
+impl Metadata {
+    pub const MAX_PAIRS: usize = MAX_PAIRS;
+    pub const MAX_KEY_CHARS: usize = MAX_KEY_CHARS;
+    pub const MAX_VALUE_CHARS: usize = 512;
+
+    /// The pairs, checked; `loc` names the field in a refusal (`body.metadata`).
+    pub fn new(pairs: BTreeMap<String, String>, loc: &[&str]) -> Result<Self, DomainError> {
+        check_pairs(&pairs, loc, |key, value| {
+            (value.chars().count() > Self::MAX_VALUE_CHARS).then(|| {
+                (
+                    format!(
+                        "the value of `{key}` has more than {} characters",
+                        Self::MAX_VALUE_CHARS
+                    ),
+                    "string_length",
+                )
+            })
+        })?;
+        Ok(Self(pairs))
+    }
+
+    /// A request body's `metadata`, when it has one, checked (`body.metadata` in refusals).
+    pub fn of_body(pairs: Option<BTreeMap<String, String>>) -> Result<Option<Self>, DomainError> {
+        pairs
+            .map(|pairs| Self::new(pairs, &["body", "metadata"]))
+            .transpose()
+    }
+
+    /// The pairs as they were checked, for a store reading back what it saved.
+    pub fn trusted(pairs: BTreeMap<String, String>) -> Self {
+        Self(pairs)
+    }
+
+    pub fn pairs(&self) -> &BTreeMap<String, String> {
+        &self.0
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// What a new dataset is made of.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NewDataset {
+    pub name: String,
+    pub description: Option<String>,
+    pub late_interaction: bool,
+    pub metadata: Metadata,
+}
+
+/// What an update changes (`None` leaves a field as it is; `Some(None)` clears the
+/// description).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DatasetChanges {
+    pub name: Option<String>,
+    pub description: Option<Option<String>>,
+    pub late_interaction: Option<bool>,
+    pub metadata: Option<Metadata>,
+}
+
+/// How many of a dataset's files are in each status, and their size (OpenAI's
+/// `file_counts` and `usage_bytes`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DatasetFileCounts {
+    pub processing: u64,
+    pub ready: u64,
+    pub failed: u64,
+    pub bytes: u64,
+}
+
+impl DatasetFileCounts {
+    pub fn total(&self) -> u64 {
+        self.processing + self.ready + self.failed
+    }
+}
+
 /// A file in a dataset.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct DatasetFile {
     pub file: StoredFile,
     pub added_at: DateTime<Utc>,
+    /// What a client attached to the file in this dataset.
+    pub attributes: Attributes,
 }
 
 /// The files of a dataset frozen at one version: searching the snapshot searches exactly

@@ -2,14 +2,17 @@
 //! files, snapshots, and hybrid search, its candidates reordered by late interaction where
 //! the dataset or the request asks, and reranked by a cross-encoder when one is configured.
 
-use std::{collections::HashSet, sync::Arc};
+use std::{
+    collections::{HashMap, HashSet},
+    sync::Arc,
+};
 
 use tessera_kernel::{Clock, CursorCodec, DomainError, Limit, Page, PageRequest};
 
 use crate::{
-    Dataset, DatasetFile, DatasetId, DatasetStore, Embedder, FileId, FileStore, KnowledgeCaller,
-    LateInteractionSearch, LateRerank, Reranking, ScoredChunk, SearchMode, Snapshot, VectorIndex,
-    VectorQuery,
+    Attributes, Dataset, DatasetChanges, DatasetFile, DatasetFileCounts, DatasetId, DatasetStore,
+    Embedder, FileId, FileStore, KnowledgeCaller, LateInteractionSearch, LateRerank, NewDataset,
+    Reranking, ScoredChunk, SearchMode, Snapshot, VectorIndex, VectorQuery,
 };
 
 const DATASET_LIST: &str = "datasets";
@@ -164,19 +167,18 @@ impl DatasetService {
     pub async fn create(
         &self,
         caller: &KnowledgeCaller,
-        name: &str,
-        description: Option<String>,
-        late_interaction: bool,
+        new: NewDataset,
     ) -> Result<Dataset, DomainError> {
         let now = self.clock.now();
         let dataset = Dataset {
             id: DatasetId::generate(),
             organization: caller.organization.clone(),
-            name: check_name(name)?,
-            description: check_description(description)?,
+            name: check_name(&new.name)?,
+            description: check_description(new.description)?,
             version: 1,
             file_count: 0,
-            late_interaction: self.check_late_interaction(late_interaction)?,
+            late_interaction: self.check_late_interaction(new.late_interaction)?,
+            metadata: new.metadata,
             created_by: caller.subject.clone(),
             created_at: now,
             updated_at: now,
@@ -209,40 +211,54 @@ impl DatasetService {
                     .decode::<DatasetId>(DATASET_LIST, caller.organization.as_str(), c)
             })
             .transpose()?;
-        let rows = self
-            .datasets
-            .list(&caller.organization, &PageRequest { limit, after })
-            .await?;
-        let total = self.datasets.count(&caller.organization).await?;
-        Ok(Page::from_overfetch(rows, limit, Some(total), |dataset| {
-            self.cursors
-                .encode(DATASET_LIST, caller.organization.as_str(), &dataset.id)
-        }))
+        self.list_after(caller, PageRequest { limit, after }).await
     }
 
-    /// Renames or re-describes a dataset (`Some(None)` clears the description), or turns
-    /// late interaction on or off for its searches. Its version counts content changes
-    /// only, so it stays.
+    /// Newest first, from the dataset after `page.after` (OpenAI's `after` names a vector
+    /// store, not a cursor).
+    pub async fn list_after(
+        &self,
+        caller: &KnowledgeCaller,
+        page: PageRequest<DatasetId>,
+    ) -> Result<Page<Dataset>, DomainError> {
+        let rows = self.datasets.list(&caller.organization, &page).await?;
+        let total = self.datasets.count(&caller.organization).await?;
+        Ok(Page::from_overfetch(
+            rows,
+            page.limit,
+            Some(total),
+            |dataset| {
+                self.cursors
+                    .encode(DATASET_LIST, caller.organization.as_str(), &dataset.id)
+            },
+        ))
+    }
+
+    /// Renames or re-describes a dataset (`Some(None)` clears the description), replaces its
+    /// metadata, or turns late interaction on or off for its searches. Its version counts
+    /// content changes only, so it stays.
     pub async fn update(
         &self,
         caller: &KnowledgeCaller,
         id: &DatasetId,
-        name: Option<&str>,
-        description: Option<Option<String>>,
-        late_interaction: Option<bool>,
+        changes: DatasetChanges,
     ) -> Result<Dataset, DomainError> {
-        let late_interaction = late_interaction
+        let late_interaction = changes
+            .late_interaction
             .map(|wanted| self.check_late_interaction(wanted))
             .transpose()?;
         let mut dataset = self.get(caller, id).await?;
-        if let Some(name) = name {
-            dataset.name = check_name(name)?;
+        if let Some(name) = changes.name {
+            dataset.name = check_name(&name)?;
         }
-        if let Some(description) = description {
+        if let Some(description) = changes.description {
             dataset.description = check_description(description)?;
         }
         if let Some(late_interaction) = late_interaction {
             dataset.late_interaction = late_interaction;
+        }
+        if let Some(metadata) = changes.metadata {
+            dataset.metadata = metadata;
         }
         dataset.updated_at = self.clock.now();
         let audit = caller.audit("dataset.update", "dataset", id.as_str(), dataset.updated_at);
@@ -250,6 +266,67 @@ impl DatasetService {
             return Err(DomainError::not_found("dataset", id));
         }
         Ok(dataset)
+    }
+
+    /// The file as the dataset holds it; `NotFound` when the dataset does not exist or does
+    /// not hold it.
+    pub async fn file(
+        &self,
+        caller: &KnowledgeCaller,
+        dataset: &DatasetId,
+        file: &FileId,
+    ) -> Result<DatasetFile, DomainError> {
+        self.datasets
+            .dataset_file(&caller.organization, dataset, file)
+            .await?
+            .ok_or_else(|| DomainError::not_found("file", file))
+    }
+
+    /// Replaces the attributes of a file the dataset holds (empty clears them).
+    pub async fn set_attributes(
+        &self,
+        caller: &KnowledgeCaller,
+        dataset: &DatasetId,
+        file: &FileId,
+        attributes: &Attributes,
+    ) -> Result<DatasetFile, DomainError> {
+        self.get(caller, dataset).await?;
+        if !self
+            .datasets
+            .set_attributes(&caller.organization, dataset, file, attributes)
+            .await?
+        {
+            return Err(DomainError::not_found("file", file));
+        }
+        self.file(caller, dataset, file).await
+    }
+
+    /// Every file the dataset holds with its attributes: what a search filtered by
+    /// attributes ([`crate::AttributeFilter::matches`]) picks its `files` from, and what its results
+    /// show.
+    pub async fn file_attributes(
+        &self,
+        caller: &KnowledgeCaller,
+        dataset: &DatasetId,
+    ) -> Result<HashMap<FileId, Attributes>, DomainError> {
+        self.get(caller, dataset).await?;
+        let files = self
+            .datasets
+            .attributes(&caller.organization, dataset)
+            .await?;
+        Ok(files.into_iter().collect())
+    }
+
+    /// How many of the dataset's files are in each status, and their size.
+    pub async fn file_counts(
+        &self,
+        caller: &KnowledgeCaller,
+        id: &DatasetId,
+    ) -> Result<DatasetFileCounts, DomainError> {
+        self.datasets
+            .file_counts(&caller.organization, id)
+            .await?
+            .ok_or_else(|| DomainError::not_found("dataset", id))
     }
 
     /// Deletes a dataset and its snapshots; its files stay, out of its search.
@@ -340,18 +417,31 @@ impl DatasetService {
         limit: Limit,
         cursor: Option<&str>,
     ) -> Result<Page<DatasetFile>, DomainError> {
-        let found = self.get(caller, dataset).await?;
         let owner = CursorCodec::owner(caller.organization.as_str(), dataset.as_str());
         let after = cursor
             .map(|c| self.cursors.decode::<FileId>(DATASET_FILE_LIST, &owner, c))
             .transpose()?;
+        self.files_after(caller, dataset, PageRequest { limit, after })
+            .await
+    }
+
+    /// The dataset's files, newest first, from the file after `page.after` (OpenAI's `after`
+    /// names a file, not a cursor).
+    pub async fn files_after(
+        &self,
+        caller: &KnowledgeCaller,
+        dataset: &DatasetId,
+        page: PageRequest<FileId>,
+    ) -> Result<Page<DatasetFile>, DomainError> {
+        let found = self.get(caller, dataset).await?;
+        let owner = CursorCodec::owner(caller.organization.as_str(), dataset.as_str());
         let rows = self
             .datasets
-            .files(&caller.organization, dataset, &PageRequest { limit, after })
+            .files(&caller.organization, dataset, &page)
             .await?;
         Ok(Page::from_overfetch(
             rows,
-            limit,
+            page.limit,
             Some(found.file_count),
             |entry| {
                 self.cursors

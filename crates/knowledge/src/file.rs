@@ -30,6 +30,40 @@ impl FileStatus {
     }
 }
 
+/// What an OpenAI client uploaded a file for (`purpose` on `/openai/v1/files`). Every file
+/// is processed for knowledge the same way; the purpose is kept so the dialect can report and
+/// filter by it. Files uploaded through `/v1` have none and read as `assistants`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FilePurpose {
+    /// For vector stores and assistants' file search.
+    Assistants,
+    /// For use as a model's input.
+    UserData,
+}
+
+impl FilePurpose {
+    pub const ALL: [Self; 2] = [Self::Assistants, Self::UserData];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Assistants => "assistants",
+            Self::UserData => "user_data",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|purpose| purpose.as_str() == text)
+    }
+
+    /// Whether a file uploaded for `purpose` is one of this purpose's: every file serves
+    /// retrieval, so one uploaded through `/v1` (no purpose) counts as `assistants`.
+    pub fn includes(self, purpose: Option<FilePurpose>) -> bool {
+        purpose.unwrap_or(Self::Assistants) == self
+    }
+}
+
 /// A file record. Its content is a blob named by `sha256`; files with the same content
 /// share one blob.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,6 +84,8 @@ pub struct StoredFile {
     /// Why processing failed (`failed` only).
     pub error: Option<String>,
     pub chunk_count: u32,
+    /// What an OpenAI client uploaded it for; `None` through `/v1`.
+    pub purpose: Option<FilePurpose>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -68,4 +104,6 @@ pub struct StoredChunk {
 pub struct FileFilter {
     pub organization: OrganizationId,
     pub status: Option<FileStatus>,
+    /// The files of this purpose ([`FilePurpose::includes`]).
+    pub purpose: Option<FilePurpose>,
 }

@@ -12,8 +12,8 @@ use tessera_kernel::{
 };
 
 use crate::{
-    BlobError, BlobStore, FileDeletion, FileFilter, FileFormat, FileId, FileReady, FileStatus,
-    FileStore, ImageReadingPolicy, StoredFile, Upload, UploadError, VectorIndex,
+    BlobError, BlobStore, FileDeletion, FileFilter, FileFormat, FileId, FilePurpose, FileReady,
+    FileStatus, FileStore, ImageReadingPolicy, StoredFile, Upload, UploadError, VectorIndex,
     image_reading::ImageReading, upload,
 };
 
@@ -125,6 +125,7 @@ impl FileService {
             progress: if processed { 0 } else { 100 },
             error: None,
             chunk_count: 0,
+            purpose: upload.purpose,
             created_at: now,
             updated_at: now,
         };
@@ -179,19 +180,54 @@ impl FileService {
                     .decode::<FileId>(FILE_LIST, caller.organization.as_str(), c)
             })
             .transpose()?;
+        self.list_after(caller, status, None, PageRequest { limit, after })
+            .await
+    }
+
+    /// Newest first, from the file after `page.after` (OpenAI's `after` names a file, not a
+    /// cursor); `status` and `purpose` filter.
+    pub async fn list_after(
+        &self,
+        caller: &KnowledgeCaller,
+        status: Option<FileStatus>,
+        purpose: Option<FilePurpose>,
+        page: PageRequest<FileId>,
+    ) -> Result<Page<StoredFile>, DomainError> {
         let filter = FileFilter {
             organization: caller.organization.clone(),
             status,
+            purpose,
         };
-        let rows = self
-            .files
-            .list(&filter, &PageRequest { limit, after })
-            .await?;
+        let rows = self.files.list(&filter, &page).await?;
         let total = self.files.count(&filter).await?;
-        Ok(Page::from_overfetch(rows, limit, Some(total), |file| {
-            self.cursors
-                .encode(FILE_LIST, caller.organization.as_str(), &file.id)
-        }))
+        Ok(Page::from_overfetch(
+            rows,
+            page.limit,
+            Some(total),
+            |file| {
+                self.cursors
+                    .encode(FILE_LIST, caller.organization.as_str(), &file.id)
+            },
+        ))
+    }
+
+    /// Records what an OpenAI client uploaded the file for, when its form named the purpose
+    /// after the content.
+    pub async fn set_purpose(
+        &self,
+        caller: &KnowledgeCaller,
+        id: &FileId,
+        purpose: FilePurpose,
+    ) -> Result<(), DomainError> {
+        if self
+            .files
+            .set_purpose(&caller.organization, id, purpose)
+            .await?
+        {
+            Ok(())
+        } else {
+            Err(DomainError::not_found("file", id))
+        }
     }
 
     /// The file and its content in pieces.
@@ -345,6 +381,7 @@ mod tests {
                 &caller(),
                 Upload {
                     file_name: name.to_owned(),
+                    purpose: None,
                     content: stream::iter([Ok(content)]).boxed_local(),
                 },
             )

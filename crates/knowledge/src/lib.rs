@@ -19,6 +19,7 @@
 //! implementation, and the `rag` feature knowledge as the chats domain's retriever and the
 //! models domain's dataset directory (`rag`).
 
+mod attributes;
 mod blob;
 #[cfg(feature = "contract")]
 pub mod contract;
@@ -53,8 +54,12 @@ mod rerank;
 mod store;
 mod upload;
 
+pub use attributes::{AttributeFilter, AttributeValue, Attributes, Comparison};
 pub use blob::{BlobError, BlobRef, BlobStore, BlobWriter};
-pub use dataset::{Dataset, DatasetFile, FileReference, Snapshot};
+pub use dataset::{
+    Dataset, DatasetChanges, DatasetFile, DatasetFileCounts, FileReference, Metadata, NewDataset,
+    Snapshot,
+};
 pub use dataset_content::{DatasetContent, DatasetPassage};
 pub use dataset_service::{
     DatasetService, MAX_DATASET_DESCRIPTION_CHARS, MAX_DATASET_NAME_CHARS, MAX_QUERY_CHARS,
@@ -70,7 +75,7 @@ pub use embeddings::{
     MAX_EMBEDDING_INPUTS,
 };
 pub use events::{DatasetChange, DatasetUpdated, FileFailed, FileReady};
-pub use file::{FileFilter, FileStatus, StoredChunk, StoredFile};
+pub use file::{FileFilter, FilePurpose, FileStatus, StoredChunk, StoredFile};
 pub use file_service::{FileService, KnowledgeCaller};
 pub use file_text::DocumentText;
 pub use format::{FileFormat, FormatError, MAX_DOCUMENT_BYTES, MAX_IMAGE_BYTES, TextCheck};

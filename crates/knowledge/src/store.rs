@@ -8,8 +8,8 @@ use chrono::{DateTime, Utc};
 use tessera_kernel::{AuditRecord, DomainError, OrganizationId, PageRequest};
 
 use crate::{
-    Dataset, DatasetFile, DatasetId, FileFailed, FileFilter, FileId, FileReady, FileReference,
-    Snapshot, StoredChunk, StoredFile,
+    Attributes, Dataset, DatasetFile, DatasetFileCounts, DatasetId, FileFailed, FileFilter, FileId,
+    FilePurpose, FileReady, FileReference, Snapshot, StoredChunk, StoredFile,
 };
 
 /// A processing job handed to a worker: the file and which attempt this is (1-based).
@@ -59,6 +59,15 @@ pub trait FileStore: Send + Sync {
     ) -> Result<Vec<StoredFile>, DomainError>;
 
     async fn count(&self, filter: &FileFilter) -> Result<u64, DomainError>;
+
+    /// Records what an OpenAI client uploaded the file for; false when the organization has
+    /// no such file.
+    async fn set_purpose(
+        &self,
+        organization: &OrganizationId,
+        id: &FileId,
+        purpose: FilePurpose,
+    ) -> Result<bool, DomainError>;
 
     /// Deletes a file with its chunks and job unless a dataset or snapshot holds it.
     async fn delete(
@@ -191,6 +200,40 @@ pub trait DatasetStore: Send + Sync {
         at: DateTime<Utc>,
         audit: &AuditRecord,
     ) -> Result<Option<(Dataset, bool)>, DomainError>;
+
+    /// Replaces the attributes of a file the dataset holds (empty clears them); false when
+    /// the dataset does not exist in the organization or does not hold the file.
+    async fn set_attributes(
+        &self,
+        organization: &OrganizationId,
+        dataset: &DatasetId,
+        file: &FileId,
+        attributes: &Attributes,
+    ) -> Result<bool, DomainError>;
+
+    /// Every file the dataset holds with its attributes (empty when it has none), in no
+    /// particular order; nothing when the dataset does not exist in the organization.
+    async fn attributes(
+        &self,
+        organization: &OrganizationId,
+        dataset: &DatasetId,
+    ) -> Result<Vec<(FileId, Attributes)>, DomainError>;
+
+    /// How many of the dataset's files are in each status, and their size; `None` when the
+    /// dataset does not exist in the organization.
+    async fn file_counts(
+        &self,
+        organization: &OrganizationId,
+        dataset: &DatasetId,
+    ) -> Result<Option<DatasetFileCounts>, DomainError>;
+
+    /// The file when the dataset holds it now (both of the organization).
+    async fn dataset_file(
+        &self,
+        organization: &OrganizationId,
+        dataset: &DatasetId,
+        file: &FileId,
+    ) -> Result<Option<DatasetFile>, DomainError>;
 
     /// The dataset's files, newest file first (descending file ids), after `page.after`.
     async fn files(

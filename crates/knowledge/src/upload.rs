@@ -33,6 +33,8 @@ pub enum UploadError {
 /// An upload as it arrives: the client's file name and the content in pieces.
 pub struct Upload<'a> {
     pub file_name: String,
+    /// What an OpenAI client uploads it for, when known before the content.
+    pub purpose: Option<crate::FilePurpose>,
     pub content: LocalBoxStream<'a, Result<Vec<u8>, UploadError>>,
 }
 

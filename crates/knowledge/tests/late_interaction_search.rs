@@ -11,9 +11,9 @@ use std::sync::{Arc, Mutex};
 use chrono::Utc;
 use tessera_kernel::{Actor, CursorCodec, DomainError, ManualClock, OrganizationId};
 use tessera_knowledge::{
-    Dataset, DatasetId, DatasetService, KnowledgeCaller, LateInteractionSearch, LateRerank,
-    MockDatasetStore, MockEmbedder, MockFileStore, MockLateInteraction, MockReranker,
-    MockVectorIndex, Reranking, SearchMode, SearchRequest, TokenVectors, VectorQuery,
+    Dataset, DatasetChanges, DatasetId, DatasetService, KnowledgeCaller, LateInteractionSearch,
+    LateRerank, MockDatasetStore, MockEmbedder, MockFileStore, MockLateInteraction, MockReranker,
+    MockVectorIndex, NewDataset, Reranking, SearchMode, SearchRequest, TokenVectors, VectorQuery,
 };
 
 fn caller() -> KnowledgeCaller {
@@ -36,6 +36,7 @@ fn dataset(caller: &KnowledgeCaller, late_interaction: bool) -> Dataset {
         created_by: "user-1".into(),
         created_at: Utc::now(),
         updated_at: Utc::now(),
+        metadata: Default::default(),
     }
 }
 
@@ -211,22 +212,19 @@ async fn without_the_model_asking_is_refused_and_a_set_dataset_searches_without(
     ));
     assert!(asked.lock().unwrap().is_empty(), "nothing searched");
     assert!(is_invalid_at(
-        service.create(&caller, "Docs", None, true).await,
+        service.create(&caller, docs(true)).await,
         "lateInteraction"
     ));
     assert!(is_invalid_at(
-        service.update(&caller, &id, None, None, Some(true)).await,
+        service.update(&caller, &id, late(true)).await,
         "lateInteraction"
     ));
     // Turning it off, or creating without it, needs no model.
-    let updated = service
-        .update(&caller, &id, None, None, Some(false))
-        .await
-        .unwrap();
+    let updated = service.update(&caller, &id, late(false)).await.unwrap();
     assert!(!updated.late_interaction);
     assert!(
         !service
-            .create(&caller, "Docs", None, false)
+            .create(&caller, docs(false))
             .await
             .unwrap()
             .late_interaction
@@ -247,12 +245,26 @@ async fn with_the_model_a_dataset_is_created_and_updated_with_it() {
     let (service, _) = service(record);
     let service = service.with_late_interaction(late_interaction(20));
     assert_eq!(service.late_interaction_model(), Some("colbert"));
-    let created = service.create(&caller, "Docs", None, true).await.unwrap();
+    let created = service.create(&caller, docs(true)).await.unwrap();
     assert!(created.late_interaction);
-    let updated = service
-        .update(&caller, &id, None, None, Some(true))
-        .await
-        .unwrap();
+    let updated = service.update(&caller, &id, late(true)).await.unwrap();
     assert!(updated.late_interaction);
     assert_eq!(updated.name, "Cities", "other fields stay");
+}
+
+/// A new dataset named Docs, with late interaction or without.
+fn docs(late_interaction: bool) -> NewDataset {
+    NewDataset {
+        name: "Docs".into(),
+        late_interaction,
+        ..NewDataset::default()
+    }
+}
+
+/// An update that turns late interaction on or off.
+fn late(on: bool) -> DatasetChanges {
+    DatasetChanges {
+        late_interaction: Some(on),
+        ..DatasetChanges::default()
+    }
 }

@@ -60,6 +60,7 @@ fn job(attempt: u32) -> ClaimedJob {
             chunk_count: 0,
             created_at: now(),
             updated_at: now(),
+            purpose: None,
         },
         attempt,
     }

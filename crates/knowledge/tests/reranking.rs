@@ -34,6 +34,7 @@ fn dataset(caller: &KnowledgeCaller) -> Dataset {
         created_by: "user-1".into(),
         created_at: Utc::now(),
         updated_at: Utc::now(),
+        metadata: Default::default(),
     }
 }
 
@@ -52,6 +53,7 @@ fn file(id: &FileId, caller: &KnowledgeCaller) -> StoredFile {
         chunk_count: 1,
         created_at: Utc::now(),
         updated_at: Utc::now(),
+        purpose: None,
     }
 }
 

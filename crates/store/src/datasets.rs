@@ -10,8 +10,8 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use tessera_kernel::{AuditRecord, DomainError, OrganizationId, PageRequest};
 use tessera_knowledge::{
-    Dataset, DatasetChange, DatasetFile, DatasetId, DatasetStore, DatasetUpdated, FileId, Snapshot,
-    StoredFile,
+    AttributeValue, Attributes, Dataset, DatasetChange, DatasetFile, DatasetFileCounts, DatasetId,
+    DatasetStore, DatasetUpdated, FileId, FileStatus, Metadata, Snapshot, StoredFile,
 };
 use tessera_webhooks::Event;
 
@@ -49,6 +49,7 @@ struct DatasetRow {
     late_interaction: bool,
     created_at: NaiveDateTime,
     updated_at: NaiveDateTime,
+    metadata: Option<String>,
 }
 
 fn utc(at: NaiveDateTime) -> DateTime<Utc> {
@@ -75,11 +76,84 @@ impl DatasetRow {
             name: self.name,
             description: self.description,
             late_interaction: self.late_interaction,
+            metadata: match &self.metadata {
+                None => Metadata::default(),
+                Some(text) => Metadata::trusted(
+                    serde_json::from_str(text).map_err(|e| corrupt("datasets", &self.id, e))?,
+                ),
+            },
             created_by: self.created_by,
             created_at: utc(self.created_at),
             updated_at: utc(self.updated_at),
         })
     }
+}
+
+/// The metadata column: a JSON object, `NULL` when there is none.
+fn metadata_text(metadata: &Metadata) -> Option<String> {
+    (!metadata.is_empty())
+        .then(|| serde_json::to_string(metadata.pairs()).ok())
+        .flatten()
+}
+
+/// The attributes column: a JSON object of strings, numbers and booleans, `NULL` when there
+/// are none.
+fn attributes_text(attributes: &Attributes) -> Option<String> {
+    if attributes.is_empty() {
+        return None;
+    }
+    let object: serde_json::Map<String, serde_json::Value> = (attributes.pairs().iter())
+        .map(|(key, value)| {
+            let value = match value {
+                AttributeValue::Text(text) => serde_json::Value::from(text.as_str()),
+                AttributeValue::Number(number) => serde_json::Value::from(*number),
+                AttributeValue::Bool(flag) => serde_json::Value::from(*flag),
+            };
+            (key.clone(), value)
+        })
+        .collect();
+    Some(serde_json::Value::Object(object).to_string())
+}
+
+/// The attributes a column holds.
+fn read_attributes(text: Option<&str>, file: &str) -> Result<Attributes, DomainError> {
+    let Some(text) = text else {
+        return Ok(Attributes::default());
+    };
+    let object: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(text).map_err(|e| corrupt("dataset_files", file, e))?;
+    let pairs = object
+        .into_iter()
+        .map(|(key, value)| {
+            let value = match value {
+                serde_json::Value::String(text) => AttributeValue::Text(text),
+                serde_json::Value::Bool(flag) => AttributeValue::Bool(flag),
+                serde_json::Value::Number(number) => AttributeValue::Number(
+                    number
+                        .as_f64()
+                        .ok_or_else(|| corrupt("dataset_files", file, &number))?,
+                ),
+                other => return Err(corrupt("dataset_files", file, other)),
+            };
+            Ok((key, value))
+        })
+        .collect::<Result<_, DomainError>>()?;
+    Ok(Attributes::trusted(pairs))
+}
+
+/// A dataset's file as read with its association.
+fn dataset_file(
+    file: FileRow,
+    added_at: NaiveDateTime,
+    attributes: Option<String>,
+) -> Result<DatasetFile, DomainError> {
+    let file = StoredFile::try_from(file)?;
+    let attributes = read_attributes(attributes.as_deref(), file.id.as_str())?;
+    Ok(DatasetFile {
+        file,
+        added_at: utc(added_at),
+        attributes,
+    })
 }
 
 /// The dataset of an organization, in a query's `FROM`.
@@ -185,6 +259,7 @@ impl DatasetStore for SqlDatasetStore {
             late_interaction: dataset.late_interaction,
             created_at: dataset.created_at.naive_utc(),
             updated_at: dataset.updated_at.naive_utc(),
+            metadata: metadata_text(&dataset.metadata),
         };
         with_transaction!(&self.db, conn => {
             diesel::insert_into(datasets::table)
@@ -268,6 +343,7 @@ impl DatasetStore for SqlDatasetStore {
                     datasets::name.eq(&dataset.name),
                     datasets::description.eq(&dataset.description),
                     datasets::late_interaction.eq(dataset.late_interaction),
+                    datasets::metadata.eq(metadata_text(&dataset.metadata)),
                     datasets::updated_at.eq(dataset.updated_at.naive_utc()),
                 ))
                 .execute(conn)
@@ -411,13 +487,154 @@ impl DatasetStore for SqlDatasetStore {
             .transpose()
     }
 
+    async fn set_attributes(
+        &self,
+        organization: &OrganizationId,
+        dataset: &DatasetId,
+        file: &FileId,
+        attributes: &Attributes,
+    ) -> Result<bool, DomainError> {
+        let text = attributes_text(attributes);
+        let changed = with_connection!(&self.db, conn => {
+            let of_organization = datasets::table
+                .filter(datasets::organization_id.eq(organization.as_str()))
+                .select(datasets::id);
+            diesel::update(
+                dataset_files::table
+                    .filter(dataset_files::dataset_id.eq(dataset.as_str()))
+                    .filter(dataset_files::file_id.eq(file.as_str()))
+                    .filter(dataset_files::dataset_id.eq_any(of_organization)),
+            )
+            .set(dataset_files::attributes.eq(&text))
+            .execute(conn)
+            .await
+            .map_err(query_error)?
+        });
+        Ok(changed > 0)
+    }
+
+    async fn attributes(
+        &self,
+        organization: &OrganizationId,
+        dataset: &DatasetId,
+    ) -> Result<Vec<(FileId, Attributes)>, DomainError> {
+        let rows: Vec<(String, Option<String>)> = with_connection!(&self.db, conn => {
+            dataset_files::table
+                .inner_join(datasets::table)
+                .inner_join(files::table)
+                .filter(datasets::organization_id.eq(organization.as_str()))
+                .filter(files::organization_id.eq(organization.as_str()))
+                .filter(dataset_files::dataset_id.eq(dataset.as_str()))
+                .select((dataset_files::file_id, dataset_files::attributes))
+                .load(conn)
+                .await
+                .map_err(query_error)?
+        });
+        rows.into_iter()
+            .map(|(file, attributes)| {
+                let attributes = read_attributes(attributes.as_deref(), &file)?;
+                let id = file
+                    .parse()
+                    .map_err(|e| corrupt("dataset_files", &file, e))?;
+                Ok((id, attributes))
+            })
+            .collect()
+    }
+
+    async fn file_counts(
+        &self,
+        organization: &OrganizationId,
+        dataset: &DatasetId,
+    ) -> Result<Option<DatasetFileCounts>, DomainError> {
+        let found: Option<Vec<(String, i64, Option<i64>)>> = with_connection!(&self.db, conn => {
+            let exists: Option<String> = one_dataset!(organization, dataset)
+                .select(datasets::id)
+                .first(conn)
+                .await
+                .optional()
+                .map_err(query_error)?;
+            match exists {
+                None => None,
+                Some(_) => Some(
+                    dataset_files::table
+                        .inner_join(files::table)
+                        .filter(files::organization_id.eq(organization.as_str()))
+                        .filter(dataset_files::dataset_id.eq(dataset.as_str()))
+                        .group_by(files::status)
+                        .select((
+                            files::status,
+                            diesel::dsl::count_star(),
+                            // SUM of a BIGINT is NUMERIC on PostgreSQL; the cast keeps it an integer.
+                            diesel::dsl::sql::<diesel::sql_types::Nullable<diesel::sql_types::BigInt>>(
+                                "CAST(SUM(files.size) AS BIGINT)",
+                            ),
+                        ))
+                        .load(conn)
+                        .await
+                        .map_err(query_error)?,
+                ),
+            }
+        });
+        let Some(groups) = found else {
+            return Ok(None);
+        };
+        let mut counts = DatasetFileCounts::default();
+        for (status, count, bytes) in groups {
+            let count = u64::try_from(count).unwrap_or_default();
+            match FileStatus::parse(&status) {
+                Some(FileStatus::Processing) => counts.processing += count,
+                Some(FileStatus::Ready) => counts.ready += count,
+                Some(FileStatus::Failed) => counts.failed += count,
+                None => {
+                    return Err(corrupt(
+                        "files",
+                        dataset.as_str(),
+                        format!("status {status}"),
+                    ));
+                }
+            }
+            counts.bytes += bytes
+                .and_then(|bytes| u64::try_from(bytes).ok())
+                .unwrap_or_default();
+        }
+        Ok(Some(counts))
+    }
+
+    async fn dataset_file(
+        &self,
+        organization: &OrganizationId,
+        dataset: &DatasetId,
+        file: &FileId,
+    ) -> Result<Option<DatasetFile>, DomainError> {
+        let row: Option<(FileRow, NaiveDateTime, Option<String>)> = with_connection!(&self.db, conn => {
+            dataset_files::table
+                .inner_join(files::table)
+                .inner_join(datasets::table)
+                .filter(datasets::organization_id.eq(organization.as_str()))
+                .filter(files::organization_id.eq(organization.as_str()))
+                .filter(dataset_files::dataset_id.eq(dataset.as_str()))
+                .filter(dataset_files::file_id.eq(file.as_str()))
+                .select((
+                    FileRow::as_select(),
+                    dataset_files::added_at,
+                    dataset_files::attributes,
+                ))
+                .first(conn)
+                .await
+                .optional()
+                .map_err(query_error)?
+        });
+        row.map(|(file, added_at, attributes)| dataset_file(file, added_at, attributes))
+            .transpose()
+    }
+
     async fn files(
         &self,
         organization: &OrganizationId,
         dataset: &DatasetId,
         page: &PageRequest<FileId>,
     ) -> Result<Vec<DatasetFile>, DomainError> {
-        let rows: Vec<(FileRow, NaiveDateTime)> = with_connection!(&self.db, conn => {
+        let rows: Vec<(FileRow, NaiveDateTime, Option<String>)> = with_connection!(&self.db, conn => {
             let mut query = dataset_files::table
                 .inner_join(files::table)
                 .filter(files::organization_id.eq(organization.as_str()))
@@ -429,18 +646,17 @@ impl DatasetStore for SqlDatasetStore {
             query
                 .order(files::id.desc())
                 .limit(page.limit.overfetch())
-                .select((FileRow::as_select(), dataset_files::added_at))
+                .select((
+                    FileRow::as_select(),
+                    dataset_files::added_at,
+                    dataset_files::attributes,
+                ))
                 .load(conn)
                 .await
                 .map_err(query_error)?
         });
         rows.into_iter()
-            .map(|(file, added_at)| {
-                Ok(DatasetFile {
-                    file: StoredFile::try_from(file)?,
-                    added_at: utc(added_at),
-                })
-            })
+            .map(|(file, added_at, attributes)| dataset_file(file, added_at, attributes))
             .collect()
     }
 

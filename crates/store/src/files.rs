@@ -13,7 +13,7 @@ use diesel_async::RunQueryDsl;
 use tessera_kernel::{AuditRecord, DomainError, OrganizationId, PageRequest};
 use tessera_knowledge::{
     ChunkLocation, ClaimedJob, DatasetId, FileDeletion, FileFailed, FileFilter, FileFormat, FileId,
-    FileReady, FileReference, FileStatus, FileStore, StoredChunk, StoredFile,
+    FilePurpose, FileReady, FileReference, FileStatus, FileStore, StoredChunk, StoredFile,
 };
 use tessera_webhooks::Event;
 
@@ -54,6 +54,7 @@ pub(crate) struct FileRow {
     chunk_count: i32,
     created_at: NaiveDateTime,
     updated_at: NaiveDateTime,
+    purpose: Option<String>,
 }
 
 #[derive(Debug, Queryable, Selectable, Insertable)]
@@ -97,6 +98,7 @@ impl From<&StoredFile> for FileRow {
             chunk_count: to_i32(file.chunk_count),
             created_at: file.created_at.naive_utc(),
             updated_at: file.updated_at.naive_utc(),
+            purpose: file.purpose.map(|purpose| purpose.as_str().to_owned()),
         }
     }
 }
@@ -120,6 +122,13 @@ impl TryFrom<FileRow> for StoredFile {
             progress: u8::try_from(row.progress).map_err(|e| corrupt(format!("progress: {e}")))?,
             chunk_count: u32::try_from(row.chunk_count)
                 .map_err(|e| corrupt(format!("chunk_count: {e}")))?,
+            purpose: row
+                .purpose
+                .as_deref()
+                .map(|text| {
+                    FilePurpose::parse(text).ok_or_else(|| corrupt(format!("purpose {text}")))
+                })
+                .transpose()?,
             created_by: row.created_by,
             name: row.name,
             sha256: row.sha256,
@@ -188,6 +197,23 @@ macro_rules! held_job {
             .filter(file_jobs::file_id.eq($id.as_str()))
             .filter(file_jobs::leased_by.eq($worker))
     };
+}
+
+/// Narrows a boxed `files` query to the files of `$purpose` (`FilePurpose::includes`: those
+/// without one count as `assistants`).
+macro_rules! of_purpose {
+    ($query:expr, $purpose:expr) => {{
+        let purpose: FilePurpose = $purpose;
+        if purpose == FilePurpose::Assistants {
+            $query.filter(
+                files::purpose
+                    .eq(purpose.as_str())
+                    .or(files::purpose.is_null()),
+            )
+        } else {
+            $query.filter(files::purpose.eq(purpose.as_str()))
+        }
+    }};
 }
 
 /// The ready files with chunks (their vectors are in the index).
@@ -281,6 +307,9 @@ impl FileStore for SqlFileStore {
             if let Some(status) = filter.status {
                 query = query.filter(files::status.eq(status.as_str()));
             }
+            if let Some(purpose) = filter.purpose {
+                query = of_purpose!(query, purpose);
+            }
             if let Some(after) = &page.after {
                 query = query.filter(files::id.lt(after.as_str().to_owned()));
             }
@@ -303,9 +332,32 @@ impl FileStore for SqlFileStore {
             if let Some(status) = filter.status {
                 query = query.filter(files::status.eq(status.as_str()));
             }
+            if let Some(purpose) = filter.purpose {
+                query = of_purpose!(query, purpose);
+            }
             query.count().get_result(conn).await.map_err(query_error)?
         });
         Ok(u64::try_from(count).unwrap_or_default())
+    }
+
+    async fn set_purpose(
+        &self,
+        organization: &OrganizationId,
+        id: &FileId,
+        purpose: FilePurpose,
+    ) -> Result<bool, DomainError> {
+        let changed = with_connection!(&self.db, conn => {
+            diesel::update(
+                files::table
+                    .filter(files::organization_id.eq(organization.as_str()))
+                    .filter(files::id.eq(id.as_str())),
+            )
+            .set(files::purpose.eq(purpose.as_str()))
+            .execute(conn)
+            .await
+            .map_err(query_error)?
+        });
+        Ok(changed > 0)
     }
 
     async fn delete(

@@ -261,6 +261,7 @@ diesel::table! {
         updated_at -> Timestamp,
         embedding_model -> Nullable<Text>,
         index_generation -> Integer,
+        purpose -> Nullable<Text>,
     }
 }
 
@@ -312,6 +313,7 @@ diesel::table! {
         late_interaction -> Bool,
         created_at -> Timestamp,
         updated_at -> Timestamp,
+        metadata -> Nullable<Text>,
     }
 }
 
@@ -320,6 +322,7 @@ diesel::table! {
         dataset_id -> Text,
         file_id -> Text,
         added_at -> Timestamp,
+        attributes -> Nullable<Text>,
     }
 }
 

@@ -123,6 +123,7 @@ async fn dataset(db: &Database, organization: &OrganizationId, name: &str) -> Da
         created_by: "alice".into(),
         created_at: at(0),
         updated_at: at(0),
+        metadata: Default::default(),
     };
     SqlDatasetStore::new(db.clone())
         .insert(&dataset, &audited(&dataset.organization))

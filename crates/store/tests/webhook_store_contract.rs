@@ -70,6 +70,7 @@ fn stored_file(
         chunk_count: 0,
         created_at,
         updated_at: created_at,
+        purpose: None,
     }
 }
 
@@ -164,6 +165,7 @@ impl WebhookStores for SqlStores {
                         created_by: "alice".into(),
                         created_at: at,
                         updated_at: at,
+                        metadata: Default::default(),
                     };
                     self.datasets
                         .insert(&new, &audited(organization))
@@ -304,6 +306,7 @@ async fn state_changes_write_the_events_of_what_they_change(backend: Backend) {
         created_by: "alice".into(),
         created_at: at(0),
         updated_at: at(0),
+        metadata: Default::default(),
     };
     f.datasets
         .insert(&dataset, &audited(&dataset.organization))

@@ -3,7 +3,9 @@
 //! `tessera_wire::v1::datasets`.
 
 use actix_web::{HttpResponse, delete, get, http::header, patch, post, web};
-use tessera_knowledge::{DatasetId, FileId, SearchMode, SearchRequest};
+use tessera_knowledge::{
+    DatasetChanges, DatasetId, FileId, Metadata, NewDataset, SearchMode, SearchRequest,
+};
 use tessera_wire::page::{PageOf, PageQuery};
 use tessera_wire::v1::datasets::{
     CreateDataset, DatasetFileOut, DatasetFilePage, DatasetOut, DatasetPage, SearchDataset,
@@ -46,9 +48,12 @@ pub async fn create_dataset(
         .datasets
         .create(
             &knowledge_caller(&caller),
-            &body.name,
-            body.description,
-            body.late_interaction.unwrap_or(false),
+            NewDataset {
+                name: body.name,
+                description: body.description,
+                late_interaction: body.late_interaction.unwrap_or(false),
+                metadata: Metadata::of_body(body.metadata)?.unwrap_or_default(),
+            },
         )
         .await?;
     Ok(HttpResponse::Created()
@@ -142,9 +147,12 @@ pub async fn update_dataset(
         .update(
             &knowledge_caller(&caller),
             &dataset_id(&path)?,
-            body.name.as_deref(),
-            body.description,
-            body.late_interaction,
+            DatasetChanges {
+                name: body.name,
+                description: body.description,
+                late_interaction: body.late_interaction,
+                metadata: Metadata::of_body(body.metadata)?,
+            },
         )
         .await?;
     Ok(web::Json(DatasetOut::from(&dataset)))

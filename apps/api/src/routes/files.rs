@@ -10,7 +10,7 @@ use actix_web::{
 use futures_util::{StreamExt, TryStreamExt};
 use tessera_kernel::{DomainError, FieldError, text};
 use tessera_knowledge::{
-    DatasetId, FileId, FileStatus, FormatError, KnowledgeCaller, Upload, UploadError,
+    DatasetId, FileId, FilePurpose, FileStatus, FormatError, KnowledgeCaller, Upload, UploadError,
 };
 use tessera_wire::page::PageOf;
 use tessera_wire::v1::files::{
@@ -35,11 +35,11 @@ pub fn knowledge_caller(caller: &Caller) -> KnowledgeCaller {
     }
 }
 
-fn file_id(text: &str) -> Result<FileId, DomainError> {
+pub(crate) fn file_id(text: &str) -> Result<FileId, DomainError> {
     path_id(text, "file")
 }
 
-fn upload_error(error: UploadError) -> ApiError {
+pub(crate) fn upload_error(error: UploadError) -> ApiError {
     let field = |msg: String, kind: &str| {
         ApiError::validation(vec![FieldError::new(
             ["body".into(), "file".into()],
@@ -92,7 +92,7 @@ fn upload_error(error: UploadError) -> ApiError {
     }
 }
 
-fn multipart_error(error: MultipartError) -> ApiError {
+pub(crate) fn multipart_error(error: MultipartError) -> ApiError {
     match error {
         MultipartError::ContentTypeMissing
         | MultipartError::ContentTypeParse
@@ -108,6 +108,43 @@ fn multipart_error(error: MultipartError) -> ApiError {
             format!("the multipart body cannot be read: {other}"),
         ),
     }
+}
+
+/// The upload a form's `file` part brings: its file name (required, storable) and its
+/// content as it streams in.
+pub(crate) fn upload_of(
+    field: actix_multipart::Field,
+    purpose: Option<FilePurpose>,
+) -> Result<Upload<'static>, ApiError> {
+    let file_name = field
+        .content_disposition()
+        .and_then(|disposition| disposition.get_filename())
+        .map(str::to_owned)
+        .ok_or_else(|| {
+            ApiError::validation(vec![FieldError::new(
+                ["body".into(), "file".into()],
+                "the `file` part needs a file name (Content-Disposition filename)",
+                "file_name",
+            )])
+        })?;
+    if !text::is_storable(&file_name) {
+        return Err(ApiError::validation(vec![text::nul_error([
+            "body".into(),
+            "file".into(),
+        ])]));
+    }
+    let content = field
+        .map(|piece| {
+            piece
+                .map(|bytes| bytes.to_vec())
+                .map_err(|error| UploadError::Interrupted(error.to_string()))
+        })
+        .boxed_local();
+    Ok(Upload {
+        file_name,
+        purpose,
+        content,
+    })
 }
 
 /// Upload a file. Documents are processed in the background (`status: processing`, then
@@ -137,33 +174,10 @@ pub async fn upload_file(
             // Other parts are skipped (drained), not refused.
             continue;
         }
-        let file_name = field
-            .content_disposition()
-            .and_then(|disposition| disposition.get_filename())
-            .map(str::to_owned)
-            .ok_or_else(|| {
-                ApiError::validation(vec![FieldError::new(
-                    ["body".into(), "file".into()],
-                    "the `file` part needs a file name (Content-Disposition filename)",
-                    "file_name",
-                )])
-            })?;
-        if !text::is_storable(&file_name) {
-            return Err(ApiError::validation(vec![text::nul_error([
-                "body".into(),
-                "file".into(),
-            ])]));
-        }
-        let content = field
-            .map(|piece| {
-                piece
-                    .map(|bytes| bytes.to_vec())
-                    .map_err(|error| UploadError::Interrupted(error.to_string()))
-            })
-            .boxed_local();
+        let upload = upload_of(field, None)?;
         let file = state
             .knowledge
-            .upload(&knowledge_caller(&caller), Upload { file_name, content })
+            .upload(&knowledge_caller(&caller), upload)
             .await
             .map_err(upload_error)?;
         return Ok(HttpResponse::Created()
@@ -279,10 +293,19 @@ pub async fn get_file_content(
     state: web::Data<AppState>,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
+    content_response(&state, &caller, &path).await
+}
+
+/// A file's content as an attachment in its format's media type (also `/openai/v1`'s).
+pub(crate) async fn content_response(
+    state: &AppState,
+    caller: &Caller,
+    id: &str,
+) -> Result<HttpResponse, ApiError> {
     let (file, content) = state
         .knowledge
         .files
-        .content(&knowledge_caller(&caller), &file_id(&path)?)
+        .content(&knowledge_caller(caller), &file_id(id)?)
         .await?;
     let body = content.map(|piece| {
         piece

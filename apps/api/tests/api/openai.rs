@@ -21,7 +21,7 @@ models:write chats:invoke chats:read usage:read";
 const QUESTION: &str = "How do I reset my password?";
 
 /// The body of an OpenAI error answer, checking its status and shape.
-async fn openai_error(response: reqwest::Response, status: u16) -> Value {
+pub async fn openai_error(response: reqwest::Response, status: u16) -> Value {
     assert_eq!(response.status().as_u16(), status);
     let content_type = response.headers()["content-type"]
         .to_str()

@@ -65,7 +65,7 @@ async fn setup() -> Setup {
             Method::POST,
             "/v1/api-keys",
             &admin,
-            &json!({"name": "openai clients", "scopes": ["models:read", "chats:invoke", "chats:read", "chats:delete"]}),
+            &json!({"name": "openai clients", "scopes": ["models:read", "chats:invoke", "chats:read", "chats:delete", "files:read", "files:write", "files:delete", "datasets:read", "datasets:write", "datasets:delete"]}),
         )
         .await,
         201,
@@ -217,6 +217,40 @@ async fn the_openai_python_package_works_unchanged() {
     let summary = run(&setup, "the openai Python package", command).await;
     assert_eq!(summary["client"], "openai-python");
     usage_is_the_keys(&setup).await;
+    setup.app.stop().await;
+}
+
+/// `client.files` and `client.vector_stores` of the `openai` Python package
+/// (`vector_stores.py`): uploads, a vector store processed from `in_progress` to `completed`,
+/// search, pages, metadata, errors and deletion; the vector store is the dataset `/v1`
+/// serves, and every file the script deleted is gone from `/v1/files` too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openai_python_package_uses_files_and_vector_stores() {
+    let python = std::env::var("TESSERA_OPENAI_PYTHON")
+        .expect("TESSERA_OPENAI_PYTHON names the venv's Python; `just test` installs it");
+    let setup = setup().await;
+    let mut command = Command::new(python);
+    command.arg(clients_dir().join("vector_stores.py"));
+    let summary = run(&setup, "the openai Python package (vector stores)", command).await;
+    let app = &setup.app;
+    let store = summary["vector_store"].as_str().unwrap();
+    // Deleted through /openai/v1: the dataset is gone from /v1 as well.
+    crate::support::problem(
+        app.call(Method::GET, &format!("/v1/datasets/{store}"), &setup.secret)
+            .await,
+        404,
+        "not_found",
+    )
+    .await;
+    let files = ok(app.call(Method::GET, "/v1/files", &setup.secret).await, 200).await;
+    let ids: Vec<&str> = files["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|file| file["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(json!(ids), summary["files_left"], "{files}");
+    assert_eq!(ids.len(), 1, "the bread file stays: {files}");
     setup.app.stop().await;
 }
 

@@ -1,7 +1,12 @@
 //! Datasets: versions and files, lists, updates, snapshots, and the files they hold.
 
-use super::{Fixture, KnowledgeStores, at, audited, is_not_found, page};
-use crate::{Dataset, DatasetId, FileDeletion, FileId};
+use tessera_kernel::OrganizationId;
+
+use super::{Fixture, KnowledgeStores, at, audited, dataset, is_not_found, page, stored_file};
+use crate::{
+    AttributeValue, Attributes, Dataset, DatasetFileCounts, DatasetId, FileDeletion, FileId,
+    FileReady, FileStatus, Metadata, StoredFile,
+};
 
 pub async fn datasets_count_versions_and_files(stores: &impl KnowledgeStores) {
     let f = Fixture::new(stores);
@@ -159,8 +164,8 @@ pub async fn dataset_lists_are_newest_first_in_keyset_pages(stores: &impl Knowle
     );
 }
 
-/// An update saves a dataset's name, description and time of update; its version, files,
-/// author and creation stay.
+/// An update saves a dataset's name, description, metadata and time of update; its version,
+/// files, author and creation stay.
 pub async fn dataset_updates_save_name_and_description_only(stores: &impl KnowledgeStores) {
     let f = Fixture::new(stores);
     let acme = f.organization("Acme").await;
@@ -170,9 +175,11 @@ pub async fn dataset_updates_save_name_and_description_only(stores: &impl Knowle
         .add_file(&acme, &dataset.id, &file.id, at(1), &audited(&acme))
         .await
         .unwrap();
+    let metadata = Metadata::trusted([("team".to_owned(), "docs".to_owned())].into());
     let renamed = Dataset {
         name: "Manual".into(),
         description: None,
+        metadata: metadata.clone(),
         version: 9,
         file_count: 7,
         late_interaction: true,
@@ -187,6 +194,7 @@ pub async fn dataset_updates_save_name_and_description_only(stores: &impl Knowle
         Some(Dataset {
             name: "Manual".into(),
             description: None,
+            metadata,
             version: 2,
             file_count: 1,
             late_interaction: true,
@@ -294,5 +302,211 @@ pub async fn files_held_by_a_dataset_or_snapshot_are_not_deleted(stores: &impl K
             .await
             .unwrap(),
         None
+    );
+}
+
+/// A dataset's metadata reads back as saved; its files are counted by status with their
+/// size, and one file is read as the dataset holds it, within the organization.
+pub async fn datasets_keep_metadata_and_count_their_files_by_status(stores: &impl KnowledgeStores) {
+    let f = Fixture::new(stores);
+    let (acme, other) = (f.organization("Acme").await, f.organization("Globex").await);
+    let mut tagged = dataset(&acme, "Tagged");
+    tagged.metadata = Metadata::trusted(
+        [("team", "docs"), ("tier", "1")]
+            .map(|(key, value)| (key.to_owned(), value.to_owned()))
+            .into(),
+    );
+    f.datasets.insert(&tagged, &audited(&acme)).await.unwrap();
+    let read = f.datasets.get(&acme, &tagged.id).await.unwrap().unwrap();
+    assert_eq!(read.metadata, tagged.metadata);
+    assert_eq!(
+        f.datasets.list(&acme, &page(10, None)).await.unwrap()[0].metadata,
+        tagged.metadata
+    );
+
+    let processing = f.file(&acme, "a.md", 'a').await;
+    let ready = StoredFile {
+        status: FileStatus::Ready,
+        progress: 100,
+        size: 100,
+        ..stored_file(&acme, "b.md", 'b')
+    };
+    f.files
+        .insert(
+            &ready,
+            false,
+            Some(FileReady::of(&ready, 0, at(0))),
+            &audited(&acme),
+        )
+        .await
+        .unwrap();
+    let failed = StoredFile {
+        status: FileStatus::Failed,
+        error: Some("unreadable".into()),
+        size: 1000,
+        ..stored_file(&acme, "c.md", 'c')
+    };
+    f.files
+        .insert(&failed, false, None, &audited(&acme))
+        .await
+        .unwrap();
+    let outside = f.file(&acme, "d.md", 'd').await;
+    for (minute, file) in [&processing, &ready, &failed].into_iter().enumerate() {
+        f.datasets
+            .add_file(
+                &acme,
+                &tagged.id,
+                &file.id,
+                at(minute as i64 + 1),
+                &audited(&acme),
+            )
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        f.datasets.file_counts(&acme, &tagged.id).await.unwrap(),
+        Some(DatasetFileCounts {
+            processing: 1,
+            ready: 1,
+            failed: 1,
+            bytes: 42 + 100 + 1000,
+        })
+    );
+    let empty = f.dataset(&acme, "Empty").await;
+    assert_eq!(
+        f.datasets.file_counts(&acme, &empty.id).await.unwrap(),
+        Some(DatasetFileCounts::default())
+    );
+    assert_eq!(
+        f.datasets.file_counts(&other, &tagged.id).await.unwrap(),
+        None
+    );
+    assert_eq!(
+        f.datasets
+            .file_counts(&acme, &DatasetId::generate())
+            .await
+            .unwrap(),
+        None
+    );
+
+    let held = f
+        .datasets
+        .dataset_file(&acme, &tagged.id, &ready.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((held.file, held.added_at), (ready.clone(), at(2)));
+    for (organization, file) in [(&acme, &outside), (&other, &ready)] {
+        assert_eq!(
+            f.datasets
+                .dataset_file(organization, &tagged.id, &file.id)
+                .await
+                .unwrap(),
+            None
+        );
+    }
+}
+
+/// A file's attributes in a dataset are replaced and read back (with the file, in lists and
+/// all at once), dropped with the file's removal, and never touched from another
+/// organization or for a file the dataset does not hold.
+pub async fn files_in_a_dataset_keep_their_attributes(stores: &impl KnowledgeStores) {
+    let f = Fixture::new(stores);
+    let (acme, other) = (f.organization("Acme").await, f.organization("Globex").await);
+    let dataset = f.dataset(&acme, "Handbook").await;
+    let a = f.file(&acme, "a.md", 'a').await;
+    let b = f.file(&acme, "b.md", 'b').await;
+    for file in [&a, &b] {
+        f.datasets
+            .add_file(&acme, &dataset.id, &file.id, at(1), &audited(&acme))
+            .await
+            .unwrap();
+    }
+    let tagged = Attributes::trusted(
+        [
+            ("team".to_owned(), AttributeValue::Text("docs".into())),
+            ("year".to_owned(), AttributeValue::Number(2024.5)),
+            ("draft".to_owned(), AttributeValue::Bool(false)),
+        ]
+        .into(),
+    );
+    let set = async |organization: &OrganizationId, file: &FileId, attributes: &Attributes| {
+        f.datasets
+            .set_attributes(organization, &dataset.id, file, attributes)
+            .await
+            .unwrap()
+    };
+    assert!(set(&acme, &a.id, &tagged).await);
+    assert!(!set(&other, &a.id, &Attributes::default()).await);
+    let outside = f.file(&acme, "c.md", 'c').await;
+    assert!(!set(&acme, &outside.id, &tagged).await);
+    let held = f
+        .datasets
+        .dataset_file(&acme, &dataset.id, &a.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(held.attributes, tagged);
+    let listed = f
+        .datasets
+        .files(&acme, &dataset.id, &page(10, None))
+        .await
+        .unwrap();
+    let by_file: Vec<(FileId, Attributes)> = listed
+        .into_iter()
+        .map(|entry| (entry.file.id, entry.attributes))
+        .collect();
+    assert_eq!(
+        by_file,
+        vec![
+            (b.id.clone(), Attributes::default()),
+            (a.id.clone(), tagged.clone())
+        ]
+    );
+    let mut all = f.datasets.attributes(&acme, &dataset.id).await.unwrap();
+    all.sort_by(|left, right| left.0.as_str().cmp(right.0.as_str()));
+    assert_eq!(
+        all,
+        vec![
+            (a.id.clone(), tagged.clone()),
+            (b.id.clone(), Attributes::default())
+        ]
+    );
+    assert!(
+        f.datasets
+            .attributes(&other, &dataset.id)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // Cleared; set again, then the file leaves and comes back without them.
+    assert!(set(&acme, &a.id, &Attributes::default()).await);
+    let cleared = f
+        .datasets
+        .dataset_file(&acme, &dataset.id, &a.id)
+        .await
+        .unwrap();
+    assert_eq!(
+        cleared.map(|entry| entry.attributes),
+        Some(Attributes::default())
+    );
+    assert!(set(&acme, &a.id, &tagged).await);
+    f.datasets
+        .remove_file(&acme, &dataset.id, &a.id, at(2), &audited(&acme))
+        .await
+        .unwrap();
+    f.datasets
+        .add_file(&acme, &dataset.id, &a.id, at(3), &audited(&acme))
+        .await
+        .unwrap();
+    let back = f
+        .datasets
+        .dataset_file(&acme, &dataset.id, &a.id)
+        .await
+        .unwrap();
+    assert_eq!(
+        back.map(|entry| entry.attributes),
+        Some(Attributes::default())
     );
 }

@@ -1,11 +1,14 @@
-//! File records: reading back, lists, the ready event of a file stored ready, deletion and
-//! tenant isolation.
+//! File records: reading back, lists, purposes, the ready event of a file stored ready,
+//! deletion and tenant isolation.
 
 use tessera_kernel::DomainError;
 
-use super::{Fixture, KnowledgeStores, at, audited, chunk, is_conflict, is_internal, page};
+use super::{
+    Fixture, KnowledgeStores, at, audited, chunk, is_conflict, is_internal, page, stored_file,
+};
 use crate::{
-    Dataset, FileDeletion, FileFilter, FileFormat, FileId, FileReady, FileStatus, StoredFile,
+    Dataset, FileDeletion, FileFilter, FileFormat, FileId, FilePurpose, FileReady, FileStatus,
+    StoredFile,
 };
 
 pub async fn files_read_back_and_list_newest_first_within_the_organization(
@@ -21,6 +24,7 @@ pub async fn files_read_back_and_list_newest_first_within_the_organization(
     let filter = FileFilter {
         organization: acme.clone(),
         status: None,
+        purpose: None,
     };
     let listed = f.files.list(&filter, &page(1, None)).await.unwrap();
     assert_eq!(
@@ -38,6 +42,7 @@ pub async fn files_read_back_and_list_newest_first_within_the_organization(
     let ready = FileFilter {
         organization: acme.clone(),
         status: Some(FileStatus::Ready),
+        purpose: None,
     };
     assert_eq!(f.files.count(&ready).await.unwrap(), 0);
 }
@@ -179,6 +184,7 @@ pub async fn deleting_a_file_drops_its_chunks_and_its_job(stores: &impl Knowledg
     let all = FileFilter {
         organization: acme.clone(),
         status: None,
+        purpose: None,
     };
     assert_eq!(f.files.count(&all).await.unwrap(), 0);
     assert!(
@@ -237,4 +243,64 @@ pub async fn another_organization_cannot_touch_files_or_datasets(stores: &impl K
         Some(dataset),
         "neither renamed nor deleted"
     );
+}
+
+/// A file keeps the purpose it was stored or marked with; lists filter by it, files without
+/// one counting as `assistants`; another organization cannot mark it.
+pub async fn files_keep_their_purpose_and_lists_filter_by_it(stores: &impl KnowledgeStores) {
+    let f = Fixture::new(stores);
+    let (acme, other) = (f.organization("Acme").await, f.organization("Globex").await);
+    let plain = f.file(&acme, "plain.md", 'a').await;
+    let input = StoredFile {
+        purpose: Some(FilePurpose::UserData),
+        ..stored_file(&acme, "input.md", 'b')
+    };
+    f.queue(&input).await;
+    let later = f.file(&acme, "later.md", 'c').await;
+    assert_eq!(f.stored(&input).await.purpose, Some(FilePurpose::UserData));
+    assert!(
+        f.files
+            .set_purpose(&acme, &later.id, FilePurpose::UserData)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !f.files
+            .set_purpose(&other, &plain.id, FilePurpose::UserData)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !f.files
+            .set_purpose(&acme, &FileId::generate(), FilePurpose::Assistants)
+            .await
+            .unwrap()
+    );
+    assert_eq!(f.stored(&plain).await.purpose, None);
+    let of = |purpose| FileFilter {
+        organization: acme.clone(),
+        status: None,
+        purpose: Some(purpose),
+    };
+    for (purpose, expected) in [
+        (
+            FilePurpose::UserData,
+            vec![later.id.clone(), input.id.clone()],
+        ),
+        (FilePurpose::Assistants, vec![plain.id.clone()]),
+    ] {
+        let listed: Vec<FileId> = f
+            .files
+            .list(&of(purpose), &page(10, None))
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|file| file.id)
+            .collect();
+        assert_eq!(listed, expected, "{purpose:?}");
+        assert_eq!(
+            f.files.count(&of(purpose)).await.unwrap(),
+            expected.len() as u64
+        );
+    }
 }

@@ -38,6 +38,7 @@ macro_rules! knowledge_store_contract {
     ($factory:expr) => {
         $crate::__tessera_kernel::contract_checks!($factory, $crate;
             files_read_back_and_list_newest_first_within_the_organization,
+            files_keep_their_purpose_and_lists_filter_by_it,
             a_ready_event_must_name_the_file_it_is_stored_with,
             duplicate_file_and_dataset_ids_are_refused,
             deleting_a_file_drops_its_chunks_and_its_job,
@@ -51,6 +52,8 @@ macro_rules! knowledge_store_contract {
             datasets_count_versions_and_files,
             dataset_lists_are_newest_first_in_keyset_pages,
             dataset_updates_save_name_and_description_only,
+            datasets_keep_metadata_and_count_their_files_by_status,
+            files_in_a_dataset_keep_their_attributes,
             files_held_by_a_dataset_or_snapshot_are_not_deleted,
             generations_begin_once_per_model_and_one_builds_at_a_time,
             files_behind_a_generation_are_marked_until_it_can_be_activated,
@@ -200,6 +203,7 @@ pub fn stored_file(organization: &OrganizationId, name: &str, sha: char) -> Stor
         chunk_count: 0,
         created_at: at(0),
         updated_at: at(0),
+        purpose: None,
     }
 }
 
@@ -216,6 +220,7 @@ pub fn dataset(organization: &OrganizationId, name: &str) -> Dataset {
         created_by: "alice".into(),
         created_at: at(0),
         updated_at: at(0),
+        metadata: Default::default(),
     }
 }
 

@@ -10,7 +10,8 @@ use super::{
     InMemoryKnowledgeStore, KnowledgeEvent, State, StoredDataset, already_exists, newest_first,
 };
 use crate::{
-    Dataset, DatasetChange, DatasetFile, DatasetId, DatasetStore, DatasetUpdated, FileId, Snapshot,
+    Attributes, Dataset, DatasetChange, DatasetFile, DatasetFileCounts, DatasetId, DatasetStore,
+    DatasetUpdated, FileId, FileStatus, Snapshot,
 };
 
 impl StoredDataset {
@@ -31,7 +32,10 @@ impl StoredDataset {
                     true
                 }
             },
-            DatasetChange::FileRemoved => self.files.remove(file).is_some(),
+            DatasetChange::FileRemoved => {
+                self.attributes.remove(file);
+                self.files.remove(file).is_some()
+            }
         };
         if changed {
             self.dataset.version += 1;
@@ -83,6 +87,7 @@ impl DatasetStore for InMemoryKnowledgeStore {
             let stored = StoredDataset {
                 dataset: dataset.clone(),
                 files: BTreeMap::new(),
+                attributes: BTreeMap::new(),
                 snapshots: BTreeMap::new(),
             };
             state.datasets.insert(dataset.id.clone(), stored);
@@ -130,6 +135,7 @@ impl DatasetStore for InMemoryKnowledgeStore {
             stored.dataset.name = dataset.name.clone();
             stored.dataset.description = dataset.description.clone();
             stored.dataset.late_interaction = dataset.late_interaction;
+            stored.dataset.metadata = dataset.metadata.clone();
             stored.dataset.updated_at = dataset.updated_at;
             state.audit.push(audit.clone());
             true
@@ -196,6 +202,87 @@ impl DatasetStore for InMemoryKnowledgeStore {
         }))
     }
 
+    async fn set_attributes(
+        &self,
+        organization: &OrganizationId,
+        dataset: &DatasetId,
+        file: &FileId,
+        attributes: &Attributes,
+    ) -> Result<bool, DomainError> {
+        Ok(self.with(|state| {
+            let Some(stored) =
+                (state.datasets.get_mut(dataset)).filter(|stored| stored.of(organization))
+            else {
+                return false;
+            };
+            if !stored.files.contains_key(file) {
+                return false;
+            }
+            if attributes.is_empty() {
+                stored.attributes.remove(file);
+            } else {
+                stored.attributes.insert(file.clone(), attributes.clone());
+            }
+            true
+        }))
+    }
+
+    async fn attributes(
+        &self,
+        organization: &OrganizationId,
+        dataset: &DatasetId,
+    ) -> Result<Vec<(FileId, Attributes)>, DomainError> {
+        Ok(self.with(|state| {
+            let Some(stored) = state.dataset(organization, dataset) else {
+                return Vec::new();
+            };
+            (stored.files.keys())
+                .filter(|file| state.file(organization, file).is_some())
+                .map(|file| {
+                    let attributes = stored.attributes.get(file).cloned().unwrap_or_default();
+                    (file.clone(), attributes)
+                })
+                .collect()
+        }))
+    }
+
+    async fn file_counts(
+        &self,
+        organization: &OrganizationId,
+        dataset: &DatasetId,
+    ) -> Result<Option<DatasetFileCounts>, DomainError> {
+        Ok(self.with(|state| {
+            let stored = (state.datasets.get(dataset)).filter(|stored| stored.of(organization))?;
+            let mut counts = DatasetFileCounts::default();
+            for file in (stored.files.keys()).filter_map(|file| state.file(organization, file)) {
+                match file.status {
+                    FileStatus::Processing => counts.processing += 1,
+                    FileStatus::Ready => counts.ready += 1,
+                    FileStatus::Failed => counts.failed += 1,
+                }
+                counts.bytes += file.size;
+            }
+            Some(counts)
+        }))
+    }
+
+    async fn dataset_file(
+        &self,
+        organization: &OrganizationId,
+        dataset: &DatasetId,
+        file: &FileId,
+    ) -> Result<Option<DatasetFile>, DomainError> {
+        Ok(self.with(|state| {
+            let stored = (state.datasets.get(dataset)).filter(|stored| stored.of(organization))?;
+            let added_at = *stored.files.get(file)?;
+            Some(DatasetFile {
+                file: state.file(organization, file)?.clone(),
+                added_at,
+                attributes: stored.attributes.get(file).cloned().unwrap_or_default(),
+            })
+        }))
+    }
+
     async fn files(
         &self,
         organization: &OrganizationId,
@@ -213,6 +300,7 @@ impl DatasetStore for InMemoryKnowledgeStore {
                     Some(DatasetFile {
                         file: state.files.get(file)?.clone(),
                         added_at: *added_at,
+                        attributes: stored.attributes.get(file).cloned().unwrap_or_default(),
                     })
                 })
                 .collect()

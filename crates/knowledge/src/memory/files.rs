@@ -8,8 +8,8 @@ use tessera_kernel::{AuditRecord, DomainError, OrganizationId, PageRequest};
 
 use super::{InMemoryKnowledgeStore, Job, KnowledgeEvent, already_exists, newest_first};
 use crate::{
-    ClaimedJob, DatasetId, FileDeletion, FileFailed, FileFilter, FileId, FileReady, FileReference,
-    FileStatus, FileStore, StoredChunk, StoredFile,
+    ClaimedJob, DatasetId, FileDeletion, FileFailed, FileFilter, FileId, FilePurpose, FileReady,
+    FileReference, FileStatus, FileStore, StoredChunk, StoredFile,
 };
 
 /// Whether `file` is in the filter.
@@ -21,6 +21,9 @@ pub(super) fn holds_vectors(file: &StoredFile) -> bool {
 fn shows(filter: &FileFilter, file: &StoredFile) -> bool {
     file.organization == filter.organization
         && filter.status.is_none_or(|status| file.status == status)
+        && filter
+            .purpose
+            .is_none_or(|purpose| purpose.includes(file.purpose))
 }
 
 #[async_trait]
@@ -84,6 +87,23 @@ impl FileStore for InMemoryKnowledgeStore {
             (state.files.values())
                 .filter(|file| shows(filter, file))
                 .count() as u64
+        }))
+    }
+
+    async fn set_purpose(
+        &self,
+        organization: &OrganizationId,
+        id: &FileId,
+        purpose: FilePurpose,
+    ) -> Result<bool, DomainError> {
+        Ok(self.with(|state| {
+            let Some(file) =
+                (state.files.get_mut(id)).filter(|file| &file.organization == organization)
+            else {
+                return false;
+            };
+            file.purpose = Some(purpose);
+            true
         }))
     }
 

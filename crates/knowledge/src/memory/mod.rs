@@ -23,8 +23,8 @@ use chrono::{DateTime, Utc};
 use tessera_kernel::{AuditRecord, DomainError, OrganizationId, PageRequest};
 
 use crate::{
-    Dataset, DatasetId, DatasetUpdated, FileFailed, FileId, FileReady, IndexGeneration, Snapshot,
-    StoredChunk, StoredFile,
+    Attributes, Dataset, DatasetId, DatasetUpdated, FileFailed, FileId, FileReady, IndexGeneration,
+    Snapshot, StoredChunk, StoredFile,
 };
 
 /// An event the store recorded with the change it reports (what the SQL stores write to
@@ -71,6 +71,8 @@ struct StoredDataset {
     /// As stored; its `file_count` is `files`' length, set on reading.
     dataset: Dataset,
     files: BTreeMap<FileId, DateTime<Utc>>,
+    /// The attributes of the files that have some.
+    attributes: BTreeMap<FileId, Attributes>,
     /// By version.
     snapshots: BTreeMap<u64, Snapshot>,
 }

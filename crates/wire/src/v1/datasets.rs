@@ -3,6 +3,8 @@
 //! snapshots (the files frozen at a version) and their list, and the search request with its
 //! mode and its results, each mapped from the knowledge domain's records.
 
+use std::collections::BTreeMap;
+
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use tessera_knowledge::{Dataset, SearchHit, SearchMode, Snapshot};
@@ -25,6 +27,8 @@ pub struct DatasetOut {
     /// Searches reorder their best candidates by late interaction (token-level MaxSim with
     /// answerai-colbert-small-v1) unless a request says otherwise.
     pub late_interaction: bool,
+    /// Key-value pairs a client attached (OpenAI's vector store `metadata`).
+    pub metadata: BTreeMap<String, String>,
     pub created_by: String,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
@@ -39,6 +43,7 @@ impl From<&Dataset> for DatasetOut {
             version: dataset.version,
             file_count: dataset.file_count,
             late_interaction: dataset.late_interaction,
+            metadata: dataset.metadata.pairs().clone(),
             created_by: dataset.created_by.clone(),
             created_at: dataset.created_at,
             updated_at: dataset.updated_at,
@@ -73,6 +78,8 @@ pub struct CreateDataset {
     /// accurate, a few milliseconds more per search; the server must compute token vectors
     /// (`knowledge.late_interaction`), else 422.
     pub late_interaction: Option<bool>,
+    /// Up to 16 pairs; keys of at most 64 characters, values of at most 512.
+    pub metadata: Option<BTreeMap<String, String>>,
 }
 
 /// Changes to a dataset; absent fields stay, `description: null` clears it.
@@ -87,6 +94,8 @@ pub struct UpdateDataset {
     /// Turn late interaction on or off for the dataset's searches (on needs the server's
     /// `knowledge.late_interaction`, else 422).
     pub late_interaction: Option<bool>,
+    /// Replaces the metadata (`{}` clears it).
+    pub metadata: Option<BTreeMap<String, String>>,
 }
 
 /// A snapshot: the dataset's files frozen at a version.

@@ -1,0 +1,255 @@
+//! `/openai/v1/files`: OpenAI's file API over the knowledge domain's files (the same
+//! records as `/v1/files`, processed for search the same way). An upload names its
+//! `purpose` (`assistants` or `user_data`) before or after the content; a refused or missing
+//! purpose stores nothing. A file a vector store (dataset) holds is not deleted (409).
+
+use actix_multipart::Multipart;
+use actix_web::{HttpRequest, HttpResponse, delete, get, post, web};
+use futures_util::TryStreamExt;
+use tessera_kernel::{FieldError, PageRequest};
+use tessera_knowledge::{FilePurpose, StoredFile};
+use tessera_wire::openai::{
+    error::OpenAiError,
+    files::{Deleted, ListFilesQuery, OpenAiFile, OpenAiList},
+};
+use tessera_wire::v1::files::FileBytes;
+
+use crate::{
+    access::Caller,
+    extract::ValidQuery,
+    problem::ApiError,
+    routes::files::{file_id, knowledge_caller, multipart_error, upload_error, upload_of},
+    state::AppState,
+};
+
+/// The longest `purpose` part read.
+const MAX_PURPOSE_BYTES: usize = 64;
+
+fn field_error(field: &str, msg: impl Into<String>, kind: &str) -> ApiError {
+    ApiError::validation(vec![FieldError::new(
+        ["body".into(), field.into()],
+        msg,
+        kind,
+    )])
+}
+
+/// A `purpose` part's text, parsed.
+async fn read_purpose(field: actix_multipart::Field) -> Result<FilePurpose, ApiError> {
+    let mut bytes = Vec::new();
+    let mut field = field;
+    while let Some(piece) = field.try_next().await.map_err(multipart_error)? {
+        bytes.extend_from_slice(&piece);
+        if bytes.len() > MAX_PURPOSE_BYTES {
+            return Err(field_error(
+                "purpose",
+                "the purpose is too long",
+                "string_length",
+            ));
+        }
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    FilePurpose::parse(text.trim()).ok_or_else(|| {
+        field_error(
+            "purpose",
+            format!(
+                "`{}` is not accepted: `assistants` or `user_data` (batches are not supported yet)",
+                text.trim()
+            ),
+            "enum",
+        )
+    })
+}
+
+/// Upload a file for vector stores (`assistants`) or model input (`user_data`). Documents
+/// are processed in the background: `status` is `uploaded`, then `processed` or `error`.
+#[utoipa::path(
+    tag = "OpenAI",
+    operation_id = "openaiCreateFile",
+    request_body(content = tessera_wire::v1::files::UploadForm, content_type = "multipart/form-data", description = "A `file` part with a file name and a `purpose` part"),
+    responses(
+        (status = 200, description = "Stored; processing has started", body = OpenAiFile),
+        (status = 400, description = "No `file` or `purpose`, an unaccepted purpose, an empty file, or an interrupted upload", body = OpenAiError),
+        (status = 413, description = "Larger than the format's limit", body = OpenAiError),
+        (status = 415, description = "Extension not accepted, content not matching it, or not multipart", body = OpenAiError)
+    )
+)]
+#[post("/openai/v1/files")]
+pub async fn create_file(
+    caller: Caller,
+    state: web::Data<AppState>,
+    request: HttpRequest,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    let who = knowledge_caller(&caller);
+    let mut form = Multipart::new(request.headers(), payload);
+    let mut purpose: Option<Result<FilePurpose, ApiError>> = None;
+    let mut stored: Option<StoredFile> = None;
+    while let Some(field) = form.try_next().await.map_err(multipart_error)? {
+        match field.name() {
+            Some("purpose") if purpose.is_none() => purpose = Some(read_purpose(field).await),
+            Some("file") if stored.is_none() => {
+                // A purpose already refused stores nothing.
+                if let Some(Err(error)) = purpose {
+                    return Err(error);
+                }
+                let known = purpose
+                    .as_ref()
+                    .and_then(|read| read.as_ref().ok())
+                    .copied();
+                let upload = upload_of(field, known)?;
+                stored = Some(
+                    state
+                        .knowledge
+                        .upload(&who, upload)
+                        .await
+                        .map_err(upload_error)?,
+                );
+            }
+            // Other parts (and repeated ones) are drained, not refused.
+            _ => continue,
+        }
+    }
+    let Some(mut file) = stored else {
+        return Err(field_error(
+            "file",
+            "the form has no part named `file`",
+            "missing",
+        ));
+    };
+    let purpose = match purpose {
+        Some(Ok(purpose)) => purpose,
+        refused => {
+            // The purpose came after the content and is missing or refused: nothing stays.
+            state.knowledge.files.delete(&who, &file.id).await?;
+            return Err(refused.and_then(Result::err).unwrap_or_else(|| {
+                field_error("purpose", "the form has no part named `purpose`", "missing")
+            }));
+        }
+    };
+    if file.purpose != Some(purpose) {
+        state
+            .knowledge
+            .files
+            .set_purpose(&who, &file.id, purpose)
+            .await?;
+        file.purpose = Some(purpose);
+    }
+    Ok(HttpResponse::Ok().json(OpenAiFile::from(&file)))
+}
+
+/// The organization's files, newest first (those uploaded through `/v1/files` too).
+#[utoipa::path(
+    tag = "OpenAI",
+    operation_id = "openaiListFiles",
+    params(ListFilesQuery),
+    responses(
+        (status = 200, description = "A page of files", body = OpenAiList<OpenAiFile>),
+        (status = 400, description = "Invalid limit, order, purpose or `after`", body = OpenAiError)
+    )
+)]
+#[get("/openai/v1/files")]
+pub async fn list_files(
+    caller: Caller,
+    state: web::Data<AppState>,
+    ValidQuery(query): ValidQuery<ListFilesQuery>,
+) -> Result<web::Json<OpenAiList<OpenAiFile>>, ApiError> {
+    let paging = query.paging();
+    let invalid = |error: FieldError| ApiError::validation(vec![error]);
+    paging.check_order().map_err(invalid)?;
+    let page = PageRequest {
+        limit: paging.limit().map_err(invalid)?,
+        after: paging.after().map_err(invalid)?,
+    };
+    let purpose = query.purpose().map_err(invalid)?;
+    let files = state
+        .knowledge
+        .files
+        .list_after(&knowledge_caller(&caller), None, purpose, page)
+        .await?;
+    Ok(web::Json(OpenAiList::of(
+        files,
+        |file| OpenAiFile::from(&file),
+        |file| file.id.clone(),
+    )))
+}
+
+/// A file.
+#[utoipa::path(
+    tag = "OpenAI",
+    operation_id = "openaiRetrieveFile",
+    params(("file_id" = String, Path, description = "The file id")),
+    responses(
+        (status = 200, description = "The file", body = OpenAiFile),
+        (status = 404, description = "No such file in the organization", body = OpenAiError)
+    )
+)]
+#[get("/openai/v1/files/{file_id}")]
+pub async fn retrieve_file(
+    caller: Caller,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<web::Json<OpenAiFile>, ApiError> {
+    let file = state
+        .knowledge
+        .files
+        .get(&knowledge_caller(&caller), &file_id(&path)?)
+        .await?;
+    Ok(web::Json(OpenAiFile::from(&file)))
+}
+
+/// A file's content, as uploaded.
+#[utoipa::path(
+    tag = "OpenAI",
+    operation_id = "openaiRetrieveFileContent",
+    params(("file_id" = String, Path, description = "The file id")),
+    responses(
+        (status = 200, description = "The content, in the media type of its format", content(
+            (FileBytes = "application/pdf"),
+            (FileBytes = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"),
+            (FileBytes = "text/plain"),
+            (FileBytes = "text/csv"),
+            (FileBytes = "application/json"),
+            (FileBytes = "text/markdown"),
+            (FileBytes = "image/png"),
+            (FileBytes = "image/jpeg"),
+            (FileBytes = "image/gif"),
+            (FileBytes = "image/webp"),
+        )),
+        (status = 404, description = "No such file in the organization", body = OpenAiError)
+    )
+)]
+#[get("/openai/v1/files/{file_id}/content")]
+pub async fn retrieve_file_content(
+    caller: Caller,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    crate::routes::files::content_response(&state, &caller, &path).await
+}
+
+/// Delete a file, its chunks and its index entries. Refused (409 `file_in_use`) while a
+/// vector store or a dataset snapshot holds it: delete it from the vector store first.
+#[utoipa::path(
+    tag = "OpenAI",
+    operation_id = "openaiDeleteFile",
+    params(("file_id" = String, Path, description = "The file id")),
+    responses(
+        (status = 200, description = "Deleted", body = Deleted),
+        (status = 404, description = "No such file in the organization", body = OpenAiError),
+        (status = 409, description = "Still in a vector store or a snapshot", body = OpenAiError)
+    )
+)]
+#[delete("/openai/v1/files/{file_id}")]
+pub async fn delete_file(
+    caller: Caller,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<web::Json<Deleted>, ApiError> {
+    let id = file_id(&path)?;
+    state
+        .knowledge
+        .files
+        .delete(&knowledge_caller(&caller), &id)
+        .await?;
+    Ok(web::Json(Deleted::of(id, "file")))
+}

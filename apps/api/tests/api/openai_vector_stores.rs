@@ -1,0 +1,726 @@
+//! `/openai/v1/files` and `/openai/v1/vector_stores` through the real HTTP stack on SQLite
+//! and PostgreSQL (the official `openai` package's run is in `openai_clients`): a purpose
+//! named before or after the content, a refused or missing purpose storing nothing, the
+//! purpose filter, a vector store being the dataset `/v1` serves, what is not supported
+//! refused by name, a file held by a store kept, scopes, and another organization's records
+//! answering 404, every error in OpenAI's shape.
+
+use reqwest::{
+    Method,
+    multipart::{Form, Part},
+};
+use serde_json::{Value, json};
+use tessera_store::Backend;
+
+use crate::{
+    openai::openai_error,
+    support::{TestApp, ok},
+};
+
+const SCOPES: &str =
+    "files:read files:write files:delete datasets:read datasets:write datasets:delete";
+
+/// An app without an embedding model: uploads are stored, nothing is processed.
+async fn storage_app(backend: Backend) -> TestApp {
+    TestApp::spawn_with(backend, |settings| {
+        settings.rate_limit.enabled = false;
+    })
+    .await
+}
+
+/// Posts a multipart form of `(name, file name, bytes)` parts, in order.
+async fn post_form(
+    app: &TestApp,
+    token: &str,
+    parts: &[(&str, Option<&str>, &[u8])],
+) -> reqwest::Response {
+    let mut form = Form::new();
+    for (name, file_name, bytes) in parts {
+        let mut part = Part::bytes(bytes.to_vec());
+        if let Some(file_name) = file_name {
+            part = part.file_name((*file_name).to_owned());
+        }
+        form = form.part((*name).to_owned(), part);
+    }
+    app.client
+        .post(app.url("/openai/v1/files"))
+        .bearer_auth(token)
+        .multipart(form)
+        .send()
+        .await
+        .unwrap()
+}
+
+/// Uploads `text` as `name` for `purpose` (the purpose part first).
+async fn upload(app: &TestApp, token: &str, name: &str, purpose: &str) -> Value {
+    let text = format!("{name}: a few words to keep.");
+    ok(
+        post_form(
+            app,
+            token,
+            &[
+                ("purpose", None, purpose.as_bytes()),
+                ("file", Some(name), text.as_bytes()),
+            ],
+        )
+        .await,
+        200,
+    )
+    .await
+}
+
+/// How many files the organization has, as `/v1/files` counts them.
+async fn file_count(app: &TestApp, token: &str) -> u64 {
+    let files = ok(app.call(Method::GET, "/v1/files", token).await, 200).await;
+    files["totalCount"].as_u64().unwrap()
+}
+
+fn ids(list: &Value) -> Vec<&str> {
+    list["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| item["id"].as_str().unwrap())
+        .collect()
+}
+
+async fn files_keep_their_purpose_and_a_refused_one_stores_nothing(backend: Backend) {
+    let app = storage_app(backend).await;
+    let token = app.caller_token(SCOPES).await;
+    let first = upload(&app, &token, "first.txt", "assistants").await;
+    assert_eq!(
+        (&first["object"], &first["purpose"], &first["status"]),
+        (&json!("file"), &json!("assistants"), &json!("uploaded")),
+        "{first}"
+    );
+    assert_eq!(first["bytes"], "first.txt: a few words to keep.".len());
+    // The purpose after the content (as the Node SDK sends a `{file, purpose}` object).
+    let after = ok(
+        post_form(
+            &app,
+            &token,
+            &[
+                (
+                    "file",
+                    Some("after.md"),
+                    b"# After\n\nThe purpose comes last.",
+                ),
+                ("purpose", None, b"user_data"),
+            ],
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(after["purpose"], "user_data", "{after}");
+    let retrieved = ok(
+        app.call(
+            Method::GET,
+            &format!("/openai/v1/files/{}", after["id"].as_str().unwrap()),
+            &token,
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(retrieved["purpose"], "user_data", "{retrieved}");
+    assert_eq!(file_count(&app, &token).await, 2);
+
+    // Refused or missing purposes, before or after the content: nothing is stored.
+    for parts in [
+        vec![
+            ("purpose", None, &b"batch"[..]),
+            ("file", Some("a.txt"), &b"text"[..]),
+        ],
+        vec![
+            ("file", Some("a.txt"), &b"text"[..]),
+            ("purpose", None, &b"fine-tune"[..]),
+        ],
+        vec![("file", Some("a.txt"), &b"text"[..])],
+    ] {
+        let error = openai_error(post_form(&app, &token, &parts).await, 400).await;
+        assert_eq!(error["param"], "purpose", "{error}");
+        assert_eq!(error["type"], "invalid_request_error", "{error}");
+    }
+    let error = openai_error(
+        post_form(&app, &token, &[("purpose", None, b"assistants")]).await,
+        400,
+    )
+    .await;
+    assert_eq!(error["param"], "file", "{error}");
+    let error = openai_error(
+        post_form(
+            &app,
+            &token,
+            &[
+                ("purpose", None, b"assistants"),
+                ("file", Some("run.exe"), b"MZ"),
+            ],
+        )
+        .await,
+        400,
+    )
+    .await;
+    assert_eq!(error["code"], "unsupported_file_type", "{error}");
+    assert_eq!(
+        file_count(&app, &token).await,
+        2,
+        "nothing refused was kept"
+    );
+
+    // A file uploaded through /v1 reads as `assistants`; the purpose filters.
+    let form = Form::new().part("file", Part::bytes(b"plain".to_vec()).file_name("v1.txt"));
+    let v1 = ok(
+        app.client
+            .post(app.url("/v1/files"))
+            .bearer_auth(&token)
+            .multipart(form)
+            .send()
+            .await
+            .unwrap(),
+        201,
+    )
+    .await;
+    let assistants = ok(
+        app.call(Method::GET, "/openai/v1/files?purpose=assistants", &token)
+            .await,
+        200,
+    )
+    .await;
+    assert_eq!(
+        ids(&assistants),
+        [v1["id"].as_str().unwrap(), first["id"].as_str().unwrap()],
+        "{assistants}"
+    );
+    let user_data = ok(
+        app.call(Method::GET, "/openai/v1/files?purpose=user_data", &token)
+            .await,
+        200,
+    )
+    .await;
+    assert_eq!(ids(&user_data), [after["id"].as_str().unwrap()]);
+
+    // Paging by `after`, larger limits served 100 at a time, what lists cannot do refused.
+    let page = ok(
+        app.call(Method::GET, "/openai/v1/files?limit=2", &token)
+            .await,
+        200,
+    )
+    .await;
+    assert_eq!(
+        (page["has_more"].as_bool(), ids(&page).len()),
+        (Some(true), 2)
+    );
+    let next = ok(
+        app.call(
+            Method::GET,
+            &format!(
+                "/openai/v1/files?limit=2&after={}",
+                page["last_id"].as_str().unwrap()
+            ),
+            &token,
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(ids(&next), [first["id"].as_str().unwrap()], "{next}");
+    assert_eq!(next["has_more"], false);
+    let all = ok(
+        app.call(Method::GET, "/openai/v1/files?limit=10000", &token)
+            .await,
+        200,
+    )
+    .await;
+    assert_eq!(ids(&all).len(), 3);
+    for (query, param) in [
+        ("order=asc", "query.order"),
+        ("before=file_x", "query.before"),
+        ("after=nonsense", "query.after"),
+        ("purpose=batch", "query.purpose"),
+        ("limit=0", "query.limit"),
+    ] {
+        let error = openai_error(
+            app.call(Method::GET, &format!("/openai/v1/files?{query}"), &token)
+                .await,
+            400,
+        )
+        .await;
+        assert_eq!(error["param"], param, "{query}: {error}");
+    }
+    app.stop().await;
+}
+
+async fn a_vector_store_is_a_dataset(backend: Backend) {
+    let app = storage_app(backend).await;
+    let token = app.caller_token(SCOPES).await;
+    let file = upload(&app, &token, "notes.txt", "assistants").await;
+    let file_id = file["id"].as_str().unwrap();
+    let store = ok(
+        app.call_json(
+            Method::POST,
+            "/openai/v1/vector_stores",
+            &token,
+            &json!({"name": "Notes", "file_ids": [file_id], "metadata": {"team": "docs"},
+                    "chunking_strategy": {"type": "auto"}}),
+        )
+        .await,
+        200,
+    )
+    .await;
+    let store_id = store["id"].as_str().unwrap();
+    assert_eq!(
+        (
+            &store["object"],
+            &store["status"],
+            &store["metadata"],
+            &store["file_counts"]
+        ),
+        (
+            &json!("vector_store"),
+            &json!("in_progress"),
+            &json!({"team": "docs"}),
+            &json!({"in_progress": 1, "completed": 0, "failed": 0, "cancelled": 0, "total": 1})
+        ),
+        "{store}"
+    );
+    assert_eq!(store["usage_bytes"], file["bytes"]);
+    // The same record through /v1: the dataset, holding the file.
+    let dataset = ok(
+        app.call(Method::GET, &format!("/v1/datasets/{store_id}"), &token)
+            .await,
+        200,
+    )
+    .await;
+    assert_eq!(
+        (
+            &dataset["name"],
+            &dataset["fileCount"],
+            &dataset["metadata"]
+        ),
+        (&json!("Notes"), &json!(1), &json!({"team": "docs"}))
+    );
+    let held = ok(
+        app.call(
+            Method::GET,
+            &format!("/openai/v1/vector_stores/{store_id}/files/{file_id}"),
+            &token,
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(
+        (&held["object"], &held["status"], &held["vector_store_id"]),
+        (
+            &json!("vector_store.file"),
+            &json!("in_progress"),
+            &json!(store_id)
+        ),
+        "{held}"
+    );
+
+    // A file added through /v1 is one of the store's files.
+    let other = upload(&app, &token, "other.txt", "assistants").await;
+    let other_id = other["id"].as_str().unwrap();
+    ok(
+        app.call_json(
+            Method::POST,
+            &format!("/v1/files/{other_id}/associations"),
+            &token,
+            &json!({"datasetId": store_id}),
+        )
+        .await,
+        201,
+    )
+    .await;
+    let files = ok(
+        app.call(
+            Method::GET,
+            &format!("/openai/v1/vector_stores/{store_id}/files?limit=1"),
+            &token,
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(
+        (ids(&files), &files["has_more"]),
+        (vec![other_id], &json!(true))
+    );
+
+    // Modified: the name and metadata change, the files stay.
+    let modified = ok(
+        app.call_json(
+            Method::POST,
+            &format!("/openai/v1/vector_stores/{store_id}"),
+            &token,
+            &json!({"name": "Renamed", "metadata": {"team": "core", "tier": "1"}}),
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(
+        (
+            &modified["name"],
+            &modified["metadata"],
+            &modified["file_counts"]["total"]
+        ),
+        (
+            &json!("Renamed"),
+            &json!({"team": "core", "tier": "1"}),
+            &json!(2)
+        )
+    );
+
+    // What the door does not do yet is refused by name; bad metadata too.
+    for (path, body, param) in [
+        (
+            "/openai/v1/vector_stores",
+            json!({"expires_after": {"anchor": "last_active_at", "days": 1}}),
+            "expires_after",
+        ),
+        (
+            "/openai/v1/vector_stores",
+            json!({"chunking_strategy": {"type": "static", "static": {"max_chunk_size_tokens": 400, "chunk_overlap_tokens": 0}}}),
+            "chunking_strategy",
+        ),
+        (
+            "/openai/v1/vector_stores",
+            json!({"metadata": {"k": "x".repeat(513)}}),
+            "metadata",
+        ),
+        ("/openai/v1/vector_stores", json!({"name": ""}), "name"),
+        ("/openai/v1/vector_stores", json!({"unknown": 1}), ""),
+    ] {
+        let error = openai_error(app.call_json(Method::POST, path, &token, &body).await, 400).await;
+        if !param.is_empty() {
+            assert_eq!(error["param"], param, "{body}: {error}");
+        }
+    }
+    let store_path = format!("/openai/v1/vector_stores/{store_id}");
+    for (path, body, param) in [
+        (
+            format!("{store_path}/files"),
+            json!({"file_id": file_id, "attributes": {"tags": ["a"]}}),
+            "attributes.tags",
+        ),
+        (
+            format!("{store_path}/search"),
+            json!({"query": "notes", "filters": {"type": "in", "key": "a", "value": [1]}}),
+            "filters.type",
+        ),
+        (
+            format!("{store_path}/search"),
+            json!({"query": "notes", "rewrite_query": true}),
+            "rewrite_query",
+        ),
+        (
+            format!("{store_path}/search"),
+            json!({"query": "notes", "max_num_results": 51}),
+            "max_num_results",
+        ),
+        (
+            format!("{store_path}/search"),
+            json!({"query": " "}),
+            "query",
+        ),
+        (
+            format!("{store_path}/search"),
+            json!({"query": "notes", "ranking_options": {"ranker": "best"}}),
+            "ranking_options.ranker",
+        ),
+    ] {
+        let error =
+            openai_error(app.call_json(Method::POST, &path, &token, &body).await, 400).await;
+        assert_eq!(error["param"], param, "{body}: {error}");
+    }
+    let error = openai_error(
+        app.call(
+            Method::GET,
+            &format!("{store_path}/files?filter=completed"),
+            &token,
+        )
+        .await,
+        400,
+    )
+    .await;
+    assert_eq!(error["param"], "query.filter", "{error}");
+
+    // Attributes: set with the file, replaced, cleared; a filter no file matches finds
+    // nothing (before any embedding: this app has no embedding model).
+    let tagged = ok(
+        app.call_json(
+            Method::POST,
+            &format!("{store_path}/files"),
+            &token,
+            &json!({"file_id": other_id, "attributes": {"team": "docs", "year": 2024, "draft": false}}),
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(
+        tagged["attributes"],
+        json!({"team": "docs", "year": 2024, "draft": false})
+    );
+    let listed = ok(
+        app.call(Method::GET, &format!("{store_path}/files"), &token)
+            .await,
+        200,
+    )
+    .await;
+    assert_eq!(listed["data"][0]["attributes"]["team"], "docs", "{listed}");
+    assert_eq!(listed["data"][1]["attributes"], json!({}), "{listed}");
+    let replaced = ok(
+        app.call_json(
+            Method::POST,
+            &format!("{store_path}/files/{other_id}"),
+            &token,
+            &json!({"attributes": {"team": "core"}}),
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(replaced["attributes"], json!({"team": "core"}));
+    let nothing = ok(
+        app.call_json(
+            Method::POST,
+            &format!("{store_path}/search"),
+            &token,
+            &json!({"query": "notes", "filters": {"type": "and", "filters": [
+                {"type": "eq", "key": "team", "value": "core"},
+                {"type": "gt", "key": "year", "value": 2000}]}}),
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(nothing["data"], json!([]), "{nothing}");
+    let cleared = ok(
+        app.call_json(
+            Method::POST,
+            &format!("{store_path}/files/{other_id}"),
+            &token,
+            &json!({"attributes": null}),
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(cleared["attributes"], json!({}));
+    let outside = upload(&app, &token, "outside.txt", "assistants").await;
+    openai_error(
+        app.call_json(
+            Method::POST,
+            &format!("{store_path}/files/{}", outside["id"].as_str().unwrap()),
+            &token,
+            &json!({"attributes": {}}),
+        )
+        .await,
+        404,
+    )
+    .await;
+
+    // A held file is kept (409); removed from the store, it can be deleted.
+    let error = openai_error(
+        app.call(
+            Method::DELETE,
+            &format!("/openai/v1/files/{file_id}"),
+            &token,
+        )
+        .await,
+        409,
+    )
+    .await;
+    assert_eq!(error["code"], "file_in_use", "{error}");
+    let removed = ok(
+        app.call(
+            Method::DELETE,
+            &format!("{store_path}/files/{file_id}"),
+            &token,
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(
+        removed,
+        json!({"id": file_id, "object": "vector_store.file.deleted", "deleted": true})
+    );
+    openai_error(
+        app.call(
+            Method::GET,
+            &format!("{store_path}/files/{file_id}"),
+            &token,
+        )
+        .await,
+        404,
+    )
+    .await;
+    let deleted = ok(
+        app.call(
+            Method::DELETE,
+            &format!("/openai/v1/files/{file_id}"),
+            &token,
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(
+        deleted,
+        json!({"id": file_id, "object": "file", "deleted": true})
+    );
+    let deleted = ok(app.call(Method::DELETE, &store_path, &token).await, 200).await;
+    assert_eq!(
+        deleted,
+        json!({"id": store_id, "object": "vector_store.deleted", "deleted": true})
+    );
+    let gone = openai_error(app.call(Method::GET, &store_path, &token).await, 404).await;
+    assert_eq!(gone["type"], "not_found_error", "{gone}");
+    app.stop().await;
+}
+
+async fn scopes_and_organizations_fence_vector_stores(backend: Backend) {
+    let app = storage_app(backend).await;
+    let token = app.caller_token(SCOPES).await;
+    let file = upload(&app, &token, "mine.txt", "assistants").await;
+    let file_id = file["id"].as_str().unwrap();
+    let store = ok(
+        app.call_json(Method::POST, "/openai/v1/vector_stores", &token, &json!({}))
+            .await,
+        200,
+    )
+    .await;
+    assert_eq!(store["name"], "Untitled vector store");
+    let store_id = store["id"].as_str().unwrap();
+
+    // Another organization sees none of it: every id is unknown there.
+    let stranger = app.caller_token(SCOPES).await;
+    for path in [
+        format!("/openai/v1/vector_stores/{store_id}"),
+        format!("/openai/v1/vector_stores/{store_id}/files"),
+        format!("/openai/v1/files/{file_id}"),
+        format!("/openai/v1/files/{file_id}/content"),
+    ] {
+        openai_error(app.call(Method::GET, &path, &stranger).await, 404).await;
+    }
+    for (path, body) in [
+        (
+            format!("/openai/v1/vector_stores/{store_id}/search"),
+            json!({"query": "mine"}),
+        ),
+        (
+            format!("/openai/v1/vector_stores/{store_id}"),
+            json!({"name": "Taken"}),
+        ),
+        (
+            format!("/openai/v1/vector_stores/{store_id}/files"),
+            json!({"file_id": file_id}),
+        ),
+        (
+            "/openai/v1/vector_stores".into(),
+            json!({"file_ids": [file_id]}),
+        ),
+    ] {
+        openai_error(
+            app.call_json(Method::POST, &path, &stranger, &body).await,
+            404,
+        )
+        .await;
+    }
+    let theirs = ok(
+        app.call(Method::GET, "/openai/v1/vector_stores", &stranger)
+            .await,
+        200,
+    )
+    .await;
+    assert_eq!(ids(&theirs), Vec::<&str>::new(), "{theirs}");
+    // Their own store cannot take my file either.
+    let their_store = ok(
+        app.call_json(
+            Method::POST,
+            "/openai/v1/vector_stores",
+            &stranger,
+            &json!({"name": "Theirs"}),
+        )
+        .await,
+        200,
+    )
+    .await;
+    openai_error(
+        app.call_json(
+            Method::POST,
+            &format!(
+                "/openai/v1/vector_stores/{}/files",
+                their_store["id"].as_str().unwrap()
+            ),
+            &stranger,
+            &json!({"file_id": file_id}),
+        )
+        .await,
+        404,
+    )
+    .await;
+
+    // Scopes: a reader reads, and nothing more; files in a new store need `files:write`.
+    let reader = app.caller_token("files:read datasets:read").await;
+    openai_error(
+        app.call_json(
+            Method::POST,
+            "/openai/v1/vector_stores",
+            &reader,
+            &json!({}),
+        )
+        .await,
+        403,
+    )
+    .await;
+    let curator = app.caller_token("datasets:read datasets:write").await;
+    let refused = openai_error(
+        app.call_json(
+            Method::POST,
+            "/openai/v1/vector_stores",
+            &curator,
+            &json!({"file_ids": [file_id]}),
+        )
+        .await,
+        403,
+    )
+    .await;
+    assert_eq!(refused["type"], "permission_error", "{refused}");
+    openai_error(
+        app.call(
+            Method::DELETE,
+            &format!("/openai/v1/files/{file_id}"),
+            &reader,
+        )
+        .await,
+        403,
+    )
+    .await;
+    let error = openai_error(
+        post_form(
+            &app,
+            &reader,
+            &[
+                ("purpose", None, b"assistants"),
+                ("file", Some("x.txt"), b"x"),
+            ],
+        )
+        .await,
+        403,
+    )
+    .await;
+    assert_eq!(error["type"], "permission_error", "{error}");
+    app.stop().await;
+}
+
+tessera_store::on_both_databases!(
+    files_keep_their_purpose_and_a_refused_one_stores_nothing,
+    a_vector_store_is_a_dataset,
+    scopes_and_organizations_fence_vector_stores,
+);

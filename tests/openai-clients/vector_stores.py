@@ -1,0 +1,206 @@
+"""Files and vector stores through the official `openai` Python package, unchanged, against
+Tessera's `/openai/v1`: upload, a vector store made with a file, another file added, both
+processed (`in_progress` to `completed`), attributes, search with and without filters,
+listing page by page, metadata, the errors OpenAI's clients raise, and deletion. A vector store is a Tessera dataset: the summary names
+its id, and the Rust test reads the same record through `/v1/datasets`.
+
+Reads OPENAI_BASE_URL and OPENAI_API_KEY (a key with the files and datasets scopes; trust the
+server's certificate with SSL_CERT_FILE), prints a JSON summary on stdout and exits 1 with the
+failing check on stderr.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+import time
+import traceback
+
+import openai
+from openai import OpenAI
+
+TIMEOUT_SECS = 120
+
+VOLCANOES = (
+    "Volcanoes of Iceland\n\n"
+    "Hekla is one of the most active volcanoes in Iceland; it erupted in 2000. "
+    "Eyjafjallajokull's eruption in 2010 grounded flights across Europe for days."
+)
+BREAD = (
+    "Baking sourdough bread\n\n"
+    "A sourdough starter is a culture of flour and water. The dough rises slowly, "
+    "and the loaf is baked in a hot Dutch oven until its crust is dark."
+)
+
+
+class CheckFailed(Exception):
+    pass
+
+
+def expect(condition: bool, message: str) -> None:
+    if not condition:
+        raise CheckFailed(message)
+
+
+def upload(client: OpenAI, name: str, text: str, purpose: str):
+    return client.files.create(file=(name, io.BytesIO(text.encode()), "text/plain"), purpose=purpose)
+
+
+def completed(client: OpenAI, store_id: str):
+    """Polls the vector store until no file is in progress."""
+    deadline = time.monotonic() + TIMEOUT_SECS
+    while True:
+        store = client.vector_stores.retrieve(store_id)
+        if store.status == "completed":
+            return store
+        expect(time.monotonic() < deadline, f"still in progress: {store}")
+        time.sleep(0.3)
+
+
+def run(client: OpenAI) -> dict:
+    summary: dict = {}
+    volcanoes = upload(client, "volcanoes.txt", VOLCANOES, "assistants")
+    expect(volcanoes.object == "file" and volcanoes.purpose == "assistants", f"{volcanoes}")
+    expect(volcanoes.bytes == len(VOLCANOES.encode()), f"{volcanoes}")
+    bread = upload(client, "bread.txt", BREAD, "user_data")
+    expect(bread.purpose == "user_data", f"{bread}")
+    expect(client.files.retrieve(bread.id).filename == "bread.txt", "retrieve")
+    expect(client.files.content(volcanoes.id).text == VOLCANOES, "content")
+
+    # A purpose OpenAI has but Tessera does not serve is refused, and stores nothing.
+    try:
+        upload(client, "lines.txt", "x", "fine-tune")
+        raise CheckFailed("the purpose fine-tune was accepted")
+    except openai.BadRequestError as error:
+        expect(error.body["param"] == "purpose", f"{error.body}")
+    user_data = [f.id for f in client.files.list(purpose="user_data")]
+    expect(user_data == [bread.id], f"user_data files: {user_data}")
+
+    # Auto-pagination follows `after` through pages of one.
+    listed = [f.id for f in client.files.list(limit=1)]
+    expect(listed[:2] == [bread.id, volcanoes.id], f"listed: {listed}")
+
+    store = client.vector_stores.create(
+        name="Knowledge", file_ids=[volcanoes.id], metadata={"team": "geology"}
+    )
+    expect(store.object == "vector_store" and store.metadata == {"team": "geology"}, f"{store}")
+    expect(store.file_counts.total == 1, f"{store}")
+    summary["vector_store"] = store.id
+    added = client.vector_stores.files.create(
+        vector_store_id=store.id, file_id=bread.id, attributes={"topic": "baking"}
+    )
+    expect(added.object == "vector_store.file" and added.vector_store_id == store.id, f"{added}")
+    expect(added.attributes == {"topic": "baking"}, f"{added}")
+    tagged = client.vector_stores.files.update(
+        file_id=volcanoes.id,
+        vector_store_id=store.id,
+        attributes={"topic": "geology", "year": 2010, "reviewed": True},
+    )
+    expect(tagged.attributes == {"topic": "geology", "year": 2010, "reviewed": True}, f"{tagged}")
+    expect(added.status in ("in_progress", "completed"), f"{added}")
+    done = completed(client, store.id)
+    expect(done.file_counts.completed == 2 and done.file_counts.total == 2, f"{done}")
+    expect(done.usage_bytes == volcanoes.bytes + bread.bytes, f"{done}")
+    files = client.vector_stores.files.list(vector_store_id=store.id)
+    expect(sorted(f.id for f in files) == sorted([volcanoes.id, bread.id]), f"{files}")
+    expect(all(f.status == "completed" for f in files), f"{files}")
+    one = client.vector_stores.files.retrieve(vector_store_id=store.id, file_id=volcanoes.id)
+    expect(one.status == "completed", f"{one}")
+
+    results = client.vector_stores.search(
+        vector_store_id=store.id, query="Which volcano erupted in 2010?", max_num_results=3
+    )
+    hits = list(results)
+    expect(hits and hits[0].file_id == volcanoes.id, f"best hit: {hits}")
+    expect(hits[0].filename == "volcanoes.txt", f"{hits[0]}")
+    expect("Eyjafjallajokull" in hits[0].content[0].text, f"{hits[0]}")
+    summary["search"] = [{"file": h.filename, "score": h.score} for h in hits]
+    bread_hits = list(
+        client.vector_stores.search(
+            vector_store_id=store.id,
+            query=["sourdough starter", "Dutch oven"],
+            ranking_options={"ranker": "none"},
+        )
+    )
+    expect(bread_hits[0].file_id == bread.id, f"bread hits: {bread_hits}")
+    expect(hits[0].attributes == {"topic": "geology", "year": 2010, "reviewed": True}, f"{hits[0]}")
+    # Filters pick the files searched: a volcano question among the baking files only.
+    baking = list(
+        client.vector_stores.search(
+            vector_store_id=store.id,
+            query="Which volcano erupted in 2010?",
+            filters={"type": "eq", "key": "topic", "value": "baking"},
+        )
+    )
+    expect(baking and all(h.file_id == bread.id for h in baking), f"filtered: {baking}")
+    compound = list(
+        client.vector_stores.search(
+            vector_store_id=store.id,
+            query="volcano",
+            filters={
+                "type": "and",
+                "filters": [
+                    {"type": "gte", "key": "year", "value": 2000},
+                    {"type": "eq", "key": "reviewed", "value": True},
+                ],
+            },
+        )
+    )
+    expect(compound and all(h.file_id == volcanoes.id for h in compound), f"{compound}")
+    summary["filtered"] = {"baking": len(baking), "compound": len(compound)}
+    try:
+        client.vector_stores.search(
+            vector_store_id=store.id,
+            query="volcano",
+            filters={"type": "in", "key": "topic", "value": ["baking"]},
+        )
+        raise CheckFailed("an `in` filter was accepted")
+    except openai.BadRequestError as error:
+        expect(error.body["param"] == "filters.type", f"{error.body}")
+
+    renamed = client.vector_stores.update(store.id, name="Renamed", metadata={})
+    expect(renamed.name == "Renamed" and renamed.metadata == {}, f"{renamed}")
+    ids = [s.id for s in client.vector_stores.list()]
+    expect(store.id in ids, f"stores: {ids}")
+
+    # A file a vector store holds is not deleted; removed from the store, it is.
+    try:
+        client.files.delete(volcanoes.id)
+        raise CheckFailed("a file in a vector store was deleted")
+    except openai.ConflictError as error:
+        expect(error.status_code == 409, f"{error}")
+    removed = client.vector_stores.files.delete(vector_store_id=store.id, file_id=volcanoes.id)
+    expect(removed.deleted and removed.id == volcanoes.id, f"{removed}")
+    expect(client.files.delete(volcanoes.id).deleted, "file delete")
+    try:
+        client.files.retrieve(volcanoes.id)
+        raise CheckFailed("a deleted file is still there")
+    except openai.NotFoundError:
+        pass
+    deleted = client.vector_stores.delete(store.id)
+    expect(deleted.deleted and deleted.id == store.id, f"{deleted}")
+    try:
+        client.vector_stores.retrieve(store.id)
+        raise CheckFailed("a deleted vector store is still there")
+    except openai.NotFoundError as error:
+        expect(error.body["type"] == "not_found_error", f"{error.body}")
+    summary["files_left"] = [f.id for f in client.files.list()]
+    return summary
+
+
+def main() -> None:
+    client = OpenAI()
+    try:
+        summary = run(client)
+    except Exception as error:  # noqa: BLE001 — every failure is reported
+        detail = traceback.format_exc()
+        if isinstance(error, openai.APIStatusError):
+            detail += f"\nstatus {error.status_code}, body {json.dumps(error.body)}"
+        sys.stderr.write(f"openai-python vector stores failed: {detail}\n")
+        sys.exit(1)
+    print(json.dumps(summary, indent=2, default=str))
+
+
+if __name__ == "__main__":
+    main()
