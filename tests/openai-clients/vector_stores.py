@@ -1,7 +1,8 @@
 """Files and vector stores through the official `openai` Python package, unchanged, against
 Tessera's `/openai/v1`: upload, a vector store made with a file, another file added, both
 processed (`in_progress` to `completed`), attributes, search with and without filters,
-listing page by page, metadata, the errors OpenAI's clients raise, and deletion. A vector store is a Tessera dataset: the summary names
+listing page by page, metadata, the errors OpenAI's clients raise, deletion, and the SDK's
+`file_batches.upload_and_poll` ingestion helper. A vector store is a Tessera dataset: the summary names
 its id, and the Rust test reads the same record through `/v1/datasets`.
 
 Reads OPENAI_BASE_URL and OPENAI_API_KEY (a key with the files and datasets scopes; trust the
@@ -31,6 +32,17 @@ BREAD = (
     "Baking sourdough bread\n\n"
     "A sourdough starter is a culture of flour and water. The dough rises slowly, "
     "and the loaf is baked in a hot Dutch oven until its crust is dark."
+)
+
+TEA = (
+    "Green tea\n\n"
+    "Green tea leaves are steamed or pan-fired soon after picking, which keeps them green; "
+    "the water should be well below boiling."
+)
+RIVERS = (
+    "Long rivers\n\n"
+    "The Nile and the Amazon are the longest rivers on Earth, each over six thousand "
+    "kilometres from source to mouth."
 )
 
 
@@ -185,6 +197,27 @@ def run(client: OpenAI) -> dict:
         raise CheckFailed("a deleted vector store is still there")
     except openai.NotFoundError as error:
         expect(error.body["type"] == "not_found_error", f"{error.body}")
+
+    # The SDK's own ingestion helper: upload, one batch, poll until processed.
+    shelf = client.vector_stores.create(name="Shelf")
+    batch = client.vector_stores.file_batches.upload_and_poll(
+        vector_store_id=shelf.id,
+        files=[
+            ("tea.txt", io.BytesIO(TEA.encode()), "text/plain"),
+            ("rivers.txt", io.BytesIO(RIVERS.encode()), "text/plain"),
+        ],
+    )
+    expect(batch.object == "vector_store.files_batch" and batch.status == "completed", f"{batch}")
+    expect(batch.file_counts.completed == 2 and batch.file_counts.total == 2, f"{batch}")
+    expect(client.vector_stores.file_batches.retrieve(batch.id, vector_store_id=shelf.id).id == batch.id, "retrieve batch")
+    batch_files = list(client.vector_stores.file_batches.list_files(batch.id, vector_store_id=shelf.id))
+    expect(len(batch_files) == 2 and all(f.status == "completed" for f in batch_files), f"{batch_files}")
+    river = list(client.vector_stores.search(vector_store_id=shelf.id, query="Which river is the longest?"))
+    expect(river and river[0].filename == "rivers.txt", f"{river}")
+    summary["batch"] = {"id": batch.id, "files": sorted(f.id for f in batch_files)}
+    expect(client.vector_stores.delete(shelf.id).deleted, "delete shelf")
+    for file in batch_files:
+        expect(client.files.delete(file.id).deleted, f"delete {file.id}")
     summary["files_left"] = [f.id for f in client.files.list()]
     return summary
 

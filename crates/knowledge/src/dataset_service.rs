@@ -164,6 +164,10 @@ impl DatasetService {
         self.files.as_ref()
     }
 
+    pub(crate) fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.clock.now()
+    }
+
     pub async fn create(
         &self,
         caller: &KnowledgeCaller,
@@ -324,7 +328,7 @@ impl DatasetService {
         id: &DatasetId,
     ) -> Result<DatasetFileCounts, DomainError> {
         self.datasets
-            .file_counts(&caller.organization, id)
+            .file_counts(&caller.organization, id, None)
             .await?
             .ok_or_else(|| DomainError::not_found("dataset", id))
     }

@@ -35,6 +35,8 @@ mod embedding;
 mod embeddings;
 mod events;
 mod file;
+mod file_batch;
+mod file_batch_service;
 mod file_service;
 mod file_text;
 mod format;
@@ -76,6 +78,7 @@ pub use embeddings::{
 };
 pub use events::{DatasetChange, DatasetUpdated, FileFailed, FileReady};
 pub use file::{FileFilter, FilePurpose, FileStatus, StoredChunk, StoredFile};
+pub use file_batch::{FileBatch, FileBatchProgress, FileBatchStatus, MAX_BATCH_FILES};
 pub use file_service::{FileService, KnowledgeCaller};
 pub use file_text::DocumentText;
 pub use format::{FileFormat, FormatError, MAX_DOCUMENT_BYTES, MAX_IMAGE_BYTES, TextCheck};
@@ -124,4 +127,10 @@ tessera_kernel::entity_id!(
     /// A dataset's id.
     DatasetId,
     "ds"
+);
+
+tessera_kernel::entity_id!(
+    /// A batch of files added to a dataset together.
+    FileBatchId,
+    "vsfb"
 );

@@ -8,8 +8,9 @@ use chrono::{DateTime, Utc};
 use tessera_kernel::{AuditRecord, DomainError, OrganizationId, PageRequest};
 
 use crate::{
-    Attributes, Dataset, DatasetFile, DatasetFileCounts, DatasetId, FileFailed, FileFilter, FileId,
-    FilePurpose, FileReady, FileReference, Snapshot, StoredChunk, StoredFile,
+    Attributes, Dataset, DatasetFile, DatasetFileCounts, DatasetId, FileBatch, FileBatchId,
+    FileFailed, FileFilter, FileId, FilePurpose, FileReady, FileReference, Snapshot, StoredChunk,
+    StoredFile,
 };
 
 /// A processing job handed to a worker: the file and which attempt this is (1-based).
@@ -219,13 +220,35 @@ pub trait DatasetStore: Send + Sync {
         dataset: &DatasetId,
     ) -> Result<Vec<(FileId, Attributes)>, DomainError>;
 
-    /// How many of the dataset's files are in each status, and their size; `None` when the
-    /// dataset does not exist in the organization.
+    /// How many of the dataset's files (of `only` those, when given) are in each status, and
+    /// their size; `None` when the dataset does not exist in the organization.
     async fn file_counts(
         &self,
         organization: &OrganizationId,
         dataset: &DatasetId,
+        only: Option<Vec<FileId>>,
     ) -> Result<Option<DatasetFileCounts>, DomainError>;
+
+    /// Records a batch of files added to its dataset.
+    async fn insert_batch(&self, batch: &FileBatch) -> Result<(), DomainError>;
+
+    /// The batch `id` of the organization's `dataset`, if there is one.
+    async fn batch(
+        &self,
+        organization: &OrganizationId,
+        dataset: &DatasetId,
+        id: &FileBatchId,
+    ) -> Result<Option<FileBatch>, DomainError>;
+
+    /// Marks the batch cancelled at `at` (once: a cancelled batch keeps its first time);
+    /// false when there is no such batch.
+    async fn cancel_batch(
+        &self,
+        organization: &OrganizationId,
+        dataset: &DatasetId,
+        id: &FileBatchId,
+        at: DateTime<Utc>,
+    ) -> Result<bool, DomainError>;
 
     /// The file when the dataset holds it now (both of the organization).
     async fn dataset_file(

@@ -11,7 +11,8 @@ use diesel_async::RunQueryDsl;
 use tessera_kernel::{AuditRecord, DomainError, OrganizationId, PageRequest};
 use tessera_knowledge::{
     AttributeValue, Attributes, Dataset, DatasetChange, DatasetFile, DatasetFileCounts, DatasetId,
-    DatasetStore, DatasetUpdated, FileId, FileStatus, Metadata, Snapshot, StoredFile,
+    DatasetStore, DatasetUpdated, FileBatch, FileBatchId, FileId, FileStatus, Metadata, Snapshot,
+    StoredFile,
 };
 use tessera_webhooks::Event;
 
@@ -21,7 +22,9 @@ use crate::{
     database::{with_connection, with_transaction},
     error::{Rollback, query_error},
     files::FileRow,
-    schema::{dataset_files, dataset_snapshots, datasets, files, snapshot_files},
+    schema::{
+        dataset_file_batches, dataset_files, dataset_snapshots, datasets, files, snapshot_files,
+    },
     webhooks::record_event,
 };
 
@@ -162,6 +165,36 @@ macro_rules! one_dataset {
         datasets::table
             .filter(datasets::organization_id.eq($organization.as_str()))
             .filter(datasets::id.eq($id.as_str()))
+    };
+}
+
+/// The file batch `$id` of the organization's dataset, in a query's `FROM` (the dataset's
+/// organization checked as well: a batch outlives nothing its dataset does).
+macro_rules! one_batch {
+    ($organization:expr, $dataset:expr, $id:expr) => {
+        dataset_file_batches::table
+            .filter(dataset_file_batches::id.eq($id.as_str()))
+            .filter(dataset_file_batches::organization_id.eq($organization.as_str()))
+            .filter(dataset_file_batches::dataset_id.eq($dataset.as_str()))
+    };
+}
+
+/// The files of a `dataset_files ⋈ files` query by status: `(status, count, bytes)`.
+macro_rules! by_status {
+    ($query:expr, $conn:ident) => {
+        $query
+            .group_by(files::status)
+            .select((
+                files::status,
+                diesel::dsl::count_star(),
+                // SUM of a BIGINT is NUMERIC on PostgreSQL; the cast keeps it an integer.
+                diesel::dsl::sql::<diesel::sql_types::Nullable<diesel::sql_types::BigInt>>(
+                    "CAST(SUM(files.size) AS BIGINT)",
+                ),
+            ))
+            .load($conn)
+            .await
+            .map_err(query_error)?
     };
 }
 
@@ -545,7 +578,11 @@ impl DatasetStore for SqlDatasetStore {
         &self,
         organization: &OrganizationId,
         dataset: &DatasetId,
+        only: Option<Vec<FileId>>,
     ) -> Result<Option<DatasetFileCounts>, DomainError> {
+        let only: Option<Vec<&str>> = only
+            .as_ref()
+            .map(|files| files.iter().map(FileId::as_str).collect());
         let found: Option<Vec<(String, i64, Option<i64>)>> = with_connection!(&self.db, conn => {
             let exists: Option<String> = one_dataset!(organization, dataset)
                 .select(datasets::id)
@@ -555,24 +592,18 @@ impl DatasetStore for SqlDatasetStore {
                 .map_err(query_error)?;
             match exists {
                 None => None,
-                Some(_) => Some(
-                    dataset_files::table
+                Some(_) => {
+                    let held = dataset_files::table
                         .inner_join(files::table)
                         .filter(files::organization_id.eq(organization.as_str()))
-                        .filter(dataset_files::dataset_id.eq(dataset.as_str()))
-                        .group_by(files::status)
-                        .select((
-                            files::status,
-                            diesel::dsl::count_star(),
-                            // SUM of a BIGINT is NUMERIC on PostgreSQL; the cast keeps it an integer.
-                            diesel::dsl::sql::<diesel::sql_types::Nullable<diesel::sql_types::BigInt>>(
-                                "CAST(SUM(files.size) AS BIGINT)",
-                            ),
-                        ))
-                        .load(conn)
-                        .await
-                        .map_err(query_error)?,
-                ),
+                        .filter(dataset_files::dataset_id.eq(dataset.as_str()));
+                    Some(match &only {
+                        Some(only) => {
+                            by_status!(held.filter(dataset_files::file_id.eq_any(only)), conn)
+                        }
+                        None => by_status!(held, conn),
+                    })
+                }
             }
         });
         let Some(groups) = found else {
@@ -598,6 +629,93 @@ impl DatasetStore for SqlDatasetStore {
                 .unwrap_or_default();
         }
         Ok(Some(counts))
+    }
+
+    async fn insert_batch(&self, batch: &FileBatch) -> Result<(), DomainError> {
+        let files: Vec<&str> = batch.files.iter().map(FileId::as_str).collect();
+        let file_ids = serde_json::to_string(&files)
+            .map_err(|e| corrupt("dataset_file_batches", batch.id.as_str(), e))?;
+        with_connection!(&self.db, conn => {
+            diesel::insert_into(dataset_file_batches::table)
+                .values((
+                    dataset_file_batches::id.eq(batch.id.as_str()),
+                    dataset_file_batches::organization_id.eq(batch.organization.as_str()),
+                    dataset_file_batches::dataset_id.eq(batch.dataset.as_str()),
+                    dataset_file_batches::file_ids.eq(&file_ids),
+                    dataset_file_batches::created_at.eq(batch.created_at.naive_utc()),
+                    dataset_file_batches::cancelled_at
+                        .eq(batch.cancelled_at.map(|at| at.naive_utc())),
+                ))
+                .execute(conn)
+                .await
+                .map_err(query_error)?
+        });
+        Ok(())
+    }
+
+    async fn batch(
+        &self,
+        organization: &OrganizationId,
+        dataset: &DatasetId,
+        id: &FileBatchId,
+    ) -> Result<Option<FileBatch>, DomainError> {
+        type BatchRow = (String, String, NaiveDateTime, Option<NaiveDateTime>);
+        let row: Option<BatchRow> = with_connection!(&self.db, conn => {
+            one_batch!(organization, dataset, id)
+                .select((
+                    dataset_file_batches::id,
+                    dataset_file_batches::file_ids,
+                    dataset_file_batches::created_at,
+                    dataset_file_batches::cancelled_at,
+                ))
+                .first(conn)
+                .await
+                .optional()
+                .map_err(query_error)?
+        });
+        let Some((batch, file_ids, created_at, cancelled_at)) = row else {
+            return Ok(None);
+        };
+        let texts: Vec<String> = serde_json::from_str(&file_ids)
+            .map_err(|e| corrupt("dataset_file_batches", &batch, e))?;
+        let files = texts
+            .iter()
+            .map(|text| {
+                text.parse()
+                    .map_err(|e| corrupt("dataset_file_batches", &batch, e))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Some(FileBatch {
+            id: id.clone(),
+            organization: organization.clone(),
+            dataset: dataset.clone(),
+            files,
+            created_at: utc(created_at),
+            cancelled_at: cancelled_at.map(utc),
+        }))
+    }
+
+    async fn cancel_batch(
+        &self,
+        organization: &OrganizationId,
+        dataset: &DatasetId,
+        id: &FileBatchId,
+        at: DateTime<Utc>,
+    ) -> Result<bool, DomainError> {
+        with_transaction!(&self.db, conn => {
+            let found: Option<Option<NaiveDateTime>> = one_batch!(organization, dataset, id)
+                .select(dataset_file_batches::cancelled_at)
+                .first(conn)
+                .await
+                .optional()?;
+            if found == Some(None) {
+                diesel::update(one_batch!(organization, dataset, id))
+                    .set(dataset_file_batches::cancelled_at.eq(Some(at.naive_utc())))
+                    .execute(conn)
+                    .await?;
+            }
+            Ok(found.is_some())
+        })
     }
 
     async fn dataset_file(

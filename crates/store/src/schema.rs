@@ -327,6 +327,17 @@ diesel::table! {
 }
 
 diesel::table! {
+    dataset_file_batches (id) {
+        id -> Text,
+        organization_id -> Text,
+        dataset_id -> Text,
+        file_ids -> Text,
+        created_at -> Timestamp,
+        cancelled_at -> Nullable<Timestamp>,
+    }
+}
+
+diesel::table! {
     dataset_snapshots (dataset_id, version) {
         dataset_id -> Text,
         version -> BigInt,
@@ -436,6 +447,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     file_jobs,
     datasets,
     dataset_files,
+    dataset_file_batches,
     dataset_snapshots,
     snapshot_files,
     index_generations,

@@ -1,9 +1,10 @@
 //! `/openai/v1/files` and `/openai/v1/vector_stores` through the real HTTP stack on SQLite
 //! and PostgreSQL (the official `openai` package's run is in `openai_clients`): a purpose
 //! named before or after the content, a refused or missing purpose storing nothing, the
-//! purpose filter, a vector store being the dataset `/v1` serves, what is not supported
-//! refused by name, a file held by a store kept, scopes, and another organization's records
-//! answering 404, every error in OpenAI's shape.
+//! purpose filter, a vector store being the dataset `/v1` serves, attributes and filters,
+//! file batches and their cancellation, what is not supported refused by name, a file held
+//! by a store kept, scopes, and another organization's records answering 404, every error
+//! in OpenAI's shape.
 
 use reqwest::{
     Method,
@@ -719,8 +720,178 @@ async fn scopes_and_organizations_fence_vector_stores(backend: Backend) {
     app.stop().await;
 }
 
+async fn file_batches_add_together_and_cancel_what_is_processing(backend: Backend) {
+    let app = storage_app(backend).await;
+    let token = app.caller_token(SCOPES).await;
+    let store = ok(
+        app.call_json(
+            Method::POST,
+            "/openai/v1/vector_stores",
+            &token,
+            &json!({"name": "Batch"}),
+        )
+        .await,
+        200,
+    )
+    .await;
+    let store_path = format!("/openai/v1/vector_stores/{}", store["id"].as_str().unwrap());
+    let mut files = Vec::new();
+    for name in ["a.txt", "b.txt", "c.txt"] {
+        files.push(
+            upload(&app, &token, name, "assistants").await["id"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        );
+    }
+
+    // An unknown file (or another organization's) adds nothing.
+    let stranger = app.caller_token(SCOPES).await;
+    let theirs = upload(&app, &stranger, "theirs.txt", "assistants").await;
+    openai_error(
+        app.call_json(
+            Method::POST,
+            &format!("{store_path}/file_batches"),
+            &token,
+            &json!({"file_ids": [files[0], theirs["id"]]}),
+        )
+        .await,
+        404,
+    )
+    .await;
+    let held = ok(app.call(Method::GET, &store_path, &token).await, 200).await;
+    assert_eq!(held["file_counts"]["total"], 0, "{held}");
+    for (body, param) in [
+        (json!({"file_ids": []}), "file_ids"),
+        (json!({"file_ids": ["nope"]}), "file_ids.0"),
+        (
+            json!({"file_ids": [files[0]], "attributes": {"k": {"x": 1}}}),
+            "attributes.k",
+        ),
+    ] {
+        let error = openai_error(
+            app.call_json(
+                Method::POST,
+                &format!("{store_path}/file_batches"),
+                &token,
+                &body,
+            )
+            .await,
+            400,
+        )
+        .await;
+        assert_eq!(error["param"], param, "{body}: {error}");
+    }
+
+    // Added together (a repeated id once), with the batch's attributes; nothing is
+    // processed in this app, so the batch stays in progress.
+    let batch = ok(
+        app.call_json(
+            Method::POST,
+            &format!("{store_path}/file_batches"),
+            &token,
+            &json!({"file_ids": [files[0], files[1], files[0]], "attributes": {"source": "batch"}}),
+        )
+        .await,
+        200,
+    )
+    .await;
+    let batch_id = batch["id"].as_str().unwrap();
+    assert!(batch_id.starts_with("vsfb_"), "{batch}");
+    assert_eq!(
+        (
+            &batch["object"],
+            &batch["status"],
+            &batch["vector_store_id"],
+            &batch["file_counts"]
+        ),
+        (
+            &json!("vector_store.files_batch"),
+            &json!("in_progress"),
+            &store["id"],
+            &json!({"in_progress": 2, "completed": 0, "failed": 0, "cancelled": 0, "total": 2})
+        ),
+        "{batch}"
+    );
+    let batch_path = format!("{store_path}/file_batches/{batch_id}");
+    let listed = ok(
+        app.call(Method::GET, &format!("{batch_path}/files?limit=1"), &token)
+            .await,
+        200,
+    )
+    .await;
+    assert_eq!(
+        (ids(&listed), &listed["has_more"]),
+        (vec![files[1].as_str()], &json!(true))
+    );
+    assert_eq!(listed["data"][0]["attributes"], json!({"source": "batch"}));
+    let next = ok(
+        app.call(
+            Method::GET,
+            &format!("{batch_path}/files?after={}", files[1]),
+            &token,
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(
+        (ids(&next), &next["has_more"]),
+        (vec![files[0].as_str()], &json!(false))
+    );
+    // A file added alone is the store's, not the batch's.
+    ok(
+        app.call_json(
+            Method::POST,
+            &format!("{store_path}/files"),
+            &token,
+            &json!({"file_id": files[2]}),
+        )
+        .await,
+        200,
+    )
+    .await;
+
+    // Another organization, a narrow key: not found, forbidden.
+    openai_error(app.call(Method::GET, &batch_path, &stranger).await, 404).await;
+    let reader = app.caller_token("files:read datasets:read").await;
+    openai_error(
+        app.call(Method::POST, &format!("{batch_path}/cancel"), &reader)
+            .await,
+        403,
+    )
+    .await;
+
+    // Cancelled: its files still processing leave the store; the lone file stays.
+    let cancelled = ok(
+        app.call(Method::POST, &format!("{batch_path}/cancel"), &token)
+            .await,
+        200,
+    )
+    .await;
+    assert_eq!(
+        (&cancelled["status"], &cancelled["file_counts"]),
+        (
+            &json!("cancelled"),
+            &json!({"in_progress": 0, "completed": 0, "failed": 0, "cancelled": 2, "total": 2})
+        ),
+        "{cancelled}"
+    );
+    let again = ok(app.call(Method::GET, &batch_path, &token).await, 200).await;
+    assert_eq!(again["status"], "cancelled");
+    let left = ok(
+        app.call(Method::GET, &format!("{store_path}/files"), &token)
+            .await,
+        200,
+    )
+    .await;
+    assert_eq!(ids(&left), [files[2].as_str()], "{left}");
+    app.stop().await;
+}
+
 tessera_store::on_both_databases!(
     files_keep_their_purpose_and_a_refused_one_stores_nothing,
     a_vector_store_is_a_dataset,
     scopes_and_organizations_fence_vector_stores,
+    file_batches_add_together_and_cancel_what_is_processing,
 );

@@ -4,8 +4,8 @@ use tessera_kernel::OrganizationId;
 
 use super::{Fixture, KnowledgeStores, at, audited, dataset, is_not_found, page, stored_file};
 use crate::{
-    AttributeValue, Attributes, Dataset, DatasetFileCounts, DatasetId, FileDeletion, FileId,
-    FileReady, FileStatus, Metadata, StoredFile,
+    AttributeValue, Attributes, Dataset, DatasetFileCounts, DatasetId, FileBatch, FileBatchId,
+    FileDeletion, FileId, FileReady, FileStatus, Metadata, StoredFile,
 };
 
 pub async fn datasets_count_versions_and_files(stores: &impl KnowledgeStores) {
@@ -364,7 +364,10 @@ pub async fn datasets_keep_metadata_and_count_their_files_by_status(stores: &imp
             .unwrap();
     }
     assert_eq!(
-        f.datasets.file_counts(&acme, &tagged.id).await.unwrap(),
+        f.datasets
+            .file_counts(&acme, &tagged.id, None)
+            .await
+            .unwrap(),
         Some(DatasetFileCounts {
             processing: 1,
             ready: 1,
@@ -372,18 +375,37 @@ pub async fn datasets_keep_metadata_and_count_their_files_by_status(stores: &imp
             bytes: 42 + 100 + 1000,
         })
     );
+    // Of some files only: those the dataset does not hold count nowhere.
+    let some = [ready.id.clone(), outside.id.clone()];
+    assert_eq!(
+        f.datasets
+            .file_counts(&acme, &tagged.id, Some(some.to_vec()))
+            .await
+            .unwrap(),
+        Some(DatasetFileCounts {
+            ready: 1,
+            bytes: 100,
+            ..DatasetFileCounts::default()
+        })
+    );
     let empty = f.dataset(&acme, "Empty").await;
     assert_eq!(
-        f.datasets.file_counts(&acme, &empty.id).await.unwrap(),
+        f.datasets
+            .file_counts(&acme, &empty.id, None)
+            .await
+            .unwrap(),
         Some(DatasetFileCounts::default())
     );
     assert_eq!(
-        f.datasets.file_counts(&other, &tagged.id).await.unwrap(),
+        f.datasets
+            .file_counts(&other, &tagged.id, None)
+            .await
+            .unwrap(),
         None
     );
     assert_eq!(
         f.datasets
-            .file_counts(&acme, &DatasetId::generate())
+            .file_counts(&acme, &DatasetId::generate(), None)
             .await
             .unwrap(),
         None
@@ -509,4 +531,69 @@ pub async fn files_in_a_dataset_keep_their_attributes(stores: &impl KnowledgeSto
         back.map(|entry| entry.attributes),
         Some(Attributes::default())
     );
+}
+
+/// A file batch reads back within its organization and dataset, is cancelled once (keeping
+/// its first time), and goes with its dataset.
+pub async fn file_batches_read_back_cancel_once_and_go_with_their_dataset(
+    stores: &impl KnowledgeStores,
+) {
+    let f = Fixture::new(stores);
+    let (acme, other) = (f.organization("Acme").await, f.organization("Globex").await);
+    let dataset = f.dataset(&acme, "Handbook").await;
+    let elsewhere = f.dataset(&acme, "Elsewhere").await;
+    let (a, b) = (
+        f.file(&acme, "a.md", 'a').await,
+        f.file(&acme, "b.md", 'b').await,
+    );
+    let batch = FileBatch {
+        id: FileBatchId::generate(),
+        organization: acme.clone(),
+        dataset: dataset.id.clone(),
+        files: vec![b.id.clone(), a.id.clone()],
+        created_at: at(1),
+        cancelled_at: None,
+    };
+    f.datasets.insert_batch(&batch).await.unwrap();
+    let read = |organization: &OrganizationId, dataset: &DatasetId| {
+        let (datasets, organization, dataset, id) = (
+            f.datasets.clone(),
+            organization.clone(),
+            dataset.clone(),
+            batch.id.clone(),
+        );
+        async move { datasets.batch(&organization, &dataset, &id).await.unwrap() }
+    };
+    assert_eq!(read(&acme, &dataset.id).await, Some(batch.clone()));
+    assert_eq!(read(&other, &dataset.id).await, None);
+    assert_eq!(read(&acme, &elsewhere.id).await, None);
+
+    let cancel = |organization: &OrganizationId, minute: i64| {
+        let (datasets, organization, dataset, id) = (
+            f.datasets.clone(),
+            organization.clone(),
+            dataset.id.clone(),
+            batch.id.clone(),
+        );
+        async move {
+            datasets
+                .cancel_batch(&organization, &dataset, &id, at(minute))
+                .await
+                .unwrap()
+        }
+    };
+    assert!(!cancel(&other, 2).await);
+    assert_eq!(read(&acme, &dataset.id).await.unwrap().cancelled_at, None);
+    assert!(cancel(&acme, 3).await);
+    assert!(cancel(&acme, 4).await, "cancelling again is no error");
+    assert_eq!(
+        read(&acme, &dataset.id).await.unwrap().cancelled_at,
+        Some(at(3))
+    );
+
+    f.datasets
+        .delete(&acme, &dataset.id, &audited(&acme))
+        .await
+        .unwrap();
+    assert_eq!(read(&acme, &dataset.id).await, None);
 }

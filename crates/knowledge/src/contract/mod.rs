@@ -54,6 +54,7 @@ macro_rules! knowledge_store_contract {
             dataset_updates_save_name_and_description_only,
             datasets_keep_metadata_and_count_their_files_by_status,
             files_in_a_dataset_keep_their_attributes,
+            file_batches_read_back_cancel_once_and_go_with_their_dataset,
             files_held_by_a_dataset_or_snapshot_are_not_deleted,
             generations_begin_once_per_model_and_one_builds_at_a_time,
             files_behind_a_generation_are_marked_until_it_can_be_activated,

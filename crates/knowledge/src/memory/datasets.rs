@@ -11,7 +11,7 @@ use super::{
 };
 use crate::{
     Attributes, Dataset, DatasetChange, DatasetFile, DatasetFileCounts, DatasetId, DatasetStore,
-    DatasetUpdated, FileId, FileStatus, Snapshot,
+    DatasetUpdated, FileBatch, FileBatchId, FileId, FileStatus, Snapshot,
 };
 
 impl StoredDataset {
@@ -250,11 +250,15 @@ impl DatasetStore for InMemoryKnowledgeStore {
         &self,
         organization: &OrganizationId,
         dataset: &DatasetId,
+        only: Option<Vec<FileId>>,
     ) -> Result<Option<DatasetFileCounts>, DomainError> {
         Ok(self.with(|state| {
             let stored = (state.datasets.get(dataset)).filter(|stored| stored.of(organization))?;
             let mut counts = DatasetFileCounts::default();
-            for file in (stored.files.keys()).filter_map(|file| state.file(organization, file)) {
+            let counted = (stored.files.keys())
+                .filter(|file| only.as_ref().is_none_or(|only| only.contains(file)))
+                .filter_map(|file| state.file(organization, file));
+            for file in counted {
                 match file.status {
                     FileStatus::Processing => counts.processing += 1,
                     FileStatus::Ready => counts.ready += 1,
@@ -263,6 +267,55 @@ impl DatasetStore for InMemoryKnowledgeStore {
                 counts.bytes += file.size;
             }
             Some(counts)
+        }))
+    }
+
+    async fn insert_batch(&self, batch: &FileBatch) -> Result<(), DomainError> {
+        self.with(|state| {
+            if state.batches.contains_key(&batch.id) {
+                return Err(already_exists(format!("batch {} already exists", batch.id)));
+            }
+            if state.dataset(&batch.organization, &batch.dataset).is_none() {
+                return Err(DomainError::not_found("dataset", &batch.dataset));
+            }
+            state.batches.insert(batch.id.clone(), batch.clone());
+            Ok(())
+        })
+    }
+
+    async fn batch(
+        &self,
+        organization: &OrganizationId,
+        dataset: &DatasetId,
+        id: &FileBatchId,
+    ) -> Result<Option<FileBatch>, DomainError> {
+        Ok(self.with(|state| {
+            (state.batches.get(id))
+                .filter(|batch| &batch.organization == organization && &batch.dataset == dataset)
+                // A deleted dataset takes its batches with it.
+                .filter(|batch| state.dataset(organization, &batch.dataset).is_some())
+                .cloned()
+        }))
+    }
+
+    async fn cancel_batch(
+        &self,
+        organization: &OrganizationId,
+        dataset: &DatasetId,
+        id: &FileBatchId,
+        at: DateTime<Utc>,
+    ) -> Result<bool, DomainError> {
+        Ok(self.with(|state| {
+            if state.dataset(organization, dataset).is_none() {
+                return false;
+            }
+            let Some(batch) = (state.batches.get_mut(id))
+                .filter(|batch| &batch.organization == organization && &batch.dataset == dataset)
+            else {
+                return false;
+            };
+            batch.cancelled_at.get_or_insert(at);
+            true
         }))
     }
 

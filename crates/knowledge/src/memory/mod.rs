@@ -23,8 +23,8 @@ use chrono::{DateTime, Utc};
 use tessera_kernel::{AuditRecord, DomainError, OrganizationId, PageRequest};
 
 use crate::{
-    Attributes, Dataset, DatasetId, DatasetUpdated, FileFailed, FileId, FileReady, IndexGeneration,
-    Snapshot, StoredChunk, StoredFile,
+    Attributes, Dataset, DatasetId, DatasetUpdated, FileBatch, FileBatchId, FileFailed, FileId,
+    FileReady, IndexGeneration, Snapshot, StoredChunk, StoredFile,
 };
 
 /// An event the store recorded with the change it reports (what the SQL stores write to
@@ -105,6 +105,8 @@ struct State {
     generations: BTreeMap<u32, (IndexGeneration, Option<Lease>)>,
     jobs: BTreeMap<FileId, Job>,
     datasets: BTreeMap<DatasetId, StoredDataset>,
+    /// File batches by id (a deleted dataset's are never read again).
+    batches: HashMap<FileBatchId, FileBatch>,
     events: Vec<KnowledgeEvent>,
     audit: Vec<AuditRecord>,
 }

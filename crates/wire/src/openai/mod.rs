@@ -7,6 +7,7 @@ pub mod attributes;
 pub mod chat;
 pub mod embeddings;
 pub mod error;
+pub mod file_batches;
 pub mod files;
 pub mod models;
 pub mod response_object;

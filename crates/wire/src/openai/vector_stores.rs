@@ -43,7 +43,7 @@ pub struct ChunkingStrategy {
 }
 
 /// Refuses a chunking strategy other than `auto`.
-fn check_chunking(strategy: Option<&ChunkingStrategy>) -> Result<(), FieldError> {
+pub(crate) fn check_chunking(strategy: Option<&ChunkingStrategy>) -> Result<(), FieldError> {
     match strategy {
         Some(strategy) if strategy.kind != "auto" || strategy.sizes.is_some() => Err(unsupported(
             "chunking_strategy",
@@ -143,7 +143,8 @@ pub struct FileCounts {
     pub in_progress: u64,
     pub completed: u64,
     pub failed: u64,
-    /// Always 0: adding a file is never cancelled.
+    /// Files a batch's cancellation took out (0 for a vector store: adding one file is never
+    /// cancelled).
     pub cancelled: u64,
     pub total: u64,
 }

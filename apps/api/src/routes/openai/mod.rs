@@ -9,6 +9,7 @@
 pub mod chat;
 pub mod embeddings;
 pub mod error;
+pub mod file_batches;
 pub mod files;
 pub mod models;
 pub mod responses;

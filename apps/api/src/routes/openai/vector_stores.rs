@@ -38,7 +38,7 @@ fn invalid(error: FieldError) -> ApiError {
 }
 
 /// The paging an OpenAI list query asks for.
-fn paging<K: std::str::FromStr>(query: &ListQuery) -> Result<PageRequest<K>, ApiError> {
+pub(crate) fn paging<K: std::str::FromStr>(query: &ListQuery) -> Result<PageRequest<K>, ApiError> {
     query.check_order().map_err(invalid)?;
     Ok(PageRequest {
         limit: query.limit().map_err(invalid)?,

@@ -1,0 +1,162 @@
+//! Adding files to a dataset in batches, as the dataset service offers it: a batch checks
+//! every file before it adds any, records which files it added, reports their progress, and
+//! cancelling it takes those still processing out of the dataset.
+
+use std::collections::HashSet;
+
+use tessera_kernel::{DomainError, PageRequest};
+
+use crate::{
+    Attributes, DatasetFile, DatasetId, DatasetService, FileBatch, FileBatchId, FileBatchProgress,
+    FileId, FileStatus, KnowledgeCaller, MAX_BATCH_FILES,
+};
+
+impl DatasetService {
+    /// Adds `files` to the dataset (each once, in order) with `attributes`, as one batch.
+    /// Nothing is added unless the dataset and every file are the organization's.
+    pub async fn add_batch(
+        &self,
+        caller: &KnowledgeCaller,
+        dataset: &DatasetId,
+        files: Vec<FileId>,
+        attributes: &Attributes,
+    ) -> Result<FileBatchProgress, DomainError> {
+        let mut seen = HashSet::new();
+        let files: Vec<FileId> = files
+            .into_iter()
+            .filter(|file| seen.insert(file.clone()))
+            .collect();
+        if files.is_empty() || files.len() > MAX_BATCH_FILES {
+            return Err(DomainError::invalid(
+                ["body".into(), "file_ids".into()],
+                format!("a batch adds 1 to {MAX_BATCH_FILES} distinct files"),
+                "too_long",
+            ));
+        }
+        self.get(caller, dataset).await?;
+        for file in &files {
+            if self
+                .file_store()
+                .get(&caller.organization, file)
+                .await?
+                .is_none()
+            {
+                return Err(DomainError::not_found("file", file));
+            }
+        }
+        for file in &files {
+            self.add_file(caller, dataset, file).await?;
+            if !attributes.is_empty() {
+                self.set_attributes(caller, dataset, file, attributes)
+                    .await?;
+            }
+        }
+        let batch = FileBatch {
+            id: FileBatchId::generate(),
+            organization: caller.organization.clone(),
+            dataset: dataset.clone(),
+            files,
+            created_at: self.now(),
+            cancelled_at: None,
+        };
+        self.store().insert_batch(&batch).await?;
+        self.progress(caller, batch).await
+    }
+
+    /// The batch with what became of its files.
+    pub async fn batch(
+        &self,
+        caller: &KnowledgeCaller,
+        dataset: &DatasetId,
+        id: &FileBatchId,
+    ) -> Result<FileBatchProgress, DomainError> {
+        let batch = self.find_batch(caller, dataset, id).await?;
+        self.progress(caller, batch).await
+    }
+
+    /// Cancels the batch: its files still processing leave the dataset (the others stay).
+    /// Cancelling again changes nothing.
+    pub async fn cancel_batch(
+        &self,
+        caller: &KnowledgeCaller,
+        dataset: &DatasetId,
+        id: &FileBatchId,
+    ) -> Result<FileBatchProgress, DomainError> {
+        let batch = self.find_batch(caller, dataset, id).await?;
+        if batch.cancelled_at.is_none() {
+            for file in &batch.files {
+                let held = self
+                    .store()
+                    .dataset_file(&caller.organization, dataset, file)
+                    .await?;
+                if held.is_some_and(|entry| entry.file.status == FileStatus::Processing) {
+                    self.remove_file(caller, dataset, file).await?;
+                }
+            }
+            self.store()
+                .cancel_batch(&caller.organization, dataset, id, self.now())
+                .await?;
+        }
+        self.batch(caller, dataset, id).await
+    }
+
+    /// The batch's files the dataset still holds, newest file first, after `page.after`
+    /// (the page's files, and whether more follow).
+    pub async fn batch_files(
+        &self,
+        caller: &KnowledgeCaller,
+        dataset: &DatasetId,
+        id: &FileBatchId,
+        page: PageRequest<FileId>,
+    ) -> Result<(Vec<DatasetFile>, bool), DomainError> {
+        let mut batch = self.find_batch(caller, dataset, id).await?;
+        batch.files.sort_unstable_by(|left, right| right.cmp(left));
+        let mut rows = Vec::new();
+        let limit = page.limit.get() as usize;
+        let after = |file: &&FileId| page.after.as_ref().is_none_or(|after| *file < after);
+        for file in batch.files.iter().filter(after) {
+            if rows.len() > limit {
+                break;
+            }
+            if let Some(entry) = self
+                .store()
+                .dataset_file(&caller.organization, dataset, file)
+                .await?
+            {
+                rows.push(entry);
+            }
+        }
+        let more = rows.len() > limit;
+        rows.truncate(limit);
+        Ok((rows, more))
+    }
+
+    async fn find_batch(
+        &self,
+        caller: &KnowledgeCaller,
+        dataset: &DatasetId,
+        id: &FileBatchId,
+    ) -> Result<FileBatch, DomainError> {
+        self.store()
+            .batch(&caller.organization, dataset, id)
+            .await?
+            .ok_or_else(|| DomainError::not_found("file_batch", id))
+    }
+
+    async fn progress(
+        &self,
+        caller: &KnowledgeCaller,
+        batch: FileBatch,
+    ) -> Result<FileBatchProgress, DomainError> {
+        let counts = self
+            .store()
+            .file_counts(
+                &caller.organization,
+                &batch.dataset,
+                Some(batch.files.clone()),
+            )
+            .await?
+            .ok_or_else(|| DomainError::not_found("dataset", &batch.dataset))?;
+        Ok(FileBatchProgress { batch, counts })
+    }
+}

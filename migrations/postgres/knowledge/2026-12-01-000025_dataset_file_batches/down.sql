@@ -1,0 +1,1 @@
+DROP TABLE dataset_file_batches;
