@@ -119,6 +119,8 @@ def run(client: OpenAI) -> dict:
     expect(all(f.status == "completed" for f in files), f"{files}")
     one = client.vector_stores.files.retrieve(vector_store_id=store.id, file_id=volcanoes.id)
     expect(one.status == "completed", f"{one}")
+    parsed = list(client.vector_stores.files.content(file_id=volcanoes.id, vector_store_id=store.id))
+    expect(parsed and "Hekla" in parsed[0].text, f"content: {parsed}")
 
     results = client.vector_stores.search(
         vector_store_id=store.id, query="Which volcano erupted in 2010?", max_num_results=3

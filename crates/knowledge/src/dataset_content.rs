@@ -1,9 +1,11 @@
 //! A dataset's whole content, for models that read it in full (`context` links) rather than
-//! search it.
+//! search it, and one file's chunks as the dataset holds them.
 
 use tessera_kernel::{DomainError, Limit, OrganizationId, PageRequest};
 
-use crate::{DatasetId, DatasetService, FileStatus, StoredChunk, StoredFile};
+use crate::{
+    DatasetId, DatasetService, FileId, FileStatus, KnowledgeCaller, StoredChunk, StoredFile,
+};
 
 /// One chunk of a dataset's content and the file it is from.
 #[derive(Debug, Clone, PartialEq)]
@@ -24,6 +26,18 @@ pub struct DatasetContent {
 }
 
 impl DatasetService {
+    /// The chunks of a file the dataset holds, in document order (none until it is
+    /// processed); `NotFound` when the dataset does not hold it.
+    pub async fn file_chunks(
+        &self,
+        caller: &KnowledgeCaller,
+        dataset: &DatasetId,
+        file: &FileId,
+    ) -> Result<Vec<StoredChunk>, DomainError> {
+        self.file(caller, dataset, file).await?;
+        self.file_store().chunks(&caller.organization, file).await
+    }
+
     /// The dataset's ready files, in the dataset's order (newest first); `None` when the
     /// organization has no such dataset.
     async fn ready_files(

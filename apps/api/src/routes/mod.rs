@@ -194,6 +194,7 @@ operations! {
     openai::vector_stores::list_vector_store_files => "datasets:read",
     openai::vector_stores::retrieve_vector_store_file => "datasets:read",
     openai::vector_stores::update_vector_store_file => "files:write",
+    openai::vector_stores::retrieve_vector_store_file_content => "datasets:read",
     openai::vector_stores::delete_vector_store_file => "files:write",
     openai::file_batches::create_file_batch => "files:write",
     openai::file_batches::retrieve_file_batch => "datasets:read",

@@ -321,6 +321,22 @@ async fn a_vector_store_is_a_dataset(backend: Backend) {
         "{held}"
     );
 
+    // Not processed in this app: no chunks yet.
+    let content = ok(
+        app.call(
+            Method::GET,
+            &format!("/openai/v1/vector_stores/{store_id}/files/{file_id}/content"),
+            &token,
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(
+        content,
+        json!({"object": "vector_store.file_content.page", "data": [], "has_more": false, "next_page": null})
+    );
+
     // A file added through /v1 is one of the store's files.
     let other = upload(&app, &token, "other.txt", "assistants").await;
     let other_id = other["id"].as_str().unwrap();
@@ -604,6 +620,7 @@ async fn scopes_and_organizations_fence_vector_stores(backend: Backend) {
     for path in [
         format!("/openai/v1/vector_stores/{store_id}"),
         format!("/openai/v1/vector_stores/{store_id}/files"),
+        format!("/openai/v1/vector_stores/{store_id}/files/{file_id}/content"),
         format!("/openai/v1/files/{file_id}"),
         format!("/openai/v1/files/{file_id}/content"),
     ] {

@@ -10,7 +10,7 @@ use serde_json::Value;
 use tessera_kernel::{DomainError, FieldError};
 use tessera_knowledge::{
     AttributeFilter, Attributes, Dataset, DatasetFile, DatasetFileCounts, FileStatus,
-    MAX_SEARCH_LIMIT, Metadata, SearchHit,
+    MAX_SEARCH_LIMIT, Metadata, SearchHit, StoredChunk,
 };
 use utoipa::{IntoParams, ToSchema};
 use validator::Validate;
@@ -476,6 +476,34 @@ impl SearchResult {
                 kind: "text",
                 text: hit.chunk.text,
             }],
+        }
+    }
+}
+
+/// A file's parsed content in a vector store: its chunks' text, in document order.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FileContentPage {
+    /// Always `vector_store.file_content.page`.
+    pub object: &'static str,
+    pub data: Vec<SearchContent>,
+    /// Always false: every chunk is in this page.
+    pub has_more: bool,
+    pub next_page: Option<String>,
+}
+
+impl FileContentPage {
+    pub fn of(chunks: Vec<StoredChunk>) -> Self {
+        Self {
+            object: "vector_store.file_content.page",
+            data: chunks
+                .into_iter()
+                .map(|chunk| SearchContent {
+                    kind: "text",
+                    text: chunk.text,
+                })
+                .collect(),
+            has_more: false,
+            next_page: None,
         }
     }
 }

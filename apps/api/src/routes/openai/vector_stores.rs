@@ -13,9 +13,9 @@ use tessera_wire::{
         error::OpenAiError,
         files::{Deleted, ListQuery, OpenAiList},
         vector_stores::{
-            CreateVectorStore, CreateVectorStoreFile, ListVectorStoreFilesQuery, ModifyVectorStore,
-            SearchResult, SearchResultsPage, SearchVectorStore, UpdateVectorStoreFile, VectorStore,
-            VectorStoreFile,
+            CreateVectorStore, CreateVectorStoreFile, FileContentPage, ListVectorStoreFilesQuery,
+            ModifyVectorStore, SearchResult, SearchResultsPage, SearchVectorStore,
+            UpdateVectorStoreFile, VectorStore, VectorStoreFile,
         },
     },
     parse::path_id,
@@ -347,6 +347,39 @@ pub async fn retrieve_vector_store_file(
         .file(&knowledge_caller(&caller), &store, &file_id(&file)?)
         .await?;
     Ok(web::Json(VectorStoreFile::of(store.as_str(), &entry)))
+}
+
+/// A file's parsed content in a vector store: its chunks' text, in document order (empty
+/// until it is processed).
+#[utoipa::path(
+    tag = "OpenAI",
+    operation_id = "openaiRetrieveVectorStoreFileContent",
+    params(
+        ("vector_store_id" = String, Path, description = "The vector store (dataset) id"),
+        ("file_id" = String, Path, description = "The file id")
+    ),
+    responses(
+        (status = 200, description = "The file's chunks", body = FileContentPage),
+        (status = 404, description = "No such vector store, or the file is not in it", body = OpenAiError)
+    )
+)]
+#[get("/openai/v1/vector_stores/{vector_store_id}/files/{file_id}/content")]
+pub async fn retrieve_vector_store_file_content(
+    caller: Caller,
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+) -> Result<web::Json<FileContentPage>, ApiError> {
+    let (store, file) = path.into_inner();
+    let chunks = state
+        .knowledge
+        .datasets
+        .file_chunks(
+            &knowledge_caller(&caller),
+            &store_id(&store)?,
+            &file_id(&file)?,
+        )
+        .await?;
+    Ok(web::Json(FileContentPage::of(chunks)))
 }
 
 /// Remove a file from a vector store (the file stays; delete it through `/openai/v1/files`).
