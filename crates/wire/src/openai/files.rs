@@ -3,7 +3,7 @@
 //! `/openai/v1` list of files and vector stores answers with.
 
 use serde::{Deserialize, Serialize};
-use tessera_kernel::{FieldError, Limit, Page};
+use tessera_kernel::{FieldError, Limit, Page, PageRequest};
 use tessera_knowledge::{FilePurpose, FileStatus, StoredFile};
 use utoipa::{IntoParams, ToSchema};
 use validator::Validate;
@@ -194,6 +194,16 @@ impl ListQuery {
             ));
         }
         Ok(())
+    }
+
+    /// The page asked for: its size and the id it starts after, once what lists cannot do
+    /// is refused.
+    pub fn page<K: std::str::FromStr>(&self) -> Result<PageRequest<K>, FieldError> {
+        self.check_order()?;
+        Ok(PageRequest {
+            limit: self.limit()?,
+            after: self.after()?,
+        })
     }
 
     /// The `after` id, parsed as the listed objects' ids.

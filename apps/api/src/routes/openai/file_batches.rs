@@ -4,7 +4,7 @@
 //! the scope of its `/v1` twin: adding and removing files needs `files:write`.
 
 use actix_web::{get, post, web};
-use tessera_kernel::{DomainError, FieldError};
+use tessera_kernel::DomainError;
 use tessera_knowledge::{DatasetId, FileBatchId};
 use tessera_wire::{
     openai::{
@@ -20,7 +20,7 @@ use crate::{
     access::Caller,
     extract::{ValidJson, ValidQuery},
     problem::ApiError,
-    routes::{files::knowledge_caller, openai::vector_stores::paging},
+    routes::{files::knowledge_caller, openai::vector_stores::invalid},
     state::AppState,
 };
 
@@ -141,11 +141,10 @@ pub async fn list_file_batch_files(
     ValidQuery(query): ValidQuery<ListVectorStoreFilesQuery>,
 ) -> Result<web::Json<OpenAiList<VectorStoreFile>>, ApiError> {
     let (store, batch) = ids(path.into_inner())?;
-    let page = paging(
-        &query
-            .paging()
-            .map_err(|error: FieldError| ApiError::validation(vec![error]))?,
-    )?;
+    let page = query
+        .paging()
+        .and_then(|paging| paging.page())
+        .map_err(invalid)?;
     let (files, more) = state
         .knowledge
         .datasets

@@ -6,7 +6,7 @@
 use actix_multipart::Multipart;
 use actix_web::{HttpRequest, HttpResponse, delete, get, post, web};
 use futures_util::TryStreamExt;
-use tessera_kernel::{FieldError, PageRequest};
+use tessera_kernel::FieldError;
 use tessera_knowledge::{FilePurpose, StoredFile};
 use tessera_wire::openai::{
     error::OpenAiError,
@@ -68,9 +68,7 @@ async fn read_purpose(field: actix_multipart::Field) -> Result<FilePurpose, ApiE
     request_body(content = tessera_wire::v1::files::UploadForm, content_type = "multipart/form-data", description = "A `file` part with a file name and a `purpose` part"),
     responses(
         (status = 200, description = "Stored; processing has started", body = OpenAiFile),
-        (status = 400, description = "No `file` or `purpose`, an unaccepted purpose, an empty file, or an interrupted upload", body = OpenAiError),
-        (status = 413, description = "Larger than the format's limit", body = OpenAiError),
-        (status = 415, description = "Extension not accepted, content not matching it, or not multipart", body = OpenAiError)
+        (status = 400, description = "No `file` or `purpose`, an unaccepted purpose, an empty file, an interrupted upload, a file larger than its format's limit (`file_too_large`), an extension not accepted or content not matching it (`unsupported_file_type`, `content_mismatch`), or a body that is not multipart: OpenAI's statuses make each a 400", body = OpenAiError)
     )
 )]
 #[post("/openai/v1/files")]
@@ -153,13 +151,8 @@ pub async fn list_files(
     state: web::Data<AppState>,
     ValidQuery(query): ValidQuery<ListFilesQuery>,
 ) -> Result<web::Json<OpenAiList<OpenAiFile>>, ApiError> {
-    let paging = query.paging();
     let invalid = |error: FieldError| ApiError::validation(vec![error]);
-    paging.check_order().map_err(invalid)?;
-    let page = PageRequest {
-        limit: paging.limit().map_err(invalid)?,
-        after: paging.after().map_err(invalid)?,
-    };
+    let page = query.paging().page().map_err(invalid)?;
     let purpose = query.purpose().map_err(invalid)?;
     let files = state
         .knowledge

@@ -5,7 +5,7 @@
 //! twin; creating a store with files also needs `files:write`, as adding them does.
 
 use actix_web::{delete, get, post, web};
-use tessera_kernel::{DomainError, FieldError, PageRequest};
+use tessera_kernel::{DomainError, FieldError};
 use tessera_knowledge::{DatasetId, FileId, KnowledgeCaller, SearchMode, SearchRequest};
 use tessera_wire::{
     openai::{
@@ -33,17 +33,8 @@ fn store_id(text: &str) -> Result<DatasetId, DomainError> {
     path_id(text, "vector_store")
 }
 
-fn invalid(error: FieldError) -> ApiError {
+pub(crate) fn invalid(error: FieldError) -> ApiError {
     ApiError::validation(vec![error])
-}
-
-/// The paging an OpenAI list query asks for.
-pub(crate) fn paging<K: std::str::FromStr>(query: &ListQuery) -> Result<PageRequest<K>, ApiError> {
-    query.check_order().map_err(invalid)?;
-    Ok(PageRequest {
-        limit: query.limit().map_err(invalid)?,
-        after: query.after().map_err(invalid)?,
-    })
 }
 
 /// The vector store of a dataset, with its files' counts.
@@ -127,7 +118,7 @@ pub async fn list_vector_stores(
     let page = state
         .knowledge
         .datasets
-        .list_after(&who, paging(&query)?)
+        .list_after(&who, query.page().map_err(invalid)?)
         .await?;
     let mut stores = Vec::with_capacity(page.items.len());
     for dataset in &page.items {
@@ -307,7 +298,10 @@ pub async fn list_vector_store_files(
     ValidQuery(query): ValidQuery<ListVectorStoreFilesQuery>,
 ) -> Result<web::Json<OpenAiList<VectorStoreFile>>, ApiError> {
     let store = store_id(&path)?;
-    let page = paging(&query.paging().map_err(invalid)?)?;
+    let page = query
+        .paging()
+        .and_then(|paging| paging.page())
+        .map_err(invalid)?;
     let files = state
         .knowledge
         .datasets
