@@ -163,15 +163,23 @@ def run(client: OpenAI) -> dict:
     )
     expect(compound and all(h.file_id == volcanoes.id for h in compound), f"{compound}")
     summary["filtered"] = {"baking": len(baking), "compound": len(compound)}
+    one_of = list(
+        client.vector_stores.search(
+            vector_store_id=store.id,
+            query="volcano",
+            filters={"type": "in", "key": "topic", "value": ["baking", "knitting"]},
+        )
+    )
+    expect(one_of and all(h.file_id == bread.id for h in one_of), f"in: {one_of}")
     try:
         client.vector_stores.search(
             vector_store_id=store.id,
             query="volcano",
-            filters={"type": "in", "key": "topic", "value": ["baking"]},
+            filters={"type": "in", "key": "topic", "value": []},
         )
-        raise CheckFailed("an `in` filter was accepted")
+        raise CheckFailed("an empty `in` filter was accepted")
     except openai.BadRequestError as error:
-        expect(error.body["param"] == "filters.type", f"{error.body}")
+        expect(error.body["param"] == "filters.value", f"{error.body}")
 
     renamed = client.vector_stores.update(store.id, name="Renamed", metadata={})
     expect(renamed.name == "Renamed" and renamed.metadata == {}, f"{renamed}")

@@ -118,6 +118,13 @@ pub enum AttributeFilter {
         op: Comparison,
         value: AttributeValue,
     },
+    /// The attribute `key` equals one of `values` (`in`), or none of them (`nin`, `not`
+    /// set). A file without the attribute matches neither.
+    OneOf {
+        key: String,
+        values: Vec<AttributeValue>,
+        not: bool,
+    },
     /// Every filter matches.
     And(Vec<AttributeFilter>),
     /// At least one filter matches.
@@ -129,22 +136,26 @@ impl AttributeFilter {
         match self {
             Self::And(filters) => filters.iter().all(|filter| filter.matches(attributes)),
             Self::Or(filters) => filters.iter().any(|filter| filter.matches(attributes)),
-            Self::Compare { key, op, value } => {
-                let ordering = match (attributes.get(key), value) {
-                    (Some(AttributeValue::Text(have)), AttributeValue::Text(want)) => {
-                        Some(have.cmp(want))
-                    }
-                    (Some(AttributeValue::Number(have)), AttributeValue::Number(want)) => {
-                        have.partial_cmp(want)
-                    }
-                    (Some(AttributeValue::Bool(have)), AttributeValue::Bool(want)) => {
-                        Some(have.cmp(want))
-                    }
-                    _ => None,
-                };
-                ordering.is_some_and(|ordering| op.holds(ordering))
-            }
+            Self::Compare { key, op, value } => attributes
+                .get(key)
+                .and_then(|have| ordering(have, value))
+                .is_some_and(|ordering| op.holds(ordering)),
+            Self::OneOf { key, values, not } => attributes.get(key).is_some_and(|have| {
+                let found = (values.iter())
+                    .any(|want| ordering(have, want) == Some(std::cmp::Ordering::Equal));
+                found != *not
+            }),
         }
+    }
+}
+
+/// How an attribute's value compares with a filter's: `None` across kinds.
+fn ordering(have: &AttributeValue, want: &AttributeValue) -> Option<std::cmp::Ordering> {
+    match (have, want) {
+        (AttributeValue::Text(have), AttributeValue::Text(want)) => Some(have.cmp(want)),
+        (AttributeValue::Number(have), AttributeValue::Number(want)) => have.partial_cmp(want),
+        (AttributeValue::Bool(have), AttributeValue::Bool(want)) => Some(have.cmp(want)),
+        _ => None,
     }
 }
 
@@ -193,6 +204,24 @@ mod tests {
         assert!(
             !compare("owner", Comparison::Ne, AttributeValue::Text("bob".into())).matches(&file)
         );
+        let one_of = |values: &[&str], not| AttributeFilter::OneOf {
+            key: "team".into(),
+            values: values
+                .iter()
+                .map(|v| AttributeValue::Text((*v).into()))
+                .collect(),
+            not,
+        };
+        assert!(one_of(&["core", "docs"], false).matches(&file));
+        assert!(!one_of(&["core"], false).matches(&file));
+        assert!(one_of(&["core"], true).matches(&file));
+        assert!(!one_of(&["docs"], true).matches(&file));
+        let absent = AttributeFilter::OneOf {
+            key: "owner".into(),
+            values: vec![AttributeValue::Text("bob".into())],
+            not: true,
+        };
+        assert!(!absent.matches(&file), "no attribute matches neither");
         let both = AttributeFilter::And(vec![
             text(Comparison::Eq, "docs"),
             year(Comparison::Lt, 2000.0),

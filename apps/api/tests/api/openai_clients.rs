@@ -3,7 +3,8 @@
 //! `tsk_…` API key and the dev certificate trusted: the `openai` Python package
 //! (`tests/openai-clients/check.py`), the `openai` npm package (`openai-node.mjs`), the
 //! Vercel AI SDK with `@ai-sdk/openai-compatible` (`ai-sdk.mjs`) and LangChain's
-//! `ChatOpenAI` (`langchain_tools.py`). Each script runs its checks through the client's own
+//! `ChatOpenAI` (`langchain_tools.py`), and files and vector stores through both `openai`
+//! packages (`vector_stores.py`, `vector-stores-node.mjs`). Each script runs its checks through the client's own
 //! request building and response parsing and exits non-zero on any failure; the server's
 //! side then shows the usage attributed to the key. `just test` installs the clients: the npm packages into
 //! `tests/openai-clients/node_modules`, the Python one into a venv whose interpreter it
@@ -232,9 +233,16 @@ async fn the_openai_python_package_uses_files_and_vector_stores() {
     let mut command = Command::new(python);
     command.arg(clients_dir().join("vector_stores.py"));
     let summary = run(&setup, "the openai Python package (vector stores)", command).await;
+    // The bread file stays.
+    the_store_is_gone_and_one_file_stays(&setup, &summary).await;
+    setup.app.stop().await;
+}
+
+/// After a client script: the vector store it deleted through `/openai/v1` is gone from
+/// `/v1/datasets` too, and `/v1/files` lists what the script saw left, one file.
+async fn the_store_is_gone_and_one_file_stays(setup: &Setup, summary: &Value) {
     let app = &setup.app;
     let store = summary["vector_store"].as_str().unwrap();
-    // Deleted through /openai/v1: the dataset is gone from /v1 as well.
     crate::support::problem(
         app.call(Method::GET, &format!("/v1/datasets/{store}"), &setup.secret)
             .await,
@@ -250,7 +258,24 @@ async fn the_openai_python_package_uses_files_and_vector_stores() {
         .map(|file| file["id"].as_str().unwrap())
         .collect();
     assert_eq!(json!(ids), summary["files_left"], "{files}");
-    assert_eq!(ids.len(), 1, "the bread file stays: {files}");
+    assert_eq!(ids.len(), 1, "{files}");
+}
+
+/// `client.files` and `client.vectorStores` of the `openai` npm package
+/// (`vector-stores-node.mjs`), which sends `file` before `purpose` and fills a store with its
+/// `fileBatches.uploadAndPoll` and `files.uploadAndPoll` helpers; what the script deleted is
+/// gone from `/v1` too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openai_npm_package_uses_files_and_vector_stores() {
+    let setup = setup().await;
+    let summary = run(
+        &setup,
+        "the openai npm package (vector stores)",
+        node("vector-stores-node.mjs"),
+    )
+    .await;
+    // The file the batch uploaded stays.
+    the_store_is_gone_and_one_file_stays(&setup, &summary).await;
     setup.app.stop().await;
 }
 

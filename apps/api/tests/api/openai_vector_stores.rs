@@ -425,7 +425,7 @@ async fn a_vector_store_is_a_dataset(backend: Backend) {
         ),
         (
             format!("{store_path}/search"),
-            json!({"query": "notes", "filters": {"type": "in", "key": "a", "value": [1]}}),
+            json!({"query": "notes", "filters": {"type": "within", "key": "a", "value": [1]}}),
             "filters.type",
         ),
         (

@@ -60,10 +60,21 @@ fn value_json(value: &AttributeValue) -> Value {
 }
 
 /// Reads a search's `filters`: a comparison (`{"type": "eq", "key", "value"}`; `ne`, `gt`,
-/// `gte`, `lt`, `lte`) or a compound filter (`{"type": "and" | "or", "filters": [...]}`).
+/// `gte`, `lt`, `lte`; `in` and `nin` with an array `value`) or a compound filter
+/// (`{"type": "and" | "or", "filters": [...]}`).
 pub fn filter_of(value: &Value) -> Result<AttributeFilter, FieldError> {
     let mut count = 0;
     read(value, vec!["body".into(), "filters".into()], 0, &mut count)
+}
+
+/// A filter's value: a string, a number or a boolean.
+fn scalar(value: &Value) -> Option<AttributeValue> {
+    match value {
+        Value::String(text) => Some(AttributeValue::Text(text.clone())),
+        Value::Bool(flag) => Some(AttributeValue::Bool(*flag)),
+        Value::Number(number) => number.as_f64().map(AttributeValue::Number),
+        _ => None,
+    }
 }
 
 fn error(loc: &[LocSegment], msg: impl Into<String>, kind: &str) -> FieldError {
@@ -97,7 +108,7 @@ fn read(
         .get("type")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    if let Some(op) = Comparison::parse(kind) {
+    let key = || {
         let key = object
             .get("key")
             .and_then(Value::as_str)
@@ -109,24 +120,39 @@ fn read(
                 "missing",
             ));
         }
-        let value = match object.get("value") {
-            Some(Value::String(text)) => AttributeValue::Text(text.clone()),
-            Some(Value::Bool(flag)) => AttributeValue::Bool(*flag),
-            Some(Value::Number(number)) => {
-                AttributeValue::Number(number.as_f64().unwrap_or(f64::NAN))
-            }
-            _ => {
-                return Err(error(
-                    &at(&loc, "value"),
-                    "a string, a number or a boolean",
-                    "type_error",
-                ));
-            }
-        };
+        Ok(key.to_owned())
+    };
+    if let Some(op) = Comparison::parse(kind) {
+        let value = object.get("value").and_then(scalar).ok_or_else(|| {
+            error(
+                &at(&loc, "value"),
+                "a string, a number or a boolean",
+                "type_error",
+            )
+        })?;
         return Ok(AttributeFilter::Compare {
-            key: key.to_owned(),
+            key: key()?,
             op,
             value,
+        });
+    }
+    if kind == "in" || kind == "nin" {
+        let values = object
+            .get("value")
+            .and_then(Value::as_array)
+            .filter(|values| !values.is_empty())
+            .and_then(|values| values.iter().map(scalar).collect::<Option<Vec<_>>>())
+            .ok_or_else(|| {
+                error(
+                    &at(&loc, "value"),
+                    "a non-empty array of strings, numbers or booleans",
+                    "type_error",
+                )
+            })?;
+        return Ok(AttributeFilter::OneOf {
+            key: key()?,
+            values,
+            not: kind == "nin",
         });
     }
     let combine = match kind {
@@ -135,7 +161,7 @@ fn read(
         _ => {
             return Err(error(
                 &at(&loc, "type"),
-                "must be `eq`, `ne`, `gt`, `gte`, `lt`, `lte`, `and` or `or`",
+                "must be `eq`, `ne`, `gt`, `gte`, `lt`, `lte`, `in`, `nin`, `and` or `or`",
                 "enum",
             ));
         }
@@ -182,6 +208,8 @@ mod tests {
                 {"type": "gte", "key": "year", "value": 2024},
                 {"type": "ne", "key": "draft", "value": true},
             ]},
+            {"type": "in", "key": "team", "value": ["docs", "core"]},
+            {"type": "nin", "key": "year", "value": [2024, 2026]},
         ]}))
         .unwrap();
         let file = Attributes::trusted(
@@ -198,8 +226,16 @@ mod tests {
     fn malformed_filters_are_located() {
         for (filter, loc) in [
             (
-                json!({"type": "in", "key": "a", "value": ["x"]}),
+                json!({"type": "near", "key": "a", "value": "x"}),
                 "[Field(\"body\"), Field(\"filters\"), Field(\"type\")]",
+            ),
+            (
+                json!({"type": "in", "key": "a", "value": []}),
+                "[Field(\"body\"), Field(\"filters\"), Field(\"value\")]",
+            ),
+            (
+                json!({"type": "nin", "key": "a", "value": [{"x": 1}]}),
+                "[Field(\"body\"), Field(\"filters\"), Field(\"value\")]",
             ),
             (
                 json!({"type": "eq", "value": 1}),

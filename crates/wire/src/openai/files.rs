@@ -110,8 +110,10 @@ impl<T> OpenAiList<T> {
 #[serde(deny_unknown_fields)]
 pub struct ListQuery {
     /// How many, 1 to 100 (larger values are served 100 at a time), default 20.
+    #[param(minimum = 1)]
     pub limit: Option<i64>,
     /// Only `desc` (newest first, the default).
+    #[param(pattern = "^desc$")]
     pub order: Option<String>,
     /// The id of the object the page starts after (the previous page's `last_id`).
     pub after: Option<String>,
@@ -125,8 +127,10 @@ pub struct ListQuery {
 #[serde(deny_unknown_fields)]
 pub struct ListFilesQuery {
     /// How many, 1 to 100 (larger values are served 100 at a time), default 20.
+    #[param(minimum = 1)]
     pub limit: Option<i64>,
     /// Only `desc` (newest first, the default).
+    #[param(pattern = "^desc$")]
     pub order: Option<String>,
     /// The id of the file the page starts after (the previous page's `last_id`).
     pub after: Option<String>,

@@ -292,8 +292,10 @@ impl VectorStoreFile {
 #[serde(deny_unknown_fields)]
 pub struct ListVectorStoreFilesQuery {
     /// How many, 1 to 100 (larger values are served 100 at a time), default 20.
+    #[param(minimum = 1)]
     pub limit: Option<i64>,
     /// Only `desc` (newest first, the default).
+    #[param(pattern = "^desc$")]
     pub order: Option<String>,
     /// The id of the file the page starts after (the previous page's `last_id`).
     pub after: Option<String>,
@@ -350,8 +352,8 @@ pub struct SearchVectorStore {
     pub max_num_results: Option<i64>,
     pub ranking_options: Option<RankingOptions>,
     /// Only the files whose attributes match: a comparison (`{"type": "eq", "key": "team",
-    /// "value": "docs"}`; `ne`, `gt`, `gte`, `lt`, `lte`) or `{"type": "and" | "or",
-    /// "filters": [...]}`. A file without the attribute, or with a value of another kind,
+    /// "value": "docs"}`; `ne`, `gt`, `gte`, `lt`, `lte`; `in` and `nin` with an array) or
+    /// `{"type": "and" | "or", "filters": [...]}`. A file without the attribute, or with a value of another kind,
     /// does not match.
     #[schema(value_type = Option<Object>)]
     pub filters: Option<Value>,
