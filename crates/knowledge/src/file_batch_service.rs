@@ -1,14 +1,15 @@
-//! Adding files to a dataset in batches, as the dataset service offers it: a batch checks
-//! every file before it adds any, records which files it added, reports their progress, and
-//! cancelling it takes those still processing out of the dataset.
+//! Adding several files to a dataset at once, as the dataset service offers it: a new
+//! dataset made with its files, and batches. Every file is checked before any is added; a
+//! batch records which files it added, reports their progress, and cancelling it takes those
+//! still processing out of the dataset.
 
 use std::collections::HashSet;
 
 use tessera_kernel::{DomainError, PageRequest};
 
 use crate::{
-    Attributes, DatasetFile, DatasetId, DatasetService, FileBatch, FileBatchId, FileBatchProgress,
-    FileId, FileStatus, KnowledgeCaller, MAX_BATCH_FILES,
+    Attributes, Dataset, DatasetFile, DatasetId, DatasetService, FileBatch, FileBatchId,
+    FileBatchProgress, FileId, FileStatus, KnowledgeCaller, MAX_BATCH_FILES, NewDataset,
 };
 
 impl DatasetService {
@@ -34,16 +35,7 @@ impl DatasetService {
             ));
         }
         self.get(caller, dataset).await?;
-        for file in &files {
-            if self
-                .file_store()
-                .get(&caller.organization, file)
-                .await?
-                .is_none()
-            {
-                return Err(DomainError::not_found("file", file));
-            }
-        }
+        self.check_files(caller, &files).await?;
         for file in &files {
             self.add_file(caller, dataset, file).await?;
             if !attributes.is_empty() {
@@ -61,6 +53,41 @@ impl DatasetService {
         };
         self.store().insert_batch(&batch).await?;
         self.progress(caller, batch).await
+    }
+
+    /// Creates a dataset holding `files`. Nothing is created unless every file is the
+    /// organization's.
+    pub async fn create_with_files(
+        &self,
+        caller: &KnowledgeCaller,
+        new: NewDataset,
+        files: &[FileId],
+    ) -> Result<Dataset, DomainError> {
+        self.check_files(caller, files).await?;
+        let mut dataset = self.create(caller, new).await?;
+        for file in files {
+            (dataset, _) = self.add_file(caller, &dataset.id, file).await?;
+        }
+        Ok(dataset)
+    }
+
+    /// `NotFound` for the first of `files` that is not the organization's.
+    async fn check_files(
+        &self,
+        caller: &KnowledgeCaller,
+        files: &[FileId],
+    ) -> Result<(), DomainError> {
+        for file in files {
+            if self
+                .file_store()
+                .get(&caller.organization, file)
+                .await?
+                .is_none()
+            {
+                return Err(DomainError::not_found("file", file));
+            }
+        }
+        Ok(())
     }
 
     /// The batch with what became of its files.

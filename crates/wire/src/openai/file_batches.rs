@@ -5,13 +5,14 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tessera_kernel::{DomainError, FieldError};
+use tessera_kernel::DomainError;
 use tessera_knowledge::{Attributes, FileBatchProgress, FileBatchStatus, FileId};
 use utoipa::ToSchema;
 use validator::Validate;
 
 use super::{
     attributes::attributes_of,
+    files::file_ids,
     unix,
     vector_stores::{ChunkingStrategy, FileCounts, check_chunking},
 };
@@ -35,17 +36,7 @@ impl CreateFileBatch {
     pub fn into_parts(self) -> Result<(Vec<FileId>, Attributes), DomainError> {
         check_chunking(self.chunking_strategy.as_ref())
             .map_err(|error| DomainError::Validation(vec![error]))?;
-        let files = (self.file_ids.iter().enumerate())
-            .map(|(index, text)| {
-                text.parse::<FileId>().map_err(|_| {
-                    DomainError::Validation(vec![FieldError::new(
-                        ["body".into(), "file_ids".into(), index.into()],
-                        "not a file id",
-                        "value_error",
-                    )])
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let files = file_ids(&self.file_ids)?;
         Ok((files, attributes_of(self.attributes.unwrap_or_default())?))
     }
 }

@@ -3,12 +3,27 @@
 //! `/openai/v1` list of files and vector stores answers with.
 
 use serde::{Deserialize, Serialize};
-use tessera_kernel::{FieldError, Limit, Page, PageRequest};
-use tessera_knowledge::{FilePurpose, FileStatus, StoredFile};
+use tessera_kernel::{DomainError, FieldError, Limit, Page, PageRequest};
+use tessera_knowledge::{FileId, FilePurpose, FileStatus, StoredFile};
 use utoipa::{IntoParams, ToSchema};
 use validator::Validate;
 
 use super::unix;
+
+/// A body's `file_ids`, parsed (`body.file_ids.<index>` in a refusal).
+pub fn file_ids(texts: &[String]) -> Result<Vec<FileId>, DomainError> {
+    (texts.iter().enumerate())
+        .map(|(index, text)| {
+            text.parse::<FileId>().map_err(|_| {
+                DomainError::Validation(vec![FieldError::new(
+                    ["body".into(), "file_ids".into(), index.into()],
+                    "not a file id",
+                    "value_error",
+                )])
+            })
+        })
+        .collect()
+}
 
 /// A file, as OpenAI describes one.
 #[derive(Debug, Serialize, ToSchema)]
@@ -171,7 +186,7 @@ pub(crate) fn query_error(field: &str, msg: impl Into<String>, kind: &str) -> Fi
 impl ListQuery {
     /// The page size: OpenAI allows more than Tessera's 100 a page, so larger sizes are
     /// served 100 at a time (with `has_more`) rather than refused.
-    pub fn limit(&self) -> Result<Limit, FieldError> {
+    fn limit(&self) -> Result<Limit, FieldError> {
         match self.limit {
             None => Ok(Limit::DEFAULT),
             Some(limit) if limit > i64::from(Limit::MAX) => Ok(Limit::LARGEST),
@@ -182,7 +197,7 @@ impl ListQuery {
     }
 
     /// Refuses what lists cannot do yet: ascending order and `before`.
-    pub fn check_order(&self) -> Result<(), FieldError> {
+    fn check_order(&self) -> Result<(), FieldError> {
         if self.order.as_deref().is_some_and(|order| order != "desc") {
             return Err(query_error(
                 "order",
@@ -211,7 +226,7 @@ impl ListQuery {
     }
 
     /// The `after` id, parsed as the listed objects' ids.
-    pub fn after<K: std::str::FromStr>(&self) -> Result<Option<K>, FieldError> {
+    fn after<K: std::str::FromStr>(&self) -> Result<Option<K>, FieldError> {
         self.after
             .as_deref()
             .map(|text| {

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tessera_kernel::{DomainError, FieldError};
 use tessera_knowledge::{
-    AttributeFilter, Attributes, Dataset, DatasetFile, DatasetFileCounts, FileStatus,
+    AttributeFilter, Attributes, Dataset, DatasetFile, DatasetFileCounts, FileId, FileStatus,
     MAX_SEARCH_LIMIT, Metadata, SearchHit, StoredChunk,
 };
 use utoipa::{IntoParams, ToSchema};
@@ -17,7 +17,7 @@ use validator::Validate;
 
 use super::{
     attributes::{attributes_json, attributes_of, filter_of},
-    files::{ListQuery, query_error},
+    files::{ListQuery, file_ids, query_error},
     unix,
 };
 
@@ -81,7 +81,7 @@ pub struct CreateVectorStore {
 #[derive(Debug)]
 pub struct NewVectorStore {
     pub dataset: tessera_knowledge::NewDataset,
-    pub file_ids: Vec<String>,
+    pub files: Vec<FileId>,
 }
 
 impl CreateVectorStore {
@@ -103,7 +103,7 @@ impl CreateVectorStore {
                 late_interaction: false,
                 metadata: Metadata::of_body(self.metadata)?.unwrap_or_default(),
             },
-            file_ids: self.file_ids.unwrap_or_default(),
+            files: file_ids(&self.file_ids.unwrap_or_default())?,
         })
     }
 }

@@ -71,30 +71,14 @@ pub async fn create_vector_store(
 ) -> Result<web::Json<VectorStore>, ApiError> {
     let who = knowledge_caller(&caller);
     let new = body.into_new()?;
-    if !new.file_ids.is_empty() {
+    if !new.files.is_empty() {
         caller.require("files:write")?;
     }
-    // Every file is checked before the store is made, so an unknown one creates nothing.
-    let mut files = Vec::with_capacity(new.file_ids.len());
-    for (index, text) in new.file_ids.iter().enumerate() {
-        let id: FileId = text.parse().map_err(|_| {
-            invalid(FieldError::new(
-                ["body".into(), "file_ids".into(), index.into()],
-                "not a file id",
-                "value_error",
-            ))
-        })?;
-        state.knowledge.files.get(&who, &id).await?;
-        files.push(id);
-    }
-    let mut dataset = state.knowledge.datasets.create(&who, new.dataset).await?;
-    for file in &files {
-        (dataset, _) = state
-            .knowledge
-            .datasets
-            .add_file(&who, &dataset.id, file)
-            .await?;
-    }
+    let dataset = state
+        .knowledge
+        .datasets
+        .create_with_files(&who, new.dataset, &new.files)
+        .await?;
     Ok(web::Json(vector_store(&state, &who, &dataset).await?))
 }
 
