@@ -1,9 +1,11 @@
 // Files and vector stores through the official `openai` npm package, unchanged, against
 // Tessera's `/openai/v1`: an upload (the SDK sends `file` before `purpose`), a vector store
 // filled with `vectorStores.fileBatches.uploadAndPoll` and `vectorStores.files.uploadAndPoll`,
-// attributes, search with a filter, the parsed content, pages, and deletion.
+// attributes, search with a filter, the parsed content, pages, the Responses API's
+// `file_search` tool streamed, and deletion.
 //
-// Reads OPENAI_BASE_URL and OPENAI_API_KEY (a key with the files and datasets scopes; trust
+// Reads OPENAI_BASE_URL, TESSERA_MODEL and OPENAI_API_KEY (a key with the files, datasets
+// and `chats:invoke` scopes; trust
 // the server's certificate with NODE_EXTRA_CA_CERTS), prints a JSON summary on stdout and
 // exits 1 with the failing check on stderr.
 
@@ -80,6 +82,28 @@ async function run(client) {
   }
   expect(geology.length > 0 && geology.every((id) => id === lone.id), `filtered: ${geology}`);
   summary.search = hits.map((hit) => ({ file: hit.filename, score: hit.score }));
+
+  // The Responses API's file_search tool, streamed: the search's events, then the text's
+  // citations of the store's files.
+  const stream = client.responses.stream({
+    model: process.env.TESSERA_MODEL,
+    input: 'How do owls fly quietly?',
+    max_output_tokens: 8,
+    temperature: 0,
+    tools: [{ type: 'file_search', vector_store_ids: [store.id], max_num_results: 2 }],
+    include: ['file_search_call.results'],
+  });
+  const kinds = [];
+  for await (const event of stream) kinds.push(event.type);
+  const answer = await stream.finalResponse();
+  expect(kinds.includes('response.file_search_call.completed'), `events: ${kinds}`);
+  expect(kinds.includes('response.output_text.annotation.added'), `events: ${kinds}`);
+  const call = answer.output[0];
+  expect(call.type === 'file_search_call' && call.results[0].file_id === owls.id, JSON.stringify(call));
+  const message = answer.output.find((item) => item.type === 'message');
+  const cited = message.content[0].annotations.map((a) => a.file_id);
+  expect(cited.includes(owls.id), `cited: ${cited}`);
+  summary.file_search = { results: call.results.map((r) => r.filename), cited };
 
   try {
     await client.files.delete(owls.id);

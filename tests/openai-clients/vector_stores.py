@@ -2,10 +2,12 @@
 Tessera's `/openai/v1`: upload, a vector store made with a file, another file added, both
 processed (`in_progress` to `completed`), attributes, search with and without filters,
 listing page by page, metadata, the errors OpenAI's clients raise, deletion, and the SDK's
-`file_batches.upload_and_poll` ingestion helper. A vector store is a Tessera dataset: the summary names
+`file_batches.upload_and_poll` ingestion helper, and the Responses API's `file_search` tool
+over a store (results, citations, its stream events). A vector store is a Tessera dataset: the summary names
 its id, and the Rust test reads the same record through `/v1/datasets`.
 
-Reads OPENAI_BASE_URL and OPENAI_API_KEY (a key with the files and datasets scopes; trust the
+Reads OPENAI_BASE_URL, TESSERA_MODEL and OPENAI_API_KEY (a key with the files, datasets and
+`chats:invoke` scopes; trust the
 server's certificate with SSL_CERT_FILE), prints a JSON summary on stdout and exits 1 with the
 failing check on stderr.
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import sys
 import time
 import traceback
@@ -225,11 +228,70 @@ def run(client: OpenAI) -> dict:
     river = list(client.vector_stores.search(vector_store_id=shelf.id, query="Which river is the longest?"))
     expect(river and river[0].filename == "rivers.txt", f"{river}")
     summary["batch"] = {"id": batch.id, "files": sorted(f.id for f in batch_files)}
+    summary["file_search"] = file_search(client, shelf.id, {f.id for f in batch_files})
     expect(client.vector_stores.delete(shelf.id).deleted, "delete shelf")
     for file in batch_files:
         expect(client.files.delete(file.id).deleted, f"delete {file.id}")
     summary["files_left"] = [f.id for f in client.files.list()]
     return summary
+
+
+def file_search(client: OpenAI, store_id: str, file_ids: set[str]) -> dict:
+    """The Responses API's `file_search` tool over a store: the search runs on the server
+    before the model answers; the response shows it and cites the store's files, streamed
+    and not."""
+    question = "Which river is the longest?"
+    request = {
+        "model": os.environ["TESSERA_MODEL"],
+        "input": question,
+        "max_output_tokens": 8,
+        "temperature": 0,
+        "tools": [{"type": "file_search", "vector_store_ids": [store_id], "max_num_results": 2}],
+    }
+    answer = client.responses.create(**request, include=["file_search_call.results"])
+    calls = [item for item in answer.output if item.type == "file_search_call"]
+    expect(len(calls) == 1 and calls[0].status == "completed", f"{answer.output}")
+    expect(calls[0].queries == [question], f"{calls[0]}")
+    results = calls[0].results or []
+    expect(results and results[0].filename == "rivers.txt", f"{calls[0]}")
+    expect(all(r.file_id in file_ids and r.text for r in results), f"{results}")
+    message = next(item for item in answer.output if item.type == "message")
+    annotations = message.content[0].annotations
+    expect(annotations and all(a.type == "file_citation" for a in annotations), f"{message}")
+    expect({a.file_id for a in annotations} <= file_ids, f"{annotations}")
+
+    # Eight tokens may cut the answer (`response.incomplete`, which the SDK's
+    # `get_final_response` does not take): the last event carries the response either way.
+    with client.responses.stream(**request) as stream:
+        events = list(stream)
+    kinds = [event.type for event in events]
+    expect(kinds[-1] in ("response.completed", "response.incomplete"), f"{kinds}")
+    final = events[-1].response
+    for kind in ("response.file_search_call.searching", "response.file_search_call.completed",
+                 "response.output_text.annotation.added"):
+        expect(kind in kinds, f"{kind} not in {kinds}")
+    expect(final.output[0].type == "file_search_call" and final.output[0].results is None, f"{final.output}")
+    cited = [a.filename for a in next(i for i in final.output if i.type == "message").content[0].annotations]
+    expect(cited and "rivers.txt" in cited, f"{cited}")
+
+    # The tool's filters pick files by their attributes: a tea question among river files.
+    rivers_id = results[0].file_id
+    client.vector_stores.files.update(file_id=rivers_id, vector_store_id=store_id, attributes={"kind": "river"})
+    only_rivers = {**request["tools"][0], "filters": {"type": "eq", "key": "kind", "value": "river"}}
+    filtered = client.responses.create(
+        **{**request, "input": "How is green tea made?", "tools": [only_rivers]},
+        include=["file_search_call.results"],
+    )
+    found = filtered.output[0].results or []
+    expect([r.file_id for r in found] == [rivers_id], f"{filtered.output[0]}")
+    expect(found[0].attributes == {"kind": "river"}, f"{found[0]}")
+
+    try:
+        client.responses.create(**{**request, "tools": [{"type": "file_search", "vector_store_ids": ["vs_missing"]}]})
+        raise CheckFailed("an unknown vector store was searched")
+    except openai.NotFoundError as error:
+        expect(error.body["param"] == "tools", f"{error.body}")
+    return {"results": [r.filename for r in results], "cited": cited, "events": len(kinds)}
 
 
 def main() -> None:

@@ -76,8 +76,8 @@ pub use related::{MockCompositions, MockRelatedModels};
 #[cfg(any(test, feature = "mocks"))]
 pub use retriever::MockRetriever;
 pub use retriever::{
-    NoRetrieval, RAG_PASSAGES, RAG_SHARE_PERCENT, RetrievalQuery, Retrieved, Retriever, select,
-    with_sources,
+    FileSearch, MAX_FILE_SEARCH_RESULTS, NoRetrieval, RAG_PASSAGES, RAG_SHARE_PERCENT,
+    RetrievalQuery, Retrieved, Retriever, select, with_sources,
 };
 #[cfg(any(test, feature = "mocks"))]
 pub use server_tools::MockServerTools;

@@ -26,9 +26,31 @@ pub struct RetrievalQuery {
     /// The context window of the model that reads the result (whole documents must fit
     /// the share of it their links allow).
     pub context_window: u32,
-    /// Candidates wanted from each collection searched.
+    /// Candidates wanted from each collection searched (and the most the model reads).
     pub passages: usize,
+    /// Datasets the request itself names to search (OpenAI's `file_search` tool), besides
+    /// the model's linked knowledge; ids as the knowledge domain gives them.
+    pub datasets: Vec<String>,
+    /// When given, the searches of `datasets` find only these files (those a filter on
+    /// their attributes picked).
+    pub files: Option<Vec<String>>,
 }
+
+/// A search of datasets a request asks for by itself (OpenAI's `file_search` tool): run on
+/// the turn's last question before the model answers, its passages read as the model's
+/// own knowledge is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileSearch {
+    /// The datasets searched (the caller's: the request's handler checks them).
+    pub datasets: Vec<String>,
+    /// Passages the model reads at most, 1 to [`MAX_FILE_SEARCH_RESULTS`].
+    pub max_results: usize,
+    /// Only these files of the datasets, when given (the request's filter picked them).
+    pub files: Option<Vec<String>>,
+}
+
+/// The most passages a request's own search may give the model.
+pub const MAX_FILE_SEARCH_RESULTS: usize = 50;
 
 /// What a model's knowledge gives a question.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -67,16 +89,17 @@ impl Retriever for NoRetrieval {
 }
 
 /// The sources a model reads: every whole document, then the best candidates (at most
-/// [`RAG_PASSAGES`]) while they fit [`RAG_SHARE_PERCENT`] of `context_window`; the first
-/// that does not fit ends the list, so a better passage is never skipped for a worse one.
-pub fn select(retrieved: Retrieved, context_window: u32) -> Vec<Source> {
+/// `passages`, [`RAG_PASSAGES`] unless the request says) while they fit
+/// [`RAG_SHARE_PERCENT`] of `context_window`; the first that does not fit ends the list, so
+/// a better passage is never skipped for a worse one.
+pub fn select(retrieved: Retrieved, context_window: u32, passages: usize) -> Vec<Source> {
     let Retrieved {
         mut whole,
         mut candidates,
     } = retrieved;
     candidates.sort_by(|a, b| b.score.total_cmp(&a.score));
     let mut budget = u64::from(context_window) * RAG_SHARE_PERCENT / 100;
-    for candidate in candidates.into_iter().take(RAG_PASSAGES) {
+    for candidate in candidates.into_iter().take(passages) {
         let tokens = (candidate.text.len() / CHARS_PER_TOKEN_ESTIMATE) as u64;
         if tokens > budget {
             break;
@@ -138,8 +161,20 @@ mod tests {
                 .map(|i| passage(&format!("p{i}"), i as f32 / 10.0, 40))
                 .collect(),
         };
-        let chosen = select(retrieved, 100_000);
+        let chosen = select(retrieved, 100_000, RAG_PASSAGES);
         assert_eq!(ids(&chosen), ["whole", "p7", "p6", "p5", "p4", "p3"]);
+    }
+
+    #[test]
+    fn a_request_may_ask_for_more_or_fewer_passages() {
+        let retrieved = || Retrieved {
+            whole: Vec::new(),
+            candidates: (0..12)
+                .map(|i| passage(&format!("p{i}"), i as f32 / 10.0, 40))
+                .collect(),
+        };
+        assert_eq!(select(retrieved(), 100_000, 8).len(), 8);
+        assert_eq!(ids(&select(retrieved(), 100_000, 2)), ["p11", "p10"]);
     }
 
     #[test]
@@ -153,7 +188,10 @@ mod tests {
                 passage("third", 0.7, 400),
             ],
         };
-        assert_eq!(ids(&select(retrieved, 1000)), ["best", "second"]);
+        assert_eq!(
+            ids(&select(retrieved, 1000, RAG_PASSAGES)),
+            ["best", "second"]
+        );
     }
 
     #[test]
@@ -162,6 +200,6 @@ mod tests {
             whole: Vec::new(),
             candidates: vec![passage("long", 0.9, 4000), passage("short", 0.1, 4)],
         };
-        assert!(select(retrieved, 1000).is_empty());
+        assert!(select(retrieved, 1000, RAG_PASSAGES).is_empty());
     }
 }

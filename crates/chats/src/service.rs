@@ -18,11 +18,11 @@ use tessera_usage::{FAILED, Tokens, UsageId, UsageRecord, UsageStore};
 
 use crate::{
     Admission, Artifact, ArtifactId, Attached, Attachment, AttachmentSource, Chat, ChatError,
-    ChatFilter, ChatId, ChatRecord, ChatStore, EventStream, FinishedTurn, GenerationEvent,
-    GenerationHub, GenerationLeases, MAX_ATTACHMENTS, MAX_TITLE_CHARS, Message, MessageId,
-    MessageUsage, ModelResolver, Retriever, ServerToolbox, ServerTools, Source, SystemPromptSource,
-    ToolResult, artifact::versioned, caller::Caller, context::ContextOverflow, extract_artifacts,
-    hub::Publisher, validate::conformance_errors,
+    ChatFilter, ChatId, ChatRecord, ChatStore, EventStream, FileSearch, FinishedTurn,
+    GenerationEvent, GenerationHub, GenerationLeases, MAX_ATTACHMENTS, MAX_TITLE_CHARS, Message,
+    MessageId, MessageUsage, ModelResolver, Retriever, ServerToolbox, ServerTools, Source,
+    SystemPromptSource, ToolResult, artifact::versioned, caller::Caller, context::ContextOverflow,
+    extract_artifacts, hub::Publisher, validate::conformance_errors,
 };
 mod cancel;
 mod start;
@@ -107,6 +107,8 @@ pub struct CompletionRequest {
     /// may take before the model must answer without them; at most [`MAX_TOOL_STEPS`],
     /// [`DEFAULT_TOOL_STEPS`] when not given.
     pub max_tool_steps: Option<u32>,
+    /// Datasets the request asks to search by itself, besides the model's knowledge.
+    pub file_search: Option<FileSearch>,
 }
 
 /// The write of a new chat's row, under way while its generation starts; any number of

@@ -247,6 +247,19 @@ fn fixture_over(wrap: impl FnOnce(Arc<InMemoryChatStore>) -> Arc<dyn ChatStore>)
 }
 
 /// The ports of a chat service on the free plan, without retrieval.
+impl Fixture {
+    /// The fixture's ports, for a service that replaces some of them.
+    fn ports(&self) -> ChatPorts {
+        ports(
+            self.store.clone() as Arc<dyn ChatStore>,
+            &self.models,
+            &self.prompts,
+            self.files.clone(),
+            self.clock.clone(),
+        )
+    }
+}
+
 fn ports(
     store: Arc<dyn ChatStore>,
     models: &ModelService,
@@ -1967,13 +1980,7 @@ async fn server_tools_run_in_steps_each_stored_and_billed() {
     let chats = ChatService::new(ChatPorts {
         server_tools: Arc::new(Weather),
         usage: f.usage.clone(),
-        ..ports(
-            f.store.clone() as Arc<dyn ChatStore>,
-            &f.models,
-            &f.prompts,
-            f.files.clone(),
-            f.clock.clone(),
-        )
+        ..f.ports()
     });
     f.model
         .queued
@@ -2066,13 +2073,7 @@ async fn tool_steps_are_bounded_and_names_may_not_clash() {
     let f = fixture();
     let chats = ChatService::new(ChatPorts {
         server_tools: Arc::new(Weather),
-        ..ports(
-            f.store.clone() as Arc<dyn ChatStore>,
-            &f.models,
-            &f.prompts,
-            f.files.clone(),
-            f.clock.clone(),
-        )
+        ..f.ports()
     });
     let error = chats
         .start(
@@ -2158,19 +2159,15 @@ async fn retrieval_is_asked_the_question_and_its_best_passages_within_their_shar
                     question: "How long do refunds take?".into(),
                     context_window: 4096,
                     passages: tessera_chats::RAG_PASSAGES,
+                    datasets: Vec::new(),
+                    files: None,
                 }
         })
         .times(1)
         .return_once(move |_, _| Ok(retrieved));
     let chats = ChatService::new(ChatPorts {
         retriever: Arc::new(retriever),
-        ..ports(
-            f.store.clone() as Arc<dyn ChatStore>,
-            &f.models,
-            &f.prompts,
-            f.files.clone(),
-            f.clock.clone(),
-        )
+        ..f.ports()
     });
     let started = chats
         .start(&f.alice, ask("local/plain", "How long do refunds take?"))
@@ -2192,4 +2189,58 @@ async fn retrieval_is_asked_the_question_and_its_best_passages_within_their_shar
             .contains("[2] best.md\nRefunds take 14 days.")
     );
     assert!(!system.content.contains("Lunch"), "{}", system.content);
+}
+
+#[tokio::test]
+async fn a_requests_own_file_search_names_its_datasets_and_how_many_passages_the_model_reads() {
+    let f = fixture();
+    let passage = |id: &str, score: f32| tessera_chats::Source {
+        id: id.into(),
+        file_id: format!("file_{id}"),
+        dataset_id: Some("ds_asked".into()),
+        title: Some(format!("{id}.md")),
+        text: format!("{id} says something short."),
+        score,
+        file_name: Some(format!("{id}.md")),
+        location: None,
+    };
+    let candidates: Vec<_> = (0..9)
+        .map(|i| passage(&format!("p{i}"), i as f32 / 10.0))
+        .collect();
+    let mut retriever = tessera_chats::MockRetriever::new();
+    retriever
+        .expect_retrieve()
+        .withf(|_, query| {
+            query.datasets == ["ds_asked", "ds_other"]
+                && query.passages == 7
+                && query.files == Some(vec!["file_p1".to_owned()])
+        })
+        .times(1)
+        .return_once(move |_, _| {
+            Ok(tessera_chats::Retrieved {
+                whole: Vec::new(),
+                candidates,
+            })
+        });
+    let chats = ChatService::new(ChatPorts {
+        retriever: Arc::new(retriever),
+        ..f.ports()
+    });
+    let request = CompletionRequest {
+        file_search: Some(tessera_chats::FileSearch {
+            datasets: vec!["ds_asked".into(), "ds_other".into()],
+            max_results: 7,
+            files: Some(vec!["file_p1".into()]),
+        }),
+        ..ask("local/plain", "What do the files say?")
+    };
+    let started = chats.start(&f.alice, request).await.unwrap();
+    let events = run(started).await;
+    let Some(GenerationEvent::Finished(answer)) = events.last() else {
+        panic!("{events:?}")
+    };
+    let cited: Vec<&str> = answer.sources.iter().map(|s| s.id.as_str()).collect();
+    // Seven passages, more than the model's own knowledge gives, best first.
+    assert_eq!(cited, ["p8", "p7", "p6", "p5", "p4", "p3", "p2"]);
+    assert!(matches!(events.first(), Some(GenerationEvent::Sources(s)) if s.len() == 7));
 }

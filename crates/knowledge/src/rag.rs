@@ -1,5 +1,6 @@
 //! Knowledge for the other domains (the `rag` feature): the chats domain's [`Retriever`]
-//! reads a model's dataset links (models domain) and searches or reads those datasets; the
+//! reads a model's dataset links (models domain) and searches or reads those datasets, and
+//! searches the datasets a request names (OpenAI's `file_search`) beside them; the
 //! models domain's [`DatasetDirectory`](tessera_models::DatasetDirectory) answers whether a
 //! dataset exists and how large it is. A service that embeds chats with retrieval-augmented
 //! generation takes these instead of writing them again.
@@ -34,7 +35,8 @@ impl tessera_models::DatasetDirectory for KnowledgeDirectory {
 
 /// Sources for chats on user models with linked datasets: every `context` dataset in full
 /// (as far as its share of the context window allows), and the passages of each `rag`
-/// dataset that best match the question (the chats domain ranks and cuts them).
+/// dataset, and of each dataset the request names, that best match the question (the
+/// chats domain ranks and cuts them).
 pub struct DatasetRetriever {
     pub links: DatasetLinks,
     pub datasets: DatasetService,
@@ -79,16 +81,42 @@ impl Retriever for DatasetRetriever {
         query: &RetrievalQuery,
     ) -> Result<Retrieved, DomainError> {
         let links = self.links.links_of(organization, &query.model_id).await?;
-        if links.is_empty() {
+        let mut read_whole: Vec<DatasetId> = Vec::new();
+        let mut searched: Vec<(DatasetId, Option<Vec<FileId>>)> = Vec::new();
+        // The files a request's filter picked restrict the datasets it names (an id that
+        // names no file finds nothing).
+        let only = query.files.as_ref().map(|files| {
+            (files.iter())
+                .filter_map(|file| file.parse::<FileId>().ok())
+                .collect::<Vec<_>>()
+        });
+        let named = (query.datasets.iter()).map(|id| (id, DatasetUsage::Rag, only.clone()));
+        let linked = (links.iter()).map(|link| (&link.dataset_id, link.usage, None));
+        // Named first: a dataset the request names that the model links too is used once,
+        // as the request asks.
+        for (id, usage, files) in named.chain(linked) {
+            let Ok(dataset) = id.parse::<DatasetId>() else {
+                continue;
+            };
+            if read_whole.contains(&dataset) || searched.iter().any(|(d, _)| d == &dataset) {
+                continue;
+            }
+            match usage {
+                DatasetUsage::Rag => searched.push((dataset, files)),
+                DatasetUsage::Context => read_whole.push(dataset),
+            }
+        }
+        if read_whole.is_empty() && searched.is_empty() {
             return Ok(Retrieved::default());
         }
         let span = tracing::info_span!(
             "retrieval",
-            "tessera.datasets" = i64::try_from(links.len()).unwrap_or(i64::MAX),
+            "tessera.datasets" =
+                i64::try_from(read_whole.len() + searched.len()).unwrap_or(i64::MAX),
             "tessera.sources" = tracing::field::Empty,
         );
         let retrieved = self
-            .passages_of(organization, query, links)
+            .passages_of(organization, query, read_whole, searched)
             .instrument(span.clone())
             .await?;
         let found = retrieved.whole.len() + retrieved.candidates.len();
@@ -98,25 +126,18 @@ impl Retriever for DatasetRetriever {
 }
 
 impl DatasetRetriever {
-    /// The linked datasets' passages: whole `context` datasets, and the search hits of the
-    /// `rag` ones.
+    /// The datasets' passages: those read whole (`context` links), and the search hits of
+    /// the `searched` ones (within their files, when restricted).
     async fn passages_of(
         &self,
         organization: &OrganizationId,
         query: &RetrievalQuery,
-        links: Vec<tessera_models::DatasetLink>,
+        read_whole: Vec<DatasetId>,
+        searched: Vec<(DatasetId, Option<Vec<FileId>>)>,
     ) -> Result<Retrieved, DomainError> {
         let mut sources = Vec::new();
         let mut context_budget = DatasetLinks::context_budget(query.context_window);
-        let mut searched = Vec::new();
-        for link in links {
-            let Ok(dataset) = link.dataset_id.parse::<DatasetId>() else {
-                continue;
-            };
-            if link.usage == DatasetUsage::Rag {
-                searched.push(dataset);
-                continue;
-            }
+        for dataset in read_whole {
             // Datasets grow after they are linked: what no longer fits is left out.
             let Some(content) = self
                 .datasets
@@ -162,12 +183,12 @@ impl DatasetRetriever {
             actor: tessera_kernel::Actor::System,
         };
         let mut candidates = Vec::new();
-        for dataset in searched {
+        for (dataset, files) in searched {
             let request = SearchRequest {
                 query: question.clone(),
                 limit: query.passages,
                 version: None,
-                files: None,
+                files,
                 mode: SearchMode::Hybrid,
                 // Reranked when the service has a cross-encoder, and reordered by late
                 // interaction when the dataset says so.

@@ -35,6 +35,7 @@ mod ocr;
 mod oidc;
 mod openai;
 mod openai_clients;
+mod openai_file_search;
 mod openai_vector_stores;
 mod openapi;
 mod processing;

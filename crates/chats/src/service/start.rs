@@ -11,8 +11,8 @@ use tessera_prompts::TokenCounter;
 use tracing::Instrument;
 
 use super::{
-    Billing, Caller, ChatService, ChatStored, CompletionRequest, Generation, NewMessage, Started,
-    ToolPlan, check_attachments, check_images, completion_span, context_error,
+    Billing, Caller, ChatService, ChatStored, CompletionRequest, Generation, Started, ToolPlan,
+    check_attachments, check_images, completion_span, context_error,
 };
 use crate::{
     CHARS_PER_TOKEN_BOUND, Chat, ChatError, ChatId, ChatStatus, DEFAULT_TOOL_STEPS, MAX_TOOL_STEPS,
@@ -236,7 +236,7 @@ impl ChatService {
             None => self.snapshot(caller, request, &resolved).await?,
         };
         let sources = self
-            .knowledge(caller, &snapshot, &request.messages, &resolved)
+            .knowledge(caller, &snapshot, request, &resolved)
             .await?;
         let server_tools = self
             .server_toolbox(caller, &snapshot, &resolved, &request.tools, max_tool_steps)
@@ -411,29 +411,41 @@ impl ChatService {
         })
     }
 
-    /// What the model's knowledge gives the turn's last question, as the model will read
-    /// it (see [`select`]); nothing when the turn asks nothing.
+    /// What the model's knowledge, and the datasets the request names, give the turn's
+    /// last question, as the model will read it (see [`select`]); nothing when the turn
+    /// asks nothing.
     async fn knowledge(
         &self,
         caller: &Caller,
         snapshot: &ModelSnapshot,
-        turn: &[NewMessage],
+        request: &CompletionRequest,
         resolved: &ResolvedModel,
     ) -> Result<Vec<Source>, ChatError> {
+        let turn = &request.messages;
         let Some(question) = turn.iter().rev().find(|m| m.role == Role::User) else {
             return Ok(Vec::new());
+        };
+        let (datasets, files, passages) = match &request.file_search {
+            Some(search) => (
+                search.datasets.clone(),
+                search.files.clone(),
+                search.max_results,
+            ),
+            None => (Vec::new(), None, RAG_PASSAGES),
         };
         let query = RetrievalQuery {
             model_id: snapshot.model_id.clone(),
             question: question.content.clone(),
             context_window: resolved.base.context_window,
-            passages: RAG_PASSAGES,
+            passages,
+            datasets,
+            files,
         };
         let retrieved = self
             .retriever
             .retrieve(&caller.organization, &query)
             .await?;
-        Ok(select(retrieved, resolved.base.context_window))
+        Ok(select(retrieved, resolved.base.context_window, passages))
     }
 
     /// Marks the chat generating: a continued chat atomically (refused when another

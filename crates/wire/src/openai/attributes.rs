@@ -63,8 +63,13 @@ fn value_json(value: &AttributeValue) -> Value {
 /// `gte`, `lt`, `lte`; `in` and `nin` with an array `value`) or a compound filter
 /// (`{"type": "and" | "or", "filters": [...]}`).
 pub fn filter_of(value: &Value) -> Result<AttributeFilter, FieldError> {
+    filter_at(value, vec!["body".into(), "filters".into()])
+}
+
+/// [`filter_of`] for filters found at `loc` (a `file_search` tool's, say).
+pub fn filter_at(value: &Value, loc: Vec<LocSegment>) -> Result<AttributeFilter, FieldError> {
     let mut count = 0;
-    read(value, vec!["body".into(), "filters".into()], 0, &mut count)
+    read(value, loc, 0, &mut count)
 }
 
 /// A filter's value: a string, a number or a boolean.

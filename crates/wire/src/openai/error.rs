@@ -54,7 +54,8 @@ pub fn translate(status: u16, problem: &Value) -> (u16, OpenAiError) {
                 .join("; ");
             (message, first_param.filter(|p| !p.is_empty()))
         }
-        Value::String(text) => (text.clone(), None),
+        // A problem may name its parameter itself (`ApiError::with("param", …)`).
+        Value::String(text) => (text.clone(), problem["param"].as_str().map(str::to_owned)),
         _ => (
             http::StatusCode::from_u16(status)
                 .ok()
@@ -145,6 +146,16 @@ mod tests {
             "messages.0.content: too long; n: only 1"
         );
         assert_eq!(error.error.kind, "invalid_request_error");
+    }
+
+    #[test]
+    fn a_problem_naming_its_parameter_keeps_it() {
+        let problem = json!({"code": "not_found", "detail": "No store.", "param": "tools"});
+        let (status, error) = translate(404, &problem);
+        assert_eq!(status, 404);
+        assert_eq!(error.error.param.as_deref(), Some("tools"));
+        let (_, error) = translate(404, &json!({"code": "not_found", "detail": "No store."}));
+        assert_eq!(error.error.param, None);
     }
 
     #[test]

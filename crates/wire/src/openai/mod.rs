@@ -8,6 +8,7 @@ pub mod chat;
 pub mod embeddings;
 pub mod error;
 pub mod file_batches;
+pub mod file_search;
 pub mod files;
 pub mod models;
 pub mod response_object;

@@ -1,11 +1,13 @@
 //! The Responses API's `response` object, built from a stored (or just generated) assistant
-//! message: its output items (a `message` with `output_text`, `function_call`s, a
-//! `reasoning` summary), usage and status; and response ids, which name the chat and the
-//! answer they come from.
+//! message: its output items (the `file_search_call` its passages came from, a `reasoning`
+//! summary, a `message` with `output_text` and its citations, `function_call`s), usage and
+//! status; and response ids, which name the chat and the answer they come from.
 
 use serde_json::{Value, json};
 use tessera_chats::{ChatId, Message, MessageId};
 use tessera_models::FinishReason;
+
+use super::file_search::{SearchEcho, citations, file_search_call};
 
 /// `resp_` + the chat's and the answer's 32 hex digits: enough to find the answer again
 /// without another index.
@@ -46,6 +48,11 @@ pub struct Echo {
     pub metadata: Value,
     pub store: bool,
     pub background: bool,
+    /// The turn's question: the query of the search an answer grounded on passages shows.
+    pub question: Option<String>,
+    /// The request's `file_search` tool: the response shows its search even when it found
+    /// nothing.
+    pub file_search: Option<SearchEcho>,
 }
 
 /// A response's state.
@@ -90,10 +97,21 @@ pub fn call_item_id(call_id: &str) -> String {
     format!("fc_{call_id}")
 }
 
-/// The output items of an answer: reasoning, the text (when there is any, or when nothing
-/// else was produced), then each function call.
-pub fn output_items(message: &Message) -> Vec<Value> {
+/// The output items of an answer: the search its passages came from (when it has any, or
+/// when the request's `file_search` tool searched),
+/// reasoning, the text (when there is any, or when nothing else was produced) with its
+/// citations, then each function call.
+pub fn output_items(message: &Message, echo: &Echo) -> Vec<Value> {
     let mut items = Vec::new();
+    if !message.sources.is_empty() || echo.file_search.is_some() {
+        items.push(file_search_call(
+            &message.id,
+            echo.question.as_deref(),
+            echo.file_search.as_ref(),
+            &message.sources,
+            "completed",
+        ));
+    }
     if let Some(reasoning) = message.reasoning.as_deref().filter(|r| !r.is_empty()) {
         items.push(json!({
             "type": "reasoning",
@@ -102,12 +120,13 @@ pub fn output_items(message: &Message) -> Vec<Value> {
         }));
     }
     if !message.content.is_empty() || message.tool_calls.is_empty() {
+        let annotations = citations(&message.content, &message.sources);
         items.push(json!({
             "type": "message",
             "id": message_item_id(&message.id),
             "status": "completed",
             "role": "assistant",
-            "content": [output_text(&message.content)],
+            "content": [output_text(&message.content, annotations)],
         }));
     }
     for call in &message.tool_calls {
@@ -121,8 +140,8 @@ pub fn output_items(message: &Message) -> Vec<Value> {
     items
 }
 
-pub fn output_text(text: &str) -> Value {
-    json!({"type": "output_text", "text": text, "annotations": [], "logprobs": []})
+pub fn output_text(text: &str, annotations: Vec<Value>) -> Value {
+    json!({"type": "output_text", "text": text, "annotations": annotations, "logprobs": []})
 }
 
 pub fn function_call(call_id: &str, name: &str, arguments: &str, status: &str) -> Value {
@@ -169,7 +188,7 @@ pub fn response(
         "instructions": echo.instructions,
         "max_output_tokens": echo.max_output_tokens,
         "model": echo.model,
-        "output": answer.map(output_items).unwrap_or_default(),
+        "output": answer.map(|answer| output_items(answer, echo)).unwrap_or_default(),
         "parallel_tool_calls": true,
         "previous_response_id": echo.previous_response_id,
         "reasoning": {"effort": echo.reasoning_effort, "summary": null},

@@ -1,6 +1,9 @@
 //! Generation events as the Responses API's stream: `response.created` and
-//! `response.in_progress`, then for the answer's text `response.output_item.added`,
-//! `response.content_part.added`, `response.output_text.delta`… and their `.done` events,
+//! `response.in_progress`, then for the passages the answer is grounded on a
+//! `file_search_call` item (`response.file_search_call.in_progress`, `.searching`,
+//! `.completed`), for the answer's text `response.output_item.added`,
+//! `response.content_part.added`, `response.output_text.delta`…, its citations
+//! (`response.output_text.annotation.added`) and their `.done` events,
 //! for each function call `response.output_item.added`,
 //! `response.function_call_arguments.delta`… `.done` and `response.output_item.done`, and
 //! last `response.completed` (or `response.incomplete`, `response.failed`) with the whole
@@ -8,11 +11,12 @@
 //! Tessera runs itself (MCP) stay inside, as in the chat completions stream.
 
 use serde_json::{Value, json};
-use tessera_chats::{GenerationEvent, MessageId};
+use tessera_chats::{GenerationEvent, MessageId, Source};
 use tessera_models::ChatEvent;
 
 use super::{
     error::Failure,
+    file_search::{citations, file_search_call, search_item_id},
     response_object::{
         Echo, Status, call_item_id, function_call, message_item_id, output_text, response,
     },
@@ -40,6 +44,10 @@ pub struct ResponseEncoder {
     /// The text item's output index and its text so far, while it is open.
     text: Option<(usize, String)>,
     calls: Vec<OpenCall>,
+    /// The passages the answer is grounded on: its text's citations name their files.
+    sources: Vec<Source>,
+    /// Whether the `file_search_call` item was sent.
+    searched: bool,
     failure: Failure,
 }
 
@@ -62,6 +70,8 @@ impl ResponseEncoder {
             outputs: 0,
             text: None,
             calls: Vec::new(),
+            sources: Vec::new(),
+            searched: false,
             failure,
         }
     }
@@ -101,22 +111,52 @@ impl ResponseEncoder {
         };
         let item_id = message_item_id(&self.message);
         let located = json!({"item_id": item_id, "output_index": output_index, "content_index": 0});
+        let annotations = citations(&text, &self.sources);
+        for (annotation_index, annotation) in annotations.iter().enumerate() {
+            let mut added = located.clone();
+            added["annotation_index"] = json!(annotation_index);
+            added["annotation"] = annotation.clone();
+            self.emit(out, "response.output_text.annotation.added", added);
+        }
         let mut done = located.clone();
         done["text"] = json!(text);
         done["logprobs"] = json!([]);
         self.emit(out, "response.output_text.done", done);
         let mut part = located;
-        part["part"] = output_text(&text);
+        part["part"] = output_text(&text, annotations.clone());
         self.emit(out, "response.content_part.done", part);
         let item = json!({
             "type": "message", "id": item_id, "status": "completed", "role": "assistant",
-            "content": [output_text(&text)],
+            "content": [output_text(&text, annotations)],
         });
         self.emit(
             out,
             "response.output_item.done",
             json!({"output_index": output_index, "item": item}),
         );
+    }
+
+    /// The search the passages came from, as one item: it ran before the model began.
+    fn searched(&mut self, out: &mut Vec<String>, sources: &[Source]) {
+        self.searched = true;
+        self.sources = sources.to_vec();
+        let output_index = self.outputs;
+        self.outputs += 1;
+        let (question, search) = (
+            self.echo.question.as_deref(),
+            self.echo.file_search.as_ref(),
+        );
+        let item = |status| file_search_call(&self.message, question, search, sources, status);
+        let added = json!({"output_index": output_index, "item": item("in_progress")});
+        let done = json!({"output_index": output_index, "item": item("completed")});
+        self.emit(out, "response.output_item.added", added);
+        let located =
+            json!({"item_id": search_item_id(&self.message), "output_index": output_index});
+        for step in ["in_progress", "searching", "completed"] {
+            let kind = format!("response.file_search_call.{step}");
+            self.emit(out, &kind, located.clone());
+        }
+        self.emit(out, "response.output_item.done", done);
     }
 
     fn close_call(&mut self, out: &mut Vec<String>, position: usize) {
@@ -157,6 +197,11 @@ impl ResponseEncoder {
             let progress = json!({"response": self.in_progress()});
             self.emit(&mut out, "response.in_progress", progress);
         }
+        // The tool's search found nothing (no sources come): its item is shown all the same.
+        let sources_come = matches!(event, GenerationEvent::Sources(_));
+        if self.echo.file_search.is_some() && !self.searched && !sources_come {
+            self.searched(&mut out, &[]);
+        }
         match event {
             GenerationEvent::Delta(ChatEvent::TextDelta(delta)) => {
                 let item_id = message_item_id(&self.message);
@@ -180,7 +225,7 @@ impl ResponseEncoder {
                             "response.content_part.added",
                             json!({
                                 "item_id": item_id, "output_index": index, "content_index": 0,
-                                "part": output_text(""),
+                                "part": output_text("", Vec::new()),
                             }),
                         );
                         index
@@ -235,10 +280,10 @@ impl ResponseEncoder {
                 }
             }
             // Reasoning arrives whole on the final response; server-run tools stay inside.
+            GenerationEvent::Sources(sources) => self.searched(&mut out, sources),
             GenerationEvent::Delta(
                 ChatEvent::ReasoningDelta(_) | ChatEvent::Finish { .. } | ChatEvent::Routed(_),
             )
-            | GenerationEvent::Sources(_)
             | GenerationEvent::ServerToolDelta(_)
             | GenerationEvent::ToolResult(_)
             | GenerationEvent::StepStarted => {}

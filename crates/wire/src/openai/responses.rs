@@ -14,6 +14,7 @@ use tessera_chats::{
     Message, MessageId, NewMessage,
 };
 use tessera_kernel::FieldError;
+use tessera_knowledge::AttributeFilter;
 use tessera_models::{ChatEvent, JsonSchemaFormat, Role, ToolCall, ToolChoice, ToolSpec};
 use utoipa::{IntoParams, ToSchema};
 use validator::Validate;
@@ -22,6 +23,7 @@ use crate::tool_choice::ToolChoiceIn;
 
 use super::{
     chat::{ReasoningEffortIn, data_url},
+    file_search::{SearchEcho, file_search_of},
     response_object::{Echo, Status, function_call, parse_response_id, response, response_id},
     unix,
 };
@@ -86,11 +88,17 @@ pub struct CreateResponse {
     pub stream: Option<bool>,
     /// Answer at once with status `queued`; poll `GET /openai/v1/responses/{id}`.
     pub background: Option<bool>,
-    /// Function tools (`{"type": "function", "name", "description", "parameters"}`).
+    /// Function tools (`{"type": "function", "name", "description", "parameters"}`), and
+    /// at most one `{"type": "file_search", "vector_store_ids": […], "max_num_results": n,
+    /// "filters": …}` (1 to 10 stores, 1 to 50 results, default 10; `filters` on the files'
+    /// attributes as a store's search takes them): the stores (datasets) are searched on the
+    /// server with the turn's last user message before the model answers, and the response
+    /// shows a `file_search_call` item and `file_citation` annotations.
     #[schema(value_type = Option<Vec<Object>>)]
     pub tools: Option<Vec<Value>>,
-    /// `auto` (default), `none`, `required`, or `{"type": "function", "name": …}` to force
-    /// a call of that function.
+    /// `auto` (default), `none` (no function call and no file search), `required`,
+    /// `{"type": "function", "name": …}` to force a call of that function, or
+    /// `{"type": "file_search"}` (the search runs whenever the tool is given).
     #[schema(value_type = Option<crate::tool_choice::ToolChoiceIn>)]
     pub tool_choice: Option<Value>,
     pub text: Option<TextIn>,
@@ -108,7 +116,8 @@ pub struct CreateResponse {
     pub parallel_tool_calls: Option<bool>,
     /// Accepted and ignored (usage is attributed to the credential).
     pub user: Option<String>,
-    /// Accepted and ignored.
+    /// `file_search_call.results` shows the passages found on the `file_search_call`
+    /// item; other values are accepted and ignored.
     pub include: Option<Vec<String>>,
     /// Only `disabled` (the chat's history is fitted to the context window either way).
     pub truncation: Option<String>,
@@ -309,6 +318,9 @@ pub struct Translated {
     pub stream: bool,
     /// The chat's latest answer that `previous_response_id` names, checked before starting.
     pub continues: Option<(ChatId, MessageId)>,
+    /// The `file_search` tool's filter: the handler restricts `request.file_search` to the
+    /// stores' files whose attributes pass it.
+    pub search_filter: Option<AttributeFilter>,
 }
 
 /// Why a Responses request cannot be translated.
@@ -358,8 +370,12 @@ impl CreateResponse {
                 None => return Err(Untranslatable::PreviousNotFound(id.clone())),
             },
         };
+        let searches_files = self.tool_choice.as_ref().is_some_and(|choice| {
+            choice.get("type").and_then(Value::as_str) == Some("file_search")
+        });
         let tool_choice = match self.tool_choice.as_ref().map(ToolChoiceIn::parse) {
             None => ToolChoice::Auto,
+            _ if searches_files => ToolChoice::Auto,
             Some(Ok(choice)) => choice,
             Some(Err(msg)) => {
                 errors.push(field(&["tool_choice"], None, msg, "value_error"));
@@ -367,6 +383,8 @@ impl CreateResponse {
             }
         };
         let mut tools = Vec::new();
+        let mut file_search = None;
+        let mut search_filter = None;
         for (index, tool) in self.tools.iter().flatten().enumerate() {
             match (tool["type"].as_str(), tool["name"].as_str()) {
                 (Some("function"), Some(name)) => tools.push(ToolSpec {
@@ -377,15 +395,45 @@ impl CreateResponse {
                         parameters => parameters.clone(),
                     },
                 }),
+                (Some("file_search"), _) if file_search.is_some() => errors.push(field(
+                    &["tools", "type"],
+                    Some(index),
+                    "one `file_search` tool per request (it may name several stores)",
+                    "value_error",
+                )),
+                (Some("file_search"), _) => match file_search_of(tool, index) {
+                    Ok(tool) => {
+                        file_search = Some(tool.search);
+                        search_filter = tool.filter;
+                    }
+                    Err(refused) => errors.extend(refused),
+                },
                 _ => errors.push(field(
                     &["tools", "type"],
                     Some(index),
-                    "only `function` tools with a `name` (MCP tools linked to the model run \
-                     on the server by themselves)",
+                    "only `function` tools with a `name`, and `file_search` (MCP tools linked \
+                     to the model run on the server by themselves)",
                     "enum",
                 )),
             }
         }
+        if searches_files && file_search.is_none() {
+            errors.push(field(
+                &["tool_choice"],
+                None,
+                "`file_search` is chosen but no `file_search` tool is given",
+                "value_error",
+            ));
+        }
+        // `none` asks for no tool at all: the stores are not searched either. `required`
+        // with no function to call is met by the search itself.
+        if tool_choice == ToolChoice::None {
+            file_search = None;
+        }
+        let tool_choice = match tool_choice {
+            ToolChoice::Required if tools.is_empty() && file_search.is_some() => ToolChoice::Auto,
+            choice => choice,
+        };
         let (messages, mut instructions) = messages_of(&self.input, &mut errors);
         if !errors.is_empty() {
             return Err(Untranslatable::Invalid(errors));
@@ -426,6 +474,14 @@ impl CreateResponse {
         };
         let reasoning_effort =
             ReasoningEffortIn::effort(self.reasoning.and_then(|reasoning| reasoning.effort));
+        let search_echo = file_search.as_ref().map(|_| SearchEcho {
+            results: self
+                .include
+                .iter()
+                .flatten()
+                .any(|include| include == "file_search_call.results"),
+            attributes: HashMap::new(),
+        });
         let echo = Echo {
             model: self.model.clone(),
             instructions: self.instructions,
@@ -441,6 +497,8 @@ impl CreateResponse {
             metadata: json!(self.metadata.unwrap_or_default()),
             store,
             background,
+            question: question_of(&messages),
+            file_search: search_echo,
         };
         Ok(Translated {
             request: CompletionRequest {
@@ -458,18 +516,32 @@ impl CreateResponse {
                 top_p: self.top_p,
                 instructions: Some(instructions.join("\n\n")).filter(|text| !text.is_empty()),
                 stateless: !store,
+                file_search,
                 ..CompletionRequest::default()
             },
             echo,
             stream,
             continues,
+            search_filter,
         })
     }
 }
 
-/// What a stored chat tells of the request that made its answer: the model and the
-/// preceding answer (instructions, tools and sampling are not stored with a chat).
+/// The question a turn searches with: its last user message.
+fn question_of(messages: &[NewMessage]) -> Option<String> {
+    let mut questions = messages.iter().filter(|m| m.role == Role::User);
+    questions.next_back().map(|m| m.content.clone())
+}
+
+/// What a stored chat tells of the request that made its answer: the model, the
+/// preceding answer and the question its passages were searched with (instructions, tools
+/// and sampling are not stored with a chat, nor the search's results).
 pub fn stored_echo(record: &ChatRecord, before: usize) -> Echo {
+    let question = record.messages[..before]
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::User)
+        .map(|m| m.content.clone());
     Echo {
         model: record.chat.model.model_id.clone(),
         previous_response_id: record.messages[..before]
@@ -481,6 +553,7 @@ pub fn stored_echo(record: &ChatRecord, before: usize) -> Echo {
         tool_choice: json!("auto"),
         text_format: json!({"type": "text"}),
         metadata: json!({}),
+        question,
         ..Echo::default()
     }
 }
@@ -537,10 +610,13 @@ pub fn stored_response(id: &str, record: &ChatRecord, answer: &MessageId) -> Opt
     }
 }
 
-/// A stored answer's events, for a stream asked for after its generation ended: the text
-/// as one delta, each call whole, then the answer.
+/// A stored answer's events, for a stream asked for after its generation ended: its
+/// sources, the text as one delta, each call whole, then the answer.
 pub fn replay_of(message: &Message) -> EventStream {
     let mut events = Vec::new();
+    if !message.sources.is_empty() {
+        events.push(GenerationEvent::Sources(message.sources.clone()));
+    }
     if !message.content.is_empty() {
         events.push(GenerationEvent::Delta(ChatEvent::TextDelta(
             message.content.clone(),

@@ -2,8 +2,11 @@
 //! answer of a chat, `previous_response_id` continues that chat, `store: false` keeps
 //! nothing, `background: true` answers at once while the generation goes on. The request
 //! runs through the same completion pipeline as `POST /v1/chats` (model, system prompt,
-//! retrieval, MCP tools, budgets, usage); see decision 0031. The shapes and their
-//! translation are `tessera_wire::openai::responses`.
+//! retrieval, MCP tools, budgets, usage); see decision 0031. The `file_search` tool searches
+//! the vector stores (datasets) it names before the model answers (decision 0057). The
+//! shapes and their translation are `tessera_wire::openai::responses`.
+
+use std::collections::HashMap;
 
 use actix_web::{HttpResponse, delete, get, http::StatusCode, post, web};
 use serde_json::json;
@@ -11,14 +14,17 @@ use tessera_chats::{
     AnswerCancellation, ChatError, ChatId, ChatRecord, ChatStatus, Continuation, GenerationEvent,
     MessageId,
 };
+use tessera_kernel::DomainError;
+use tessera_knowledge::DatasetId;
 use tessera_models::ModelError;
 use tessera_wire::openai::{
+    attributes::attributes_json,
     error::OpenAiError,
     response_object::{Status, parse_response_id, response, response_id},
     response_stream::ResponseEncoder,
     responses::{
-        CreateResponse, ListInputItems, RetrieveResponse, Untranslatable, created_at, position_of,
-        replay_of, stored_echo, stored_response,
+        CreateResponse, ListInputItems, RetrieveResponse, Translated, Untranslatable, created_at,
+        position_of, replay_of, stored_echo, stored_response,
     },
     unix,
 };
@@ -30,6 +36,7 @@ use crate::{
     extract::{ValidJson, ValidQuery},
     problem::ApiError,
     routes::chats::{Running, chat_caller, chat_error, start_completion},
+    routes::files::knowledge_caller,
     state::AppState,
 };
 
@@ -58,6 +65,60 @@ fn response_error(error: ChatError, model: &str) -> ApiError {
         }
         other => chat_error(other),
     }
+}
+
+/// Checks and reads the `file_search` tool's stores: searching needs `datasets:read`, and a
+/// store that is not the organization's (or none at all) is not found. Their files'
+/// attributes pick the files the tool's filter passes, and the results show them.
+async fn prepare_search(
+    state: &AppState,
+    caller: &Caller,
+    translated: &mut Translated,
+) -> Result<(), ApiError> {
+    let Some(search) = translated.request.file_search.as_mut() else {
+        return Ok(());
+    };
+    caller.require("datasets:read")?;
+    let who = knowledge_caller(caller);
+    let filter = translated.search_filter.as_ref();
+    let mut picked = Vec::new();
+    let mut shown = HashMap::new();
+    for id in &search.datasets {
+        let found = match id.parse::<DatasetId>() {
+            Ok(dataset) => match state
+                .knowledge
+                .datasets
+                .file_attributes(&who, &dataset)
+                .await
+            {
+                Ok(files) => Some(files),
+                Err(DomainError::NotFound { .. }) => None,
+                Err(other) => return Err(other.into()),
+            },
+            Err(_) => None,
+        };
+        let Some(files) = found else {
+            return Err(ApiError::new(
+                StatusCode::NOT_FOUND,
+                "not_found",
+                format!("Vector store with id '{id}' not found."),
+            )
+            .with("param", "tools"));
+        };
+        for (file, attributes) in files {
+            if filter.is_some_and(|filter| filter.matches(&attributes)) {
+                picked.push(file.to_string());
+            }
+            shown.insert(file.to_string(), json!(attributes_json(&attributes)));
+        }
+    }
+    if filter.is_some() {
+        search.files = Some(picked);
+    }
+    if let Some(echo) = translated.echo.file_search.as_mut() {
+        echo.attributes = shown;
+    }
+    Ok(())
 }
 
 /// `previous_response_id` must name the latest answer of its conversation (the chats
@@ -99,10 +160,10 @@ async fn check_latest(
     operation_id = "openaiCreateResponse",
     request_body = CreateResponse,
     responses(
-        (status = 403, description = "The credential lacks `chats:invoke`, or the model needs another plan", body = OpenAiError),
+        (status = 403, description = "The credential lacks `chats:invoke` (or `datasets:read` for a `file_search` tool), or the model needs another plan", body = OpenAiError),
         (status = 200, description = "The response (`object: response`); with `stream: true`, `text/event-stream` of Responses events", body = serde_json::Value),
         (status = 400, description = "Invalid or unsupported parameters (`param` names the first)", body = OpenAiError),
-        (status = 404, description = "No such model, or no such `previous_response_id`", body = OpenAiError),
+        (status = 404, description = "No such model, no such `previous_response_id`, or a `file_search` vector store that is not the organization's", body = OpenAiError),
         (status = 409, description = "`previous_response_id` is not the latest response of its conversation, or the model is disabled", body = OpenAiError),
         (status = 410, description = "The model reached its end of life (`model_end_of_life`)", body = OpenAiError),
         (status = 429, description = "Rate limited, or the monthly credits are spent", body = OpenAiError),
@@ -117,7 +178,7 @@ pub async fn create_response(
     ValidJson(body): ValidJson<CreateResponse>,
 ) -> Result<HttpResponse, ApiError> {
     let model = body.model.clone();
-    let translated = body.translate().map_err(|error| match error {
+    let mut translated = body.translate().map_err(|error| match error {
         Untranslatable::Invalid(fields) => ApiError::validation(fields),
         Untranslatable::PreviousNotFound(id) => previous_not_found(&id),
     })?;
@@ -126,6 +187,7 @@ pub async fn create_response(
     {
         check_latest(&state, &caller, previous, continues).await?;
     }
+    prepare_search(&state, &caller, &mut translated).await?;
     let running = start_completion(&state, &caller, translated.request)
         .await
         .map_err(|error| located_model(error, &model))?;
