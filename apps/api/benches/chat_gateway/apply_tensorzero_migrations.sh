@@ -2,20 +2,29 @@
 # Prepares an empty PostgreSQL database for TensorZero's gateway to store its inferences in
 # (issue 36). The `tensorzero` wheel's embedded gateway refuses to start on a database its
 # migrations have not prepared, and only the standalone binary (on no registry) can run them
-# (`--run-postgres-migrations`). So this applies the same SQL, vendored under
-# `tensorzero_migrations/` (byte for byte what the 2026.6.0 wheel embeds; see its README),
-# with psql, one transaction per file, and records each version in the table sqlx keeps for
-# that set, which is what the gateway checks at start-up.
+# (`--run-postgres-migrations`). So this takes the same SQL out of the pinned wheel
+# (`extract_tensorzero_migrations.py`, each text checked against the SHA-384 listed in
+# `tensorzero_migrations.sha384`; no copy of it is kept in the repository), applies it with
+# psql, one transaction per file, and records each version in the table sqlx keeps for that
+# set, which is what the gateway checks at start-up.
 #
 # First it tries the extensions TensorZero's documentation asks for and prints, per
 # extension, `extension <name>: installed` or `extension <name>: not installed: <error>`.
 #
 # Usage: apply_tensorzero_migrations.sh <database URL>
+# TENSORZERO_VENV names the wheel's virtual environment (default, as the benchmark's:
+# $HOME/.cache/tessera-venvs/tensorzero); it is installed there first when missing.
 set -euo pipefail
 
 url="$1"
 here="$(cd "$(dirname "$0")" && pwd)"
-migrations="$here/tensorzero_migrations"
+venv="${TENSORZERO_VENV:-$HOME/.cache/tessera-venvs/tensorzero}"
+bash "$here/setup_tensorzero.sh" "$venv"
+library="$(echo "$venv"/lib/python3*/site-packages/tensorzero/tensorzero.abi3.so)"
+migrations="$(mktemp -d)"
+trap 'rm -rf "$migrations"' EXIT
+"$venv/bin/python" "$here/extract_tensorzero_migrations.py" \
+    "$library" "$here/tensorzero_migrations.sha384" "$migrations"
 run_psql() { psql -X -q -v ON_ERROR_STOP=1 "$url" "$@"; }
 
 for extension in pg_trgm pg_cron vector; do

@@ -1,6 +1,7 @@
 //! Gateways that store what they serve (issue 36): the benchmark's own PostgreSQL cluster,
-//! TensorZero's database prepared with its vendored migrations, the attempt to give LiteLLM
-//! its spend-log database, and the count of stored rows that shows nothing was dropped.
+//! TensorZero's database prepared with its migrations (taken from the pinned wheel), the
+//! attempt to give LiteLLM its spend-log database, and the count of stored rows that shows
+//! nothing was dropped.
 
 use std::{
     process::Command,

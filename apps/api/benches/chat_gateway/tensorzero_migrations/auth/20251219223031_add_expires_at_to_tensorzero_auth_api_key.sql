@@ -1,2 +1,0 @@
-ALTER TABLE tensorzero_auth_api_key
-ADD COLUMN expires_at TIMESTAMPTZ;
