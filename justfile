@@ -202,6 +202,8 @@ lint:
     # tests first, so a broken checker cannot pass a broken graph.
     python3 -B -m unittest discover -s scripts -p 'test_*.py' -q
     python3 -B scripts/check_layering.py
+    # Import cycles between files (issue 65): none beyond those import_cycles.allowed lists.
+    python3 -B scripts/check_import_cycles.py
     # Supply chain (deny.toml, decision 0045): licences, duplicate majors, sources, and
     # advisories when the RustSec database can be fetched (a banner says when it cannot).
     bash scripts/supply_chain.sh
