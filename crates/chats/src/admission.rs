@@ -7,21 +7,11 @@
 use std::{collections::BTreeMap, sync::Arc};
 
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
 use tessera_kernel::{DomainError, OrganizationId};
 use tessera_organizations::{OrganizationService, Plan};
 use tessera_usage::BudgetGuard;
 
-use crate::ChatError;
-
-/// Why an organization may not generate now: its monthly credits are spent.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BudgetSpent {
-    pub monthly_credits: u64,
-    pub used_credits: u64,
-    /// When the budget renews.
-    pub resets_at: DateTime<Utc>,
-}
+use crate::{BudgetSpent, ChatError};
 
 /// Admits organizations to completions. Asked once per completion, before anything else.
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
@@ -109,7 +99,7 @@ impl Admission for PlansAndBudgets {
 
 #[cfg(test)]
 mod tests {
-    use chrono::TimeZone;
+    use chrono::{TimeZone, Utc};
     use tessera_kernel::{ManualClock, PrincipalKind};
     use tessera_usage::{Tokens, UsageId, UsageRecord, UsageStore, memory::InMemoryUsageStore};
 

@@ -1,21 +1,20 @@
 //! Artifacts as they are stored: what extraction found in an answer, numbered as versions
-//! of the same artifact within a chat, and the port and service that list and read them.
+//! of the same artifact within a chat, and the port that lists and reads them (the service
+//! over it is `artifact_service`).
 
-use std::{collections::HashMap, sync::Arc};
+use std::collections::HashMap;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use tessera_kernel::{CursorCodec, DomainError, Limit, OrganizationId, Page, PageRequest};
+use tessera_kernel::{DomainError, OrganizationId, PageRequest};
 
-use crate::{ArtifactKind, Caller, ChatId, ChatStore, ExtractedArtifact, MessageId};
+use crate::{ArtifactKind, ChatId, ExtractedArtifact, MessageId};
 
 tessera_kernel::entity_id!(
     /// An artifact's id.
     ArtifactId,
     "art"
 );
-
-const ARTIFACT_LIST: &str = "artifacts";
 
 /// Rich content found in an assistant message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,73 +86,4 @@ pub trait ArtifactStore: Send + Sync {
     ) -> Result<Vec<Artifact>, DomainError>;
 
     async fn count(&self, filter: &ArtifactFilter) -> Result<u64, DomainError>;
-}
-
-/// Artifacts of the chats a caller sees.
-#[derive(Clone)]
-pub struct ArtifactService {
-    store: Arc<dyn ArtifactStore>,
-    /// The chats, to refuse listing the artifacts of one the caller does not see.
-    chats: Arc<dyn ChatStore>,
-    cursors: CursorCodec,
-}
-
-impl ArtifactService {
-    pub fn new(
-        store: Arc<dyn ArtifactStore>,
-        chats: Arc<dyn ChatStore>,
-        cursors: CursorCodec,
-    ) -> Self {
-        Self {
-            store,
-            chats,
-            cursors,
-        }
-    }
-
-    pub async fn get(&self, caller: &Caller, id: &ArtifactId) -> Result<Artifact, DomainError> {
-        self.store
-            .get(&caller.organization, id)
-            .await?
-            .filter(|artifact| caller.sees_owner(&artifact.owner))
-            .ok_or_else(|| DomainError::not_found("artifact", id))
-    }
-
-    /// Newest first; of one chat when `chat_id` is given, which must be a chat the caller
-    /// sees (deleted or not), or it is not found.
-    pub async fn list(
-        &self,
-        caller: &Caller,
-        chat_id: Option<ChatId>,
-        limit: Limit,
-        cursor: Option<&str>,
-    ) -> Result<Page<Artifact>, DomainError> {
-        if let Some(chat) = &chat_id {
-            self.chats
-                .get(&caller.organization, chat)
-                .await?
-                .filter(|found| caller.sees_owner(&found.owner))
-                .ok_or_else(|| DomainError::not_found("chat", chat))?;
-        }
-        let after = cursor
-            .map(|c| {
-                self.cursors
-                    .decode::<ArtifactId>(ARTIFACT_LIST, caller.organization.as_str(), c)
-            })
-            .transpose()?;
-        let filter = ArtifactFilter {
-            organization: caller.organization.clone(),
-            owner: (!caller.sees_all).then(|| caller.subject.clone()),
-            chat_id,
-        };
-        let rows = self
-            .store
-            .list(&filter, &PageRequest { limit, after })
-            .await?;
-        let total = self.store.count(&filter).await?;
-        Ok(Page::from_overfetch(rows, limit, Some(total), |artifact| {
-            self.cursors
-                .encode(ARTIFACT_LIST, caller.organization.as_str(), &artifact.id)
-        }))
-    }
 }

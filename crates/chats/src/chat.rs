@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use tessera_kernel::OrganizationId;
-use tessera_models::{FinishReason, Role, Route, ToolCall, Usage};
+use tessera_models::{ChatMessage, FinishReason, ImageInput, Role, Route, ToolCall, Usage};
 use tessera_prompts::SystemPromptId;
 
 use crate::Attachment;
@@ -240,5 +240,31 @@ mod tests {
         let title = derive_title(&long).unwrap();
         assert!(title.chars().count() <= 81, "{title}");
         assert!(title.ends_with("word…"));
+    }
+}
+
+/// One message of a completion request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewMessage {
+    pub role: Role,
+    pub content: String,
+    pub tool_calls: Vec<ToolCall>,
+    pub tool_call_id: Option<String>,
+    /// User messages: ids of uploaded files to attach.
+    pub attachments: Vec<String>,
+    /// User messages: images given inline (vision models; stateless completions only, since
+    /// a chat keeps files, not inline data).
+    pub images: Vec<ImageInput>,
+}
+
+impl From<&NewMessage> for ChatMessage {
+    fn from(message: &NewMessage) -> Self {
+        ChatMessage {
+            role: message.role,
+            content: message.content.clone(),
+            tool_calls: message.tool_calls.clone(),
+            tool_call_id: message.tool_call_id.clone(),
+            images: message.images.clone(),
+        }
     }
 }

@@ -1,7 +1,25 @@
+//! The chats domain's errors (each one's status decided where it maps into a domain
+//! error), the reasons recorded on chats whose generation stopped, and a spent budget.
+
+use chrono::{DateTime, Utc};
 use tessera_kernel::{DomainError, FieldError};
 use tessera_models::{ModelError, ProviderError};
 
-use crate::{ChatId, admission::BudgetSpent};
+use crate::ChatId;
+
+/// Recorded on chats a restart found `generating`.
+pub const INTERRUPTED: &str = "the generation was interrupted: the server stopped while it ran";
+/// Recorded on chats whose generation the caller cancelled.
+pub const CANCELLED: &str = "the generation was cancelled";
+
+/// Why an organization may not generate now: its monthly credits are spent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BudgetSpent {
+    pub monthly_credits: u64,
+    pub used_credits: u64,
+    /// When the budget renews.
+    pub resets_at: DateTime<Utc>,
+}
 
 /// Errors of chat operations.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -31,7 +49,7 @@ pub enum ChatError {
     )]
     BudgetSpent(BudgetSpent),
     /// The caller stopped the generation (`ChatService::cancel`).
-    #[error("{}", crate::CANCELLED)]
+    #[error("{}", CANCELLED)]
     Cancelled,
     #[error(transparent)]
     Domain(#[from] DomainError),

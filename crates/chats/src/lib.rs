@@ -19,6 +19,7 @@
 
 mod admission;
 mod artifact;
+mod artifact_service;
 mod artifacts;
 mod attachment;
 mod caller;
@@ -44,14 +45,13 @@ mod store;
 mod system_prompts;
 mod validate;
 
-pub use admission::{Admission, BudgetSpent, CreditQuotas, FixedPlan, PlanSource, PlansAndBudgets};
+pub use admission::{Admission, CreditQuotas, FixedPlan, PlanSource, PlansAndBudgets};
 #[cfg(any(test, feature = "mocks"))]
 pub use admission::{MockAdmission, MockPlanSource};
 #[cfg(any(test, feature = "mocks"))]
 pub use artifact::MockArtifactStore;
-pub use artifact::{
-    Artifact, ArtifactFilter, ArtifactId, ArtifactService, ArtifactStore, versioned,
-};
+pub use artifact::{Artifact, ArtifactFilter, ArtifactId, ArtifactStore, versioned};
+pub use artifact_service::ArtifactService;
 pub use artifacts::{ArtifactKind, ExtractedArtifact, extract_artifacts};
 #[cfg(any(test, feature = "mocks"))]
 pub use attachment::MockAttachmentSource;
@@ -62,10 +62,10 @@ pub use attachment::{
 pub use caller::Caller;
 pub use chat::{
     Chat, ChatId, ChatRecord, ChatStatus, Continuation, MAX_TITLE_CHARS, Message, MessageId,
-    MessageUsage, ModelSnapshot, Source, SourceLocation, derive_title,
+    MessageUsage, ModelSnapshot, NewMessage, Source, SourceLocation, derive_title,
 };
 pub use context::{ContextOverflow, Fitted, IMAGE_TOKENS, MESSAGE_OVERHEAD_TOKENS, fit};
-pub use error::ChatError;
+pub use error::{BudgetSpent, CANCELLED, ChatError, INTERRUPTED};
 pub use hub::{Attached, EventStream, GenerationEvent, GenerationHub, ToolResult, final_event};
 #[cfg(any(test, feature = "mocks"))]
 pub use model_resolver::MockModelResolver;
@@ -85,8 +85,7 @@ pub use server_tools::{
     DEFAULT_TOOL_STEPS, MAX_TOOL_STEPS, NoServerTools, ServerToolbox, ServerTools, ToolRun,
 };
 pub use service::{
-    AnswerCancellation, CANCELLED, ChatPorts, ChatService, ChatStored, CompletionRequest,
-    INTERRUPTED, NewMessage, Started,
+    AnswerCancellation, ChatPorts, ChatService, ChatStored, CompletionRequest, Started,
 };
 pub use store::{ChatFilter, ChatStore, FinishedTurn, GenerationLeases};
 #[cfg(any(test, feature = "mocks"))]

@@ -10,8 +10,8 @@ use tessera_kernel::{
     PageRequest, PrincipalKind,
 };
 use tessera_models::{
-    ChatEvent, ChatMessage, ChatModel, ChatRequest, Completion, ImageInput, JsonSchemaFormat,
-    ProviderError, ReasoningEffort, Role, Route, ToolCall, ToolChoice, ToolSpec, Usability, Usage,
+    ChatEvent, ChatMessage, ChatModel, ChatRequest, Completion, JsonSchemaFormat, ProviderError,
+    ReasoningEffort, Role, Route, ToolCall, ToolChoice, ToolSpec, Usability, Usage,
 };
 use tessera_prompts::TokenCounter;
 use tessera_usage::{FAILED, Tokens, UsageId, UsageRecord, UsageStore};
@@ -19,10 +19,11 @@ use tessera_usage::{FAILED, Tokens, UsageId, UsageRecord, UsageStore};
 use crate::{
     Admission, Artifact, ArtifactId, Attached, Attachment, AttachmentSource, Chat, ChatError,
     ChatFilter, ChatId, ChatRecord, ChatStore, EventStream, FileSearch, FinishedTurn,
-    GenerationEvent, GenerationHub, GenerationLeases, MAX_ATTACHMENTS, MAX_TITLE_CHARS, Message,
-    MessageId, MessageUsage, ModelResolver, Retriever, ServerToolbox, ServerTools, Source,
-    SystemPromptSource, ToolResult, artifact::versioned, caller::Caller, context::ContextOverflow,
-    extract_artifacts, hub::Publisher, validate::conformance_errors,
+    GenerationEvent, GenerationHub, GenerationLeases, INTERRUPTED, MAX_ATTACHMENTS,
+    MAX_TITLE_CHARS, Message, MessageId, MessageUsage, ModelResolver, NewMessage, Retriever,
+    ServerToolbox, ServerTools, Source, SystemPromptSource, ToolResult, artifact::versioned,
+    caller::Caller, context::ContextOverflow, extract_artifacts, hub::Publisher,
+    validate::conformance_errors,
 };
 mod cancel;
 mod start;
@@ -30,36 +31,6 @@ mod start;
 pub use cancel::AnswerCancellation;
 
 const CHAT_LIST: &str = "chats";
-/// Recorded on chats a restart found `generating`.
-pub const INTERRUPTED: &str = "the generation was interrupted: the server stopped while it ran";
-/// Recorded on chats whose generation the caller cancelled.
-pub const CANCELLED: &str = "the generation was cancelled";
-
-/// One message of a completion request.
-#[derive(Debug, Clone, PartialEq)]
-pub struct NewMessage {
-    pub role: Role,
-    pub content: String,
-    pub tool_calls: Vec<ToolCall>,
-    pub tool_call_id: Option<String>,
-    /// User messages: ids of uploaded files to attach.
-    pub attachments: Vec<String>,
-    /// User messages: images given inline (vision models; stateless completions only, since
-    /// a chat keeps files, not inline data).
-    pub images: Vec<ImageInput>,
-}
-
-impl From<&NewMessage> for ChatMessage {
-    fn from(message: &NewMessage) -> Self {
-        ChatMessage {
-            role: message.role,
-            content: message.content.clone(),
-            tool_calls: message.tool_calls.clone(),
-            tool_call_id: message.tool_call_id.clone(),
-            images: message.images.clone(),
-        }
-    }
-}
 
 impl From<&Message> for ChatMessage {
     fn from(message: &Message) -> Self {
@@ -312,7 +283,7 @@ impl ChatService {
     }
 
     /// Stops the chat's generation running in this process; `false` when none runs here
-    /// (it may run on another instance). The generation ends as failed with [`CANCELLED`].
+    /// (it may run on another instance). The generation ends as failed with [`crate::CANCELLED`].
     pub async fn cancel(&self, caller: &Caller, id: &ChatId) -> Result<bool, ChatError> {
         self.visible(caller, id).await?;
         Ok(self.hub.cancel(id))

@@ -7,6 +7,13 @@ use crate::files::{
     CONFIG_FILE, ONNX_FILE, TOKENIZER_FILE, WEIGHTS_FILE, find_dir, is_bert, normalized_name,
 };
 
+/// `dir` itself, or the first directory below it (in name order, depth first) that holds
+/// the default embedding model (all-MiniLM-L6-v2: a BERT encoder's config, tokenizer and
+/// `safetensors` weights); [`LocalEmbeddingModel::find`] finds any of them.
+pub fn find_model_dir(dir: &Path) -> Option<PathBuf> {
+    LocalEmbeddingModel::AllMiniLmL6V2.find(dir)
+}
+
 /// An embedded sentence embedding model. The adapter's default is the smaller one; the
 /// service gives a new index bge-small-en-v1.5 (`tessera-services`, decision 0047).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -13,13 +13,6 @@ pub(crate) const WEIGHTS_FILE: &str = "model.safetensors";
 /// The quantized model file of an ONNX package.
 pub(crate) const ONNX_FILE: &str = "model.onnx";
 
-/// `dir` itself, or the first directory below it (in name order, depth first) that holds
-/// the default embedding model (all-MiniLM-L6-v2: a BERT encoder's config, tokenizer and
-/// `safetensors` weights); [`crate::LocalEmbeddingModel::find`] finds any of them.
-pub fn find_model_dir(dir: &Path) -> Option<PathBuf> {
-    crate::LocalEmbeddingModel::AllMiniLmL6V2.find(dir)
-}
-
 /// A directory's name in lower case with `-` as `_` (packages name model folders either way).
 pub(crate) fn normalized_name(dir: &Path) -> Option<String> {
     let name = dir.file_name()?.to_str()?;

@@ -43,11 +43,10 @@ mod reranker;
 mod token_encoder;
 mod word_pieces;
 
-pub use catalog::{LocalEmbeddingModel, LocalLateInteractionModel};
+pub use catalog::{LocalEmbeddingModel, LocalLateInteractionModel, find_model_dir};
 pub use cross_encoder::find_reranker_dir;
 pub use embedder::{LocalEmbedder, LocalEmbedderOptions};
 pub use error::LoadError;
-pub use files::find_model_dir;
 pub use late_interaction::{LocalLateInteraction, LocalLateInteractionOptions};
 pub use precision::{Precision, cpu_flags};
 pub use reranker::{LocalReranker, LocalRerankerOptions};

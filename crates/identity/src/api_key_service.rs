@@ -14,7 +14,7 @@ use crate::{
     ApiKey, ApiKeyHasher, ApiKeyId, ApiKeySecret, ApiKeyStore, IdentityError, NewApiKey,
     StoredApiKey, TokenError,
     api_key::{MAX_API_KEY_NAME_CHARS, MAX_API_KEY_SCOPES},
-    service::act_within_held_scopes,
+    creator_rule::act_within_held_scopes,
 };
 
 const CURSOR_LIST: &str = "api-keys";

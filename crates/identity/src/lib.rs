@@ -17,6 +17,8 @@ mod claims;
 mod client;
 #[cfg(feature = "contract")]
 pub mod contract;
+mod creator_rule;
+mod error;
 // The contract macros' path to the kernel's `contract_checks!`, from any calling crate.
 #[cfg(feature = "contract")]
 #[doc(hidden)]
@@ -34,6 +36,7 @@ pub use api_key::{
 pub use api_key_service::{ApiKeyService, LAST_USED_INTERVAL};
 pub use claims::{AccessClaims, SessionClaims, TokenError, unverified_issuer};
 pub use client::{Client, ClientId, ClientName, ClientSecret, NewClient, SecretHash, StoredClient};
+pub use error::IdentityError;
 pub use ports::{
     ApiKeyHasher, ApiKeyStore, ClientStore, RefusalLog, SecretHasher, SessionVerifier, TokenSigner,
     TokenVerifier,
@@ -43,4 +46,4 @@ pub use ports::{
     MockApiKeyHasher, MockApiKeyStore, MockClientStore, MockRefusalLog, MockSecretHasher,
     MockSessionVerifier, MockTokenSigner, MockTokenVerifier,
 };
-pub use service::{IdentityError, IdentityService, IssuedToken, TokenSettings};
+pub use service::{IdentityService, IssuedToken, TokenSettings};

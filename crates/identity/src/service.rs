@@ -1,85 +1,17 @@
 use std::{sync::Arc, time::Duration};
 
 use tessera_kernel::{
-    Actor, Clock, CursorCodec, DomainError, FieldError, Limit, OrganizationId, Page, PageRequest,
-    Principal, PrincipalKind, ScopeSet,
+    Actor, Clock, CursorCodec, DomainError, Limit, OrganizationId, Page, PageRequest, Principal,
+    PrincipalKind, ScopeSet,
 };
 use tessera_organizations::OrganizationStore;
 
 use crate::{
-    AccessClaims, ApiKeyId, ApiKeySecret, ApiKeyService, Client, ClientId, ClientSecret,
-    ClientStore, NewClient, RefusalLog, SecretHasher, SessionVerifier, StoredClient, TokenError,
-    TokenSigner, TokenVerifier, refusal::Refusal, unverified_issuer,
+    AccessClaims, ApiKeySecret, ApiKeyService, Client, ClientId, ClientSecret, ClientStore,
+    IdentityError, NewClient, RefusalLog, SecretHasher, SessionVerifier, StoredClient, TokenError,
+    TokenSigner, TokenVerifier, creator_rule::act_within_held_scopes, refusal::Refusal,
+    unverified_issuer,
 };
-
-/// Errors of identity operations.
-#[derive(Debug, thiserror::Error)]
-pub enum IdentityError {
-    /// Unknown client, wrong secret, or revoked client (deliberately indistinguishable).
-    #[error("client authentication failed")]
-    InvalidClient,
-    #[error("{0}")]
-    InvalidScope(String),
-    #[error("{0}")]
-    InvalidToken(TokenError),
-    #[error("client {0} was not found")]
-    ClientNotFound(ClientId),
-    #[error("API key {0} was not found")]
-    ApiKeyNotFound(ApiKeyId),
-    /// Invalid input, each entry located (`["body", "scopes", 1]`).
-    #[error("invalid input")]
-    Invalid(Vec<FieldError>),
-    #[error(transparent)]
-    Domain(#[from] DomainError),
-}
-
-impl From<IdentityError> for DomainError {
-    fn from(error: IdentityError) -> Self {
-        match error {
-            IdentityError::InvalidClient => DomainError::Unauthenticated {
-                code: "invalid_client",
-                message: error.to_string(),
-            },
-            IdentityError::InvalidToken(TokenError::Unavailable) => DomainError::Unavailable {
-                message: "token check unavailable".into(),
-            },
-            IdentityError::InvalidToken(reason) => DomainError::Unauthenticated {
-                code: "invalid_token",
-                message: reason.to_string(),
-            },
-            IdentityError::InvalidScope(message) => {
-                DomainError::invalid(["body".into(), "scope".into()], message, "invalid_scope")
-            }
-            IdentityError::ClientNotFound(id) => DomainError::not_found("client", id),
-            IdentityError::ApiKeyNotFound(id) => DomainError::not_found("API key", id),
-            IdentityError::Invalid(errors) => DomainError::Validation(errors),
-            IdentityError::Domain(error) => error,
-        }
-    }
-}
-
-/// The creator rule, applied to every operation on a credential (creating, rotating or
-/// revoking a client; creating or revoking an API key): a principal acts only on credentials
-/// whose every scope it holds itself, so no caller gains or takes away power beyond its own
-/// (403 `scope_not_held`, naming the first scope it lacks after `doing`). Operators
-/// (`tessera-admin`) and the service itself act on any credential.
-pub(crate) fn act_within_held_scopes(
-    actor: &Actor,
-    scopes: &ScopeSet,
-    doing: &str,
-) -> Result<(), IdentityError> {
-    let Actor::Principal(principal) = actor else {
-        return Ok(());
-    };
-    match scopes.iter().find(|scope| !principal.can(scope)) {
-        None => Ok(()),
-        Some(beyond) => Err(DomainError::Forbidden {
-            code: "scope_not_held",
-            message: format!("{doing} `{beyond}`, which the caller does not hold"),
-        }
-        .into()),
-    }
-}
 
 /// What the issuer puts in every token.
 #[derive(Debug, Clone)]

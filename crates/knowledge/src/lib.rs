@@ -47,6 +47,7 @@ mod late_interaction;
 #[cfg(any(test, feature = "memory"))]
 pub mod memory;
 mod mirrored_index;
+mod pairs;
 mod processing;
 #[cfg(feature = "rag")]
 pub mod rag;

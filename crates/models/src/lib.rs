@@ -20,8 +20,10 @@ mod lifecycle;
 #[cfg(any(test, feature = "memory"))]
 pub mod memory;
 mod model;
+mod model_id;
 mod provider;
 mod providers;
+mod resolution;
 mod routing;
 mod service;
 mod store;
@@ -38,7 +40,8 @@ pub use dataset_links::{
 pub use dataset_links::{MockDatasetDirectory, MockDatasetLinkStore};
 pub use error::ModelError;
 pub use lifecycle::{LifecycleState, Usability, deprecation_notice, lifecycle_state, usability};
-pub use model::{ModelChanges, ModelId, ModelView, NewUserModel, UserModel};
+pub use model::{ModelChanges, ModelView, NewUserModel, UserModel};
+pub use model_id::ModelId;
 #[cfg(any(test, feature = "mocks"))]
 pub use provider::MockChatModel;
 pub use provider::{
@@ -46,7 +49,8 @@ pub use provider::{
     FinishReason, ImageInput, JsonSchemaFormat, ProviderError, ReasoningEffort, Role, ToolCall,
     ToolChoice, ToolSpec, Usage, complete,
 };
-pub use providers::{DeploymentHealth, Providers, ResolvedModel};
+pub use providers::{DeploymentHealth, Providers};
+pub use resolution::ResolvedModel;
 pub use routing::{
     CircuitBoard, CircuitPhase, CircuitPolicy, CircuitState, Deployment, FailedAttempt,
     InProcessCircuits, RetryPolicy, Route, RoutedChatModel, Timeouts,

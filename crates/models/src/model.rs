@@ -3,13 +3,7 @@ use serde_json::{Map, Value};
 use tessera_kernel::OrganizationId;
 use tessera_prompts::{Description, Name, SystemPromptId};
 
-use crate::{BaseModel, LifecycleState, lifecycle_state};
-
-tessera_kernel::entity_id!(
-    /// A user model's id.
-    ModelId,
-    "mdl"
-);
+use crate::{BaseModel, LifecycleState, ModelId, lifecycle_state};
 
 /// An organization's model: a base model of the catalog with its own name, system prompt
 /// and metadata. Provider, model name, capabilities and credits come from the parent.

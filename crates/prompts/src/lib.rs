@@ -40,9 +40,9 @@ pub use particle::{
 pub use ports::{MockParticleStore, MockSystemPromptStore, MockTokenCounter};
 pub use ports::{ParticleStore, SystemPromptStore, TokenCounter};
 pub use profiles::{ProfileParticle, SystemProfile, SystemProfiles};
-pub use service::{NewAssociation, PromptService};
+pub use service::PromptService;
 pub use system_prompt::{
-    Association, AssociationChanges, Layout, NewSystemPrompt, Pin, ResolvedAssociation,
-    SystemPrompt, SystemPromptChanges, SystemPromptView,
+    Association, AssociationChanges, Layout, NewAssociation, NewSystemPrompt, Pin,
+    ResolvedAssociation, SystemPrompt, SystemPromptChanges, SystemPromptView,
 };
 pub use text::{Content, Description, Name, TextError};

@@ -11,7 +11,8 @@ use crate::{
     NewSystemPrompt, Owner, Particle, ParticleChanges, ParticleDeletion, ParticleId, ParticleStore,
     ParticleVersion, ParticleVersionId, Pin, PromptError, ResolvedAssociation, SystemPrompt,
     SystemPromptChanges, SystemPromptId, SystemPromptStore, SystemPromptView, TokenCounter,
-    compose, system_prompt::Layout,
+    compose,
+    system_prompt::{Layout, NewAssociation},
 };
 
 const PARTICLE_LIST: &str = "particles";
@@ -20,14 +21,6 @@ const SYSTEM_PROMPT_LIST: &str = "system-prompts";
 
 /// How many times a content update is retried when another update wins the race.
 const VERSION_ATTEMPTS: usize = 3;
-
-/// A particle to place in a system prompt; `pin` keeps it on one version.
-#[derive(Debug, Clone)]
-pub struct NewAssociation {
-    pub particle_id: ParticleId,
-    pub order: u32,
-    pub pin: Option<ParticleVersionId>,
-}
 
 /// Particles, system prompts and composition for organizations; system profiles are
 /// readable by all and changed only by `seed_system_profiles`.

@@ -2,8 +2,16 @@ use chrono::{DateTime, Utc};
 
 use crate::{
     AssociationId, Category, Description, Name, Owner, ParticleId, ParticleVersion,
-    ParticleVersionId, SystemPromptId, service::NewAssociation,
+    ParticleVersionId, SystemPromptId,
 };
+
+/// A particle to place in a system prompt; `pin` keeps it on one version.
+#[derive(Debug, Clone)]
+pub struct NewAssociation {
+    pub particle_id: ParticleId,
+    pub order: u32,
+    pub pin: Option<ParticleVersionId>,
+}
 
 /// A system prompt's own fields; its particles are its `Layout`.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,7 +8,7 @@ use tessera_chats::ChatService;
 use tessera_idempotency::IdempotencyService;
 use tessera_setup::config::Settings;
 
-use crate::Services;
+use crate::{Services, services::log_interrupted};
 
 /// How often expired idempotency keys and old audit events are deleted.
 const PURGE_INTERVAL: Duration = Duration::from_secs(10 * 60);
@@ -43,15 +43,6 @@ async fn purge_expired(idempotency: IdempotencyService, audit: AuditService) {
             Ok(pruned) => tracing::debug!(pruned, "audit events past their retention deleted"),
             Err(error) => tracing::warn!(%error, "audit events past their retention not deleted"),
         }
-    }
-}
-
-pub(crate) fn log_interrupted(chats: u64) {
-    if chats > 0 {
-        tracing::warn!(
-            chats,
-            "chats left generating by a stopped process marked as failed"
-        );
     }
 }
 

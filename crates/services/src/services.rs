@@ -13,7 +13,7 @@ use tessera_knowledge::{
     rag::{DatasetRetriever, KnowledgeDirectory},
 };
 use tessera_limits::{InProcessRateLimiter, RateLimiter};
-use tessera_limits_redis::{RedisRateLimiter, RedisServer, RedisSetupError};
+use tessera_limits_redis::RedisRateLimiter;
 use tessera_mcp::McpService;
 use tessera_models::{Catalog, DatasetLinks, ModelService, Providers};
 use tessera_organizations::OrganizationService;
@@ -27,9 +27,9 @@ use tessera_tokenizer::{Encoding, TiktokenCounter};
 use tessera_usage::{BudgetGuard, UsageService};
 
 use crate::{
-    ServicesError, admission::MeteredAdmission, attachments::FileAttachments,
-    background::log_interrupted, knowledge::Knowledge, knowledge::OrganizationImageReading,
-    mcp::LinkedServerTools, webhooks::Webhooks,
+    ServicesError, admission::MeteredAdmission, attachments::FileAttachments, knowledge::Knowledge,
+    knowledge::OrganizationImageReading, mcp::LinkedServerTools, upstreams::redis_server,
+    webhooks::Webhooks,
 };
 
 /// The database and the domain services built over it.
@@ -250,28 +250,6 @@ async fn served_catalog(settings: &Settings) -> Result<(Catalog, Providers), Ser
     Ok((catalog, providers))
 }
 
-/// The Redis server the replicas share, when `redis_url` is set: plain, or TLS checked
-/// against the system's roots or `redis_ca_file`'s (read here, so a missing file stops the
-/// start with its name).
-pub fn redis_server(settings: &Settings) -> Result<Option<RedisServer>, ServicesError> {
-    let Some(url) = &settings.redis_url else {
-        return Ok(None);
-    };
-    let ca =
-        match &settings.redis_ca_file {
-            Some(path) => Some(std::fs::read(path).map_err(|e| {
-                ServicesError::RedisCa(format!("cannot read {}: {e}", path.display()))
-            })?),
-            None => None,
-        };
-    RedisServer::new(url, ca.as_deref())
-        .map(Some)
-        .map_err(|error| match error {
-            RedisSetupError::Url(message) => ServicesError::Redis(message),
-            RedisSetupError::CertificateAuthority(message) => ServicesError::RedisCa(message),
-        })
-}
-
 /// The rate limiter: on Redis when `redis_url` is set, in this process otherwise. Redis
 /// unreachable at start-up does not stop the process (decision 0023): the replica starts,
 /// lets requests pass as it does when Redis is lost later, and connects when Redis answers.
@@ -290,4 +268,14 @@ pub async fn rate_limiter(settings: &Settings) -> Result<Arc<dyn RateLimiter>, S
         },
         None => Arc::new(InProcessRateLimiter::default()),
     })
+}
+
+/// Says how many chats a stopped process left generating were marked as failed.
+pub(crate) fn log_interrupted(chats: u64) {
+    if chats > 0 {
+        tracing::warn!(
+            chats,
+            "chats left generating by a stopped process marked as failed"
+        );
+    }
 }

@@ -2,12 +2,13 @@
 //! OpenAI-compatible or Anthropic Messages client per remote deployment, the embedded engine
 //! for a local one),
 //! routed with retries, fallbacks, timeouts and circuits when a remote provider serves it,
-//! measured when metrics are on and traced when traces are exported.
+//! measured when metrics are on and traced when traces are exported; and the Redis server
+//! the replicas share their circuits (and rate limits) through.
 
 use std::sync::Arc;
 
 use tessera_kernel::SystemClock;
-use tessera_limits_redis::RedisCircuits;
+use tessera_limits_redis::{RedisCircuits, RedisServer, RedisSetupError};
 use tessera_llm_anthropic::{AnthropicChatModel, AnthropicConfig, DEFAULT_BASE_URL};
 use tessera_llm_local::{LocalEngine, LocalEngineOptions, find_model_file};
 use tessera_llm_openai::{
@@ -26,7 +27,7 @@ use crate::ServicesError;
 /// A chat model for every enabled base model that at least one deployment can serve.
 pub async fn providers(catalog: &Catalog, settings: &Settings) -> Result<Providers, ServicesError> {
     // Shared by the replicas through Redis when there is one.
-    let circuits: Arc<dyn CircuitBoard> = match crate::services::redis_server(settings)? {
+    let circuits: Arc<dyn CircuitBoard> = match redis_server(settings)? {
         Some(server) => Arc::new(
             RedisCircuits::connect_lazily(&server, "tessera:circuit:", CircuitPolicy::default())
                 .map_err(|e| ServicesError::Redis(e.to_string()))?,
@@ -183,4 +184,26 @@ async fn local_engine(
         .map_err(|e| ServicesError::Catalog(format!("loading {shown}: {e}")))?;
     tracing::info!(model = %shown, "embedded engine loaded");
     Ok(Some(Arc::new(engine)))
+}
+
+/// The Redis server the replicas share, when `redis_url` is set: plain, or TLS checked
+/// against the system's roots or `redis_ca_file`'s (read here, so a missing file stops the
+/// start with its name).
+pub fn redis_server(settings: &Settings) -> Result<Option<RedisServer>, ServicesError> {
+    let Some(url) = &settings.redis_url else {
+        return Ok(None);
+    };
+    let ca =
+        match &settings.redis_ca_file {
+            Some(path) => Some(std::fs::read(path).map_err(|e| {
+                ServicesError::RedisCa(format!("cannot read {}: {e}", path.display()))
+            })?),
+            None => None,
+        };
+    RedisServer::new(url, ca.as_deref())
+        .map(Some)
+        .map_err(|error| match error {
+            RedisSetupError::Url(message) => ServicesError::Redis(message),
+            RedisSetupError::CertificateAuthority(message) => ServicesError::RedisCa(message),
+        })
 }

@@ -14,7 +14,7 @@ use futures_util::FutureExt;
 use tessera_kernel::DomainError;
 
 use crate::{
-    Part,
+    Backend, Part,
     error::{StoreError, query_error},
 };
 
@@ -28,13 +28,6 @@ const SQLITE_PRAGMAS: &str = "PRAGMA busy_timeout = 5000; PRAGMA journal_mode = 
     PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;";
 
 pub(crate) type SqliteConn = SyncConnectionWrapper<SqliteConnection>;
-
-/// Which database technology a URL names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
-    Postgres,
-    Sqlite,
-}
 
 /// Why a database URL was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -15,6 +15,7 @@ mod artifacts;
 mod audit;
 #[cfg(feature = "audit")]
 mod audit_log;
+mod backend;
 #[cfg(any(feature = "identity", feature = "chats"))]
 mod batch;
 #[cfg(any(feature = "identity", feature = "chats"))]
@@ -64,11 +65,12 @@ pub use api_keys::SqlApiKeyStore;
 pub use artifacts::SqlArtifactStore;
 #[cfg(feature = "audit")]
 pub use audit_log::SqlAuditStore;
+pub use backend::Backend;
 #[cfg(feature = "chats")]
 pub use chats::SqlChatStore;
 #[cfg(feature = "identity")]
 pub use clients::SqlClientStore;
-pub use database::{Backend, Database, DatabaseUrl, DatabaseUrlError, PoolOptions};
+pub use database::{Database, DatabaseUrl, DatabaseUrlError, PoolOptions};
 #[cfg(feature = "knowledge")]
 pub use datasets::SqlDatasetStore;
 pub use error::StoreError;
