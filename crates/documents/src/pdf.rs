@@ -20,14 +20,15 @@
 
 use std::collections::BTreeMap;
 use std::io::Read;
-use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::panic::catch_unwind;
 
-use pdf_extract::{Document, Object, ObjectId, OutputError, PlainTextOutput};
+use pdf_extract::{Document, Object, ObjectId};
 use tessera_knowledge::{DocumentError, ExtractionProgress, TextRecognizer};
 
 use crate::Limits;
 use crate::text::{Extracted, Segment, too_long};
 
+pub(crate) use self::page_text::clean;
 use self::page_text::{PageText, TableSpan};
 
 mod images;
@@ -235,42 +236,6 @@ fn letters(text: &str) -> usize {
     text.chars()
         .filter(|character| character.is_alphanumeric())
         .count()
-}
-
-/// One page's text, trimmed, without control characters other than line breaks and tabs;
-/// how every page was read before tables were looked for, and still is when that pass panics.
-fn plain_page_text(document: &Document, number: u32) -> Result<String, String> {
-    let result = catch_unwind(AssertUnwindSafe(|| {
-        let mut text = String::new();
-        let mut output = PlainTextOutput::new(&mut text);
-        pdf_extract::output_doc_page(document, &mut output, number).map(|()| text)
-    }));
-    match result {
-        Ok(Ok(text)) => Ok(clean(&text)),
-        Ok(Err(error)) => Err(output_error(&error)),
-        Err(_) => Err("the text extractor failed on this page".to_owned()),
-    }
-}
-
-/// A page's (or an image's) text trimmed, without control characters other than line breaks
-/// and tabs (OCR ends pages with a form feed).
-pub(crate) fn clean(text: &str) -> String {
-    text.trim()
-        .chars()
-        .map(|character| if character == '\r' { '\n' } else { character })
-        .filter(|character| !character.is_control() || matches!(character, '\n' | '\t'))
-        .collect::<String>()
-        .trim()
-        .to_owned()
-}
-
-fn output_error(error: &OutputError) -> String {
-    match error {
-        OutputError::PdfError(error) => error.to_string(),
-        OutputError::FormatError(_) | OutputError::IoError(_) => {
-            "unreadable page content".to_owned()
-        }
-    }
 }
 
 fn load_error(error: pdf_extract::Error) -> DocumentError {

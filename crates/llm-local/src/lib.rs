@@ -42,6 +42,7 @@
 //! can beat two, so measure both.
 
 mod constraint;
+mod error;
 mod files;
 mod llama;
 mod prefix_cache;
@@ -53,6 +54,7 @@ mod text;
 mod tokenizer;
 mod tools;
 
+pub use error::LoadError;
 pub use files::find_model_file;
 pub use llama::InstructionSet;
 
@@ -91,23 +93,6 @@ pub const DEFAULT_PREFIX_CACHE_BYTES: usize = 256 << 20;
 
 /// The token that ends an assistant turn in ChatML.
 const END_OF_TURN: &str = "<|im_end|>";
-
-/// Why a model could not be loaded.
-#[derive(Debug, thiserror::Error)]
-pub enum LoadError {
-    #[error("cannot read the model file: {0}")]
-    Io(#[from] std::io::Error),
-    #[error("cannot load the model: {0}")]
-    Model(#[from] candle_core::Error),
-    #[error("invalid model metadata: {0}")]
-    Metadata(String),
-    #[error("cannot build the tokenizer: {0}")]
-    Tokenizer(String),
-    #[error("unsupported model: {0}")]
-    Unsupported(String),
-    #[error("cannot start the inference thread: {0}")]
-    Thread(String),
-}
 
 /// Options of a [`LocalEngine`].
 #[derive(Debug, Clone)]

@@ -57,10 +57,10 @@ pub(super) fn read(document: &Document, number: u32) -> Result<PageText, String>
     match pass {
         Ok(Ok(())) => {}
         // The plain output alone would have met the same error.
-        Ok(Err(error)) => return Err(super::output_error(&error)),
-        Err(_) => return super::plain_page_text(document, number).map(PageText::plain),
+        Ok(Err(error)) => return Err(output_error(&error)),
+        Err(_) => return plain_page_text(document, number).map(PageText::plain),
     }
-    let plain = super::clean(&plain);
+    let plain = clean(&plain);
     let with_tables = catch_unwind(AssertUnwindSafe(|| {
         let lines = collector.finish()?;
         let tables = detect(&lines);
@@ -100,7 +100,7 @@ fn push_prose(text: &mut String, lines: Option<&[Line]>) {
     let mut above: Option<&Line> = None;
     for line in lines.unwrap_or_default() {
         let words: Vec<&str> = line.words.iter().map(|word| word.text.as_str()).collect();
-        let written = super::clean(&words.join(" "));
+        let written = clean(&words.join(" "));
         if written.is_empty() {
             continue;
         }
@@ -193,6 +193,42 @@ impl OutputDev for Tee<'_> {
     fn end_line(&mut self) -> Result<(), OutputError> {
         self.plain.end_line()?;
         self.positioned.end_line()
+    }
+}
+
+/// One page's text, trimmed, without control characters other than line breaks and tabs;
+/// how every page was read before tables were looked for, and still is when that pass panics.
+fn plain_page_text(document: &Document, number: u32) -> Result<String, String> {
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        let mut text = String::new();
+        let mut output = PlainTextOutput::new(&mut text);
+        pdf_extract::output_doc_page(document, &mut output, number).map(|()| text)
+    }));
+    match result {
+        Ok(Ok(text)) => Ok(clean(&text)),
+        Ok(Err(error)) => Err(output_error(&error)),
+        Err(_) => Err("the text extractor failed on this page".to_owned()),
+    }
+}
+
+/// A page's (or an image's) text trimmed, without control characters other than line breaks
+/// and tabs (OCR ends pages with a form feed).
+pub(crate) fn clean(text: &str) -> String {
+    text.trim()
+        .chars()
+        .map(|character| if character == '\r' { '\n' } else { character })
+        .filter(|character| !character.is_control() || matches!(character, '\n' | '\t'))
+        .collect::<String>()
+        .trim()
+        .to_owned()
+}
+
+fn output_error(error: &OutputError) -> String {
+    match error {
+        OutputError::PdfError(error) => error.to_string(),
+        OutputError::FormatError(_) | OutputError::IoError(_) => {
+            "unreadable page content".to_owned()
+        }
     }
 }
 
