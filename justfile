@@ -166,6 +166,8 @@ bench:
     fi
     TESSERA_MODELS_DIR='{{ models_dir }}' cargo bench -p tessera-api --bench ingestion
     TESSERA_MODELS_DIR='{{ models_dir }}' cargo bench -p tessera-api --bench second_turn
+    # Interactive /v1/chats with a 1,000-line batch running against without, on a loopback stub.
+    TESSERA_MODELS_DIR='{{ models_dir }}' cargo bench -p tessera-api --bench batch_priority
     # What a scanned page costs against a typed one (the OCR commands must be installed).
     cargo bench -p tessera-ocr-tesseract --bench ocr_pages
     # Tessera against LiteLLM and TensorZero in front of one upstream stub, each peer also

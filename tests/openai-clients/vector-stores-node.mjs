@@ -36,8 +36,8 @@ async function run(client) {
   const owls = await client.files.create({ file: await text('owls.txt', OWLS), purpose: 'assistants' });
   expect(owls.object === 'file' && owls.purpose === 'assistants', JSON.stringify(owls));
   try {
-    await client.files.create({ file: await text('x.txt', 'x'), purpose: 'batch' });
-    throw new CheckFailed('the purpose batch was accepted');
+    await client.files.create({ file: await text('x.txt', 'x'), purpose: 'batch_output' });
+    throw new CheckFailed('the purpose batch_output was accepted');
   } catch (error) {
     if (!(error instanceof BadRequestError)) throw error;
     expect(error.param === 'purpose', `param: ${error.param}`);

@@ -6,6 +6,7 @@
 //! idempotency, TLS) `tessera-http-actix`'s.
 
 pub mod access;
+pub mod batch_lines;
 pub mod mcp_endpoint;
 pub mod metrics;
 pub mod middleware;

@@ -240,6 +240,10 @@ impl Application {
             })?
             .run();
         state.start_background(&settings);
+        state.start_batch_runners(
+            &settings,
+            Arc::new(crate::batch_lines::PipelineLines(state.clone())),
+        );
         tracing::info!(address = %settings.listen, port, database = %settings.database(), issuer = %state.issuer, "tessera-api listening (HTTPS only)");
         let metrics = serve_metrics(metrics, &state.database, Some(&state.models))?;
         Ok(Self {

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use tessera_kernel::DomainError;
 
-use crate::pairs::{MAX_KEY_CHARS, MAX_PAIRS, check_pairs};
+use tessera_kernel::metadata::{MAX_KEY_CHARS, MAX_PAIRS, check_pairs};
 
 /// One attribute's value: a string, a number or a boolean.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,15 +1,11 @@
 //! Datasets: named sets of files that are searched together, versioned on every change of
 //! their content, with snapshots that freeze a version.
 
-use std::collections::BTreeMap;
-
 use chrono::{DateTime, Utc};
-use tessera_kernel::{DomainError, OrganizationId};
+use tessera_kernel::OrganizationId;
 
-use crate::{
-    Attributes, DatasetId, FileId, StoredFile,
-    pairs::{MAX_KEY_CHARS, MAX_PAIRS, check_pairs},
-};
+use crate::{Attributes, DatasetId, FileId, StoredFile};
+pub use tessera_kernel::Metadata;
 
 /// A dataset record.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,54 +25,6 @@ pub struct Dataset {
     pub created_by: String,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
-}
-
-/// Key-value pairs a client attaches to a dataset, as OpenAI's `metadata` defines them: at
-/// most [`Metadata::MAX_PAIRS`], keys of at most [`Metadata::MAX_KEY_CHARS`] characters,
-/// values of at most [`Metadata::MAX_VALUE_CHARS`].
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Metadata(BTreeMap<String, String>);
-
-impl Metadata {
-    pub const MAX_PAIRS: usize = MAX_PAIRS;
-    pub const MAX_KEY_CHARS: usize = MAX_KEY_CHARS;
-    pub const MAX_VALUE_CHARS: usize = 512;
-
-    /// The pairs, checked; `loc` names the field in a refusal (`body.metadata`).
-    pub fn new(pairs: BTreeMap<String, String>, loc: &[&str]) -> Result<Self, DomainError> {
-        check_pairs(&pairs, loc, |key, value| {
-            (value.chars().count() > Self::MAX_VALUE_CHARS).then(|| {
-                (
-                    format!(
-                        "the value of `{key}` has more than {} characters",
-                        Self::MAX_VALUE_CHARS
-                    ),
-                    "string_length",
-                )
-            })
-        })?;
-        Ok(Self(pairs))
-    }
-
-    /// A request body's `metadata`, when it has one, checked (`body.metadata` in refusals).
-    pub fn of_body(pairs: Option<BTreeMap<String, String>>) -> Result<Option<Self>, DomainError> {
-        pairs
-            .map(|pairs| Self::new(pairs, &["body", "metadata"]))
-            .transpose()
-    }
-
-    /// The pairs as they were checked, for a store reading back what it saved.
-    pub fn trusted(pairs: BTreeMap<String, String>) -> Self {
-        Self(pairs)
-    }
-
-    pub fn pairs(&self) -> &BTreeMap<String, String> {
-        &self.0
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
 }
 
 /// What a new dataset is made of.

@@ -30,24 +30,36 @@ impl FileStatus {
     }
 }
 
-/// What an OpenAI client uploaded a file for (`purpose` on `/openai/v1/files`). Every file
-/// is processed for knowledge the same way; the purpose is kept so the dialect can report and
-/// filter by it. Files uploaded through `/v1` have none and read as `assistants`.
+/// What an OpenAI client uploaded a file for (`purpose` on `/openai/v1/files`). Files for
+/// retrieval and model input are processed for knowledge the same way; batch inputs and
+/// outputs are stored as they are, never processed. Files uploaded through `/v1` have no
+/// purpose and read as `assistants`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FilePurpose {
     /// For vector stores and assistants' file search.
     Assistants,
     /// For use as a model's input.
     UserData,
+    /// A batch's requests, one JSON object a line.
+    Batch,
+    /// A batch's answers or failures, written by the service.
+    BatchOutput,
 }
 
 impl FilePurpose {
-    pub const ALL: [Self; 2] = [Self::Assistants, Self::UserData];
+    pub const ALL: [Self; 4] = [
+        Self::Assistants,
+        Self::UserData,
+        Self::Batch,
+        Self::BatchOutput,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Assistants => "assistants",
             Self::UserData => "user_data",
+            Self::Batch => "batch",
+            Self::BatchOutput => "batch_output",
         }
     }
 
@@ -61,6 +73,11 @@ impl FilePurpose {
     /// retrieval, so one uploaded through `/v1` (no purpose) counts as `assistants`.
     pub fn includes(self, purpose: Option<FilePurpose>) -> bool {
         purpose.unwrap_or(Self::Assistants) == self
+    }
+
+    /// Whether files of this purpose are processed for search (batch files are not).
+    pub fn is_processed(self) -> bool {
+        matches!(self, Self::Assistants | Self::UserData)
     }
 }
 

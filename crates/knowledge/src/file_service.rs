@@ -100,14 +100,39 @@ impl FileService {
         caller: &KnowledgeCaller,
         upload: Upload<'_>,
     ) -> Result<StoredFile, UploadError> {
-        let name = upload::clean_file_name(&upload.file_name)?;
+        self.receive(caller, &upload.file_name, upload.purpose, upload.content)
+            .await
+    }
+
+    /// Stores content the service made (a batch's output), checked as an upload would be;
+    /// unlike [`Self::upload`] its future is `Send`.
+    pub async fn store_made(
+        &self,
+        caller: &KnowledgeCaller,
+        file_name: &str,
+        purpose: FilePurpose,
+        content: Vec<u8>,
+    ) -> Result<StoredFile, UploadError> {
+        let content = futures_util::stream::iter([Ok(content)]);
+        self.receive(caller, file_name, Some(purpose), content)
+            .await
+    }
+
+    async fn receive(
+        &self,
+        caller: &KnowledgeCaller,
+        file_name: &str,
+        purpose: Option<FilePurpose>,
+        content: impl futures_util::Stream<Item = Result<Vec<u8>, UploadError>> + Unpin,
+    ) -> Result<StoredFile, UploadError> {
+        let name = upload::clean_file_name(file_name)?;
         let format = FileFormat::from_file_name(&name)?;
         // Decided before the content is received: a refusal stores nothing.
-        let processed =
-            ImageReading::processes(self.image_reading.as_ref(), &caller.organization, format)
+        let processed = purpose.is_none_or(FilePurpose::is_processed)
+            && ImageReading::processes(self.image_reading.as_ref(), &caller.organization, format)
                 .await
                 .map_err(|error| UploadError::Unavailable(error.to_string()))?;
-        let blob = upload::receive(format, upload.content, self.blobs.as_ref()).await?;
+        let blob = upload::receive(format, content, self.blobs.as_ref()).await?;
         let now = self.clock.now();
         let file = StoredFile {
             id: FileId::generate(),
@@ -125,12 +150,12 @@ impl FileService {
             progress: if processed { 0 } else { 100 },
             error: None,
             chunk_count: 0,
-            purpose: upload.purpose,
+            purpose,
             created_at: now,
             updated_at: now,
         };
         let audit = caller.audit("file.upload", "file", file.id.as_str(), now);
-        // An image not read has nothing to process: it is ready as stored.
+        // An image not read, or a batch file, has nothing to process: it is ready as stored.
         let ready = (!processed).then(|| FileReady::of(&file, 0, now));
         self.files
             .insert(&file, processed, ready, &audit)
@@ -212,7 +237,8 @@ impl FileService {
     }
 
     /// Records what an OpenAI client uploaded the file for, when its form named the purpose
-    /// after the content.
+    /// after the content. A purpose that is not processed (a batch's input) also stops the
+    /// file's processing: it is ready as stored.
     pub async fn set_purpose(
         &self,
         caller: &KnowledgeCaller,

@@ -33,7 +33,7 @@ pub enum FormatError {
     ContentMismatch(&'static str),
 }
 
-const ACCEPTED: &str = ".pdf .docx .txt .csv .json .md .png .jpg .jpeg .gif .webp";
+const ACCEPTED: &str = ".pdf .docx .txt .jsonl .csv .json .md .png .jpg .jpeg .gif .webp";
 
 impl FileFormat {
     pub const ALL: [Self; 10] = [
@@ -64,7 +64,8 @@ impl FileFormat {
         Some(match extension.to_ascii_lowercase().as_str() {
             "pdf" => Self::Pdf,
             "docx" => Self::Docx,
-            "txt" => Self::Txt,
+            // JSON Lines (a batch's requests) is stored and read as plain text.
+            "txt" | "jsonl" => Self::Txt,
             "csv" => Self::Csv,
             "json" => Self::Json,
             "md" => Self::Md,

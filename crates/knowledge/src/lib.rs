@@ -47,7 +47,6 @@ mod late_interaction;
 #[cfg(any(test, feature = "memory"))]
 pub mod memory;
 mod mirrored_index;
-mod pairs;
 mod processing;
 #[cfg(feature = "rag")]
 pub mod rag;

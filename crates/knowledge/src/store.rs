@@ -62,7 +62,9 @@ pub trait FileStore: Send + Sync {
     async fn count(&self, filter: &FileFilter) -> Result<u64, DomainError>;
 
     /// Records what an OpenAI client uploaded the file for; false when the organization has
-    /// no such file.
+    /// no such file. A purpose that is not processed ([`FilePurpose::is_processed`]) also
+    /// drops the file's processing job and leaves a file still processing ready, with no
+    /// chunks, in the same change (a worker holding the job then finds its lease gone).
     async fn set_purpose(
         &self,
         organization: &OrganizationId,

@@ -2,7 +2,7 @@
 //! (size limit, signature, text encoding) while it streams into blob storage, so nothing is
 //! stored for a refused upload and no upload is ever held in memory whole.
 
-use futures_util::{StreamExt, stream::LocalBoxStream};
+use futures_util::{Stream, StreamExt, stream::LocalBoxStream};
 
 use crate::{BlobError, BlobRef, BlobStore, FileFormat, FormatError, TextCheck};
 
@@ -52,10 +52,12 @@ pub fn clean_file_name(raw: &str) -> Result<String, UploadError> {
     Ok(name.to_owned())
 }
 
-/// Streams checked content into the blob store; returns the stored blob.
+/// Streams checked content into the blob store; returns the stored blob. Generic over the
+/// stream so that content already in memory (a batch's output) is received by a `Send`
+/// future, and a request body (which is not `Send`) too.
 pub(crate) async fn receive(
     format: FileFormat,
-    mut content: LocalBoxStream<'_, Result<Vec<u8>, UploadError>>,
+    mut content: impl Stream<Item = Result<Vec<u8>, UploadError>> + Unpin,
     blobs: &dyn BlobStore,
 ) -> Result<BlobRef, UploadError> {
     let limit = format.max_bytes();

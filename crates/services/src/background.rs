@@ -25,6 +25,21 @@ impl Services {
         self.webhooks
             .start_dispatchers(settings.webhooks.dispatchers);
     }
+
+    /// Starts the batch runners (`batches.runners`), whose lines `executor` answers.
+    pub fn start_batch_runners(
+        &self,
+        settings: &Settings,
+        executor: std::sync::Arc<dyn tessera_batches::LineExecutor>,
+    ) {
+        crate::batches::start_runners(
+            &settings.batches,
+            &self.database,
+            self.knowledge.files.clone(),
+            executor,
+            std::sync::Arc::new(tessera_kernel::SystemClock),
+        );
+    }
 }
 
 /// Deletes expired idempotency keys, and audit events older than `audit.retention_days`, now

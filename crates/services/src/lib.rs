@@ -11,6 +11,7 @@
 mod admission;
 mod attachments;
 mod background;
+pub mod batches;
 mod bootstrap;
 mod embedding_model;
 mod error;

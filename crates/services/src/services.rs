@@ -53,6 +53,9 @@ pub struct Services {
     pub knowledge: Knowledge,
     /// Webhook registrations and their dispatchers.
     pub webhooks: Webhooks,
+    /// OpenAI batches; their runners start with the serving process's line executor
+    /// ([`Services::start_batch_runners`]).
+    pub batches: tessera_batches::BatchService,
     /// Embeddings on request, when an embedding model is loaded.
     pub embeddings: Option<EmbeddingService>,
     /// MCP servers of organizations, and their links to user models.
@@ -183,6 +186,7 @@ impl Services {
         log_interrupted(interrupted);
         let chat_relations =
             ChatRelations::new(Arc::new(models.clone()), Arc::new(prompts.clone()));
+        let batches = crate::batches::service(&database, knowledge.files.clone(), clock.clone());
         Ok(Self {
             database,
             organizations,
@@ -197,6 +201,7 @@ impl Services {
             usage,
             knowledge,
             webhooks,
+            batches,
             embeddings,
             mcp,
             dataset_links,

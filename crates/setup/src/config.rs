@@ -565,6 +565,38 @@ impl Default for KnowledgeSettings {
     }
 }
 
+/// OpenAI batches (`POST /openai/v1/batches`): the runners that work through them.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct BatchSettings {
+    /// Batch runners in this process (0: none; another replica runs them). Each works
+    /// through one batch at a time.
+    #[serde(deserialize_with = "lenient::parse")]
+    pub runners: usize,
+    /// Requests of one batch running at once. One by default: a batch yields to
+    /// interactive requests, which it competes with for the same models.
+    #[serde(deserialize_with = "lenient::parse")]
+    pub concurrency: usize,
+    /// Seconds a runner holds a batch without an answer kept; a stopped runner's batch is
+    /// taken over after this.
+    #[serde(deserialize_with = "lenient::parse")]
+    pub lease_secs: u64,
+    /// Milliseconds an idle runner waits before looking for batches again.
+    #[serde(deserialize_with = "lenient::parse")]
+    pub poll_millis: u64,
+}
+
+impl Default for BatchSettings {
+    fn default() -> Self {
+        Self {
+            runners: 1,
+            concurrency: 1,
+            lease_secs: 600,
+            poll_millis: 1000,
+        }
+    }
+}
+
 /// Webhook deliveries (`POST /v1/webhooks` registers receivers).
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
@@ -902,6 +934,7 @@ pub struct Settings {
     pub quotas: QuotaSettings,
     pub knowledge: KnowledgeSettings,
     pub webhooks: WebhookSettings,
+    pub batches: BatchSettings,
     pub mcp: McpSettings,
     pub metrics: MetricsSettings,
     pub telemetry: TelemetrySettings,
@@ -932,6 +965,7 @@ impl Default for Settings {
             quotas: QuotaSettings::default(),
             knowledge: KnowledgeSettings::default(),
             webhooks: WebhookSettings::default(),
+            batches: BatchSettings::default(),
             mcp: McpSettings::default(),
             metrics: MetricsSettings::default(),
             telemetry: TelemetrySettings::default(),

@@ -346,18 +346,30 @@ impl FileStore for SqlFileStore {
         id: &FileId,
         purpose: FilePurpose,
     ) -> Result<bool, DomainError> {
-        let changed = with_connection!(&self.db, conn => {
-            diesel::update(
-                files::table
-                    .filter(files::organization_id.eq(organization.as_str()))
-                    .filter(files::id.eq(id.as_str())),
-            )
-            .set(files::purpose.eq(purpose.as_str()))
-            .execute(conn)
-            .await
-            .map_err(query_error)?
-        });
-        Ok(changed > 0)
+        with_transaction!(&self.db, conn => {
+            let of_organization = files::table
+                .filter(files::organization_id.eq(organization.as_str()))
+                .filter(files::id.eq(id.as_str()));
+            let changed = diesel::update(of_organization)
+                .set(files::purpose.eq(purpose.as_str()))
+                .execute(conn)
+                .await?;
+            if changed > 0 && !purpose.is_processed() {
+                diesel::delete(file_jobs::table.filter(file_jobs::file_id.eq(id.as_str())))
+                    .execute(conn)
+                    .await?;
+                diesel::update(
+                    of_organization.filter(files::status.eq(FileStatus::Processing.as_str())),
+                )
+                .set((
+                    files::status.eq(FileStatus::Ready.as_str()),
+                    files::progress.eq(100),
+                ))
+                .execute(conn)
+                .await?;
+            }
+            Ok(changed > 0)
+        })
     }
 
     async fn delete(

@@ -20,6 +20,8 @@ mod backend;
 mod batch;
 #[cfg(any(feature = "identity", feature = "chats"))]
 mod batch_connections;
+#[cfg(feature = "batches")]
+mod batches;
 #[cfg(feature = "chats")]
 mod chats;
 #[cfg(feature = "identity")]
@@ -66,6 +68,8 @@ pub use artifacts::SqlArtifactStore;
 #[cfg(feature = "audit")]
 pub use audit_log::SqlAuditStore;
 pub use backend::Backend;
+#[cfg(feature = "batches")]
+pub use batches::SqlBatchStore;
 #[cfg(feature = "chats")]
 pub use chats::SqlChatStore;
 #[cfg(feature = "identity")]

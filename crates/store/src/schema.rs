@@ -338,6 +338,48 @@ diesel::table! {
 }
 
 diesel::table! {
+    batches (id) {
+        id -> Text,
+        organization_id -> Text,
+        owner -> Text,
+        created_by -> Text,
+        endpoint -> Text,
+        input_file_id -> Text,
+        completion_window -> Text,
+        metadata -> Text,
+        status -> Text,
+        errors -> Text,
+        output_file_id -> Nullable<Text>,
+        error_file_id -> Nullable<Text>,
+        total -> Integer,
+        completed -> Integer,
+        failed -> Integer,
+        created_at -> Timestamp,
+        in_progress_at -> Nullable<Timestamp>,
+        expires_at -> Timestamp,
+        finalizing_at -> Nullable<Timestamp>,
+        completed_at -> Nullable<Timestamp>,
+        failed_at -> Nullable<Timestamp>,
+        expired_at -> Nullable<Timestamp>,
+        cancelling_at -> Nullable<Timestamp>,
+        cancelled_at -> Nullable<Timestamp>,
+        leased_by -> Nullable<Text>,
+        leased_until -> Nullable<Timestamp>,
+    }
+}
+
+diesel::table! {
+    batch_results (batch_id, line) {
+        batch_id -> Text,
+        line -> Integer,
+        custom_id -> Text,
+        request_id -> Text,
+        status_code -> Nullable<Integer>,
+        body -> Text,
+    }
+}
+
+diesel::table! {
     dataset_snapshots (dataset_id, version) {
         dataset_id -> Text,
         version -> BigInt,
@@ -440,6 +482,7 @@ diesel::joinable!(dataset_files -> datasets (dataset_id));
 diesel::joinable!(snapshot_files -> files (file_id));
 diesel::joinable!(dataset_snapshots -> datasets (dataset_id));
 diesel::joinable!(webhook_deliveries -> webhooks (webhook_id));
+diesel::joinable!(batch_results -> batches (batch_id));
 
 diesel::allow_tables_to_appear_in_same_query!(
     files,
@@ -452,6 +495,8 @@ diesel::allow_tables_to_appear_in_same_query!(
     snapshot_files,
     index_generations,
 );
+
+diesel::allow_tables_to_appear_in_same_query!(batches, batch_results);
 
 diesel::allow_tables_to_appear_in_same_query!(
     particles,

@@ -17,6 +17,10 @@ use tessera_embed_local::{LocalEmbedder, LocalEmbedderOptions, LocalEmbeddingMod
 use tessera_knowledge::{ChunkingSettings, Embedder};
 
 /// `TESSERA_MODELS_DIR`, else `~/.cache/tessera-models` (what `just models` fills).
+#[allow(
+    dead_code,
+    reason = "not every benchmark that includes this module runs the embedded models"
+)]
 pub fn models_root() -> PathBuf {
     std::env::var_os("TESSERA_MODELS_DIR").map_or_else(
         || {

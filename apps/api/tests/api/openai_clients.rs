@@ -4,7 +4,8 @@
 //! (`tests/openai-clients/check.py`), the `openai` npm package (`openai-node.mjs`), the
 //! Vercel AI SDK with `@ai-sdk/openai-compatible` (`ai-sdk.mjs`) and LangChain's
 //! `ChatOpenAI` (`langchain_tools.py`), and files and vector stores through both `openai`
-//! packages (`vector_stores.py`, `vector-stores-node.mjs`). Each script runs its checks through the client's own
+//! packages (`vector_stores.py`, `vector-stores-node.mjs`), and batches through both
+//! (`batches.py`, `batches-node.mjs`). Each script runs its checks through the client's own
 //! request building and response parsing and exits non-zero on any failure; the server's
 //! side then shows the usage attributed to the key. `just test` installs the clients: the npm packages into
 //! `tests/openai-clients/node_modules`, the Python one into a venv whose interpreter it
@@ -236,6 +237,83 @@ async fn the_openai_python_package_uses_files_and_vector_stores() {
     // The bread file stays.
     the_store_is_gone_and_one_file_stays(&setup, &summary).await;
     setup.app.stop().await;
+}
+
+/// `client.files` and `client.batches` of the `openai` Python package (`batches.py`): a
+/// chat completion batch with one unknown model polled to `completed`, its output and error
+/// files, an embeddings batch, the list, a batch cancelled at once, and the errors; then the
+/// server side: the lines were billed to the key that created the batches.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openai_python_package_runs_batches() {
+    let python = std::env::var("TESSERA_OPENAI_PYTHON")
+        .expect("TESSERA_OPENAI_PYTHON names the venv's Python; `just test` installs it");
+    let setup = setup().await;
+    let mut command = Command::new(python);
+    command.arg(clients_dir().join("batches.py"));
+    let summary = run(&setup, "the openai Python package (batches)", command).await;
+    assert_eq!(
+        summary["chat"]["request_counts"]["completed"], 3,
+        "{summary}"
+    );
+    // The chat batch's three answers and those of the cancelled batch; the two embeddings.
+    let cancelled = summary["cancelled"]["request_counts"]["completed"]
+        .as_u64()
+        .unwrap();
+    batch_lines_are_the_keys(
+        &setup,
+        &[(LOCAL, 3 + cancelled), (&setup.embedding_model, 2)],
+    )
+    .await;
+    setup.app.stop().await;
+}
+
+/// `client.batches` of the `openai` npm package (`batches-node.mjs`): an input uploaded with
+/// `toFile` (the file part before `purpose`), an embeddings batch polled to `completed` and
+/// its output read with `files.content`; each line was billed to the key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openai_npm_package_runs_batches() {
+    let command = node("batches-node.mjs");
+    let setup = setup().await;
+    let summary = run(&setup, "the openai npm package (batches)", command).await;
+    assert_eq!(
+        summary["custom_ids"],
+        json!(["owls", "glaciers", "volcanoes"]),
+        "{summary}"
+    );
+    batch_lines_are_the_keys(&setup, &[(&setup.embedding_model, 3)]).await;
+    setup.app.stop().await;
+}
+
+/// Every usage record is the key's (a batch's lines run as its creator), and each model of
+/// `at_least` has at least that many requests.
+async fn batch_lines_are_the_keys(setup: &Setup, at_least: &[(&str, u64)]) {
+    let usage = ok(
+        setup
+            .app
+            .call(
+                Method::GET,
+                "/v1/usage?groupBy=model&groupBy=user&limit=100",
+                &setup.admin,
+            )
+            .await,
+        200,
+    )
+    .await;
+    let items = usage["items"].as_array().unwrap();
+    for item in items {
+        assert_eq!(item["userId"], json!(setup.key_id), "{usage}");
+    }
+    for (model, requests) in at_least {
+        let counted: u64 = items
+            .iter()
+            .filter(|item| item["modelId"] == json!(model))
+            .map(|item| item["requests"].as_u64().unwrap())
+            .sum();
+        assert!(
+            counted >= *requests,
+            "{model}: {counted} requests, expected at least {requests}: {usage}"
+        );
+    }
 }
 
 /// After a client script: the vector store it deleted through `/openai/v1` is gone from

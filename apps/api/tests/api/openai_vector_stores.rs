@@ -30,7 +30,7 @@ async fn storage_app(backend: Backend) -> TestApp {
 }
 
 /// Posts a multipart form of `(name, file name, bytes)` parts, in order.
-async fn post_form(
+pub(crate) async fn post_form(
     app: &TestApp,
     token: &str,
     parts: &[(&str, Option<&str>, &[u8])],
@@ -130,7 +130,7 @@ async fn files_keep_their_purpose_and_a_refused_one_stores_nothing(backend: Back
     // Refused or missing purposes, before or after the content: nothing is stored.
     for parts in [
         vec![
-            ("purpose", None, &b"batch"[..]),
+            ("purpose", None, &b"batch_output"[..]),
             ("file", Some("a.txt"), &b"text"[..]),
         ],
         vec![
@@ -143,6 +143,18 @@ async fn files_keep_their_purpose_and_a_refused_one_stores_nothing(backend: Back
         assert_eq!(error["param"], "purpose", "{error}");
         assert_eq!(error["type"], "invalid_request_error", "{error}");
     }
+    // A batch's input must be JSON lines.
+    let error = openai_error(
+        post_form(
+            &app,
+            &token,
+            &[("purpose", None, b"batch"), ("file", Some("a.txt"), b"{}")],
+        )
+        .await,
+        400,
+    )
+    .await;
+    assert_eq!(error["param"], "file", "{error}");
     let error = openai_error(
         post_form(&app, &token, &[("purpose", None, b"assistants")]).await,
         400,
@@ -238,7 +250,7 @@ async fn files_keep_their_purpose_and_a_refused_one_stores_nothing(backend: Back
         ("order=asc", "query.order"),
         ("before=file_x", "query.before"),
         ("after=nonsense", "query.after"),
-        ("purpose=batch", "query.purpose"),
+        ("purpose=fine-tune", "query.purpose"),
         ("limit=0", "query.limit"),
     ] {
         let error = openai_error(

@@ -176,6 +176,8 @@ impl TestApp {
     }
 
     pub async fn stop(&self) {
+        // As the binary stops: background work (the batch runners) ends too.
+        self.state.draining.start();
         self.handle.stop(true).await;
     }
 }

@@ -304,3 +304,34 @@ pub async fn files_keep_their_purpose_and_lists_filter_by_it(stores: &impl Knowl
         );
     }
 }
+
+/// A file marked for batches after it was queued is not processed: its job is dropped and
+/// it is ready as stored, so no worker claims it.
+pub async fn a_file_marked_for_batches_leaves_the_processing_queue(stores: &impl KnowledgeStores) {
+    let f = Fixture::new(stores);
+    let acme = f.organization("Acme").await;
+    let input = f.file(&acme, "requests.jsonl", 'd').await;
+    assert!(
+        f.files
+            .set_purpose(&acme, &input.id, FilePurpose::Batch)
+            .await
+            .unwrap()
+    );
+    let stored = f.stored(&input).await;
+    assert_eq!(
+        (
+            stored.purpose,
+            stored.status,
+            stored.progress,
+            stored.chunk_count
+        ),
+        (Some(FilePurpose::Batch), FileStatus::Ready, 100, 0)
+    );
+    assert!(
+        f.files
+            .claim_job("w1", at(1), at(3))
+            .await
+            .unwrap()
+            .is_none()
+    );
+}

@@ -39,6 +39,7 @@ macro_rules! knowledge_store_contract {
         $crate::__tessera_kernel::contract_checks!($factory, $crate;
             files_read_back_and_list_newest_first_within_the_organization,
             files_keep_their_purpose_and_lists_filter_by_it,
+            a_file_marked_for_batches_leaves_the_processing_queue,
             a_ready_event_must_name_the_file_it_is_stored_with,
             duplicate_file_and_dataset_ids_are_refused,
             deleting_a_file_drops_its_chunks_and_its_job,

@@ -103,6 +103,13 @@ impl FileStore for InMemoryKnowledgeStore {
                 return false;
             };
             file.purpose = Some(purpose);
+            if !purpose.is_processed() {
+                if file.status == FileStatus::Processing {
+                    file.status = FileStatus::Ready;
+                    file.progress = 100;
+                }
+                state.jobs.remove(id);
+            }
             true
         }))
     }

@@ -36,7 +36,8 @@ pub struct OpenAiFile {
     /// Unix seconds.
     pub created_at: i64,
     pub filename: String,
-    /// `assistants` or `user_data`; files uploaded through `/v1/files` read as `assistants`.
+    /// `assistants`, `user_data`, `batch` or `batch_output` (a batch's answers); files uploaded
+    /// through `/v1/files` read as `assistants`.
     pub purpose: &'static str,
     /// `uploaded` while processing, `processed` when ready, `error` when processing failed.
     pub status: &'static str,
@@ -151,7 +152,7 @@ pub struct ListFilesQuery {
     pub after: Option<String>,
     /// Not supported: page forwards with `after`.
     pub before: Option<String>,
-    /// `assistants` or `user_data`.
+    /// `assistants`, `user_data`, `batch` or `batch_output`.
     pub purpose: Option<String>,
 }
 
@@ -171,7 +172,11 @@ impl ListFilesQuery {
             .as_deref()
             .map(|text| {
                 FilePurpose::parse(text).ok_or_else(|| {
-                    query_error("purpose", "must be `assistants` or `user_data`", "enum")
+                    query_error(
+                        "purpose",
+                        "must be `assistants`, `user_data`, `batch` or `batch_output`",
+                        "enum",
+                    )
                 })
             })
             .transpose()

@@ -4,6 +4,7 @@
 //! Responses event streams, and OpenAI's error shape.
 
 pub mod attributes;
+pub mod batches;
 pub mod chat;
 pub mod embeddings;
 pub mod error;

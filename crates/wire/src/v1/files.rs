@@ -79,7 +79,7 @@ pub struct ListFiles {
 /// The upload form: one part named `file`, with a file name.
 #[derive(Debug, ToSchema)]
 pub struct UploadForm {
-    /// Documents (`.pdf .docx .txt .csv .json .md`) up to 50 MB, images (`.png .jpg .jpeg
+    /// Documents (`.pdf .docx .txt .jsonl .csv .json .md`) up to 50 MB, images (`.png .jpg .jpeg
     /// .gif .webp`) up to 20 MB. The content must match the extension.
     #[schema(value_type = String, format = Binary)]
     pub file: Vec<u8>,

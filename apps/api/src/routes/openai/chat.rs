@@ -56,45 +56,78 @@ pub async fn create_chat_completion(
     state: web::Data<AppState>,
     ValidJson(body): ValidJson<ChatCompletionRequest>,
 ) -> Result<HttpResponse, ApiError> {
+    let begun = begin(&state, &caller, body).await?;
+    let mut builder = HttpResponse::Ok();
+    builder.insert_header(("Cache-Control", "no-cache"));
+    if !begun.stateless {
+        builder.insert_header(("X-Chat-Id", begun.chat.to_string()));
+    }
+    if begun.stream {
+        let encoder = Encoder::OpenAi(ChunkEncoder::new(
+            begun.id,
+            begun.created,
+            begun.model,
+            begun.include_usage,
+            failure,
+        ));
+        let body = chat_stream::body(begun.events, encoder, HEARTBEAT);
+        return Ok(chat_stream::sse(Format::OpenAi, &mut builder, body));
+    }
+    Ok(builder.json(whole(begun).await?))
+}
+
+/// A completion whose generation began.
+struct Begun {
+    id: String,
+    created: i64,
+    model: String,
+    chat: tessera_chats::ChatId,
+    positions: Vec<usize>,
+    stateless: bool,
+    stream: bool,
+    include_usage: bool,
+    events: tessera_chats::EventStream,
+}
+
+/// Checks the request and begins its generation.
+async fn begin(
+    state: &AppState,
+    caller: &Caller,
+    body: ChatCompletionRequest,
+) -> Result<Begun, ApiError> {
     let model = body.model.clone();
     let translated = body.translate().map_err(ApiError::validation)?;
     let positions = translated.positions;
     let stateless = translated.request.stateless;
-    let running = start_completion_as(&state, &caller, translated.request, |error| {
+    let running = start_completion_as(state, caller, translated.request, |error| {
         completion_error(error, &model, &positions)
     })
     .await?;
-    let id = completion_id(&running.message_id);
-    let created = unix(running.chat.created_at);
-    let chat = running.chat.id.clone();
+    Ok(Begun {
+        id: completion_id(&running.message_id),
+        created: unix(running.chat.created_at),
+        chat: running.chat.id.clone(),
+        model,
+        positions,
+        stateless,
+        stream: translated.stream,
+        include_usage: translated.include_usage,
+        events: running.events,
+    })
+}
 
-    let mut builder = HttpResponse::Ok();
-    builder.insert_header(("Cache-Control", "no-cache"));
-    if !stateless {
-        builder.insert_header(("X-Chat-Id", chat.to_string()));
-    }
-    if translated.stream {
-        let encoder = Encoder::OpenAi(ChunkEncoder::new(
-            id,
-            created,
-            model,
-            translated.include_usage,
-            failure,
-        ));
-        let body = chat_stream::body(running.events, encoder, HEARTBEAT);
-        return Ok(chat_stream::sse(Format::OpenAi, &mut builder, body));
-    }
-
-    let outcome = chat_stream::final_event(running.events).await;
+/// The completion once its generation ended.
+async fn whole(begun: Begun) -> Result<ChatCompletion, ApiError> {
+    let outcome = chat_stream::final_event(begun.events).await;
     let message = match outcome.as_deref() {
         Some(GenerationEvent::Finished(message)) => message,
         // The chat keeps what was said: its `Location` goes with the error (issue 61).
         Some(GenerationEvent::Failed(error)) => {
-            let problem = completion_error(error.clone(), &model, &positions);
-            return Err(if stateless {
+            let problem = completion_error(error.clone(), &begun.model, &begun.positions);
+            return Err(if begun.stateless {
                 problem
             } else {
-                problem.with_location(format!("/v1/chats/{chat}"))
+                problem.with_location(format!("/v1/chats/{}", begun.chat))
             });
         }
         _ => {
@@ -105,5 +138,19 @@ pub async fn create_chat_completion(
             ));
         }
     };
-    Ok(builder.json(ChatCompletion::of(id, created, model, message)))
+    Ok(ChatCompletion::of(
+        begun.id,
+        begun.created,
+        begun.model,
+        message,
+    ))
+}
+
+/// A completion answered whole, as a batch's line asks for it (a line cannot stream).
+pub async fn complete_whole(
+    state: &AppState,
+    caller: &Caller,
+    body: ChatCompletionRequest,
+) -> Result<ChatCompletion, ApiError> {
+    whole(begin(state, caller, body).await?).await
 }

@@ -31,6 +31,15 @@ pub async fn create_embeddings(
     state: web::Data<AppState>,
     ValidJson(body): ValidJson<CreateEmbedding>,
 ) -> Result<web::Json<EmbeddingList>, ApiError> {
+    Ok(web::Json(embed(&state, &caller, body).await?))
+}
+
+/// The embeddings of a request (also a batch's line).
+pub async fn embed(
+    state: &AppState,
+    caller: &Caller,
+    body: CreateEmbedding,
+) -> Result<EmbeddingList, ApiError> {
     let Some(service) = &state.embeddings else {
         return Err(ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -55,5 +64,5 @@ pub async fn create_embeddings(
             EmbeddingError::UnknownModel(model) => model_not_found(&model),
             other => DomainError::from(other).into(),
         })?;
-    Ok(web::Json(EmbeddingList::of(embedded, format)))
+    Ok(EmbeddingList::of(embedded, format))
 }

@@ -1,6 +1,6 @@
 //! `/openai/v1/files`: OpenAI's file API over the knowledge domain's files (the same
 //! records as `/v1/files`, processed for search the same way). An upload names its
-//! `purpose` (`assistants` or `user_data`) before or after the content; a refused or missing
+//! `purpose` (`assistants`, `user_data` or `batch`) before or after the content; a refused or missing
 //! purpose stores nothing. A file a vector store (dataset) holds is not deleted (409).
 
 use actix_multipart::Multipart;
@@ -48,27 +48,42 @@ async fn read_purpose(field: actix_multipart::Field) -> Result<FilePurpose, ApiE
         }
     }
     let text = String::from_utf8_lossy(&bytes);
-    FilePurpose::parse(text.trim()).ok_or_else(|| {
-        field_error(
-            "purpose",
-            format!(
-                "`{}` is not accepted: `assistants` or `user_data` (batches are not supported yet)",
-                text.trim()
-            ),
-            "enum",
-        )
-    })
+    FilePurpose::parse(text.trim())
+        .filter(|purpose| *purpose != FilePurpose::BatchOutput)
+        .ok_or_else(|| {
+            field_error(
+                "purpose",
+                format!(
+                    "`{}` is not accepted: `assistants`, `user_data` or `batch`",
+                    text.trim()
+                ),
+                "enum",
+            )
+        })
 }
 
-/// Upload a file for vector stores (`assistants`) or model input (`user_data`). Documents
-/// are processed in the background: `status` is `uploaded`, then `processed` or `error`.
+/// A batch's input must be JSON Lines, named so.
+fn check_batch_name(purpose: FilePurpose, file: &StoredFile) -> Result<(), ApiError> {
+    if purpose == FilePurpose::Batch && !file.name.to_ascii_lowercase().ends_with(".jsonl") {
+        return Err(field_error(
+            "file",
+            "a file for batches must be a `.jsonl` file (one request a line)",
+            "value_error",
+        ));
+    }
+    Ok(())
+}
+
+/// Upload a file for vector stores (`assistants`), model input (`user_data`) or a batch's
+/// requests (`batch`, a `.jsonl` file, stored as it is). Documents for the first two are
+/// processed in the background: `status` is `uploaded`, then `processed` or `error`.
 #[utoipa::path(
     tag = "OpenAI",
     operation_id = "openaiCreateFile",
     request_body(content = tessera_wire::v1::files::UploadForm, content_type = "multipart/form-data", description = "A `file` part with a file name and a `purpose` part"),
     responses(
         (status = 200, description = "Stored; processing has started", body = OpenAiFile),
-        (status = 400, description = "No `file` or `purpose`, an unaccepted purpose, an empty file, an interrupted upload, a file larger than its format's limit (`file_too_large`), an extension not accepted or content not matching it (`unsupported_file_type`, `content_mismatch`), or a body that is not multipart: OpenAI's statuses make each a 400", body = OpenAiError)
+        (status = 400, description = "No `file` or `purpose`, an unaccepted purpose, a batch file not named `.jsonl`, an empty file, an interrupted upload, a file larger than its format's limit (`file_too_large`), an extension not accepted or content not matching it (`unsupported_file_type`, `content_mismatch`), or a body that is not multipart: OpenAI's statuses make each a 400", body = OpenAiError)
     )
 )]
 #[post("/openai/v1/files")]
@@ -124,6 +139,10 @@ pub async fn create_file(
             }));
         }
     };
+    if let Err(refused) = check_batch_name(purpose, &file) {
+        state.knowledge.files.delete(&who, &file.id).await?;
+        return Err(refused);
+    }
     if file.purpose != Some(purpose) {
         state
             .knowledge

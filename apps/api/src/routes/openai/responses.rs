@@ -177,6 +177,47 @@ pub async fn create_response(
     state: web::Data<AppState>,
     ValidJson(body): ValidJson<CreateResponse>,
 ) -> Result<HttpResponse, ApiError> {
+    let begun = begin(&state, &caller, body).await?;
+    if begun.echo.background {
+        let queued = response(
+            &begun.id,
+            begun.created_at,
+            &begun.echo,
+            Status::Queued,
+            None,
+            None,
+        );
+        return Ok(HttpResponse::Ok().json(queued));
+    }
+    if begun.stream {
+        let encoder = Encoder::Responses(Box::new(ResponseEncoder::new(
+            begun.id,
+            begun.created_at,
+            begun.echo,
+            begun.message_id,
+            failure,
+        )));
+        let body = chat_stream::body(begun.events, encoder, HEARTBEAT);
+        let mut builder = HttpResponse::Ok();
+        builder.insert_header(("Cache-Control", "no-cache"));
+        return Ok(chat_stream::sse(Format::OpenAi, &mut builder, body));
+    }
+    Ok(HttpResponse::Ok().json(whole(begun).await?))
+}
+
+/// A response whose generation began.
+struct Begun {
+    id: String,
+    created_at: i64,
+    echo: tessera_wire::openai::response_object::Echo,
+    message_id: MessageId,
+    events: tessera_chats::EventStream,
+    stream: bool,
+    model: String,
+}
+
+/// Checks the request and begins its generation.
+async fn begin(state: &AppState, caller: &Caller, body: CreateResponse) -> Result<Begun, ApiError> {
     let model = body.model.clone();
     let mut translated = body.translate().map_err(|error| match error {
         Untranslatable::Invalid(fields) => ApiError::validation(fields),
@@ -185,10 +226,10 @@ pub async fn create_response(
     if let (Some(continues), Some(previous)) =
         (&translated.continues, &translated.echo.previous_response_id)
     {
-        check_latest(&state, &caller, previous, continues).await?;
+        check_latest(state, caller, previous, continues).await?;
     }
-    prepare_search(&state, &caller, &mut translated).await?;
-    let running = start_completion(&state, &caller, translated.request)
+    prepare_search(state, caller, &mut translated).await?;
+    let running = start_completion(state, caller, translated.request)
         .await
         .map_err(|error| located_model(error, &model))?;
     let Running {
@@ -197,44 +238,48 @@ pub async fn create_response(
         events,
         ..
     } = running;
-    let id = response_id(&chat.id, &message_id);
-    // When the chat accepted this turn: the stored response's time until its answer is stored.
-    let created_at = unix(chat.updated_at);
-    let echo = translated.echo;
+    Ok(Begun {
+        id: response_id(&chat.id, &message_id),
+        // When the chat accepted this turn: the stored response's time until its answer is
+        // stored.
+        created_at: unix(chat.updated_at),
+        echo: translated.echo,
+        message_id,
+        events,
+        stream: translated.stream,
+        model,
+    })
+}
 
-    if echo.background {
-        let queued = response(&id, created_at, &echo, Status::Queued, None, None);
-        return Ok(HttpResponse::Ok().json(queued));
-    }
-    if translated.stream {
-        let encoder = Encoder::Responses(Box::new(ResponseEncoder::new(
-            id, created_at, echo, message_id, failure,
-        )));
-        let body = chat_stream::body(events, encoder, HEARTBEAT);
-        let mut builder = HttpResponse::Ok();
-        builder.insert_header(("Cache-Control", "no-cache"));
-        return Ok(chat_stream::sse(Format::OpenAi, &mut builder, body));
-    }
-    let outcome = chat_stream::final_event(events).await;
+/// The response once its generation ended.
+async fn whole(begun: Begun) -> Result<serde_json::Value, ApiError> {
+    let outcome = chat_stream::final_event(begun.events).await;
     match outcome.as_deref() {
-        Some(GenerationEvent::Finished(message)) => {
-            let status = Status::of(message);
-            Ok(HttpResponse::Ok().json(response(
-                &id,
-                created_at,
-                &echo,
-                status,
-                Some(message),
-                None,
-            )))
-        }
-        Some(GenerationEvent::Failed(error)) => Err(response_error(error.clone(), &model)),
+        Some(GenerationEvent::Finished(message)) => Ok(response(
+            &begun.id,
+            begun.created_at,
+            &begun.echo,
+            Status::of(message),
+            Some(message),
+            None,
+        )),
+        Some(GenerationEvent::Failed(error)) => Err(response_error(error.clone(), &begun.model)),
         _ => Err(ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "internal_error",
             "the generation ended without an answer",
         )),
     }
+}
+
+/// A response answered whole, as a batch's line asks for it (a line cannot stream, and a
+/// batch runs in the background already).
+pub async fn respond_whole(
+    state: &AppState,
+    caller: &Caller,
+    body: CreateResponse,
+) -> Result<serde_json::Value, ApiError> {
+    whole(begin(state, caller, body).await?).await
 }
 
 /// `start_completion` answers an unknown model as the chats API does; here it is OpenAI's

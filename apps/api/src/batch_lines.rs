@@ -1,0 +1,97 @@
+//! A batch's lines answered by the same code as their endpoints, without HTTP: each body is
+//! parsed and checked as the endpoint's JSON body is, then runs as the batch's creator
+//! through `/openai/v1/chat/completions`', `/openai/v1/embeddings`' or
+//! `/openai/v1/responses`' pipeline (scopes, budgets, usage, audit alike). A failure is
+//! kept as the OpenAI error the endpoint would have answered. While the process drains for
+//! shutdown no line runs: the batch is taken up again after the restart.
+
+use async_trait::async_trait;
+use serde::Serialize;
+use serde_json::{Map, Value};
+use tessera_batches::{BatchEndpoint, LineExecutor, LineResponse};
+use tessera_kernel::Principal;
+use tessera_wire::{openai::error::translate, parse};
+
+use crate::{
+    access::Caller,
+    problem::ApiError,
+    routes::openai::{chat, embeddings, responses},
+    state::AppState,
+};
+
+/// The serving process's pipelines, as a batch runner's line executor.
+pub struct PipelineLines(pub AppState);
+
+/// The scope each endpoint's route asks for.
+const INVOKE: &str = "chats:invoke";
+
+#[async_trait]
+impl LineExecutor for PipelineLines {
+    async fn execute(
+        &self,
+        owner: &Principal,
+        endpoint: BatchEndpoint,
+        body: Map<String, Value>,
+    ) -> Option<LineResponse> {
+        if self.0.draining.is_draining() {
+            return None;
+        }
+        let caller = Caller(owner.clone());
+        let answered = match caller.require(INVOKE) {
+            Err(refused) => Err(refused),
+            Ok(()) => self.answer(&caller, endpoint, &Value::Object(body)).await,
+        };
+        Some(match answered {
+            Ok(body) => LineResponse {
+                status_code: 200,
+                body,
+            },
+            Err(problem) => {
+                let (status, error) = translate(problem.status.as_u16(), &problem.body());
+                LineResponse {
+                    status_code: status,
+                    body: serde_json::to_value(&error).unwrap_or(Value::Null),
+                }
+            }
+        })
+    }
+
+    fn stopping(&self) -> bool {
+        self.0.draining.is_draining()
+    }
+}
+
+impl PipelineLines {
+    async fn answer(
+        &self,
+        caller: &Caller,
+        endpoint: BatchEndpoint,
+        body: &Value,
+    ) -> Result<Value, ApiError> {
+        // The endpoint's own parsing and checks, on the line's body as bytes.
+        let bytes = serde_json::to_vec(body).unwrap_or_default();
+        let state = &self.0;
+        match endpoint {
+            BatchEndpoint::ChatCompletions => {
+                let request = parse::json(&bytes)?;
+                json_of(&chat::complete_whole(state, caller, request).await?)
+            }
+            BatchEndpoint::Embeddings => {
+                let request = parse::json(&bytes)?;
+                json_of(&embeddings::embed(state, caller, request).await?)
+            }
+            BatchEndpoint::Responses => {
+                let request = parse::json(&bytes)?;
+                responses::respond_whole(state, caller, request).await
+            }
+        }
+    }
+}
+
+fn json_of(answer: &impl Serialize) -> Result<Value, ApiError> {
+    serde_json::to_value(answer).map_err(|error| {
+        ApiError::from(tessera_kernel::DomainError::internal(format!(
+            "a batch line's answer: {error}"
+        )))
+    })
+}

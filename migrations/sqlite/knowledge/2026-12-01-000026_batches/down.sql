@@ -1,0 +1,2 @@
+DROP TABLE batch_results;
+DROP TABLE batches;
