@@ -47,7 +47,7 @@ pub struct ResponseEncoder {
     /// The passages the answer is grounded on: its text's citations name their files.
     sources: Vec<Source>,
     /// Whether the `file_search_call` item was sent.
-    searched: bool,
+    search_shown: bool,
     failure: Failure,
 }
 
@@ -71,7 +71,7 @@ impl ResponseEncoder {
             text: None,
             calls: Vec::new(),
             sources: Vec::new(),
-            searched: false,
+            search_shown: false,
             failure,
         }
     }
@@ -137,8 +137,8 @@ impl ResponseEncoder {
     }
 
     /// The search the passages came from, as one item: it ran before the model began.
-    fn searched(&mut self, out: &mut Vec<String>, sources: &[Source]) {
-        self.searched = true;
+    fn show_search(&mut self, out: &mut Vec<String>, sources: &[Source]) {
+        self.search_shown = true;
         self.sources = sources.to_vec();
         let output_index = self.outputs;
         self.outputs += 1;
@@ -199,8 +199,8 @@ impl ResponseEncoder {
         }
         // The tool's search found nothing (no sources come): its item is shown all the same.
         let sources_come = matches!(event, GenerationEvent::Sources(_));
-        if self.echo.file_search.is_some() && !self.searched && !sources_come {
-            self.searched(&mut out, &[]);
+        if self.echo.file_search.is_some() && !self.search_shown && !sources_come {
+            self.show_search(&mut out, &[]);
         }
         match event {
             GenerationEvent::Delta(ChatEvent::TextDelta(delta)) => {
@@ -280,7 +280,7 @@ impl ResponseEncoder {
                 }
             }
             // Reasoning arrives whole on the final response; server-run tools stay inside.
-            GenerationEvent::Sources(sources) => self.searched(&mut out, sources),
+            GenerationEvent::Sources(sources) => self.show_search(&mut out, sources),
             GenerationEvent::Delta(
                 ChatEvent::ReasoningDelta(_) | ChatEvent::Finish { .. } | ChatEvent::Routed(_),
             )
