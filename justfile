@@ -116,6 +116,10 @@ test:
     cargo nextest run --workspace --no-fail-fast
     cargo test --doc --workspace --quiet
 
+# The fast tier: every test that needs no database, network service, model file or interpreter (nextest's `unit` profile names what it leaves out), for a machine with the Rust toolchain only
+test-unit:
+    cargo nextest run --workspace --profile unit
+
 # Benchmarks (release build); figures are printed as ratios against an in-run baseline
 bench:
     #!/usr/bin/env bash

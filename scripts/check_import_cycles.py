@@ -42,13 +42,14 @@ def strip(text: str) -> str:
 
 def use_paths(tree: str) -> list[tuple[list[str], str]]:
     """A use tree expanded: each (path, local name) it brings in; `*` and `self` kept."""
-    tree = re.sub(r"\s+", "", tree)
+    # `as` is a word between spaces; mark it before the spaces go, or `datasets` reads as an alias.
+    tree = re.sub(r"\s+", "", re.sub(r"\s+as\s+", "@", tree))
     out: list[tuple[list[str], str]] = []
 
     def walk(prefix: list[str], part: str) -> None:
         brace = part.find("{")
         if brace == -1:
-            name, _, alias = part.partition("as")
+            name, _, alias = part.partition("@")
             segments = [s for s in name.split("::") if s]
             if not segments:
                 return

@@ -46,6 +46,13 @@ class UseTrees(unittest.TestCase):
             ],
         )
 
+    def test_names_holding_as_are_not_aliases(self):
+        paths = use_paths("crate::routes::{datasets, base as Basis}")
+        self.assertEqual(
+            paths,
+            [(["crate", "routes", "datasets"], "datasets"), (["crate", "routes", "base"], "Basis")],
+        )
+
 
 class Graph(unittest.TestCase):
     def test_two_files_that_use_each_other_are_a_cycle(self):

@@ -5,32 +5,21 @@
 //! every entry is enforced.
 
 use actix_web::{
-    Error, FromRequest, HttpMessage, HttpRequest, ResponseError,
+    Error, HttpMessage, ResponseError,
     body::BoxBody,
-    dev::{Payload, ServiceRequest, ServiceResponse},
+    dev::{ServiceRequest, ServiceResponse},
     http::{StatusCode, header},
     middleware::Next,
     web,
 };
 use tessera_identity::{IdentityError, TokenError};
-use tessera_kernel::{Principal, Scope};
+use tessera_kernel::Scope;
 
 use crate::{
     problem::ApiError,
-    routes::{Operation, operations},
+    routes::{Access, Operation, operations},
     state::AppState,
 };
-
-/// What a route requires of its caller.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Access {
-    /// No token (health, token issuing, discovery).
-    Public,
-    /// Any valid token of the organization.
-    Authenticated,
-    /// A valid token holding this scope (or one that implies it).
-    Scope(&'static str),
-}
 
 /// The one path parameter that takes the rest of the path: catalog model ids contain a
 /// slash (`local/smollm2-135m-instruct`), and OpenAI clients put them in the path as is.
@@ -265,57 +254,6 @@ async fn with_limit(
     let mut response = next.call(req).await?;
     crate::rate_limit::set_headers(response.headers_mut(), &decision);
     Ok(response)
-}
-
-/// The authenticated principal of the request (set by `authorize`).
-#[derive(Debug, Clone)]
-pub struct Caller(pub Principal);
-
-impl Caller {
-    /// Who the audit records of this request's changes name.
-    pub fn actor(&self) -> tessera_kernel::Actor {
-        tessera_kernel::Actor::Principal(self.0.clone())
-    }
-
-    /// 403 `insufficient_scope` unless the caller holds `scope`, for an operation that
-    /// needs a second scope in some requests only (the route table names the first).
-    pub fn require(&self, scope: &'static str) -> Result<(), ApiError> {
-        let allowed = scope
-            .parse::<tessera_kernel::Scope>()
-            .is_ok_and(|needed| self.0.can(&needed));
-        if allowed {
-            Ok(())
-        } else {
-            Err(ApiError::new(
-                StatusCode::FORBIDDEN,
-                "insufficient_scope",
-                format!("this request also needs the `{scope}` scope"),
-            ))
-        }
-    }
-}
-
-impl FromRequest for Caller {
-    type Error = ApiError;
-    type Future = std::future::Ready<Result<Self, ApiError>>;
-
-    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        // Absent only if a handler needing a caller was declared public: fail closed. The
-        // principal carries the request's origin, for the audit records of its changes.
-        std::future::ready(
-            req.extensions()
-                .get::<Principal>()
-                .cloned()
-                .map(|principal| Caller(principal.with_origin(crate::origin::origin_of(req))))
-                .ok_or_else(|| {
-                    ApiError::new(
-                        StatusCode::UNAUTHORIZED,
-                        "missing_token",
-                        "this operation needs `Authorization: Bearer <access token>`",
-                    )
-                }),
-        )
-    }
 }
 
 #[cfg(test)]

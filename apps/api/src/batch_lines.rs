@@ -2,18 +2,21 @@
 //! parsed and checked as the endpoint's JSON body is, then runs as the batch's creator
 //! through `/openai/v1/chat/completions`', `/openai/v1/embeddings`' or
 //! `/openai/v1/responses`' pipeline (scopes, budgets, usage, audit alike). A failure is
-//! kept as the OpenAI error the endpoint would have answered. While the process drains for
+//! kept as the OpenAI error the endpoint would have answered; once the creator's API key or
+//! client is revoked or expires, the remaining lines are refused as its requests would be. While the process drains for
 //! shutdown no line runs: the batch is taken up again after the restart.
 
+use actix_web::http::StatusCode;
 use async_trait::async_trait;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use tessera_batches::{BatchEndpoint, LineExecutor, LineResponse};
+use tessera_identity::{IdentityError, TokenError};
 use tessera_kernel::Principal;
 use tessera_wire::{openai::error::translate, parse};
 
 use crate::{
-    access::Caller,
+    caller::Caller,
     problem::ApiError,
     routes::openai::{chat, embeddings, responses},
     state::AppState,
@@ -37,9 +40,12 @@ impl LineExecutor for PipelineLines {
             return None;
         }
         let caller = Caller(owner.clone());
-        let answered = match caller.require(INVOKE) {
+        let answered = match self.standing(owner).await? {
             Err(refused) => Err(refused),
-            Ok(()) => self.answer(&caller, endpoint, &Value::Object(body)).await,
+            Ok(()) => match caller.require(INVOKE) {
+                Err(refused) => Err(refused),
+                Ok(()) => self.answer(&caller, endpoint, &Value::Object(body)).await,
+            },
         };
         Some(match answered {
             Ok(body) => LineResponse {
@@ -62,6 +68,23 @@ impl LineExecutor for PipelineLines {
 }
 
 impl PipelineLines {
+    /// Whether the batch's creator still stands, checked before every line as the access
+    /// middleware checks every request: a revoked or expired API key or client answers its
+    /// remaining lines 401 `invalid_token`. `None` when that cannot be told now (the store
+    /// is unavailable): the line is not run, and the batch is taken up again later.
+    async fn standing(&self, owner: &Principal) -> Option<Result<(), ApiError>> {
+        match self.0.identity.still_stands(owner).await {
+            Ok(()) => Some(Ok(())),
+            Err(IdentityError::InvalidToken(TokenError::Unavailable))
+            | Err(IdentityError::Domain(_)) => None,
+            Err(error) => Some(Err(ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "invalid_token",
+                format!("the batch's creator no longer authenticates: {error}"),
+            ))),
+        }
+    }
+
     async fn answer(
         &self,
         caller: &Caller,

@@ -7,6 +7,8 @@
 
 pub mod access;
 pub mod batch_lines;
+pub mod caller;
+pub mod completion;
 pub mod mcp_endpoint;
 pub mod metrics;
 pub mod middleware;

@@ -16,7 +16,7 @@
 //! which is sound only on a CPU that has them, so it is made only after the CPU was checked
 //! at run time. The kernels themselves use the safe intrinsics and bounds-checked slices.
 
-use crate::precision::{Kernel, run_portable};
+use crate::kernel::{Kernel, run_portable};
 
 /// Whether this CPU has AVX2 and FMA (checked once, then cached by the standard library).
 pub(crate) fn available() -> bool {
@@ -53,10 +53,9 @@ mod x86 {
 
     use super::Kernel;
     use crate::{
-        attention::attend_text,
         fastmath::Fused,
         int8::{MR, NR},
-        precision::run_with,
+        kernel::{attend_text, run_with},
     };
 
     /// Rows of the tile summed at once.

@@ -14,7 +14,7 @@
 //! time. The kernels themselves use the safe intrinsics and
 //! bounds-checked slices.
 
-use crate::precision::{Kernel, run_portable};
+use crate::kernel::{Kernel, run_portable};
 
 /// Whether this CPU has AVX-512 F, BW and VNNI (checked once, then cached by the standard
 /// library).
@@ -53,10 +53,9 @@ mod x86 {
 
     use super::Kernel;
     use crate::{
-        attention::attend_text,
         fastmath::Fused,
         int8::{MR, NR},
-        precision::run_with,
+        kernel::{attend_text, run_with},
     };
 
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]

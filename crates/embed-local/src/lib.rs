@@ -33,6 +33,7 @@ mod error;
 mod fastmath;
 mod files;
 mod int8;
+mod kernel;
 mod late_interaction;
 mod model;
 mod norm;

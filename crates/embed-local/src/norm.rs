@@ -1,16 +1,16 @@
 //! BERT's layer normalisation, with the residual it follows added in the same pass: one read
 //! of the two inputs and one write per row, where an addition then candle's layer norm make
-//! two passes and an intermediate tensor. Each row's sums run in independent lanes, so they
-//! vectorize; compiled with the encoder's other kernels for the best CPU extensions present.
+//! two passes and an intermediate tensor. Rows run in parallel, in tasks, each through
+//! [`run`] on the best build of the kernel (`kernel/norm.rs`) this CPU has.
 
 use candle_core::{Result, Tensor, bail};
 use candle_nn::VarBuilder;
 
 use crate::{
     cpu::with_values,
-    fastmath::{MulAdd, fold_lanes},
+    kernel::{Kernel, NormParameters},
     parallel::for_each,
-    precision::{Accelerator, Kernel, run},
+    precision::{Accelerator, run},
 };
 
 /// Rows normalised per task.
@@ -21,14 +21,6 @@ pub(crate) struct LayerNorm {
     weight: Vec<f32>,
     bias: Vec<f32>,
     eps: f32,
-}
-
-/// The parameters of one layer norm as a kernel reads them.
-#[derive(Clone, Copy)]
-pub(crate) struct NormParameters<'a> {
-    pub(crate) weight: &'a [f32],
-    pub(crate) bias: &'a [f32],
-    pub(crate) eps: f32,
 }
 
 impl LayerNorm {
@@ -118,39 +110,6 @@ impl LayerNorm {
             );
         });
         Ok(())
-    }
-}
-
-/// Each row of `x` (plus `residual`) normalised into `out`. Inlined into [`run`]'s builds.
-#[inline(always)]
-pub(crate) fn normalize_rows<M: MulAdd>(
-    x: &[f32],
-    residual: Option<&[f32]>,
-    parameters: NormParameters<'_>,
-    out: &mut [f32],
-) {
-    let size = parameters.weight.len();
-    for (row, out) in out.chunks_exact_mut(size).enumerate() {
-        let x = &x[row * size..(row + 1) * size];
-        match residual {
-            Some(residual) => {
-                let residual = &residual[row * size..(row + 1) * size];
-                for ((out, &x), &r) in out.iter_mut().zip(x).zip(residual) {
-                    *out = x + r;
-                }
-            }
-            None => out.copy_from_slice(x),
-        }
-        let mean = fold_lanes(out, 0.0, |v| v, |a, b| a + b) / size as f32;
-        for value in out.iter_mut() {
-            *value -= mean;
-        }
-        let variance = fold_lanes(out, 0.0, |v| v * v, |a, b| a + b) / size as f32;
-        let scale = 1.0 / (variance + parameters.eps).sqrt();
-        for ((value, &weight), &bias) in out.iter_mut().zip(parameters.weight).zip(parameters.bias)
-        {
-            *value = M::mul_add(*value * scale, weight, bias);
-        }
     }
 }
 

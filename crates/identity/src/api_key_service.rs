@@ -232,6 +232,29 @@ impl ApiKeyService {
         }
     }
 
+    /// `Ok` while the organization's key `id` is neither revoked (`UnknownApiKey`) nor
+    /// expired (`ApiKeyExpired`); `Unavailable` when the store cannot answer. For work that
+    /// runs later as the key (see `IdentityService::still_stands`).
+    pub async fn still_active(
+        &self,
+        organization: &OrganizationId,
+        id: &ApiKeyId,
+    ) -> Result<(), TokenError> {
+        let key = self
+            .store
+            .get(organization, id)
+            .await
+            .map_err(|_| TokenError::Unavailable)?
+            .ok_or(TokenError::UnknownApiKey)?;
+        if key.is_revoked() {
+            return Err(TokenError::UnknownApiKey);
+        }
+        if key.is_expired(self.clock.now()) {
+            return Err(TokenError::ApiKeyExpired);
+        }
+        Ok(())
+    }
+
     /// Turns a presented key into the principal it stands for: the key itself, in its
     /// organization, with its scopes. Unknown and revoked keys are refused alike.
     pub async fn authenticate(&self, token: &str) -> Result<Principal, TokenError> {

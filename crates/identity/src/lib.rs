@@ -27,7 +27,9 @@ pub use tessera_kernel as __tessera_kernel;
 pub mod memory;
 mod ports;
 mod refusal;
+mod refusal_recording;
 mod service;
+mod standing;
 
 pub use api_key::{
     ApiKey, ApiKeyHash, ApiKeyId, ApiKeySecret, MAX_API_KEY_NAME_CHARS, MAX_API_KEY_SCOPES,

@@ -4,11 +4,11 @@
 //! and requests that were authenticated but asked for too much (`invalid_scope`) are not
 //! refusals of a credential and are not recorded.
 
-use std::{fmt::Display, sync::Arc};
+use std::fmt::Display;
 
-use tessera_kernel::{AuditRecord, OrganizationId, Origin, Principal};
+use tessera_kernel::{AuditRecord, OrganizationId, Origin};
 
-use crate::{ClientSecret, IdentityError, IdentityService, IssuedToken, RefusalLog, TokenError};
+use crate::{IdentityError, TokenError};
 
 /// A failed authentication and what is known about who attempted it.
 #[derive(Debug)]
@@ -63,7 +63,11 @@ impl Refusal {
     }
 
     /// The audit record of this refusal, unless it is not one to record.
-    fn record(&self, origin: &Origin, now: chrono::DateTime<chrono::Utc>) -> Option<AuditRecord> {
+    pub(crate) fn record(
+        &self,
+        origin: &Origin,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Option<AuditRecord> {
         let credential = self.credential?;
         if matches!(
             self.error,
@@ -78,59 +82,5 @@ impl Refusal {
             Some(origin),
             now,
         ))
-    }
-}
-
-impl IdentityService {
-    /// Record refused credentials in `log` (see `authenticate_from`, `issue_token_from`).
-    pub fn with_refusal_log(mut self, log: Arc<dyn RefusalLog>) -> Self {
-        self.refusals = Some(log);
-        self
-    }
-
-    /// `authenticate`, recording a refused credential, with the request's origin, in the
-    /// refusal log when one is set. A failure to record is logged, never the request's.
-    pub async fn authenticate_from(
-        &self,
-        token: &str,
-        origin: &Origin,
-    ) -> Result<Principal, IdentityError> {
-        match self.authenticate_attributed(token).await {
-            Ok(principal) => Ok(principal),
-            Err(refusal) => {
-                self.note(&refusal, origin).await;
-                Err(refusal.error)
-            }
-        }
-    }
-
-    /// `issue_token`, recording a refused client credential like `authenticate_from`.
-    pub async fn issue_token_from(
-        &self,
-        client_id: &str,
-        secret: &ClientSecret,
-        requested_scope: Option<&str>,
-        origin: &Origin,
-    ) -> Result<IssuedToken, IdentityError> {
-        match self
-            .issue_token_attributed(client_id, secret, requested_scope)
-            .await
-        {
-            Ok(issued) => Ok(issued),
-            Err(refusal) => {
-                self.note(&refusal, origin).await;
-                Err(refusal.error)
-            }
-        }
-    }
-
-    async fn note(&self, refusal: &Refusal, origin: &Origin) {
-        let Some(log) = &self.refusals else { return };
-        let Some(record) = refusal.record(origin, self.clock.now()) else {
-            return;
-        };
-        if let Err(error) = log.record(&record).await {
-            tracing::warn!(%error, "refused credential not recorded in the audit log");
-        }
     }
 }

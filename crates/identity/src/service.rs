@@ -34,7 +34,7 @@ const CURSOR_LIST: &str = "clients";
 /// Manages API clients and issues and checks their access tokens.
 #[derive(Clone)]
 pub struct IdentityService {
-    clients: Arc<dyn ClientStore>,
+    pub(crate) clients: Arc<dyn ClientStore>,
     hasher: Arc<dyn SecretHasher>,
     signer: Arc<dyn TokenSigner>,
     verifier: Arc<dyn TokenVerifier>,
@@ -45,7 +45,7 @@ pub struct IdentityService {
     /// When set, session tokens must name an organization that exists here.
     organizations: Option<Arc<dyn OrganizationStore>>,
     /// When set, `tsk_…` API keys are accepted as bearer credentials.
-    api_keys: Option<ApiKeyService>,
+    pub(crate) api_keys: Option<ApiKeyService>,
     /// When set, refused credentials are recorded there (`authenticate_from`, `issue_token_from`).
     pub(crate) refusals: Option<Arc<dyn RefusalLog>>,
 }

@@ -5,9 +5,10 @@
 //! changes the row) and its lease (`leases`), and finishes in one transaction (messages,
 //! status and lease together, or none: a taken sequence number rolls everything back). On
 //! PostgreSQL, new chats and finished turns go through the store's group commit
-//! (`group_commit`). A turn's usage record is written in the turn's transaction when the
-//! database has the usage part; a database with the chats part alone hands it to another
-//! `UsageStore` first (`SqlChatStore::with_usage_store`).
+//! (`group_commit`), as writes of their own kinds declared here (`ChatWriters`). A turn's
+//! usage record is written in the turn's transaction when the database has the usage part;
+//! a database with the chats part alone hands it to another `UsageStore` first
+//! (`SqlChatStore::with_usage_store`).
 
 use std::{collections::HashMap, sync::Arc};
 
@@ -15,10 +16,13 @@ use async_trait::async_trait;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::{
     dsl,
+    pg::Pg,
     prelude::*,
+    query_builder::{AstPass, QueryFragment},
     sql_types::{BigInt, Integer, Nullable, Text, Timestamp},
 };
-use diesel_async::RunQueryDsl;
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use futures_util::future::OptionFuture;
 use tessera_chats::{
     Attachment, Chat, ChatFilter, ChatId, ChatStatus, ChatStore, FinishedTurn, GenerationLeases,
     Message, MessageUsage, ModelSnapshot, Source,
@@ -30,13 +34,15 @@ use tessera_usage::{UsageRecord, UsageStore};
 use crate::{
     Database,
     artifacts::ArtifactRow,
+    batch::NotOnRuntime,
+    chat_status::{failed_with, finished_at},
     database::{with_connection, with_transaction},
-    error::{Rollback, pool_error, query_error},
-    group_commit::{GroupCommit, GroupCommitStats, NewChat},
-    leases::{self, BeginGenerations, LeaseRow, RunnerId, lease_of},
+    error::{Rollback, pool_error, query_error, settle},
+    group_commit::{GroupCommit, GroupCommitStats, Grouped, Writer, WriterStart, Writers},
+    leases::{self, BeginGenerations, EndLeases, InsertLeases, LeaseRow, RunnerId, lease_of},
     schema::{artifacts, chat_messages, chats, running_generations},
-    unnest::unnest_statement,
-    usage::UsageRow,
+    unnest::{static_query_id, unnest_statement},
+    usage::{InsertUsage, UpsertHourly, UsageRow, rollups},
 };
 
 /// `ChatStore` on PostgreSQL or SQLite.
@@ -45,7 +51,7 @@ pub struct SqlChatStore {
     db: Database,
     /// PostgreSQL's writers of new chats and finished turns (absent on SQLite; a write made
     /// outside a Tokio runtime goes directly).
-    commits: Option<Arc<GroupCommit>>,
+    commits: Option<Arc<GroupCommit<ChatWriters>>>,
     /// The runner the generations this store starts are leased to: one per store, so each
     /// process (replica) is its own.
     runner: RunnerId,
@@ -424,29 +430,6 @@ pub(crate) type OneChat<'a> = dsl::Filter<
     dsl::Eq<chats::id, &'a str>,
 >;
 
-/// The status change of a finished generation.
-macro_rules! finished_at {
-    ($at:expr) => {
-        (
-            chats::status.eq(None::<String>),
-            chats::error.eq(None::<String>),
-            chats::updated_at.eq($at),
-        )
-    };
-}
-
-/// The status change of a failed generation.
-macro_rules! failed_with {
-    ($error:expr, $at:expr) => {
-        (
-            $crate::schema::chats::status.eq(tessera_chats::ChatStatus::Error.as_str()),
-            $crate::schema::chats::error.eq($error),
-            $crate::schema::chats::updated_at.eq($at),
-        )
-    };
-}
-pub(crate) use failed_with;
-
 /// What a finished generation writes, as rows.
 pub(crate) struct TurnRows {
     pub(crate) organization: OrganizationId,
@@ -493,8 +476,8 @@ impl TurnRows {
 /// so the transaction costs three round trips (`BEGIN`, the statements, `COMMIT`) instead of
 /// one per statement. No changed chat, or any failed statement (a taken sequence number,
 /// say), rolls the whole transaction back.
-pub(crate) async fn finish_pipelined(
-    conn: &mut diesel_async::AsyncPgConnection,
+async fn finish_pipelined(
+    conn: &mut AsyncPgConnection,
     turn: &TurnRows,
 ) -> Result<(), Rollback<()>> {
     use futures_util::future::join_all;
@@ -507,7 +490,7 @@ pub(crate) async fn finish_pipelined(
         usage,
         artifacts,
     } = turn;
-    let mut shared: &diesel_async::AsyncPgConnection = conn;
+    let mut shared: &AsyncPgConnection = conn;
     let update = diesel::update(one_chat(organization, id))
         .set(finished_at!(*at))
         .execute(&mut shared);
@@ -554,6 +537,173 @@ pub(crate) async fn finish_pipelined(
     Ok(())
 }
 
+/// One thread's writers of a chat store on PostgreSQL (`group_commit`): new chats and
+/// finished turns batch apart, so a completion's start does not wait behind a large batch of
+/// others' answers.
+pub(crate) struct ChatWriters {
+    chats: Writer<NewChat>,
+    turns: Writer<TurnRows>,
+}
+
+impl Writers for ChatWriters {
+    fn start(start: &WriterStart) -> Result<Self, NotOnRuntime> {
+        Ok(Self {
+            chats: start.writer()?,
+            turns: start.writer()?,
+        })
+    }
+
+    fn running(&self) -> bool {
+        self.chats.running() && self.turns.running()
+    }
+}
+
+/// A new chat, without messages, and the lease of its generation.
+pub(crate) struct NewChat {
+    chat: ChatRow,
+    lease: Option<LeaseRow>,
+}
+
+impl Grouped for NewChat {
+    const OPERATION: &'static str = "insert chat";
+
+    fn rows(&self) -> usize {
+        2
+    }
+
+    async fn together(conn: &mut AsyncPgConnection, writes: &[&Self]) -> Result<(), DomainError> {
+        let statement = CreateChats {
+            chats: InsertChats::new(writes.iter().map(|write| &write.chat)),
+            leases: InsertLeases::new(writes.iter().filter_map(|write| write.lease.as_ref())),
+        };
+        statement.execute(conn).await.map_err(query_error)?;
+        Ok(())
+    }
+
+    async fn alone(conn: &mut AsyncPgConnection, write: &Self) -> Result<(), DomainError> {
+        settle(
+            conn.transaction(async |conn| {
+                let mut shared: &AsyncPgConnection = conn;
+                let chat = diesel::insert_into(chats::table)
+                    .values(&write.chat)
+                    .execute(&mut shared);
+                let lease = OptionFuture::from(write.lease.as_ref().map(|lease| {
+                    diesel::insert_into(running_generations::table)
+                        .values(lease)
+                        .execute(&mut shared)
+                }));
+                let (chat, lease) = futures_util::join!(chat, lease);
+                chat?;
+                lease.transpose()?;
+                Ok::<_, Rollback<()>>(())
+            })
+            .await,
+        )
+    }
+}
+
+impl Grouped for TurnRows {
+    const OPERATION: &'static str = "finish turn";
+
+    fn rows(&self) -> usize {
+        self.messages.len() + self.artifacts.len() + 2
+    }
+
+    /// One statement ends every generation of the batch (see [`FinishTurns`]); artifacts,
+    /// which few answers have, are inserted beside it in a transaction.
+    async fn together(conn: &mut AsyncPgConnection, turns: &[&Self]) -> Result<(), DomainError> {
+        let hourly = rollups(turns.iter().map(|turn| turn.usage.hourly()));
+        let statement = FinishTurns {
+            chats: FinishChats::new(turns.iter().copied()),
+            leases: EndLeases::new(turns.iter().map(|turn| (&turn.runner, turn.chat.as_str())))
+                .ok_or_else(|| DomainError::internal("a batch of turns of several runners"))?,
+            messages: InsertMessages::new(turns.iter().flat_map(|turn| &turn.messages)),
+            usage: InsertUsage::new(turns.iter().map(|turn| &turn.usage)),
+            hourly: UpsertHourly::new(&hourly),
+            turns: turns.len() as i64,
+        };
+        let artifacts: Vec<_> = turns.iter().flat_map(|turn| &turn.artifacts).collect();
+        if artifacts.is_empty() {
+            statement.execute(conn).await.map_err(query_error)?;
+            return Ok(());
+        }
+        settle(
+            conn.transaction(async |conn| {
+                let mut shared: &AsyncPgConnection = conn;
+                let (finished, stored) = futures_util::join!(
+                    statement.execute(&mut shared),
+                    diesel::insert_into(artifacts::table)
+                        .values(artifacts)
+                        .execute(&mut shared)
+                );
+                finished?;
+                stored?;
+                Ok::<_, Rollback<()>>(())
+            })
+            .await,
+        )
+    }
+
+    async fn alone(conn: &mut AsyncPgConnection, turn: &Self) -> Result<(), DomainError> {
+        settle(
+            conn.transaction(async |conn| finish_pipelined(conn, turn).await)
+                .await,
+        )
+    }
+}
+
+/// New chats and their generations' leases, as one statement however many.
+struct CreateChats<'a> {
+    chats: InsertChats<'a>,
+    leases: InsertLeases<'a>,
+}
+
+static_query_id!(CreateChats);
+
+impl QueryFragment<Pg> for CreateChats<'_> {
+    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Pg>) -> diesel::QueryResult<()> {
+        out.push_sql("WITH created AS (");
+        self.chats.walk_ast(out.reborrow())?;
+        out.push_sql(") ");
+        self.leases.walk_ast(out.reborrow())
+    }
+}
+
+/// The end of finished generations, as one statement however many: each chat's status
+/// change and the end of its lease, the turns' messages, usage records and the hourly
+/// rollups' upsert. It fails whole (and so changes nothing) unless every chat was found:
+/// the last part divides by zero when fewer chats changed than turns were given.
+struct FinishTurns<'a> {
+    chats: FinishChats<'a>,
+    leases: EndLeases<'a>,
+    messages: InsertMessages<'a>,
+    usage: InsertUsage<'a>,
+    hourly: UpsertHourly<'a>,
+    turns: i64,
+}
+
+static_query_id!(FinishTurns);
+
+impl QueryFragment<Pg> for FinishTurns<'_> {
+    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Pg>) -> diesel::QueryResult<()> {
+        out.push_sql("WITH done AS (");
+        self.chats.walk_ast(out.reborrow())?;
+        out.push_sql(" RETURNING 1), unleased AS (");
+        self.leases.walk_ast(out.reborrow())?;
+        out.push_sql("), appended AS (");
+        self.messages.walk_ast(out.reborrow())?;
+        out.push_sql("), recorded AS (");
+        self.usage.walk_ast(out.reborrow())?;
+        out.push_sql("), rolled_up AS (");
+        self.hourly.walk_ast(out.reborrow())?;
+        // A constant would be folded (and fail) when the statement is planned.
+        out.push_sql(") SELECT 1 / (count(*) = ");
+        out.push_bind_param::<BigInt, _>(&self.turns)?;
+        out.push_sql(")::int FROM done");
+        Ok(())
+    }
+}
+
 /// The chat `id` if it is the organization's.
 pub(crate) fn one_chat<'a>(organization: &'a OrganizationId, id: &'a ChatId) -> OneChat<'a> {
     chats::table
@@ -585,7 +735,7 @@ impl ChatStore for SqlChatStore {
         let lease = (chat.status == Some(ChatStatus::Generating))
             .then(|| LeaseRow::new(&self.runner, &row.organization_id, &row.id, row.updated_at));
         if let Some(writers) = self.commits.as_ref().and_then(|commits| commits.here()) {
-            return writers.create(NewChat { chat: row, lease }).await;
+            return writers.chats.write(NewChat { chat: row, lease }).await;
         }
         with_transaction!(&self.db, conn => {
             diesel::insert_into(chats::table).values(&row).execute(conn).await?;
@@ -723,7 +873,7 @@ impl ChatStore for SqlChatStore {
             && failure.is_none()
             && with_usage
         {
-            return writers.finish(turn).await;
+            return writers.turns.write(turn).await;
         }
         let TurnRows {
             at,

@@ -13,7 +13,6 @@ use tessera_kernel::DomainError;
 
 use crate::{
     Database,
-    chats::TurnRows,
     database::{with_connection, with_transaction},
     error::query_error,
     schema::{generation_runners, running_generations},
@@ -78,14 +77,20 @@ pub(crate) struct EndLeases<'a> {
 }
 
 impl<'a> EndLeases<'a> {
-    /// `None` when the turns are not all of one runner (a store's writer only batches the
-    /// turns of that store's runner).
-    pub(crate) fn new(turns: &[&'a TurnRows]) -> Option<Self> {
-        let runner = turns.first()?.runner.as_str();
-        (turns.iter().all(|turn| turn.runner.as_str() == runner)).then(|| Self {
-            runner,
-            chats: turns.iter().map(|turn| turn.chat.as_str()).collect(),
-        })
+    /// The leases of `(runner, chat)` pairs; `None` when they are not all of one runner (a
+    /// store's writer only batches the turns of that store's runner), or there are none.
+    pub(crate) fn new(leases: impl IntoIterator<Item = (&'a RunnerId, &'a str)>) -> Option<Self> {
+        let mut leases = leases.into_iter();
+        let (first, chat) = leases.next()?;
+        let runner = first.as_str();
+        let mut chats = vec![chat];
+        for (other, chat) in leases {
+            if other.as_str() != runner {
+                return None;
+            }
+            chats.push(chat);
+        }
+        Some(Self { runner, chats })
     }
 }
 

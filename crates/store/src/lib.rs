@@ -23,6 +23,8 @@ mod batch_connections;
 #[cfg(feature = "batches")]
 mod batches;
 #[cfg(feature = "chats")]
+mod chat_status;
+#[cfg(feature = "chats")]
 mod chats;
 #[cfg(feature = "identity")]
 mod clients;

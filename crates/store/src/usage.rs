@@ -4,20 +4,22 @@
 //! offset spans the domain computed), truncated as text (`YYYY-MM-DD HH:MM:SS`), so both
 //! databases group by the same keys without time-zone support of their own. The statement
 //! groups once (a CTE), then answers the totals, the number of groups and one page of
-//! groups after the cursor key, in byte order of the keys.
+//! groups after the cursor key, in byte order of the keys. On PostgreSQL, records written on
+//! their own go through the store's group commit (`group_commit`, `UsageWriters`).
 
-use std::sync::Arc;
+use std::{collections::BTreeMap, sync::Arc};
 
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDateTime, Timelike, Utc};
 use diesel::{
     backend::Backend,
+    pg::Pg,
     prelude::*,
-    query_builder::{BoxedSqlQuery, SqlQuery},
+    query_builder::{AstPass, BoxedSqlQuery, QueryFragment, SqlQuery},
     serialize::ToSql,
     sql_types::{BigInt, HasSqlType, Nullable, SmallInt, Text, Timestamp},
 };
-use diesel_async::RunQueryDsl;
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use tessera_kernel::DomainError;
 use tessera_usage::{
     Aggregate, GroupKey, GroupQuery, Period, UsageGroup, UsageRecord, UsageStore, UsageTotals,
@@ -25,11 +27,12 @@ use tessera_usage::{
 
 use crate::{
     Backend as DatabaseBackend, Database,
+    batch::NotOnRuntime,
     database::with_transaction,
-    error::pool_error,
-    group_commit::{GroupCommit, GroupCommitStats},
+    error::{pool_error, query_error},
+    group_commit::{GroupCommit, GroupCommitStats, Grouped, Writer, WriterStart, Writers},
     schema::{usage_hourly, usage_records},
-    unnest::unnest_statement,
+    unnest::{static_query_id, unnest_statement},
 };
 
 /// `work_mem` of a report's transaction on PostgreSQL (see `aggregate`).
@@ -44,7 +47,7 @@ pub struct SqlUsageStore {
     db: Database,
     /// PostgreSQL's writers: records from many requests share a statement (absent on
     /// SQLite; a write made outside a Tokio runtime goes directly).
-    commits: Option<Arc<GroupCommit>>,
+    commits: Option<Arc<GroupCommit<UsageWriters>>>,
 }
 
 impl SqlUsageStore {
@@ -155,10 +158,10 @@ impl UsageRow {
 }
 
 /// The rollup an `HourlyRow` adds to, whatever its shard.
-pub(crate) type HourlyKey = (String, NaiveDateTime, String);
+type HourlyKey = (String, NaiveDateTime, String);
 
 impl HourlyRow {
-    pub(crate) fn key(&self) -> HourlyKey {
+    fn key(&self) -> HourlyKey {
         (
             self.organization_id.clone(),
             self.hour,
@@ -168,7 +171,7 @@ impl HourlyRow {
 
     /// Adds another contribution to the same rollup (into this row's shard: the shards of
     /// a rollup are summed when it is read).
-    pub(crate) fn add(&mut self, other: &HourlyRow) {
+    fn add(&mut self, other: &HourlyRow) {
         self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
         self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
         self.reasoning_tokens = self.reasoning_tokens.saturating_add(other.reasoning_tokens);
@@ -279,10 +282,7 @@ pub(crate) use insert_usage;
 
 /// One record and its rollup on PostgreSQL, in a transaction of its own (how a failed
 /// batch of records is retried).
-pub(crate) async fn record_alone(
-    conn: &mut diesel_async::AsyncPgConnection,
-    row: &UsageRow,
-) -> Result<(), DomainError> {
+async fn record_alone(conn: &mut AsyncPgConnection, row: &UsageRow) -> Result<(), DomainError> {
     use diesel_async::AsyncConnection;
     crate::error::settle(
         conn.transaction(async |conn| {
@@ -291,6 +291,82 @@ pub(crate) async fn record_alone(
         })
         .await,
     )
+}
+
+/// One thread's writer of a usage store on PostgreSQL (`group_commit`): the records of
+/// completions that keep no chat (stateless ones), a chat's turns carrying their own.
+pub(crate) struct UsageWriters {
+    usage: Writer<UsageWrite>,
+}
+
+impl Writers for UsageWriters {
+    fn start(start: &WriterStart) -> Result<Self, NotOnRuntime> {
+        Ok(Self {
+            usage: start.writer()?,
+        })
+    }
+
+    fn running(&self) -> bool {
+        self.usage.running()
+    }
+}
+
+/// A usage record written on its own (no chat turn carries it).
+pub(crate) struct UsageWrite(UsageRow);
+
+impl Grouped for UsageWrite {
+    const OPERATION: &'static str = "insert usage";
+
+    fn rows(&self) -> usize {
+        2
+    }
+
+    async fn together(conn: &mut AsyncPgConnection, writes: &[&Self]) -> Result<(), DomainError> {
+        let hourly = rollups(writes.iter().map(|write| write.0.hourly()));
+        let statement = RecordUsage {
+            usage: InsertUsage::new(writes.iter().map(|write| &write.0)),
+            hourly: UpsertHourly::new(&hourly),
+        };
+        statement.execute(conn).await.map_err(query_error)?;
+        Ok(())
+    }
+
+    async fn alone(conn: &mut AsyncPgConnection, write: &Self) -> Result<(), DomainError> {
+        record_alone(conn, &write.0).await
+    }
+}
+
+/// One statement records a batch of usage records and upserts their hourly rollups.
+struct RecordUsage<'a> {
+    usage: InsertUsage<'a>,
+    hourly: UpsertHourly<'a>,
+}
+
+static_query_id!(RecordUsage);
+
+impl QueryFragment<Pg> for RecordUsage<'_> {
+    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Pg>) -> diesel::QueryResult<()> {
+        out.push_sql("WITH recorded AS (");
+        self.usage.walk_ast(out.reborrow())?;
+        out.push_sql(") ");
+        self.hourly.walk_ast(out.reborrow())
+    }
+}
+
+/// A batch's contributions to the hourly rollups, summed into one row per rollup (an upsert
+/// may not touch a row twice; the first contribution's shard takes the sum), in key order:
+/// concurrent batches then lock the rows they share in the same order and cannot deadlock.
+pub(crate) fn rollups(rows: impl Iterator<Item = HourlyRow>) -> Vec<HourlyRow> {
+    let mut merged: BTreeMap<HourlyKey, HourlyRow> = BTreeMap::new();
+    for row in rows {
+        match merged.entry(row.key()) {
+            std::collections::btree_map::Entry::Occupied(mut entry) => entry.get_mut().add(&row),
+            std::collections::btree_map::Entry::Vacant(entry) => {
+                entry.insert(row);
+            }
+        }
+    }
+    merged.into_values().collect()
 }
 
 /// A value bound into the report statement.
@@ -652,7 +728,7 @@ impl UsageStore for SqlUsageStore {
     async fn record(&self, record: &UsageRecord) -> Result<(), DomainError> {
         let row = UsageRow::from(record);
         if let Some(writers) = self.commits.as_ref().and_then(|commits| commits.here()) {
-            return writers.record(row).await;
+            return writers.usage.write(UsageWrite(row)).await;
         }
         with_transaction!(&self.db, conn => {
             insert_usage!(conn, &row);

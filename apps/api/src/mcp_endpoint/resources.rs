@@ -12,7 +12,7 @@ use tessera_kernel::DomainError;
 use tessera_prompts::{ParticleId, SystemPromptId};
 use tessera_wire::v1::{particles::ParticleOut, system_prompts::SystemPromptOut};
 
-use super::{server::Invocation, tools::allowed};
+use super::{invocation::Invocation, tools::allowed};
 use crate::problem::ApiError;
 use tessera_wire::parse::{page_limit, path_id};
 

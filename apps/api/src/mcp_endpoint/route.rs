@@ -13,9 +13,9 @@ use rmcp::transport::streamable_http_server::{
 };
 use tower_service::Service;
 
-use super::server::{Invocation, TesseraServer};
+use super::{invocation::Invocation, server::TesseraServer};
 use crate::{
-    access::Caller,
+    caller::Caller,
     problem::{ApiError, Problem},
     state::AppState,
 };

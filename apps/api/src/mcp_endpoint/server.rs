@@ -1,7 +1,6 @@
 //! The MCP server handler: who is calling (from the request rmcp hands over), then the
 //! tools and resources that caller may use.
 
-use actix_web::web;
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
@@ -12,15 +11,7 @@ use rmcp::{
     service::RequestContext,
 };
 
-use super::{resources, tools};
-use crate::{access::Caller, state::AppState};
-
-/// What the route attaches to each request: the app and the authenticated caller.
-#[derive(Clone)]
-pub struct Invocation {
-    pub state: web::Data<AppState>,
-    pub caller: Caller,
-}
+use super::{invocation::Invocation, resources, tools};
 
 /// Tessera's MCP server; stateless, one per request.
 #[derive(Debug, Clone, Copy)]

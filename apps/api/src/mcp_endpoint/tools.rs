@@ -13,11 +13,12 @@ use tessera_kernel::{DomainError, FieldError, LocSegment, Scope};
 use tessera_wire::v1::chats::CreateCompletion;
 use validator::Validate;
 
-use super::server::Invocation;
+use super::invocation::Invocation;
 use crate::{
-    access::Caller,
+    caller::Caller,
+    completion::{answer, start_completion},
     problem::ApiError,
-    routes::{chats, datasets, files, system_prompts, usage},
+    routes::{datasets, files, system_prompts, usage},
 };
 
 /// What a tool does: the REST operation it is the twin of.
@@ -194,8 +195,8 @@ pub async fn run(
             }
             let body: CreateCompletion = parse_value(body)?;
             let (request, _) = body.into_request().map_err(located)?;
-            let running = chats::start_completion(state, caller, request).await?;
-            output(chats::answer(running).await?)
+            let running = start_completion(state, caller, request).await?;
+            output(answer(running).await?)
         }
         Operation::ReadUsage => {
             let group_by = match arguments.remove("groupBy") {
@@ -375,19 +376,6 @@ mod tests {
                 assert!(tool.declares(required.as_str().unwrap()), "{}", tool.name);
             }
             assert!(Scope::from_str(tool.scope).is_ok(), "{}", tool.name);
-        }
-    }
-
-    #[test]
-    fn every_tool_checks_the_scope_of_its_rest_twin() {
-        for tool in TOOLS {
-            let (method, path) = tool.twin;
-            assert_eq!(
-                crate::access::access_for(method, path),
-                Some(crate::access::Access::Scope(tool.scope)),
-                "{}: {method} {path}",
-                tool.name
-            );
         }
     }
 

@@ -10,7 +10,7 @@ use tessera_wire::page::{PageOf, PageQuery};
 use tessera_wire::v1::api_keys::{ApiKeyOut, ApiKeyPage, CreateApiKey};
 
 use crate::{
-    access::Caller,
+    caller::Caller,
     extract::{ValidJson, ValidQuery},
     problem::{ApiError, Problem, ValidationProblem},
     state::AppState,

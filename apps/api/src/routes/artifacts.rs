@@ -10,10 +10,9 @@ use tessera_wire::page::PageOf;
 use tessera_wire::v1::artifacts::{ArtifactOut, ArtifactPage, ListArtifacts, summary};
 
 use crate::{
-    access::Caller,
+    caller::{Caller, chat_caller},
     extract::ValidQuery,
     problem::{ApiError, Problem, ValidationProblem},
-    routes::chats::chat_caller,
     state::AppState,
 };
 use tessera_wire::parse::{page_limit, path_id};

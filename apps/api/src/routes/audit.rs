@@ -7,7 +7,7 @@ use tessera_wire::page::PageOf;
 use tessera_wire::v1::audit::{AuditEventOut, AuditEventPage, ListAuditEvents};
 
 use crate::{
-    access::Caller,
+    caller::Caller,
     extract::ValidQuery,
     problem::{ApiError, ValidationProblem},
     state::AppState,

@@ -2,13 +2,8 @@
 //! re-attach to, and the chat records (list, get, rename, soft delete, restore). Its bodies
 //! are `tessera_wire::v1::chats`.
 
-use actix_web::{
-    HttpRequest, HttpResponse, HttpResponseBuilder, delete, get, http::StatusCode, patch, post, web,
-};
-use tessera_chats::{
-    Caller as ChatCaller, Chat, ChatError, ChatId, CompletionRequest, Expansion, GenerationEvent,
-    RelatedModel,
-};
+use actix_web::{HttpRequest, HttpResponse, HttpResponseBuilder, delete, get, patch, post, web};
+use tessera_chats::{Chat, ChatId, Expansion, RelatedModel};
 use tessera_kernel::DomainError;
 use tessera_models::Usability;
 use tessera_wire::page::PageOf;
@@ -19,8 +14,9 @@ use tessera_wire::v1::chats::{
 use tessera_wire::v1::models::ModelOut;
 
 use crate::{
-    access::Caller,
+    caller::{Caller, chat_caller},
     chat_stream::{self, Encoder, Format, HEARTBEAT},
+    completion::{answer, start_completion},
     extract::{ValidJson, ValidQuery},
     problem::{ApiError, Problem, ValidationProblem},
     state::AppState,
@@ -31,25 +27,6 @@ const EXPANSIONS: &[&str] = &["model", "versions", "particles"];
 
 fn chat_id(text: &str) -> Result<ChatId, DomainError> {
     path_id(text, "chat")
-}
-
-/// The caller as the chats domain sees them: organization, subject, admin or not.
-pub fn chat_caller(caller: &Caller) -> ChatCaller {
-    ChatCaller::of(&caller.0)
-}
-
-/// 503 once this instance drains: running generations finish, new ones go elsewhere.
-pub fn refuse_when_draining(state: &AppState) -> Result<(), ApiError> {
-    if state.draining.is_draining() {
-        return Err(ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "shutting_down",
-            "this instance is shutting down and takes no new completions; retry (another \
-             instance will serve it)",
-        )
-        .with_retry_after(1));
-    }
-    Ok(())
 }
 
 pub use tessera_http_actix::problem::chat_error;
@@ -157,77 +134,6 @@ pub async fn create_completion(
         &running.usability,
     );
     Ok(builder.json(answer(running).await?))
-}
-
-/// A completion whose generation runs in the background, its chat stored.
-pub(crate) struct Running {
-    pub chat: Chat,
-    pub created: bool,
-    pub message_id: tessera_chats::MessageId,
-    pub truncated_messages: usize,
-    pub usability: Usability,
-    pub events: tessera_chats::EventStream,
-}
-
-/// Starts a completion for the caller (also the MCP tool `ask_model`): the generation runs
-/// in the background, so a caller that goes away loses nothing; returns once the chat's
-/// row has committed.
-pub(crate) async fn start_completion(
-    state: &AppState,
-    caller: &Caller,
-    request: CompletionRequest,
-) -> Result<Running, ApiError> {
-    start_completion_as(state, caller, request, chat_error).await
-}
-
-/// [`start_completion`], its failures answered by `problem` (a dialect's own problems).
-pub(crate) async fn start_completion_as(
-    state: &AppState,
-    caller: &Caller,
-    request: CompletionRequest,
-    problem: impl Fn(ChatError) -> ApiError,
-) -> Result<Running, ApiError> {
-    refuse_when_draining(state)?;
-    let started = state
-        .chats
-        .start(&chat_caller(caller), request)
-        .await
-        .map_err(&problem)?;
-    tokio::spawn(started.generation);
-    // A new chat's row commits while the model is asked; its id goes out once it has.
-    started.stored.await.map_err(&problem)?;
-    Ok(Running {
-        chat: started.chat,
-        created: started.created,
-        message_id: started.message_id,
-        truncated_messages: started.truncated_messages,
-        usability: started.usability,
-        events: started.events,
-    })
-}
-
-/// Waits for the running completion's answer. A failed answer is stored with what it said
-/// (and its chat in `error`): the problem names the chat and the message, with a
-/// `Location`, so the client can read what was kept (issue 61).
-pub(crate) async fn answer(running: Running) -> Result<CompletionOut, ApiError> {
-    let outcome = chat_stream::final_event(running.events).await;
-    let message = match outcome.as_deref() {
-        Some(GenerationEvent::Finished(message)) => message,
-        Some(GenerationEvent::Failed(error)) => {
-            return Err(chat_error(error.clone())
-                .with("chatId", running.chat.id.to_string())
-                .with("messageId", running.message_id.to_string())
-                .with_location(format!("/v1/chats/{}", running.chat.id)));
-        }
-        _ => {
-            return Err(DomainError::internal("the generation ended without an answer").into());
-        }
-    };
-    Ok(CompletionOut::answered(
-        &running.chat,
-        message,
-        running.truncated_messages,
-    ))
 }
 
 /// The `expand[]` values of a request, as the chats domain's expansion.

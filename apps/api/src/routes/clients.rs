@@ -9,7 +9,7 @@ use tessera_wire::page::{PageOf, PageQuery};
 use tessera_wire::v1::clients::{ClientOut, ClientPage, CreateClient};
 
 use crate::{
-    access::Caller,
+    caller::Caller,
     extract::{ValidJson, ValidQuery},
     problem::{ApiError, Problem, ValidationProblem},
     state::AppState,

@@ -14,10 +14,9 @@ use tessera_wire::v1::datasets::{
 use tessera_wire::v1::files::FileOut;
 
 use crate::{
-    access::Caller,
+    caller::{Caller, knowledge_caller},
     extract::{ValidJson, ValidQuery},
     problem::{ApiError, Problem, ValidationProblem},
-    routes::files::knowledge_caller,
     state::AppState,
 };
 use tessera_kernel::DomainError;

@@ -10,7 +10,7 @@ use actix_web::{
 use futures_util::{StreamExt, TryStreamExt};
 use tessera_kernel::{DomainError, FieldError, text};
 use tessera_knowledge::{
-    DatasetId, FileId, FilePurpose, FileStatus, FormatError, KnowledgeCaller, Upload, UploadError,
+    DatasetId, FileId, FilePurpose, FileStatus, FormatError, Upload, UploadError,
 };
 use tessera_wire::page::PageOf;
 use tessera_wire::v1::files::{
@@ -19,21 +19,13 @@ use tessera_wire::v1::files::{
 };
 
 use crate::{
-    access::Caller,
+    caller::{Caller, knowledge_caller},
     extract::{ValidJson, ValidQuery},
     problem::{ApiError, Problem, ValidationProblem},
     routes::artifacts::ARTIFACT_CSP,
     state::AppState,
 };
 use tessera_wire::parse::{page_limit, path_id};
-
-pub fn knowledge_caller(caller: &Caller) -> KnowledgeCaller {
-    KnowledgeCaller {
-        organization: caller.0.organization_id.clone(),
-        subject: caller.0.subject.clone(),
-        actor: caller.actor(),
-    }
-}
 
 pub(crate) fn file_id(text: &str) -> Result<FileId, DomainError> {
     path_id(text, "file")

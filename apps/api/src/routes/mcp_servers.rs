@@ -15,7 +15,7 @@ use tessera_wire::v1::mcp_servers::{
 };
 
 use crate::{
-    access::Caller,
+    caller::Caller,
     extract::{ValidJson, ValidQuery},
     problem::{ApiError, Problem, ValidationProblem},
     state::AppState,

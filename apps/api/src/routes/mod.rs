@@ -10,8 +10,6 @@ use std::sync::LazyLock;
 use utoipa::openapi::path::HttpMethod;
 use utoipa_actix_web::UtoipaApp;
 
-use crate::access::Access;
-
 pub mod anthropic;
 pub mod api_keys;
 pub mod artifacts;
@@ -33,6 +31,17 @@ pub mod particles;
 pub mod system_prompts;
 pub mod usage;
 pub mod webhooks;
+
+/// What a route requires of its caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// No token (health, token issuing, discovery).
+    Public,
+    /// Any valid token of the organization.
+    Authenticated,
+    /// A valid token holding this scope (or one that implies it).
+    Scope(&'static str),
+}
 
 /// One documented operation: its method, its OpenAPI path template and its access rule.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,7 +8,7 @@ use tessera_models::ModelId;
 use tessera_wire::v1::model_datasets::{CreateDatasetLink, DatasetLinkList, DatasetLinkOut};
 
 use crate::{
-    access::Caller,
+    caller::Caller,
     extract::ValidJson,
     problem::{ApiError, Problem, ValidationProblem},
     state::AppState,

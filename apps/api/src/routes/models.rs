@@ -12,7 +12,7 @@ use tessera_wire::v1::models::{
 };
 
 use crate::{
-    access::Caller,
+    caller::Caller,
     extract::{ValidJson, ValidQuery},
     problem::{ApiError, Problem, ValidationProblem},
     state::AppState,

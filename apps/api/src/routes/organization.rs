@@ -6,7 +6,7 @@ use tessera_kernel::DomainError;
 use tessera_wire::v1::organization::{OrganizationOut, UpdateOrganization};
 
 use crate::{
-    access::Caller,
+    caller::Caller,
     extract::ValidJson,
     problem::{ApiError, ValidationProblem},
     state::AppState,

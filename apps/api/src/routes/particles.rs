@@ -13,7 +13,7 @@ use tessera_wire::v1::particles::{
 };
 
 use crate::{
-    access::Caller,
+    caller::Caller,
     extract::{ValidJson, ValidQuery},
     problem::{ApiError, Problem, ValidationProblem},
     state::AppState,

@@ -10,7 +10,7 @@ use tessera_usage::{UsageCaller, UsageRequest};
 use tessera_wire::v1::usage::{UsageOut, UsageQuery};
 
 use crate::{
-    access::Caller,
+    caller::Caller,
     extract::ValidQuery,
     problem::{ApiError, Problem, ValidationProblem},
     state::AppState,

@@ -10,7 +10,7 @@ use tessera_wire::v1::webhooks::{
 };
 
 use crate::{
-    access::Caller,
+    caller::Caller,
     extract::{ValidJson, ValidQuery},
     problem::{ApiError, Problem, ValidationProblem},
     state::AppState,

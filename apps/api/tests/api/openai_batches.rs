@@ -5,7 +5,8 @@
 //! (answers, in input order) and an error file (each refused line with the error its
 //! endpoint answers); counts and timestamps; a batch cancelled midway; an input with bad
 //! lines failing with each line named; and the refusals (endpoint, window, purpose, file
-//! name, scope, another organization's batch), in OpenAI's error shape.
+//! name, scope, another organization's batch), in OpenAI's error shape; and a batch whose
+//! creator's API key is revoked midway, its remaining lines refused.
 
 use std::time::Duration;
 
@@ -15,7 +16,7 @@ use tessera_store::Backend;
 
 use crate::{
     chats::{LOCAL, model_dir},
-    openai::openai_error,
+    openai::{api_key, openai_error},
     openai_vector_stores::post_form,
     processing::knowledge_app_with,
     support::{TestApp, ok},
@@ -404,7 +405,56 @@ async fn embedding_batch_cancel_and_refusals(backend: Backend) {
     app.stop().await;
 }
 
+/// A batch runs as its creator: once the creator's API key is revoked, its remaining lines
+/// are refused as the key's own requests are (401), while those answered before are kept.
+async fn a_revoked_key_runs_no_more_lines(backend: Backend) {
+    let app = batch_app(backend).await;
+    let admin = app.caller_token(&format!("org:admin {SCOPES}")).await;
+    let scopes = json!(["files:read", "files:write", "chats:invoke", "chats:read"]);
+    let (key_id, key) = api_key(&app, &admin, json!({"name": "nightly", "scopes": scopes})).await;
+    let lines: Vec<String> = (0..30)
+        .map(|n| chat_line(&format!("n{n}"), LOCAL, json!({"max_tokens": 16})))
+        .collect();
+    let input = upload_input(&app, &key, "nightly.jsonl", &lines).await;
+    let created = ok(
+        create(&app, &key, &input, "/v1/chat/completions").await,
+        200,
+    )
+    .await;
+    ok(
+        app.call(Method::DELETE, &format!("/v1/api-keys/{key_id}"), &admin)
+            .await,
+        204,
+    )
+    .await;
+    let id = created["id"].as_str().unwrap();
+    // The organization's administrator still reads it; the key itself no longer can.
+    let done = wait_for(&app, &admin, id, "completed").await;
+    let counts = &done["request_counts"];
+    let refused = counts["failed"].as_u64().unwrap();
+    assert_eq!(
+        counts["completed"].as_u64().unwrap() + refused,
+        30,
+        "{done}"
+    );
+    assert!(
+        refused > 0,
+        "revoked while its lines ran, yet none was refused: {done}"
+    );
+    for error in lines_of(&app, &admin, &done["error_file_id"]).await {
+        assert_eq!(error["response"]["status_code"], 401, "{error}");
+        let message = error["response"]["body"]["error"]["message"]
+            .as_str()
+            .unwrap();
+        assert!(message.contains("no longer authenticates"), "{error}");
+    }
+    let path = format!("/openai/v1/batches/{id}");
+    openai_error(app.call(Method::GET, &path, &key).await, 401).await;
+    app.stop().await;
+}
+
 tessera_store::on_both_databases!(
     chat_batch_answers_in_order_and_keeps_each_refusal,
     embedding_batch_cancel_and_refusals,
+    a_revoked_key_runs_no_more_lines,
 );

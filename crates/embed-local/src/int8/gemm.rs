@@ -1,14 +1,10 @@
-//! The packed weight layout and the product driver: rows of activations in tiles of `MR`,
-//! weights in panels of `NR` features, each tile × panel summed by a kernel (VNNI, AVX2 or
-//! portable), then scaled back to `f32` with the bias (and GELU, for the feed-forward
-//! layer). Tiles of rows run in parallel.
+//! The packed weight layout and the product of one tile: rows of activations in tiles of
+//! `MR`, weights in panels of `NR` features, each tile × panel summed by a kernel (VNNI,
+//! AVX2 or portable), then scaled back to `f32` with the bias (and GELU, for the
+//! feed-forward layer). The tiles of a product are run by `linear.rs`.
 
 use super::quantize::{Levels, QuantizedWeights, RowScale, quantize_row};
-use crate::{
-    fastmath::{MulAdd, gelu},
-    parallel::for_each_chunk_with,
-    precision::{Accelerator, Kernel, run},
-};
+use crate::fastmath::{MulAdd, gelu};
 
 /// Rows of activations per tile.
 pub(crate) const MR: usize = 8;
@@ -76,35 +72,6 @@ impl PackedWeights {
         let size = self.padded_depth * NR;
         &self.panels[index * size..(index + 1) * size]
     }
-}
-
-/// `out (rows, features) = act(x (rows, depth) · wᵀ + bias)`, with `x` quantized per row, on
-/// the kernel of `accelerated` (the portable one for `None`).
-pub(crate) fn multiply(
-    x: &[f32],
-    weights: &PackedWeights,
-    out: &mut [f32],
-    accelerated: Option<Accelerator>,
-) {
-    let (depth, features) = (weights.depth, weights.features);
-    for_each_chunk_with(
-        x,
-        MR * depth,
-        out,
-        MR * features,
-        || vec![0u8; MR * weights.padded_depth],
-        |quantized, x, out| {
-            run(
-                accelerated,
-                Kernel::Tile {
-                    x,
-                    weights,
-                    quantized,
-                    out,
-                },
-            );
-        },
-    );
 }
 
 /// One tile of up to `MR` rows: quantized into `quantized` (`MR × padded_depth` bytes of

@@ -1,12 +1,18 @@
-//! A dense layer with 8-bit weights, applied to candle tensors.
+//! A dense layer with 8-bit weights, applied to candle tensors: its rows in tiles of `MR`,
+//! run in parallel, each through [`run`] on the kernel the layer was quantized for.
 
 use candle_core::{Result, Tensor, bail};
 
 use super::{
-    gemm::{Activation, PackedWeights, multiply},
+    gemm::{Activation, MR, PackedWeights},
     quantize::{Levels, quantize_weights},
 };
-use crate::{cpu::with_values, precision::Accelerator};
+use crate::{
+    cpu::with_values,
+    kernel::Kernel,
+    parallel::for_each_chunk_with,
+    precision::{Accelerator, run},
+};
 
 /// `y = act(x · wᵀ + b)` with `w` quantized to 8 bits per output feature at load.
 pub(crate) struct Int8Linear {
@@ -77,6 +83,30 @@ impl Int8Linear {
         multiply(x, &self.weights, out, self.accelerated);
         Ok(())
     }
+}
+
+/// `out (rows, features) = act(x (rows, depth) · wᵀ + bias)`, with `x` quantized per row, on
+/// the kernel of `accelerated` (the portable one for `None`).
+fn multiply(x: &[f32], weights: &PackedWeights, out: &mut [f32], accelerated: Option<Accelerator>) {
+    let (depth, features) = (weights.depth, weights.features);
+    for_each_chunk_with(
+        x,
+        MR * depth,
+        out,
+        MR * features,
+        || vec![0u8; MR * weights.padded_depth],
+        |quantized, x, out| {
+            run(
+                accelerated,
+                Kernel::Tile {
+                    x,
+                    weights,
+                    quantized,
+                    out,
+                },
+            );
+        },
+    );
 }
 
 #[cfg(test)]

@@ -22,6 +22,8 @@ use pulp::{
 use super::isa::InstructionSet;
 
 #[cfg(target_arch = "x86_64")]
+use super::horizontal_sums::{horizontal_sum, sums_of_eight};
+#[cfg(target_arch = "x86_64")]
 use super::kernels::f32_dot_v3;
 
 /// For each head `h` of `queries` (heads of `width` values that share the key/value head
@@ -289,24 +291,6 @@ fn attend_v4(
     }
 }
 
-/// The eight horizontal sums of `sums`, in order, in one register.
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-pub(crate) fn sums_of_eight(simd: V3, sums: [__m256; 8]) -> __m256 {
-    let avx = simd.avx;
-    // Pairs, then quadruples: each 128-bit half then holds four partial sums of its keys.
-    let a = avx._mm256_hadd_ps(sums[0], sums[1]);
-    let b = avx._mm256_hadd_ps(sums[2], sums[3]);
-    let c = avx._mm256_hadd_ps(sums[4], sums[5]);
-    let d = avx._mm256_hadd_ps(sums[6], sums[7]);
-    let low_keys = avx._mm256_hadd_ps(a, b);
-    let high_keys = avx._mm256_hadd_ps(c, d);
-    // Lanes 0-3 of each hold keys' lower halves, lanes 4-7 their upper halves.
-    let lower = avx._mm256_permute2f128_ps::<0x20>(low_keys, high_keys);
-    let upper = avx._mm256_permute2f128_ps::<0x31>(low_keys, high_keys);
-    avx._mm256_add_ps(lower, upper)
-}
-
 /// `exp(score - max)` in place, eight at a time; returns their sum.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
@@ -328,7 +312,7 @@ fn exp_in_place_v3(simd: V3, scores: &mut [f32]) -> f32 {
         total_all = simd.avx._mm256_add_ps(total_all, e);
         *chunk = cast(e);
     }
-    let mut total = super::kernels::horizontal_sum(simd, total_all);
+    let mut total = horizontal_sum(simd, total_all);
     for score in rest.iter_mut() {
         *score = (*score - max).exp();
         total += *score;
@@ -338,33 +322,10 @@ fn exp_in_place_v3(simd: V3, scores: &mut [f32]) -> f32 {
 
 /// `eˣ` of eight values, relative error below 2e-7; below -87 it is 0 (a softmax's
 /// arguments are at most 0).
-/// The constants of the vector `eˣ` (eight lanes here, sixteen in `avx512`).
-#[cfg(target_arch = "x86_64")]
-pub(crate) mod exp_constants {
-    pub(crate) const LOG2_E: f32 = std::f32::consts::LOG2_E;
-    /// ln 2 in two parts, so `k · ln 2` is subtracted without rounding error.
-    pub(crate) const LN_2_HIGH: f32 = 0.693_145_75;
-    pub(crate) const LN_2_LOW: f32 = 1.428_606_8e-6;
-    /// Adding 1.5 · 2²³ rounds to an integer k held in the low mantissa bits.
-    pub(crate) const ROUNDING: f32 = 12_582_912.0;
-    pub(crate) const ROUNDING_BITS: i32 = 0x4B40_0000;
-    /// The Taylor series of eʳ for |r| ≤ ln 2 / 2, to r⁷, highest power first (Horner).
-    pub(crate) const TAYLOR: [f32; 8] = [
-        1.0 / 5040.0,
-        1.0 / 720.0,
-        1.0 / 120.0,
-        1.0 / 24.0,
-        1.0 / 6.0,
-        0.5,
-        1.0,
-        1.0,
-    ];
-}
-
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn exp_v3(simd: V3, x: __m256) -> __m256 {
-    use exp_constants::{LN_2_HIGH, LN_2_LOW, LOG2_E, ROUNDING, ROUNDING_BITS, TAYLOR};
+    use super::exp_constants::{LN_2_HIGH, LN_2_LOW, LOG2_E, ROUNDING, ROUNDING_BITS, TAYLOR};
     let (avx, avx2, fma) = (simd.avx, simd.avx2, simd.fma);
     let set = |v: f32| avx._mm256_set1_ps(v);
     let clamped = avx._mm256_max_ps(avx._mm256_min_ps(x, set(88.0)), set(-87.0));

@@ -9,8 +9,7 @@ use std::arch::x86_64::{__m128i, __m256i, __m512, __m512i};
 
 use pulp::{cast, x86::V4};
 
-use super::int16::Int16Activations;
-use super::kernels::{BLOCK, Half, Q4_1Row, Q8_0Row, Row, RowsTokens};
+use super::blocks::{BLOCK, Half, Int16Activations, Q4_1Row, Q8_0Row, Row};
 
 /// `Σ a·b` over the shorter of the two.
 #[inline(always)]
@@ -34,34 +33,14 @@ pub(crate) fn f32_dot(simd: V4, a: &[f32], b: &[f32]) -> f32 {
     f._mm512_reduce_add_ps(f._mm512_add_ps(acc[0], acc[1])) + tail
 }
 
-impl RowsTokens for V4 {
-    #[inline(always)]
-    fn dequantize(self, row: Row<'_>, out: &mut [f32]) {
-        dequantize(self, row, out);
-    }
-
-    #[inline(always)]
-    fn dot(self, a: &[f32], b: &[f32]) -> f32 {
-        f32_dot(self, a, b)
-    }
-
-    /// Two rows against four tokens, sixteen lanes at a time: eight independent sums.
-    #[inline(always)]
-    fn two_rows_four_tokens(self, w: [&[f32]; 2], x: [&[f32]; 4]) -> [[f32; 2]; 4] {
-        rows_tokens(self, w, x)
-    }
-
-    /// Four rows against four tokens: sixteen sums in registers (AVX-512 has 32).
-    #[inline(always)]
-    fn four_rows_four_tokens(self, w: [&[f32]; 4], x: [&[f32]; 4]) -> [[f32; 4]; 4] {
-        rows_tokens(self, w, x)
-    }
-}
-
 /// `[[w[r] · x[t] for r in 0..R] for t in 0..4]`, sixteen lanes at a time, every chunk of
 /// a row and of a token loaded once.
 #[inline(always)]
-fn rows_tokens<const R: usize>(simd: V4, w: [&[f32]; R], x: [&[f32]; 4]) -> [[f32; R]; 4] {
+pub(crate) fn rows_tokens<const R: usize>(
+    simd: V4,
+    w: [&[f32]; R],
+    x: [&[f32]; 4],
+) -> [[f32; R]; 4] {
     let f = simd.avx512f;
     let mut len = usize::MAX;
     for v in x.iter().chain(&w) {
@@ -288,7 +267,7 @@ pub(crate) fn eight_scores(
             simd.avx512dq._mm512_extractf32x8_ps::<1>(sum),
         );
     }
-    let eight = super::attend::sums_of_eight(*simd, halves);
+    let eight = super::horizontal_sums::sums_of_eight(*simd, halves);
     cast(
         simd.avx
             ._mm256_mul_ps(eight, simd.avx._mm256_set1_ps(scale)),
@@ -326,7 +305,7 @@ pub(crate) fn exp_in_place(simd: V4, scores: &mut [f32]) -> f32 {
 /// `eˣ` of sixteen values: `attend`'s eight-lane function, the same steps and constants.
 #[inline(always)]
 pub(crate) fn exp(simd: V4, x: __m512) -> __m512 {
-    use super::attend::exp_constants as c;
+    use super::exp_constants as c;
     let f = simd.avx512f;
     let set = |v: f32| f._mm512_set1_ps(v);
     let clamped = f._mm512_max_ps(f._mm512_min_ps(x, set(88.0)), set(-87.0));

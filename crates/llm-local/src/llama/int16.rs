@@ -19,61 +19,12 @@ use pulp::{
     x86::{V3, V4},
 };
 
-use super::isa::InstructionSet;
 #[cfg(target_arch = "x86_64")]
-use super::kernels::Half;
-use super::kernels::{BLOCK, Q4_1Row, Q8_0Row, Row};
-
-/// One token's activations, 16 bits per value.
-pub(crate) struct Int16Activations {
-    scales: Vec<f32>,
-    sums: Vec<f32>,
-    quants: Vec<[i16; BLOCK]>,
-}
-
-impl Int16Activations {
-    /// `x` in blocks of 32 (a trailing partial block is ignored: rows of quantized matrices
-    /// are whole blocks).
-    pub(crate) fn quantize(x: &[f32]) -> Self {
-        let (blocks, _) = x.as_chunks::<BLOCK>();
-        let mut activations = Self {
-            scales: Vec::with_capacity(blocks.len()),
-            sums: Vec::with_capacity(blocks.len()),
-            quants: Vec::with_capacity(blocks.len()),
-        };
-        for block in blocks {
-            let largest = block.iter().fold(0.0f32, |m, v| m.max(v.abs()));
-            let scale = largest / f32::from(i16::MAX);
-            let inverse = if largest > 0.0 {
-                f32::from(i16::MAX) / largest
-            } else {
-                0.0
-            };
-            activations.scales.push(scale);
-            activations.sums.push(block.iter().sum());
-            // |v × inverse| ≤ 32767, so the cast cannot saturate.
-            activations
-                .quants
-                .push(block.map(|v| (v * inverse).round() as i16));
-        }
-        activations
-    }
-
-    /// Each block's 16-bit values.
-    pub(crate) fn quants(&self) -> &[[i16; BLOCK]] {
-        &self.quants
-    }
-
-    /// Each block's scale.
-    pub(crate) fn scales(&self) -> &[f32] {
-        &self.scales
-    }
-
-    /// Each block's exact sum (for Q4_1's minimums).
-    pub(crate) fn sums(&self) -> &[f32] {
-        &self.sums
-    }
-}
+use super::blocks::Half;
+use super::blocks::{BLOCK, Int16Activations, Q4_1Row, Q8_0Row, Row};
+#[cfg(target_arch = "x86_64")]
+use super::horizontal_sums::horizontal_sum;
+use super::isa::InstructionSet;
 
 /// `out[i] = row(first + i) · activations` for every `i`.
 pub(crate) fn int16_dot_rows<'a>(
@@ -129,10 +80,10 @@ pub(crate) fn int16_dot_rows<'a>(
 /// The portable kernel: the reference the vector kernels are tested against.
 pub(crate) fn scalar_dot(row: Row<'_>, activations: &Int16Activations) -> f32 {
     let blocks = activations
-        .quants
+        .quants()
         .iter()
-        .zip(&activations.scales)
-        .zip(&activations.sums);
+        .zip(activations.scales())
+        .zip(activations.sums());
     let mut total = 0.0;
     for (block, ((x, x_scale), x_sum)) in blocks.enumerate() {
         match row {
@@ -224,36 +175,36 @@ fn int16_blocks_v3<Q: Copy>(
     let whole = quants.len() / 8 * 8;
     for start in (0..whole).step_by(8) {
         let (w_scales, _) = scales[start..start + 8].as_chunks::<8>();
-        let (xs, _) = x.scales[start..start + 8].as_chunks::<8>();
+        let (xs, _) = x.scales()[start..start + 8].as_chunks::<8>();
         let products: [f32; 8] =
             cast(avx._mm256_mul_ps(widen_halves(simd, &w_scales[0]), cast(xs[0])));
         if let Some(mins) = mins {
             let (mins, _) = mins[start..start + 8].as_chunks::<8>();
-            let (sums, _) = x.sums[start..start + 8].as_chunks::<8>();
+            let (sums, _) = x.sums()[start..start + 8].as_chunks::<8>();
             minimums = fma._mm256_fmadd_ps(widen_halves(simd, &mins[0]), cast(sums[0]), minimums);
         }
         for b in (start..start + 8).step_by(2) {
             let (i, j) = (b - start, b + 1 - start);
-            acc[0] = add_block(simd, acc[0], products[i], words(quants[b]), &x.quants[b]);
+            acc[0] = add_block(simd, acc[0], products[i], words(quants[b]), &x.quants()[b]);
             acc[1] = add_block(
                 simd,
                 acc[1],
                 products[j],
                 words(quants[b + 1]),
-                &x.quants[b + 1],
+                &x.quants()[b + 1],
             );
         }
     }
     let mut rest_minimums = 0.0;
     for b in whole..quants.len() {
-        let product = scales[b].get() * x.scales[b];
-        acc[b % 2] = add_block(simd, acc[b % 2], product, words(quants[b]), &x.quants[b]);
+        let product = scales[b].get() * x.scales()[b];
+        acc[b % 2] = add_block(simd, acc[b % 2], product, words(quants[b]), &x.quants()[b]);
         if let Some(mins) = mins {
-            rest_minimums += mins[b].get() * x.sums[b];
+            rest_minimums += mins[b].get() * x.sums()[b];
         }
     }
     let total = avx._mm256_add_ps(avx._mm256_add_ps(acc[0], acc[1]), minimums);
-    super::kernels::horizontal_sum(simd, total) + rest_minimums
+    horizontal_sum(simd, total) + rest_minimums
 }
 
 #[cfg(target_arch = "x86_64")]

@@ -17,53 +17,10 @@ use pulp::{
     x86::{V3, V4},
 };
 
+use super::blocks::{BLOCK, Row};
+#[cfg(target_arch = "x86_64")]
+use super::horizontal_sums::horizontal_sum;
 use super::isa::InstructionSet;
-
-/// Weights per quantization block (Q4_1 and Q8_0 alike).
-pub(crate) const BLOCK: usize = 32;
-
-/// A half-precision scale as the file stores it: kept in 2 bytes, not widened at load,
-/// because generation reads every weight block from memory once per token and the scales
-/// are a sixth of a Q4_1 block.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct Half(pub u16);
-
-impl Half {
-    /// The value as f32: exponent and mantissa moved into f32's places and rescaled by 2^112
-    /// (the difference of the exponent biases), which is exact for normal and subnormal
-    /// halves alike. (Weights hold no infinities or NaNs.)
-    #[inline(always)]
-    pub(crate) fn get(self) -> f32 {
-        const TWO_TO_112: u32 = 0x7780_0000;
-        let magnitude =
-            f32::from_bits(u32::from(self.0 & 0x7fff) << 13) * f32::from_bits(TWO_TO_112);
-        f32::from_bits(magnitude.to_bits() | (u32::from(self.0 & 0x8000) << 16))
-    }
-}
-
-/// One row of a Q4_1 matrix: weight = scale × q + min, q in 0..16; byte j of a block holds
-/// element j (low nibble) and element j + 16 (high nibble).
-#[derive(Clone, Copy)]
-pub(crate) struct Q4_1Row<'a> {
-    pub scales: &'a [Half],
-    pub mins: &'a [Half],
-    pub quants: &'a [[u8; 16]],
-}
-
-/// One row of a Q8_0 matrix: weight = scale × q.
-#[derive(Clone, Copy)]
-pub(crate) struct Q8_0Row<'a> {
-    pub scales: &'a [Half],
-    pub quants: &'a [[i8; 32]],
-}
-
-/// A row in any of the formats the engine keeps.
-#[derive(Clone, Copy)]
-pub(crate) enum Row<'a> {
-    Q4_1(Q4_1Row<'a>),
-    Q8_0(Q8_0Row<'a>),
-    F32(&'a [f32]),
-}
 
 /// Sums of each block of 32 activations: a Q4_1 row's minimums multiply them.
 pub(crate) fn block_sums(x: &[f32]) -> Vec<f32> {
@@ -396,6 +353,32 @@ impl RowsTokens for V3 {
     }
 }
 
+/// A prompt's products sixteen lanes wide, on `avx512`'s kernels.
+#[cfg(target_arch = "x86_64")]
+impl RowsTokens for V4 {
+    #[inline(always)]
+    fn dequantize(self, row: Row<'_>, out: &mut [f32]) {
+        super::avx512::dequantize(self, row, out);
+    }
+
+    #[inline(always)]
+    fn dot(self, a: &[f32], b: &[f32]) -> f32 {
+        super::avx512::f32_dot(self, a, b)
+    }
+
+    /// Two rows against four tokens, sixteen lanes at a time: eight independent sums.
+    #[inline(always)]
+    fn two_rows_four_tokens(self, w: [&[f32]; 2], x: [&[f32]; 4]) -> [[f32; 2]; 4] {
+        super::avx512::rows_tokens(self, w, x)
+    }
+
+    /// Four rows against four tokens: sixteen sums in registers (AVX-512 has 32).
+    #[inline(always)]
+    fn four_rows_four_tokens(self, w: [&[f32]; 4], x: [&[f32]; 4]) -> [[f32; 4]; 4] {
+        super::avx512::rows_tokens(self, w, x)
+    }
+}
+
 /// `[[w[0] · x[t] for t in 0..4], [w[1] · x[t] …]]`, each chunk of `w` loaded once.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
@@ -497,20 +480,10 @@ fn q8_0_widen(simd: V3, q: [i8; 32]) -> [__m256; 4] {
     ]
 }
 
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-pub(crate) fn horizontal_sum(simd: V3, v: __m256) -> f32 {
-    let halves = simd.sse._mm_add_ps(
-        simd.avx._mm256_castps256_ps128(v),
-        simd.avx._mm256_extractf128_ps::<1>(v),
-    );
-    let pairs = simd.sse3._mm_hadd_ps(halves, halves);
-    simd.sse._mm_cvtss_f32(simd.sse3._mm_hadd_ps(pairs, pairs))
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::llama::blocks::{Half, Q4_1Row, Q8_0Row};
     use crate::llama::isa::each_available;
 
     /// Deterministic pseudo-random values in [-1, 1).

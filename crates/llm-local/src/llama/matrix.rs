@@ -8,12 +8,10 @@ use candle_core::{
 };
 use rayon::prelude::*;
 
-use super::int16::{Int16Activations, int16_dot_rows};
+use super::blocks::{BLOCK, Half, Int16Activations, Q4_1Row, Q8_0Row, Row};
+use super::int16::int16_dot_rows;
 use super::isa::InstructionSet;
-use super::kernels::{
-    BLOCK, Half, Q4_1Row, Q8_0Row, ROWS_AT_ONCE, Row, block_sums, dequantize, dot_rows,
-    dot_rows_tokens,
-};
+use super::kernels::{ROWS_AT_ONCE, block_sums, dequantize, dot_rows, dot_rows_tokens};
 
 /// Rows handed to one task at a time when a single token's product is split over threads.
 const ROWS_PER_TASK: usize = 32;

@@ -9,6 +9,11 @@
 mod attend;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
+mod blocks;
+#[cfg(target_arch = "x86_64")]
+mod exp_constants;
+#[cfg(target_arch = "x86_64")]
+mod horizontal_sums;
 mod int16;
 mod isa;
 mod kernels;

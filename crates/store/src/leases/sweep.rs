@@ -27,7 +27,7 @@ use tessera_kernel::DomainError;
 use super::RunnerId;
 use crate::{
     Database,
-    chats::failed_with,
+    chat_status::failed_with,
     database::{SqliteConn, with_transaction},
     error::Rollback,
     schema::{chats, generation_runners, running_generations},

@@ -13,14 +13,12 @@ use tessera_wire::anthropic::{
 
 use super::error::failure;
 use crate::{
-    access::Caller,
+    caller::{Caller, chat_caller},
     chat_stream::{self, Encoder, Format, HEARTBEAT},
+    completion::start_completion_as,
     extract::ValidJson,
     problem::ApiError,
-    routes::{
-        chats::{chat_caller, start_completion_as},
-        dialects,
-    },
+    routes::dialects,
     state::AppState,
 };
 

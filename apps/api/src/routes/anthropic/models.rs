@@ -11,7 +11,7 @@ use tessera_wire::anthropic::{
 };
 
 use crate::{
-    access::Caller, extract::ValidQuery, problem::ApiError,
+    caller::Caller, extract::ValidQuery, problem::ApiError,
     routes::openai::models::model_not_found, state::AppState,
 };
 

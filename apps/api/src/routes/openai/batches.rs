@@ -17,7 +17,7 @@ use tessera_wire::{
 };
 
 use crate::{
-    access::Caller,
+    caller::Caller,
     extract::{ValidJson, ValidQuery},
     problem::ApiError,
     state::AppState,

@@ -14,11 +14,12 @@ use tessera_wire::openai::{
 
 use super::error::failure;
 use crate::{
-    access::Caller,
+    caller::Caller,
     chat_stream::{self, Encoder, Format, HEARTBEAT},
+    completion::start_completion_as,
     extract::ValidJson,
     problem::ApiError,
-    routes::{chats::start_completion_as, dialects},
+    routes::dialects,
     state::AppState,
 };
 

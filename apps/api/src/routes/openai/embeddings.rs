@@ -11,7 +11,7 @@ use tessera_wire::openai::{
 };
 
 use super::models::model_not_found;
-use crate::{access::Caller, extract::ValidJson, problem::ApiError, state::AppState};
+use crate::{caller::Caller, extract::ValidJson, problem::ApiError, state::AppState};
 
 /// Create embeddings in OpenAI's format.
 #[utoipa::path(

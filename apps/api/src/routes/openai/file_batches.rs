@@ -17,10 +17,10 @@ use tessera_wire::{
 };
 
 use crate::{
-    access::Caller,
+    caller::{Caller, knowledge_caller},
     extract::{ValidJson, ValidQuery},
     problem::ApiError,
-    routes::{files::knowledge_caller, openai::vector_stores::invalid},
+    routes::openai::vector_stores::invalid,
     state::AppState,
 };
 

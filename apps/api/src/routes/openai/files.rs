@@ -15,10 +15,10 @@ use tessera_wire::openai::{
 use tessera_wire::v1::files::FileBytes;
 
 use crate::{
-    access::Caller,
+    caller::{Caller, knowledge_caller},
     extract::ValidQuery,
     problem::ApiError,
-    routes::files::{file_id, knowledge_caller, multipart_error, upload_error, upload_of},
+    routes::files::{file_id, multipart_error, upload_error, upload_of},
     state::AppState,
 };
 

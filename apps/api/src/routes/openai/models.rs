@@ -11,7 +11,7 @@ use tessera_wire::openai::{
     unix,
 };
 
-use crate::{access::Caller, problem::ApiError, state::AppState};
+use crate::{caller::Caller, problem::ApiError, state::AppState};
 
 /// Every model the organization may name now, with the embedding model.
 async fn all_models(

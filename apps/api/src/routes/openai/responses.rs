@@ -31,12 +31,12 @@ use tessera_wire::openai::{
 
 use super::{error::failure, models::model_not_found};
 use crate::{
-    access::Caller,
+    caller::{Caller, chat_caller, knowledge_caller},
     chat_stream::{self, Encoder, Format, HEARTBEAT},
+    completion::{Running, start_completion},
     extract::{ValidJson, ValidQuery},
     problem::ApiError,
-    routes::chats::{Running, chat_caller, chat_error, start_completion},
-    routes::files::knowledge_caller,
+    routes::chats::chat_error,
     state::AppState,
 };
 

@@ -22,10 +22,10 @@ use tessera_wire::{
 };
 
 use crate::{
-    access::Caller,
+    caller::{Caller, knowledge_caller},
     extract::{ValidJson, ValidQuery},
     problem::ApiError,
-    routes::files::{file_id, knowledge_caller},
+    routes::files::file_id,
     state::AppState,
 };
 
