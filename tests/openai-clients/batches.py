@@ -14,24 +14,17 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
-import traceback
 
 import openai
 from openai import OpenAI
+
+from harness import CheckFailed, expect, report
 
 TIMEOUT_SECS = 240
 ACTIVE = ("validating", "in_progress", "finalizing", "cancelling")
 
 
-class CheckFailed(Exception):
-    pass
-
-
-def expect(condition: bool, message: str) -> None:
-    if not condition:
-        raise CheckFailed(message)
 
 
 def chat_line(custom_id: str, model: str, max_tokens: int = 4) -> dict:
@@ -226,18 +219,5 @@ def run(client: OpenAI) -> dict:
     return summary
 
 
-def main() -> None:
-    client = OpenAI()
-    try:
-        summary = run(client)
-    except Exception as error:  # noqa: BLE001 — every failure is reported
-        detail = traceback.format_exc()
-        if isinstance(error, openai.APIStatusError):
-            detail += f"\nstatus {error.status_code}, body {json.dumps(error.body)}"
-        sys.stderr.write(f"openai-python batches failed: {detail}\n")
-        sys.exit(1)
-    print(json.dumps(summary, indent=2, default=str))
-
-
 if __name__ == "__main__":
-    main()
+    report("batches", run)

@@ -15,14 +15,13 @@ failing check on stderr.
 from __future__ import annotations
 
 import io
-import json
 import os
-import sys
 import time
-import traceback
 
 import openai
 from openai import OpenAI
+
+from harness import CheckFailed, expect, report
 
 TIMEOUT_SECS = 120
 
@@ -49,13 +48,6 @@ RIVERS = (
 )
 
 
-class CheckFailed(Exception):
-    pass
-
-
-def expect(condition: bool, message: str) -> None:
-    if not condition:
-        raise CheckFailed(message)
 
 
 def upload(client: OpenAI, name: str, text: str, purpose: str):
@@ -294,18 +286,5 @@ def file_search(client: OpenAI, store_id: str, file_ids: set[str]) -> dict:
     return {"results": [r.filename for r in results], "cited": cited, "events": len(kinds)}
 
 
-def main() -> None:
-    client = OpenAI()
-    try:
-        summary = run(client)
-    except Exception as error:  # noqa: BLE001 — every failure is reported
-        detail = traceback.format_exc()
-        if isinstance(error, openai.APIStatusError):
-            detail += f"\nstatus {error.status_code}, body {json.dumps(error.body)}"
-        sys.stderr.write(f"openai-python vector stores failed: {detail}\n")
-        sys.exit(1)
-    print(json.dumps(summary, indent=2, default=str))
-
-
 if __name__ == "__main__":
-    main()
+    report("vector stores", run)

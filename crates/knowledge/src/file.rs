@@ -2,7 +2,7 @@
 //! processing got.
 
 use chrono::{DateTime, Utc};
-use tessera_kernel::OrganizationId;
+use tessera_kernel::{FieldError, OrganizationId};
 
 use crate::{FileFormat, FileId};
 
@@ -75,6 +75,19 @@ impl FilePurpose {
         purpose.unwrap_or(Self::Assistants) == self
     }
 
+    /// Refuses a file name this purpose cannot take: a batch's requests come in a `.jsonl`
+    /// file, one request a line (the error's location is the form's `file` part).
+    pub fn check_name(self, name: &str) -> Result<(), FieldError> {
+        if self == Self::Batch && !name.to_ascii_lowercase().ends_with(".jsonl") {
+            return Err(FieldError::new(
+                ["body".into(), "file".into()],
+                "a file for batches must be a `.jsonl` file (one request a line)",
+                "value_error",
+            ));
+        }
+        Ok(())
+    }
+
     /// Whether files of this purpose are processed for search (batch files are not).
     pub fn is_processed(self) -> bool {
         matches!(self, Self::Assistants | Self::UserData)
@@ -123,4 +136,20 @@ pub struct FileFilter {
     pub status: Option<FileStatus>,
     /// The files of this purpose ([`FilePurpose::includes`]).
     pub purpose: Option<FilePurpose>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_batch_files_must_be_named_jsonl() {
+        assert!(FilePurpose::Batch.check_name("requests.JSONL").is_ok());
+        let refused = FilePurpose::Batch.check_name("requests.json").unwrap_err();
+        assert_eq!(refused.loc, ["body".into(), "file".into()]);
+        assert_eq!(refused.kind, "value_error");
+        for purpose in [FilePurpose::Assistants, FilePurpose::UserData] {
+            assert!(purpose.check_name("notes.txt").is_ok());
+        }
+    }
 }

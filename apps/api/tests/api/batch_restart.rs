@@ -11,7 +11,7 @@ use reqwest::multipart::{Form, Part};
 use serde_json::{Value, json};
 
 use crate::{
-    binary::{Running, access_token, announced, start_with, terminate},
+    binary::{Api, Running, announced, start_with, terminate},
     chats::{LOCAL, model_dir},
 };
 
@@ -32,44 +32,18 @@ fn start(data_dir: &Path, chat_models: &str, embedding_models: &str) -> Running 
     )
 }
 
-/// The OpenAI door of a running server, as the first run's client.
-struct Api {
-    client: reqwest::Client,
-    base: String,
-    token: String,
-}
-
+/// The OpenAI door of a running server.
 impl Api {
-    async fn connect(data_dir: &Path, running: &Running, id: &str, secret: &str) -> Self {
-        let cert = std::fs::read(data_dir.join("tls/cert.pem")).unwrap();
-        let client = reqwest::Client::builder()
-            .add_root_certificate(reqwest::Certificate::from_pem(&cert).unwrap())
-            .build()
-            .unwrap();
-        let base = format!("https://localhost:{}", running.port);
-        let token = access_token(&client, &base, id, secret).await;
-        Self {
-            client,
-            base,
-            token,
-        }
-    }
-
-    fn url(&self, path: &str) -> String {
+    fn openai_url(&self, path: &str) -> String {
         format!("{}/openai/v1{path}", self.base)
     }
 
-    async fn send(&self, request: reqwest::RequestBuilder) -> Value {
-        let response = request.bearer_auth(&self.token).send().await.unwrap();
-        let status = response.status().as_u16();
-        let body = response.json::<Value>().await.unwrap_or(Value::Null);
-        assert_eq!(status, 200, "{body}");
-        body
-    }
-
     async fn batch(&self, id: &str) -> Value {
-        self.send(self.client.get(self.url(&format!("/batches/{id}"))))
-            .await
+        self.send(
+            self.client.get(self.openai_url(&format!("/batches/{id}"))),
+            200,
+        )
+        .await
     }
 
     /// A file's JSON lines.
@@ -77,7 +51,7 @@ impl Api {
         let id = file.as_str().unwrap_or_else(|| panic!("no file: {file}"));
         let response = self
             .client
-            .get(self.url(&format!("/files/{id}/content")))
+            .get(self.openai_url(&format!("/files/{id}/content")))
             .bearer_auth(&self.token)
             .send()
             .await
@@ -132,15 +106,21 @@ fn a_batch_running_when_the_process_is_killed_answers_every_line_once() {
             Part::bytes(input().into_bytes()).file_name("requests.jsonl"),
         );
         let file = api
-            .send(api.client.post(api.url("/files")).multipart(form))
+            .send(
+                api.client.post(api.openai_url("/files")).multipart(form),
+                200,
+            )
             .await;
         assert_eq!(file["purpose"], "batch", "{file}");
         let created = api
-            .send(api.client.post(api.url("/batches")).json(&json!({
-                "input_file_id": file["id"],
-                "endpoint": "/v1/chat/completions",
-                "completion_window": "24h",
-            })))
+            .send(
+                api.client.post(api.openai_url("/batches")).json(&json!({
+                    "input_file_id": file["id"],
+                    "endpoint": "/v1/chat/completions",
+                    "completion_window": "24h",
+                })),
+                200,
+            )
             .await;
         assert_eq!(created["status"], "in_progress", "{created}");
         assert_eq!(created["request_counts"]["total"], LINES, "{created}");

@@ -429,3 +429,44 @@ fn secrets_and_tokens_never_reach_the_logs() {
         "no part of the token's signature appears in the logs"
     );
 }
+
+/// The API of a running binary, as one client of its first run's credentials (the tests
+/// that kill and restart it).
+pub struct Api {
+    pub client: reqwest::Client,
+    pub base: String,
+    pub token: String,
+}
+
+impl Api {
+    pub async fn connect(
+        data_dir: &std::path::Path,
+        running: &Running,
+        id: &str,
+        secret: &str,
+    ) -> Self {
+        let cert = std::fs::read(data_dir.join("tls/cert.pem")).unwrap();
+        let client = reqwest::Client::builder()
+            .add_root_certificate(reqwest::Certificate::from_pem(&cert).unwrap())
+            .build()
+            .unwrap();
+        let base = format!("https://localhost:{}", running.port);
+        let token = access_token(&client, &base, id, secret).await;
+        Self {
+            client,
+            base,
+            token,
+        }
+    }
+
+    pub async fn send(&self, request: reqwest::RequestBuilder, status: u16) -> serde_json::Value {
+        let response = request.bearer_auth(&self.token).send().await.unwrap();
+        let got = response.status().as_u16();
+        let body = response
+            .json::<serde_json::Value>()
+            .await
+            .unwrap_or(serde_json::Value::Null);
+        assert_eq!(got, status, "{body}");
+        body
+    }
+}

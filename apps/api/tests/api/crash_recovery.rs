@@ -11,7 +11,7 @@ use std::{
 use reqwest::multipart::{Form, Part};
 use serde_json::{Value, json};
 
-use crate::binary::{Running, access_token, announced, start_with, terminate};
+use crate::binary::{Api, Running, announced, start_with, terminate};
 
 const FILES: usize = 20;
 
@@ -45,37 +45,8 @@ fn start(data_dir: &Path, models: &str) -> Running {
     )
 }
 
-/// The API of a running server, as one client of the first run's credentials.
-pub(crate) struct Api {
-    pub client: reqwest::Client,
-    pub base: String,
-    token: String,
-}
-
 impl Api {
-    pub async fn connect(data_dir: &Path, running: &Running, id: &str, secret: &str) -> Self {
-        let cert = std::fs::read(data_dir.join("tls/cert.pem")).unwrap();
-        let client = reqwest::Client::builder()
-            .add_root_certificate(reqwest::Certificate::from_pem(&cert).unwrap())
-            .build()
-            .unwrap();
-        let base = format!("https://localhost:{}", running.port);
-        let token = access_token(&client, &base, id, secret).await;
-        Self {
-            client,
-            base,
-            token,
-        }
-    }
-
-    pub async fn send(&self, request: reqwest::RequestBuilder, status: u16) -> Value {
-        let response = request.bearer_auth(&self.token).send().await.unwrap();
-        let got = response.status().as_u16();
-        let body = response.json::<Value>().await.unwrap_or(Value::Null);
-        assert_eq!(got, status, "{body}");
-        body
-    }
-
+    /// The organization's files (the first hundred).
     pub async fn files(&self) -> Vec<Value> {
         let page = self
             .send(

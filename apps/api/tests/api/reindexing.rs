@@ -18,8 +18,8 @@ use tessera_setup::config::Settings;
 use tessera_store::{Backend, DatabaseUrl, SqlFileStore, testing::TestDatabase};
 
 use crate::{
-    binary::{Running, announced, command, one_line, run_to_exit, start_with, terminate},
-    crash_recovery::{Api, document},
+    binary::{Api, Running, announced, command, one_line, run_to_exit, start_with, terminate},
+    crash_recovery::document,
 };
 
 const FILES: usize = 8;

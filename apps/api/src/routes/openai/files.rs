@@ -62,18 +62,6 @@ async fn read_purpose(field: actix_multipart::Field) -> Result<FilePurpose, ApiE
         })
 }
 
-/// A batch's input must be JSON Lines, named so.
-fn check_batch_name(purpose: FilePurpose, file: &StoredFile) -> Result<(), ApiError> {
-    if purpose == FilePurpose::Batch && !file.name.to_ascii_lowercase().ends_with(".jsonl") {
-        return Err(field_error(
-            "file",
-            "a file for batches must be a `.jsonl` file (one request a line)",
-            "value_error",
-        ));
-    }
-    Ok(())
-}
-
 /// Upload a file for vector stores (`assistants`), model input (`user_data`) or a batch's
 /// requests (`batch`, a `.jsonl` file, stored as it is). Documents for the first two are
 /// processed in the background: `status` is `uploaded`, then `processed` or `error`.
@@ -139,9 +127,9 @@ pub async fn create_file(
             }));
         }
     };
-    if let Err(refused) = check_batch_name(purpose, &file) {
+    if let Err(refused) = purpose.check_name(&file.name) {
         state.knowledge.files.delete(&who, &file.id).await?;
-        return Err(refused);
+        return Err(ApiError::validation(vec![refused]));
     }
     if file.purpose != Some(purpose) {
         state

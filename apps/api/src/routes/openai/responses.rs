@@ -98,12 +98,9 @@ async fn prepare_search(
             Err(_) => None,
         };
         let Some(files) = found else {
-            return Err(ApiError::new(
-                StatusCode::NOT_FOUND,
-                "not_found",
-                format!("Vector store with id '{id}' not found."),
-            )
-            .with("param", "tools"));
+            return Err(
+                ApiError::from(DomainError::not_found("vector store", id)).with("param", "tools")
+            );
         };
         for (file, attributes) in files {
             if filter.is_some_and(|filter| filter.matches(&attributes)) {
