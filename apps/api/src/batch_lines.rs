@@ -6,13 +6,12 @@
 //! client is revoked or expires, the remaining lines are refused as its requests would be. While the process drains for
 //! shutdown no line runs: the batch is taken up again after the restart.
 
-use actix_web::http::StatusCode;
 use async_trait::async_trait;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use tessera_batches::{BatchEndpoint, LineExecutor, LineResponse};
 use tessera_identity::{IdentityError, TokenError};
-use tessera_kernel::Principal;
+use tessera_kernel::{DomainError, Principal};
 use tessera_wire::{openai::error::translate, parse};
 
 use crate::{
@@ -77,11 +76,11 @@ impl PipelineLines {
             Ok(()) => Some(Ok(())),
             Err(IdentityError::InvalidToken(TokenError::Unavailable))
             | Err(IdentityError::Domain(_)) => None,
-            Err(error) => Some(Err(ApiError::new(
-                StatusCode::UNAUTHORIZED,
-                "invalid_token",
-                format!("the batch's creator no longer authenticates: {error}"),
-            ))),
+            Err(error) => Some(Err(DomainError::Unauthenticated {
+                code: "invalid_token",
+                message: format!("the batch's creator no longer authenticates: {error}"),
+            }
+            .into())),
         }
     }
 
@@ -113,7 +112,7 @@ impl PipelineLines {
 
 fn json_of(answer: &impl Serialize) -> Result<Value, ApiError> {
     serde_json::to_value(answer).map_err(|error| {
-        ApiError::from(tessera_kernel::DomainError::internal(format!(
+        ApiError::from(DomainError::internal(format!(
             "a batch line's answer: {error}"
         )))
     })
