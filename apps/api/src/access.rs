@@ -5,10 +5,10 @@
 //! every entry is enforced.
 
 use actix_web::{
-    Error, HttpMessage, ResponseError,
+    Error, HttpMessage, HttpResponse,
     body::BoxBody,
     dev::{ServiceRequest, ServiceResponse},
-    http::{StatusCode, header},
+    http::header,
     middleware::Next,
     web,
 };
@@ -125,14 +125,10 @@ fn presented_token(req: &ServiceRequest) -> Option<&str> {
     })
 }
 
-fn refusal(
-    req: ServiceRequest,
-    status: StatusCode,
-    code: &'static str,
-    detail: String,
-    challenge: String,
-) -> ServiceResponse<BoxBody> {
-    let mut response = ApiError::new(status, code, detail).error_response();
+/// A refused credential: the problem (kept on the response, so a dialect renders it from
+/// the typed value) with its `WWW-Authenticate` challenge.
+fn refusal(req: ServiceRequest, problem: ApiError, challenge: String) -> ServiceResponse<BoxBody> {
+    let mut response = HttpResponse::from_error(problem);
     if let Ok(value) = challenge.parse() {
         response
             .headers_mut()
@@ -153,14 +149,8 @@ pub async fn authorize(
         Some(access) => access,
     };
     let Some(state) = req.app_data::<web::Data<AppState>>().cloned() else {
-        return Ok(req.into_response(
-            ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal_error",
-                "state missing",
-            )
-            .error_response(),
-        ));
+        let error = ApiError::internal("state missing");
+        return Ok(req.into_response(HttpResponse::from_error(error)));
     };
     if access == Access::Public {
         // Token requests: a budget per peer address guards client secrets against guessing.
@@ -179,9 +169,7 @@ pub async fn authorize(
         .to_owned();
         return Ok(refusal(
             req,
-            StatusCode::UNAUTHORIZED,
-            "missing_token",
-            detail,
+            ApiError::unauthenticated("missing_token", detail),
             r#"Bearer realm="tessera""#.to_owned(),
         ));
     };
@@ -190,12 +178,11 @@ pub async fn authorize(
         Ok(principal) => principal,
         Err(IdentityError::InvalidToken(TokenError::Unavailable))
         | Err(IdentityError::Domain(_)) => {
-            let error = ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
+            let error = ApiError::unavailable(
                 "service_unavailable",
                 "tokens cannot be checked right now; retry later",
             );
-            return Ok(req.into_response(error.error_response()));
+            return Ok(req.into_response(HttpResponse::from_error(error)));
         }
         Err(error) => {
             let detail = error.to_string();
@@ -204,9 +191,7 @@ pub async fn authorize(
             );
             return Ok(refusal(
                 req,
-                StatusCode::UNAUTHORIZED,
-                "invalid_token",
-                detail,
+                ApiError::unauthenticated("invalid_token", detail),
                 challenge,
             ));
         }
@@ -221,9 +206,7 @@ pub async fn authorize(
                 format!(r#"Bearer realm="tessera", error="insufficient_scope", scope="{needed}""#);
             return Ok(refusal(
                 req,
-                StatusCode::FORBIDDEN,
-                "insufficient_scope",
-                detail,
+                ApiError::forbidden("insufficient_scope", detail),
                 challenge,
             ));
         }

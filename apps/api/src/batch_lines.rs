@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 use tessera_batches::{BatchEndpoint, LineExecutor, LineResponse};
 use tessera_identity::{IdentityError, TokenError};
 use tessera_kernel::{DomainError, Principal};
-use tessera_wire::{openai::error::translate, parse};
+use tessera_wire::{openai::error::render, parse};
 
 use crate::{
     caller::Caller,
@@ -52,7 +52,7 @@ impl LineExecutor for PipelineLines {
                 body,
             },
             Err(problem) => {
-                let (status, error) = translate(problem.status.as_u16(), &problem.body());
+                let (status, error) = render(&problem.parts());
                 LineResponse {
                     status_code: status,
                     body: serde_json::to_value(&error).unwrap_or(Value::Null),

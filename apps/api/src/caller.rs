@@ -2,7 +2,7 @@
 //! request, as the extractor handlers take, with the checks a handler makes beyond the route
 //! table's (a second scope some requests need).
 
-use actix_web::{FromRequest, HttpMessage, HttpRequest, dev::Payload, http::StatusCode};
+use actix_web::{FromRequest, HttpMessage, HttpRequest, dev::Payload};
 use tessera_chats::Caller as ChatCaller;
 use tessera_kernel::Principal;
 use tessera_knowledge::KnowledgeCaller;
@@ -28,8 +28,7 @@ impl Caller {
         if allowed {
             Ok(())
         } else {
-            Err(ApiError::new(
-                StatusCode::FORBIDDEN,
+            Err(ApiError::forbidden(
                 "insufficient_scope",
                 format!("this request also needs the `{scope}` scope"),
             ))
@@ -50,8 +49,7 @@ impl FromRequest for Caller {
                 .cloned()
                 .map(|principal| Caller(principal.with_origin(crate::origin::origin_of(req))))
                 .ok_or_else(|| {
-                    ApiError::new(
-                        StatusCode::UNAUTHORIZED,
+                    ApiError::unauthenticated(
                         "missing_token",
                         "this operation needs `Authorization: Bearer <access token>`",
                     )

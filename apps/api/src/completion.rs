@@ -4,7 +4,6 @@
 //! nothing, returned once its chat is stored; and its answer awaited when the caller wants
 //! it whole.
 
-use actix_web::http::StatusCode;
 use tessera_chats::{Chat, ChatError, CompletionRequest, GenerationEvent};
 use tessera_kernel::DomainError;
 use tessera_models::Usability;
@@ -21,8 +20,7 @@ use tessera_http_actix::problem::chat_error;
 /// 503 once this instance drains: running generations finish, new ones go elsewhere.
 fn refuse_when_draining(state: &AppState) -> Result<(), ApiError> {
     if state.draining.is_draining() {
-        return Err(ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
+        return Err(ApiError::unavailable(
             "shutting_down",
             "this instance is shutting down and takes no new completions; retry (another \
              instance will serve it)",

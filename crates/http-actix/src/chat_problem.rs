@@ -2,12 +2,11 @@
 //! their `DomainError` (a provider's failure, a spent budget, a schema mismatch, a retired
 //! model) as problems of their own.
 
-use actix_web::http::StatusCode;
 use tessera_chats::ChatError;
 use tessera_kernel::DomainError;
 use tessera_models::{ModelError, ProviderError};
 
-use crate::problem::ApiError;
+use crate::problem::{ApiError, ProblemKind};
 
 /// The problem a chat failure answers with: provider failures are 502/503/504 with the
 /// provider's message, a strict-schema mismatch is 502 with the violations, a retired
@@ -18,32 +17,31 @@ pub fn chat_error(error: ChatError) -> ApiError {
             ProviderError::Unavailable {
                 message,
                 retry_after,
-            } => ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
+            } => ApiError::unavailable(
                 "provider_unavailable",
                 format!("the model provider is unavailable: {message}"),
             )
             .with_retry_after(retry_after.map_or(1, |d| d.as_secs().max(1))),
             ProviderError::Timeout => ApiError::new(
-                StatusCode::GATEWAY_TIMEOUT,
+                ProblemKind::GatewayTimeout,
                 "provider_timeout",
                 "the model provider did not answer in time",
             ),
             ProviderError::Upstream { status, message } => ApiError::new(
-                StatusCode::BAD_GATEWAY,
+                ProblemKind::BadGateway,
                 "provider_error",
                 format!("the model provider failed: {message}"),
             )
             .with("upstreamStatus", status),
             ProviderError::InvalidRequest(message) => ApiError::new(
-                StatusCode::BAD_GATEWAY,
+                ProblemKind::BadGateway,
                 "provider_refused",
                 format!("the model provider refused the request: {message}"),
             ),
         },
         // 402: the organization spent its monthly credits; the body says how much and until when.
         ChatError::BudgetSpent(spent) => ApiError::new(
-            StatusCode::PAYMENT_REQUIRED,
+            ProblemKind::PaymentRequired,
             "credit_budget_exhausted",
             ChatError::BudgetSpent(spent.clone()).to_string(),
         )
@@ -51,7 +49,7 @@ pub fn chat_error(error: ChatError) -> ApiError {
         .with("usedCredits", spent.used_credits)
         .with("resetsAt", spent.resets_at.to_rfc3339()),
         ChatError::SchemaMismatch(violations) => ApiError::new(
-            StatusCode::BAD_GATEWAY,
+            ProblemKind::BadGateway,
             "response_schema_mismatch",
             "the model's answer does not conform to the response schema",
         )
@@ -62,7 +60,7 @@ pub fn chat_error(error: ChatError) -> ApiError {
                 replacement: replacement.clone(),
             }
             .to_string();
-            ApiError::new(StatusCode::GONE, "model_end_of_life", message)
+            ApiError::new(ProblemKind::Gone, "model_end_of_life", message)
                 .with("replacementModelId", replacement)
         }
         other => DomainError::from(other).into(),

@@ -49,8 +49,7 @@ impl<T: DeserializeOwned + Validate + 'static> FromRequest for ValidJson<T> {
         let body = web::Bytes::from_request(req, payload);
         Box::pin(async move {
             if !content_type_ok {
-                return Err(ApiError::new(
-                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                return Err(ApiError::unsupported_media_type(
                     "unsupported_media_type",
                     "the request body must be JSON (Content-Type: application/json)",
                 ));
@@ -75,21 +74,19 @@ impl<T: DeserializeOwned + Validate + 'static> FromRequest for ValidQuery<T> {
 }
 
 fn payload_error(error: &actix_web::Error) -> ApiError {
-    match error.as_error::<PayloadError>() {
-        Some(PayloadError::Overflow) => ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
+    let too_large = || {
+        ApiError::payload_too_large(
             "payload_too_large",
             "the request body is larger than allowed",
-        ),
+        )
+    };
+    match error.as_error::<PayloadError>() {
+        Some(PayloadError::Overflow) => too_large(),
+        // The framework's own error, known only by its status.
         _ if error.as_response_error().status_code() == StatusCode::PAYLOAD_TOO_LARGE => {
-            ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "payload_too_large",
-                "the request body is larger than allowed",
-            )
+            too_large()
         }
-        _ => ApiError::new(
-            StatusCode::BAD_REQUEST,
+        _ => ApiError::bad_request(
             "bad_request",
             format!("cannot read the request body: {error}"),
         ),
@@ -103,13 +100,10 @@ pub fn json_config(limit: usize) -> web::JsonConfig {
         .error_handler(|error, _| {
             match error {
                 JsonPayloadError::Overflow { .. }
-                | JsonPayloadError::OverflowKnownLength { .. } => ApiError::new(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    "payload_too_large",
-                    error.to_string(),
-                ),
-                JsonPayloadError::ContentType => ApiError::new(
-                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                | JsonPayloadError::OverflowKnownLength { .. } => {
+                    ApiError::payload_too_large("payload_too_large", error.to_string())
+                }
+                JsonPayloadError::ContentType => ApiError::unsupported_media_type(
                     "unsupported_media_type",
                     "the request body must be JSON",
                 ),

@@ -12,7 +12,7 @@
 //! `web::Data<IdempotencyService>` of the app's data; an app without it ignores the header.
 
 use actix_web::{
-    Error, FromRequest, HttpMessage, HttpResponse, ResponseError,
+    Error, FromRequest, HttpMessage, HttpResponse,
     body::{BoxBody, MessageBody},
     dev::{Payload, ServiceRequest, ServiceResponse},
     http::{
@@ -123,12 +123,8 @@ async fn run(
             Ok(bytes) => bytes,
             Err(_) => {
                 release(keys, owner, key).await;
-                let error = ApiError::new(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "internal_error",
-                    "the response could not be produced",
-                );
-                return Ok(ServiceResponse::new(http, error.error_response()));
+                let error = ApiError::internal("the response could not be produced");
+                return Ok(ServiceResponse::new(http, HttpResponse::from_error(error)));
             }
         },
     };
@@ -256,19 +252,17 @@ fn refused(refusal: Refusal) -> HttpResponse {
     match refusal {
         // A validation problem like every 422 (its `detail` lists the offending value), with
         // its own code.
-        Refusal::Mismatch => ApiError {
+        Refusal::Mismatch => HttpResponse::from_error(ApiError {
             code: "idempotency_key_reused",
             ..ApiError::validation(vec![FieldError::new(
                 ["header".into(), "Idempotency-Key".into()],
                 detail,
                 "idempotency_key_reused",
             )])
-        }
-        .error_response(),
+        }),
         Refusal::InFlight => {
             let mut response =
-                ApiError::new(StatusCode::CONFLICT, "idempotency_key_in_flight", detail)
-                    .error_response();
+                HttpResponse::from_error(ApiError::conflict("idempotency_key_in_flight", detail));
             response
                 .headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
@@ -284,9 +278,10 @@ fn refused(refusal: Refusal) -> HttpResponse {
                 Some(location) => format!("{detail}; the record is {location}"),
                 None => detail,
             };
-            let mut response =
-                ApiError::new(StatusCode::CONFLICT, "idempotent_response_withheld", detail)
-                    .error_response();
+            let mut response = HttpResponse::from_error(ApiError::conflict(
+                "idempotent_response_withheld",
+                detail,
+            ));
             if let Some(value) = location.and_then(|l| HeaderValue::from_str(&l).ok()) {
                 response.headers_mut().insert(header::LOCATION, value);
             }
@@ -305,7 +300,7 @@ fn invalid_key(msg: String) -> ApiError {
 }
 
 fn refuse(req: ServiceRequest, error: ApiError) -> ServiceResponse<BoxBody> {
-    req.into_response(error.error_response())
+    req.into_response(HttpResponse::from_error(error))
 }
 
 /// Documents the optional `Idempotency-Key` header on every authenticated POST.

@@ -3,9 +3,9 @@
 
 use std::{net::IpAddr, sync::Arc};
 
-use crate::problem::{ApiError, PROBLEM_JSON, code_for_status};
+use crate::problem::{ApiError, PROBLEM_JSON, ProblemKind, status_problem};
 use actix_web::{
-    Error, HttpResponse, ResponseError,
+    Error, HttpResponse,
     body::{BoxBody, MessageBody},
     dev::{ServiceRequest, ServiceResponse},
     http::{
@@ -49,11 +49,11 @@ pub async fn limit_headers(
         .sum();
     if size > limit {
         let error = ApiError::new(
-            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-            "headers_too_large",
+            ProblemKind::HeadersTooLarge,
+            ProblemKind::HeadersTooLarge.code(),
             format!("the request headers are {size} bytes; at most {limit} are accepted"),
         );
-        return Ok(req.into_response(error.error_response()));
+        return Ok(req.into_response(HttpResponse::from_error(error)));
     }
     next.call(req).await
 }
@@ -86,12 +86,11 @@ pub async fn require_https(
                 .is_some_and(|first| first.trim().eq_ignore_ascii_case("http"))
         });
     if from_trusted_proxy && forwarded_plain {
-        let error = ApiError::new(
-            StatusCode::FORBIDDEN,
+        let error = ApiError::forbidden(
             "https_required",
             "this API is served over HTTPS only; repeat the request with https://",
         );
-        return Ok(req.into_response(error.error_response()));
+        return Ok(req.into_response(HttpResponse::from_error(error)));
     }
     next.call(req).await
 }
@@ -119,11 +118,12 @@ pub fn problem_errors<B: MessageBody + 'static>() -> ErrorHandlers<B> {
             ),
             other => other.canonical_reason().unwrap_or("error").to_owned(),
         };
-        let problem = ApiError::new(status, code_for_status(status), detail);
+        // The framework answered by itself: there is only a status to go on.
+        let problem = status_problem(status, detail);
         let (req, old) = res.into_parts();
         let mut response = HttpResponse::build(status)
             .insert_header((header::CONTENT_TYPE, PROBLEM_JSON))
-            .body(problem.body().to_string());
+            .body(problem.to_string());
         // Keep headers such as Allow, Retry-After and the request id.
         for (name, value) in old.headers() {
             if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {

@@ -1,6 +1,8 @@
 //! The one place errors become HTTP: every failure leaves as `application/problem+json`
 //! (RFC 9457) with `type`, `title`, `status`, `detail` and a stable `code`; validation
-//! failures keep the interface's `detail: [{loc, msg, type}]`.
+//! failures keep the interface's `detail: [{loc, msg, type}]`. A problem is of a kind of
+//! the catalogue ([`ProblemKind`]), which decides its status and title; each domain error
+//! maps to one here, once.
 
 use actix_web::{
     HttpResponse, ResponseError,
@@ -8,9 +10,11 @@ use actix_web::{
 };
 use serde::Serialize;
 use tessera_kernel::{DomainError, FieldError};
+use tessera_wire::problem::{ProblemDetail as DetailParts, ProblemParts};
 use utoipa::ToSchema;
 
 pub use crate::chat_problem::chat_error;
+pub use crate::problem_kind::ProblemKind;
 
 pub const PROBLEM_JSON: &str = "application/problem+json";
 
@@ -22,11 +26,12 @@ pub enum ProblemDetail {
     Fields(Vec<FieldError>),
 }
 
-/// An HTTP error response.
+/// An HTTP error response: a problem of the catalogue, with its own code and detail.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{status} {code}")]
+#[error("{} {code}", .kind.status())]
 pub struct ApiError {
-    pub status: StatusCode,
+    /// Decides the status and title.
+    pub kind: ProblemKind,
     pub code: &'static str,
     pub detail: ProblemDetail,
     /// Extra members of the problem object (e.g. `replacementModelId`, `errors`).
@@ -100,14 +105,78 @@ pub struct ValidationProblem {
 }
 
 impl ApiError {
-    pub fn new(status: StatusCode, code: &'static str, detail: impl Into<String>) -> Self {
+    pub fn new(kind: ProblemKind, code: &'static str, detail: impl Into<String>) -> Self {
         Self {
-            status,
+            kind,
             code,
             detail: ProblemDetail::Text(detail.into()),
             extensions: Vec::new(),
             retry_after: None,
             location: None,
+        }
+    }
+
+    /// 400: the request cannot be read as sent.
+    pub fn bad_request(code: &'static str, detail: impl Into<String>) -> Self {
+        Self::new(ProblemKind::BadRequest, code, detail)
+    }
+
+    /// 401: no credential, or one that is not valid.
+    pub fn unauthenticated(code: &'static str, detail: impl Into<String>) -> Self {
+        Self::new(ProblemKind::Unauthenticated, code, detail)
+    }
+
+    /// 403: the caller may not do this.
+    pub fn forbidden(code: &'static str, detail: impl Into<String>) -> Self {
+        Self::new(ProblemKind::Forbidden, code, detail)
+    }
+
+    /// 404: no such record (or not one the caller may see).
+    pub fn not_found(code: &'static str, detail: impl Into<String>) -> Self {
+        Self::new(ProblemKind::NotFound, code, detail)
+    }
+
+    /// 409: the record's state refuses the request.
+    pub fn conflict(code: &'static str, detail: impl Into<String>) -> Self {
+        Self::new(ProblemKind::Conflict, code, detail)
+    }
+
+    /// 413: the body (or an uploaded file) is too large.
+    pub fn payload_too_large(code: &'static str, detail: impl Into<String>) -> Self {
+        Self::new(ProblemKind::PayloadTooLarge, code, detail)
+    }
+
+    /// 415: the body is not of a type the operation reads.
+    pub fn unsupported_media_type(code: &'static str, detail: impl Into<String>) -> Self {
+        Self::new(ProblemKind::UnsupportedMediaType, code, detail)
+    }
+
+    /// 503: a dependency (or this instance) cannot serve now; clients retry.
+    pub fn unavailable(code: &'static str, detail: impl Into<String>) -> Self {
+        Self::new(ProblemKind::Unavailable, code, detail)
+    }
+
+    /// 500 `internal_error`: the detail says what failed without its cause (the log has it).
+    pub fn internal(detail: impl Into<String>) -> Self {
+        Self::new(ProblemKind::Internal, ProblemKind::Internal.code(), detail)
+    }
+
+    /// The status the problem answers with (its kind's).
+    pub fn status(&self) -> StatusCode {
+        self.kind.status()
+    }
+
+    /// The problem as plain values, for a dialect's error shape to render it directly
+    /// (`tessera_wire::openai::error::render`, `tessera_wire::anthropic::error::render`).
+    pub fn parts(&self) -> ProblemParts<'_> {
+        ProblemParts {
+            status: self.status().as_u16(),
+            code: self.code,
+            detail: match &self.detail {
+                ProblemDetail::Text(text) => DetailParts::Text(text),
+                ProblemDetail::Fields(fields) => DetailParts::Fields(fields),
+            },
+            extensions: &self.extensions,
         }
     }
 
@@ -128,10 +197,11 @@ impl ApiError {
         self
     }
 
+    /// 422 `validation_failed`, listing every invalid value.
     pub fn validation(errors: Vec<FieldError>) -> Self {
         Self {
-            status: StatusCode::UNPROCESSABLE_ENTITY,
-            code: "validation_failed",
+            kind: ProblemKind::ValidationFailed,
+            code: ProblemKind::ValidationFailed.code(),
             detail: ProblemDetail::Fields(errors),
             extensions: Vec::new(),
             retry_after: None,
@@ -140,35 +210,69 @@ impl ApiError {
     }
 
     pub fn body(&self) -> serde_json::Value {
-        let mut body = serde_json::json!({
-            "type": format!("urn:tessera:problem:{}", self.code),
-            "title": self.status.canonical_reason().unwrap_or("Error"),
-            "status": self.status.as_u16(),
-            "detail": self.detail,
-            "code": self.code,
-        });
-        if let Some(members) = body.as_object_mut() {
-            for (name, value) in &self.extensions {
-                members.entry(name.clone()).or_insert_with(|| value.clone());
-            }
-        }
-        body
+        problem_body(
+            self.status(),
+            self.kind.title(),
+            self.code,
+            &self.detail,
+            &self.extensions,
+        )
     }
+}
+
+/// The problem+json body of a status the framework answered with by itself (no route, a
+/// wrong method); a status outside the catalogue is titled with its reason phrase.
+pub fn status_problem(status: StatusCode, detail: String) -> serde_json::Value {
+    let title = ProblemKind::from_status(status)
+        .map(ProblemKind::title)
+        .or(status.canonical_reason())
+        .unwrap_or("Error");
+    problem_body(
+        status,
+        title,
+        code_for_status(status),
+        &ProblemDetail::Text(detail),
+        &[],
+    )
+}
+
+/// The problem object: its members in the order clients have always seen them, then the
+/// extensions (which never replace a standard member).
+fn problem_body(
+    status: StatusCode,
+    title: &str,
+    code: &str,
+    detail: &ProblemDetail,
+    extensions: &[(String, serde_json::Value)],
+) -> serde_json::Value {
+    let mut body = serde_json::json!({
+        "type": format!("urn:tessera:problem:{code}"),
+        "title": title,
+        "status": status.as_u16(),
+        "detail": detail,
+        "code": code,
+    });
+    if let Some(members) = body.as_object_mut() {
+        for (name, value) in extensions {
+            members.entry(name.clone()).or_insert_with(|| value.clone());
+        }
+    }
+    body
 }
 
 impl ResponseError for ApiError {
     fn status_code(&self) -> StatusCode {
-        self.status
+        self.status()
     }
 
     fn error_response(&self) -> HttpResponse {
-        let mut response = HttpResponse::build(self.status);
+        let mut response = HttpResponse::build(self.status());
         response.insert_header((header::CONTENT_TYPE, PROBLEM_JSON));
         // Every 503 says when to retry (clients' retry logic keys on it); one second unless
         // the cause knows better.
         let retry_after = self
             .retry_after
-            .or((self.status == StatusCode::SERVICE_UNAVAILABLE).then_some(1));
+            .or((self.kind == ProblemKind::Unavailable).then_some(1));
         if let Some(seconds) = retry_after {
             response.insert_header((header::RETRY_AFTER, seconds.to_string()));
         }
@@ -180,35 +284,30 @@ impl ResponseError for ApiError {
 }
 
 impl From<DomainError> for ApiError {
+    /// Each domain error's one problem: its kind, and the domain's own code where it has
+    /// one. Unavailable and internal failures keep their message in the log, not the body.
     fn from(error: DomainError) -> Self {
         match error {
             DomainError::NotFound { .. } => {
-                ApiError::new(StatusCode::NOT_FOUND, "not_found", error.to_string())
+                ApiError::not_found(ProblemKind::NotFound.code(), error.to_string())
             }
-            DomainError::Conflict { code, message } => {
-                ApiError::new(StatusCode::CONFLICT, code, message)
-            }
-            DomainError::Gone { code, message } => ApiError::new(StatusCode::GONE, code, message),
+            DomainError::Conflict { code, message } => ApiError::conflict(code, message),
+            DomainError::Gone { code, message } => ApiError::new(ProblemKind::Gone, code, message),
             DomainError::Validation(errors) => ApiError::validation(errors),
             DomainError::Unauthenticated { code, message } => {
-                ApiError::new(StatusCode::UNAUTHORIZED, code, message)
+                ApiError::unauthenticated(code, message)
             }
-            DomainError::Forbidden { code, message } => {
-                ApiError::new(StatusCode::FORBIDDEN, code, message)
-            }
+            DomainError::Forbidden { code, message } => ApiError::forbidden(code, message),
             DomainError::Unavailable { message } => {
                 tracing::warn!(%message, "dependency unavailable");
-                ApiError::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "service_unavailable",
+                ApiError::unavailable(
+                    ProblemKind::Unavailable.code(),
                     "a dependency of the service is unavailable; retry later",
                 )
             }
             DomainError::Internal { message } => {
                 tracing::error!(%message, "internal error");
-                ApiError::new(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "internal_error",
+                ApiError::internal(
                     "an internal error occurred; quote the X-Request-Id header when reporting it",
                 )
             }
@@ -216,23 +315,13 @@ impl From<DomainError> for ApiError {
     }
 }
 
-/// The problem code for a status produced by the framework itself (no route, wrong method…).
+/// The problem code for a status produced by the framework itself (no route, wrong method…):
+/// its kind's code; a status outside the catalogue is `internal_error` or `error`.
 pub fn code_for_status(status: StatusCode) -> &'static str {
-    match status {
-        StatusCode::BAD_REQUEST => "bad_request",
-        StatusCode::UNAUTHORIZED => "unauthorized",
-        StatusCode::FORBIDDEN => "forbidden",
-        StatusCode::NOT_FOUND => "not_found",
-        StatusCode::METHOD_NOT_ALLOWED => "method_not_allowed",
-        StatusCode::NOT_ACCEPTABLE => "not_acceptable",
-        StatusCode::REQUEST_TIMEOUT => "request_timeout",
-        StatusCode::PAYLOAD_TOO_LARGE => "payload_too_large",
-        StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported_media_type",
-        StatusCode::UNPROCESSABLE_ENTITY => "validation_failed",
-        StatusCode::TOO_MANY_REQUESTS => "rate_limited",
-        StatusCode::SERVICE_UNAVAILABLE => "service_unavailable",
-        s if s.is_server_error() => "internal_error",
-        _ => "error",
+    match ProblemKind::from_status(status) {
+        Some(kind) => kind.code(),
+        None if status.is_server_error() => ProblemKind::Internal.code(),
+        None => "error",
     }
 }
 
@@ -284,7 +373,7 @@ mod tests {
         ];
         for (error, status, code) in cases {
             let api = ApiError::from(error);
-            assert_eq!((api.status, api.code), (status, code));
+            assert_eq!((api.status(), api.code), (status, code));
         }
     }
 

@@ -7,14 +7,11 @@
 
 use std::{sync::Arc, time::Duration};
 
-use actix_web::{
-    HttpResponse, ResponseError,
-    http::{StatusCode, header::HeaderMap},
-};
+use actix_web::{HttpResponse, http::header::HeaderMap};
 use tessera_kernel::Principal;
 use tessera_limits::{Decision, Quota, RateLimiter};
 
-use crate::problem::ApiError;
+use crate::problem::{ApiError, ProblemKind};
 
 /// The limiter and the quotas it applies.
 #[derive(Clone)]
@@ -99,8 +96,11 @@ pub fn refusal(decision: &Decision) -> HttpResponse {
         "rate limit of {} requests per minute exceeded; retry in {retry} s",
         decision.limit
     );
-    let mut response =
-        ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", detail).error_response();
+    let mut response = HttpResponse::from_error(ApiError::new(
+        ProblemKind::RateLimited,
+        ProblemKind::RateLimited.code(),
+        detail,
+    ));
     set_headers(response.headers_mut(), decision);
     if let Ok(value) = retry.to_string().parse() {
         response

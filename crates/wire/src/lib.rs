@@ -3,8 +3,9 @@
 //! models, its error shape and both of its event streams), Anthropic's (`anthropic`: the
 //! Messages API, its event stream, models and error shape), `/v1`'s bodies (`v1`, by
 //! resource), its two chat stream formats (`chat_stream`), the chat shapes both surfaces
-//! share (`chat`) and their tool choice (`tool_choice`), the list bodies (`page`), and how a request's body, query and path are
-//! parsed and validated (`parse`). Each shape carries its serde form and its OpenAPI
+//! share (`chat`) and their tool choice (`tool_choice`), the list bodies (`page`), a problem
+//! as plain values for the dialects' error shapes to render (`problem`), and how a request's
+//! body, query and path are parsed and validated (`parse`). Each shape carries its serde form and its OpenAPI
 //! schema; requests are translated into the domains' requests (with every field error
 //! located as the client sent it), and domain records, messages and generation events into
 //! responses and stream events. Which HTTP status a domain error becomes, and the handlers
@@ -17,6 +18,7 @@ pub mod chat_stream;
 pub mod openai;
 pub mod page;
 pub mod parse;
+pub mod problem;
 pub mod tool_choice;
 pub mod v1;
 

@@ -2,7 +2,6 @@
 //! (`tessera://particles/{id}`) and system prompts (`tessera://system-prompts/{id}`), each
 //! read as its REST twin's JSON and only with that twin's scope.
 
-use actix_web::http::StatusCode;
 use rmcp::model::{
     ErrorData, ListResourcesResult, ReadResourceResult, Resource, ResourceContents,
     ResourceTemplate,
@@ -13,7 +12,7 @@ use tessera_prompts::{ParticleId, SystemPromptId};
 use tessera_wire::v1::{particles::ParticleOut, system_prompts::SystemPromptOut};
 
 use super::{invocation::Invocation, tools::allowed};
-use crate::problem::ApiError;
+use crate::problem::{ApiError, ProblemKind};
 use tessera_wire::parse::{page_limit, path_id};
 
 const PARTICLES: &str = "tessera://particles/";
@@ -198,8 +197,7 @@ fn json_text(body: &impl Serialize) -> Result<String, ErrorData> {
 }
 
 fn refused(kind: Kind) -> ErrorData {
-    error_data(ApiError::new(
-        StatusCode::FORBIDDEN,
+    error_data(ApiError::forbidden(
         "insufficient_scope",
         format!(
             "reading {} needs the `{}` scope",
@@ -218,10 +216,10 @@ fn error_data(problem: impl Into<ApiError>) -> ErrorData {
         crate::problem::ProblemDetail::Fields(_) => "invalid parameters".to_owned(),
     };
     let data = Some(problem.body());
-    match problem.status {
-        StatusCode::NOT_FOUND => ErrorData::resource_not_found(message, data),
-        StatusCode::FORBIDDEN => ErrorData::invalid_request(message, data),
-        StatusCode::UNPROCESSABLE_ENTITY => ErrorData::invalid_params(message, data),
+    match problem.kind {
+        ProblemKind::NotFound => ErrorData::resource_not_found(message, data),
+        ProblemKind::Forbidden => ErrorData::invalid_request(message, data),
+        ProblemKind::ValidationFailed => ErrorData::invalid_params(message, data),
         _ => ErrorData::internal_error(message, data),
     }
 }

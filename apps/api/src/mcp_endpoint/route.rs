@@ -76,8 +76,7 @@ pub async fn mcp(
         request = request.header(name.as_str(), value.as_bytes());
     }
     let mut request = request.body(Full::new(body)).map_err(|error| {
-        ApiError::new(
-            StatusCode::BAD_REQUEST,
+        ApiError::bad_request(
             "bad_request",
             format!("the request cannot be read: {error}"),
         )
@@ -90,6 +89,7 @@ pub async fn mcp(
         Err(never) => match never {},
     };
     let (parts, body) = response.into_parts();
+    // rmcp answers with its own `http` status type: translated number for number.
     let status =
         StatusCode::from_u16(parts.status.as_u16()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut builder = HttpResponse::build(status);

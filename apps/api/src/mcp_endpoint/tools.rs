@@ -5,7 +5,6 @@
 
 use std::str::FromStr;
 
-use actix_web::http::StatusCode;
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde::{Serialize, de::DeserializeOwned};
 use serde_json::{Value, json};
@@ -164,8 +163,7 @@ pub async fn run(
 ) -> Result<Value, ApiError> {
     let Invocation { state, caller } = invocation;
     if !allowed(caller, tool.scope) {
-        return Err(ApiError::new(
-            StatusCode::FORBIDDEN,
+        return Err(ApiError::forbidden(
             "insufficient_scope",
             format!("the tool `{}` needs the `{}` scope", tool.name, tool.scope),
         ));
@@ -274,13 +272,7 @@ fn located(mut error: DomainError) -> DomainError {
 fn output(body: impl Serialize) -> Result<Value, ApiError> {
     serde_json::to_string(&body)
         .and_then(|text| serde_json::from_str(&text))
-        .map_err(|error| {
-            ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal_error",
-                format!("the answer cannot be encoded: {error}"),
-            )
-        })
+        .map_err(|error| ApiError::internal(format!("the answer cannot be encoded: {error}")))
 }
 
 fn object(properties: Value, required: &[&str]) -> Value {

@@ -2,9 +2,12 @@
 //! the wrong method would otherwise look like an unknown path; the route table (which lists
 //! every documented operation) tells the two apart: 405 with `Allow`, or 404.
 
-use actix_web::{HttpRequest, HttpResponse, ResponseError, http::StatusCode};
+use actix_web::{HttpRequest, HttpResponse};
 
-use crate::{access, problem::ApiError};
+use crate::{
+    access,
+    problem::{ApiError, ProblemKind},
+};
 
 /// The methods documented for a concrete request path, if any. Where templates overlap
 /// (`/v1/models/catalog` and `/v1/models/{model_id}`), the most literal one names the
@@ -38,9 +41,11 @@ pub async fn unmatched(req: HttpRequest) -> HttpResponse {
                 req.method(),
                 req.path()
             );
-            let mut response =
-                ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", detail)
-                    .error_response();
+            let mut response = HttpResponse::from_error(ApiError::new(
+                ProblemKind::MethodNotAllowed,
+                ProblemKind::MethodNotAllowed.code(),
+                detail,
+            ));
             if let Ok(value) = allow.parse() {
                 response
                     .headers_mut()
@@ -48,12 +53,10 @@ pub async fn unmatched(req: HttpRequest) -> HttpResponse {
             }
             response
         }
-        None => ApiError::new(
-            StatusCode::NOT_FOUND,
-            "not_found",
+        None => HttpResponse::from_error(ApiError::not_found(
+            ProblemKind::NotFound.code(),
             format!("no resource at {}", req.path()),
-        )
-        .error_response(),
+        )),
     }
 }
 

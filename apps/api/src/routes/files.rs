@@ -4,9 +4,7 @@
 //! are `tessera_wire::v1::files`.
 
 use actix_multipart::{Multipart, MultipartError};
-use actix_web::{
-    HttpRequest, HttpResponse, delete, get, http::StatusCode, http::header, post, web,
-};
+use actix_web::{HttpRequest, HttpResponse, delete, get, http::header, post, web};
 use futures_util::{StreamExt, TryStreamExt};
 use tessera_kernel::{DomainError, FieldError, text};
 use tessera_knowledge::{
@@ -44,39 +42,28 @@ pub(crate) fn upload_error(error: UploadError) -> ApiError {
         UploadError::Empty => field(error.to_string(), "file_empty"),
         UploadError::Format(
             FormatError::UnsupportedExtension(_) | FormatError::MissingExtension,
-        ) => ApiError::new(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "unsupported_file_type",
-            error.to_string(),
-        ),
-        UploadError::Format(FormatError::ContentMismatch(_)) => ApiError::new(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        ) => ApiError::unsupported_media_type("unsupported_file_type", error.to_string()),
+        UploadError::Format(FormatError::ContentMismatch(_)) => ApiError::unsupported_media_type(
             "content_mismatch",
             format!("{error}; the content must match the file name's extension"),
         ),
-        UploadError::TooLarge { limit, .. } => ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "file_too_large",
-            error.to_string(),
-        )
-        .with("limitBytes", limit),
-        UploadError::Interrupted(_) => ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "upload_interrupted",
-            error.to_string(),
-        ),
+        UploadError::TooLarge { limit, .. } => {
+            ApiError::payload_too_large("file_too_large", error.to_string())
+                .with("limitBytes", limit)
+        }
+        UploadError::Interrupted(_) => {
+            ApiError::bad_request("upload_interrupted", error.to_string())
+        }
         UploadError::Storage(_) => {
             tracing::error!(%error, "upload not stored");
-            ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::unavailable(
                 "service_unavailable",
                 "the file could not be stored; retry later",
             )
         }
         UploadError::Unavailable(_) => {
             tracing::error!(%error, "upload not admitted");
-            ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::unavailable(
                 "service_unavailable",
                 "the file could not be stored; retry later",
             )
@@ -89,13 +76,11 @@ pub(crate) fn multipart_error(error: MultipartError) -> ApiError {
         MultipartError::ContentTypeMissing
         | MultipartError::ContentTypeParse
         | MultipartError::ContentTypeIncompatible
-        | MultipartError::BoundaryMissing => ApiError::new(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        | MultipartError::BoundaryMissing => ApiError::unsupported_media_type(
             "unsupported_media_type",
             "send multipart/form-data with one part named `file`",
         ),
-        other => ApiError::new(
-            StatusCode::BAD_REQUEST,
+        other => ApiError::bad_request(
             "malformed_multipart",
             format!("the multipart body cannot be read: {other}"),
         ),
@@ -377,7 +362,7 @@ pub async fn bulk_delete_files(
                 let body = error.body();
                 out.failed.push(BulkDeleteFailure {
                     file_id: text,
-                    status: error.status.as_u16(),
+                    status: error.status().as_u16(),
                     code: error.code.to_owned(),
                     detail: body["detail"].as_str().unwrap_or_default().to_owned(),
                 });

@@ -2,16 +2,18 @@
 //! documents: the JSON Web Key Set and the OpenID provider metadata. Its bodies are
 //! `tessera_wire::v1::oauth`.
 
-use actix_web::{HttpRequest, HttpResponse, get, http::StatusCode, http::header, post, web};
+use actix_web::{HttpRequest, HttpResponse, get, http::header, post, web};
 use base64::{Engine, engine::general_purpose::STANDARD};
 use tessera_identity::{ClientSecret, IdentityError};
 use tessera_kernel::Scope;
 use tessera_wire::v1::oauth::{OAuthError, TokenRequest, TokenResponse};
 
-use crate::state::AppState;
+use crate::{problem::ProblemKind, state::AppState};
 
+/// An OAuth error (RFC 6749 §5.2, which fixes its own body) that is a problem as well: the
+/// catalogue's kind decides its status and title.
 fn oauth_error(
-    status: StatusCode,
+    kind: ProblemKind,
     error: &'static str,
     description: impl Into<String>,
 ) -> HttpResponse {
@@ -20,14 +22,14 @@ fn oauth_error(
         error,
         error_description: description.clone(),
         kind: format!("urn:tessera:problem:{error}"),
-        title: status.canonical_reason().unwrap_or("Error").to_owned(),
-        status: status.as_u16(),
+        title: kind.title().to_owned(),
+        status: kind.status().as_u16(),
         detail: description,
         code: error,
     };
-    let mut response = HttpResponse::build(status);
+    let mut response = HttpResponse::build(kind.status());
     response.insert_header((header::CACHE_CONTROL, "no-store"));
-    if status == StatusCode::UNAUTHORIZED {
+    if kind == ProblemKind::Unauthenticated {
         response.insert_header((header::WWW_AUTHENTICATE, r#"Basic realm="tessera""#));
     }
     response.json(body)
@@ -80,20 +82,20 @@ fn basic_credentials(req: &HttpRequest) -> Option<(String, String)> {
 async fn issue(req: HttpRequest, body: web::Bytes, state: web::Data<AppState>) -> HttpResponse {
     let request = match parse_request(&req, &body) {
         Ok(request) => request,
-        Err(message) => return oauth_error(StatusCode::BAD_REQUEST, "invalid_request", message),
+        Err(message) => return oauth_error(ProblemKind::BadRequest, "invalid_request", message),
     };
     match request.grant_type.as_deref() {
         Some("client_credentials") => {}
         Some(other) => {
             return oauth_error(
-                StatusCode::BAD_REQUEST,
+                ProblemKind::BadRequest,
                 "unsupported_grant_type",
                 format!("grant type `{other}` is not supported; use client_credentials"),
             );
         }
         None => {
             return oauth_error(
-                StatusCode::BAD_REQUEST,
+                ProblemKind::BadRequest,
                 "invalid_request",
                 "grant_type is required",
             );
@@ -106,7 +108,7 @@ async fn issue(req: HttpRequest, body: web::Bytes, state: web::Data<AppState>) -
     ) {
         (Some(_), Some(_), Some(_)) => {
             return oauth_error(
-                StatusCode::BAD_REQUEST,
+                ProblemKind::BadRequest,
                 "invalid_request",
                 "use one client authentication method, not both",
             );
@@ -115,7 +117,7 @@ async fn issue(req: HttpRequest, body: web::Bytes, state: web::Data<AppState>) -
         (None, Some(id), Some(secret)) => (id, secret),
         _ => {
             return oauth_error(
-                StatusCode::UNAUTHORIZED,
+                ProblemKind::Unauthenticated,
                 "invalid_client",
                 "client_id and client_secret are required",
             );
@@ -141,17 +143,17 @@ async fn issue(req: HttpRequest, body: web::Bytes, state: web::Data<AppState>) -
                 scope: issued.scope.to_string(),
             }),
         Err(IdentityError::InvalidClient) => oauth_error(
-            StatusCode::UNAUTHORIZED,
+            ProblemKind::Unauthenticated,
             "invalid_client",
             "client authentication failed",
         ),
         Err(IdentityError::InvalidScope(message)) => {
-            oauth_error(StatusCode::BAD_REQUEST, "invalid_scope", message)
+            oauth_error(ProblemKind::BadRequest, "invalid_scope", message)
         }
         Err(error) => {
             tracing::warn!(%error, "token request failed");
             oauth_error(
-                StatusCode::SERVICE_UNAVAILABLE,
+                ProblemKind::Unavailable,
                 "temporarily_unavailable",
                 "tokens cannot be issued right now; retry later",
             )

@@ -2,12 +2,15 @@
 //! Anthropic's statuses: a validation problem is a 400 `invalid_request_error` naming every
 //! offending parameter, spent credits a 402 `billing_error`, an unavailable provider or a
 //! server that cannot answer now a 529 `overloaded_error` (which Anthropic's clients retry).
-//! `translate` reads a problem+json body and its status, so a server can rewrite every
-//! problem it answers on the dialect's paths.
+//! `render` takes a problem as plain values (a server's typed failure), `translate` reads a
+//! problem+json body and its status (a response that carries nothing typed), so a server
+//! can rewrite every problem it answers on the dialect's paths.
 
 use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
+
+use crate::problem::ProblemParts;
 
 /// The body of every error on `/anthropic/v1`.
 #[derive(Debug, Serialize, ToSchema)]
@@ -65,8 +68,16 @@ fn status_and_kind(status: u16) -> (u16, &'static str) {
     }
 }
 
-/// Anthropic's status and error for a problem (its message as OpenAI's dialect words it:
-/// every field error with its parameter).
+/// Anthropic's status and error for a problem the server holds typed (its message as
+/// OpenAI's dialect words it: every field error with its parameter).
+pub fn render(problem: &ProblemParts<'_>) -> (u16, AnthropicError) {
+    let message = crate::openai::error::render(problem).1.error.message;
+    let (status, kind) = status_and_kind(problem.status);
+    (status, AnthropicError::new(kind, message))
+}
+
+/// Anthropic's status and error for a problem+json body (its message as OpenAI's dialect
+/// words it: every field error with its parameter).
 pub fn translate(status: u16, problem: &Value) -> (u16, AnthropicError) {
     let message = crate::openai::error::translate(status, problem)
         .1

@@ -1,12 +1,16 @@
 //! OpenAI's error shape, `{"error": {"message", "type", "param", "code"}}`, with OpenAI's
 //! status codes: a validation problem is a 400 naming the offending parameter, a spent
-//! credit budget a 429 `insufficient_quota`. `translate` reads a problem+json body (RFC
-//! 9457, as Tessera's `/v1` answers) and its status, so a server can rewrite every problem
-//! it answers on the dialect's paths and never leak its own error format.
+//! credit budget a 429 `insufficient_quota`. `render` takes a problem as plain values (a
+//! server's typed failure); `translate` reads the same from a problem+json body (RFC 9457,
+//! as Tessera's `/v1` answers) and its status, for a response that carries nothing typed.
+//! Either way a server can rewrite every problem it answers on the dialect's paths and
+//! never leak its own error format.
 
 use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
+
+use crate::problem::{ProblemDetail, ProblemParts, loc_segments};
 
 /// The body of every error on `/openai/v1`.
 #[derive(Debug, Serialize, ToSchema)]
@@ -33,28 +37,31 @@ pub struct OpenAiErrorBody {
 /// already began. The server decides it (it owns what each domain error means).
 pub type Failure = fn(&tessera_chats::ChatError) -> OpenAiError;
 
-/// OpenAI's status and error for a problem.
+/// OpenAI's status and error for a problem the server holds typed.
+pub fn render(problem: &ProblemParts<'_>) -> (u16, OpenAiError) {
+    let (message, param) = match problem.detail {
+        ProblemDetail::Fields(fields) => fields_message(
+            fields
+                .iter()
+                .map(|field| (param_of_segments(loc_segments(field)), field.msg.as_str())),
+        ),
+        // A problem may name its parameter itself (`ApiError::with("param", …)`).
+        ProblemDetail::Text(text) => (text.to_owned(), problem.param().map(str::to_owned)),
+    };
+    answer(problem.status, problem.code.to_owned(), message, param)
+}
+
+/// OpenAI's status and error for a problem+json body and its status (a response that
+/// carries no typed problem); reads what `render` is given.
 pub fn translate(status: u16, problem: &Value) -> (u16, OpenAiError) {
     let code = problem["code"].as_str().unwrap_or("error").to_owned();
     let (message, param) = match &problem["detail"] {
-        Value::Array(fields) => {
-            let first_param = fields.first().map(|field| param_of(&field["loc"]));
-            let message = fields
-                .iter()
-                .map(|field| {
-                    let param = param_of(&field["loc"]);
-                    let msg = field["msg"].as_str().unwrap_or("invalid");
-                    if param.is_empty() {
-                        msg.to_owned()
-                    } else {
-                        format!("{param}: {msg}")
-                    }
-                })
-                .collect::<Vec<_>>()
-                .join("; ");
-            (message, first_param.filter(|p| !p.is_empty()))
-        }
-        // A problem may name its parameter itself (`ApiError::with("param", …)`).
+        Value::Array(fields) => fields_message(fields.iter().map(|field| {
+            (
+                param_of(&field["loc"]),
+                field["msg"].as_str().unwrap_or("invalid"),
+            )
+        })),
         Value::String(text) => (text.clone(), problem["param"].as_str().map(str::to_owned)),
         _ => (
             http::StatusCode::from_u16(status)
@@ -65,6 +72,32 @@ pub fn translate(status: u16, problem: &Value) -> (u16, OpenAiError) {
             None,
         ),
     };
+    answer(status, code, message, param)
+}
+
+/// A validation problem's message (every invalid value with its parameter) and its first
+/// parameter.
+fn fields_message<'a>(fields: impl Iterator<Item = (String, &'a str)>) -> (String, Option<String>) {
+    let mut first_param = None;
+    let message = fields
+        .map(|(param, msg)| {
+            let line = if param.is_empty() {
+                msg.to_owned()
+            } else {
+                format!("{param}: {msg}")
+            };
+            if first_param.is_none() {
+                first_param = Some(param);
+            }
+            line
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    (message, first_param.filter(|p| !p.is_empty()))
+}
+
+/// OpenAI's status, type and code for a problem's status and code.
+fn answer(status: u16, code: String, message: String, param: Option<String>) -> (u16, OpenAiError) {
     let (status, kind, code) = match status {
         422 | 400 | 413 | 415 | 431 => (
             400,
@@ -111,6 +144,11 @@ fn param_of(loc: &Value) -> String {
                 .collect()
         })
         .unwrap_or_default();
+    param_of_segments(segments)
+}
+
+/// A location's segments as the dialects name the parameter.
+fn param_of_segments(segments: Vec<String>) -> String {
     let body = segments.first().is_some_and(|first| first == "body");
     if !body {
         return segments.join(".");

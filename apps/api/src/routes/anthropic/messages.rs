@@ -2,7 +2,7 @@
 //! translated into the chats domain's `CompletionRequest`, run through the same pipeline as
 //! `POST /v1/chats` without keeping a chat, and the answer translated back.
 
-use actix_web::{HttpResponse, http::StatusCode, post, web};
+use actix_web::{HttpResponse, post, web};
 use tessera_chats::{ChatError, GenerationEvent};
 use tessera_wire::anthropic::{
     error::AnthropicError,
@@ -84,11 +84,7 @@ pub async fn create_message(
         Some(GenerationEvent::Failed(error)) => {
             Err(completion_error(error.clone(), &model, &positions))
         }
-        _ => Err(ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal_error",
-            "the generation ended without an answer",
-        )),
+        _ => Err(ApiError::internal("the generation ended without an answer")),
     }
 }
 

@@ -54,8 +54,7 @@ pub async fn list_models(
     AnthropicModelList::page(models, &query)
         .map(web::Json)
         .ok_or_else(|| {
-            ApiError::new(
-                actix_web::http::StatusCode::BAD_REQUEST,
+            ApiError::bad_request(
                 "cursor_invalid",
                 "`after_id` or `before_id` names no model of this list",
             )

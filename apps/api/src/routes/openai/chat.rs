@@ -3,7 +3,7 @@
 //! `POST /v1/chats`, and the answer translated back. Stateless unless `store: true`, which
 //! keeps the exchange as a chat.
 
-use actix_web::{HttpResponse, http::StatusCode, post, web};
+use actix_web::{HttpResponse, post, web};
 use tessera_chats::{ChatError, GenerationEvent};
 use tessera_wire::openai::{
     chat::{ChatCompletion, ChatCompletionRequest, completion_id, located},
@@ -132,11 +132,7 @@ async fn whole(begun: Begun) -> Result<ChatCompletion, ApiError> {
             });
         }
         _ => {
-            return Err(ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal_error",
-                "the generation ended without an answer",
-            ));
+            return Err(ApiError::internal("the generation ended without an answer"));
         }
     };
     Ok(ChatCompletion::of(

@@ -2,7 +2,7 @@
 //! all-MiniLM-L6-v2, or the embedding server) through the knowledge domain's
 //! `EmbeddingService`, which records the usage; the shapes are `tessera_wire::openai::embeddings`.
 
-use actix_web::{http::StatusCode, post, web};
+use actix_web::{post, web};
 use tessera_kernel::DomainError;
 use tessera_knowledge::{EmbeddingCaller, EmbeddingError};
 use tessera_wire::openai::{
@@ -41,8 +41,7 @@ pub async fn embed(
     body: CreateEmbedding,
 ) -> Result<EmbeddingList, ApiError> {
     let Some(service) = &state.embeddings else {
-        return Err(ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
+        return Err(ApiError::unavailable(
             "embeddings_unavailable",
             "no embedding model is loaded on this instance (`just models`, then set \
              knowledge.embedding_model_dir or models.local_dir)",

@@ -95,8 +95,7 @@ pub async fn get_model(
 
 /// 404 `model_not_found`, OpenAI's code for a model that does not exist or is not usable.
 pub fn model_not_found(id: &str) -> ApiError {
-    ApiError::new(
-        actix_web::http::StatusCode::NOT_FOUND,
+    ApiError::not_found(
         "model_not_found",
         format!("the model `{id}` does not exist or you do not have access to it"),
     )

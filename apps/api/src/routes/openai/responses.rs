@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use actix_web::{HttpResponse, delete, get, http::StatusCode, post, web};
+use actix_web::{HttpResponse, delete, get, post, web};
 use serde_json::json;
 use tessera_chats::{
     AnswerCancellation, ChatError, ChatId, ChatRecord, ChatStatus, Continuation, GenerationEvent,
@@ -35,14 +35,13 @@ use crate::{
     chat_stream::{self, Encoder, Format, HEARTBEAT},
     completion::{Running, start_completion},
     extract::{ValidJson, ValidQuery},
-    problem::ApiError,
+    problem::{ApiError, ProblemKind},
     routes::chats::chat_error,
     state::AppState,
 };
 
 fn previous_not_found(id: &str) -> ApiError {
-    ApiError::new(
-        StatusCode::NOT_FOUND,
+    ApiError::not_found(
         "previous_response_not_found",
         format!("Previous response with id '{id}' not found."),
     )
@@ -50,11 +49,7 @@ fn previous_not_found(id: &str) -> ApiError {
 }
 
 fn response_not_found(id: &str) -> ApiError {
-    ApiError::new(
-        StatusCode::NOT_FOUND,
-        "not_found",
-        format!("No response with id '{id}' found."),
-    )
+    ApiError::not_found("not_found", format!("No response with id '{id}' found."))
 }
 
 /// The problem a failed response answers with, in this dialect's terms.
@@ -133,8 +128,7 @@ async fn check_latest(
     };
     match record.continuation_from(message) {
         Continuation::Latest => Ok(()),
-        Continuation::Superseded => Err(ApiError::new(
-            StatusCode::CONFLICT,
+        Continuation::Superseded => Err(ApiError::conflict(
             "conversation_moved_on",
             format!(
                 "'{previous}' is not the latest response of its conversation; continue from \
@@ -261,11 +255,7 @@ async fn whole(begun: Begun) -> Result<serde_json::Value, ApiError> {
             None,
         )),
         Some(GenerationEvent::Failed(error)) => Err(response_error(error.clone(), &begun.model)),
-        _ => Err(ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal_error",
-            "the generation ended without an answer",
-        )),
+        _ => Err(ApiError::internal("the generation ended without an answer")),
     }
 }
 
@@ -282,7 +272,7 @@ pub async fn respond_whole(
 /// `start_completion` answers an unknown model as the chats API does; here it is OpenAI's
 /// `model_not_found`.
 fn located_model(error: ApiError, model: &str) -> ApiError {
-    if error.status == StatusCode::NOT_FOUND && error.code == "not_found" {
+    if error.kind == ProblemKind::NotFound && error.code == ProblemKind::NotFound.code() {
         model_not_found(model)
     } else {
         error
@@ -355,8 +345,7 @@ pub async fn get_response(
         }
         (_, Some(at)) => (replay_of(&record.messages[at]), at),
         (_, None) if record.chat.status == Some(ChatStatus::Generating) => {
-            return Err(ApiError::new(
-                StatusCode::CONFLICT,
+            return Err(ApiError::conflict(
                 "response_elsewhere",
                 "the response generates on another instance; retrieve it without `stream` \
                  until it is done",
@@ -406,8 +395,7 @@ pub async fn cancel_response(
     let record = match cancellation {
         AnswerCancellation::Cancelled(record) => record,
         AnswerCancellation::Elsewhere => {
-            return Err(ApiError::new(
-                StatusCode::CONFLICT,
+            return Err(ApiError::conflict(
                 "response_elsewhere",
                 "the response generates on another instance",
             ));
@@ -415,8 +403,7 @@ pub async fn cancel_response(
         AnswerCancellation::NotRunning(record) => {
             let body = stored_response(&path, &record, &message)
                 .ok_or_else(|| response_not_found(&path))?;
-            return Err(ApiError::new(
-                StatusCode::BAD_REQUEST,
+            return Err(ApiError::bad_request(
                 "response_finished",
                 format!(
                     "the response is {}; only a running response can be cancelled",
