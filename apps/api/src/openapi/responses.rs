@@ -1,8 +1,30 @@
-//! The answers operations share: 401, 403, 404, 413, 415, 422, 429 and 503, declared once
-//! in `components.responses` and referenced where they apply (the OpenAI dialect's 401,
-//! 403, 429 and 503 in its own error shape, the Anthropic dialect's with 529 for 503).
+//! The answers operations share: unauthenticated, forbidden, not found, too large,
+//! unsupported media type, validation failed, rate limited and unavailable, declared once in
+//! `components.responses` and referenced where they apply (the OpenAI and Anthropic dialects'
+//! in their own error shapes). Each is a kind of the problem catalogue, and its status is the
+//! one the server answers with: the catalogue's, or the dialect's translation of it (so
+//! Anthropic's unavailable is 529 because its renderer says so, not because this file does).
 
-use crate::problem::PROBLEM_JSON;
+use crate::problem::{ApiError, PROBLEM_JSON, ProblemKind};
+
+/// The error shape an operation answers in.
+#[derive(Debug, Clone, Copy)]
+enum Shape {
+    Problem,
+    OpenAi,
+    Anthropic,
+}
+
+/// The status a problem of `kind` answers with in `shape`, as the server renders it.
+fn status_in(kind: ProblemKind, shape: Shape) -> String {
+    let problem = ApiError::new(kind, kind.code(), String::new());
+    let status = match shape {
+        Shape::Problem => kind.status().as_u16(),
+        Shape::OpenAi => tessera_wire::openai::error::render(&problem.parts()).0,
+        Shape::Anthropic => tessera_wire::anthropic::error::render(&problem.parts()).0,
+    };
+    status.to_string()
+}
 
 /// The answers every operation can give besides its own, as shared `components.responses`
 /// referenced from each operation they apply to, so that the document states every status
@@ -25,9 +47,14 @@ pub fn apply_shared_responses(document: &mut utoipa::openapi::OpenApi) {
     }
     for (path, item) in document.paths.paths.iter_mut() {
         // The dialects declare their own answers, in their error shapes.
-        let openai = path.starts_with(tessera_wire::openai::PREFIX);
-        let anthropic = path.starts_with(tessera_wire::anthropic::PREFIX);
-        let own_dialect = openai || anthropic;
+        let shape = if path.starts_with(tessera_wire::openai::PREFIX) {
+            Shape::OpenAi
+        } else if path.starts_with(tessera_wire::anthropic::PREFIX) {
+            Shape::Anthropic
+        } else {
+            Shape::Problem
+        };
+        let own_dialect = !matches!(shape, Shape::Problem);
         let operations = [
             item.get.as_mut(),
             item.put.as_mut(),
@@ -55,52 +82,54 @@ pub fn apply_shared_responses(document: &mut utoipa::openapi::OpenApi) {
             let has_parameters = !parameters.is_empty();
             let has_body = operation.request_body.is_some();
             let mut shared = Vec::new();
-            if openai {
-                // The same answers in OpenAI's error shape; the rest are the operation's own.
-                if authenticated {
-                    shared.extend([
-                        ("401", "OpenAiUnauthorized"),
-                        ("403", "OpenAiForbidden"),
-                        ("429", "OpenAiTooManyRequests"),
-                        ("503", "OpenAiServiceUnavailable"),
-                    ]);
-                }
-            } else if anthropic {
-                // Anthropic's statuses: a database that cannot answer is 529 `overloaded_error`.
-                if authenticated {
-                    shared.extend([
-                        ("401", "AnthropicUnauthorized"),
-                        ("403", "AnthropicForbidden"),
-                        ("429", "AnthropicTooManyRequests"),
-                        ("529", "AnthropicOverloaded"),
-                    ]);
-                }
-            } else if authenticated {
-                shared.extend([
-                    ("401", "Unauthorized"),
-                    ("403", "Forbidden"),
-                    ("429", "TooManyRequests"),
-                    ("503", "ServiceUnavailable"),
-                ]);
+            if authenticated {
+                // The same four answers in every shape; the rest of a dialect's are its own.
+                let names = match shape {
+                    Shape::OpenAi => [
+                        "OpenAiUnauthorized",
+                        "OpenAiForbidden",
+                        "OpenAiTooManyRequests",
+                        "OpenAiServiceUnavailable",
+                    ],
+                    Shape::Anthropic => [
+                        "AnthropicUnauthorized",
+                        "AnthropicForbidden",
+                        "AnthropicTooManyRequests",
+                        "AnthropicOverloaded",
+                    ],
+                    Shape::Problem => [
+                        "Unauthorized",
+                        "Forbidden",
+                        "TooManyRequests",
+                        "ServiceUnavailable",
+                    ],
+                };
+                let kinds = [
+                    ProblemKind::Unauthenticated,
+                    ProblemKind::Forbidden,
+                    ProblemKind::RateLimited,
+                    ProblemKind::Unavailable,
+                ];
+                shared.extend(kinds.into_iter().zip(names));
             }
             if has_body && !own_dialect {
                 shared.extend([
-                    ("413", "PayloadTooLarge"),
-                    ("415", "UnsupportedMediaType"),
-                    ("422", "ValidationFailed"),
+                    (ProblemKind::PayloadTooLarge, "PayloadTooLarge"),
+                    (ProblemKind::UnsupportedMediaType, "UnsupportedMediaType"),
+                    (ProblemKind::ValidationFailed, "ValidationFailed"),
                 ]);
             }
             if has_parameters && !own_dialect {
-                shared.push(("422", "ValidationFailed"));
+                shared.push((ProblemKind::ValidationFailed, "ValidationFailed"));
             }
             if has_path && !own_dialect {
-                shared.push(("404", "NotFound"));
+                shared.push((ProblemKind::NotFound, "NotFound"));
             }
-            for (status, name) in shared {
+            for (kind, name) in shared {
                 operation
                     .responses
                     .responses
-                    .entry(status.to_owned())
+                    .entry(status_in(kind, shape))
                     .or_insert_with(|| utoipa::openapi::Ref::from_response_name(name).into());
             }
         }

@@ -101,3 +101,69 @@ fn schema_names(text: &str) -> Vec<String> {
     }
     names
 }
+
+/// Every error answer the document states is a problem of the catalogue, in the shape of the
+/// operation's dialect: problem+json with a catalogue kind's status under `/v1`, OpenAI's or
+/// Anthropic's error with the status their renderer gives a catalogue kind under theirs.
+/// Other protocols answer in their own shapes: MCP's JSON-RPC endpoint and OAuth's token
+/// endpoint (RFC 6749).
+#[test]
+fn every_documented_error_is_a_catalogue_problem() {
+    use tessera_api::problem::{ApiError, ProblemKind};
+
+    let document = tessera_api::startup::openapi_json();
+    let statuses = |render: fn(&ApiError) -> u16| -> Vec<String> {
+        ProblemKind::ALL
+            .into_iter()
+            .map(|kind| render(&ApiError::new(kind, kind.code(), "")).to_string())
+            .collect()
+    };
+    let problem = statuses(|problem| problem.status().as_u16());
+    let openai = statuses(|problem| tessera_wire::openai::error::render(&problem.parts()).0);
+    let anthropic = statuses(|problem| tessera_wire::anthropic::error::render(&problem.parts()).0);
+    let mut checked = 0;
+    let mut wrong = Vec::new();
+    for (path, item) in document["paths"].as_object().unwrap() {
+        // OAuth token endpoints: `/oauth/token` and its `/v1/oauth2/token` twin.
+        if path == "/mcp" || (path.contains("/oauth") && path.ends_with("/token")) {
+            continue;
+        }
+        let (allowed, media_type) = if path.starts_with("/openai/") {
+            (&openai, "application/json")
+        } else if path.starts_with("/anthropic/") {
+            (&anthropic, "application/json")
+        } else {
+            (&problem, "application/problem+json")
+        };
+        for (method, operation) in item.as_object().unwrap() {
+            let Some(responses) = operation["responses"].as_object() else {
+                continue;
+            };
+            for (status, response) in responses {
+                if !(status.starts_with('4') || status.starts_with('5')) {
+                    continue;
+                }
+                let response = match response["$ref"].as_str() {
+                    Some(reference) => {
+                        let name = reference.trim_start_matches("#/components/responses/");
+                        &document["components"]["responses"][name]
+                    }
+                    None => response,
+                };
+                if !allowed.contains(status) {
+                    wrong.push(format!(
+                        "{method} {path} documents {status}, which no catalogue problem answers with there"
+                    ));
+                }
+                if !response["content"][media_type].is_object() {
+                    wrong.push(format!(
+                        "{method} {path}'s {status} is not documented as {media_type}: {response}"
+                    ));
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    assert!(checked > 500, "only {checked} error answers were checked");
+}
