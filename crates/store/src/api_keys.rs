@@ -5,6 +5,7 @@ use diesel_async::RunQueryDsl;
 use tessera_identity::{ApiKey, ApiKeyHash, ApiKeyId, ApiKeyStore, StoredApiKey};
 use tessera_kernel::{AuditRecord, DomainError, OrganizationId, PageRequest, ScopeSet};
 
+use crate::time::utc;
 use crate::{
     Database,
     audit::record_audit,
@@ -68,10 +69,6 @@ impl From<&StoredApiKey> for StoredApiKeyRow {
             secret_hash: stored.secret_hash.0.clone(),
         }
     }
-}
-
-fn utc(at: NaiveDateTime) -> DateTime<Utc> {
-    DateTime::<Utc>::from_naive_utc_and_offset(at, Utc)
 }
 
 impl TryFrom<ApiKeyRow> for ApiKey {

@@ -2,12 +2,13 @@
 //! written by `SqlChatStore::finish_generation` in the transaction that stores the answer.
 
 use async_trait::async_trait;
-use chrono::{DateTime, NaiveDateTime, Utc};
+use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use tessera_chats::{Artifact, ArtifactFilter, ArtifactId, ArtifactKind, ArtifactStore};
 use tessera_kernel::{DomainError, OrganizationId, PageRequest};
 
+use crate::time::utc;
 use crate::{Database, database::with_connection, error::query_error, schema::artifacts};
 
 /// `ArtifactStore` on PostgreSQL or SQLite.
@@ -83,7 +84,7 @@ impl TryFrom<ArtifactRow> for Artifact {
             title: row.title,
             identifier: row.identifier,
             content: row.content,
-            created_at: DateTime::<Utc>::from_naive_utc_and_offset(row.created_at, Utc),
+            created_at: utc(row.created_at),
         })
     }
 }

@@ -2,11 +2,12 @@
 //! with `record_audit!` inside the transactions that make the changes; `SqlAuditStore`
 //! (`audit_log`, with the `audit` feature) reads them.
 
-use chrono::{DateTime, NaiveDateTime, Utc};
+use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use tessera_kernel::{ActorKind, AuditRecord, DomainError};
 
 use crate::schema::audit_events;
+use crate::time::utc;
 
 /// One stored event.
 #[derive(Queryable, Selectable, Insertable)]
@@ -58,7 +59,7 @@ impl TryFrom<AuditRow> for AuditRecord {
                 .map(str::parse)
                 .transpose()
                 .map_err(|e| corrupt(format!("{e}")))?,
-            occurred_at: DateTime::<Utc>::from_naive_utc_and_offset(row.occurred_at, Utc),
+            occurred_at: utc(row.occurred_at),
             actor_kind: ActorKind::parse(&row.actor_kind)
                 .ok_or_else(|| corrupt(format!("actor kind {}", row.actor_kind)))?,
             actor_id: row.actor_id,

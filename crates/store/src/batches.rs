@@ -20,6 +20,7 @@ use tessera_batches::{
 };
 use tessera_kernel::{AuditRecord, DomainError, Metadata, OrganizationId, PageRequest};
 
+use crate::time::utc;
 use crate::{
     Backend, Database,
     database::{with_connection, with_transaction},
@@ -37,10 +38,6 @@ impl SqlBatchStore {
     pub fn new(db: Database) -> Self {
         Self { db }
     }
-}
-
-fn utc(at: NaiveDateTime) -> DateTime<Utc> {
-    DateTime::<Utc>::from_naive_utc_and_offset(at, Utc)
 }
 
 /// The statuses a runner claims, as stored (`BatchStatus::ACTIVE`).

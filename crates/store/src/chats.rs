@@ -31,6 +31,7 @@ use tessera_kernel::{DomainError, OrganizationId, PageRequest};
 use tessera_models::{FinishReason, Role, ToolCall, Usage};
 use tessera_usage::{UsageRecord, UsageStore};
 
+use crate::time::utc;
 use crate::{
     Database,
     artifacts::ArtifactRow,
@@ -230,10 +231,6 @@ unnest_statement! {
         ") AS finished(organization_id, id, at) \
          WHERE chats.organization_id = finished.organization_id AND chats.id = finished.id"
     );
-}
-
-fn utc(at: NaiveDateTime) -> DateTime<Utc> {
-    DateTime::<Utc>::from_naive_utc_and_offset(at, Utc)
 }
 
 /// Builds the error for a row that does not read back as a domain value.

@@ -7,6 +7,7 @@ use diesel_async::RunQueryDsl;
 use tessera_identity::{Client, ClientId, ClientStore, SecretHash, StoredClient};
 use tessera_kernel::{AuditRecord, DomainError, OrganizationId, PageRequest, PerThread, ScopeSet};
 
+use crate::time::utc;
 use crate::{
     Database,
     audit::record_audit,
@@ -149,10 +150,6 @@ impl TryFrom<&StoredClient> for StoredClientRow {
             secret_hash: stored.secret_hash.0.clone(),
         })
     }
-}
-
-fn utc(at: NaiveDateTime) -> DateTime<Utc> {
-    DateTime::<Utc>::from_naive_utc_and_offset(at, Utc)
 }
 
 impl TryFrom<ClientRow> for Client {

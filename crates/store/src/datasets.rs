@@ -16,6 +16,7 @@ use tessera_knowledge::{
 };
 use tessera_webhooks::Event;
 
+use crate::time::utc;
 use crate::{
     Database,
     audit::record_audit,
@@ -53,10 +54,6 @@ struct DatasetRow {
     created_at: NaiveDateTime,
     updated_at: NaiveDateTime,
     metadata: Option<String>,
-}
-
-fn utc(at: NaiveDateTime) -> DateTime<Utc> {
-    DateTime::<Utc>::from_naive_utc_and_offset(at, Utc)
 }
 
 fn corrupt(table: &str, id: &str, what: impl std::fmt::Display) -> DomainError {
@@ -236,7 +233,7 @@ fn dataset_updated(
         version: u64::try_from(row.version).unwrap_or_default(),
         change,
         file: file.clone(),
-        at: DateTime::<Utc>::from_naive_utc_and_offset(at, Utc),
+        at: utc(at),
     };
     updated_event(&updated)
 }

@@ -17,6 +17,7 @@ use tessera_knowledge::{
 };
 use tessera_webhooks::Event;
 
+use crate::time::utc;
 use crate::{
     Backend, Database,
     audit::record_audit,
@@ -68,10 +69,6 @@ struct ChunkRow {
     section: Option<String>,
     char_start: i64,
     char_end: i64,
-}
-
-fn utc(at: NaiveDateTime) -> DateTime<Utc> {
-    DateTime::<Utc>::from_naive_utc_and_offset(at, Utc)
 }
 
 fn to_i32(value: u32) -> i32 {

@@ -7,6 +7,7 @@ use tessera_idempotency::{
 };
 use tessera_kernel::DomainError;
 
+use crate::time::utc;
 use crate::{Database, database::with_connection, error::query_error, schema::idempotency_keys};
 
 /// `IdempotencyStore` on PostgreSQL or SQLite.
@@ -36,10 +37,6 @@ struct KeyRow {
     response_body: Option<Vec<u8>>,
     created_at: chrono::NaiveDateTime,
     expires_at: chrono::NaiveDateTime,
-}
-
-fn utc(at: chrono::NaiveDateTime) -> DateTime<Utc> {
-    DateTime::<Utc>::from_naive_utc_and_offset(at, Utc)
 }
 
 /// Headers as `name: value` lines (header values cannot contain line breaks).

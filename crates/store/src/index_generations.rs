@@ -12,6 +12,7 @@ use tessera_knowledge::{
     FileId, GenerationProgress, GenerationState, GenerationStore, IndexGeneration, StoredFile,
 };
 
+use crate::time::utc;
 use crate::{
     SqlFileStore,
     database::{with_connection, with_transaction},
@@ -30,10 +31,6 @@ struct GenerationRow {
     leased_until: Option<NaiveDateTime>,
     created_at: NaiveDateTime,
     activated_at: Option<NaiveDateTime>,
-}
-
-fn utc(at: NaiveDateTime) -> DateTime<Utc> {
-    DateTime::<Utc>::from_naive_utc_and_offset(at, Utc)
 }
 
 fn column(value: u32) -> i32 {

@@ -56,6 +56,7 @@ mod prompts;
 mod schema;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod time;
 #[cfg(feature = "chats")]
 mod unnest;
 #[cfg(feature = "chats")]

@@ -11,6 +11,7 @@ use tessera_mcp::{
     McpServer, McpServerId, McpServerStore, RemoteTool, SealedHeaders, ToolLink, ToolsCache,
 };
 
+use crate::time::utc;
 use crate::{
     Database,
     audit::record_audit,
@@ -29,10 +30,6 @@ impl SqlMcpServerStore {
     pub fn new(db: Database) -> Self {
         Self { db }
     }
-}
-
-fn utc(at: NaiveDateTime) -> DateTime<Utc> {
-    DateTime::<Utc>::from_naive_utc_and_offset(at, Utc)
 }
 
 /// Names (of headers or tools) as a JSON array.

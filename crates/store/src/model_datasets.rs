@@ -2,12 +2,13 @@
 //! with its model or its dataset by the foreign keys.
 
 use async_trait::async_trait;
-use chrono::{DateTime, NaiveDateTime, Utc};
+use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use tessera_kernel::{AuditRecord, DomainError, OrganizationId};
 use tessera_models::{DatasetLink, DatasetLinkStore, DatasetUsage, ModelId};
 
+use crate::time::utc;
 use crate::{
     Database,
     audit::record_audit,
@@ -50,7 +51,7 @@ impl LinkRow {
             model_id: self.model_id.parse().map_err(|e| corrupt(format!("{e}")))?,
             usage: DatasetUsage::parse(&self.usage_type)
                 .ok_or_else(|| corrupt(format!("usage_type {}", self.usage_type)))?,
-            created_at: DateTime::<Utc>::from_naive_utc_and_offset(self.created_at, Utc),
+            created_at: utc(self.created_at),
             dataset_id: self.dataset_id,
         })
     }

@@ -2,13 +2,14 @@
 //! `user_models`, metadata as a serialized JSON object.
 
 use async_trait::async_trait;
-use chrono::{DateTime, NaiveDateTime, Utc};
+use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use serde_json::{Map, Value};
 use tessera_kernel::{AuditRecord, DomainError, OrganizationId, PageRequest};
 use tessera_models::{ModelId, ModelStore, UserModel};
 
+use crate::time::utc;
 use crate::{
     Database,
     audit::record_audit,
@@ -43,10 +44,6 @@ struct ModelRow {
     enabled: bool,
     created_at: NaiveDateTime,
     updated_at: NaiveDateTime,
-}
-
-fn utc(at: NaiveDateTime) -> DateTime<Utc> {
-    DateTime::<Utc>::from_naive_utc_and_offset(at, Utc)
 }
 
 impl TryFrom<&UserModel> for ModelRow {

@@ -5,6 +5,7 @@ use diesel_async::RunQueryDsl;
 use tessera_kernel::{AuditRecord, DomainError, OrganizationId, PageRequest};
 use tessera_organizations::{Organization, OrganizationChange, OrganizationStore, Plan};
 
+use crate::time::utc;
 use crate::{
     Database,
     audit::record_audit,
@@ -72,8 +73,8 @@ impl TryFrom<OrganizationRow> for Organization {
                 .map_err(|e| corrupt(e.to_string()))?,
             name: row.name.clone(),
             image_ocr: row.image_ocr,
-            created_at: DateTime::<Utc>::from_naive_utc_and_offset(row.created_at, Utc),
-            updated_at: DateTime::<Utc>::from_naive_utc_and_offset(row.updated_at, Utc),
+            created_at: utc(row.created_at),
+            updated_at: utc(row.updated_at),
         })
     }
 }

@@ -17,6 +17,7 @@ use tessera_webhooks::{
     WebhookId, WebhookSecret, WebhookStore,
 };
 
+use crate::time::utc;
 use crate::{
     Backend, Database,
     database::{with_connection, with_transaction},
@@ -34,10 +35,6 @@ impl SqlWebhookStore {
     pub fn new(db: Database) -> Self {
         Self { db }
     }
-}
-
-fn utc(at: NaiveDateTime) -> DateTime<Utc> {
-    DateTime::<Utc>::from_naive_utc_and_offset(at, Utc)
 }
 
 #[derive(Debug, Queryable, Selectable, Insertable)]

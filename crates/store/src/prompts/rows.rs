@@ -1,11 +1,12 @@
 //! Rows of the prompt tables and their conversions to and from the domain's types.
 
-use chrono::{DateTime, NaiveDateTime, Utc};
+use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use tessera_kernel::DomainError;
 use tessera_prompts::{Association, Category, Owner, Particle, ParticleVersion, Pin, SystemPrompt};
 
 use crate::schema::{particle_versions, particles, system_prompt_particles, system_prompts};
+use crate::time::utc;
 
 /// A particle's own columns (its latest version is a `VersionRow`; `deleted_at` is only
 /// ever written by `delete` and filtered on).
@@ -80,10 +81,6 @@ pub(super) fn int_column(value: u32, what: &str) -> Result<i32, DomainError> {
 /// The `organization_id` column of an owner (NULL for the system).
 pub(super) fn owner_column(owner: &Owner) -> Option<String> {
     owner.organization().map(|id| id.as_str().to_owned())
-}
-
-pub(super) fn utc(at: NaiveDateTime) -> DateTime<Utc> {
-    DateTime::<Utc>::from_naive_utc_and_offset(at, Utc)
 }
 
 /// Builds the error for a row that does not read back as a domain value.
