@@ -10,7 +10,7 @@ use tessera_models::Usability;
 use tessera_wire::v1::chats::CompletionOut;
 
 use crate::{
-    caller::{Caller, chat_caller},
+    caller::Caller,
     chat_stream,
     problem::ApiError,
     state::AppState,
@@ -61,7 +61,7 @@ pub(crate) async fn start_completion_as(
     refuse_when_draining(state)?;
     let started = state
         .chats
-        .start(&chat_caller(caller), request)
+        .start(caller, request)
         .await
         .map_err(&problem)?;
     tokio::spawn(started.generation);

@@ -54,7 +54,7 @@ pub async fn create_mcp_server(
     let server = state
         .mcp
         .create(
-            &caller.0.organization_id,
+            caller.organization(),
             &actor(&caller),
             NewMcpServer {
                 name: body.name,
@@ -89,7 +89,7 @@ pub async fn list_mcp_servers(
     let page = state
         .mcp
         .list(
-            &caller.0.organization_id,
+            caller.organization(),
             page_limit(query.limit)?,
             query.cursor.as_deref(),
         )
@@ -115,7 +115,7 @@ pub async fn get_mcp_server(
 ) -> Result<web::Json<McpServerOut>, ApiError> {
     let server = state
         .mcp
-        .get(&caller.0.organization_id, &server_id(&path)?)
+        .get(caller.organization(), &server_id(&path)?)
         .await?;
     Ok(web::Json(McpServerOut::from(server)))
 }
@@ -143,7 +143,7 @@ pub async fn update_mcp_server(
     let server = state
         .mcp
         .update(
-            &caller.0.organization_id,
+            caller.organization(),
             &actor(&caller),
             &server_id(&path)?,
             McpServerPatch {
@@ -177,7 +177,7 @@ pub async fn delete_mcp_server(
     state
         .mcp
         .delete(
-            &caller.0.organization_id,
+            caller.organization(),
             &actor(&caller),
             &server_id(&path)?,
         )
@@ -207,7 +207,7 @@ pub async fn list_mcp_server_tools(
     let listed = state
         .mcp
         .tools(
-            &caller.0.organization_id,
+            caller.organization(),
             &server_id(&path)?,
             query.refresh.unwrap_or(false),
         )
@@ -248,7 +248,7 @@ pub async fn link_tools(
     let (link, created) = state
         .mcp
         .link(
-            &caller.0.organization_id,
+            caller.organization(),
             &actor(&caller),
             model.as_str(),
             &server,
@@ -284,7 +284,7 @@ pub async fn list_tool_links(
     let model = model_id(&path)?;
     let links = state
         .mcp
-        .links(&caller.0.organization_id, model.as_str())
+        .links(caller.organization(), model.as_str())
         .await?;
     Ok(web::Json(
         links.into_iter().map(ToolLinkOut::from).collect(),
@@ -315,7 +315,7 @@ pub async fn unlink_tools(
     state
         .mcp
         .unlink(
-            &caller.0.organization_id,
+            caller.organization(),
             &actor(&caller),
             model.as_str(),
             &server_id(&server)?,
