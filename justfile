@@ -114,6 +114,9 @@ test:
     # parallel on few cores; candle would otherwise start one thread per core in each).
     export CANDLE_NUM_THREADS="${CANDLE_NUM_THREADS:-1}"
     cargo nextest run --workspace --no-fail-fast
+    # The chats share of the store alone (decision 0035, issue 65 item 3): its contract tests
+    # pass on SQLite and PostgreSQL with no other domain's store compiled in.
+    cargo nextest run -p tessera-store --no-default-features --features chats,testing --no-fail-fast
     cargo test --doc --workspace --quiet
 
 # The fast tier: every test that needs no database, network service, model file or interpreter (nextest's `unit` profile names what it leaves out), for a machine with the Rust toolchain only
