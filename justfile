@@ -223,10 +223,11 @@ lint:
     cargo shear
     cargo clippy --workspace --all-targets -- -D warnings
     # Storage by domain (decision 0035, issue 65 item 3): each domain's share of the store
-    # builds and lints alone, with the tests of that share, so a service reusing one domain
-    # compiles only that domain's tables (the workspace build above unifies them all).
+    # builds and lints alone, so a service reusing one domain compiles only that domain's
+    # tables (the workspace build above unifies them all; `just test` runs the chats share's
+    # tests alone).
     for part in identity audit prompts idempotency webhooks knowledge models mcp chats batches; do
-        cargo clippy -q -p tessera-store --no-default-features --features "$part,testing" --all-targets -- -D warnings
+        cargo clippy -q -p tessera-store --no-default-features --features "$part" --lib -- -D warnings
     done
 
 # A newcomer's first `just run`, cold (empty cargo home, target and models folders), to the first chat answered; about 20-40 minutes on 2 cores, on an idle machine
