@@ -54,9 +54,7 @@ impl FromRequest for Caller {
             req.extensions()
                 .get::<Principal>()
                 .cloned()
-                .map(|principal| {
-                    Caller::from(principal.with_origin(crate::origin::origin_of(req)))
-                })
+                .map(|principal| Caller::from(principal.with_origin(crate::origin::origin_of(req))))
                 .ok_or_else(|| {
                     ApiError::unauthenticated(
                         "missing_token",

@@ -13,9 +13,9 @@ use tessera_kernel::{Caller, Clock, CursorCodec, DomainError, OrganizationId};
 use tessera_knowledge::{
     BlobStore, ChunkTokens, ChunkingSettings, DatasetService, DocumentProcessor, Embedder,
     FileFormat, FileService, FileStatus, FileStore, GenerationStore, GenerationTarget,
-    ImageReadingPolicy, JobOutcome, LateInteraction, LateInteractionSearch,
-    MirroredIndex, NoEmbedder, NoIndex, Pipeline, ProcessingSettings, Processor, Reranker,
-    Reranking, StoredFile, Upload, UploadError, VectorIndex,
+    ImageReadingPolicy, JobOutcome, LateInteraction, LateInteractionSearch, MirroredIndex,
+    NoEmbedder, NoIndex, Pipeline, ProcessingSettings, Processor, Reranker, Reranking, StoredFile,
+    Upload, UploadError, VectorIndex,
 };
 use tessera_llm_openai::{OpenAiConfig, OpenAiEmbedder};
 use tessera_ocr_tesseract::{Tesseract, TesseractSettings};

@@ -88,11 +88,7 @@ pub(crate) async fn list(
     let page = state
         .knowledge
         .datasets
-        .list(
-            caller,
-            page_limit(query.limit)?,
-            query.cursor.as_deref(),
-        )
+        .list(caller, page_limit(query.limit)?, query.cursor.as_deref())
         .await?;
     Ok(PageOf::of(page, |item| DatasetOut::from(&item)))
 }
@@ -233,11 +229,7 @@ pub async fn create_snapshot(
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let id = dataset_id(&path)?;
-    let snapshot = state
-        .knowledge
-        .datasets
-        .snapshot(&caller, &id)
-        .await?;
+    let snapshot = state.knowledge.datasets.snapshot(&caller, &id).await?;
     Ok(HttpResponse::Created()
         .insert_header((
             header::LOCATION,

@@ -235,11 +235,7 @@ pub async fn get_file(
     state: web::Data<AppState>,
     path: web::Path<String>,
 ) -> Result<web::Json<FileOut>, ApiError> {
-    let file = state
-        .knowledge
-        .files
-        .get(&caller, &file_id(&path)?)
-        .await?;
+    let file = state.knowledge.files.get(&caller, &file_id(&path)?).await?;
     Ok(web::Json(FileOut::from(&file)))
 }
 
@@ -279,11 +275,7 @@ pub(crate) async fn content_response(
     caller: &Caller,
     id: &str,
 ) -> Result<HttpResponse, ApiError> {
-    let (file, content) = state
-        .knowledge
-        .files
-        .content(caller, &file_id(id)?)
-        .await?;
+    let (file, content) = state.knowledge.files.content(caller, &file_id(id)?).await?;
     let body = content.map(|piece| {
         piece
             .map(web::Bytes::from)

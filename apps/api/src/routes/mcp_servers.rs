@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use actix_web::{HttpResponse, delete, get, http::header, patch, post, web};
-use tessera_kernel::{Actor, DomainError};
+use tessera_kernel::DomainError;
 use tessera_mcp::{McpServerId, McpServerPatch, NewMcpServer};
 use tessera_models::ModelId;
 use tessera_wire::page::{PageOf, PageQuery};
@@ -30,10 +30,6 @@ fn headers(map: BTreeMap<String, String>) -> Vec<(String, String)> {
     map.into_iter().collect()
 }
 
-fn actor(caller: &Caller) -> Actor {
-    caller.actor()
-}
-
 /// Register an MCP server; its tools are listed when first asked for or used.
 #[utoipa::path(
     tag = "MCP servers",
@@ -55,7 +51,7 @@ pub async fn create_mcp_server(
         .mcp
         .create(
             caller.organization(),
-            &actor(&caller),
+            caller.actor(),
             NewMcpServer {
                 name: body.name,
                 url: body.url,
@@ -144,7 +140,7 @@ pub async fn update_mcp_server(
         .mcp
         .update(
             caller.organization(),
-            &actor(&caller),
+            caller.actor(),
             &server_id(&path)?,
             McpServerPatch {
                 name: body.name,
@@ -176,11 +172,7 @@ pub async fn delete_mcp_server(
 ) -> Result<HttpResponse, ApiError> {
     state
         .mcp
-        .delete(
-            caller.organization(),
-            &actor(&caller),
-            &server_id(&path)?,
-        )
+        .delete(caller.organization(), caller.actor(), &server_id(&path)?)
         .await?;
     Ok(HttpResponse::NoContent().finish())
 }
@@ -249,7 +241,7 @@ pub async fn link_tools(
         .mcp
         .link(
             caller.organization(),
-            &actor(&caller),
+            caller.actor(),
             model.as_str(),
             &server,
         )
@@ -316,7 +308,7 @@ pub async fn unlink_tools(
         .mcp
         .unlink(
             caller.organization(),
-            &actor(&caller),
+            caller.actor(),
             model.as_str(),
             &server_id(&server)?,
         )

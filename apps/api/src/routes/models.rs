@@ -221,11 +221,7 @@ pub async fn delete_model(
 ) -> Result<HttpResponse, ApiError> {
     state
         .models
-        .delete(
-            caller.organization(),
-            &model_id(&path)?,
-            caller.actor(),
-        )
+        .delete(caller.organization(), &model_id(&path)?, caller.actor())
         .await
         .map_err(DomainError::from)?;
     Ok(HttpResponse::NoContent().finish())

@@ -347,11 +347,7 @@ pub(crate) async fn composed(
 ) -> Result<ComposedPromptOut, ApiError> {
     let composition = state
         .prompts
-        .compose(
-            caller.organization(),
-            &prompt_id(system_prompt)?,
-            query.at,
-        )
+        .compose(caller.organization(), &prompt_id(system_prompt)?, query.at)
         .await
         .map_err(DomainError::from)?;
     Ok(ComposedPromptOut::from(

@@ -42,7 +42,10 @@ pub async fn create_batch(
     state: web::Data<AppState>,
     ValidJson(body): ValidJson<CreateBatch>,
 ) -> Result<web::Json<OpenAiBatch>, ApiError> {
-    let batch = state.batches.create(caller.principal(), body.into_new()?).await?;
+    let batch = state
+        .batches
+        .create(caller.principal(), body.into_new()?)
+        .await?;
     Ok(web::Json(OpenAiBatch::from(&batch)))
 }
 

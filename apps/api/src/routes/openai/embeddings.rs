@@ -49,10 +49,7 @@ pub async fn embed(
     };
     let (request, format) = body.into_request();
     let embedded = service
-        .embed(
-            caller,
-            request,
-        )
+        .embed(caller, request)
         .await
         .map_err(|error| match error {
             EmbeddingError::UnknownModel(model) => model_not_found(&model),

@@ -188,11 +188,7 @@ pub async fn retrieve_file(
     state: web::Data<AppState>,
     path: web::Path<String>,
 ) -> Result<web::Json<OpenAiFile>, ApiError> {
-    let file = state
-        .knowledge
-        .files
-        .get(&caller, &file_id(&path)?)
-        .await?;
+    let file = state.knowledge.files.get(&caller, &file_id(&path)?).await?;
     Ok(web::Json(OpenAiFile::from(&file)))
 }
 
@@ -245,10 +241,6 @@ pub async fn delete_file(
     path: web::Path<String>,
 ) -> Result<web::Json<Deleted>, ApiError> {
     let id = file_id(&path)?;
-    state
-        .knowledge
-        .files
-        .delete(&caller, &id)
-        .await?;
+    state.knowledge.files.delete(&caller, &id).await?;
     Ok(web::Json(Deleted::of(id, "file")))
 }

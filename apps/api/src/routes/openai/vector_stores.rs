@@ -156,7 +156,11 @@ pub async fn modify_vector_store(
 ) -> Result<web::Json<VectorStore>, ApiError> {
     let id = store_id(&path)?;
     let changes = body.into_changes()?;
-    let dataset = state.knowledge.datasets.update(&caller, &id, changes).await?;
+    let dataset = state
+        .knowledge
+        .datasets
+        .update(&caller, &id, changes)
+        .await?;
     Ok(web::Json(vector_store(&state, &caller, &dataset).await?))
 }
 
@@ -177,11 +181,7 @@ pub async fn delete_vector_store(
     path: web::Path<String>,
 ) -> Result<web::Json<Deleted>, ApiError> {
     let id = store_id(&path)?;
-    state
-        .knowledge
-        .datasets
-        .delete(&caller, &id)
-        .await?;
+    state.knowledge.datasets.delete(&caller, &id).await?;
     Ok(web::Json(Deleted::of(id, "vector_store.deleted")))
 }
 
@@ -248,12 +248,7 @@ pub async fn update_vector_store_file(
     let entry = state
         .knowledge
         .datasets
-        .set_attributes(
-            &caller,
-            &store,
-            &file_id(&file)?,
-            &attributes,
-        )
+        .set_attributes(&caller, &store, &file_id(&file)?, &attributes)
         .await?;
     Ok(web::Json(VectorStoreFile::of(store.as_str(), &entry)))
 }
@@ -346,11 +341,7 @@ pub async fn retrieve_vector_store_file_content(
     let chunks = state
         .knowledge
         .datasets
-        .file_chunks(
-            &caller,
-            &store_id(&store)?,
-            &file_id(&file)?,
-        )
+        .file_chunks(&caller, &store_id(&store)?, &file_id(&file)?)
         .await?;
     Ok(web::Json(FileContentPage::of(chunks)))
 }
