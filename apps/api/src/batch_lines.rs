@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use tessera_batches::{BatchEndpoint, LineExecutor, LineResponse};
 use tessera_identity::{IdentityError, TokenError};
-use tessera_kernel::{DomainError, Principal};
+use tessera_kernel::{DomainError, Principal, Scope};
 use tessera_wire::{openai::error::render, parse};
 
 use crate::{
@@ -24,9 +24,6 @@ use crate::{
 /// The serving process's pipelines, as a batch runner's line executor.
 pub struct PipelineLines(pub AppState);
 
-/// The scope each endpoint's route asks for.
-const INVOKE: &str = "chats:invoke";
-
 #[async_trait]
 impl LineExecutor for PipelineLines {
     async fn execute(
@@ -38,11 +35,12 @@ impl LineExecutor for PipelineLines {
         if self.0.draining.is_draining() {
             return None;
         }
-        let caller = Caller(owner.clone());
+        let caller = Caller::from(owner.clone());
         let answered = match self.standing(owner).await? {
             Err(refused) => Err(refused),
-            Ok(()) => match caller.require(INVOKE) {
-                Err(refused) => Err(refused),
+            // The scope every batch endpoint's route asks for.
+            Ok(()) => match caller.require(&Scope::CHATS_INVOKE) {
+                Err(refused) => Err(refused.into()),
                 Ok(()) => self.answer(&caller, endpoint, &Value::Object(body)).await,
             },
         };

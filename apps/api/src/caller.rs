@@ -1,38 +1,45 @@
 //! Who is calling: the authenticated principal the `authorize` middleware put on the
-//! request, as the extractor handlers take, with the checks a handler makes beyond the route
-//! table's (a second scope some requests need).
+//! request, as the extractor handlers take. It is the kernel's `Caller` every domain service
+//! takes (handlers pass `&caller`), and keeps the principal for the services that store or
+//! compare one (API keys and clients created with at most their creator's scopes, batches run
+//! as their creator).
+
+use std::ops::Deref;
 
 use actix_web::{FromRequest, HttpMessage, HttpRequest, dev::Payload};
-use tessera_chats::Caller as ChatCaller;
 use tessera_kernel::Principal;
-use tessera_knowledge::KnowledgeCaller;
 
 use crate::problem::ApiError;
 
 /// The authenticated principal of the request (set by `authorize`).
 #[derive(Debug, Clone)]
-pub struct Caller(pub Principal);
+pub struct Caller {
+    principal: Principal,
+    domain: tessera_kernel::Caller,
+}
 
 impl Caller {
-    /// Who the audit records of this request's changes name.
-    pub fn actor(&self) -> tessera_kernel::Actor {
-        tessera_kernel::Actor::Principal(self.0.clone())
+    /// The principal behind the request.
+    pub fn principal(&self) -> &Principal {
+        &self.principal
     }
+}
 
-    /// 403 `insufficient_scope` unless the caller holds `scope`, for an operation that
-    /// needs a second scope in some requests only (the route table names the first).
-    pub fn require(&self, scope: &'static str) -> Result<(), ApiError> {
-        let allowed = scope
-            .parse::<tessera_kernel::Scope>()
-            .is_ok_and(|needed| self.0.can(&needed));
-        if allowed {
-            Ok(())
-        } else {
-            Err(ApiError::forbidden(
-                "insufficient_scope",
-                format!("this request also needs the `{scope}` scope"),
-            ))
+impl From<Principal> for Caller {
+    fn from(principal: Principal) -> Self {
+        Self {
+            domain: tessera_kernel::Caller::of(principal.clone()),
+            principal,
         }
+    }
+}
+
+/// Handlers hand `&caller` to domain services as the kernel's caller.
+impl Deref for Caller {
+    type Target = tessera_kernel::Caller;
+
+    fn deref(&self) -> &Self::Target {
+        &self.domain
     }
 }
 
@@ -47,7 +54,7 @@ impl FromRequest for Caller {
             req.extensions()
                 .get::<Principal>()
                 .cloned()
-                .map(|principal| Caller(principal.with_origin(crate::origin::origin_of(req))))
+                .map(|principal| Caller::from(principal.with_origin(crate::origin::origin_of(req))))
                 .ok_or_else(|| {
                     ApiError::unauthenticated(
                         "missing_token",
@@ -55,20 +62,5 @@ impl FromRequest for Caller {
                     )
                 }),
         )
-    }
-}
-
-/// The caller as the chats domain sees them: organization, subject, admin or not.
-pub fn chat_caller(caller: &Caller) -> ChatCaller {
-    ChatCaller::of(&caller.0)
-}
-
-/// The caller as the knowledge domain sees them: organization, subject, and who its audit
-/// records name.
-pub fn knowledge_caller(caller: &Caller) -> KnowledgeCaller {
-    KnowledgeCaller {
-        organization: caller.0.organization_id.clone(),
-        subject: caller.0.subject.clone(),
-        actor: caller.actor(),
     }
 }

@@ -9,12 +9,7 @@ use tessera_kernel::DomainError;
 use tessera_models::Usability;
 use tessera_wire::v1::chats::CompletionOut;
 
-use crate::{
-    caller::{Caller, chat_caller},
-    chat_stream,
-    problem::ApiError,
-    state::AppState,
-};
+use crate::{caller::Caller, chat_stream, problem::ApiError, state::AppState};
 use tessera_http_actix::problem::chat_error;
 
 /// 503 once this instance drains: running generations finish, new ones go elsewhere.
@@ -59,11 +54,7 @@ pub(crate) async fn start_completion_as(
     problem: impl Fn(ChatError) -> ApiError,
 ) -> Result<Running, ApiError> {
     refuse_when_draining(state)?;
-    let started = state
-        .chats
-        .start(&chat_caller(caller), request)
-        .await
-        .map_err(&problem)?;
+    let started = state.chats.start(caller, request).await.map_err(&problem)?;
     tokio::spawn(started.generation);
     // A new chat's row commits while the model is asked; its id goes out once it has.
     started.stored.await.map_err(&problem)?;

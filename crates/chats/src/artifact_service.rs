@@ -2,9 +2,9 @@
 
 use std::sync::Arc;
 
-use tessera_kernel::{CursorCodec, DomainError, Limit, Page, PageRequest};
+use tessera_kernel::{Caller, CursorCodec, DomainError, Limit, Page, PageRequest};
 
-use crate::{Artifact, ArtifactFilter, ArtifactId, ArtifactStore, Caller, ChatId, ChatStore};
+use crate::{Artifact, ArtifactFilter, ArtifactId, ArtifactStore, ChatId, ChatStore};
 
 const ARTIFACT_LIST: &str = "artifacts";
 
@@ -32,9 +32,9 @@ impl ArtifactService {
 
     pub async fn get(&self, caller: &Caller, id: &ArtifactId) -> Result<Artifact, DomainError> {
         self.store
-            .get(&caller.organization, id)
+            .get(caller.organization(), id)
             .await?
-            .filter(|artifact| caller.sees_owner(&artifact.owner))
+            .filter(|artifact| crate::caller::sees_owner(caller, &artifact.owner))
             .ok_or_else(|| DomainError::not_found("artifact", id))
     }
 
@@ -49,20 +49,20 @@ impl ArtifactService {
     ) -> Result<Page<Artifact>, DomainError> {
         if let Some(chat) = &chat_id {
             self.chats
-                .get(&caller.organization, chat)
+                .get(caller.organization(), chat)
                 .await?
-                .filter(|found| caller.sees_owner(&found.owner))
+                .filter(|found| crate::caller::sees_owner(caller, &found.owner))
                 .ok_or_else(|| DomainError::not_found("chat", chat))?;
         }
         let after = cursor
             .map(|c| {
                 self.cursors
-                    .decode::<ArtifactId>(ARTIFACT_LIST, caller.organization.as_str(), c)
+                    .decode::<ArtifactId>(ARTIFACT_LIST, caller.organization().as_str(), c)
             })
             .transpose()?;
         let filter = ArtifactFilter {
-            organization: caller.organization.clone(),
-            owner: (!caller.sees_all).then(|| caller.subject.clone()),
+            organization: caller.organization().clone(),
+            owner: crate::caller::listed_owner(caller),
             chat_id,
         };
         let rows = self
@@ -72,7 +72,7 @@ impl ArtifactService {
         let total = self.store.count(&filter).await?;
         Ok(Page::from_overfetch(rows, limit, Some(total), |artifact| {
             self.cursors
-                .encode(ARTIFACT_LIST, caller.organization.as_str(), &artifact.id)
+                .encode(ARTIFACT_LIST, caller.organization().as_str(), &artifact.id)
         }))
     }
 }

@@ -1,85 +1,62 @@
-//! Who asks the chats domain, and what their scopes allow them to see.
+//! What the chats domain asks of its caller (the kernel's `Caller`): whose chats it sees, and
+//! whether it may attach files.
 
-use tessera_kernel::{DomainError, OrganizationId, Principal, PrincipalKind, Scope};
+use tessera_kernel::{Caller, DomainError, Scope};
 
-/// Who asks, within their organization.
-#[derive(Debug, Clone)]
-pub struct Caller {
-    pub organization: OrganizationId,
-    /// The principal's subject: chats belong to it.
-    pub subject: String,
-    /// Recorded with the usage of the caller's completions.
-    pub kind: PrincipalKind,
-    /// May see and manage every chat of the organization (`chats:admin`).
-    pub sees_all: bool,
-    /// May attach the organization's files to messages (`files:read`).
-    pub reads_files: bool,
+/// Whether the caller sees every chat of its organization (`chats:admin`), not only its own.
+pub(crate) fn sees_all(caller: &Caller) -> bool {
+    caller.holds(&Scope::CHATS_ADMIN)
 }
 
-impl Caller {
-    /// The caller an authenticated principal is: its own chats, or every chat of its
-    /// organization with `chats:admin`.
-    pub fn of(principal: &Principal) -> Self {
-        let holds = |scope: &str| {
-            scope
-                .parse::<Scope>()
-                .is_ok_and(|scope| principal.can(&scope))
-        };
-        Self {
-            organization: principal.organization_id.clone(),
-            subject: principal.subject.clone(),
-            kind: principal.kind,
-            sees_all: holds("chats:admin"),
-            reads_files: holds(FILES_READ),
-        }
-    }
-
-    /// Whether the caller sees a chat of its organization whose owner is `owner`: its own,
-    /// or any with `chats:admin`.
-    pub fn sees_owner(&self, owner: &str) -> bool {
-        self.sees_all || owner == self.subject
-    }
-
-    /// Refuses a turn that attaches files unless the caller may read them: an attachment
-    /// puts a file's text before the model, so it needs `files:read` beside the completion's
-    /// own scope.
-    pub fn may_attach(&self, messages: &[crate::NewMessage]) -> Result<(), DomainError> {
-        if self.reads_files || messages.iter().all(|m| m.attachments.is_empty()) {
-            return Ok(());
-        }
-        Err(DomainError::Forbidden {
-            code: "insufficient_scope",
-            message: format!("attaching files needs the `{FILES_READ}` scope"),
-        })
-    }
+/// Whether the caller sees a chat (or an artifact) of its organization owned by `owner`.
+pub(crate) fn sees_owner(caller: &Caller, owner: &str) -> bool {
+    caller.sees_owner(owner, &Scope::CHATS_ADMIN)
 }
 
-/// The scope that reading the organization's files takes.
-const FILES_READ: &str = "files:read";
+/// The owner a list is narrowed to: the caller's own records, unless it sees all.
+pub(crate) fn listed_owner(caller: &Caller) -> Option<String> {
+    (!sees_all(caller)).then(|| caller.subject().to_owned())
+}
+
+/// Refuses a turn that attaches files unless the caller may read them: an attachment puts a
+/// file's text before the model, so it needs `files:read` beside the completion's own scope.
+pub(crate) fn may_attach(
+    caller: &Caller,
+    messages: &[crate::NewMessage],
+) -> Result<(), DomainError> {
+    if messages.iter().all(|m| m.attachments.is_empty()) || caller.holds(&Scope::FILES_READ) {
+        return Ok(());
+    }
+    Err(DomainError::Forbidden {
+        code: "insufficient_scope",
+        message: format!("attaching files needs the `{}` scope", Scope::FILES_READ),
+    })
+}
 
 #[cfg(test)]
 mod tests {
-    use tessera_kernel::ScopeSet;
+    use tessera_kernel::{OrganizationId, Principal, PrincipalKind, ScopeSet};
 
     use super::*;
 
-    fn principal(scopes: &str) -> Principal {
-        Principal {
+    fn caller(scopes: &str) -> Caller {
+        Caller::of(Principal {
             organization_id: OrganizationId::generate(),
             subject: "ann".into(),
             kind: PrincipalKind::User,
             scopes: ScopeSet::parse_list(scopes).unwrap(),
             origin: None,
-        }
+        })
     }
 
     #[test]
     fn chats_admin_sees_every_chat_of_the_organization() {
-        assert!(!Caller::of(&principal("chats:invoke chats:read")).sees_all);
-        assert!(Caller::of(&principal("chats:admin")).sees_all);
-        let caller = Caller::of(&principal("chats:read"));
-        assert_eq!(caller.subject, "ann");
-        assert_eq!(caller.kind, PrincipalKind::User);
+        assert!(!sees_all(&caller("chats:invoke chats:read")));
+        assert!(sees_all(&caller("chats:admin")));
+        assert_eq!(listed_owner(&caller("chats:read")).as_deref(), Some("ann"));
+        assert_eq!(listed_owner(&caller("chats:admin")), None);
+        assert!(sees_owner(&caller("chats:read"), "ann"));
+        assert!(!sees_owner(&caller("chats:read"), "bob"));
     }
 
     #[test]
@@ -94,21 +71,16 @@ mod tests {
         };
         let plain = [attaching(Vec::new())];
         let with_file = [attaching(Vec::new()), attaching(vec!["f1".into()])];
-        let invoker = Caller::of(&principal("chats:invoke"));
-        assert!(invoker.may_attach(&plain).is_ok());
-        let refused = invoker.may_attach(&with_file).unwrap_err();
+        let invoker = caller("chats:invoke");
+        assert!(may_attach(&invoker, &plain).is_ok());
+        let refused = may_attach(&invoker, &with_file).unwrap_err();
         assert!(matches!(
             refused,
             DomainError::Forbidden { code: "insufficient_scope", ref message }
                 if message == "attaching files needs the `files:read` scope"
         ));
-        let reader = Caller::of(&principal("chats:invoke files:read"));
-        assert!(reader.may_attach(&with_file).is_ok());
+        assert!(may_attach(&caller("chats:invoke files:read"), &with_file).is_ok());
         // `org:admin` holds every resource scope.
-        assert!(
-            Caller::of(&principal("org:admin"))
-                .may_attach(&with_file)
-                .is_ok()
-        );
+        assert!(may_attach(&caller("org:admin"), &with_file).is_ok());
     }
 }

@@ -59,7 +59,6 @@ pub use attachment::{
     Attachment, AttachmentContent, AttachmentError, AttachmentKind, AttachmentSource,
     CHARS_PER_TOKEN_BOUND, MAX_ATTACHMENTS, NoAttachments, ResolvedAttachment, image,
 };
-pub use caller::Caller;
 pub use chat::{
     Chat, ChatId, ChatRecord, ChatStatus, Continuation, MAX_TITLE_CHARS, Message, MessageId,
     MessageUsage, ModelSnapshot, NewMessage, Source, SourceLocation, derive_title,

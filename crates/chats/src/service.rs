@@ -6,7 +6,7 @@ use futures_util::{
     future::{self, BoxFuture, Either, Shared},
 };
 use tessera_kernel::{
-    Clock, CursorCodec, DomainError, FieldError, Limit, LocSegment, OrganizationId, Page,
+    Caller, Clock, CursorCodec, DomainError, FieldError, Limit, LocSegment, OrganizationId, Page,
     PageRequest, PrincipalKind,
 };
 use tessera_models::{
@@ -22,8 +22,7 @@ use crate::{
     GenerationEvent, GenerationHub, GenerationLeases, INTERRUPTED, MAX_ATTACHMENTS,
     MAX_TITLE_CHARS, Message, MessageId, MessageUsage, ModelResolver, NewMessage, Retriever,
     ServerToolbox, ServerTools, Source, SystemPromptSource, ToolResult, artifact::versioned,
-    caller::Caller, context::ContextOverflow, extract_artifacts, hub::Publisher,
-    validate::conformance_errors,
+    context::ContextOverflow, extract_artifacts, hub::Publisher, validate::conformance_errors,
 };
 mod cancel;
 mod start;
@@ -206,16 +205,16 @@ impl ChatService {
     /// A chat the caller may see (deleted ones included).
     pub async fn visible(&self, caller: &Caller, id: &ChatId) -> Result<Chat, ChatError> {
         self.store
-            .get(&caller.organization, id)
+            .get(caller.organization(), id)
             .await?
-            .filter(|chat| caller.sees_owner(&chat.owner))
+            .filter(|chat| crate::caller::sees_owner(caller, &chat.owner))
             .ok_or_else(|| ChatError::NotFound(id.clone()))
     }
 
     /// The chat with its messages.
     pub async fn get(&self, caller: &Caller, id: &ChatId) -> Result<ChatRecord, ChatError> {
         let chat = self.visible(caller, id).await?;
-        let messages = self.store.messages(&caller.organization, id).await?;
+        let messages = self.store.messages(caller.organization(), id).await?;
         Ok(ChatRecord { chat, messages })
     }
 
@@ -230,13 +229,13 @@ impl ChatService {
         let after = cursor
             .map(|c| {
                 self.cursors
-                    .decode::<ChatId>(CHAT_LIST, caller.organization.as_str(), c)
+                    .decode::<ChatId>(CHAT_LIST, caller.organization().as_str(), c)
             })
             .transpose()
             .map_err(DomainError::from)?;
         let filter = ChatFilter {
-            organization: caller.organization.clone(),
-            owner: (!caller.sees_all).then(|| caller.subject.clone()),
+            organization: caller.organization().clone(),
+            owner: crate::caller::listed_owner(caller),
             include_deleted,
         };
         let rows = self
@@ -246,7 +245,7 @@ impl ChatService {
         let total = self.store.count(&filter).await?;
         Ok(Page::from_overfetch(rows, limit, Some(total), |chat| {
             self.cursors
-                .encode(CHAT_LIST, caller.organization.as_str(), &chat.id)
+                .encode(CHAT_LIST, caller.organization().as_str(), &chat.id)
         }))
     }
 

@@ -14,14 +14,14 @@ use futures_util::{FutureExt, StreamExt, stream};
 use serde_json::json;
 use tessera_chats::{
     AnswerCancellation, Attachment, AttachmentContent, AttachmentError, AttachmentKind,
-    AttachmentSource, Caller, Chat, ChatError, ChatFilter, ChatId, ChatPorts, ChatService,
-    ChatStatus, ChatStore, ChatStored, CompletionRequest, EventStream, FinishedTurn, FixedPlan,
+    AttachmentSource, Chat, ChatError, ChatFilter, ChatId, ChatPorts, ChatService, ChatStatus,
+    ChatStore, ChatStored, CompletionRequest, EventStream, FinishedTurn, FixedPlan,
     GenerationEvent, Message, NewMessage, NoAttachments, NoRetrieval, ResolvedAttachment, Started,
     memory::InMemoryChatStore,
 };
 use tessera_kernel::{
-    CursorCodec, DomainError, FieldError, Limit, ManualClock, OrganizationId, PageRequest,
-    PrincipalKind,
+    Caller, CursorCodec, DomainError, FieldError, Limit, ManualClock, OrganizationId, PageRequest,
+    Principal, PrincipalKind, ScopeSet,
 };
 use tessera_models::memory::WordCounter;
 use tessera_models::{
@@ -236,13 +236,11 @@ fn fixture_over(wrap: impl FnOnce(Arc<InMemoryChatStore>) -> Arc<dyn ChatStore>)
         model,
         files,
         clock,
-        alice: Caller {
-            organization: OrganizationId::generate(),
-            subject: "alice".into(),
-            kind: PrincipalKind::User,
-            sees_all: false,
-            reads_files: true,
-        },
+        alice: caller(
+            &OrganizationId::generate(),
+            "alice",
+            "chats:invoke chats:write chats:read chats:delete files:read",
+        ),
     }
 }
 
@@ -375,7 +373,7 @@ async fn a_continuation_sends_the_history_and_keeps_the_model_snapshot() {
     let created = f
         .models
         .create(
-            &f.alice.organization,
+            f.alice.organization(),
             NewUserModel {
                 parent_model_id: "local/plain".into(),
                 display_name: Name::parse("Helper").unwrap(),
@@ -400,7 +398,7 @@ async fn a_continuation_sends_the_history_and_keeps_the_model_snapshot() {
     // Changing the model affects new chats only.
     f.models
         .update(
-            &f.alice.organization,
+            f.alice.organization(),
             &created.model.id,
             ModelChanges {
                 system_prompt: Some(Some("Be verbose.".into())),
@@ -446,7 +444,7 @@ async fn a_composed_system_prompt_is_frozen_at_creation() {
     let particle = f
         .prompts
         .create_particle(
-            &f.alice.organization,
+            f.alice.organization(),
             tessera_prompts::NewParticle {
                 name: Name::parse("role").unwrap(),
                 category: tessera_prompts::Category::Role,
@@ -459,7 +457,7 @@ async fn a_composed_system_prompt_is_frozen_at_creation() {
     let prompt = f
         .prompts
         .create_system_prompt(
-            &f.alice.organization,
+            f.alice.organization(),
             tessera_prompts::NewSystemPrompt {
                 name: Name::parse("pirate").unwrap(),
                 description: tessera_prompts::Description::parse("").unwrap(),
@@ -476,7 +474,7 @@ async fn a_composed_system_prompt_is_frozen_at_creation() {
     let created = f
         .models
         .create(
-            &f.alice.organization,
+            f.alice.organization(),
             NewUserModel {
                 parent_model_id: "local/plain".into(),
                 display_name: Name::parse("Pirate").unwrap(),
@@ -506,7 +504,7 @@ async fn a_composed_system_prompt_is_frozen_at_creation() {
 
     f.prompts
         .update_content(
-            &f.alice.organization,
+            f.alice.organization(),
             &particle.id,
             tessera_prompts::Content::parse("You are a robot.").unwrap(),
         )
@@ -602,10 +600,11 @@ async fn an_answer_is_cancelled_only_where_and_while_it_generates() {
         Ok(AnswerCancellation::Elsewhere)
     ));
     // Someone else's chat is not found.
-    let bob = Caller {
-        subject: "bob".into(),
-        ..f.alice.clone()
-    };
+    let bob = caller(
+        f.alice.organization(),
+        "bob",
+        "chats:invoke chats:read files:read",
+    );
     assert_eq!(
         f.chats.cancel_answer(&bob, &chat, &answer).await.err(),
         Some(ChatError::NotFound(chat.clone()))
@@ -952,10 +951,11 @@ async fn chats_are_private_listed_newest_first_deleted_and_restored() {
         ids.push(started.chat.id.clone());
         run(started).await;
     }
-    let bob = Caller {
-        subject: "bob".into(),
-        ..f.alice.clone()
-    };
+    let bob = caller(
+        f.alice.organization(),
+        "bob",
+        "chats:invoke chats:read files:read",
+    );
     assert_eq!(
         f.chats.get(&bob, &ids[0]).await.err(),
         Some(ChatError::NotFound(ids[0].clone()))
@@ -968,11 +968,7 @@ async fn chats_are_private_listed_newest_first_deleted_and_restored() {
             .total_count,
         Some(0)
     );
-    let admin = Caller {
-        sees_all: true,
-        reads_files: true,
-        ..bob
-    };
+    let admin = caller(f.alice.organization(), "bob", "chats:admin files:read");
     assert!(f.chats.get(&admin, &ids[0]).await.is_ok());
 
     let page = f
@@ -1180,7 +1176,7 @@ async fn every_completion_writes_one_usage_record_with_its_answer() {
     let records = f.store.usage_records();
     assert_eq!(records.len(), 1);
     let record = &records[0];
-    assert_eq!(record.organization_id, f.alice.organization);
+    assert_eq!(&record.organization_id, f.alice.organization());
     assert_eq!(record.principal, "alice");
     assert_eq!(record.principal_kind, PrincipalKind::User);
     assert_eq!(record.chat_id, chat.to_string());
@@ -1200,7 +1196,7 @@ async fn every_completion_writes_one_usage_record_with_its_answer() {
     let model = f
         .models
         .create(
-            &f.alice.organization,
+            f.alice.organization(),
             NewUserModel {
                 parent_model_id: "local/plain".into(),
                 display_name: Name::parse("Bot").unwrap(),
@@ -1361,10 +1357,11 @@ async fn answers_yield_artifacts_and_revisions_add_versions() {
     assert_eq!(page.total_count, Some(3));
 
     // Another principal does not see them; the chat's admin does.
-    let bob = Caller {
-        subject: "bob".into(),
-        ..f.alice.clone()
-    };
+    let bob = caller(
+        f.alice.organization(),
+        "bob",
+        "chats:invoke chats:read files:read",
+    );
     assert!(artifacts.get(&bob, &page.items[0].id).await.is_err());
     let bobs = artifacts
         .list(&bob, None, Limit::DEFAULT, None)
@@ -1377,18 +1374,22 @@ async fn answers_yield_artifacts_and_revisions_add_versions() {
         .await
         .unwrap_err();
     assert!(matches!(unseen, DomainError::NotFound { .. }), "{unseen:?}");
-    let admin = Caller {
-        sees_all: true,
-        reads_files: true,
-        ..bob
-    };
+    let admin = caller(f.alice.organization(), "bob", "chats:admin files:read");
     assert!(artifacts.get(&admin, &page.items[0].id).await.is_ok());
     // Another organization's admin sees nothing.
-    let stranger = Caller {
-        organization: OrganizationId::generate(),
-        ..admin
-    };
+    let stranger = caller(&OrganizationId::generate(), "bob", "chats:admin files:read");
     assert!(artifacts.get(&stranger, &page.items[0].id).await.is_err());
+}
+
+/// A user of `organization` holding `scopes`.
+fn caller(organization: &OrganizationId, subject: &str, scopes: &str) -> Caller {
+    Caller::of(Principal {
+        organization_id: organization.clone(),
+        subject: subject.into(),
+        kind: PrincipalKind::User,
+        scopes: ScopeSet::parse_list(scopes).unwrap(),
+        origin: None,
+    })
 }
 
 /// `loc` as dotted text, with the error type.
@@ -1704,7 +1705,7 @@ async fn a_new_chats_model_is_asked_while_its_row_is_being_stored() {
         GenerationEvent::Delta(ChatEvent::TextDelta("Hello".into()))
     );
     assert!(stored.clone().now_or_never().is_none());
-    let unstored = f.store.get(&f.alice.organization, &id).await.unwrap();
+    let unstored = f.store.get(f.alice.organization(), &id).await.unwrap();
     assert!(unstored.is_none());
 
     release.send(Ok(())).unwrap();
@@ -1739,7 +1740,11 @@ async fn a_chat_that_cannot_be_stored_stops_its_generation_and_stores_nothing() 
             .collect::<Vec<_>>(),
         [GenerationEvent::Failed(ChatError::Domain(down))]
     );
-    let unstored = f.store.get(&f.alice.organization, &asked.id).await.unwrap();
+    let unstored = f
+        .store
+        .get(f.alice.organization(), &asked.id)
+        .await
+        .unwrap();
     assert!(unstored.is_none());
     assert!(f.store.usage_records().is_empty());
 }

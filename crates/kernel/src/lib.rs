@@ -1,5 +1,6 @@
 //! The shared vocabulary of Tessera's crates: typed identifiers (`OrganizationId` and the
-//! sortable entity ids), the authenticated `Principal` with its `Scope`s, keyset pagination
+//! sortable entity ids), the authenticated `Principal` with its `Scope`s, the `Caller` domain
+//! services take, keyset pagination
 //! (`Page`, `PageRequest` and tamper-evident `Cursor`s), the `Clock` port, and the
 //! `DomainError` kinds every other crate maps its errors into, and `PerThread`, the
 //! per-thread values adapters keep next to a thread's runtime, and the rule for storable text
@@ -10,6 +11,7 @@
 //! no framework, so every domain crate (and other teams' services) can use it.
 
 mod audit;
+mod caller;
 mod clock;
 mod contract;
 mod cursor;
@@ -25,6 +27,7 @@ pub mod text;
 mod trace_headers;
 
 pub use audit::{Actor, ActorKind, AuditEventId, AuditRecord, FAILED_AUTHENTICATION};
+pub use caller::Caller;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use cursor::{Cursor, CursorCodec, CursorError};
 pub use error::{DomainError, FieldError, Loc, LocSegment};

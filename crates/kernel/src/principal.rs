@@ -117,6 +117,36 @@ impl Scope {
         group: "org",
         action: Action::Owner,
     };
+    /// Starts completions.
+    pub const CHATS_INVOKE: Scope = Scope {
+        group: "chats",
+        action: Action::Invoke,
+    };
+    /// Sees and manages every chat of the organization, not only the caller's own.
+    pub const CHATS_ADMIN: Scope = Scope {
+        group: "chats",
+        action: Action::Admin,
+    };
+    /// Reads the organization's files (and attaches them to chat messages).
+    pub const FILES_READ: Scope = Scope {
+        group: "files",
+        action: Action::Read,
+    };
+    /// Uploads and changes the organization's files.
+    pub const FILES_WRITE: Scope = Scope {
+        group: "files",
+        action: Action::Write,
+    };
+    /// Reads the organization's datasets and searches them.
+    pub const DATASETS_READ: Scope = Scope {
+        group: "datasets",
+        action: Action::Read,
+    };
+    /// Sees every principal's usage, not only the caller's own.
+    pub const USAGE_ADMIN: Scope = Scope {
+        group: "usage",
+        action: Action::Admin,
+    };
 }
 
 impl FromStr for Scope {
@@ -290,6 +320,22 @@ mod tests {
             "channels:delete",
         ] {
             assert!(all.iter().any(|s| s == expected), "{expected}");
+        }
+    }
+
+    #[test]
+    fn the_named_scopes_are_the_parsed_ones() {
+        for (named, text) in [
+            (Scope::ORG_ADMIN, "org:admin"),
+            (Scope::ORG_OWNER, "org:owner"),
+            (Scope::CHATS_INVOKE, "chats:invoke"),
+            (Scope::CHATS_ADMIN, "chats:admin"),
+            (Scope::FILES_READ, "files:read"),
+            (Scope::FILES_WRITE, "files:write"),
+            (Scope::DATASETS_READ, "datasets:read"),
+            (Scope::USAGE_ADMIN, "usage:admin"),
+        ] {
+            assert_eq!(named, scope(text));
         }
     }
 

@@ -1,11 +1,9 @@
 //! A dataset's whole content, for models that read it in full (`context` links) rather than
 //! search it, and one file's chunks as the dataset holds them.
 
-use tessera_kernel::{DomainError, Limit, OrganizationId, PageRequest};
+use tessera_kernel::{Caller, DomainError, Limit, OrganizationId, PageRequest};
 
-use crate::{
-    DatasetId, DatasetService, FileId, FileStatus, KnowledgeCaller, StoredChunk, StoredFile,
-};
+use crate::{DatasetId, DatasetService, FileId, FileStatus, StoredChunk, StoredFile};
 
 /// One chunk of a dataset's content and the file it is from.
 #[derive(Debug, Clone, PartialEq)]
@@ -30,12 +28,12 @@ impl DatasetService {
     /// processed); `NotFound` when the dataset does not hold it.
     pub async fn file_chunks(
         &self,
-        caller: &KnowledgeCaller,
+        caller: &Caller,
         dataset: &DatasetId,
         file: &FileId,
     ) -> Result<Vec<StoredChunk>, DomainError> {
         self.file(caller, dataset, file).await?;
-        self.file_store().chunks(&caller.organization, file).await
+        self.file_store().chunks(caller.organization(), file).await
     }
 
     /// The dataset's ready files, in the dataset's order (newest first); `None` when the

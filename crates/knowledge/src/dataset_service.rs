@@ -7,12 +7,12 @@ use std::{
     sync::Arc,
 };
 
-use tessera_kernel::{Clock, CursorCodec, DomainError, Limit, Page, PageRequest};
+use tessera_kernel::{Caller, Clock, CursorCodec, DomainError, Limit, Page, PageRequest};
 
 use crate::{
     Attributes, Dataset, DatasetChanges, DatasetFile, DatasetFileCounts, DatasetId, DatasetStore,
-    Embedder, FileId, FileStore, KnowledgeCaller, LateInteractionSearch, LateRerank, NewDataset,
-    Reranking, ScoredChunk, SearchMode, Snapshot, VectorIndex, VectorQuery,
+    Embedder, FileId, FileStore, LateInteractionSearch, LateRerank, NewDataset, Reranking,
+    ScoredChunk, SearchMode, Snapshot, VectorIndex, VectorQuery,
 };
 
 const DATASET_LIST: &str = "datasets";
@@ -168,22 +168,18 @@ impl DatasetService {
         self.clock.now()
     }
 
-    pub async fn create(
-        &self,
-        caller: &KnowledgeCaller,
-        new: NewDataset,
-    ) -> Result<Dataset, DomainError> {
+    pub async fn create(&self, caller: &Caller, new: NewDataset) -> Result<Dataset, DomainError> {
         let now = self.clock.now();
         let dataset = Dataset {
             id: DatasetId::generate(),
-            organization: caller.organization.clone(),
+            organization: caller.organization().clone(),
             name: check_name(&new.name)?,
             description: check_description(new.description)?,
             version: 1,
             file_count: 0,
             late_interaction: self.check_late_interaction(new.late_interaction)?,
             metadata: new.metadata,
-            created_by: caller.subject.clone(),
+            created_by: caller.subject().to_owned(),
             created_at: now,
             updated_at: now,
         };
@@ -192,27 +188,23 @@ impl DatasetService {
         Ok(dataset)
     }
 
-    pub async fn get(
-        &self,
-        caller: &KnowledgeCaller,
-        id: &DatasetId,
-    ) -> Result<Dataset, DomainError> {
+    pub async fn get(&self, caller: &Caller, id: &DatasetId) -> Result<Dataset, DomainError> {
         self.datasets
-            .get(&caller.organization, id)
+            .get(caller.organization(), id)
             .await?
             .ok_or_else(|| DomainError::not_found("dataset", id))
     }
 
     pub async fn list(
         &self,
-        caller: &KnowledgeCaller,
+        caller: &Caller,
         limit: Limit,
         cursor: Option<&str>,
     ) -> Result<Page<Dataset>, DomainError> {
         let after = cursor
             .map(|c| {
                 self.cursors
-                    .decode::<DatasetId>(DATASET_LIST, caller.organization.as_str(), c)
+                    .decode::<DatasetId>(DATASET_LIST, caller.organization().as_str(), c)
             })
             .transpose()?;
         self.list_after(caller, PageRequest { limit, after }).await
@@ -222,18 +214,18 @@ impl DatasetService {
     /// store, not a cursor).
     pub async fn list_after(
         &self,
-        caller: &KnowledgeCaller,
+        caller: &Caller,
         page: PageRequest<DatasetId>,
     ) -> Result<Page<Dataset>, DomainError> {
-        let rows = self.datasets.list(&caller.organization, &page).await?;
-        let total = self.datasets.count(&caller.organization).await?;
+        let rows = self.datasets.list(caller.organization(), &page).await?;
+        let total = self.datasets.count(caller.organization()).await?;
         Ok(Page::from_overfetch(
             rows,
             page.limit,
             Some(total),
             |dataset| {
                 self.cursors
-                    .encode(DATASET_LIST, caller.organization.as_str(), &dataset.id)
+                    .encode(DATASET_LIST, caller.organization().as_str(), &dataset.id)
             },
         ))
     }
@@ -243,7 +235,7 @@ impl DatasetService {
     /// content changes only, so it stays.
     pub async fn update(
         &self,
-        caller: &KnowledgeCaller,
+        caller: &Caller,
         id: &DatasetId,
         changes: DatasetChanges,
     ) -> Result<Dataset, DomainError> {
@@ -276,12 +268,12 @@ impl DatasetService {
     /// not hold it.
     pub async fn file(
         &self,
-        caller: &KnowledgeCaller,
+        caller: &Caller,
         dataset: &DatasetId,
         file: &FileId,
     ) -> Result<DatasetFile, DomainError> {
         self.datasets
-            .dataset_file(&caller.organization, dataset, file)
+            .dataset_file(caller.organization(), dataset, file)
             .await?
             .ok_or_else(|| DomainError::not_found("file", file))
     }
@@ -289,7 +281,7 @@ impl DatasetService {
     /// Replaces the attributes of a file the dataset holds (empty clears them).
     pub async fn set_attributes(
         &self,
-        caller: &KnowledgeCaller,
+        caller: &Caller,
         dataset: &DatasetId,
         file: &FileId,
         attributes: &Attributes,
@@ -297,7 +289,7 @@ impl DatasetService {
         self.get(caller, dataset).await?;
         if !self
             .datasets
-            .set_attributes(&caller.organization, dataset, file, attributes)
+            .set_attributes(caller.organization(), dataset, file, attributes)
             .await?
         {
             return Err(DomainError::not_found("file", file));
@@ -310,13 +302,13 @@ impl DatasetService {
     /// show.
     pub async fn file_attributes(
         &self,
-        caller: &KnowledgeCaller,
+        caller: &Caller,
         dataset: &DatasetId,
     ) -> Result<HashMap<FileId, Attributes>, DomainError> {
         self.get(caller, dataset).await?;
         let files = self
             .datasets
-            .attributes(&caller.organization, dataset)
+            .attributes(caller.organization(), dataset)
             .await?;
         Ok(files.into_iter().collect())
     }
@@ -324,25 +316,21 @@ impl DatasetService {
     /// How many of the dataset's files are in each status, and their size.
     pub async fn file_counts(
         &self,
-        caller: &KnowledgeCaller,
+        caller: &Caller,
         id: &DatasetId,
     ) -> Result<DatasetFileCounts, DomainError> {
         self.datasets
-            .file_counts(&caller.organization, id, None)
+            .file_counts(caller.organization(), id, None)
             .await?
             .ok_or_else(|| DomainError::not_found("dataset", id))
     }
 
     /// Deletes a dataset and its snapshots; its files stay, out of its search.
-    pub async fn delete(
-        &self,
-        caller: &KnowledgeCaller,
-        id: &DatasetId,
-    ) -> Result<(), DomainError> {
+    pub async fn delete(&self, caller: &Caller, id: &DatasetId) -> Result<(), DomainError> {
         let audit = caller.audit("dataset.delete", "dataset", id.as_str(), self.clock.now());
         let files = self
             .datasets
-            .delete(&caller.organization, id, &audit)
+            .delete(caller.organization(), id, &audit)
             .await?
             .ok_or_else(|| DomainError::not_found("dataset", id))?;
         for file in files {
@@ -355,7 +343,7 @@ impl DatasetService {
     /// once it is `ready`.
     pub async fn add_file(
         &self,
-        caller: &KnowledgeCaller,
+        caller: &Caller,
         dataset: &DatasetId,
         file: &FileId,
     ) -> Result<(Dataset, bool), DomainError> {
@@ -369,7 +357,7 @@ impl DatasetService {
         );
         let (dataset, added) = self
             .datasets
-            .add_file(&caller.organization, dataset, file, now, &audit)
+            .add_file(caller.organization(), dataset, file, now, &audit)
             .await?;
         if added {
             self.sync_index(caller, file).await?;
@@ -380,7 +368,7 @@ impl DatasetService {
     /// Removes a file from a dataset; 404 when it is not in it.
     pub async fn remove_file(
         &self,
-        caller: &KnowledgeCaller,
+        caller: &Caller,
         dataset: &DatasetId,
         file: &FileId,
     ) -> Result<Dataset, DomainError> {
@@ -393,7 +381,7 @@ impl DatasetService {
         );
         let (dataset, removed) = self
             .datasets
-            .remove_file(&caller.organization, dataset, file, now, &audit)
+            .remove_file(caller.organization(), dataset, file, now, &audit)
             .await?
             .ok_or_else(|| DomainError::not_found("dataset", dataset))?;
         if !removed {
@@ -404,10 +392,10 @@ impl DatasetService {
     }
 
     /// Writes the file's current datasets into its index entries.
-    async fn sync_index(&self, caller: &KnowledgeCaller, file: &FileId) -> Result<(), DomainError> {
-        let datasets = self.files.datasets_of(&caller.organization, file).await?;
+    async fn sync_index(&self, caller: &Caller, file: &FileId) -> Result<(), DomainError> {
+        let datasets = self.files.datasets_of(caller.organization(), file).await?;
         self.index
-            .set_datasets(&caller.organization, file, datasets)
+            .set_datasets(caller.organization(), file, datasets)
             .await
             .map_err(|error| DomainError::Unavailable {
                 message: error.to_string(),
@@ -416,12 +404,12 @@ impl DatasetService {
 
     pub async fn files(
         &self,
-        caller: &KnowledgeCaller,
+        caller: &Caller,
         dataset: &DatasetId,
         limit: Limit,
         cursor: Option<&str>,
     ) -> Result<Page<DatasetFile>, DomainError> {
-        let owner = CursorCodec::owner(caller.organization.as_str(), dataset.as_str());
+        let owner = CursorCodec::owner(caller.organization().as_str(), dataset.as_str());
         let after = cursor
             .map(|c| self.cursors.decode::<FileId>(DATASET_FILE_LIST, &owner, c))
             .transpose()?;
@@ -433,15 +421,15 @@ impl DatasetService {
     /// names a file, not a cursor).
     pub async fn files_after(
         &self,
-        caller: &KnowledgeCaller,
+        caller: &Caller,
         dataset: &DatasetId,
         page: PageRequest<FileId>,
     ) -> Result<Page<DatasetFile>, DomainError> {
         let found = self.get(caller, dataset).await?;
-        let owner = CursorCodec::owner(caller.organization.as_str(), dataset.as_str());
+        let owner = CursorCodec::owner(caller.organization().as_str(), dataset.as_str());
         let rows = self
             .datasets
-            .files(&caller.organization, dataset, &page)
+            .files(caller.organization(), dataset, &page)
             .await?;
         Ok(Page::from_overfetch(
             rows,
@@ -456,23 +444,25 @@ impl DatasetService {
 
     pub async fn snapshot(
         &self,
-        caller: &KnowledgeCaller,
+        caller: &Caller,
         dataset: &DatasetId,
     ) -> Result<Snapshot, DomainError> {
         let now = self.clock.now();
         let audit = caller.audit("dataset.snapshot", "dataset", dataset.as_str(), now);
         self.datasets
-            .snapshot(&caller.organization, dataset, now, &audit)
+            .snapshot(caller.organization(), dataset, now, &audit)
             .await
     }
 
     pub async fn snapshots(
         &self,
-        caller: &KnowledgeCaller,
+        caller: &Caller,
         dataset: &DatasetId,
     ) -> Result<Vec<Snapshot>, DomainError> {
         self.get(caller, dataset).await?;
-        self.datasets.snapshots(&caller.organization, dataset).await
+        self.datasets
+            .snapshots(caller.organization(), dataset)
+            .await
     }
 
     /// Hybrid (dense + BM25, reciprocal-rank fused) search of the dataset's ready files,
@@ -480,7 +470,7 @@ impl DatasetService {
     /// reranked by the cross-encoder, where asked.
     pub async fn search(
         &self,
-        caller: &KnowledgeCaller,
+        caller: &Caller,
         dataset: &DatasetId,
         request: SearchRequest,
     ) -> Result<Vec<SearchHit>, DomainError> {
@@ -522,7 +512,7 @@ impl DatasetService {
             Some(version) if version != found.version => {
                 let snapshot = self
                     .datasets
-                    .snapshots(&caller.organization, dataset)
+                    .snapshots(caller.organization(), dataset)
                     .await?
                     .into_iter()
                     .find(|snapshot| snapshot.version == version)
@@ -582,7 +572,7 @@ impl DatasetService {
         let mut chunks = self
             .index
             .search(VectorQuery {
-                organization: caller.organization.clone(),
+                organization: caller.organization().clone(),
                 dataset: scope,
                 files,
                 text: query.clone(),
@@ -609,7 +599,11 @@ impl DatasetService {
                 break;
             }
             // A file deleted since it was indexed is skipped, never shown half-gone.
-            if let Some(file) = self.files.get(&caller.organization, &chunk.file_id).await? {
+            if let Some(file) = self
+                .files
+                .get(caller.organization(), &chunk.file_id)
+                .await?
+            {
                 hits.push(SearchHit {
                     chunk,
                     file_name: file.name,

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use tessera_kernel::{Clock, DomainError, FieldError, LocSegment, OrganizationId, PrincipalKind};
+use tessera_kernel::{Caller, Clock, DomainError, FieldError, LocSegment};
 use tessera_prompts::TokenCounter;
 use tessera_usage::{Tokens, UsageId, UsageRecord, UsageStore};
 
@@ -15,14 +15,6 @@ use crate::{EmbedError, Embedder};
 pub const MAX_EMBEDDING_INPUTS: usize = 2048;
 /// The finish reason of an embedding's usage record.
 pub const EMBEDDED: &str = "embedding";
-
-/// Who asks for embeddings.
-#[derive(Debug, Clone)]
-pub struct EmbeddingCaller {
-    pub organization: OrganizationId,
-    pub principal: String,
-    pub kind: PrincipalKind,
-}
 
 /// What a request asks for.
 #[derive(Debug, Clone)]
@@ -110,12 +102,13 @@ impl EmbeddingService {
 
     pub async fn embed(
         &self,
-        caller: &EmbeddingCaller,
+        caller: &Caller,
         request: EmbeddingRequest,
     ) -> Result<Embeddings, EmbeddingError> {
         if request.model != self.embedder.model() {
             return Err(EmbeddingError::UnknownModel(request.model));
         }
+        let principal_kind = caller.metered_kind()?;
         let mut invalid = Vec::new();
         let input = |rest: &[LocSegment]| {
             let mut loc = vec![LocSegment::from("body"), LocSegment::from("input")];
@@ -177,9 +170,9 @@ impl EmbeddingService {
         };
         self.usage
             .record(&UsageRecord {
-                organization_id: caller.organization.clone(),
-                principal: caller.principal.clone(),
-                principal_kind: caller.kind,
+                organization_id: caller.organization().clone(),
+                principal: caller.subject().to_owned(),
+                principal_kind,
                 // No chat: the record's own id stands in for the exchange.
                 chat_id: String::new(),
                 message_id: id.to_string(),
@@ -205,7 +198,7 @@ impl EmbeddingService {
 #[cfg(test)]
 mod tests {
     use chrono::Utc;
-    use tessera_kernel::ManualClock;
+    use tessera_kernel::{ManualClock, OrganizationId, Principal, PrincipalKind, ScopeSet};
     use tessera_usage::memory::InMemoryUsageStore;
 
     use super::*;
@@ -243,12 +236,14 @@ mod tests {
         )
     }
 
-    fn caller() -> EmbeddingCaller {
-        EmbeddingCaller {
-            organization: OrganizationId::generate(),
-            principal: "key_1".into(),
+    fn caller() -> Caller {
+        Caller::of(Principal {
+            organization_id: OrganizationId::generate(),
+            subject: "key_1".into(),
             kind: PrincipalKind::Client,
-        }
+            scopes: ScopeSet::default(),
+            origin: None,
+        })
     }
 
     #[tokio::test]

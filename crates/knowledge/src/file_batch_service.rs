@@ -5,11 +5,11 @@
 
 use std::collections::HashSet;
 
-use tessera_kernel::{DomainError, PageRequest};
+use tessera_kernel::{Caller, DomainError, PageRequest};
 
 use crate::{
     Attributes, Dataset, DatasetFile, DatasetId, DatasetService, FileBatch, FileBatchId,
-    FileBatchProgress, FileId, FileStatus, KnowledgeCaller, MAX_BATCH_FILES, NewDataset,
+    FileBatchProgress, FileId, FileStatus, MAX_BATCH_FILES, NewDataset,
 };
 
 impl DatasetService {
@@ -17,7 +17,7 @@ impl DatasetService {
     /// Nothing is added unless the dataset and every file are the organization's.
     pub async fn add_batch(
         &self,
-        caller: &KnowledgeCaller,
+        caller: &Caller,
         dataset: &DatasetId,
         files: Vec<FileId>,
         attributes: &Attributes,
@@ -45,7 +45,7 @@ impl DatasetService {
         }
         let batch = FileBatch {
             id: FileBatchId::generate(),
-            organization: caller.organization.clone(),
+            organization: caller.organization().clone(),
             dataset: dataset.clone(),
             files,
             created_at: self.now(),
@@ -59,7 +59,7 @@ impl DatasetService {
     /// organization's.
     pub async fn create_with_files(
         &self,
-        caller: &KnowledgeCaller,
+        caller: &Caller,
         new: NewDataset,
         files: &[FileId],
     ) -> Result<Dataset, DomainError> {
@@ -72,15 +72,11 @@ impl DatasetService {
     }
 
     /// `NotFound` for the first of `files` that is not the organization's.
-    async fn check_files(
-        &self,
-        caller: &KnowledgeCaller,
-        files: &[FileId],
-    ) -> Result<(), DomainError> {
+    async fn check_files(&self, caller: &Caller, files: &[FileId]) -> Result<(), DomainError> {
         for file in files {
             if self
                 .file_store()
-                .get(&caller.organization, file)
+                .get(caller.organization(), file)
                 .await?
                 .is_none()
             {
@@ -93,7 +89,7 @@ impl DatasetService {
     /// The batch with what became of its files.
     pub async fn batch(
         &self,
-        caller: &KnowledgeCaller,
+        caller: &Caller,
         dataset: &DatasetId,
         id: &FileBatchId,
     ) -> Result<FileBatchProgress, DomainError> {
@@ -105,7 +101,7 @@ impl DatasetService {
     /// Cancelling again changes nothing.
     pub async fn cancel_batch(
         &self,
-        caller: &KnowledgeCaller,
+        caller: &Caller,
         dataset: &DatasetId,
         id: &FileBatchId,
     ) -> Result<FileBatchProgress, DomainError> {
@@ -114,14 +110,14 @@ impl DatasetService {
             for file in &batch.files {
                 let held = self
                     .store()
-                    .dataset_file(&caller.organization, dataset, file)
+                    .dataset_file(caller.organization(), dataset, file)
                     .await?;
                 if held.is_some_and(|entry| entry.file.status == FileStatus::Processing) {
                     self.remove_file(caller, dataset, file).await?;
                 }
             }
             self.store()
-                .cancel_batch(&caller.organization, dataset, id, self.now())
+                .cancel_batch(caller.organization(), dataset, id, self.now())
                 .await?;
         }
         self.batch(caller, dataset, id).await
@@ -131,7 +127,7 @@ impl DatasetService {
     /// (the page's files, and whether more follow).
     pub async fn batch_files(
         &self,
-        caller: &KnowledgeCaller,
+        caller: &Caller,
         dataset: &DatasetId,
         id: &FileBatchId,
         page: PageRequest<FileId>,
@@ -147,7 +143,7 @@ impl DatasetService {
             }
             if let Some(entry) = self
                 .store()
-                .dataset_file(&caller.organization, dataset, file)
+                .dataset_file(caller.organization(), dataset, file)
                 .await?
             {
                 rows.push(entry);
@@ -160,25 +156,25 @@ impl DatasetService {
 
     async fn find_batch(
         &self,
-        caller: &KnowledgeCaller,
+        caller: &Caller,
         dataset: &DatasetId,
         id: &FileBatchId,
     ) -> Result<FileBatch, DomainError> {
         self.store()
-            .batch(&caller.organization, dataset, id)
+            .batch(caller.organization(), dataset, id)
             .await?
             .ok_or_else(|| DomainError::not_found("file_batch", id))
     }
 
     async fn progress(
         &self,
-        caller: &KnowledgeCaller,
+        caller: &Caller,
         batch: FileBatch,
     ) -> Result<FileBatchProgress, DomainError> {
         let counts = self
             .store()
             .file_counts(
-                &caller.organization,
+                caller.organization(),
                 &batch.dataset,
                 Some(batch.files.clone()),
             )

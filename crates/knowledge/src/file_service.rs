@@ -5,10 +5,9 @@
 
 use std::sync::Arc;
 
-use chrono::{DateTime, Utc};
 use futures_util::stream::BoxStream;
 use tessera_kernel::{
-    Actor, AuditRecord, Clock, CursorCodec, DomainError, Limit, OrganizationId, Page, PageRequest,
+    Caller, Clock, CursorCodec, DomainError, Limit, OrganizationId, Page, PageRequest,
 };
 
 use crate::{
@@ -18,29 +17,6 @@ use crate::{
 };
 
 const FILE_LIST: &str = "files";
-
-/// Who is asking: the organization and the principal (the uploader of new files), and who
-/// the audit records of its changes name.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KnowledgeCaller {
-    pub organization: OrganizationId,
-    pub subject: String,
-    pub actor: Actor,
-}
-
-impl KnowledgeCaller {
-    /// The audit record of `action` on a resource of the caller's organization.
-    pub fn audit(
-        &self,
-        action: &str,
-        resource_type: &str,
-        resource_id: &str,
-        at: DateTime<Utc>,
-    ) -> AuditRecord {
-        self.actor
-            .record(&self.organization, action, resource_type, resource_id, at)
-    }
-}
 
 /// Files of organizations.
 #[derive(Clone)]
@@ -97,7 +73,7 @@ impl FileService {
     /// `ready` at once.
     pub async fn upload(
         &self,
-        caller: &KnowledgeCaller,
+        caller: &Caller,
         upload: Upload<'_>,
     ) -> Result<StoredFile, UploadError> {
         self.receive(caller, &upload.file_name, upload.purpose, upload.content)
@@ -108,7 +84,7 @@ impl FileService {
     /// unlike [`Self::upload`] its future is `Send`.
     pub async fn store_made(
         &self,
-        caller: &KnowledgeCaller,
+        caller: &Caller,
         file_name: &str,
         purpose: FilePurpose,
         content: Vec<u8>,
@@ -120,7 +96,7 @@ impl FileService {
 
     async fn receive(
         &self,
-        caller: &KnowledgeCaller,
+        caller: &Caller,
         file_name: &str,
         purpose: Option<FilePurpose>,
         content: impl futures_util::Stream<Item = Result<Vec<u8>, UploadError>> + Unpin,
@@ -129,15 +105,15 @@ impl FileService {
         let format = FileFormat::from_file_name(&name)?;
         // Decided before the content is received: a refusal stores nothing.
         let processed = purpose.is_none_or(FilePurpose::is_processed)
-            && ImageReading::processes(self.image_reading.as_ref(), &caller.organization, format)
+            && ImageReading::processes(self.image_reading.as_ref(), caller.organization(), format)
                 .await
                 .map_err(|error| UploadError::Unavailable(error.to_string()))?;
         let blob = upload::receive(format, content, self.blobs.as_ref()).await?;
         let now = self.clock.now();
         let file = StoredFile {
             id: FileId::generate(),
-            organization: caller.organization.clone(),
-            created_by: caller.subject.clone(),
+            organization: caller.organization().clone(),
+            created_by: caller.subject().to_owned(),
             name,
             format,
             size: blob.size,
@@ -164,12 +140,8 @@ impl FileService {
         Ok(file)
     }
 
-    pub async fn get(
-        &self,
-        caller: &KnowledgeCaller,
-        id: &FileId,
-    ) -> Result<StoredFile, DomainError> {
-        self.find(&caller.organization, id)
+    pub async fn get(&self, caller: &Caller, id: &FileId) -> Result<StoredFile, DomainError> {
+        self.find(caller.organization(), id)
             .await?
             .ok_or_else(|| DomainError::not_found("file", id))
     }
@@ -194,7 +166,7 @@ impl FileService {
     /// Newest first; `status` filters.
     pub async fn list(
         &self,
-        caller: &KnowledgeCaller,
+        caller: &Caller,
         status: Option<FileStatus>,
         limit: Limit,
         cursor: Option<&str>,
@@ -202,7 +174,7 @@ impl FileService {
         let after = cursor
             .map(|c| {
                 self.cursors
-                    .decode::<FileId>(FILE_LIST, caller.organization.as_str(), c)
+                    .decode::<FileId>(FILE_LIST, caller.organization().as_str(), c)
             })
             .transpose()?;
         self.list_after(caller, status, None, PageRequest { limit, after })
@@ -213,13 +185,13 @@ impl FileService {
     /// cursor); `status` and `purpose` filter.
     pub async fn list_after(
         &self,
-        caller: &KnowledgeCaller,
+        caller: &Caller,
         status: Option<FileStatus>,
         purpose: Option<FilePurpose>,
         page: PageRequest<FileId>,
     ) -> Result<Page<StoredFile>, DomainError> {
         let filter = FileFilter {
-            organization: caller.organization.clone(),
+            organization: caller.organization().clone(),
             status,
             purpose,
         };
@@ -231,7 +203,7 @@ impl FileService {
             Some(total),
             |file| {
                 self.cursors
-                    .encode(FILE_LIST, caller.organization.as_str(), &file.id)
+                    .encode(FILE_LIST, caller.organization().as_str(), &file.id)
             },
         ))
     }
@@ -241,13 +213,13 @@ impl FileService {
     /// file's processing: it is ready as stored.
     pub async fn set_purpose(
         &self,
-        caller: &KnowledgeCaller,
+        caller: &Caller,
         id: &FileId,
         purpose: FilePurpose,
     ) -> Result<(), DomainError> {
         if self
             .files
-            .set_purpose(&caller.organization, id, purpose)
+            .set_purpose(caller.organization(), id, purpose)
             .await?
         {
             Ok(())
@@ -259,7 +231,7 @@ impl FileService {
     /// The file and its content in pieces.
     pub async fn content(
         &self,
-        caller: &KnowledgeCaller,
+        caller: &Caller,
         id: &FileId,
     ) -> Result<(StoredFile, BoxStream<'static, Result<Vec<u8>, BlobError>>), DomainError> {
         let file = self.get(caller, id).await?;
@@ -271,9 +243,9 @@ impl FileService {
 
     /// Deletes a file, its chunks and index entries, and its content when no other file
     /// shares it. Refused with `file_in_use` while a dataset or snapshot holds it.
-    pub async fn delete(&self, caller: &KnowledgeCaller, id: &FileId) -> Result<(), DomainError> {
+    pub async fn delete(&self, caller: &Caller, id: &FileId) -> Result<(), DomainError> {
         let audit = caller.audit("file.delete", "file", id.as_str(), self.clock.now());
-        match self.files.delete(&caller.organization, id, &audit).await? {
+        match self.files.delete(caller.organization(), id, &audit).await? {
             FileDeletion::NotFound => Err(DomainError::not_found("file", id)),
             FileDeletion::InUse(references) => {
                 let names: Vec<String> = references
@@ -294,7 +266,7 @@ impl FileService {
             FileDeletion::Deleted { orphaned_blob } => {
                 // The record is gone, so these clean-ups only free space: a failure is logged
                 // by the caller's tracing, never surfaced as a failed delete.
-                if let Err(error) = self.index.delete_file(&caller.organization, id).await {
+                if let Err(error) = self.index.delete_file(caller.organization(), id).await {
                     tracing::warn!(file = %id, %error, "index entries of a deleted file remain");
                 }
                 if let Some(sha256) = orphaned_blob
@@ -364,12 +336,8 @@ mod tests {
     const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR the rest";
     const GIF: &[u8] = b"GIF89a\x01\0\x01\0 the rest";
 
-    fn caller() -> KnowledgeCaller {
-        KnowledgeCaller {
-            organization: "org_reads".parse().unwrap(),
-            subject: "alice".into(),
-            actor: Actor::System,
-        }
+    fn caller() -> Caller {
+        Caller::operator("org_reads".parse().unwrap(), "alice")
     }
 
     fn service(store: Arc<InMemoryKnowledgeStore>) -> FileService {

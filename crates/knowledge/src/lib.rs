@@ -73,13 +73,12 @@ pub use document::{
 };
 pub use embedding::{EmbedError, Embedder, NoEmbedder};
 pub use embeddings::{
-    EMBEDDED, EmbeddingCaller, EmbeddingError, EmbeddingRequest, EmbeddingService, Embeddings,
-    MAX_EMBEDDING_INPUTS,
+    EMBEDDED, EmbeddingError, EmbeddingRequest, EmbeddingService, Embeddings, MAX_EMBEDDING_INPUTS,
 };
 pub use events::{DatasetChange, DatasetUpdated, FileFailed, FileReady};
 pub use file::{FileFilter, FilePurpose, FileStatus, StoredChunk, StoredFile};
 pub use file_batch::{FileBatch, FileBatchProgress, FileBatchStatus, MAX_BATCH_FILES};
-pub use file_service::{FileService, KnowledgeCaller};
+pub use file_service::FileService;
 pub use file_text::DocumentText;
 pub use format::{FileFormat, FormatError, MAX_DOCUMENT_BYTES, MAX_IMAGE_BYTES, TextCheck};
 pub use generation::{

@@ -7,11 +7,10 @@
 
 use async_trait::async_trait;
 use tessera_chats::{RetrievalQuery, Retrieved, Retriever, Source, SourceLocation};
-use tessera_kernel::{DomainError, OrganizationId};
+use tessera_kernel::{Caller, DomainError, OrganizationId};
 
 use crate::{
-    ChunkLocation, DatasetId, DatasetService, FileId, KnowledgeCaller, MAX_QUERY_CHARS, SearchMode,
-    SearchRequest,
+    ChunkLocation, DatasetId, DatasetService, FileId, MAX_QUERY_CHARS, SearchMode, SearchRequest,
 };
 use tessera_models::{DatasetLinks, DatasetUsage};
 use tracing::Instrument;
@@ -176,12 +175,8 @@ impl DatasetRetriever {
         if question.is_empty() {
             return Ok(whole(sources));
         }
-        let caller = KnowledgeCaller {
-            organization: organization.clone(),
-            subject: "retrieval".into(),
-            // Retrieval only reads: nothing it does is audited.
-            actor: tessera_kernel::Actor::System,
-        };
+        // Retrieval only reads: nothing it does is audited.
+        let caller = Caller::system(organization.clone());
         let mut candidates = Vec::new();
         for (dataset, files) in searched {
             let request = SearchRequest {

@@ -9,25 +9,21 @@
 use std::sync::{Arc, Mutex};
 
 use chrono::Utc;
-use tessera_kernel::{Actor, CursorCodec, DomainError, ManualClock, OrganizationId};
+use tessera_kernel::{Caller, CursorCodec, DomainError, ManualClock, OrganizationId};
 use tessera_knowledge::{
-    Dataset, DatasetChanges, DatasetId, DatasetService, KnowledgeCaller, LateInteractionSearch,
-    LateRerank, MockDatasetStore, MockEmbedder, MockFileStore, MockLateInteraction, MockReranker,
+    Dataset, DatasetChanges, DatasetId, DatasetService, LateInteractionSearch, LateRerank,
+    MockDatasetStore, MockEmbedder, MockFileStore, MockLateInteraction, MockReranker,
     MockVectorIndex, NewDataset, Reranking, SearchMode, SearchRequest, TokenVectors, VectorQuery,
 };
 
-fn caller() -> KnowledgeCaller {
-    KnowledgeCaller {
-        organization: OrganizationId::generate(),
-        subject: "user-1".into(),
-        actor: Actor::System,
-    }
+fn caller() -> Caller {
+    Caller::operator(OrganizationId::generate(), "user-1")
 }
 
-fn dataset(caller: &KnowledgeCaller, late_interaction: bool) -> Dataset {
+fn dataset(caller: &Caller, late_interaction: bool) -> Dataset {
     Dataset {
         id: DatasetId::generate(),
-        organization: caller.organization.clone(),
+        organization: caller.organization().clone(),
         name: "Cities".into(),
         description: None,
         version: 1,

@@ -7,25 +7,21 @@
 use std::sync::Arc;
 
 use chrono::Utc;
-use tessera_kernel::{Actor, CursorCodec, DomainError, ManualClock, OrganizationId};
+use tessera_kernel::{Caller, CursorCodec, DomainError, ManualClock, OrganizationId};
 use tessera_knowledge::{
     ChunkLocation, Dataset, DatasetId, DatasetService, FileFormat, FileId, FileStatus,
-    KnowledgeCaller, MockDatasetStore, MockEmbedder, MockFileStore, MockReranker, MockVectorIndex,
-    RerankError, Reranking, ScoredChunk, SearchMode, SearchRequest, StoredFile,
+    MockDatasetStore, MockEmbedder, MockFileStore, MockReranker, MockVectorIndex, RerankError,
+    Reranking, ScoredChunk, SearchMode, SearchRequest, StoredFile,
 };
 
-fn caller() -> KnowledgeCaller {
-    KnowledgeCaller {
-        organization: OrganizationId::generate(),
-        subject: "user-1".into(),
-        actor: Actor::System,
-    }
+fn caller() -> Caller {
+    Caller::operator(OrganizationId::generate(), "user-1")
 }
 
-fn dataset(caller: &KnowledgeCaller) -> Dataset {
+fn dataset(caller: &Caller) -> Dataset {
     Dataset {
         id: DatasetId::generate(),
-        organization: caller.organization.clone(),
+        organization: caller.organization().clone(),
         name: "Cities".into(),
         description: None,
         version: 1,
@@ -38,10 +34,10 @@ fn dataset(caller: &KnowledgeCaller) -> Dataset {
     }
 }
 
-fn file(id: &FileId, caller: &KnowledgeCaller) -> StoredFile {
+fn file(id: &FileId, caller: &Caller) -> StoredFile {
     StoredFile {
         id: id.clone(),
-        organization: caller.organization.clone(),
+        organization: caller.organization().clone(),
         created_by: "user-1".into(),
         name: format!("{id}.txt"),
         format: FileFormat::Txt,
@@ -78,7 +74,7 @@ fn candidates() -> Vec<ScoredChunk> {
 /// A service over mocks: the index answers `found` (and checks how many were asked for),
 /// `deleted` files are gone from the store.
 fn service(
-    caller: &KnowledgeCaller,
+    caller: &Caller,
     found: Vec<ScoredChunk>,
     expected_limit: usize,
     deleted: Vec<FileId>,

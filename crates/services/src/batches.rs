@@ -10,20 +10,17 @@ use futures_util::TryStreamExt;
 use tessera_batches::{
     BatchFiles, BatchRunner, BatchService, InputFileError, LineExecutor, RunnerSettings,
 };
-use tessera_kernel::{Actor, Clock, DomainError, Principal};
-use tessera_knowledge::{FileId, FilePurpose, FileService, KnowledgeCaller};
+use tessera_kernel::{Caller, Clock, DomainError, Principal};
+use tessera_knowledge::{FileId, FilePurpose, FileService};
 use tessera_setup::config::BatchSettings;
 use tessera_store::{Database, SqlBatchStore};
 
 /// A batch's files among the organization's files.
 pub struct KnowledgeBatchFiles(pub FileService);
 
-fn caller(owner: &Principal) -> KnowledgeCaller {
-    KnowledgeCaller {
-        organization: owner.organization_id.clone(),
-        subject: owner.subject.clone(),
-        actor: Actor::Principal(owner.clone()),
-    }
+/// The batch's creator, as whom its files are read and written.
+fn caller(owner: &Principal) -> Caller {
+    Caller::of(owner.clone())
 }
 
 #[async_trait]

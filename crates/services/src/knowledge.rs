@@ -9,13 +9,13 @@ use tessera_blobs_local::LocalBlobStore;
 use tessera_blobs_s3::{S3BlobStore, S3Location};
 use tessera_documents::DocumentChunker;
 use tessera_embed_local::{LocalEmbedder, LocalReranker, LocalRerankerOptions, find_reranker_dir};
-use tessera_kernel::{Clock, CursorCodec, DomainError, OrganizationId};
+use tessera_kernel::{Caller, Clock, CursorCodec, DomainError, OrganizationId};
 use tessera_knowledge::{
     BlobStore, ChunkTokens, ChunkingSettings, DatasetService, DocumentProcessor, Embedder,
     FileFormat, FileService, FileStatus, FileStore, GenerationStore, GenerationTarget,
-    ImageReadingPolicy, JobOutcome, KnowledgeCaller, LateInteraction, LateInteractionSearch,
-    MirroredIndex, NoEmbedder, NoIndex, Pipeline, ProcessingSettings, Processor, Reranker,
-    Reranking, StoredFile, Upload, UploadError, VectorIndex,
+    ImageReadingPolicy, JobOutcome, LateInteraction, LateInteractionSearch, MirroredIndex,
+    NoEmbedder, NoIndex, Pipeline, ProcessingSettings, Processor, Reranker, Reranking, StoredFile,
+    Upload, UploadError, VectorIndex,
 };
 use tessera_llm_openai::{OpenAiConfig, OpenAiEmbedder};
 use tessera_ocr_tesseract::{Tesseract, TesseractSettings};
@@ -584,7 +584,7 @@ impl Knowledge {
     /// when it queued a job, so processing starts without waiting for the next poll.
     pub async fn upload(
         &self,
-        caller: &KnowledgeCaller,
+        caller: &Caller,
         upload: Upload<'_>,
     ) -> Result<StoredFile, UploadError> {
         let file = self.files.upload(caller, upload).await?;

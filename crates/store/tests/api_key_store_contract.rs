@@ -2,6 +2,7 @@
 //! store) on SQLite and PostgreSQL, and what only a database can show: the audit events
 //! written in each change's transaction, keys refer to a stored organization, and the row
 //! holds nothing that could be the secret.
+#![cfg(feature = "identity")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::Arc;

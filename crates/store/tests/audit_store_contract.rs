@@ -1,6 +1,7 @@
 //! The `AuditEventStore` contract (`tessera_audit::contract`, also run against the
 //! in-memory reference) on SQLite and PostgreSQL, and what only a database can show: stored
 //! events cannot be changed, and they refer to a stored organization.
+#![cfg(feature = "audit")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::Arc;

@@ -2,6 +2,7 @@
 //! within their organization, claims under a lease only its holder renews, answers kept and
 //! counted once, and a runner over the store that takes over a stopped one or stops at a
 //! cancel.
+#![cfg(feature = "batches")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::Arc;

@@ -1,6 +1,7 @@
 //! The `ChatStore` contract (`tessera_chats::contract`, also run against the in-memory
 //! reference) on SQLite and PostgreSQL, and what only a database can show: references that
 //! must exist, corrupt rows, PostgreSQL's group commit and the runners' table.
+#![cfg(feature = "chats")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::Arc;

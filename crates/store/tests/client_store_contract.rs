@@ -1,6 +1,7 @@
 //! The `ClientStore` contract (`tessera_identity::contract`, also run against the in-memory
 //! store) on SQLite and PostgreSQL, and what only a database can show: the audit events
 //! written in each change's transaction, and clients refer to a stored organization.
+#![cfg(feature = "identity")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::Arc;

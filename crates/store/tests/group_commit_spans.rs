@@ -1,5 +1,6 @@
 //! What PostgreSQL's group commit traces: one span per batch statement, a root of its own
 //! with the batch's size, not one per waiting write (issue 32: tracing's cost per completion).
+#![cfg(feature = "chats")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::{

@@ -1,6 +1,7 @@
 //! The `IdempotencyStore` contract (`tessera_idempotency::contract`, also run against the
 //! in-memory reference) on SQLite and PostgreSQL. All its checks are promises of the port,
 //! so this file has no database-only tests.
+#![cfg(feature = "idempotency")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::Arc;

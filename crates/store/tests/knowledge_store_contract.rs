@@ -6,6 +6,7 @@
 //! only a database can show: files and datasets refer to a stored organization. The events
 //! these stores write to the webhook outbox are checked with the webhook store
 //! (`webhook_store_contract.rs`).
+#![cfg(feature = "knowledge")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::Arc;

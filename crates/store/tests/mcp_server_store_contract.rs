@@ -3,6 +3,7 @@
 //! that refuse a link to a model that does not exist and take a deleted model's links along
 //! (the rows really gone), and audit records that cannot be written (their organization
 //! does not exist) undoing the changes they record.
+#![cfg(all(feature = "mcp", feature = "audit"))]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::Arc;

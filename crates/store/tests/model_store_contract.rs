@@ -2,6 +2,7 @@
 //! against the in-memory reference) on SQLite and PostgreSQL, and what only a database can
 //! show: references to organizations, system prompts and datasets, the cascades of their
 //! deletion, and rows the store would never write.
+#![cfg(all(feature = "models", feature = "knowledge", feature = "prompts"))]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::Arc;

@@ -1,5 +1,6 @@
 //! The `ParticleStore` and `SystemPromptStore` contract (`tessera_prompts::contract`, also
 //! run against the in-memory reference) on SQLite and PostgreSQL, every check of it.
+#![cfg(feature = "prompts")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::Arc;

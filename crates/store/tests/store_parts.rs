@@ -3,6 +3,7 @@
 //! the chats part alone, handing usage records to another store; parts added later join the
 //! same database; and a database migrated before the migrations were split per domain runs
 //! the two split-out halves without harm and without losing rows.
+#![cfg(feature = "chats")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::Arc;

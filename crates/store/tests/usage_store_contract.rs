@@ -1,6 +1,7 @@
 //! The `UsageStore` contract (`tessera_usage::contract`, also run against the in-memory
 //! reference) on SQLite and PostgreSQL, and what only a database can show: records refer to
 //! a stored organization, and PostgreSQL's group commit of concurrent records.
+#![cfg(feature = "chats")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::Arc;

@@ -4,6 +4,7 @@
 //! transactions that make events happen (file ready or failed, dataset content changes)
 //! write exactly the events of the changes they commit, and nothing for changes they do
 //! not make.
+#![cfg(feature = "knowledge")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::Arc;

@@ -29,9 +29,7 @@ pub use query::{
     UsageTotals,
 };
 pub use record::{FAILED, Tokens, UsageId, UsageRecord};
-pub use service::{
-    MAX_RANGE_DAYS, ReportGroup, UsageCaller, UsageReport, UsageRequest, UsageService,
-};
+pub use service::{MAX_RANGE_DAYS, ReportGroup, UsageReport, UsageRequest, UsageService};
 #[cfg(any(test, feature = "mocks"))]
 pub use store::MockUsageStore;
 pub use store::UsageStore;

@@ -2,7 +2,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Datelike, Duration, FixedOffset, NaiveDate, NaiveTime, Utc};
 use chrono_tz::Tz;
-use tessera_kernel::{Clock, CursorCodec, DomainError, FieldError, Limit, OrganizationId, Page};
+use tessera_kernel::{Caller, Clock, CursorCodec, DomainError, FieldError, Limit, Page, Scope};
 
 use crate::{
     GroupKey, GroupQuery, Grouping, Period, UsageFilter, UsageGroup, UsageStore, UsageTotals,
@@ -11,15 +11,6 @@ use crate::{
 
 /// The longest range one report covers.
 pub const MAX_RANGE_DAYS: i64 = 3_660;
-
-/// Who asks for a report.
-#[derive(Debug, Clone)]
-pub struct UsageCaller {
-    pub organization: OrganizationId,
-    pub subject: String,
-    /// May see other principals' usage (`usage:admin`).
-    pub sees_users: bool,
-}
 
 /// A report request as it arrives (strings are parsed and checked here).
 #[derive(Debug, Clone, Default)]
@@ -85,7 +76,7 @@ impl UsageService {
     /// user, or another principal's `userId`) need `sees_users`.
     pub async fn report(
         &self,
-        caller: &UsageCaller,
+        caller: &Caller,
         request: UsageRequest,
     ) -> Result<UsageReport, DomainError> {
         let mut errors = Vec::new();
@@ -125,7 +116,7 @@ impl UsageService {
         let after = match request.cursor.as_deref() {
             Some(cursor) => match self.cursors.decode::<GroupKey>(
                 &group_list(grouping),
-                caller.organization.as_str(),
+                caller.organization().as_str(),
                 cursor,
             ) {
                 Ok(key) => Some(key),
@@ -139,8 +130,9 @@ impl UsageService {
         let others = request
             .user_id
             .as_deref()
-            .is_some_and(|user| user != caller.subject);
-        if !caller.sees_users && (grouping.user || others) {
+            .is_some_and(|user| user != caller.subject());
+        // Other principals' usage needs `usage:admin`.
+        if !caller.holds(&Scope::USAGE_ADMIN) && (grouping.user || others) {
             return Err(DomainError::Forbidden {
                 code: "insufficient_scope",
                 message: "per-user usage of other principals needs the usage:admin scope".into(),
@@ -149,7 +141,7 @@ impl UsageService {
 
         let query = GroupQuery {
             filter: UsageFilter {
-                organization: caller.organization.clone(),
+                organization: caller.organization().clone(),
                 from,
                 to,
                 model_id: request.model_id,
@@ -177,7 +169,7 @@ impl UsageService {
             |group| {
                 self.cursors.encode(
                     &group_list(grouping),
-                    caller.organization.as_str(),
+                    caller.organization().as_str(),
                     &group.key,
                 )
             },

@@ -5,9 +5,12 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use tessera_kernel::{CursorCodec, DomainError, Limit, ManualClock, OrganizationId, PrincipalKind};
+use tessera_kernel::{
+    Caller, CursorCodec, DomainError, Limit, ManualClock, OrganizationId, Principal, PrincipalKind,
+    ScopeSet,
+};
 use tessera_usage::{
-    Tokens, UsageCaller, UsageId, UsageRecord, UsageRequest, UsageService, UsageStore,
+    Tokens, UsageId, UsageRecord, UsageRequest, UsageService, UsageStore,
     memory::InMemoryUsageStore,
 };
 
@@ -63,12 +66,15 @@ impl Fixture {
             .unwrap();
     }
 
-    fn caller(&self, admin: bool) -> UsageCaller {
-        UsageCaller {
-            organization: self.organization.clone(),
+    fn caller(&self, admin: bool) -> Caller {
+        let scopes = if admin { "usage:admin" } else { "usage:read" };
+        Caller::of(Principal {
+            organization_id: self.organization.clone(),
             subject: "alice".into(),
-            sees_users: admin,
-        }
+            kind: PrincipalKind::User,
+            scopes: ScopeSet::parse_list(scopes).unwrap(),
+            origin: None,
+        })
     }
 }
 

@@ -20,10 +20,12 @@ use std::{path::PathBuf, sync::Arc};
 use anyhow::{Context, bail};
 use futures_util::StreamExt;
 use tessera_chats::{
-    Caller, ChatError, ChatPorts, ChatService, CompletionRequest, GenerationEvent, NewMessage,
+    ChatError, ChatPorts, ChatService, CompletionRequest, GenerationEvent, NewMessage,
     NoAttachments, NoRetrieval, NoServerTools, NoSystemPrompts,
 };
-use tessera_kernel::{CursorCodec, OrganizationId, PrincipalKind, SystemClock};
+use tessera_kernel::{
+    Caller, CursorCodec, OrganizationId, Principal, PrincipalKind, ScopeSet, SystemClock,
+};
 use tessera_llm_local::{LocalEngine, LocalEngineOptions};
 use tessera_models::Role;
 use tessera_organizations::{Organization, OrganizationStore, Plan};
@@ -97,13 +99,14 @@ async fn main() -> anyhow::Result<()> {
         clock: Arc::new(SystemClock),
         cursors: CursorCodec::new(*b"an example's own cursor key....."),
     });
-    let caller = Caller {
-        organization,
+    // A user who may chat and read their own chats: the scopes a token or API key would carry.
+    let caller = Caller::of(Principal {
+        organization_id: organization,
         subject: "someone".into(),
         kind: PrincipalKind::User,
-        sees_all: false,
-        reads_files: false,
-    };
+        scopes: ScopeSet::parse_list("chats:invoke chats:read")?,
+        origin: None,
+    });
 
     let answer = ask(&chats, &caller, &args.question)
         .await

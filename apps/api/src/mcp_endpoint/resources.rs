@@ -87,7 +87,7 @@ pub async fn list(
     if !readable(kind) {
         return Err(refused(kind));
     }
-    let organization = &caller.0.organization_id;
+    let organization = caller.organization();
     let prompts = &invocation.state.prompts;
     let limit = page_limit(Some(PAGE_SIZE)).map_err(error_data)?;
     let (resources, next) = match kind {
@@ -154,7 +154,7 @@ fn parse_cursor(cursor: &str) -> Result<(Kind, Option<&str>), ErrorData> {
 
 /// Reads one particle or system prompt of the caller's organization.
 pub async fn read(invocation: &Invocation, uri: &str) -> Result<ReadResourceResult, ErrorData> {
-    let organization = &invocation.caller.0.organization_id;
+    let organization = &invocation.caller.organization();
     let prompts = &invocation.state.prompts;
     let (kind, id) = if let Some(id) = uri.strip_prefix(PARTICLES) {
         (Kind::Particles, id)

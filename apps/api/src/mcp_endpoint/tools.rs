@@ -152,7 +152,7 @@ pub fn find(name: &str) -> Option<&'static ToolDef> {
 
 /// Whether the caller holds `scope` (or one implying it).
 pub fn allowed(caller: &Caller, scope: &str) -> bool {
-    Scope::from_str(scope).is_ok_and(|needed| caller.0.can(&needed))
+    Scope::from_str(scope).is_ok_and(|needed| caller.holds(&needed))
 }
 
 /// Runs a tool for the invocation's caller.

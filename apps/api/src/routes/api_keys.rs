@@ -44,7 +44,7 @@ pub async fn create_api_key(
     };
     let (key, secret) = state
         .api_keys
-        .create(&caller.0, new)
+        .create(caller.principal(), new)
         .await
         .map_err(DomainError::from)?;
     let location = format!("/v1/api-keys/{}", key.id);
@@ -73,7 +73,7 @@ pub async fn list_api_keys(
     let limit = page_limit(query.limit)?;
     let page = state
         .api_keys
-        .list(&caller.0.organization_id, limit, query.cursor.as_deref())
+        .list(caller.organization(), limit, query.cursor.as_deref())
         .await
         .map_err(DomainError::from)?;
     Ok(web::Json(PageOf::of(page, |key| {
@@ -100,7 +100,7 @@ pub async fn get_api_key(
     let id = api_key_id(&path)?;
     let key = state
         .api_keys
-        .get(&caller.0.organization_id, &id)
+        .get(caller.organization(), &id)
         .await
         .map_err(DomainError::from)?;
     Ok(web::Json(ApiKeyOut::from(key, None)))
@@ -126,7 +126,7 @@ pub async fn revoke_api_key(
     let id = api_key_id(&path)?;
     state
         .api_keys
-        .revoke(&caller.0.organization_id, &id, &caller.actor())
+        .revoke(caller.organization(), &id, caller.actor())
         .await
         .map_err(DomainError::from)?;
     Ok(HttpResponse::NoContent().finish())

@@ -10,7 +10,7 @@ use tessera_wire::page::PageOf;
 use tessera_wire::v1::artifacts::{ArtifactOut, ArtifactPage, ListArtifacts, summary};
 
 use crate::{
-    caller::{Caller, chat_caller},
+    caller::Caller,
     extract::ValidQuery,
     problem::{ApiError, Problem, ValidationProblem},
     state::AppState,
@@ -40,7 +40,6 @@ pub async fn list_artifacts(
     state: web::Data<AppState>,
     ValidQuery(query): ValidQuery<ListArtifacts>,
 ) -> Result<web::Json<ArtifactPage>, ApiError> {
-    let who = chat_caller(&caller);
     let chat_id = query
         .chat_id
         .as_deref()
@@ -49,7 +48,7 @@ pub async fn list_artifacts(
     let page = state
         .artifacts
         .list(
-            &who,
+            &caller,
             chat_id,
             page_limit(query.limit)?,
             query.cursor.as_deref(),
@@ -60,7 +59,7 @@ pub async fn list_artifacts(
 
 async fn artifact(state: &AppState, caller: &Caller, id: &str) -> Result<Artifact, ApiError> {
     let id: ArtifactId = path_id(id, "artifact")?;
-    Ok(state.artifacts.get(&chat_caller(caller), &id).await?)
+    Ok(state.artifacts.get(caller, &id).await?)
 }
 
 /// An artifact with its content.

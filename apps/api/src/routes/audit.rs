@@ -43,7 +43,7 @@ pub async fn list_audit_events(
         action: query.action,
         request_id: query.request_id,
     };
-    let scope = AuditScope::Organization(caller.0.organization_id.clone());
+    let scope = AuditScope::Organization(caller.organization().clone());
     let page = state
         .audit
         .list(&scope, filter, limit, query.cursor.as_deref())

@@ -14,7 +14,7 @@ use tessera_wire::v1::chats::{
 use tessera_wire::v1::models::ModelOut;
 
 use crate::{
-    caller::{Caller, chat_caller},
+    caller::Caller,
     chat_stream::{self, Encoder, Format, HEARTBEAT},
     completion::{answer, start_completion},
     extract::{ValidJson, ValidQuery},
@@ -184,11 +184,10 @@ pub async fn list_chats(
     ValidQuery(query): ValidQuery<ListChats>,
 ) -> Result<web::Json<ChatSummaryPage>, ApiError> {
     let expansion = expansion(req.query_string())?;
-    let who = chat_caller(&caller);
     let mut page = state
         .chats
         .list(
-            &who,
+            &caller,
             query.include_deleted.unwrap_or(false),
             page_limit(query.limit)?,
             query.cursor.as_deref(),
@@ -220,10 +219,9 @@ pub async fn get_chat(
     path: web::Path<String>,
 ) -> Result<web::Json<ChatOut>, ApiError> {
     let expansion = expansion(req.query_string())?;
-    let who = chat_caller(&caller);
     let record = state
         .chats
-        .get(&who, &chat_id(&path)?)
+        .get(&caller, &chat_id(&path)?)
         .await
         .map_err(chat_error)?;
     Ok(web::Json(ChatOut {
@@ -251,10 +249,9 @@ pub async fn update_chat(
     path: web::Path<String>,
     ValidJson(body): ValidJson<UpdateChat>,
 ) -> Result<web::Json<ChatSummary>, ApiError> {
-    let who = chat_caller(&caller);
     let chat = state
         .chats
-        .rename(&who, &chat_id(&path)?, body.title)
+        .rename(&caller, &chat_id(&path)?, body.title)
         .await
         .map_err(chat_error)?;
     Ok(web::Json(
@@ -278,10 +275,9 @@ pub async fn delete_chat(
     state: web::Data<AppState>,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let who = chat_caller(&caller);
     state
         .chats
-        .delete(&who, &chat_id(&path)?)
+        .delete(&caller, &chat_id(&path)?)
         .await
         .map_err(chat_error)?;
     Ok(HttpResponse::NoContent().finish())
@@ -303,10 +299,9 @@ pub async fn restore_chat(
     state: web::Data<AppState>,
     path: web::Path<String>,
 ) -> Result<web::Json<ChatSummary>, ApiError> {
-    let who = chat_caller(&caller);
     let chat = state
         .chats
-        .restore(&who, &chat_id(&path)?)
+        .restore(&caller, &chat_id(&path)?)
         .await
         .map_err(chat_error)?;
     Ok(web::Json(
@@ -337,9 +332,8 @@ pub async fn stream_chat(
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let format = Format::of(&req)?;
-    let who = chat_caller(&caller);
     let id = chat_id(&path)?;
-    let Some(attached) = state.chats.attach(&who, &id).await.map_err(chat_error)? else {
+    let Some(attached) = state.chats.attach(&caller, &id).await.map_err(chat_error)? else {
         return Ok(HttpResponse::NoContent().finish());
     };
     let encoder = Encoder::new(format, &id, &attached.message);

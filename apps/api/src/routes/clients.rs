@@ -56,13 +56,13 @@ pub async fn create_client(
         DomainError::invalid(["body".into(), "name".into()], e.to_string(), "value_error")
     })?;
     let new = NewClient {
-        organization_id: caller.0.organization_id.clone(),
+        organization_id: caller.organization().clone(),
         name,
         scopes: scopes.into_iter().collect::<ScopeSet>(),
     };
     let (client, secret) = state
         .identity
-        .create_client_by(&caller.0, new)
+        .create_client_by(caller.principal(), new)
         .await
         .map_err(DomainError::from)?;
     let location = format!("/v1/clients/{}", client.id);
@@ -91,7 +91,7 @@ pub async fn list_clients(
     let limit = page_limit(query.limit)?;
     let page = state
         .identity
-        .list(&caller.0.organization_id, limit, query.cursor.as_deref())
+        .list(caller.organization(), limit, query.cursor.as_deref())
         .await
         .map_err(DomainError::from)?;
     Ok(web::Json(PageOf::of(page, |c| ClientOut::from(c, None))))
@@ -116,7 +116,7 @@ pub async fn get_client(
     let id = client_id(&path)?;
     let client = state
         .identity
-        .get(&caller.0.organization_id, &id)
+        .get(caller.organization(), &id)
         .await
         .map_err(DomainError::from)?;
     Ok(web::Json(ClientOut::from(client, None)))
@@ -140,10 +140,10 @@ pub async fn rotate_client(
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let id = client_id(&path)?;
-    let organization = &caller.0.organization_id;
+    let organization = caller.organization();
     let secret = state
         .identity
-        .rotate_secret(organization, &id, &caller.actor())
+        .rotate_secret(organization, &id, caller.actor())
         .await
         .map_err(DomainError::from)?;
     let client = state
@@ -176,7 +176,7 @@ pub async fn revoke_client(
     let id = client_id(&path)?;
     state
         .identity
-        .revoke(&caller.0.organization_id, &id, &caller.actor())
+        .revoke(caller.organization(), &id, caller.actor())
         .await
         .map_err(DomainError::from)?;
     Ok(HttpResponse::NoContent().finish())

@@ -14,7 +14,7 @@ use tessera_wire::v1::datasets::{
 use tessera_wire::v1::files::FileOut;
 
 use crate::{
-    caller::{Caller, knowledge_caller},
+    caller::Caller,
     extract::{ValidJson, ValidQuery},
     problem::{ApiError, Problem, ValidationProblem},
     state::AppState,
@@ -46,7 +46,7 @@ pub async fn create_dataset(
         .knowledge
         .datasets
         .create(
-            &knowledge_caller(&caller),
+            &caller,
             NewDataset {
                 name: body.name,
                 description: body.description,
@@ -88,11 +88,7 @@ pub(crate) async fn list(
     let page = state
         .knowledge
         .datasets
-        .list(
-            &knowledge_caller(caller),
-            page_limit(query.limit)?,
-            query.cursor.as_deref(),
-        )
+        .list(caller, page_limit(query.limit)?, query.cursor.as_deref())
         .await?;
     Ok(PageOf::of(page, |item| DatasetOut::from(&item)))
 }
@@ -116,7 +112,7 @@ pub async fn get_dataset(
     let dataset = state
         .knowledge
         .datasets
-        .get(&knowledge_caller(&caller), &dataset_id(&path)?)
+        .get(&caller, &dataset_id(&path)?)
         .await?;
     Ok(web::Json(DatasetOut::from(&dataset)))
 }
@@ -144,7 +140,7 @@ pub async fn update_dataset(
         .knowledge
         .datasets
         .update(
-            &knowledge_caller(&caller),
+            &caller,
             &dataset_id(&path)?,
             DatasetChanges {
                 name: body.name,
@@ -176,7 +172,7 @@ pub async fn delete_dataset(
     state
         .knowledge
         .datasets
-        .delete(&knowledge_caller(&caller), &dataset_id(&path)?)
+        .delete(&caller, &dataset_id(&path)?)
         .await?;
     Ok(HttpResponse::NoContent().finish())
 }
@@ -203,7 +199,7 @@ pub async fn list_dataset_files(
         .knowledge
         .datasets
         .files(
-            &knowledge_caller(&caller),
+            &caller,
             &dataset_id(&path)?,
             page_limit(query.limit)?,
             query.cursor.as_deref(),
@@ -233,11 +229,7 @@ pub async fn create_snapshot(
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let id = dataset_id(&path)?;
-    let snapshot = state
-        .knowledge
-        .datasets
-        .snapshot(&knowledge_caller(&caller), &id)
-        .await?;
+    let snapshot = state.knowledge.datasets.snapshot(&caller, &id).await?;
     Ok(HttpResponse::Created()
         .insert_header((
             header::LOCATION,
@@ -265,7 +257,7 @@ pub async fn list_snapshots(
     let snapshots = state
         .knowledge
         .datasets
-        .snapshots(&knowledge_caller(&caller), &dataset_id(&path)?)
+        .snapshots(&caller, &dataset_id(&path)?)
         .await?;
     Ok(web::Json(
         snapshots.into_iter().map(SnapshotOut::from).collect(),
@@ -326,7 +318,7 @@ pub(crate) async fn search(
         .knowledge
         .datasets
         .search(
-            &knowledge_caller(caller),
+            caller,
             &id,
             SearchRequest {
                 query: body.query,

@@ -17,7 +17,7 @@ use tessera_wire::v1::files::{
 };
 
 use crate::{
-    caller::{Caller, knowledge_caller},
+    caller::Caller,
     extract::{ValidJson, ValidQuery},
     problem::{ApiError, Problem, ValidationProblem},
     routes::artifacts::ARTIFACT_CSP,
@@ -154,7 +154,7 @@ pub async fn upload_file(
         let upload = upload_of(field, None)?;
         let file = state
             .knowledge
-            .upload(&knowledge_caller(&caller), upload)
+            .upload(&caller, upload)
             .await
             .map_err(upload_error)?;
         return Ok(HttpResponse::Created()
@@ -210,7 +210,7 @@ pub(crate) async fn list(
         .knowledge
         .files
         .list(
-            &knowledge_caller(caller),
+            caller,
             status,
             page_limit(query.limit)?,
             query.cursor.as_deref(),
@@ -235,11 +235,7 @@ pub async fn get_file(
     state: web::Data<AppState>,
     path: web::Path<String>,
 ) -> Result<web::Json<FileOut>, ApiError> {
-    let file = state
-        .knowledge
-        .files
-        .get(&knowledge_caller(&caller), &file_id(&path)?)
-        .await?;
+    let file = state.knowledge.files.get(&caller, &file_id(&path)?).await?;
     Ok(web::Json(FileOut::from(&file)))
 }
 
@@ -279,11 +275,7 @@ pub(crate) async fn content_response(
     caller: &Caller,
     id: &str,
 ) -> Result<HttpResponse, ApiError> {
-    let (file, content) = state
-        .knowledge
-        .files
-        .content(&knowledge_caller(caller), &file_id(id)?)
-        .await?;
+    let (file, content) = state.knowledge.files.content(caller, &file_id(id)?).await?;
     let body = content.map(|piece| {
         piece
             .map(web::Bytes::from)
@@ -319,7 +311,7 @@ pub async fn delete_file(
     state
         .knowledge
         .files
-        .delete(&knowledge_caller(&caller), &file_id(&path)?)
+        .delete(&caller, &file_id(&path)?)
         .await?;
     Ok(HttpResponse::NoContent().finish())
 }
@@ -341,7 +333,6 @@ pub async fn bulk_delete_files(
     state: web::Data<AppState>,
     ValidJson(body): ValidJson<BulkDelete>,
 ) -> Result<web::Json<BulkDeleteOut>, ApiError> {
-    let who = knowledge_caller(&caller);
     let mut out = BulkDeleteOut {
         deleted: Vec::new(),
         failed: Vec::new(),
@@ -351,7 +342,7 @@ pub async fn bulk_delete_files(
             Ok(id) => state
                 .knowledge
                 .files
-                .delete(&who, &id)
+                .delete(&caller, &id)
                 .await
                 .map_err(ApiError::from),
             Err(error) => Err(ApiError::from(error)),
@@ -398,7 +389,7 @@ pub async fn create_association(
     let (dataset, added) = state
         .knowledge
         .datasets
-        .add_file(&knowledge_caller(&caller), &dataset, &file)
+        .add_file(&caller, &dataset, &file)
         .await?;
     let out = DatasetMembershipOut {
         file_id: file.to_string(),
@@ -442,7 +433,7 @@ pub async fn delete_association(
     state
         .knowledge
         .datasets
-        .remove_file(&knowledge_caller(&caller), &dataset, &file)
+        .remove_file(&caller, &dataset, &file)
         .await?;
     Ok(HttpResponse::NoContent().finish())
 }

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use actix_web::{HttpResponse, delete, get, http::header, patch, post, web};
-use tessera_kernel::{Actor, DomainError};
+use tessera_kernel::DomainError;
 use tessera_mcp::{McpServerId, McpServerPatch, NewMcpServer};
 use tessera_models::ModelId;
 use tessera_wire::page::{PageOf, PageQuery};
@@ -30,10 +30,6 @@ fn headers(map: BTreeMap<String, String>) -> Vec<(String, String)> {
     map.into_iter().collect()
 }
 
-fn actor(caller: &Caller) -> Actor {
-    caller.actor()
-}
-
 /// Register an MCP server; its tools are listed when first asked for or used.
 #[utoipa::path(
     tag = "MCP servers",
@@ -54,8 +50,8 @@ pub async fn create_mcp_server(
     let server = state
         .mcp
         .create(
-            &caller.0.organization_id,
-            &actor(&caller),
+            caller.organization(),
+            caller.actor(),
             NewMcpServer {
                 name: body.name,
                 url: body.url,
@@ -89,7 +85,7 @@ pub async fn list_mcp_servers(
     let page = state
         .mcp
         .list(
-            &caller.0.organization_id,
+            caller.organization(),
             page_limit(query.limit)?,
             query.cursor.as_deref(),
         )
@@ -115,7 +111,7 @@ pub async fn get_mcp_server(
 ) -> Result<web::Json<McpServerOut>, ApiError> {
     let server = state
         .mcp
-        .get(&caller.0.organization_id, &server_id(&path)?)
+        .get(caller.organization(), &server_id(&path)?)
         .await?;
     Ok(web::Json(McpServerOut::from(server)))
 }
@@ -143,8 +139,8 @@ pub async fn update_mcp_server(
     let server = state
         .mcp
         .update(
-            &caller.0.organization_id,
-            &actor(&caller),
+            caller.organization(),
+            caller.actor(),
             &server_id(&path)?,
             McpServerPatch {
                 name: body.name,
@@ -176,11 +172,7 @@ pub async fn delete_mcp_server(
 ) -> Result<HttpResponse, ApiError> {
     state
         .mcp
-        .delete(
-            &caller.0.organization_id,
-            &actor(&caller),
-            &server_id(&path)?,
-        )
+        .delete(caller.organization(), caller.actor(), &server_id(&path)?)
         .await?;
     Ok(HttpResponse::NoContent().finish())
 }
@@ -207,7 +199,7 @@ pub async fn list_mcp_server_tools(
     let listed = state
         .mcp
         .tools(
-            &caller.0.organization_id,
+            caller.organization(),
             &server_id(&path)?,
             query.refresh.unwrap_or(false),
         )
@@ -248,8 +240,8 @@ pub async fn link_tools(
     let (link, created) = state
         .mcp
         .link(
-            &caller.0.organization_id,
-            &actor(&caller),
+            caller.organization(),
+            caller.actor(),
             model.as_str(),
             &server,
         )
@@ -284,7 +276,7 @@ pub async fn list_tool_links(
     let model = model_id(&path)?;
     let links = state
         .mcp
-        .links(&caller.0.organization_id, model.as_str())
+        .links(caller.organization(), model.as_str())
         .await?;
     Ok(web::Json(
         links.into_iter().map(ToolLinkOut::from).collect(),
@@ -315,8 +307,8 @@ pub async fn unlink_tools(
     state
         .mcp
         .unlink(
-            &caller.0.organization_id,
-            &actor(&caller),
+            caller.organization(),
+            caller.actor(),
             model.as_str(),
             &server_id(&server)?,
         )

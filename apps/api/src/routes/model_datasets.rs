@@ -43,11 +43,11 @@ pub async fn link_dataset(
     let (link, created) = state
         .dataset_links
         .link(
-            &caller.0.organization_id,
+            caller.organization(),
             &model,
             &body.dataset_id,
             body.usage_type.into(),
-            &caller.actor(),
+            caller.actor(),
         )
         .await
         .map_err(DomainError::from)?;
@@ -80,7 +80,7 @@ pub async fn list_dataset_links(
 ) -> Result<web::Json<DatasetLinkList>, ApiError> {
     let links = state
         .dataset_links
-        .list(&caller.0.organization_id, &model_id(&path)?)
+        .list(caller.organization(), &model_id(&path)?)
         .await
         .map_err(DomainError::from)?;
     Ok(web::Json(
@@ -111,10 +111,10 @@ pub async fn unlink_dataset(
     state
         .dataset_links
         .unlink(
-            &caller.0.organization_id,
+            caller.organization(),
             &model_id(&model)?,
             &dataset,
-            &caller.actor(),
+            caller.actor(),
         )
         .await
         .map_err(DomainError::from)?;

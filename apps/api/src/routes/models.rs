@@ -99,7 +99,7 @@ pub async fn create_model(
     };
     let view = state
         .models
-        .create_by(&caller.actor(), &caller.0.organization_id, new)
+        .create_by(caller.actor(), caller.organization(), new)
         .await
         .map_err(DomainError::from)?;
     Ok(HttpResponse::Created()
@@ -126,7 +126,7 @@ pub async fn list_models(
     let page = state
         .models
         .list(
-            &caller.0.organization_id,
+            caller.organization(),
             page_limit(query.limit)?,
             query.cursor.as_deref(),
         )
@@ -153,7 +153,7 @@ pub async fn get_model(
 ) -> Result<web::Json<ModelOut>, ApiError> {
     let view = state
         .models
-        .get(&caller.0.organization_id, &model_id(&path)?)
+        .get(caller.organization(), &model_id(&path)?)
         .await
         .map_err(DomainError::from)?;
     Ok(web::Json(ModelOut::user(view)))
@@ -197,7 +197,7 @@ pub async fn update_model(
     };
     let view = state
         .models
-        .update_by(&caller.actor(), &caller.0.organization_id, &id, changes)
+        .update_by(caller.actor(), caller.organization(), &id, changes)
         .await
         .map_err(DomainError::from)?;
     Ok(web::Json(ModelOut::user(view)))
@@ -221,11 +221,7 @@ pub async fn delete_model(
 ) -> Result<HttpResponse, ApiError> {
     state
         .models
-        .delete(
-            &caller.0.organization_id,
-            &model_id(&path)?,
-            &caller.actor(),
-        )
+        .delete(caller.organization(), &model_id(&path)?, caller.actor())
         .await
         .map_err(DomainError::from)?;
     Ok(HttpResponse::NoContent().finish())

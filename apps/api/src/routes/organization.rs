@@ -28,7 +28,7 @@ pub async fn get_organization(
 ) -> Result<web::Json<OrganizationOut>, ApiError> {
     let organization = state
         .organizations
-        .get(&caller.0.organization_id)
+        .get(caller.organization())
         .await
         .map_err(DomainError::from)?;
     Ok(web::Json(organization.into()))
@@ -53,7 +53,7 @@ pub async fn update_organization(
 ) -> Result<web::Json<OrganizationOut>, ApiError> {
     let organization = state
         .organizations
-        .update(&caller.0.organization_id, body.into(), &caller.actor())
+        .update(caller.organization(), body.into(), caller.actor())
         .await
         .map_err(DomainError::from)?;
     Ok(web::Json(organization.into()))

@@ -48,8 +48,8 @@ pub async fn create_particle(
     };
     let particle = state
         .prompts
-        .acting_as(caller.actor())
-        .create_particle(&caller.0.organization_id, new)
+        .acting_as(caller.actor().clone())
+        .create_particle(caller.organization(), new)
         .await
         .map_err(DomainError::from)?;
     Ok(HttpResponse::Created()
@@ -76,7 +76,7 @@ pub async fn list_particles(
     let page = state
         .prompts
         .list_particles(
-            &caller.0.organization_id,
+            caller.organization(),
             query.system.unwrap_or(false),
             query.category.map(Category::from),
             page_limit(query.limit)?,
@@ -105,7 +105,7 @@ pub async fn get_particle(
 ) -> Result<web::Json<ParticleOut>, ApiError> {
     let particle = state
         .prompts
-        .get_particle(&caller.0.organization_id, &particle_id(&path)?)
+        .get_particle(caller.organization(), &particle_id(&path)?)
         .await
         .map_err(DomainError::from)?;
     Ok(web::Json(particle.into()))
@@ -138,8 +138,8 @@ pub async fn replace_particle(
     let changes = particle_changes(body.name.as_deref(), body.description.as_deref())?;
     let particle = state
         .prompts
-        .acting_as(caller.actor())
-        .replace_particle(&caller.0.organization_id, &id, content, changes)
+        .acting_as(caller.actor().clone())
+        .replace_particle(caller.organization(), &id, content, changes)
         .await
         .map_err(DomainError::from)?;
     Ok(web::Json(particle.into()))
@@ -183,8 +183,8 @@ pub async fn update_particle(
     let changes = particle_changes(body.name.as_deref(), body.description.as_deref())?;
     let particle = state
         .prompts
-        .acting_as(caller.actor())
-        .update_particle(&caller.0.organization_id, &id, changes)
+        .acting_as(caller.actor().clone())
+        .update_particle(caller.organization(), &id, changes)
         .await
         .map_err(DomainError::from)?;
     Ok(web::Json(particle.into()))
@@ -210,8 +210,8 @@ pub async fn delete_particle(
 ) -> Result<HttpResponse, ApiError> {
     state
         .prompts
-        .acting_as(caller.actor())
-        .delete_particle(&caller.0.organization_id, &particle_id(&path)?)
+        .acting_as(caller.actor().clone())
+        .delete_particle(caller.organization(), &particle_id(&path)?)
         .await
         .map_err(DomainError::from)?;
     Ok(HttpResponse::NoContent().finish())
@@ -238,7 +238,7 @@ pub async fn list_versions(
     let page = state
         .prompts
         .list_versions(
-            &caller.0.organization_id,
+            caller.organization(),
             &particle_id(&path)?,
             page_limit(query.limit)?,
             query.cursor.as_deref(),
@@ -277,7 +277,7 @@ pub async fn get_version(
     })?;
     let version = state
         .prompts
-        .get_version(&caller.0.organization_id, &id, number)
+        .get_version(caller.organization(), &id, number)
         .await
         .map_err(DomainError::from)?;
     Ok(web::Json(version.into()))

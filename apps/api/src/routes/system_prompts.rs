@@ -64,8 +64,8 @@ pub async fn create_system_prompt(
     };
     let view = state
         .prompts
-        .acting_as(caller.actor())
-        .create_system_prompt(&caller.0.organization_id, new)
+        .acting_as(caller.actor().clone())
+        .create_system_prompt(caller.organization(), new)
         .await
         .map_err(DomainError::from)?;
     Ok(HttpResponse::Created()
@@ -100,7 +100,7 @@ pub async fn list_system_prompts(
     let page = state
         .prompts
         .list_system_prompts(
-            &caller.0.organization_id,
+            caller.organization(),
             query.system.unwrap_or(false),
             page_limit(query.limit)?,
             query.cursor.as_deref(),
@@ -136,7 +136,7 @@ pub async fn get_system_prompt(
     let expand = expands_particles(&req)?;
     let view = state
         .prompts
-        .get_system_prompt(&caller.0.organization_id, &prompt_id(&path)?)
+        .get_system_prompt(caller.organization(), &prompt_id(&path)?)
         .await
         .map_err(DomainError::from)?;
     Ok(web::Json(SystemPromptOut::from(view, expand)))
@@ -178,8 +178,8 @@ pub async fn update_system_prompt(
     };
     let view = state
         .prompts
-        .acting_as(caller.actor())
-        .update_system_prompt(&caller.0.organization_id, &id, changes)
+        .acting_as(caller.actor().clone())
+        .update_system_prompt(caller.organization(), &id, changes)
         .await
         .map_err(DomainError::from)?;
     Ok(web::Json(SystemPromptOut::from(view, true)))
@@ -204,8 +204,8 @@ pub async fn delete_system_prompt(
 ) -> Result<HttpResponse, ApiError> {
     state
         .prompts
-        .acting_as(caller.actor())
-        .delete_system_prompt(&caller.0.organization_id, &prompt_id(&path)?)
+        .acting_as(caller.actor().clone())
+        .delete_system_prompt(caller.organization(), &prompt_id(&path)?)
         .await
         .map_err(DomainError::from)?;
     Ok(HttpResponse::NoContent().finish())
@@ -234,8 +234,8 @@ pub async fn add_particle(
     let id = prompt_id(&path)?;
     let entry = state
         .prompts
-        .acting_as(caller.actor())
-        .add_particle(&caller.0.organization_id, &id, body.into_new())
+        .acting_as(caller.actor().clone())
+        .add_particle(caller.organization(), &id, body.into_new())
         .await
         .map_err(DomainError::from)?;
     Ok(HttpResponse::Created()
@@ -274,8 +274,8 @@ pub async fn update_particle_placement(
     };
     let entry = state
         .prompts
-        .acting_as(caller.actor())
-        .update_association(&caller.0.organization_id, &prompt, &association, changes)
+        .acting_as(caller.actor().clone())
+        .update_association(caller.organization(), &prompt, &association, changes)
         .await
         .map_err(DomainError::from)?;
     Ok(web::Json(ParticlePlacementOut::from(&entry)))
@@ -304,9 +304,9 @@ pub async fn remove_particle(
     let (prompt, association) = path.into_inner();
     state
         .prompts
-        .acting_as(caller.actor())
+        .acting_as(caller.actor().clone())
         .remove_association(
-            &caller.0.organization_id,
+            caller.organization(),
             &prompt_id(&prompt)?,
             &association_id(&association)?,
         )
@@ -347,11 +347,7 @@ pub(crate) async fn composed(
 ) -> Result<ComposedPromptOut, ApiError> {
     let composition = state
         .prompts
-        .compose(
-            &caller.0.organization_id,
-            &prompt_id(system_prompt)?,
-            query.at,
-        )
+        .compose(caller.organization(), &prompt_id(system_prompt)?, query.at)
         .await
         .map_err(DomainError::from)?;
     Ok(ComposedPromptOut::from(

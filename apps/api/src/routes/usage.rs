@@ -2,11 +2,8 @@
 //! grouped by period, model and principal. Its bodies are `tessera_wire::v1::usage`; the
 //! repeatable `groupBy` parameter is read from the raw query string here.
 
-use std::str::FromStr;
-
 use actix_web::{HttpRequest, get, web};
-use tessera_kernel::Scope;
-use tessera_usage::{UsageCaller, UsageRequest};
+use tessera_usage::UsageRequest;
 use tessera_wire::v1::usage::{UsageOut, UsageQuery};
 
 use crate::{
@@ -56,15 +53,6 @@ pub(crate) async fn report(
     query: UsageQuery,
     group_by: Vec<String>,
 ) -> Result<UsageOut, ApiError> {
-    let principal = &caller.0;
-    let sees_users = Scope::from_str("usage:admin")
-        .map(|scope| principal.can(&scope))
-        .unwrap_or(false);
-    let who = UsageCaller {
-        organization: principal.organization_id.clone(),
-        subject: principal.subject.clone(),
-        sees_users,
-    };
     let request = UsageRequest {
         from: query.from,
         to: query.to,
@@ -76,6 +64,6 @@ pub(crate) async fn report(
         limit: page_limit(query.limit)?,
         cursor: query.cursor,
     };
-    let report = state.usage.report(&who, request).await?;
+    let report = state.usage.report(caller, request).await?;
     Ok(report.into())
 }

@@ -43,8 +43,8 @@ pub async fn create_webhook(
         .webhooks
         .service
         .create(
-            &caller.0.organization_id,
-            &caller.actor(),
+            caller.organization(),
+            caller.actor(),
             NewWebhook {
                 url: body.url,
                 events: body.events,
@@ -78,7 +78,7 @@ pub async fn list_webhooks(
         .webhooks
         .service
         .list(
-            &caller.0.organization_id,
+            caller.organization(),
             page_limit(query.limit)?,
             query.cursor.as_deref(),
         )
@@ -106,7 +106,7 @@ pub async fn get_webhook(
     let webhook = state
         .webhooks
         .service
-        .get(&caller.0.organization_id, &id)
+        .get(caller.organization(), &id)
         .await?;
     Ok(web::Json(WebhookOut::from(webhook, false)))
 }
@@ -131,7 +131,7 @@ pub async fn delete_webhook(
     state
         .webhooks
         .service
-        .delete(&caller.0.organization_id, &id, &caller.actor())
+        .delete(caller.organization(), &id, caller.actor())
         .await?;
     Ok(HttpResponse::NoContent().finish())
 }
@@ -159,7 +159,7 @@ pub async fn list_deliveries(
         .webhooks
         .service
         .deliveries(
-            &caller.0.organization_id,
+            caller.organization(),
             &id,
             page_limit(query.limit)?,
             query.cursor.as_deref(),

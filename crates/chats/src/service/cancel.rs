@@ -1,7 +1,9 @@
 //! Cancelling one answer: the rules the OpenAI Responses API's `cancel` needs, kept with the
 //! chats they are about.
 
-use crate::{Caller, ChatError, ChatId, ChatRecord, ChatService, ChatStatus, MessageId, hub};
+use tessera_kernel::Caller;
+
+use crate::{ChatError, ChatId, ChatRecord, ChatService, ChatStatus, MessageId, hub};
 
 /// How a request to cancel an answer ended.
 #[derive(Debug)]

@@ -5,13 +5,13 @@
 use std::{collections::HashSet, sync::Arc};
 
 use futures_util::{FutureExt, future};
-use tessera_kernel::{DomainError, FieldError, LocSegment};
+use tessera_kernel::{Caller, DomainError, FieldError, LocSegment, PrincipalKind};
 use tessera_models::{ChatMessage, ChatRequest, ResolvedModel, Role, ToolSpec};
 use tessera_prompts::TokenCounter;
 use tracing::Instrument;
 
 use super::{
-    Billing, Caller, ChatService, ChatStored, CompletionRequest, Generation, Started, ToolPlan,
+    Billing, ChatService, ChatStored, CompletionRequest, Generation, Started, ToolPlan,
     check_attachments, check_images, completion_span, context_error,
 };
 use crate::{
@@ -54,6 +54,8 @@ struct Prepared {
     fitted: Fitted,
     max_tokens: u32,
     max_tool_steps: u32,
+    /// Whose kind of principal the completion's usage is recorded under.
+    principal_kind: PrincipalKind,
 }
 
 /// The chat a generation runs on, as it begins.
@@ -123,6 +125,7 @@ impl ChatService {
             fitted,
             max_tokens,
             max_tool_steps,
+            principal_kind,
         } = self.prepare(caller, &request, &span).await?;
         let Begun {
             chat,
@@ -145,12 +148,12 @@ impl ChatService {
             answer_id: message_id.clone(),
             store: self.store.clone(),
             clock: self.clock.clone(),
-            organization: caller.organization.clone(),
+            organization: caller.organization().clone(),
             chat: chat.id.clone(),
             owner: chat.owner.clone(),
             billing: Billing {
-                principal: caller.subject.clone(),
-                principal_kind: caller.kind,
+                principal: caller.subject().to_owned(),
+                principal_kind,
                 model_id: chat.model.model_id.clone(),
                 parent_model_id: resolved.base.id.clone(),
                 provider: resolved.base.provider.clone(),
@@ -189,7 +192,7 @@ impl ChatService {
                 seed: request.seed,
                 stop: request.stop,
                 reasoning: thinking.then_some((request.reasoning_effort, request.reasoning_budget)),
-                cache_scope: Some(caller.organization.to_string()),
+                cache_scope: Some(caller.organization().to_string()),
             },
         };
         Ok(Started {
@@ -213,8 +216,9 @@ impl ChatService {
         request: &CompletionRequest,
         span: &tracing::Span,
     ) -> Result<Prepared, ChatError> {
-        caller.may_attach(&request.messages)?;
-        let plan = self.admission.admit(&caller.organization).await?;
+        crate::caller::may_attach(caller, &request.messages)?;
+        let principal_kind = caller.metered_kind()?;
+        let plan = self.admission.admit(caller.organization()).await?;
         let (existing, resolved) = self.chat_and_model(caller, request, plan).await?;
         if let Some(chat) = &existing {
             span.record("gen_ai.request.model", chat.model.model_id.as_str());
@@ -274,6 +278,7 @@ impl ChatService {
             fitted,
             max_tokens,
             max_tool_steps,
+            principal_kind,
         })
     }
 
@@ -315,7 +320,7 @@ impl ChatService {
             (None, Some(model_id)) => {
                 let resolved = self
                     .models
-                    .resolve(&caller.organization, model_id, plan)
+                    .resolve(caller.organization(), model_id, plan)
                     .await?;
                 Ok((None, resolved))
             }
@@ -338,7 +343,7 @@ impl ChatService {
         max_tool_steps: u32,
     ) -> Result<Conversation, ChatError> {
         let stored: Vec<Message> = match existing {
-            Some(chat) => self.store.messages(&caller.organization, &chat.id).await?,
+            Some(chat) => self.store.messages(caller.organization(), &chat.id).await?,
             None => Vec::new(),
         };
         let next_sequence = stored.last().map_or(0, |m| m.sequence + 1);
@@ -350,7 +355,7 @@ impl ChatService {
             let mut sent = ChatMessage::from(message);
             let attached = resolve_stored(
                 self.attachments.as_ref(),
-                &caller.organization,
+                caller.organization(),
                 &message.attachments,
                 max_chars,
                 vision,
@@ -391,7 +396,7 @@ impl ChatService {
             .collect();
         let (attached, invalid) = resolve_turn(
             self.attachments.as_ref(),
-            &caller.organization,
+            caller.organization(),
             &attaching,
             max_chars,
             vision,
@@ -443,7 +448,7 @@ impl ChatService {
         };
         let retrieved = self
             .retriever
-            .retrieve(&caller.organization, &query)
+            .retrieve(caller.organization(), &query)
             .await?;
         Ok(select(retrieved, resolved.base.context_window, passages))
     }
@@ -463,7 +468,7 @@ impl ChatService {
         if let Some(mut chat) = existing {
             if !self
                 .store
-                .begin_generation(&caller.organization, &chat.id, now)
+                .begin_generation(caller.organization(), &chat.id, now)
                 .await?
             {
                 return Err(ChatError::Generating(chat.id));
@@ -479,8 +484,8 @@ impl ChatService {
         }
         let chat = Chat {
             id: ChatId::generate(),
-            organization_id: caller.organization.clone(),
-            owner: caller.subject.clone(),
+            organization_id: caller.organization().clone(),
+            owner: caller.subject().to_owned(),
             model: snapshot,
             title: request
                 .messages
@@ -523,7 +528,7 @@ impl ChatService {
         }
         let Some(toolbox) = self
             .server_tools
-            .toolbox(&caller.organization, &snapshot.model_id)
+            .toolbox(caller.organization(), &snapshot.model_id)
             .await?
         else {
             return Ok(None);
@@ -612,7 +617,7 @@ impl ChatService {
             Some(model) => match (&model.system_prompt, &model.system_prompt_id) {
                 (Some(text), _) => (Some(text.clone()), None),
                 (None, Some(id)) => {
-                    let text = self.prompts.text(&caller.organization, id).await?;
+                    let text = self.prompts.text(caller.organization(), id).await?;
                     (text, Some(id.clone()))
                 }
                 (None, None) => (None, None),

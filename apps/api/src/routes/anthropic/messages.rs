@@ -13,7 +13,7 @@ use tessera_wire::anthropic::{
 
 use super::error::failure;
 use crate::{
-    caller::{Caller, chat_caller},
+    caller::Caller,
     chat_stream::{self, Encoder, Format, HEARTBEAT},
     completion::start_completion_as,
     extract::ValidJson,
@@ -117,7 +117,7 @@ pub async fn count_tokens(
     let positions = translated.positions;
     let input_tokens = state
         .chats
-        .count_prompt_tokens(&chat_caller(&caller), translated.request)
+        .count_prompt_tokens(&caller, translated.request)
         .await
         .map_err(|error| completion_error(error, &model, &positions))?;
     Ok(web::Json(TokenCount { input_tokens }))

@@ -50,7 +50,7 @@ pub async fn list_models(
     state: web::Data<AppState>,
     ValidQuery(query): ValidQuery<ListModelsQuery>,
 ) -> Result<web::Json<AnthropicModelList>, ApiError> {
-    let models = all_models(&state, &caller.0.organization_id).await?;
+    let models = all_models(&state, caller.organization()).await?;
     AnthropicModelList::page(models, &query)
         .map(web::Json)
         .ok_or_else(|| {
@@ -81,7 +81,7 @@ pub async fn get_model(
     // Anthropic's clients percent-encode the id as one path segment, its slash included;
     // the router leaves `%2F` encoded.
     let id = path.into_inner().replace("%2F", "/").replace("%2f", "/");
-    let organization = &caller.0.organization_id;
+    let organization = caller.organization();
     if let Ok(model_id) = id.parse::<ModelId>() {
         return state
             .models

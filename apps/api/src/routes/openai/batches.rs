@@ -42,7 +42,10 @@ pub async fn create_batch(
     state: web::Data<AppState>,
     ValidJson(body): ValidJson<CreateBatch>,
 ) -> Result<web::Json<OpenAiBatch>, ApiError> {
-    let batch = state.batches.create(&caller.0, body.into_new()?).await?;
+    let batch = state
+        .batches
+        .create(caller.principal(), body.into_new()?)
+        .await?;
     Ok(web::Json(OpenAiBatch::from(&batch)))
 }
 
@@ -66,7 +69,7 @@ pub async fn list_batches(
         .paging()
         .page()
         .map_err(|error| ApiError::validation(vec![error]))?;
-    let batches = state.batches.list(&caller.0, page).await?;
+    let batches = state.batches.list(caller.principal(), page).await?;
     Ok(web::Json(OpenAiList::of(
         batches,
         |batch| OpenAiBatch::from(&batch),
@@ -91,7 +94,7 @@ pub async fn retrieve_batch(
     path: web::Path<String>,
 ) -> Result<web::Json<OpenAiBatch>, ApiError> {
     let id: BatchId = path_id(&path, "batch")?;
-    let batch = state.batches.get(&caller.0, &id).await?;
+    let batch = state.batches.get(caller.principal(), &id).await?;
     Ok(web::Json(OpenAiBatch::from(&batch)))
 }
 
@@ -114,6 +117,6 @@ pub async fn cancel_batch(
     path: web::Path<String>,
 ) -> Result<web::Json<OpenAiBatch>, ApiError> {
     let id: BatchId = path_id(&path, "batch")?;
-    let batch = state.batches.cancel(&caller.0, &id).await?;
+    let batch = state.batches.cancel(caller.principal(), &id).await?;
     Ok(web::Json(OpenAiBatch::from(&batch)))
 }

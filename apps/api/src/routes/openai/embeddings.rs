@@ -4,7 +4,7 @@
 
 use actix_web::{post, web};
 use tessera_kernel::DomainError;
-use tessera_knowledge::{EmbeddingCaller, EmbeddingError};
+use tessera_knowledge::EmbeddingError;
 use tessera_wire::openai::{
     embeddings::{CreateEmbedding, EmbeddingList},
     error::OpenAiError,
@@ -47,17 +47,9 @@ pub async fn embed(
              knowledge.embedding_model_dir or models.local_dir)",
         ));
     };
-    let principal = &caller.0;
     let (request, format) = body.into_request();
     let embedded = service
-        .embed(
-            &EmbeddingCaller {
-                organization: principal.organization_id.clone(),
-                principal: principal.subject.clone(),
-                kind: principal.kind,
-            },
-            request,
-        )
+        .embed(caller, request)
         .await
         .map_err(|error| match error {
             EmbeddingError::UnknownModel(model) => model_not_found(&model),

@@ -17,7 +17,7 @@ use tessera_wire::{
 };
 
 use crate::{
-    caller::{Caller, knowledge_caller},
+    caller::Caller,
     extract::{ValidJson, ValidQuery},
     problem::ApiError,
     routes::openai::vector_stores::invalid,
@@ -57,7 +57,7 @@ pub async fn create_file_batch(
     let batch = state
         .knowledge
         .datasets
-        .add_batch(&knowledge_caller(&caller), &store, files, &attributes)
+        .add_batch(&caller, &store, files, &attributes)
         .await?;
     Ok(web::Json(VectorStoreFileBatch::from(&batch)))
 }
@@ -85,7 +85,7 @@ pub async fn retrieve_file_batch(
     let batch = state
         .knowledge
         .datasets
-        .batch(&knowledge_caller(&caller), &store, &batch)
+        .batch(&caller, &store, &batch)
         .await?;
     Ok(web::Json(VectorStoreFileBatch::from(&batch)))
 }
@@ -113,7 +113,7 @@ pub async fn cancel_file_batch(
     let batch = state
         .knowledge
         .datasets
-        .cancel_batch(&knowledge_caller(&caller), &store, &batch)
+        .cancel_batch(&caller, &store, &batch)
         .await?;
     Ok(web::Json(VectorStoreFileBatch::from(&batch)))
 }
@@ -148,7 +148,7 @@ pub async fn list_file_batch_files(
     let (files, more) = state
         .knowledge
         .datasets
-        .batch_files(&knowledge_caller(&caller), &store, &batch, page)
+        .batch_files(&caller, &store, &batch, page)
         .await?;
     let files = files
         .iter()

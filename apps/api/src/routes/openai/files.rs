@@ -15,7 +15,7 @@ use tessera_wire::openai::{
 use tessera_wire::v1::files::FileBytes;
 
 use crate::{
-    caller::{Caller, knowledge_caller},
+    caller::Caller,
     extract::ValidQuery,
     problem::ApiError,
     routes::files::{file_id, multipart_error, upload_error, upload_of},
@@ -81,7 +81,6 @@ pub async fn create_file(
     request: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let who = knowledge_caller(&caller);
     let mut form = Multipart::new(request.headers(), payload);
     let mut purpose: Option<Result<FilePurpose, ApiError>> = None;
     let mut stored: Option<StoredFile> = None;
@@ -101,7 +100,7 @@ pub async fn create_file(
                 stored = Some(
                     state
                         .knowledge
-                        .upload(&who, upload)
+                        .upload(&caller, upload)
                         .await
                         .map_err(upload_error)?,
                 );
@@ -121,21 +120,21 @@ pub async fn create_file(
         Some(Ok(purpose)) => purpose,
         refused => {
             // The purpose came after the content and is missing or refused: nothing stays.
-            state.knowledge.files.delete(&who, &file.id).await?;
+            state.knowledge.files.delete(&caller, &file.id).await?;
             return Err(refused.and_then(Result::err).unwrap_or_else(|| {
                 field_error("purpose", "the form has no part named `purpose`", "missing")
             }));
         }
     };
     if let Err(refused) = purpose.check_name(&file.name) {
-        state.knowledge.files.delete(&who, &file.id).await?;
+        state.knowledge.files.delete(&caller, &file.id).await?;
         return Err(ApiError::validation(vec![refused]));
     }
     if file.purpose != Some(purpose) {
         state
             .knowledge
             .files
-            .set_purpose(&who, &file.id, purpose)
+            .set_purpose(&caller, &file.id, purpose)
             .await?;
         file.purpose = Some(purpose);
     }
@@ -164,7 +163,7 @@ pub async fn list_files(
     let files = state
         .knowledge
         .files
-        .list_after(&knowledge_caller(&caller), None, purpose, page)
+        .list_after(&caller, None, purpose, page)
         .await?;
     Ok(web::Json(OpenAiList::of(
         files,
@@ -189,11 +188,7 @@ pub async fn retrieve_file(
     state: web::Data<AppState>,
     path: web::Path<String>,
 ) -> Result<web::Json<OpenAiFile>, ApiError> {
-    let file = state
-        .knowledge
-        .files
-        .get(&knowledge_caller(&caller), &file_id(&path)?)
-        .await?;
+    let file = state.knowledge.files.get(&caller, &file_id(&path)?).await?;
     Ok(web::Json(OpenAiFile::from(&file)))
 }
 
@@ -246,10 +241,6 @@ pub async fn delete_file(
     path: web::Path<String>,
 ) -> Result<web::Json<Deleted>, ApiError> {
     let id = file_id(&path)?;
-    state
-        .knowledge
-        .files
-        .delete(&knowledge_caller(&caller), &id)
-        .await?;
+    state.knowledge.files.delete(&caller, &id).await?;
     Ok(web::Json(Deleted::of(id, "file")))
 }

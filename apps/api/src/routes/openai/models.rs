@@ -52,7 +52,7 @@ pub async fn list_models(
     caller: Caller,
     state: web::Data<AppState>,
 ) -> Result<web::Json<OpenAiModelList>, ApiError> {
-    let models = all_models(&state, &caller.0.organization_id).await?;
+    let models = all_models(&state, caller.organization()).await?;
     Ok(web::Json(OpenAiModelList::of(models)))
 }
 
@@ -74,7 +74,7 @@ pub async fn get_model(
     path: web::Path<String>,
 ) -> Result<web::Json<OpenAiModel>, ApiError> {
     let id = path.into_inner();
-    let organization = &caller.0.organization_id;
+    let organization = caller.organization();
     // Only the organization's own models are read one by one; catalog models are few.
     if let Ok(model_id) = id.parse::<ModelId>() {
         return state

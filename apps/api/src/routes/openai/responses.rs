@@ -14,7 +14,7 @@ use tessera_chats::{
     AnswerCancellation, ChatError, ChatId, ChatRecord, ChatStatus, Continuation, GenerationEvent,
     MessageId,
 };
-use tessera_kernel::DomainError;
+use tessera_kernel::{DomainError, Scope};
 use tessera_knowledge::DatasetId;
 use tessera_models::ModelError;
 use tessera_wire::openai::{
@@ -31,7 +31,7 @@ use tessera_wire::openai::{
 
 use super::{error::failure, models::model_not_found};
 use crate::{
-    caller::{Caller, chat_caller, knowledge_caller},
+    caller::Caller,
     chat_stream::{self, Encoder, Format, HEARTBEAT},
     completion::{Running, start_completion},
     extract::{ValidJson, ValidQuery},
@@ -73,8 +73,7 @@ async fn prepare_search(
     let Some(search) = translated.request.file_search.as_mut() else {
         return Ok(());
     };
-    caller.require("datasets:read")?;
-    let who = knowledge_caller(caller);
+    caller.require(&Scope::DATASETS_READ)?;
     let filter = translated.search_filter.as_ref();
     let mut picked = Vec::new();
     let mut shown = HashMap::new();
@@ -83,7 +82,7 @@ async fn prepare_search(
             Ok(dataset) => match state
                 .knowledge
                 .datasets
-                .file_attributes(&who, &dataset)
+                .file_attributes(caller, &dataset)
                 .await
             {
                 Ok(files) => Some(files),
@@ -121,7 +120,7 @@ async fn check_latest(
     previous: &str,
     (chat, message): &(ChatId, MessageId),
 ) -> Result<(), ApiError> {
-    let record = match state.chats.get(&chat_caller(caller), chat).await {
+    let record = match state.chats.get(caller, chat).await {
         Ok(record) => record,
         Err(ChatError::NotFound(_)) => return Err(previous_not_found(previous)),
         Err(other) => return Err(chat_error(other)),
@@ -286,7 +285,7 @@ async fn record_of(
     id: &str,
 ) -> Result<(ChatRecord, MessageId), ApiError> {
     let (chat, message) = response_ids(id)?;
-    match state.chats.get(&chat_caller(caller), &chat).await {
+    match state.chats.get(caller, &chat).await {
         // A deleted response's chat stays restorable through `/v1/chats`, not here.
         Ok(record) if record.chat.deleted_at.is_some() => Err(response_not_found(id)),
         Ok(record) => Ok((record, message)),
@@ -336,7 +335,7 @@ pub async fn get_response(
     }
     let attached = state
         .chats
-        .attach(&chat_caller(&caller), &record.chat.id)
+        .attach(&caller, &record.chat.id)
         .await
         .map_err(chat_error)?;
     let (events, before) = match (attached, position_of(&record, &message)) {
@@ -389,7 +388,7 @@ pub async fn cancel_response(
     let (chat, message) = response_ids(&path)?;
     let cancellation = state
         .chats
-        .cancel_answer(&chat_caller(&caller), &chat, &message)
+        .cancel_answer(&caller, &chat, &message)
         .await
         .map_err(|error| response_or_chat_error(error, &path))?;
     let record = match cancellation {
@@ -469,7 +468,7 @@ pub async fn delete_response(
     }
     state
         .chats
-        .delete(&chat_caller(&caller), &record.chat.id)
+        .delete(&caller, &record.chat.id)
         .await
         .map_err(chat_error)?;
     Ok(HttpResponse::Ok().json(json!({

@@ -5,8 +5,8 @@
 //! twin; creating a store with files also needs `files:write`, as adding them does.
 
 use actix_web::{delete, get, post, web};
-use tessera_kernel::{DomainError, FieldError};
-use tessera_knowledge::{DatasetId, FileId, KnowledgeCaller, SearchMode, SearchRequest};
+use tessera_kernel::{DomainError, FieldError, Scope};
+use tessera_knowledge::{DatasetId, FileId, SearchMode, SearchRequest};
 use tessera_wire::{
     openai::{
         attributes::attributes_of,
@@ -22,7 +22,7 @@ use tessera_wire::{
 };
 
 use crate::{
-    caller::{Caller, knowledge_caller},
+    caller::Caller,
     extract::{ValidJson, ValidQuery},
     problem::ApiError,
     routes::files::file_id,
@@ -40,7 +40,7 @@ pub(crate) fn invalid(error: FieldError) -> ApiError {
 /// The vector store of a dataset, with its files' counts.
 async fn vector_store(
     state: &AppState,
-    who: &KnowledgeCaller,
+    who: &tessera_kernel::Caller,
     dataset: &tessera_knowledge::Dataset,
 ) -> Result<VectorStore, ApiError> {
     let counts = state
@@ -69,17 +69,16 @@ pub async fn create_vector_store(
     state: web::Data<AppState>,
     ValidJson(body): ValidJson<CreateVectorStore>,
 ) -> Result<web::Json<VectorStore>, ApiError> {
-    let who = knowledge_caller(&caller);
     let new = body.into_new()?;
     if !new.files.is_empty() {
-        caller.require("files:write")?;
+        caller.require(&Scope::FILES_WRITE)?;
     }
     let dataset = state
         .knowledge
         .datasets
-        .create_with_files(&who, new.dataset, &new.files)
+        .create_with_files(&caller, new.dataset, &new.files)
         .await?;
-    Ok(web::Json(vector_store(&state, &who, &dataset).await?))
+    Ok(web::Json(vector_store(&state, &caller, &dataset).await?))
 }
 
 /// The organization's vector stores (its datasets), newest first.
@@ -98,15 +97,14 @@ pub async fn list_vector_stores(
     state: web::Data<AppState>,
     ValidQuery(query): ValidQuery<ListQuery>,
 ) -> Result<web::Json<OpenAiList<VectorStore>>, ApiError> {
-    let who = knowledge_caller(&caller);
     let page = state
         .knowledge
         .datasets
-        .list_after(&who, query.page().map_err(invalid)?)
+        .list_after(&caller, query.page().map_err(invalid)?)
         .await?;
     let mut stores = Vec::with_capacity(page.items.len());
     for dataset in &page.items {
-        stores.push(vector_store(&state, &who, dataset).await?);
+        stores.push(vector_store(&state, &caller, dataset).await?);
     }
     Ok(web::Json(OpenAiList::new(stores, page.has_more, |store| {
         store.id.clone()
@@ -129,13 +127,12 @@ pub async fn retrieve_vector_store(
     state: web::Data<AppState>,
     path: web::Path<String>,
 ) -> Result<web::Json<VectorStore>, ApiError> {
-    let who = knowledge_caller(&caller);
     let dataset = state
         .knowledge
         .datasets
-        .get(&who, &store_id(&path)?)
+        .get(&caller, &store_id(&path)?)
         .await?;
-    Ok(web::Json(vector_store(&state, &who, &dataset).await?))
+    Ok(web::Json(vector_store(&state, &caller, &dataset).await?))
 }
 
 /// Rename a vector store or replace its metadata.
@@ -157,11 +154,14 @@ pub async fn modify_vector_store(
     path: web::Path<String>,
     ValidJson(body): ValidJson<ModifyVectorStore>,
 ) -> Result<web::Json<VectorStore>, ApiError> {
-    let who = knowledge_caller(&caller);
     let id = store_id(&path)?;
     let changes = body.into_changes()?;
-    let dataset = state.knowledge.datasets.update(&who, &id, changes).await?;
-    Ok(web::Json(vector_store(&state, &who, &dataset).await?))
+    let dataset = state
+        .knowledge
+        .datasets
+        .update(&caller, &id, changes)
+        .await?;
+    Ok(web::Json(vector_store(&state, &caller, &dataset).await?))
 }
 
 /// Delete a vector store (the dataset, its snapshots and search entries); its files stay.
@@ -181,11 +181,7 @@ pub async fn delete_vector_store(
     path: web::Path<String>,
 ) -> Result<web::Json<Deleted>, ApiError> {
     let id = store_id(&path)?;
-    state
-        .knowledge
-        .datasets
-        .delete(&knowledge_caller(&caller), &id)
-        .await?;
+    state.knowledge.datasets.delete(&caller, &id).await?;
     Ok(web::Json(Deleted::of(id, "vector_store.deleted")))
 }
 
@@ -210,16 +206,15 @@ pub async fn create_vector_store_file(
     ValidJson(mut body): ValidJson<CreateVectorStoreFile>,
 ) -> Result<web::Json<VectorStoreFile>, ApiError> {
     let attributes = body.attributes()?;
-    let who = knowledge_caller(&caller);
     let store = store_id(&path)?;
     let file: FileId = path_id(&body.file_id, "file")?;
     let datasets = &state.knowledge.datasets;
-    datasets.add_file(&who, &store, &file).await?;
+    datasets.add_file(&caller, &store, &file).await?;
     let entry = if attributes.is_empty() {
-        datasets.file(&who, &store, &file).await?
+        datasets.file(&caller, &store, &file).await?
     } else {
         datasets
-            .set_attributes(&who, &store, &file, &attributes)
+            .set_attributes(&caller, &store, &file, &attributes)
             .await?
     };
     Ok(web::Json(VectorStoreFile::of(store.as_str(), &entry)))
@@ -253,12 +248,7 @@ pub async fn update_vector_store_file(
     let entry = state
         .knowledge
         .datasets
-        .set_attributes(
-            &knowledge_caller(&caller),
-            &store,
-            &file_id(&file)?,
-            &attributes,
-        )
+        .set_attributes(&caller, &store, &file_id(&file)?, &attributes)
         .await?;
     Ok(web::Json(VectorStoreFile::of(store.as_str(), &entry)))
 }
@@ -289,7 +279,7 @@ pub async fn list_vector_store_files(
     let files = state
         .knowledge
         .datasets
-        .files_after(&knowledge_caller(&caller), &store, page)
+        .files_after(&caller, &store, page)
         .await?;
     Ok(web::Json(OpenAiList::of(
         files,
@@ -322,7 +312,7 @@ pub async fn retrieve_vector_store_file(
     let entry = state
         .knowledge
         .datasets
-        .file(&knowledge_caller(&caller), &store, &file_id(&file)?)
+        .file(&caller, &store, &file_id(&file)?)
         .await?;
     Ok(web::Json(VectorStoreFile::of(store.as_str(), &entry)))
 }
@@ -351,11 +341,7 @@ pub async fn retrieve_vector_store_file_content(
     let chunks = state
         .knowledge
         .datasets
-        .file_chunks(
-            &knowledge_caller(&caller),
-            &store_id(&store)?,
-            &file_id(&file)?,
-        )
+        .file_chunks(&caller, &store_id(&store)?, &file_id(&file)?)
         .await?;
     Ok(web::Json(FileContentPage::of(chunks)))
 }
@@ -384,7 +370,7 @@ pub async fn delete_vector_store_file(
     state
         .knowledge
         .datasets
-        .remove_file(&knowledge_caller(&caller), &store_id(&store)?, &file)
+        .remove_file(&caller, &store_id(&store)?, &file)
         .await?;
     Ok(web::Json(Deleted::of(file, "vector_store.file.deleted")))
 }
@@ -413,10 +399,9 @@ pub async fn search_vector_store(
 ) -> Result<web::Json<SearchResultsPage>, ApiError> {
     let store = store_id(&path)?;
     let search = body.check().map_err(ApiError::validation)?;
-    let who = knowledge_caller(&caller);
     let datasets = &state.knowledge.datasets;
     // Read once: the files a filter picks, and the attributes every result shows.
-    let attributes = datasets.file_attributes(&who, &store).await?;
+    let attributes = datasets.file_attributes(&caller, &store).await?;
     let files = search.filter.as_ref().map(|filter| {
         (attributes.iter())
             .filter(|(_, attributes)| filter.matches(attributes))
@@ -425,7 +410,7 @@ pub async fn search_vector_store(
     });
     let hits = datasets
         .search(
-            &who,
+            &caller,
             &store,
             SearchRequest {
                 query: search.query.clone(),
