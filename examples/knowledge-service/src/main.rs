@@ -20,9 +20,9 @@ use std::{collections::HashSet, path::PathBuf};
 
 use anyhow::{Context, bail};
 use futures_util::{StreamExt, stream};
-use tessera_kernel::{Actor, OrganizationId};
+use tessera_kernel::{Caller, OrganizationId};
 use tessera_knowledge::{
-    DatasetId, FileId, JobOutcome, KnowledgeCaller, NewDataset, SearchMode, SearchRequest, Upload,
+    DatasetId, FileId, JobOutcome, NewDataset, SearchMode, SearchRequest, Upload,
 };
 use tessera_store::DatabaseUrl;
 
@@ -80,12 +80,8 @@ async fn main() -> anyhow::Result<()> {
     let args = args()?;
     let organization: OrganizationId = "example".parse()?;
     let knowledge = Knowledge::open(&args.places, &organization).await?;
-    let caller = KnowledgeCaller {
-        organization,
-        subject: "someone".into(),
-        // Audit records name this service as the operator that made each change.
-        actor: Actor::Operator("knowledge-service".into()),
-    };
+    // This service acts as an operator: audit records name it, files record it as uploader.
+    let caller = Caller::operator(organization, "knowledge-service");
 
     let dataset = knowledge
         .datasets
@@ -143,7 +139,7 @@ fn excerpt(text: &str) -> String {
 /// answers `processing` at once) and adds it to the dataset.
 async fn upload_into(
     knowledge: &Knowledge,
-    caller: &KnowledgeCaller,
+    caller: &Caller,
     dataset: &DatasetId,
     paths: &[PathBuf],
 ) -> anyhow::Result<HashSet<FileId>> {
