@@ -6,7 +6,8 @@
 //!
 //! The proxy comes from `tessera_llm_openai::testing` (installed when missing, killed at the
 //! end); when it cannot be installed or started, the test FAILS with the reason. Everything
-//! lives in one test so one proxy (about 10 s to start) serves every check.
+//! lives in one test so one proxy (about 10 s to start) serves every check, the `ChatModel`
+//! contract's (`tessera_models::contract::chat_model`) included.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -20,8 +21,9 @@ use serde_json::{Value, json};
 use tessera_llm_anthropic::{AnthropicChatModel, AnthropicConfig, RetryPolicy, UpstreamSettings};
 use tessera_llm_openai::testing::{LiteLlm, read_http_request};
 use tessera_models::{
-    ChatEvent, ChatMessage, ChatModel, ChatRequest, FinishReason, ImageInput, ProviderError, Role,
-    ToolCall, ToolSpec, Usage, complete,
+    Capabilities, ChatEvent, ChatMessage, ChatModel, ChatRequest, FinishReason, ImageInput,
+    ProviderError, Role, ToolCall, ToolSpec, Usage, complete,
+    contract::chat_model::{Backend, ChatModelUnderTest, check_chat_model},
 };
 use tokio::{
     io::AsyncWriteExt,
@@ -388,4 +390,39 @@ async fn litellm_messages_api_plain_streamed_tools_thinking_images_and_errors() 
         }
         other => panic!("expected an upstream failure with the stub's message, got {other:?}"),
     }
+
+    eprintln!("messages: the ChatModel contract");
+    // The stub answers its text whatever the limit or stop strings, and calls the weather
+    // tool (the contract's) when offered tools; JSON schema is not this adapter's.
+    let contracted = AnthropicChatModel::new(
+        AnthropicConfig::new(format!("{}/v1", proxy.base_url))
+            .with_api_key(proxy.master_key.as_str())
+            .with_capabilities(Capabilities {
+                streaming: true,
+                tools: true,
+                ..Capabilities::default()
+            })
+            .with_transport(UpstreamSettings {
+                first_byte_timeout: Duration::from_secs(30),
+                idle_timeout: Duration::from_secs(30),
+                retry: RetryPolicy::none(),
+                ..UpstreamSettings::default()
+            }),
+    )
+    .expect("the adapter");
+    let backend = Backend {
+        unknown_model: Some("no-such-model".into()),
+        ..Backend::scripted()
+    };
+    let subject = ChatModelUnderTest::new(Arc::new(contracted), "claude-stub", backend);
+    check_chat_model(
+        &subject,
+        &[
+            "a_prompt_beyond_the_context_window_is_an_invalid_request",
+            "max_tokens_cuts_the_answer_with_reason_length",
+            "a_stop_sequence_ends_the_answer_just_before_it",
+            "a_json_schema_answer_is_a_conforming_document",
+        ],
+    )
+    .await;
 }

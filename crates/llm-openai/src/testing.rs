@@ -285,6 +285,9 @@ impl LlamaCppServer {
                 .arg(model)
                 .args(["--host", "127.0.0.1", "--port", &port.to_string()])
                 .args(["--n_ctx", "2048", "--n_threads", "1"])
+                // By default a request waiting for the model ends the stream being answered;
+                // the ChatModel contract's concurrent requests must each be answered whole.
+                .args(["--interrupt_requests", "false"])
                 // Tools need a chat format that renders them; SmolLM2 speaks ChatML.
                 .args(["--chat_format", "chatml-function-calling"]);
         });

@@ -5,11 +5,12 @@
 //! free port, killed at the end); when it cannot be installed or started, the test FAILS
 //! with the reason: it never passes without having talked to the proxy.
 //!
-//! Everything lives in one test so that one proxy (about 10 s to start) serves every check.
+//! Everything lives in one test so that one proxy (about 10 s to start) serves every check,
+//! the `ChatModel` contract's (`tessera_models::contract::chat_model`) included.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::{path::Path, time::Duration};
+use std::{path::Path, sync::Arc, time::Duration};
 
 use futures_util::StreamExt;
 use tessera_knowledge::{EmbedError, Embedder};
@@ -18,6 +19,7 @@ use tessera_llm_openai::{
 };
 use tessera_models::{
     ChatEvent, ChatMessage, ChatModel, ChatRequest, FinishReason, ProviderError, Role, complete,
+    contract::chat_model::{Backend, ChatModelUnderTest, check_chat_model},
 };
 
 /// The `mock_response` of `mock-gpt` in `tests/litellm/config.yaml`.
@@ -120,6 +122,28 @@ async fn litellm_proxy_plain_streamed_and_error_answers() {
         }
         other => panic!("expected Unavailable with LiteLLM's message, got {other:?}"),
     }
+
+    eprintln!("litellm: the ChatModel contract");
+    // The mock answers its text whatever the limit or stop strings, and the endpoint
+    // declares no tools or JSON schema (the mock has neither).
+    let backend = Backend {
+        unknown_model: Some("no-such-model".into()),
+        ..Backend::scripted()
+    };
+    let contracted = self::model(&proxy, &proxy.master_key, RetryPolicy::none());
+    let subject = ChatModelUnderTest::new(Arc::new(contracted), "mock-gpt", backend);
+    check_chat_model(
+        &subject,
+        &[
+            "a_prompt_beyond_the_context_window_is_an_invalid_request",
+            "max_tokens_cuts_the_answer_with_reason_length",
+            "a_stop_sequence_ends_the_answer_just_before_it",
+            "a_forced_tool_call_streams_as_tool_call_events",
+            "a_tool_result_is_answered_in_text_when_no_call_is_allowed",
+            "a_json_schema_answer_is_a_conforming_document",
+        ],
+    )
+    .await;
 
     eprintln!("litellm: embeddings, one text per request (the mock answers one vector)");
     let endpoint = OpenAiConfig::new(format!("{}/v1", proxy.base_url))

@@ -2,7 +2,8 @@
 //! the SmolLM2 GGUF: real generated text, plain and streamed, a JSON-schema answer
 //! constrained by the server's grammar (`json_schema_style = "json_object"`), usage
 //! estimated by the adapter (this server streams none), and the two things this server
-//! refuses surfaced as upstream errors.
+//! refuses surfaced as upstream errors; then the `ChatModel` contract
+//! (`tessera_models::contract::chat_model`) on the same server.
 //!
 //! llama-cpp-python has no prebuilt wheel on PyPI; the server runs from the wheel
 //! `crates/llm-local/benches/setup_llama_cpp.sh` builds into `~/.cache/tessera-wheels`
@@ -11,14 +12,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
 use futures_util::StreamExt;
 use serde_json::json;
 use tessera_llm_openai::{OpenAiChatModel, OpenAiConfig, RetryPolicy, testing::LlamaCppServer};
 use tessera_models::{
-    ChatEvent, ChatMessage, ChatModel, ChatRequest, FinishReason, JsonSchemaFormat,
+    Capabilities, ChatEvent, ChatMessage, ChatModel, ChatRequest, FinishReason, JsonSchemaFormat,
     JsonSchemaStyle, ProviderError, Role, ToolSpec, complete,
+    contract::chat_model::{Backend, ChatModelUnderTest, check_chat_model},
 };
 
 fn model(server: &LlamaCppServer, style: JsonSchemaStyle) -> OpenAiChatModel {
@@ -152,4 +154,31 @@ async fn llama_cpp_server_answers_streams_and_constrains_json() {
         message.contains("ended before the answer was complete"),
         "{message}"
     );
+
+    eprintln!("llama.cpp: the ChatModel contract");
+    // JSON schema in the style this server takes; no tools (it cannot stream them). The
+    // server answers any model name, and its context window is not declared.
+    let contracted = OpenAiChatModel::new(
+        OpenAiConfig::new(format!("{}/v1", server.base_url))
+            .with_timeouts(Duration::from_secs(60), Duration::from_secs(60))
+            .with_retry(RetryPolicy::none())
+            .with_json_schema_style(JsonSchemaStyle::JsonObject)
+            .with_capabilities(Capabilities {
+                streaming: true,
+                json_schema: true,
+                ..Capabilities::default()
+            }),
+    )
+    .expect("the adapter");
+    let subject = ChatModelUnderTest::new(Arc::new(contracted), "smollm2", Backend::real_model());
+    check_chat_model(
+        &subject,
+        &[
+            "a_model_the_backend_does_not_serve_is_an_invalid_request",
+            "a_prompt_beyond_the_context_window_is_an_invalid_request",
+            "a_forced_tool_call_streams_as_tool_call_events",
+            "a_tool_result_is_answered_in_text_when_no_call_is_allowed",
+        ],
+    )
+    .await;
 }

@@ -1,9 +1,12 @@
 //! The `ModelStore` and `DatasetLinkStore` contract, for anyone implementing the ports: each
 //! function checks promises of the traits against fresh, empty stores (a [`ModelStores`]),
 //! and [`model_store_contract!`](crate::model_store_contract) turns them into tests. Tessera
-//! runs it against the in-memory reference ([`MemoryStores`]) and both SQL stores.
+//! runs it against the in-memory reference ([`MemoryStores`]) and both SQL stores. The
+//! `ChatModel` port's contract is [`chat_model`].
 // Test support: a broken promise is a failed assertion.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+pub mod chat_model;
 
 use std::sync::Arc;
 

@@ -5,7 +5,8 @@
 //! (`rag` or `context`), the `ChatModel` provider port that chats generate through, and the
 //! routing of a model over its deployments (retries, fallbacks, timeouts, circuits). Pure domain: persistence through `ModelStore`,
 //! system prompts checked through the prompts domain. The `contract` feature exports the
-//! `ModelStore` and `DatasetLinkStore` contract suite (`model_store_contract!`).
+//! `ModelStore` and `DatasetLinkStore` contract suite (`model_store_contract!`) and the
+//! `ChatModel` one (`contract::chat_model`).
 
 mod catalog;
 #[cfg(feature = "contract")]
