@@ -1,4 +1,5 @@
-//! The local blob store on a real temporary directory.
+//! The local blob store on a real temporary directory: the `BlobStore` contract
+//! (tessera-knowledge's suite), and what is its own (files on disk, temporary files).
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
@@ -40,21 +41,6 @@ async fn content_is_named_by_its_hash_and_read_back_whole_and_streamed() {
         .unwrap();
     assert!(pieces.len() > 1, "streamed in pieces");
     assert_eq!(pieces.concat(), big);
-}
-
-#[tokio::test]
-async fn identical_uploads_share_one_blob_and_delete_is_idempotent() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = LocalBlobStore::open(dir.path()).await.unwrap();
-    let first = put(&store, &[b"same"]).await;
-    let second = put(&store, &[b"sa", b"me"]).await;
-    assert_eq!(first, second);
-    store.delete(&first.sha256).await.unwrap();
-    store.delete(&first.sha256).await.unwrap();
-    assert_eq!(
-        store.read(&first.sha256).await,
-        Err(BlobError::NotFound(first.sha256.clone()))
-    );
 }
 
 #[tokio::test]
@@ -100,4 +86,21 @@ async fn reopening_clears_temporary_files_but_keeps_blobs() {
         std::fs::read_dir(dir.path().join("tmp")).unwrap().count(),
         0
     );
+}
+
+/// The contract's checks, each on a fresh directory.
+mod contract {
+    use std::sync::Arc;
+
+    use tempfile::TempDir;
+    use tessera_blobs_local::LocalBlobStore;
+    use tessera_knowledge::BlobStore;
+
+    async fn fresh_store() -> (Arc<dyn BlobStore>, TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalBlobStore::open(dir.path()).await.unwrap();
+        (Arc::new(store), dir)
+    }
+
+    tessera_knowledge::blob_store_contract!(fresh_store);
 }

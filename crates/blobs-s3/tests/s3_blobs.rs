@@ -1,7 +1,14 @@
 //! The S3 blob store against a real S3-compatible server: moto's (`tessera_blobs_s3::testing`:
-//! installed when missing, started on a free loopback port). When it cannot be installed or
-//! started the test FAILS with the reason: it never passes without having talked to a server.
+//! installed when missing, started on a free loopback port): the `BlobStore` contract
+//! (tessera-knowledge's suite), and what is the adapter's own (multipart uploads, spool
+//! files, prefixes, a missing bucket). When moto cannot be installed or started the tests
+//! FAIL with the reason: they never pass without having talked to a server.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::{
+    Arc,
+    atomic::{AtomicUsize, Ordering},
+};
 
 use futures_util::TryStreamExt;
 use sha2::{Digest, Sha256};
@@ -40,6 +47,23 @@ async fn put(store: &S3BlobStore, pieces: &[&[u8]]) -> tessera_knowledge::BlobRe
         writer.write(piece).await.unwrap();
     }
     writer.commit().await.unwrap()
+}
+
+/// Every check of the contract on one moto server, each on its own key prefix of a bucket
+/// (a fresh, empty store).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_blob_store_contract_holds_on_an_s3_compatible_server() {
+    let moto = testing::start().await;
+    moto.create_bucket("tessera-contract").await;
+    let spool = tempfile::tempdir().unwrap();
+    let checks = AtomicUsize::new(0);
+    let (moto, spool, checks) = (&moto, spool.path(), &checks);
+    let fresh = move || async move {
+        let prefix = format!("check-{}/", checks.fetch_add(1, Ordering::Relaxed));
+        let blobs: Arc<dyn BlobStore> = Arc::new(store(moto, "tessera-contract", &prefix, spool));
+        (blobs, ())
+    };
+    tessera_knowledge::blob_store_contract!(@in_sequence fresh);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -15,8 +15,9 @@
 //! ([`TokenVectors`], from a [`LateInteraction`] model) and their [`max_sim`] score are
 //! plain types here for the stage that will rerank with them. The `memory` feature
 //! has the store ports' in-memory reference (`InMemoryKnowledgeStore`, both ports over one
-//! state), the `contract` feature their contract suite (`knowledge_store_contract!`) for any
-//! implementation, and the `rag` feature knowledge as the chats domain's retriever and the
+//! state), the `contract` feature their contract suite (`knowledge_store_contract!`) and
+//! those of the other ports (`vector_index_contract!`, `blob_store_contract!`,
+//! `embedder_contract!`) for any implementation, and the `rag` feature knowledge as the chats domain's retriever and the
 //! models domain's dataset directory (`rag`).
 
 mod attributes;

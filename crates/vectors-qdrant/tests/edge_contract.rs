@@ -1,29 +1,41 @@
-//! The `VectorIndex` contract and persistence on qdrant-edge (real engine, temporary dirs).
+//! The `VectorIndex` contract (tessera-knowledge's suite, and the engine's stopwords) and
+//! persistence on qdrant-edge (real engine, temporary dirs).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod contract;
+mod qdrant;
 
-use std::sync::Arc;
-
-use contract::{DIMENSIONS, basis, chunk, query, random_tokens, reranked, stored_max_sim};
+use qdrant::stored_max_sim;
 use qdrant_edge::{
     Distance, EdgeConfigBuilder, EdgeShard, EdgeSparseVectorParams, EdgeVectorParams, Modifier,
 };
 use tempfile::TempDir;
 use tessera_kernel::OrganizationId;
-use tessera_knowledge::{DatasetId, FileId, IndexError, ScoredChunk, VectorIndex};
-use tessera_vectors_qdrant::{DENSE_VECTOR, EdgeVectorIndex, SPARSE_VECTOR};
+use tessera_knowledge::{
+    DatasetId, FileId, IndexError, ScoredChunk, VectorIndex,
+    contract::vector_index::{
+        DIMENSIONS, IndexUnderTest, basis, chunk, query, random_tokens, reranked,
+    },
+};
+use tessera_vectors_qdrant::{DENSE_VECTOR, EdgeVectorIndex, LATE_DIMENSIONS, SPARSE_VECTOR};
 
-async fn fresh_index() -> (Arc<dyn VectorIndex>, TempDir) {
+async fn fresh_index() -> (IndexUnderTest, TempDir) {
     let dir = tempfile::tempdir().expect("temp dir");
     let index = EdgeVectorIndex::open(dir.path().join("vectors"), DIMENSIONS)
         .await
         .expect("open");
-    (Arc::new(index), dir)
+    (qdrant::under_test(std::sync::Arc::new(index)), dir)
 }
 
-contract_suite!(fresh_index);
+tessera_knowledge::vector_index_contract!(fresh_index);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stopwords_alone_search_densely() {
+    let (under_test, dir) = fresh_index().await;
+    qdrant::stopwords_alone_search_densely(&*under_test.index).await;
+    drop(under_test);
+    drop(dir);
+}
 
 /// Points, payload changes and deletions survive closing and reopening the directory, and
 /// the reopened shard accepts further changes.
@@ -151,11 +163,15 @@ async fn reopening_keeps_the_token_vectors() {
                 "walrus notes",
                 basis(i as usize),
             );
-            chunk.late = Some(random_tokens(u64::from(i) + 40, 5 + i as usize));
+            chunk.late = Some(random_tokens(
+                LATE_DIMENSIONS,
+                u64::from(i) + 40,
+                5 + i as usize,
+            ));
             chunk
         })
         .collect();
-    let tokens = random_tokens(99, 4);
+    let tokens = random_tokens(LATE_DIMENSIONS, 99, 4);
     let late_search = reranked(
         query(&org, Some(&ds), "walrus", basis(0)),
         tokens.clone(),
@@ -239,11 +255,11 @@ async fn a_shard_without_token_vectors_serves_all_but_late_interaction() {
 
     let mut late = plain;
     late.ordinal = 1;
-    late.late = Some(random_tokens(3, 2));
+    late.late = Some(random_tokens(LATE_DIMENSIONS, 3, 2));
     let refused = index.upsert(vec![late]).await;
     let search = reranked(
         query(&org, Some(&ds), "walrus", basis(0)),
-        random_tokens(4, 2),
+        random_tokens(LATE_DIMENSIONS, 4, 2),
         10,
     );
     let refused_search = index.search(search).await;

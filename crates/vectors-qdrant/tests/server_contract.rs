@@ -1,6 +1,7 @@
-//! The `VectorIndex` contract on a real Qdrant server, when `QDRANT_URL` names one (the REST
-//! port, e.g. `http://localhost:6333`; `QDRANT_API_KEY` if it needs a key). Each contract
-//! function gets its own collection, deleted afterwards.
+//! The `VectorIndex` contract (tessera-knowledge's suite, and the engine's stopwords) on a
+//! real Qdrant server, when `QDRANT_URL` names one (the REST port, e.g.
+//! `http://localhost:6333`; `QDRANT_API_KEY` if it needs a key). Each check gets its own
+//! collection, deleted afterwards.
 //!
 //! Without `QDRANT_URL` these tests print `skipped: QDRANT_URL not set` and return: they
 //! then prove nothing about the server adapter, which is why their names say so.
@@ -8,12 +9,14 @@
 #![cfg(feature = "server")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod contract;
+mod qdrant;
 
 use std::sync::Arc;
 
-use contract::DIMENSIONS;
-use tessera_knowledge::{IndexError, VectorIndex};
+use tessera_knowledge::{
+    IndexError,
+    contract::vector_index::{DIMENSIONS, IndexUnderTest},
+};
 use tessera_vectors_qdrant::QdrantServerIndex;
 
 /// Where the server is, or `None` (after saying so) when `QDRANT_URL` is unset.
@@ -40,7 +43,7 @@ struct Server {
 
 impl Server {
     /// An index on a new collection, and the guard that deletes the collection.
-    async fn fresh_index(&self) -> (Arc<dyn VectorIndex>, DropCollection) {
+    async fn fresh_index(&self) -> (IndexUnderTest, DropCollection) {
         let name = format!("tessera_contract_{}", uuid::Uuid::now_v7().simple());
         let guard = DropCollection {
             server: self.clone(),
@@ -50,7 +53,7 @@ impl Server {
             QdrantServerIndex::connect(&self.url, self.api_key.as_deref(), &name, DIMENSIONS)
                 .await
                 .expect("connect to QDRANT_URL");
-        (Arc::new(index), guard)
+        (qdrant::under_test(Arc::new(index)), guard)
     }
 }
 
@@ -103,7 +106,12 @@ async fn server_contract_when_qdrant_url_is_set() {
         return;
     };
     let fresh = || server.fresh_index();
-    contract_suite!(@in_sequence fresh);
+    tessera_knowledge::vector_index_contract!(@in_sequence fresh);
+    let (under_test, guard) = fresh().await;
+    eprintln!("contract: stopwords_alone_search_densely");
+    qdrant::stopwords_alone_search_densely(&*under_test.index).await;
+    drop(under_test);
+    drop(guard);
 }
 
 /// Connecting again to a collection is fine; connecting with other dimensions is `Invalid`

@@ -8,14 +8,19 @@
 //! files, snapshots freeze a version, and a file a dataset or snapshot holds is not
 //! deleted. Tessera runs it against the in-memory reference (`crate::memory`, so the suite
 //! is checked against the behaviour it stands for) and the SQL stores. The record builders
-//! and the [`Fixture`] are public, for an adapter's own checks beyond the contract.
+//! and the [`Fixture`] are public, for an adapter's own checks beyond the contract. The
+//! adapter ports' suites are beside it: [`vector_index`], [`blob_store`] and [`embedder`].
 // Test support: a broken promise is a failed assertion.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod blob_store;
+mod checks_as_tests;
 mod datasets;
+pub mod embedder;
 mod files;
 mod generations;
 mod jobs;
+pub mod vector_index;
 
 use std::sync::Arc;
 
