@@ -158,6 +158,7 @@ bench:
             cargo bench -p tessera-llm-local --bench generation
     done
     cargo bench -p tessera-llm-openai --bench stream_overhead
+    cargo bench -p tessera-guardrails --bench guardrails
     cargo bench -p tessera-vectors-qdrant --bench search_latency
     TESSERA_MODELS_DIR='{{ models_dir }}' cargo bench -p tessera-vectors-qdrant --bench retrieval_quality
     # The same modes on BEIR NFCorpus, unpacked from ../shared/data/beir at run time (for
