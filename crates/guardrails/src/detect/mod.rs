@@ -50,6 +50,16 @@ pub fn find(kind: PiiKind, text: &str) -> Vec<Range<usize>> {
     ranges
 }
 
+/// The values one detector finds in `text`, in text order: what each detector's tests
+/// compare.
+#[cfg(test)]
+fn found_by(detector: fn(&str, &mut Vec<Range<usize>>), text: &str) -> Vec<&str> {
+    let mut ranges = Vec::new();
+    detector(text, &mut ranges);
+    ranges.sort_by_key(|range| (range.start, range.end));
+    ranges.into_iter().map(|range| &text[range]).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

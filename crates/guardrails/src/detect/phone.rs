@@ -227,9 +227,7 @@ mod tests {
     use super::*;
 
     fn found(text: &str) -> Vec<&str> {
-        let mut ranges = Vec::new();
-        find(text, &mut ranges);
-        ranges.into_iter().map(|range| &text[range]).collect()
+        super::super::found_by(find, text)
     }
 
     #[test]
