@@ -22,20 +22,25 @@ pub fn unit(v: Vec<f32>) -> Vec<f32> {
     v.into_iter().map(|x| x / norm).collect()
 }
 
+/// The next value, in [-0.5, 0.5), of the linear congruential sequence `state` is at.
+fn next_centred(state: &mut u64) -> f32 {
+    *state = state
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    ((*state >> 33) as f32 / (1u64 << 31) as f32) - 0.5
+}
+
+/// A unit vector of `dims` values, the next of the sequence `state` is at.
+fn random_unit(state: &mut u64, dims: usize) -> Vec<f32> {
+    unit((0..dims).map(|_| next_centred(state)).collect())
+}
+
 /// A deterministic pseudo-random unit vector.
 pub fn pseudo_random(seed: u64) -> Vec<f32> {
     let mut state = seed
         .wrapping_mul(6364136223846793005)
         .wrapping_add(1442695040888963407);
-    let v = (0..DIMENSIONS)
-        .map(|_| {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((state >> 33) as f32 / (1u64 << 31) as f32) - 0.5
-        })
-        .collect();
-    unit(v)
+    random_unit(&mut state, DIMENSIONS)
 }
 
 /// Where chunk `ordinal` of the checks' files is.
@@ -106,19 +111,7 @@ pub fn random_tokens(dims: usize, seed: u64, count: usize) -> TokenVectors {
     let mut state = seed
         .wrapping_mul(0x9E37_79B9_7F4A_7C15)
         .wrapping_add(0x2545_F491_4F6C_DD1D);
-    let rows: Vec<Vec<f32>> = (0..count)
-        .map(|_| {
-            let v = (0..dims)
-                .map(|_| {
-                    state = state
-                        .wrapping_mul(6364136223846793005)
-                        .wrapping_add(1442695040888963407);
-                    ((state >> 33) as f32 / (1u64 << 31) as f32) - 0.5
-                })
-                .collect();
-            unit(v)
-        })
-        .collect();
+    let rows: Vec<Vec<f32>> = (0..count).map(|_| random_unit(&mut state, dims)).collect();
     token_vectors(dims, &rows)
 }
 
