@@ -2,6 +2,7 @@
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use tessera_guardrails::GuardrailRecord;
 use tessera_kernel::OrganizationId;
 use tessera_models::{ChatMessage, FinishReason, ImageInput, Role, Route, ToolCall, Usage};
 use tessera_prompts::SystemPromptId;
@@ -118,6 +119,9 @@ pub struct MessageUsage {
     pub finish_reason: FinishReason,
     /// Which deployment answered, after which failed attempts (routed models).
     pub route: Option<Route>,
+    /// What the completion's guardrails did (rules, directions, effects, counts; never a
+    /// value). Empty when no policy applied.
+    pub guardrails: GuardrailRecord,
 }
 
 /// One stored message. Messages are numbered from 0 within their chat.

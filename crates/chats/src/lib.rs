@@ -9,7 +9,9 @@
 //! completions that keep only their usage record, and the tool steps of a completion whose
 //! model calls tools Tessera runs itself (the `ServerTools` port: MCP servers linked to the
 //! model), each step stored and billed, and a chat's related objects for readers
-//! (`ChatRelations`: its model now, its system prompt as composed at its creation). Pure
+//! (`ChatRelations`: its model now, its system prompt as composed at its creation), and the
+//! guardrails of every completion (`GuardrailSource`: texts checked, masked or pseudonymised
+//! before the provider reads them, answers restored and checked before the client does). Pure
 //! domain on narrow ports: models through `ModelResolver`, system prompts through
 //! `SystemPromptSource`, persistence through
 //! `ChatStore`, generation liveness through `GenerationLeases`, generation through the models
@@ -32,6 +34,7 @@ pub mod contract;
 #[doc(hidden)]
 pub use tessera_kernel as __tessera_kernel;
 mod error;
+mod guardrails;
 mod hub;
 #[cfg(any(test, feature = "memory"))]
 pub mod memory;
@@ -65,6 +68,7 @@ pub use chat::{
 };
 pub use context::{ContextOverflow, Fitted, IMAGE_TOKENS, MESSAGE_OVERHEAD_TOKENS, fit};
 pub use error::{BudgetSpent, CANCELLED, ChatError, INTERRUPTED};
+pub use guardrails::{GuardrailSource, NoGuardrails};
 pub use hub::{Attached, EventStream, GenerationEvent, GenerationHub, ToolResult, final_event};
 #[cfg(any(test, feature = "mocks"))]
 pub use model_resolver::MockModelResolver;

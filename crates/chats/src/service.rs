@@ -5,6 +5,7 @@ use futures_util::{
     FutureExt, StreamExt,
     future::{self, BoxFuture, Either, Shared},
 };
+use tessera_guardrails::GuardrailRecord;
 use tessera_kernel::{
     Caller, Clock, CursorCodec, DomainError, FieldError, Limit, LocSegment, OrganizationId, Page,
     PageRequest, PrincipalKind,
@@ -19,10 +20,11 @@ use tessera_usage::{FAILED, Tokens, UsageId, UsageRecord, UsageStore};
 use crate::{
     Admission, Artifact, ArtifactId, Attached, Attachment, AttachmentSource, Chat, ChatError,
     ChatFilter, ChatId, ChatRecord, ChatStore, EventStream, FileSearch, FinishedTurn,
-    GenerationEvent, GenerationHub, GenerationLeases, INTERRUPTED, MAX_ATTACHMENTS,
-    MAX_TITLE_CHARS, Message, MessageId, MessageUsage, ModelResolver, NewMessage, Retriever,
-    ServerToolbox, ServerTools, Source, SystemPromptSource, ToolResult, artifact::versioned,
-    context::ContextOverflow, extract_artifacts, hub::Publisher, validate::conformance_errors,
+    GenerationEvent, GenerationHub, GenerationLeases, GuardrailSource, INTERRUPTED,
+    MAX_ATTACHMENTS, MAX_TITLE_CHARS, Message, MessageId, MessageUsage, ModelResolver, NewMessage,
+    NoGuardrails, Retriever, ServerToolbox, ServerTools, Source, SystemPromptSource, ToolResult,
+    artifact::versioned, context::ContextOverflow, extract_artifacts, guardrails::AnswerGuard,
+    hub::Publisher, validate::conformance_errors,
 };
 mod cancel;
 mod start;
@@ -139,6 +141,7 @@ pub struct ChatService {
     server_tools: Arc<dyn ServerTools>,
     admission: Arc<dyn Admission>,
     usage: Arc<dyn UsageStore>,
+    guardrails: Arc<dyn GuardrailSource>,
     hub: GenerationHub,
     clock: Arc<dyn Clock>,
     cursors: CursorCodec,
@@ -169,10 +172,17 @@ impl ChatService {
             server_tools,
             admission,
             usage,
+            guardrails: Arc::new(NoGuardrails),
             hub: GenerationHub::new(),
             clock,
             cursors,
         }
+    }
+
+    /// The service with guardrails on every completion (none by default).
+    pub fn with_guardrails(mut self, guardrails: Arc<dyn GuardrailSource>) -> Self {
+        self.guardrails = guardrails;
+        self
     }
 
     pub fn hub(&self) -> &GenerationHub {
@@ -351,7 +361,28 @@ fn completion_span(request: &CompletionRequest) -> tracing::Span {
         "gen_ai.usage.cache_read.input_tokens" = Empty,
         "gen_ai.response.finish_reasons" = Empty,
         "error.type" = Empty,
+        "tessera.guardrails" = Empty,
     )
+}
+
+/// Records on `span` what a completion's guardrails did (rule, direction, effect and
+/// count, never a value), as `rule:direction:effect×count` joined by commas.
+fn record_guardrails(span: &tracing::Span, record: &GuardrailRecord) {
+    if record.is_empty() {
+        return;
+    }
+    let outcomes: Vec<String> = (record.outcomes().iter())
+        .map(|outcome| {
+            format!(
+                "{}:{}:{}×{}",
+                outcome.rule,
+                outcome.direction,
+                outcome.effect.as_str(),
+                outcome.count
+            )
+        })
+        .collect();
+    span.record("tessera.guardrails", outcomes.join(",").as_str());
 }
 
 /// Records on the current (completion) span what the generation consumed and how it ended.
@@ -569,6 +600,11 @@ struct Generation {
     model: Arc<dyn ChatModel>,
     tools: ToolPlan,
     request: ChatRequest,
+    /// The completion's guardrails, if a policy applies (`run` takes them).
+    guard: Option<AnswerGuard>,
+    guardrails: Arc<dyn GuardrailSource>,
+    /// What the guardrails did, once the model has answered (stored with the answer).
+    guardrail_record: GuardrailRecord,
 }
 
 /// Which tools a generation offers, and which of them Tessera runs itself.
@@ -630,7 +666,7 @@ struct Transcript {
 }
 
 impl Generation {
-    async fn run(self, publisher: Publisher, stored: ChatStored) {
+    async fn run(mut self, publisher: Publisher, stored: ChatStored) {
         if !self.sources.is_empty() {
             publisher.publish(GenerationEvent::Sources(self.sources.clone()));
         }
@@ -638,17 +674,19 @@ impl Generation {
         // generation like any other error.
         let mut completion = Completion::default();
         let mut transcript = Transcript::default();
-        let generating =
-            AssertUnwindSafe(self.generate(&publisher, &mut completion, &mut transcript))
-                .catch_unwind()
-                .map(|caught| {
-                    caught.unwrap_or_else(|_| {
-                        Err(
-                            DomainError::internal("the model provider panicked while generating")
-                                .into(),
-                        )
-                    })
-                });
+        let mut guard = self.guard.take();
+        let generating = AssertUnwindSafe(self.generate(
+            &publisher,
+            &mut completion,
+            &mut transcript,
+            guard.as_mut(),
+        ))
+        .catch_unwind()
+        .map(|caught| {
+            caught.unwrap_or_else(|_| {
+                Err(DomainError::internal("the model provider panicked while generating").into())
+            })
+        });
         // Cancelling drops the generation where it waits (the provider's stream, a tool),
         // then ends like a failure: what the model used is billed, the chat records why.
         let generating = publisher
@@ -663,6 +701,11 @@ impl Generation {
                 return;
             }
         };
+        if let Some(guard) = &guard {
+            self.guardrail_record = guard.record().clone();
+            record_guardrails(&tracing::Span::current(), guard.record());
+            self.guardrails.report(guard.record());
+        }
         // A provider failure after part of the answer was produced keeps that part.
         let mut failure_stored = false;
         let outcome = match (generated, &self.usage_only) {
@@ -735,22 +778,37 @@ impl Generation {
     /// Streams the answer into `completion` (which keeps what was produced when it fails).
     /// When the model calls tools Tessera runs, runs them, keeps the step in `transcript`,
     /// records its usage, and asks the model again, until it answers without them.
+    /// With guardrails, `completion` holds each call's output as the client may see it
+    /// (checked, placeholders restored) while the provider goes on reading its own.
     async fn generate(
         &self,
         publisher: &Publisher,
         completion: &mut Completion,
         transcript: &mut Transcript,
+        mut guard: Option<&mut AnswerGuard>,
     ) -> Result<(), ChatError> {
         let mut request = self.request.clone();
         let mut steps = 0;
         loop {
             request.tools = self.tools.offered(steps);
             request.tool_choice = self.tools.choice(steps);
-            self.call(&request, steps, publisher, completion).await?;
-            if completion.finish_reason == Some(tessera_models::FinishReason::Length) {
-                // Cut off by the token limit, the answer is what it is (finish reason
-                // `length`, as OpenAI reports it): not checked against a schema it could not
-                // finish, and an unfinished call of a server tool is not run.
+            let called =
+                (self.call(&request, steps, publisher, completion, guard.as_deref_mut())).await;
+            let said = match guard.as_deref_mut() {
+                Some(guard) => Some(reveal(guard, publisher, completion).await),
+                None => None,
+            };
+            called?;
+            if matches!(
+                completion.finish_reason,
+                Some(
+                    tessera_models::FinishReason::Length
+                        | tessera_models::FinishReason::ContentFilter
+                )
+            ) {
+                // Cut off by the token limit (finish reason `length`, as OpenAI reports it) or
+                // withheld by a filter, the answer is what it is: not checked against a schema
+                // it could not finish, and an unfinished call of a server tool is not run.
                 return Ok(());
             }
             let (server, client): (Vec<ToolCall>, Vec<ToolCall>) = (completion.tool_calls.iter())
@@ -767,7 +825,9 @@ impl Generation {
                 }
                 return Ok(());
             }
-            let results = self.run_tools(&server, publisher).await;
+            let (results, sent_results) = self
+                .run_tools(&server, publisher, guard.as_deref_mut())
+                .await;
             if !client.is_empty() {
                 // The client's calls end the turn; the server's results follow the answer.
                 transcript.after = results;
@@ -783,6 +843,7 @@ impl Generation {
                     usage,
                     finish_reason: tessera_models::FinishReason::ToolCalls,
                     route: completion.route.clone(),
+                    guardrails: GuardrailRecord::default(),
                 }),
                 ..self.blank(0, Role::Assistant, at)
             };
@@ -796,10 +857,14 @@ impl Generation {
                 at,
             );
             self.usage_store.record(&record).await?;
-            request.messages.push(ChatMessage::from(&step));
-            request
-                .messages
-                .extend(results.iter().map(ChatMessage::from));
+            // The provider reads its own words back (placeholders, not the values).
+            let mut sent = ChatMessage::from(&step);
+            if let Some(said) = said {
+                sent.content = said.content;
+                sent.tool_calls = said.tool_calls;
+            }
+            request.messages.push(sent);
+            request.messages.extend(sent_results);
             transcript.before.push(step);
             transcript.before.extend(results);
             steps += 1;
@@ -810,12 +875,14 @@ impl Generation {
 
     /// One call of the model, streamed into `completion`; the deltas of calls of tools
     /// Tessera runs are published as such.
+    /// With guardrails, the client is sent what the guard lets through as it streams.
     async fn call(
         &self,
         request: &ChatRequest,
         steps: u32,
         publisher: &Publisher,
         completion: &mut Completion,
+        mut guard: Option<&mut AnswerGuard>,
     ) -> Result<(), ChatError> {
         let mut server_calls = HashSet::new();
         let mut stream = self.model.stream(request.clone()).await?;
@@ -829,10 +896,16 @@ impl Generation {
                 | ChatEvent::ToolCallEnd { index } => server_calls.contains(index),
                 _ => false,
             };
-            if server {
-                publisher.publish(GenerationEvent::ServerToolDelta(event.clone()));
-            } else if !matches!(event, ChatEvent::Finish { .. } | ChatEvent::Routed(_)) {
-                publisher.publish(GenerationEvent::Delta(event.clone()));
+            let shown = match guard.as_deref_mut() {
+                Some(guard) => guard.events(event.clone()),
+                None => vec![event.clone()],
+            };
+            for shown in shown {
+                if server {
+                    publisher.publish(GenerationEvent::ServerToolDelta(shown));
+                } else if !matches!(shown, ChatEvent::Finish { .. } | ChatEvent::Routed(_)) {
+                    publisher.publish(GenerationEvent::Delta(shown));
+                }
             }
             completion.apply(event);
         }
@@ -847,27 +920,46 @@ impl Generation {
     }
 
     /// Runs the calls one after another; each result is published and becomes a `tool`
-    /// message.
-    async fn run_tools(&self, calls: &[ToolCall], publisher: &Publisher) -> Vec<Message> {
+    /// message. Returns the messages stored and what the provider reads of them (with
+    /// guardrails, each result checked as input is).
+    async fn run_tools(
+        &self,
+        calls: &[ToolCall],
+        publisher: &Publisher,
+        mut guard: Option<&mut AnswerGuard>,
+    ) -> (Vec<Message>, Vec<ChatMessage>) {
         let Some(toolbox) = &self.tools.server else {
-            return Vec::new();
+            return (Vec::new(), Vec::new());
         };
         let mut results = Vec::with_capacity(calls.len());
+        let mut sent = Vec::with_capacity(calls.len());
         for call in calls {
             let run = toolbox.run(call).await;
+            let (content, read) = match guard.as_deref_mut() {
+                Some(guard) => {
+                    let read = guard.tool_result(&run.content);
+                    (guard.stored(&read), read)
+                }
+                None => (run.content.clone(), run.content),
+            };
             publisher.publish(GenerationEvent::ToolResult(ToolResult {
                 tool_call_id: call.id.clone(),
                 name: call.name.clone(),
-                content: run.content.clone(),
+                content: content.clone(),
                 is_error: run.is_error,
             }));
-            results.push(Message {
-                content: run.content,
+            let result = Message {
+                content,
                 tool_call_id: Some(call.id.clone()),
                 ..self.blank(0, Role::Tool, self.clock.now())
+            };
+            sent.push(ChatMessage {
+                content: read,
+                ..ChatMessage::from(&result)
             });
+            results.push(result);
         }
-        results
+        (results, sent)
     }
 
     /// A message of this chat with nothing in it yet.
@@ -920,6 +1012,7 @@ impl Generation {
                 usage,
                 finish_reason,
                 route: completion.route.clone(),
+                guardrails: self.guardrail_record.clone(),
             }),
             id: self.answer_id.clone(),
             ..self.blank(sequence, Role::Assistant, at)
@@ -1006,4 +1099,20 @@ impl Generation {
         };
         Ok(versioned(extracted, &latest, &template))
     }
+}
+
+/// Ends one guarded model call: sends the client what the guard still held (the whole
+/// text when answers are checked), puts the visible output in `completion`, and returns
+/// the model's own, which the provider reads back in a later call.
+async fn reveal(
+    guard: &mut AnswerGuard,
+    publisher: &Publisher,
+    completion: &mut Completion,
+) -> Completion {
+    let (visible, events) = guard.end_call(completion).await;
+    for event in events {
+        publisher.publish(GenerationEvent::Delta(event));
+    }
+    let shown = visible.apply_to(completion);
+    std::mem::replace(completion, shown)
 }

@@ -2249,3 +2249,6 @@ async fn a_requests_own_file_search_names_its_datasets_and_how_many_passages_the
     assert_eq!(cited, ["p8", "p7", "p6", "p5", "p4", "p3", "p2"]);
     assert!(matches!(events.first(), Some(GenerationEvent::Sources(s)) if s.len() == 7));
 }
+
+#[path = "service/guardrails.rs"]
+mod guardrails;

@@ -77,6 +77,17 @@ pub enum HookFailure {
     NotConfigured,
 }
 
+impl HookFailure {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Timeout => "timeout",
+            Self::Unavailable => "unavailable",
+            Self::InvalidAnswer => "invalid_answer",
+            Self::NotConfigured => "not_configured",
+        }
+    }
+}
+
 impl From<&HookError> for HookFailure {
     fn from(error: &HookError) -> Self {
         match error {

@@ -23,7 +23,10 @@ pub use chat_model::MeteredChatModel;
 pub use embedder::MeteredEmbedder;
 /// What [`install`] returns: renders the recorded metrics in the Prometheus text format.
 pub use metrics_exporter_prometheus::PrometheusHandle;
-pub use record::{FileJobState, WebhookOutcome, file_job, http_request, refused, webhook_delivery};
+pub use record::{
+    FileJobState, WebhookOutcome, file_job, guardrail_decision, http_request, refused,
+    webhook_delivery,
+};
 
 /// How often histograms' recent samples are folded into their buckets between scrapes
 /// (the exporter keeps them in a growing buffer until then).

@@ -36,6 +36,11 @@ pub const REFUSALS: &str = "tessera_refusals_total";
 pub const FILE_JOBS: &str = "tessera_file_jobs_total";
 /// How long one processing attempt took, by `state`.
 pub const FILE_PROCESSING_DURATION: &str = "tessera_file_processing_duration_seconds";
+/// Guardrail decisions by `kind` (the PII kind, `denied`, `input_size`, `hook`),
+/// `direction` (`input`, `output`) and `effect` (`blocked`, `redacted`, `pseudonymised`,
+/// `passed`), counted per value concerned. Rule ids are the writer's, so not a label.
+pub const GUARDRAIL_DECISIONS: &str = "tessera_guardrail_decisions_total";
+
 /// File-processing jobs waiting in the database by `state` (`queued`, `processing`), read
 /// when scraped (every replica reports the same cluster-wide figure).
 pub const FILE_JOBS_WAITING: &str = "tessera_file_jobs";
@@ -140,6 +145,10 @@ pub fn describe() {
     describe_counter!(
         REFUSALS,
         "Requests refused by rate limits or credit budgets."
+    );
+    describe_counter!(
+        GUARDRAIL_DECISIONS,
+        "Values guardrails blocked, redacted, pseudonymised or let pass, by kind and direction."
     );
     describe_counter!(
         FILE_JOBS,

@@ -34,6 +34,23 @@ pub fn refused(reason: &'static str) {
     metrics::counter!(names::REFUSALS, "reason" => reason).increment(1);
 }
 
+/// What a guardrail rule did to `count` values of a completion: its check's `kind`,
+/// `direction` and `effect` as `tessera-guardrails` spells them.
+pub fn guardrail_decision(
+    kind: &'static str,
+    direction: &'static str,
+    effect: &'static str,
+    count: u32,
+) {
+    metrics::counter!(
+        names::GUARDRAIL_DECISIONS,
+        "kind" => kind,
+        "direction" => direction,
+        "effect" => effect,
+    )
+    .increment(u64::from(count));
+}
+
 /// The state a processing attempt left its file in.
 #[derive(Debug, Clone, Copy)]
 pub enum FileJobState {

@@ -171,6 +171,8 @@ pub(crate) struct MessageRow {
     route: Option<String>,
     /// 0 without usage.
     cached_input_tokens: i64,
+    /// JSON of what the completion's guardrails did, when a policy applied.
+    guardrails: Option<String>,
 }
 
 unnest_statement! {
@@ -214,6 +216,7 @@ unnest_statement! {
         attachments: Text as String = &row.attachments,
         route: Nullable<Text> as Option<String> = &row.route,
         cached_input_tokens: BigInt as i64 = &row.cached_input_tokens,
+        guardrails: Nullable<Text> as Option<String> = &row.guardrails,
     }
     insert into "chat_messages" then "";
 }
@@ -340,6 +343,12 @@ impl MessageRow {
             .map(serde_json::to_string)
             .transpose()
             .map_err(|e| refused(format!("route: {e}")))?;
+        let guardrails = usage
+            .map(|u| &u.guardrails)
+            .filter(|record| !record.is_empty())
+            .map(serde_json::to_string)
+            .transpose()
+            .map_err(|e| refused(format!("guardrails: {e}")))?;
         Ok(Self {
             id: message.id.to_string(),
             chat_id: chat.to_string(),
@@ -359,6 +368,7 @@ impl MessageRow {
             attachments,
             route,
             cached_input_tokens: usage.map_or(0, |u| i64::from(u.usage.cached_input_tokens)),
+            guardrails,
         })
     }
 }
@@ -391,6 +401,11 @@ impl TryFrom<MessageRow> for Message {
                     .map(serde_json::from_str)
                     .transpose()
                     .map_err(|e| corrupt(format!("route: {e}")))?,
+                guardrails: (row.guardrails.as_deref())
+                    .map(serde_json::from_str)
+                    .transpose()
+                    .map_err(|e| corrupt(format!("guardrails: {e}")))?
+                    .unwrap_or_default(),
             }),
             (None, None, None, None) => None,
             _ => return Err(corrupt("part of a usage".to_owned())),

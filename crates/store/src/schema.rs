@@ -187,6 +187,7 @@ diesel::table! {
         attachments -> Text,
         route -> Nullable<Text>,
         cached_input_tokens -> BigInt,
+        guardrails -> Nullable<Text>,
     }
 }
 

@@ -1092,6 +1092,7 @@ async fn both_wire_formats_carry_reasoning_sources_and_tool_calls() {
             },
             finish_reason: FinishReason::ToolCalls,
             route: None,
+            guardrails: Default::default(),
         }),
         created_at: chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap(),
     };

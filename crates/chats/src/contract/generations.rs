@@ -245,9 +245,17 @@ pub async fn a_failed_turn_keeps_its_partial_answer_and_its_route(stores: &impl 
             error: "the model provider failed: HTTP 500".into(),
         }],
     };
+    // What guardrails did is stored with the answer: rules, effects and counts only.
+    let guardrails = serde_json::from_value(serde_json::json!([
+        {"rule": "emails", "kind": "email", "direction": "input", "effect": "pseudonymised", "count": 2},
+        {"rule": "hook", "kind": "hook", "direction": "output", "effect": "passed", "count": 1,
+         "hookFailure": "timeout"},
+    ]))
+    .expect("a guardrail record");
     let partial = Message {
         usage: Some(MessageUsage {
             route: Some(route),
+            guardrails,
             ..usage(7, 1, 0, FinishReason::Other("error".into()))
         }),
         ..message(&chat, 1, Role::Assistant, "Hel")

@@ -85,6 +85,7 @@ pub fn usage(input: u32, output: u32, reasoning: u32, finish_reason: FinishReaso
         },
         finish_reason,
         route: None,
+        guardrails: tessera_guardrails::GuardrailRecord::default(),
     }
 }
 

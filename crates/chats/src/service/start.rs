@@ -5,6 +5,7 @@
 use std::{collections::HashSet, sync::Arc};
 
 use futures_util::{FutureExt, future};
+use tessera_guardrails::{GuardedRequest, GuardrailRecord};
 use tessera_kernel::{Caller, DomainError, FieldError, LocSegment, PrincipalKind};
 use tessera_models::{ChatMessage, ChatRequest, ResolvedModel, Role, ToolSpec};
 use tessera_prompts::TokenCounter;
@@ -12,7 +13,7 @@ use tracing::Instrument;
 
 use super::{
     Billing, ChatService, ChatStored, CompletionRequest, Generation, Started, ToolPlan,
-    check_attachments, check_images, completion_span, context_error,
+    check_attachments, check_images, completion_span, context_error, record_guardrails,
 };
 use crate::{
     CHARS_PER_TOKEN_BOUND, Chat, ChatError, ChatId, ChatStatus, DEFAULT_TOOL_STEPS, MAX_TOOL_STEPS,
@@ -21,6 +22,7 @@ use crate::{
     attachment::{attach, records, resolve_stored, resolve_turn},
     context::{Fitted, fit},
     derive_title,
+    guardrails::{self, AnswerGuard, InputAt, check_message, consult_hook},
     retriever::{select, with_sources},
     validate::{Requirements, check_messages, check_requirements, check_tool_choice},
 };
@@ -36,6 +38,14 @@ struct Conversation {
     attached: Vec<Vec<ResolvedAttachment>>,
     /// The sequence number of the turn's first message.
     next_sequence: u32,
+    /// With guardrails, what each of the turn's messages stores of its texts.
+    stored_turn: Vec<StoredTexts>,
+}
+
+/// What a turn's message stores of its texts once checked (see `guardrails::stored`).
+struct StoredTexts {
+    content: String,
+    arguments: Vec<String>,
 }
 
 /// A completion ready to begin: everything [`ChatService::start`] decides before the
@@ -56,6 +66,9 @@ struct Prepared {
     max_tool_steps: u32,
     /// Whose kind of principal the completion's usage is recorded under.
     principal_kind: PrincipalKind,
+    /// The completion's guardrails, with what its input checks did.
+    guard: Option<GuardedRequest>,
+    stored_turn: Vec<StoredTexts>,
 }
 
 /// The chat a generation runs on, as it begins.
@@ -126,7 +139,16 @@ impl ChatService {
             max_tokens,
             max_tool_steps,
             principal_kind,
+            guard,
+            stored_turn,
         } = self.prepare(caller, &request, &span).await?;
+        let mut request = request;
+        for (message, stored) in request.messages.iter_mut().zip(stored_turn) {
+            message.content = stored.content;
+            for (call, arguments) in message.tool_calls.iter_mut().zip(stored.arguments) {
+                call.arguments = arguments;
+            }
+        }
         let Begun {
             chat,
             created,
@@ -173,6 +195,9 @@ impl ChatService {
                 .map(|format| format.schema.clone()),
             usage_only: request.stateless.then(|| self.usage.clone()),
             usage_store: self.usage.clone(),
+            guard: guard.map(AnswerGuard::new),
+            guardrails: self.guardrails.clone(),
+            guardrail_record: GuardrailRecord::default(),
             model: resolved.chat_model.clone(),
             tools: ToolPlan::new(
                 server_tools,
@@ -226,6 +251,14 @@ impl ChatService {
         span.record("gen_ai.response.model", resolved.base.id.as_str());
         span.record("gen_ai.provider.name", resolved.base.provider.as_str());
         let max_tool_steps = request.max_tool_steps.unwrap_or(DEFAULT_TOOL_STEPS);
+        let model_id = match &existing {
+            Some(chat) => chat.model.model_id.as_str(),
+            None => request.model_id.as_deref().unwrap_or_default(),
+        };
+        let mut guard = self
+            .guardrails
+            .begin(caller.organization(), model_id)
+            .await?;
         let conversation = self
             .conversation(
                 caller,
@@ -233,8 +266,22 @@ impl ChatService {
                 request,
                 &resolved,
                 max_tool_steps,
+                guard.as_mut(),
             )
-            .await?;
+            .await;
+        let conversation = match (conversation, &mut guard) {
+            (Ok(conversation), Some(guard)) => consult_hook(guard, &conversation.turn)
+                .await
+                .map(|()| conversation),
+            (conversation, _) => conversation,
+        };
+        if let (Err(_), Some(guard)) = (&conversation, &guard)
+            && guard.record().blocked().is_some()
+        {
+            record_guardrails(span, guard.record());
+            self.guardrails.report(guard.record());
+        }
+        let conversation = conversation?;
         let snapshot = match &existing {
             Some(chat) => chat.model.clone(),
             None => self.snapshot(caller, request, &resolved).await?,
@@ -255,6 +302,7 @@ impl ChatService {
             turn,
             attached,
             next_sequence,
+            stored_turn,
         } = conversation;
         let system = with_sources(snapshot.system_prompt.clone(), &sources);
         let counter = resolved.chat_model.tokenizer();
@@ -279,6 +327,8 @@ impl ChatService {
             max_tokens,
             max_tool_steps,
             principal_kind,
+            guard,
+            stored_turn,
         })
     }
 
@@ -341,6 +391,7 @@ impl ChatService {
         request: &CompletionRequest,
         resolved: &ResolvedModel,
         max_tool_steps: u32,
+        mut guard: Option<&mut GuardedRequest>,
     ) -> Result<Conversation, ChatError> {
         let stored: Vec<Message> = match existing {
             Some(chat) => self.store.messages(caller.organization(), &chat.id).await?,
@@ -353,7 +404,7 @@ impl ChatService {
         let mut history = Vec::with_capacity(stored.len());
         for message in &stored {
             let mut sent = ChatMessage::from(message);
-            let attached = resolve_stored(
+            let mut attached = resolve_stored(
                 self.attachments.as_ref(),
                 caller.organization(),
                 &message.attachments,
@@ -361,6 +412,9 @@ impl ChatService {
                 vision,
             )
             .await?;
+            if let Some(guard) = guard.as_deref_mut() {
+                check_message(guard, &mut sent, &mut attached, InputAt::History)?;
+            }
             attach(&mut sent, &attached);
             history.push(sent);
         }
@@ -394,7 +448,7 @@ impl ChatService {
             .enumerate()
             .map(|(index, message)| (index, message.attachments.as_slice()))
             .collect();
-        let (attached, invalid) = resolve_turn(
+        let (mut attached, invalid) = resolve_turn(
             self.attachments.as_ref(),
             caller.organization(),
             &attaching,
@@ -405,6 +459,18 @@ impl ChatService {
         if !invalid.is_empty() {
             return Err(ChatError::Invalid(invalid));
         }
+        let mut stored_turn = Vec::new();
+        if let Some(guard) = guard {
+            for (index, (message, attached)) in turn.iter_mut().zip(&mut attached).enumerate() {
+                check_message(guard, message, attached, InputAt::Turn(index))?;
+                stored_turn.push(StoredTexts {
+                    content: guardrails::stored(guard, &message.content),
+                    arguments: (message.tool_calls.iter())
+                        .map(|call| guardrails::stored(guard, &call.arguments))
+                        .collect(),
+                });
+            }
+        }
         for (message, attached) in turn.iter_mut().zip(&attached) {
             attach(message, attached);
         }
@@ -413,6 +479,7 @@ impl ChatService {
             turn,
             attached,
             next_sequence,
+            stored_turn,
         })
     }
 

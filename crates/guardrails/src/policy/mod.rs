@@ -115,6 +115,14 @@ impl GuardrailPolicy {
         self.inner.hook.as_ref()
     }
 
+    /// Whether answers are checked (a rule or the hook applies to output), so a pipeline
+    /// must see a streamed answer whole before the client does.
+    pub fn checks_output(&self) -> bool {
+        let output = |applies_to: AppliesTo| applies_to.includes(Direction::Output);
+        self.inner.rules.iter().any(|rule| output(rule.applies_to))
+            || self.hook().is_some_and(|hook| output(hook.applies_to))
+    }
+
     /// The policy a model's requests are checked against: this (the organization's)
     /// refined by `model`'s. The model's rules come first and replace the organization's
     /// rules of the same id; the organization's other rules stay (so where both match the

@@ -218,3 +218,22 @@ fn a_model_policy_refines_the_organization_policy() {
     assert_eq!(spec.allow.words, ["acme", "tessera"]);
     assert_eq!(spec.max_input_chars, Some(1000));
 }
+
+#[test]
+fn a_policy_checks_output_when_a_rule_or_its_hook_applies_to_answers() {
+    let policy = |value| GuardrailPolicy::new(spec(value), TargetPolicy::default(), &[]).unwrap();
+    let input_only = json!({
+        "pii": [{"id": "emails", "kind": "email", "action": "pseudonymise", "appliesTo": "input"}],
+        "hook": {"url": "https://guard.example/check", "failMode": "open", "appliesTo": "input"}
+    });
+    assert!(!policy(input_only).checks_output());
+    assert!(!GuardrailPolicy::empty().checks_output());
+    let both = json!({"pii": [{"id": "emails", "kind": "email", "action": "redact"}]});
+    assert!(policy(both).checks_output());
+    let deny_output = json!({"deny": [{"id": "w", "words": ["falcon"], "appliesTo": "output"}]});
+    assert!(policy(deny_output).checks_output());
+    let hook_output = json!({
+        "hook": {"url": "https://guard.example/check", "failMode": "closed", "appliesTo": "both"}
+    });
+    assert!(policy(hook_output).checks_output());
+}

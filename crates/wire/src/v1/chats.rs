@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tessera_chats::{Attachment, Chat, ChatId, CompletionRequest, Expansion, Message, NewMessage};
+use tessera_guardrails::RuleOutcome;
 use tessera_kernel::{DomainError, LocSegment};
 use tessera_models::{JsonSchemaFormat, Role, Route, ToolCall, ToolChoice, ToolSpec, Usage};
 use tessera_prompts::ComposedParticle;
@@ -317,6 +318,55 @@ impl From<&Route> for RouteOut {
     }
 }
 
+/// What one guardrail rule did to a completion: never the value it matched.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GuardrailOutcomeOut {
+    /// The rule's id as its policy names it (`max_input_chars` and `hook` for the built-in
+    /// checks).
+    #[schema(example = "emails")]
+    pub rule: String,
+    /// The PII kind (`email`, `payment_card`, …), `denied`, `input_size` or `hook`.
+    #[schema(example = "email")]
+    pub kind: String,
+    /// `input` or `output`.
+    pub direction: String,
+    /// `blocked`, `redacted`, `pseudonymised` or `passed` (the hook let it through).
+    #[schema(example = "pseudonymised")]
+    pub effect: String,
+    /// How many values the rule concerned.
+    pub count: u32,
+    /// Why the hook did not answer (`timeout`, `unavailable`, `invalid_answer`,
+    /// `not_configured`), when it did not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hook_failure: Option<String>,
+}
+
+impl From<&RuleOutcome> for GuardrailOutcomeOut {
+    fn from(outcome: &RuleOutcome) -> Self {
+        Self {
+            rule: outcome.rule.to_string(),
+            kind: outcome.kind.as_str().to_owned(),
+            direction: outcome.direction.as_str().to_owned(),
+            effect: outcome.effect.as_str().to_owned(),
+            count: outcome.count,
+            hook_failure: outcome
+                .hook_failure
+                .map(|failure| failure.as_str().to_owned()),
+        }
+    }
+}
+
+/// An answer's guardrail outcomes (none without a policy).
+fn guardrails_of(message: &Message) -> Vec<GuardrailOutcomeOut> {
+    (message.usage.as_ref())
+        .map(|usage| usage.guardrails.outcomes())
+        .unwrap_or_default()
+        .iter()
+        .map(GuardrailOutcomeOut::from)
+        .collect()
+}
+
 /// The answer of a completion.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -353,6 +403,9 @@ pub struct CompletionOut {
     /// Which deployment answered (models served by a remote provider).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub route: Option<RouteOut>,
+    /// What the organization's and the model's guardrails did (present when a rule acted).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub guardrails: Vec<GuardrailOutcomeOut>,
 }
 
 impl CompletionOut {
@@ -379,6 +432,7 @@ impl CompletionOut {
                 .to_owned(),
             truncated_messages,
             route: usage.and_then(|u| u.route.as_ref()).map(RouteOut::from),
+            guardrails: guardrails_of(message),
         }
     }
 }
@@ -403,6 +457,9 @@ pub struct MessageOut {
     /// Which deployment answered (answers of models served by a remote provider).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub route: Option<RouteOut>,
+    /// What the guardrails did to the completion (answers, when a rule acted).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub guardrails: Vec<GuardrailOutcomeOut>,
     pub created_at: DateTime<Utc>,
 }
 
@@ -432,6 +489,7 @@ impl From<&Message> for MessageOut {
             route: (message.usage.as_ref())
                 .and_then(|u| u.route.as_ref())
                 .map(RouteOut::from),
+            guardrails: guardrails_of(message),
             created_at: message.created_at,
         }
     }
