@@ -78,10 +78,11 @@ impl Status {
         }
     }
 
-    /// How an answer that ended this way is reported: cut by the token limit is incomplete.
+    /// How an answer that ended this way is reported: cut by the token limit, or withheld
+    /// by a guardrail (finish reason `content_filter`), is incomplete.
     pub fn of(message: &Message) -> Self {
         match message.usage.as_ref().map(|u| &u.finish_reason) {
-            Some(FinishReason::Length) => Status::Incomplete,
+            Some(FinishReason::Length | FinishReason::ContentFilter) => Status::Incomplete,
             _ => Status::Completed,
         }
     }
@@ -176,7 +177,15 @@ pub fn response(
     answer: Option<&Message>,
     error: Option<Value>,
 ) -> Value {
-    let incomplete = (status == Status::Incomplete).then(|| json!({"reason": "max_output_tokens"}));
+    let withheld = answer
+        .and_then(|answer| answer.usage.as_ref())
+        .is_some_and(|usage| usage.finish_reason == FinishReason::ContentFilter);
+    let reason = if withheld {
+        "content_filter"
+    } else {
+        "max_output_tokens"
+    };
+    let incomplete = (status == Status::Incomplete).then(|| json!({"reason": reason}));
     json!({
         "id": id,
         "object": "response",
@@ -218,5 +227,52 @@ mod tests {
         assert_eq!(parse_response_id(&id), Some((chat, message)));
         assert_eq!(parse_response_id("resp_123"), None);
         assert_eq!(parse_response_id(&format!("resp_{}", "g".repeat(64))), None);
+    }
+
+    fn answer(finish_reason: FinishReason) -> Message {
+        Message {
+            id: MessageId::generate(),
+            chat_id: ChatId::generate(),
+            sequence: 1,
+            role: tessera_models::Role::Assistant,
+            content: String::new(),
+            reasoning: None,
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            sources: Vec::new(),
+            attachments: Vec::new(),
+            usage: Some(tessera_chats::MessageUsage {
+                usage: tessera_models::Usage::default(),
+                finish_reason,
+                route: None,
+                guardrails: Default::default(),
+            }),
+            created_at: chrono::DateTime::UNIX_EPOCH,
+        }
+    }
+
+    #[test]
+    fn cut_off_and_withheld_answers_are_incomplete_with_their_reason() {
+        let reported = |finish_reason: FinishReason| {
+            let answer = answer(finish_reason);
+            let status = Status::of(&answer);
+            let object = response("resp_1", 0, &Echo::default(), status, Some(&answer), None);
+            (
+                object["status"].clone(),
+                object["incomplete_details"].clone(),
+            )
+        };
+        assert_eq!(
+            reported(FinishReason::Stop),
+            (json!("completed"), Value::Null)
+        );
+        assert_eq!(
+            reported(FinishReason::Length),
+            (json!("incomplete"), json!({"reason": "max_output_tokens"}))
+        );
+        assert_eq!(
+            reported(FinishReason::ContentFilter),
+            (json!("incomplete"), json!({"reason": "content_filter"}))
+        );
     }
 }
