@@ -11,16 +11,14 @@
 //! answer. The texts are what the provider would read (masked and pseudonymised), or the
 //! answer as the model wrote it.
 
-use std::{error::Error as _, net::IpAddr};
-
 use async_trait::async_trait;
 use reqwest::{header::CONTENT_TYPE, redirect};
 use serde::{Deserialize, Serialize};
 use tessera_guardrails::{
     Direction, GuardrailHook, HookError, HookRequest, HookSettings, HookVerdict,
 };
-use tessera_kernel::{TargetPolicy, is_private_address};
-use tessera_webhooks_http::PublicAddressResolver;
+use tessera_kernel::TargetPolicy;
+use tessera_webhooks_http::{PublicAddressResolver, error_chain, private_literal};
 
 /// Why the client could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -72,32 +70,13 @@ impl HttpGuardrailHook {
 
     /// A literal private address in the URL (never resolved, so the resolver does not see it).
     fn refuse_private_literal(&self, url: &reqwest::Url) -> Result<(), HookError> {
-        if self.targets.allow_private_targets {
-            return Ok(());
-        }
-        let literal = match url.host() {
-            Some(url::Host::Ipv4(ip)) => Some(IpAddr::V4(ip)),
-            Some(url::Host::Ipv6(ip)) => Some(IpAddr::V6(ip)),
-            _ => None,
-        };
-        match literal {
-            Some(ip) if is_private_address(ip) => Err(HookError::Unavailable(format!(
+        match private_literal(url, self.targets) {
+            Some(ip) => Err(HookError::Unavailable(format!(
                 "{ip} is a private, loopback or link-local address, which guardrail hooks may not target"
             ))),
-            _ => Ok(()),
+            None => Ok(()),
         }
     }
-}
-
-fn error_chain(error: &reqwest::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 fn failed(error: reqwest::Error) -> HookError {

@@ -34,6 +34,7 @@ use rmcp::{
 };
 use sse_stream::{Sse, SseStream};
 use tessera_mcp::CallError;
+use tessera_webhooks_http::error_chain;
 
 use crate::policy::TargetRefused;
 
@@ -72,19 +73,6 @@ pub struct McpHttp {
     pub http: reqwest::Client,
     pub headers: Arc<HeaderMap>,
     pub failures: Failures,
-}
-
-/// The error and its causes on one line; the causes say what failed (refused connection,
-/// DNS, TLS).
-fn error_chain(error: &reqwest::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 fn refusal(error: &reqwest::Error) -> Option<&TargetRefused> {

@@ -18,6 +18,20 @@ use tessera_webhooks::{
 
 pub use resolver::PublicAddressResolver;
 
+/// The private address `url` names literally, when `policy` refuses private targets (a
+/// literal is never resolved, so `PublicAddressResolver` does not see it).
+pub fn private_literal(url: &reqwest::Url, policy: TargetPolicy) -> Option<IpAddr> {
+    if policy.allow_private_targets {
+        return None;
+    }
+    let literal = match url.host() {
+        Some(url::Host::Ipv4(ip)) => IpAddr::V4(ip),
+        Some(url::Host::Ipv6(ip)) => IpAddr::V6(ip),
+        _ => return None,
+    };
+    is_private_address(literal).then_some(literal)
+}
+
 /// Why the client could not be built.
 #[derive(Debug, thiserror::Error)]
 #[error("webhook HTTP client: {0}")]
@@ -31,7 +45,9 @@ pub struct HttpWebhookSender {
     trace_headers: Option<TraceHeaders>,
 }
 
-fn error_chain(error: &reqwest::Error) -> String {
+/// The error and its causes on one line; the causes say what failed (refused connection,
+/// DNS, TLS). Shared by the adapters that call out with reqwest.
+pub fn error_chain(error: &reqwest::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {
@@ -72,20 +88,12 @@ impl HttpWebhookSender {
 
     /// A literal private address in the URL (never resolved, so the resolver does not see it).
     fn refuse_private_literal(&self, url: &str) -> Result<(), SendError> {
-        if self.policy.allow_private_targets {
-            return Ok(());
-        }
         let url = reqwest::Url::parse(url).map_err(|e| SendError(format!("invalid URL: {e}")))?;
-        let literal = match url.host() {
-            Some(url::Host::Ipv4(ip)) => Some(IpAddr::V4(ip)),
-            Some(url::Host::Ipv6(ip)) => Some(IpAddr::V6(ip)),
-            _ => None,
-        };
-        match literal {
-            Some(ip) if is_private_address(ip) => Err(SendError(format!(
+        match private_literal(&url, self.policy) {
+            Some(ip) => Err(SendError(format!(
                 "{ip} is a private, loopback or link-local address, which webhooks may not target"
             ))),
-            _ => Ok(()),
+            None => Ok(()),
         }
     }
 }
