@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use tessera_store::Backend;
 
 use crate::{
-    chats::{LOCAL, local_app},
+    chats::{LOCAL, local_app, model_dir},
     openai::openai_error,
     support::{TestApp, ok, problem},
 };
@@ -349,6 +349,54 @@ async fn policies_apply_to_completions(backend: Backend) {
     let stored = chat.to_string();
     assert!(!stored.contains("jane.doe@example.org"), "{stored}");
     assert!(stored.contains("[REDACTED:EMAIL]"), "{stored}");
+}
+
+/// Each decision is counted in `tessera_guardrail_decisions_total` by kind, direction and
+/// effect (never by organization or rule: both are unbounded).
+#[tokio::test]
+async fn decisions_are_counted_in_the_metrics() {
+    let app = TestApp::spawn_with(Backend::Sqlite, |settings| {
+        settings.metrics.listen = "127.0.0.1:0".into();
+        settings.models.local_dir = Some(model_dir());
+        settings.rate_limit.enabled = false;
+    })
+    .await;
+    let admin = app.caller_token(ADMIN).await;
+    ok(
+        put(&app, &admin, "/v1/guardrails", &emails("block")).await,
+        200,
+    )
+    .await;
+    let question = "Mail jane.doe@example.org and john@example.com.";
+    problem(
+        app.call_json(Method::POST, "/v1/chats", &admin, &ask(question))
+            .await,
+        422,
+        "validation_failed",
+    )
+    .await;
+    let address = app.metrics.expect("metrics are on");
+    let text = reqwest::get(format!("http://{address}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let line = text
+        .lines()
+        .find(|line| line.starts_with("tessera_guardrail_decisions_total{"))
+        .unwrap_or_else(|| panic!("no guardrail decision counted:\n{text}"));
+    for label in [
+        r#"kind="email""#,
+        r#"direction="input""#,
+        r#"effect="blocked""#,
+    ] {
+        assert!(line.contains(label), "{line}");
+    }
+    assert!(
+        !line.contains("organization") && !line.contains("emails"),
+        "{line}"
+    );
 }
 
 tessera_store::on_both_databases!(
