@@ -227,7 +227,7 @@ lint:
     # builds and lints alone, so a service reusing one domain compiles only that domain's
     # tables (the workspace build above unifies them all; `just test` runs the chats share's
     # tests alone).
-    for part in identity audit prompts idempotency webhooks knowledge models mcp chats batches; do
+    for part in identity audit prompts idempotency webhooks knowledge models mcp chats batches guardrails; do
         cargo clippy -q -p tessera-store --no-default-features --features "$part" --lib -- -D warnings
     done
 

@@ -15,6 +15,7 @@ pub mod batches;
 mod bootstrap;
 mod embedding_model;
 mod error;
+pub mod guardrails;
 mod index_locations;
 pub mod knowledge;
 mod late_interaction;

@@ -5,6 +5,7 @@ use std::{sync::Arc, time::Duration};
 use tessera_audit::AuditService;
 use tessera_auth::JwtKeys;
 use tessera_chats::{ArtifactService, ChatPorts, ChatRelations, ChatService, PlansAndBudgets};
+use tessera_guardrails::GuardrailService;
 use tessera_idempotency::IdempotencyService;
 use tessera_identity::{ApiKeyService, IdentityService};
 use tessera_kernel::{CursorCodec, DomainError, SystemClock};
@@ -27,9 +28,9 @@ use tessera_tokenizer::{Encoding, TiktokenCounter};
 use tessera_usage::{BudgetGuard, UsageService};
 
 use crate::{
-    ServicesError, admission::MeteredAdmission, attachments::FileAttachments, knowledge::Knowledge,
-    knowledge::OrganizationImageReading, mcp::LinkedServerTools, upstreams::redis_server,
-    webhooks::Webhooks,
+    ServicesError, admission::MeteredAdmission, attachments::FileAttachments,
+    guardrails::PolicyGuardrails, knowledge::Knowledge, knowledge::OrganizationImageReading,
+    mcp::LinkedServerTools, upstreams::redis_server, webhooks::Webhooks,
 };
 
 /// The database and the domain services built over it.
@@ -60,6 +61,9 @@ pub struct Services {
     pub embeddings: Option<EmbeddingService>,
     /// MCP servers of organizations, and their links to user models.
     pub mcp: McpService,
+    /// Guardrail policies of organizations and their models; completions are checked
+    /// against them.
+    pub guardrails: GuardrailService,
     /// Datasets linked to user models (RAG).
     pub dataset_links: DatasetLinks,
     pub idempotency: IdempotencyService,
@@ -151,6 +155,7 @@ impl Services {
             Arc::new(KnowledgeDirectory(knowledge.datasets.clone())),
             clock.clone(),
         );
+        let guardrails = crate::guardrails::build(&database, models.clone(), clock.clone());
         // The chat store's runner is this process's: its leases keep the generations it
         // begins.
         let chat_store = Arc::new(SqlChatStore::new(database.clone()));
@@ -178,7 +183,8 @@ impl Services {
             usage: usage_store.clone(),
             clock: clock.clone(),
             cursors: cursors.clone(),
-        });
+        })
+        .with_guardrails(Arc::new(PolicyGuardrails::new(guardrails.clone())));
         let interrupted = chats
             .recover_interrupted(settings.chats.generation_lease())
             .await
@@ -204,6 +210,7 @@ impl Services {
             batches,
             embeddings,
             mcp,
+            guardrails,
             dataset_links,
             idempotency,
             keys,

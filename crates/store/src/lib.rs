@@ -36,6 +36,8 @@ mod error;
 mod files;
 #[cfg(feature = "chats")]
 mod group_commit;
+#[cfg(feature = "guardrails")]
+mod guardrail_policies;
 #[cfg(feature = "idempotency")]
 mod idempotency;
 #[cfg(feature = "knowledge")]
@@ -85,6 +87,8 @@ pub use error::StoreError;
 pub use files::SqlFileStore;
 #[cfg(feature = "chats")]
 pub use group_commit::GroupCommitStats;
+#[cfg(feature = "guardrails")]
+pub use guardrail_policies::SqlGuardrailPolicyStore;
 #[cfg(feature = "idempotency")]
 pub use idempotency::SqlIdempotencyStore;
 #[cfg(feature = "mcp")]

@@ -33,11 +33,13 @@ pub enum Part {
     Usage,
     /// Webhooks and their delivery outbox.
     Webhooks,
+    /// Guardrail policies of organizations and their models.
+    Guardrails,
 }
 
 impl Part {
     /// Every part, in the order migrations run: a part comes after those it refers to.
-    pub const ALL: [Part; 10] = [
+    pub const ALL: [Part; 11] = [
         Part::Tenants,
         Part::Identity,
         Part::Prompts,
@@ -48,6 +50,7 @@ impl Part {
         Part::Mcp,
         Part::Chats,
         Part::Usage,
+        Part::Guardrails,
     ];
 
     /// The folder of its migrations under `migrations/<backend>/`.
@@ -63,6 +66,7 @@ impl Part {
             Part::Chats => "chats",
             Part::Usage => "usage",
             Part::Webhooks => "webhooks",
+            Part::Guardrails => "guardrails",
         }
     }
 
@@ -75,7 +79,8 @@ impl Part {
             | Part::Idempotency
             | Part::Chats
             | Part::Usage
-            | Part::Webhooks => &[Part::Tenants],
+            | Part::Webhooks
+            | Part::Guardrails => &[Part::Tenants],
             Part::Knowledge => &[Part::Tenants, Part::Webhooks],
             Part::Models => &[Part::Tenants, Part::Prompts, Part::Knowledge],
             Part::Mcp => &[Part::Tenants, Part::Models],
@@ -109,6 +114,7 @@ impl Part {
             Part::Chats => (postgres::CHATS, sqlite::CHATS),
             Part::Usage => (postgres::USAGE, sqlite::USAGE),
             Part::Webhooks => (postgres::WEBHOOKS, sqlite::WEBHOOKS),
+            Part::Guardrails => (postgres::GUARDRAILS, sqlite::GUARDRAILS),
         };
         match backend {
             Backend::Postgres => postgres,
@@ -135,6 +141,8 @@ mod postgres {
     pub const USAGE: EmbeddedMigrations = embed_migrations!("../../migrations/postgres/usage");
     pub const WEBHOOKS: EmbeddedMigrations =
         embed_migrations!("../../migrations/postgres/webhooks");
+    pub const GUARDRAILS: EmbeddedMigrations =
+        embed_migrations!("../../migrations/postgres/guardrails");
 }
 
 mod sqlite {
@@ -152,6 +160,8 @@ mod sqlite {
     pub const CHATS: EmbeddedMigrations = embed_migrations!("../../migrations/sqlite/chats");
     pub const USAGE: EmbeddedMigrations = embed_migrations!("../../migrations/sqlite/usage");
     pub const WEBHOOKS: EmbeddedMigrations = embed_migrations!("../../migrations/sqlite/webhooks");
+    pub const GUARDRAILS: EmbeddedMigrations =
+        embed_migrations!("../../migrations/sqlite/guardrails");
 }
 
 impl std::fmt::Display for Part {

@@ -472,6 +472,17 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    guardrail_policies (organization_id, scope, model_id) {
+        organization_id -> Text,
+        scope -> Text,
+        model_id -> Text,
+        spec -> Text,
+        updated_at -> Timestamp,
+        updated_by -> Text,
+    }
+}
+
 diesel::joinable!(particle_versions -> particles (particle_id));
 diesel::joinable!(system_prompt_particles -> particles (particle_id));
 diesel::joinable!(system_prompt_particles -> system_prompts (system_prompt_id));

@@ -20,6 +20,7 @@ pub mod datasets;
 pub mod dialects;
 pub mod fallback;
 pub mod files;
+pub mod guardrails;
 pub mod health;
 pub mod mcp_servers;
 pub mod model_datasets;
@@ -179,6 +180,13 @@ operations! {
     mcp_servers::update_mcp_server => "org:admin",
     mcp_servers::delete_mcp_server => "org:admin",
     mcp_servers::list_mcp_server_tools => "models:read",
+    guardrails::get_policy => "org:admin",
+    guardrails::put_policy => "org:admin",
+    guardrails::delete_policy => "org:admin",
+    guardrails::list_model_policies => "org:admin",
+    guardrails::get_model_policy => "org:admin",
+    guardrails::put_model_policy => "org:admin",
+    guardrails::delete_model_policy => "org:admin",
     openai::models::list_models => "models:read",
     openai::models::get_model => "models:read",
     openai::chat::create_chat_completion => "chats:invoke",

@@ -20,6 +20,7 @@ mod embedding_models;
 mod files;
 mod generation_leases;
 mod graceful_stop;
+mod guardrails;
 mod hardening;
 mod hardening3_access;
 mod hardening3_operations;

@@ -8,6 +8,7 @@ pub mod chats;
 pub mod clients;
 pub mod datasets;
 pub mod files;
+pub mod guardrails;
 pub mod health;
 pub mod mcp_servers;
 pub mod model_datasets;

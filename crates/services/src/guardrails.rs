@@ -1,0 +1,89 @@
+//! Guardrail policies in the service graph (decision 0061): the policy service over the SQL
+//! store, the models a policy may name (the catalog's and the organization's own), and the
+//! completion pipeline's [`GuardrailSource`] reading the effective policy and counting each
+//! decision in the metrics.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use tessera_chats::GuardrailSource;
+use tessera_guardrails::{
+    GuardedModels, GuardedRequest, GuardrailPorts, GuardrailRecord, GuardrailService, Guardrails,
+};
+use tessera_kernel::{Clock, DomainError, OrganizationId, TargetPolicy};
+use tessera_models::{ModelError, ModelId, ModelService};
+use tessera_store::{Database, SqlGuardrailPolicyStore};
+
+/// The policy service over `database`. A policy's hook may not name private addresses:
+/// no setting allows it yet, and the hook's HTTP client is still to come.
+pub fn build(database: &Database, models: ModelService, clock: Arc<dyn Clock>) -> GuardrailService {
+    GuardrailService::new(GuardrailPorts {
+        store: Arc::new(SqlGuardrailPolicyStore::new(database.clone())),
+        models: Arc::new(PolicyModels(models)),
+        clock,
+        targets: TargetPolicy::default(),
+    })
+}
+
+/// The models a policy may name: the catalog's, and the organization's own.
+struct PolicyModels(ModelService);
+
+#[async_trait]
+impl GuardedModels for PolicyModels {
+    async fn exists(
+        &self,
+        organization: &OrganizationId,
+        model_id: &str,
+    ) -> Result<bool, DomainError> {
+        if self.0.catalog().get(model_id).is_some() {
+            return Ok(true);
+        }
+        let Ok(id) = model_id.parse::<ModelId>() else {
+            return Ok(false);
+        };
+        match self.0.get(organization, &id).await {
+            Ok(_) => Ok(true),
+            Err(ModelError::NotFound(_)) => Ok(false),
+            Err(error) => Err(error.into()),
+        }
+    }
+}
+
+/// Completions' guardrails: the organization's policy refined by the model's. Without an
+/// HTTP client for hooks yet, a policy's hook is "not configured" and follows its fail mode.
+pub struct PolicyGuardrails {
+    policies: GuardrailService,
+    guardrails: Guardrails,
+}
+
+impl PolicyGuardrails {
+    pub fn new(policies: GuardrailService) -> Self {
+        Self {
+            policies,
+            guardrails: Guardrails::without_hook(),
+        }
+    }
+}
+
+#[async_trait]
+impl GuardrailSource for PolicyGuardrails {
+    async fn begin(
+        &self,
+        organization: &OrganizationId,
+        model_id: &str,
+    ) -> Result<Option<GuardedRequest>, DomainError> {
+        let policy = self.policies.effective(organization, model_id).await?;
+        Ok(policy.map(|policy| self.guardrails.begin(policy)))
+    }
+
+    fn report(&self, record: &GuardrailRecord) {
+        for outcome in record.outcomes() {
+            tessera_metrics_prometheus::guardrail_decision(
+                outcome.kind.as_str(),
+                outcome.direction.as_str(),
+                outcome.effect.as_str(),
+                outcome.count,
+            );
+        }
+    }
+}

@@ -1,0 +1,1 @@
+DROP TABLE guardrail_policies;
