@@ -43,6 +43,7 @@
 use std::{
     collections::{HashMap, HashSet},
     path::{Path, PathBuf},
+    sync::Arc,
     time::{Duration, Instant},
 };
 
@@ -52,8 +53,9 @@ use reqwest::multipart::{Form, Part};
 use serde_json::{Value, json};
 use tessera_api::config::Settings;
 use tessera_api::config::{EmbeddingPrecision, Switch};
-use tessera_embed_local::{Precision, cpu_flags};
-use tessera_knowledge::{DocumentProcessor, Embedder, FileFormat, ignore_progress};
+use tessera_embed_local::{LocalEmbedder, LocalEmbeddingModel, Precision, cpu_flags};
+use tessera_documents::DocumentChunker;
+use tessera_knowledge::{ChunkTokens, DocumentProcessor, Embedder, FileFormat, ignore_progress};
 
 #[path = "support/beir.rs"]
 mod beir;
@@ -449,16 +451,20 @@ fn env_number(name: &str) -> Option<usize> {
 /// embeds them), the seconds the document processor takes to cut them, and how many chunks.
 struct ModelAlone {
     chunking: f64,
+    /// The same cutting with every candidate counted by the tokenizer whole (the counting
+    /// before word counts were remembered): the chunker's baseline in the same run.
+    chunking_whole_texts: f64,
     all_at_once: f64,
     per_file: f64,
     chunks: usize,
 }
 
-async fn embedding_only(models: &Path, collection: &Collection) -> anyhow::Result<ModelAlone> {
-    let embedder = support::default_embedder(models).await?;
-    let chunker = support::chunker_for(&embedder);
+/// Every document's chunk texts as the service cuts them (title, blank line, text).
+async fn cut(
+    chunker: &DocumentChunker,
+    collection: &Collection,
+) -> anyhow::Result<Vec<Vec<String>>> {
     let mut files = Vec::new();
-    let started = Instant::now();
     for document in &collection.documents {
         let body = format!("{}\n\n{}", document.title, document.text);
         let chunks = chunker
@@ -470,14 +476,65 @@ async fn embedding_only(models: &Path, collection: &Collection) -> anyhow::Resul
             )
             .await
             .map_err(|e| anyhow!("chunking {}: {e}", document.id))?;
-        files.push(
-            chunks
-                .into_iter()
-                .map(|chunk| chunk.text)
-                .collect::<Vec<_>>(),
-        );
+        files.push(chunks.into_iter().map(|chunk| chunk.text).collect());
     }
+    Ok(files)
+}
+
+/// The default model's word pieces counted by encoding each text whole with its tokenizer.
+#[derive(Debug)]
+struct WholeTexts {
+    tokenizer: tokenizers::Tokenizer,
+    window: usize,
+}
+
+impl WholeTexts {
+    fn of_default_model(models: &Path, embedder: &LocalEmbedder) -> anyhow::Result<Self> {
+        let dir = LocalEmbeddingModel::BgeSmallEnV15
+            .find(models)
+            .context("bge-small-en-v1.5 is not fetched")?;
+        let mut tokenizer = tokenizers::Tokenizer::from_file(dir.join("tokenizer.json"))
+            .map_err(|e| anyhow!("the tokenizer: {e}"))?;
+        tokenizer
+            .with_truncation(None)
+            .map_err(|e| anyhow!("the tokenizer: {e}"))?;
+        tokenizer.with_padding(None);
+        let window = embedder
+            .chunk_tokens()
+            .context("the embedded model counts its tokens")?
+            .window();
+        Ok(Self { tokenizer, window })
+    }
+}
+
+impl ChunkTokens for WholeTexts {
+    fn count(&self, text: &str) -> usize {
+        self.tokenizer
+            .encode_fast(text, false)
+            .map_or(text.len(), |encoding| encoding.len())
+    }
+
+    fn window(&self) -> usize {
+        self.window
+    }
+}
+
+async fn embedding_only(models: &Path, collection: &Collection) -> anyhow::Result<ModelAlone> {
+    let embedder = support::default_embedder(models).await?;
+    let started = Instant::now();
+    let files = cut(&support::chunker_for(&embedder), collection).await?;
     let chunking = started.elapsed().as_secs_f64();
+    let whole_texts = WholeTexts::of_default_model(models, &embedder)?;
+    let started = Instant::now();
+    let baseline = cut(
+        &DocumentChunker::default().with_chunk_tokens(Arc::new(whole_texts)),
+        collection,
+    )
+    .await?;
+    let chunking_whole_texts = started.elapsed().as_secs_f64();
+    if baseline != files {
+        bail!("counting words one by one cut other chunks than counting whole texts");
+    }
     let texts: Vec<String> = files.iter().flatten().cloned().collect();
     let chunks = texts.len();
     let all_at_once = support::embedding_model_alone(&embedder, texts).await?;
@@ -487,6 +544,7 @@ async fn embedding_only(models: &Path, collection: &Collection) -> anyhow::Resul
     }
     Ok(ModelAlone {
         chunking,
+        chunking_whole_texts,
         all_at_once,
         per_file: started.elapsed().as_secs_f64(),
         chunks,
@@ -593,6 +651,10 @@ fn main() -> anyhow::Result<()> {
             (
                 "the document processor alone (cutting chunks)",
                 alone.chunking,
+            ),
+            (
+                "cutting chunks, every candidate encoded whole",
+                alone.chunking_whole_texts,
             ),
         ] {
             println!(

@@ -5,10 +5,39 @@
 
 use tessera_embed_local::{LocalEmbedder, LocalEmbedderOptions, LocalEmbeddingModel};
 use tessera_knowledge::Embedder;
+use tokenizers::Tokenizer;
 
 mod support;
 
 use support::models_dir;
+
+/// The model's tokenizer as its package ships it, reading whole texts without truncation.
+fn whole_text_tokenizer(model: LocalEmbeddingModel) -> Tokenizer {
+    let dir = model.find(&models_dir()).expect("the model is fetched");
+    let mut tokenizer = Tokenizer::from_file(dir.join("tokenizer.json")).unwrap();
+    tokenizer.with_truncation(None).unwrap();
+    tokenizer.with_padding(None);
+    tokenizer
+}
+
+/// Texts whose white space, control characters, accents, scripts and special tokens a
+/// word-by-word count could get wrong.
+const AWKWARD: &[&str] = &[
+    "Ünïcödé naïve café — résumé, Œuvre; ÅNGSTRÖM",
+    "中文字符混合English文本和数字123",
+    "tab\tseparated\r\nlines\u{000B}vertical\u{000C}feed\u{0085}next",
+    "non\u{00A0}breaking\u{2003}em\u{3000}ideographic\u{2028}line\u{2029}para",
+    "zero\u{200B}width\u{200D}joiner\u{FEFF}mark\u{00AD}soft",
+    "control\u{0}null\u{FFFD}replacement\u{1F}unit",
+    "[CLS] [SEP] [MASK] [PAD] [UNK] foo[SEP]bar [unused0]x",
+    "👩‍👩‍👧 🎉 ✓ ∑ x² ½",
+    "e\u{0301} \u{0301}a \u{0301} cafe\u{0301}",
+    "שלום עולם مرحبا بالعالم Привет мир Γειά σου",
+    "2,3,7,8-Tetrachlorodibenzo-p-dioxin (TCDD): 0.0042 µg/kg; p<0.05",
+    "https://example.com/a?b=c&d=e#f user@example.org C:\\path\\file.txt",
+    "   leading and trailing   ",
+    "",
+];
 
 fn load(model: LocalEmbeddingModel, max_tokens: Option<usize>) -> LocalEmbedder {
     let root = models_dir();
@@ -62,4 +91,45 @@ fn chunks_are_counted_in_the_word_pieces_the_model_reads() {
 fn a_shorter_reading_narrows_the_window() {
     let embedder = load(LocalEmbeddingModel::AllMiniLmL6V2, Some(128));
     assert_eq!(embedder.chunk_tokens().unwrap().window(), 126);
+}
+
+#[test]
+fn a_text_counts_as_the_tokenizer_counts_it_whole() {
+    for model in [
+        LocalEmbeddingModel::AllMiniLmL6V2,
+        LocalEmbeddingModel::BgeSmallEnV15,
+    ] {
+        let embedder = load(model, None);
+        let tokens = embedder.chunk_tokens().unwrap();
+        let tokenizer = whole_text_tokenizer(model);
+        let whole = |text: &str| tokenizer.encode_fast(text, false).unwrap().len();
+        let long_word = "Pneumonoultramicroscopicsilicovolcanoconiosis".repeat(8);
+        let mut texts: Vec<String> = AWKWARD.iter().map(|text| (*text).to_owned()).collect();
+        texts.push(long_word.clone());
+        texts.push(format!("{long_word} {long_word}x"));
+        // Every pair and a few longer mixtures, joined with and without separators.
+        let mut seed = 0x9e37_79b9_u32;
+        for _ in 0..300 {
+            let mut text = String::new();
+            for _ in 0..4 {
+                seed ^= seed << 13;
+                seed ^= seed >> 17;
+                seed ^= seed << 5;
+                let piece = AWKWARD[seed as usize % AWKWARD.len()];
+                let cut = piece
+                    .char_indices()
+                    .map(|(at, _)| at)
+                    .nth((seed >> 8) as usize % piece.chars().count().max(1))
+                    .unwrap_or(0);
+                text.push_str(&piece[cut..]);
+                text.push_str(["", " ", "\n", "\u{00A0}", "\t\t"][(seed >> 4) as usize % 5]);
+            }
+            texts.push(text);
+        }
+        for text in &texts {
+            // Twice: the second count comes from what the first remembered.
+            assert_eq!(tokens.count(text), whole(text), "{}: {text:?}", model.name());
+            assert_eq!(tokens.count(text), whole(text), "{}: {text:?}", model.name());
+        }
+    }
 }
