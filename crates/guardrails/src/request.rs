@@ -5,6 +5,8 @@
 
 use std::{borrow::Cow, sync::Arc};
 
+use tracing::Instrument;
+
 use crate::{
     Blocked, CheckKind, Direction, FailMode, GuardrailHook, GuardrailPolicy, GuardrailRecord,
     HookError, HookFailure, HookRequest, HookVerdict, NoHook, Pseudonyms, RuleId, StreamRestorer,
@@ -98,9 +100,21 @@ impl GuardedRequest {
             return Ok(());
         };
         let request = HookRequest { direction, texts };
+        let span = tracing::info_span!(
+            "guardrail hook",
+            tessera.guardrail.direction = direction.as_str(),
+            tessera.guardrail.verdict = tracing::field::Empty,
+        );
         let answer = tokio::time::timeout(settings.timeout, self.hook.check(settings, request))
+            .instrument(span.clone())
             .await
             .unwrap_or(Err(HookError::Timeout));
+        let verdict = match &answer {
+            Ok(HookVerdict::Allow) => "allow",
+            Ok(HookVerdict::Block { .. }) => "block",
+            Err(error) => HookFailure::from(error).as_str(),
+        };
+        span.record("tessera.guardrail.verdict", verdict);
         let rule = RuleId::hook();
         let blocked = |reason: Option<String>, hook_failure: Option<HookFailure>| Blocked {
             rule: RuleId::hook(),

@@ -17,6 +17,8 @@ pub enum ServicesError {
     Webhooks(String),
     #[error("config section `mcp`: {0}")]
     Mcp(String),
+    #[error("config section `guardrails`: {0}")]
+    Guardrails(String),
     #[error("config key `redis_url`: {0}")]
     Redis(String),
     #[error("config key `redis_ca_file`: {0}")]

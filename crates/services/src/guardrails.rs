@@ -1,7 +1,7 @@
 //! Guardrail policies in the service graph (decision 0061): the policy service over the SQL
 //! store, the models a policy may name (the catalog's and the organization's own), and the
-//! completion pipeline's [`GuardrailSource`] reading the effective policy and counting each
-//! decision in the metrics.
+//! completion pipeline's [`GuardrailSource`] reading the effective policy, asking its hook
+//! over HTTP and counting each decision in the metrics.
 
 use std::sync::Arc;
 
@@ -10,19 +10,37 @@ use tessera_chats::GuardrailSource;
 use tessera_guardrails::{
     GuardedModels, GuardedRequest, GuardrailPorts, GuardrailRecord, GuardrailService, Guardrails,
 };
+use tessera_guardrails_http::HttpGuardrailHook;
 use tessera_kernel::{Clock, DomainError, OrganizationId, TargetPolicy};
 use tessera_models::{ModelError, ModelId, ModelService};
+use tessera_setup::config::GuardrailSettings;
 use tessera_store::{Database, SqlGuardrailPolicyStore};
 
-/// The policy service over `database`. A policy's hook may not name private addresses:
-/// no setting allows it yet, and the hook's HTTP client is still to come.
-pub fn build(database: &Database, models: ModelService, clock: Arc<dyn Clock>) -> GuardrailService {
-    GuardrailService::new(GuardrailPorts {
+/// The policy service over `database`, and the completions' guardrails whose hooks it
+/// asks over HTTP. A hook may name private addresses only with
+/// `guardrails.allow_private_targets`, checked when a policy is written and again on the
+/// addresses each call connects to.
+pub fn build(
+    settings: &GuardrailSettings,
+    database: &Database,
+    models: ModelService,
+    clock: Arc<dyn Clock>,
+) -> Result<(GuardrailService, PolicyGuardrails), String> {
+    let targets = TargetPolicy {
+        allow_private_targets: settings.allow_private_targets,
+    };
+    let hook = HttpGuardrailHook::new(targets).map_err(|e| e.to_string())?;
+    let policies = GuardrailService::new(GuardrailPorts {
         store: Arc::new(SqlGuardrailPolicyStore::new(database.clone())),
         models: Arc::new(PolicyModels(models)),
         clock,
-        targets: TargetPolicy::default(),
-    })
+        targets,
+    });
+    let guardrails = PolicyGuardrails {
+        policies: policies.clone(),
+        guardrails: Guardrails::new(Arc::new(hook)),
+    };
+    Ok((policies, guardrails))
 }
 
 /// The models a policy may name: the catalog's, and the organization's own.
@@ -49,20 +67,11 @@ impl GuardedModels for PolicyModels {
     }
 }
 
-/// Completions' guardrails: the organization's policy refined by the model's. Without an
-/// HTTP client for hooks yet, a policy's hook is "not configured" and follows its fail mode.
+/// Completions' guardrails: the organization's policy refined by the model's, its hook
+/// asked over HTTP.
 pub struct PolicyGuardrails {
     policies: GuardrailService,
     guardrails: Guardrails,
-}
-
-impl PolicyGuardrails {
-    pub fn new(policies: GuardrailService) -> Self {
-        Self {
-            policies,
-            guardrails: Guardrails::without_hook(),
-        }
-    }
 }
 
 #[async_trait]

@@ -29,7 +29,7 @@ use tessera_usage::{BudgetGuard, UsageService};
 
 use crate::{
     ServicesError, admission::MeteredAdmission, attachments::FileAttachments,
-    guardrails::PolicyGuardrails, knowledge::Knowledge, knowledge::OrganizationImageReading,
+    knowledge::Knowledge, knowledge::OrganizationImageReading,
     mcp::LinkedServerTools, upstreams::redis_server, webhooks::Webhooks,
 };
 
@@ -155,7 +155,13 @@ impl Services {
             Arc::new(KnowledgeDirectory(knowledge.datasets.clone())),
             clock.clone(),
         );
-        let guardrails = crate::guardrails::build(&database, models.clone(), clock.clone());
+        let (guardrails, completion_guardrails) = crate::guardrails::build(
+            &settings.guardrails,
+            &database,
+            models.clone(),
+            clock.clone(),
+        )
+        .map_err(ServicesError::Guardrails)?;
         // The chat store's runner is this process's: its leases keep the generations it
         // begins.
         let chat_store = Arc::new(SqlChatStore::new(database.clone()));
@@ -184,7 +190,7 @@ impl Services {
             clock: clock.clone(),
             cursors: cursors.clone(),
         })
-        .with_guardrails(Arc::new(PolicyGuardrails::new(guardrails.clone())));
+        .with_guardrails(Arc::new(completion_guardrails));
         let interrupted = chats
             .recover_interrupted(settings.chats.generation_lease())
             .await

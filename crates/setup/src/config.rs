@@ -655,6 +655,17 @@ pub struct McpSettings {
     pub allow_private_targets: bool,
 }
 
+/// Guardrail policies (`PUT /v1/guardrails`) and the external services their hooks ask.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct GuardrailSettings {
+    /// Allow guardrail hooks on `localhost` and loopback, private and link-local addresses
+    /// (off: a tenant must not reach this service's own network through its policy's hook).
+    /// A guardrail service run beside Tessera on its own network needs it.
+    #[serde(deserialize_with = "lenient::parse")]
+    pub allow_private_targets: bool,
+}
+
 /// Chat generations.
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
@@ -936,6 +947,7 @@ pub struct Settings {
     pub webhooks: WebhookSettings,
     pub batches: BatchSettings,
     pub mcp: McpSettings,
+    pub guardrails: GuardrailSettings,
     pub metrics: MetricsSettings,
     pub telemetry: TelemetrySettings,
 }
@@ -967,6 +979,7 @@ impl Default for Settings {
             webhooks: WebhookSettings::default(),
             batches: BatchSettings::default(),
             mcp: McpSettings::default(),
+            guardrails: GuardrailSettings::default(),
             metrics: MetricsSettings::default(),
             telemetry: TelemetrySettings::default(),
         }

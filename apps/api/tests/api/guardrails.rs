@@ -2,16 +2,22 @@
 //! its models' policies (scope, validation located in the body, tenant scoping, unknown
 //! models, audit), and end to end on the embedded model: a policy that blocks emails refuses
 //! a `/v1` completion with a located 422 and an OpenAI dialect completion with its 400, and
-//! one that redacts them shows the outcome on the answer.
+//! one that redacts them shows the outcome on the answer. A policy's hook is a real HTTP
+//! service on loopback: its verdicts refuse or pass completions, and a service that cannot
+//! be reached refuses them when the policy fails closed and lets them pass when it fails
+//! open. An answer an output rule refuses is withheld in every dialect, each saying so in
+//! its own terms.
 
 use reqwest::Method;
 use serde_json::{Value, json};
 use tessera_store::Backend;
+use tokio::{io::AsyncWriteExt, net::TcpListener, sync::mpsc};
 
 use crate::{
     chats::{LOCAL, local_app, model_dir},
     openai::openai_error,
     support::{TestApp, ok, problem},
+    webhooks::read_request,
 };
 
 const ADMIN: &str = "org:admin chats:invoke chats:read models:read models:write";
@@ -151,6 +157,24 @@ async fn policies_are_organization_resources(backend: Backend) {
         unknown_kind["detail"][0]["loc"],
         json!(["body", "pii", 0, "kind"]),
         "{unknown_kind}"
+    );
+    // A hook on this service's own network, unless `guardrails.allow_private_targets`.
+    let private_hook = problem(
+        put(
+            &app,
+            &admin,
+            "/v1/guardrails",
+            &json!({"hook": {"url": "http://127.0.0.1:9/check", "failMode": "open"}}),
+        )
+        .await,
+        422,
+        "validation_failed",
+    )
+    .await;
+    assert_eq!(
+        private_hook["detail"][0]["loc"],
+        json!(["body", "hook", "url"]),
+        "{private_hook}"
     );
     // The refused writes changed nothing.
     let read = ok(app.call(Method::GET, "/v1/guardrails", &admin).await, 200).await;
@@ -399,7 +423,237 @@ async fn decisions_are_counted_in_the_metrics() {
     );
 }
 
+
+/// A guardrail service on loopback that blocks any text containing "forbidden" (reason
+/// "off topic") and allows the rest, and reports each question's body.
+async fn guardrail_service() -> (String, mpsc::UnboundedReceiver<Value>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/check", listener.local_addr().unwrap());
+    let (tx, rx) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                while let Some(request) = read_request(&mut socket).await {
+                    let question: Value = serde_json::from_str(&request.body).unwrap();
+                    let blocked = question["texts"].as_array().unwrap().iter().any(|text| {
+                        text.as_str().unwrap().to_lowercase().contains("forbidden")
+                    });
+                    let verdict = if blocked {
+                        json!({"action": "block", "reason": "off topic"})
+                    } else {
+                        json!({"action": "allow"})
+                    };
+                    // Reported before the verdict is written, so whatever asked is
+                    // answered only after the test can see the question.
+                    let _ = tx.send(question);
+                    let body = verdict.to_string();
+                    let answer = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                        body.len()
+                    );
+                    if socket.write_all(answer.as_bytes()).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (url, rx)
+}
+
+/// A loopback URL nothing listens on.
+async fn unreachable_url() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    drop(listener);
+    format!("http://{address}/check")
+}
+
+fn hook(url: &str, fail_mode: &str) -> Value {
+    json!({"hook": {"url": url, "timeoutMs": 5000, "failMode": fail_mode, "appliesTo": "both"}})
+}
+
+async fn hooks_are_asked_over_http(backend: Backend) {
+    let (url, mut questions) = guardrail_service().await;
+    let app = TestApp::spawn_with(backend, |settings| {
+        settings.models.local_dir = Some(model_dir());
+        settings.rate_limit.enabled = false;
+        settings.guardrails.allow_private_targets = true;
+    })
+    .await;
+    let admin = app.caller_token(ADMIN).await;
+    ok(put(&app, &admin, "/v1/guardrails", &hook(&url, "closed")).await, 200).await;
+
+    // The service's block refuses the turn with its reason; no model is called.
+    let refused = problem(
+        app.call_json(Method::POST, "/v1/chats", &admin, &ask("Tell me a forbidden story."))
+            .await,
+        422,
+        "validation_failed",
+    )
+    .await;
+    assert_eq!(refused["detail"][0]["loc"], json!(["body", "messages"]), "{refused}");
+    assert_eq!(refused["detail"][0]["type"], json!("guardrail_blocked"));
+    assert!(
+        refused["detail"][0]["msg"].as_str().unwrap().contains("off topic"),
+        "{refused}"
+    );
+    let asked = questions.recv().await.unwrap();
+    assert_eq!(asked, json!({"direction": "input", "texts": ["Tell me a forbidden story."]}));
+
+    // Allowed: the service is asked about the question, then about the answer.
+    let answer = ok(
+        app.call_json(Method::POST, "/v1/chats", &admin, &ask("Say hello."))
+            .await,
+        201,
+    )
+    .await;
+    let input = questions.recv().await.unwrap();
+    assert_eq!(input, json!({"direction": "input", "texts": ["Say hello."]}));
+    let output = questions.recv().await.unwrap();
+    assert_eq!(output["direction"], json!("output"), "{output}");
+    assert_eq!(output["texts"].as_array().map(Vec::len), Some(1), "{output}");
+    let effects: Vec<(&str, &str)> = (answer["guardrails"].as_array().unwrap().iter())
+        .map(|outcome| {
+            assert_eq!(outcome["rule"], json!("hook"), "{answer}");
+            (
+                outcome["direction"].as_str().unwrap(),
+                outcome["effect"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(effects, [("input", "passed"), ("output", "passed")], "{answer}");
+
+    // Counting a prompt's tokens does not ask the service (nothing leaves for a count).
+    let counted = ok(
+        app.call_json(
+            Method::POST,
+            "/anthropic/v1/messages/count_tokens",
+            &admin,
+            &json!({"model": LOCAL, "messages": [{"role": "user", "content": "A forbidden count."}]}),
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert!(counted["input_tokens"].as_u64().unwrap() > 0, "{counted}");
+    assert!(questions.try_recv().is_err(), "a count asked the hook");
+
+    // A service that cannot be reached: refused when the policy fails closed...
+    let down = unreachable_url().await;
+    ok(put(&app, &admin, "/v1/guardrails", &hook(&down, "closed")).await, 200).await;
+    let refused = problem(
+        app.call_json(Method::POST, "/v1/chats", &admin, &ask("Say hello."))
+            .await,
+        422,
+        "validation_failed",
+    )
+    .await;
+    assert!(
+        refused["detail"][0]["msg"].as_str().unwrap().contains("no verdict"),
+        "{refused}"
+    );
+    // ...and answered, the failure recorded, when it fails open.
+    ok(put(&app, &admin, "/v1/guardrails", &hook(&down, "open")).await, 200).await;
+    let answer = ok(
+        app.call_json(Method::POST, "/v1/chats", &admin, &ask("Say hello."))
+            .await,
+        201,
+    )
+    .await;
+    let outcome = &answer["guardrails"][0];
+    assert_eq!(outcome["effect"], json!("passed"), "{answer}");
+    assert_eq!(outcome["hookFailure"], json!("unavailable"), "{answer}");
+}
+
+/// The embedded model's greedy answer to this names Paris.
+const CAPITAL: &str = "What is the capital of France?";
+
+async fn ask_capital(app: &TestApp, token: &str) -> Value {
+    let body = json!({
+        "modelId": LOCAL,
+        "messages": [{"role": "user", "content": CAPITAL}],
+        "maxTokens": 16,
+        "temperature": 0
+    });
+    ok(app.call_json(Method::POST, "/v1/chats", token, &body).await, 201).await
+}
+
+#[tokio::test]
+async fn answers_refused_by_an_output_rule_are_withheld_in_every_dialect() {
+    let (app, _dir) = local_app(Backend::Sqlite, None).await;
+    let admin = app.caller_token(ADMIN).await;
+    // The precondition: without a policy the answer names the city.
+    let free = ask_capital(&app, &admin).await;
+    let said = free["message"]["content"].as_str().unwrap();
+    assert!(said.contains("Paris"), "{free}");
+
+    let cities = json!({"deny": [{"id": "cities", "words": ["Paris"], "appliesTo": "output"}]});
+    ok(put(&app, &admin, "/v1/guardrails", &cities).await, 200).await;
+
+    let withheld = ask_capital(&app, &admin).await;
+    assert_eq!(withheld["finishReason"], json!("content_filter"), "{withheld}");
+    assert!(!withheld.to_string().contains("Paris"), "{withheld}");
+    let outcome = &withheld["guardrails"][0];
+    assert_eq!(
+        (&outcome["rule"], &outcome["direction"], &outcome["effect"]),
+        (&json!("cities"), &json!("output"), &json!("blocked")),
+        "{withheld}"
+    );
+
+    let openai = ok(
+        app.call_json(
+            Method::POST,
+            "/openai/v1/chat/completions",
+            &admin,
+            &json!({"model": LOCAL, "max_tokens": 16, "temperature": 0,
+                    "messages": [{"role": "user", "content": CAPITAL}]}),
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(openai["choices"][0]["finish_reason"], json!("content_filter"), "{openai}");
+    assert!(!openai.to_string().contains("Paris"), "{openai}");
+
+    let response = ok(
+        app.call_json(
+            Method::POST,
+            "/openai/v1/responses",
+            &admin,
+            &json!({"model": LOCAL, "max_output_tokens": 16, "temperature": 0, "input": CAPITAL}),
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(response["status"], json!("incomplete"), "{response}");
+    assert_eq!(
+        response["incomplete_details"]["reason"],
+        json!("content_filter"),
+        "{response}"
+    );
+    assert!(!response.to_string().contains("Paris"), "{response}");
+
+    let message = ok(
+        app.call_json(
+            Method::POST,
+            "/anthropic/v1/messages",
+            &admin,
+            &json!({"model": LOCAL, "max_tokens": 16, "temperature": 0,
+                    "messages": [{"role": "user", "content": CAPITAL}]}),
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(message["stop_reason"], json!("refusal"), "{message}");
+    assert!(!message.to_string().contains("Paris"), "{message}");
+}
+
 tessera_store::on_both_databases!(
     policies_are_organization_resources,
     policies_apply_to_completions,
+    hooks_are_asked_over_http,
 );

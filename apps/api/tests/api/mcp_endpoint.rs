@@ -4,7 +4,8 @@
 //! the hits `POST /v1/datasets/{id}/search` returns, lists datasets and files, composes a
 //! system prompt, asks the embedded model (the chat is stored and billed), reads usage,
 //! lists and reads particles and system prompts as resources; a key without the scope is
-//! refused, another organization's dataset is not found, bad arguments are named.
+//! refused, another organization's dataset is not found, bad arguments are named, and the
+//! organization's guardrails refuse a blocked prompt.
 
 use std::process::Command;
 
@@ -302,6 +303,33 @@ async fn the_official_mcp_client_uses_tessera_as_a_server() {
         missing_resource["error"]["code"], -32002,
         "{missing_resource}"
     );
+
+    // The organization's guardrails hold for `ask_model` as for every completion: a
+    // blocked input is the tool's 422, located in the prompt, and no model runs.
+    let emails = json!({"pii": [{"id": "emails", "kind": "email", "action": "block"}]});
+    ok(
+        app.call_json(Method::PUT, "/v1/guardrails", &admin, &emails)
+            .await,
+        200,
+    )
+    .await;
+    let results = mcp_client(
+        &app,
+        &key,
+        json!([{"op": "call", "tool": "ask_model", "arguments": {
+            "model": LOCAL, "prompt": "Write to jane.doe@example.org.", "maxTokens": 8
+        }}]),
+    )
+    .await;
+    let blocked = refusal(&results[1]);
+    assert_eq!(blocked["status"], json!(422), "{blocked}");
+    assert_eq!(blocked["detail"][0]["type"], json!("guardrail_blocked"), "{blocked}");
+    assert!(!blocked.to_string().contains("jane.doe"), "{blocked}");
+    ok(
+        app.call(Method::DELETE, "/v1/guardrails", &admin).await,
+        204,
+    )
+    .await;
 
     // A key with only `files:read` sees one tool and is refused the others.
     let narrow = api_key(&app, &admin, &["files:read"]).await;

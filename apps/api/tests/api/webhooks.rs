@@ -29,12 +29,13 @@ use crate::{
 
 /// One request a receiver got: lower-case header names, and the body.
 #[derive(Debug, Clone)]
-struct Received {
-    headers: HashMap<String, String>,
-    body: String,
+pub(crate) struct Received {
+    pub(crate) headers: HashMap<String, String>,
+    pub(crate) body: String,
 }
 
-async fn read_request(socket: &mut TcpStream) -> Option<Received> {
+/// The next HTTP/1.1 request on `socket` (None once the client closes it).
+pub(crate) async fn read_request(socket: &mut TcpStream) -> Option<Received> {
     let mut raw = Vec::new();
     let mut buffer = [0_u8; 8192];
     loop {

@@ -48,6 +48,15 @@ struct StoredTexts {
     arguments: Vec<String>,
 }
 
+/// Why a completion is prepared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Purpose {
+    /// To run it: every check, the guardrail hook included.
+    Completion,
+    /// To count its prompt's tokens: the hook is not asked.
+    Count,
+}
+
 /// A completion ready to begin: everything [`ChatService::start`] decides before the
 /// generation runs.
 struct Prepared {
@@ -95,7 +104,8 @@ impl ChatService {
     /// the same checks, model, knowledge and context fitting as [`ChatService::start`]
     /// (earlier messages the window cannot hold left out), plus the client's tool
     /// definitions (name, description and JSON Schema) counted as text. Nothing is stored
-    /// and no usage is recorded.
+    /// and no usage is recorded. The policy's rules apply, but its hook is not asked: a
+    /// count sends no text to an outside service, and the hook's verdict changes no count.
     pub async fn count_prompt_tokens(
         &self,
         caller: &Caller,
@@ -103,7 +113,7 @@ impl ChatService {
     ) -> Result<u32, ChatError> {
         let span = tracing::info_span!("count prompt tokens");
         let prepared = self
-            .prepare(caller, &request, &span)
+            .prepare(caller, &request, &span, Purpose::Count)
             .instrument(span.clone())
             .await?;
         let tools: u32 = request
@@ -141,7 +151,9 @@ impl ChatService {
             principal_kind,
             guard,
             stored_turn,
-        } = self.prepare(caller, &request, &span).await?;
+        } = self
+            .prepare(caller, &request, &span, Purpose::Completion)
+            .await?;
         let mut request = request;
         for (message, stored) in request.messages.iter_mut().zip(stored_turn) {
             message.content = stored.content;
@@ -240,6 +252,7 @@ impl ChatService {
         caller: &Caller,
         request: &CompletionRequest,
         span: &tracing::Span,
+        purpose: Purpose,
     ) -> Result<Prepared, ChatError> {
         crate::caller::may_attach(caller, &request.messages)?;
         let principal_kind = caller.metered_kind()?;
@@ -270,7 +283,7 @@ impl ChatService {
             )
             .await;
         let conversation = match (conversation, &mut guard) {
-            (Ok(conversation), Some(guard)) => consult_hook(guard, &conversation.turn)
+            (Ok(conversation), Some(guard)) if purpose == Purpose::Completion => consult_hook(guard, &conversation.turn)
                 .await
                 .map(|()| conversation),
             (conversation, _) => conversation,
