@@ -53,8 +53,8 @@ use reqwest::multipart::{Form, Part};
 use serde_json::{Value, json};
 use tessera_api::config::Settings;
 use tessera_api::config::{EmbeddingPrecision, Switch};
-use tessera_embed_local::{LocalEmbedder, LocalEmbeddingModel, Precision, cpu_flags};
 use tessera_documents::DocumentChunker;
+use tessera_embed_local::{LocalEmbedder, LocalEmbeddingModel, Precision, cpu_flags};
 use tessera_knowledge::{ChunkTokens, DocumentProcessor, Embedder, FileFormat, ignore_progress};
 
 #[path = "support/beir.rs"]

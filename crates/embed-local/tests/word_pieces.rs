@@ -128,8 +128,18 @@ fn a_text_counts_as_the_tokenizer_counts_it_whole() {
         }
         for text in &texts {
             // Twice: the second count comes from what the first remembered.
-            assert_eq!(tokens.count(text), whole(text), "{}: {text:?}", model.name());
-            assert_eq!(tokens.count(text), whole(text), "{}: {text:?}", model.name());
+            assert_eq!(
+                tokens.count(text),
+                whole(text),
+                "{}: {text:?}",
+                model.name()
+            );
+            assert_eq!(
+                tokens.count(text),
+                whole(text),
+                "{}: {text:?}",
+                model.name()
+            );
         }
     }
 }

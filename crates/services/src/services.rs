@@ -28,9 +28,9 @@ use tessera_tokenizer::{Encoding, TiktokenCounter};
 use tessera_usage::{BudgetGuard, UsageService};
 
 use crate::{
-    ServicesError, admission::MeteredAdmission, attachments::FileAttachments,
-    knowledge::Knowledge, knowledge::OrganizationImageReading,
-    mcp::LinkedServerTools, upstreams::redis_server, webhooks::Webhooks,
+    ServicesError, admission::MeteredAdmission, attachments::FileAttachments, knowledge::Knowledge,
+    knowledge::OrganizationImageReading, mcp::LinkedServerTools, upstreams::redis_server,
+    webhooks::Webhooks,
 };
 
 /// The database and the domain services built over it.

@@ -423,7 +423,6 @@ async fn decisions_are_counted_in_the_metrics() {
     );
 }
 
-
 /// A guardrail service on loopback that blocks any text containing "forbidden" (reason
 /// "off topic") and allows the rest, and reports each question's body.
 async fn guardrail_service() -> (String, mpsc::UnboundedReceiver<Value>) {
@@ -436,9 +435,10 @@ async fn guardrail_service() -> (String, mpsc::UnboundedReceiver<Value>) {
             tokio::spawn(async move {
                 while let Some(request) = read_request(&mut socket).await {
                     let question: Value = serde_json::from_str(&request.body).unwrap();
-                    let blocked = question["texts"].as_array().unwrap().iter().any(|text| {
-                        text.as_str().unwrap().to_lowercase().contains("forbidden")
-                    });
+                    let blocked =
+                        question["texts"].as_array().unwrap().iter().any(|text| {
+                            text.as_str().unwrap().to_lowercase().contains("forbidden")
+                        });
                     let verdict = if blocked {
                         json!({"action": "block", "reason": "off topic"})
                     } else {
@@ -483,24 +483,43 @@ async fn hooks_are_asked_over_http(backend: Backend) {
     })
     .await;
     let admin = app.caller_token(ADMIN).await;
-    ok(put(&app, &admin, "/v1/guardrails", &hook(&url, "closed")).await, 200).await;
+    ok(
+        put(&app, &admin, "/v1/guardrails", &hook(&url, "closed")).await,
+        200,
+    )
+    .await;
 
     // The service's block refuses the turn with its reason; no model is called.
     let refused = problem(
-        app.call_json(Method::POST, "/v1/chats", &admin, &ask("Tell me a forbidden story."))
-            .await,
+        app.call_json(
+            Method::POST,
+            "/v1/chats",
+            &admin,
+            &ask("Tell me a forbidden story."),
+        )
+        .await,
         422,
         "validation_failed",
     )
     .await;
-    assert_eq!(refused["detail"][0]["loc"], json!(["body", "messages"]), "{refused}");
+    assert_eq!(
+        refused["detail"][0]["loc"],
+        json!(["body", "messages"]),
+        "{refused}"
+    );
     assert_eq!(refused["detail"][0]["type"], json!("guardrail_blocked"));
     assert!(
-        refused["detail"][0]["msg"].as_str().unwrap().contains("off topic"),
+        refused["detail"][0]["msg"]
+            .as_str()
+            .unwrap()
+            .contains("off topic"),
         "{refused}"
     );
     let asked = questions.recv().await.unwrap();
-    assert_eq!(asked, json!({"direction": "input", "texts": ["Tell me a forbidden story."]}));
+    assert_eq!(
+        asked,
+        json!({"direction": "input", "texts": ["Tell me a forbidden story."]})
+    );
 
     // Allowed: the service is asked about the question, then about the answer.
     let answer = ok(
@@ -510,10 +529,17 @@ async fn hooks_are_asked_over_http(backend: Backend) {
     )
     .await;
     let input = questions.recv().await.unwrap();
-    assert_eq!(input, json!({"direction": "input", "texts": ["Say hello."]}));
+    assert_eq!(
+        input,
+        json!({"direction": "input", "texts": ["Say hello."]})
+    );
     let output = questions.recv().await.unwrap();
     assert_eq!(output["direction"], json!("output"), "{output}");
-    assert_eq!(output["texts"].as_array().map(Vec::len), Some(1), "{output}");
+    assert_eq!(
+        output["texts"].as_array().map(Vec::len),
+        Some(1),
+        "{output}"
+    );
     let effects: Vec<(&str, &str)> = (answer["guardrails"].as_array().unwrap().iter())
         .map(|outcome| {
             assert_eq!(outcome["rule"], json!("hook"), "{answer}");
@@ -523,7 +549,11 @@ async fn hooks_are_asked_over_http(backend: Backend) {
             )
         })
         .collect();
-    assert_eq!(effects, [("input", "passed"), ("output", "passed")], "{answer}");
+    assert_eq!(
+        effects,
+        [("input", "passed"), ("output", "passed")],
+        "{answer}"
+    );
 
     // Counting a prompt's tokens does not ask the service (nothing leaves for a count).
     let counted = ok(
@@ -542,7 +572,11 @@ async fn hooks_are_asked_over_http(backend: Backend) {
 
     // A service that cannot be reached: refused when the policy fails closed...
     let down = unreachable_url().await;
-    ok(put(&app, &admin, "/v1/guardrails", &hook(&down, "closed")).await, 200).await;
+    ok(
+        put(&app, &admin, "/v1/guardrails", &hook(&down, "closed")).await,
+        200,
+    )
+    .await;
     let refused = problem(
         app.call_json(Method::POST, "/v1/chats", &admin, &ask("Say hello."))
             .await,
@@ -551,11 +585,18 @@ async fn hooks_are_asked_over_http(backend: Backend) {
     )
     .await;
     assert!(
-        refused["detail"][0]["msg"].as_str().unwrap().contains("no verdict"),
+        refused["detail"][0]["msg"]
+            .as_str()
+            .unwrap()
+            .contains("no verdict"),
         "{refused}"
     );
     // ...and answered, the failure recorded, when it fails open.
-    ok(put(&app, &admin, "/v1/guardrails", &hook(&down, "open")).await, 200).await;
+    ok(
+        put(&app, &admin, "/v1/guardrails", &hook(&down, "open")).await,
+        200,
+    )
+    .await;
     let answer = ok(
         app.call_json(Method::POST, "/v1/chats", &admin, &ask("Say hello."))
             .await,
@@ -577,7 +618,11 @@ async fn ask_capital(app: &TestApp, token: &str) -> Value {
         "maxTokens": 16,
         "temperature": 0
     });
-    ok(app.call_json(Method::POST, "/v1/chats", token, &body).await, 201).await
+    ok(
+        app.call_json(Method::POST, "/v1/chats", token, &body).await,
+        201,
+    )
+    .await
 }
 
 #[tokio::test]
@@ -593,7 +638,11 @@ async fn answers_refused_by_an_output_rule_are_withheld_in_every_dialect() {
     ok(put(&app, &admin, "/v1/guardrails", &cities).await, 200).await;
 
     let withheld = ask_capital(&app, &admin).await;
-    assert_eq!(withheld["finishReason"], json!("content_filter"), "{withheld}");
+    assert_eq!(
+        withheld["finishReason"],
+        json!("content_filter"),
+        "{withheld}"
+    );
     assert!(!withheld.to_string().contains("Paris"), "{withheld}");
     let outcome = &withheld["guardrails"][0];
     assert_eq!(
@@ -614,7 +663,11 @@ async fn answers_refused_by_an_output_rule_are_withheld_in_every_dialect() {
         200,
     )
     .await;
-    assert_eq!(openai["choices"][0]["finish_reason"], json!("content_filter"), "{openai}");
+    assert_eq!(
+        openai["choices"][0]["finish_reason"],
+        json!("content_filter"),
+        "{openai}"
+    );
     assert!(!openai.to_string().contains("Paris"), "{openai}");
 
     let response = ok(

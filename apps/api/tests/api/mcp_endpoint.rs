@@ -323,7 +323,11 @@ async fn the_official_mcp_client_uses_tessera_as_a_server() {
     .await;
     let blocked = refusal(&results[1]);
     assert_eq!(blocked["status"], json!(422), "{blocked}");
-    assert_eq!(blocked["detail"][0]["type"], json!("guardrail_blocked"), "{blocked}");
+    assert_eq!(
+        blocked["detail"][0]["type"],
+        json!("guardrail_blocked"),
+        "{blocked}"
+    );
     assert!(!blocked.to_string().contains("jane.doe"), "{blocked}");
     ok(
         app.call(Method::DELETE, "/v1/guardrails", &admin).await,

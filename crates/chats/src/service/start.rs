@@ -283,9 +283,11 @@ impl ChatService {
             )
             .await;
         let conversation = match (conversation, &mut guard) {
-            (Ok(conversation), Some(guard)) if purpose == Purpose::Completion => consult_hook(guard, &conversation.turn)
-                .await
-                .map(|()| conversation),
+            (Ok(conversation), Some(guard)) if purpose == Purpose::Completion => {
+                consult_hook(guard, &conversation.turn)
+                    .await
+                    .map(|()| conversation)
+            }
             (conversation, _) => conversation,
         };
         if let (Err(_), Some(guard)) = (&conversation, &guard)
