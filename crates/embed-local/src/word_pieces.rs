@@ -14,6 +14,9 @@ const REMEMBERED_WORDS: usize = 1 << 17;
 /// Longer words are counted each time rather than remembered.
 const REMEMBERED_WORD_BYTES: usize = 128;
 
+/// Words' counts, remembered across calls.
+type RememberedWords = Mutex<HashMap<Box<str>, u32>>;
+
 /// Counts text in a model's word pieces, untruncated, so a chunk is cut to what the model
 /// reads rather than cut short by it.
 #[derive(Clone)]
@@ -24,7 +27,7 @@ pub struct WordPieces {
     /// its own (see [`reads_words_alone`]). A chunker measures the same words again and
     /// again as it looks for where to cut (NFCorpus: about 40 counts per abstract), and
     /// the tokenizer's full encoding of each candidate was most of the time spent cutting.
-    words: Option<Arc<Mutex<HashMap<Box<str>, u32>>>>,
+    words: Option<Arc<RememberedWords>>,
 }
 
 impl std::fmt::Debug for WordPieces {
@@ -72,7 +75,7 @@ impl WordPieces {
     }
 
     /// The sum of the words' counts, each word counted once by the tokenizer.
-    fn by_words(&self, remembered: &Mutex<HashMap<Box<str>, u32>>, text: &str) -> usize {
+    fn by_words(&self, remembered: &RememberedWords, text: &str) -> usize {
         let mut remembered = remembered.lock().unwrap_or_else(PoisonError::into_inner);
         text.split(is_separator)
             .filter(|word| !word.is_empty())
