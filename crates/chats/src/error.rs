@@ -4,6 +4,7 @@
 use chrono::{DateTime, Utc};
 use tessera_kernel::{DomainError, FieldError};
 use tessera_models::{ModelError, ProviderError};
+use tessera_usage::BudgetPeriod;
 
 use crate::ChatId;
 
@@ -16,6 +17,19 @@ pub const CANCELLED: &str = "the generation was cancelled";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BudgetSpent {
     pub monthly_credits: u64,
+    pub used_credits: u64,
+    /// When the budget renews.
+    pub resets_at: DateTime<Utc>,
+}
+
+/// Why a credential (an API key or a client) may not generate now: its own budget for the
+/// current period is spent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CredentialBudgetSpent {
+    /// The credential's id (`key_…`, `cli_…`).
+    pub credential: String,
+    pub credits: u64,
+    pub period: BudgetPeriod,
     pub used_credits: u64,
     /// When the budget renews.
     pub resets_at: DateTime<Utc>,
@@ -48,6 +62,15 @@ pub enum ChatError {
         .0.used_credits, .0.monthly_credits, .0.resets_at.to_rfc3339()
     )]
     BudgetSpent(BudgetSpent),
+    /// The caller's credential's budget is spent (see [`crate::Admission`]).
+    #[error(
+        "credential {} has used {} of its {} credits this {}; its completions resume at {}",
+        .0.credential, .0.used_credits, .0.credits, .0.period.as_str(), .0.resets_at.to_rfc3339()
+    )]
+    CredentialBudgetSpent(CredentialBudgetSpent),
+    /// The caller's credential may not use the model (its allow-list does not name it).
+    #[error("this credential may not use model {0}: its model allow-list does not name it")]
+    ModelNotAllowed(String),
     /// The caller stopped the generation (`ChatService::cancel`).
     #[error("{}", CANCELLED)]
     Cancelled,
@@ -73,6 +96,8 @@ impl ChatError {
             Self::Provider(_) => "provider",
             Self::SchemaMismatch(_) => "schema_mismatch",
             Self::BudgetSpent(_) => "credit_budget_exhausted",
+            Self::CredentialBudgetSpent(_) => "credential_budget_exhausted",
+            Self::ModelNotAllowed(_) => "model_not_allowed",
             Self::Cancelled => "cancelled",
             Self::Domain(_) => "internal",
         }
@@ -101,6 +126,14 @@ impl From<ChatError> for DomainError {
             },
             ChatError::BudgetSpent(_) => DomainError::Forbidden {
                 code: "credit_budget_exhausted",
+                message: error.to_string(),
+            },
+            ChatError::CredentialBudgetSpent(_) => DomainError::Forbidden {
+                code: "credential_budget_exhausted",
+                message: error.to_string(),
+            },
+            ChatError::ModelNotAllowed(_) => DomainError::Forbidden {
+                code: "model_not_allowed",
                 message: error.to_string(),
             },
             ChatError::Cancelled => DomainError::Conflict {

@@ -48,7 +48,10 @@ mod store;
 mod system_prompts;
 mod validate;
 
-pub use admission::{Admission, CreditQuotas, FixedPlan, PlanSource, PlansAndBudgets};
+pub use admission::{
+    Admission, Admitted, CredentialLimits, CredentialLimitsSource, CreditQuotas, FixedPlan,
+    PlanSource, PlansAndBudgets,
+};
 #[cfg(any(test, feature = "mocks"))]
 pub use admission::{MockAdmission, MockPlanSource};
 #[cfg(any(test, feature = "mocks"))]
@@ -67,7 +70,7 @@ pub use chat::{
     MessageUsage, ModelSnapshot, NewMessage, Source, SourceLocation, derive_title,
 };
 pub use context::{ContextOverflow, Fitted, IMAGE_TOKENS, MESSAGE_OVERHEAD_TOKENS, fit};
-pub use error::{BudgetSpent, CANCELLED, ChatError, INTERRUPTED};
+pub use error::{BudgetSpent, CANCELLED, ChatError, CredentialBudgetSpent, INTERRUPTED};
 pub use guardrails::{GuardrailSource, NoGuardrails};
 pub use hub::{Attached, EventStream, GenerationEvent, GenerationHub, ToolResult, final_event};
 #[cfg(any(test, feature = "mocks"))]

@@ -48,6 +48,18 @@ pub fn chat_error(error: ChatError) -> ApiError {
         .with("monthlyCredits", spent.monthly_credits)
         .with("usedCredits", spent.used_credits)
         .with("resetsAt", spent.resets_at.to_rfc3339()),
+        // 402 too: the caller's own credential spent its budget for this period; the
+        // organization's other credentials go on.
+        ChatError::CredentialBudgetSpent(spent) => ApiError::new(
+            ProblemKind::PaymentRequired,
+            "credential_budget_exhausted",
+            ChatError::CredentialBudgetSpent(spent.clone()).to_string(),
+        )
+        .with("credential", spent.credential.as_str())
+        .with("credits", spent.credits)
+        .with("period", spent.period.as_str())
+        .with("usedCredits", spent.used_credits)
+        .with("resetsAt", spent.resets_at.to_rfc3339()),
         ChatError::SchemaMismatch(violations) => ApiError::new(
             ProblemKind::BadGateway,
             "response_schema_mismatch",

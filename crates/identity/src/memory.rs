@@ -1,4 +1,4 @@
-//! The in-memory [`ClientStore`] and [`ApiKeyStore`]: the ports' reference implementations
+//! The in-memory [`ClientStore`], [`ApiKeyStore`] and [`CredentialLimitsStore`]: the ports' reference implementations
 //! (the contract suites run against them as against the SQL stores), for tests and for
 //! services that keep no database.
 
@@ -12,8 +12,8 @@ use chrono::{DateTime, Utc};
 use tessera_kernel::{AuditRecord, DomainError, OrganizationId, PageRequest};
 
 use crate::{
-    ApiKey, ApiKeyHash, ApiKeyId, ApiKeyStore, Client, ClientId, ClientStore, SecretHash,
-    StoredApiKey, StoredClient,
+    ApiKey, ApiKeyHash, ApiKeyId, ApiKeyStore, Client, ClientId, ClientStore, CredentialLimits,
+    CredentialLimitsStore, SecretHash, StoredApiKey, StoredClient,
 };
 
 /// Runs `f` on the state behind `mutex`. A poisoned lock still guards whole states: no
@@ -484,5 +484,65 @@ mod tests {
                 revoked
             })
         );
+    }
+}
+
+#[derive(Default)]
+struct LimitsState {
+    limits: HashMap<(OrganizationId, String), CredentialLimits>,
+    audit: Vec<AuditRecord>,
+}
+
+/// The in-memory [`CredentialLimitsStore`].
+#[derive(Default)]
+pub struct InMemoryCredentialLimitsStore {
+    state: Mutex<LimitsState>,
+}
+
+impl InMemoryCredentialLimitsStore {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The audit records written with the changes made, in order.
+    pub fn audit_records(&self) -> Vec<AuditRecord> {
+        with(&self.state, |state| state.audit.clone())
+    }
+}
+
+#[async_trait]
+impl CredentialLimitsStore for InMemoryCredentialLimitsStore {
+    async fn get(
+        &self,
+        organization: &OrganizationId,
+        credential: &str,
+    ) -> Result<Option<CredentialLimits>, DomainError> {
+        let key = (organization.clone(), credential.to_owned());
+        Ok(with(&self.state, |state| state.limits.get(&key).cloned()))
+    }
+
+    async fn put(&self, limits: &CredentialLimits, audit: &AuditRecord) -> Result<(), DomainError> {
+        with(&self.state, |state| {
+            let key = (limits.organization_id.clone(), limits.credential.clone());
+            state.limits.insert(key, limits.clone());
+            state.audit.push(audit.clone());
+        });
+        Ok(())
+    }
+
+    async fn delete(
+        &self,
+        organization: &OrganizationId,
+        credential: &str,
+        audit: &AuditRecord,
+    ) -> Result<bool, DomainError> {
+        let key = (organization.clone(), credential.to_owned());
+        Ok(with(&self.state, |state| {
+            let removed = state.limits.remove(&key).is_some();
+            if removed {
+                state.audit.push(audit.clone());
+            }
+            removed
+        }))
     }
 }

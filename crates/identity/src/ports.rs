@@ -4,7 +4,7 @@ use tessera_kernel::{AuditRecord, DomainError, OrganizationId, PageRequest};
 
 use crate::{
     AccessClaims, ApiKey, ApiKeyHash, ApiKeyId, ApiKeySecret, Client, ClientId, ClientSecret,
-    SecretHash, SessionClaims, StoredApiKey, StoredClient, TokenError,
+    CredentialLimits, SecretHash, SessionClaims, StoredApiKey, StoredClient, TokenError,
 };
 
 /// Persistence of API clients. Every method that reads or changes a client on behalf of an
@@ -156,4 +156,29 @@ pub trait SessionVerifier: Send + Sync {
     fn issuer(&self) -> &str;
 
     async fn verify(&self, token: &str) -> Result<SessionClaims, TokenError>;
+}
+
+/// Persistence of credentials' limits (an API key's or a client's budget and model
+/// allow-list), one record per credential of an organization. Changes come with their audit
+/// records, written in the same transaction.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+#[async_trait]
+pub trait CredentialLimitsStore: Send + Sync {
+    /// The credential's limits (`credential` is its id, `key_…` or `cli_…`), if any are set.
+    async fn get(
+        &self,
+        organization: &OrganizationId,
+        credential: &str,
+    ) -> Result<Option<CredentialLimits>, DomainError>;
+
+    /// Sets the credential's limits, replacing any earlier ones.
+    async fn put(&self, limits: &CredentialLimits, audit: &AuditRecord) -> Result<(), DomainError>;
+
+    /// Removes the credential's limits; false when it had none (nothing is audited then).
+    async fn delete(
+        &self,
+        organization: &OrganizationId,
+        credential: &str,
+        audit: &AuditRecord,
+    ) -> Result<bool, DomainError>;
 }

@@ -29,7 +29,7 @@ pub fn http_request(method: &str, route: Option<&str>, status: u16, elapsed: Dur
     .record(elapsed.as_secs_f64());
 }
 
-/// A request refused by policy: `rate_limit` or `credit_budget`.
+/// A request refused by policy: `rate_limit`, `credit_budget` or `credential_budget`.
 pub fn refused(reason: &'static str) {
     metrics::counter!(names::REFUSALS, "reason" => reason).increment(1);
 }

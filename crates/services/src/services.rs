@@ -7,7 +7,7 @@ use tessera_auth::JwtKeys;
 use tessera_chats::{ArtifactService, ChatPorts, ChatRelations, ChatService, PlansAndBudgets};
 use tessera_guardrails::GuardrailService;
 use tessera_idempotency::IdempotencyService;
-use tessera_identity::{ApiKeyService, IdentityService};
+use tessera_identity::{ApiKeyService, CredentialLimitsService, IdentityService};
 use tessera_kernel::{CursorCodec, DomainError, SystemClock};
 use tessera_knowledge::{
     EmbeddingService,
@@ -28,8 +28,13 @@ use tessera_tokenizer::{Encoding, TiktokenCounter};
 use tessera_usage::{BudgetGuard, UsageService};
 
 use crate::{
-    ServicesError, admission::MeteredAdmission, attachments::FileAttachments, knowledge::Knowledge,
-    knowledge::OrganizationImageReading, mcp::LinkedServerTools, upstreams::redis_server,
+    ServicesError,
+    admission::{CredentialLimitsOf, MeteredAdmission},
+    attachments::FileAttachments,
+    knowledge::Knowledge,
+    knowledge::OrganizationImageReading,
+    mcp::LinkedServerTools,
+    upstreams::redis_server,
     webhooks::Webhooks,
 };
 
@@ -41,6 +46,8 @@ pub struct Services {
     pub identity: IdentityService,
     /// Long-lived API keys (`tsk_…`); `identity` accepts them as bearer credentials.
     pub api_keys: ApiKeyService,
+    /// API keys' and clients' budgets and model allow-lists (admission applies them).
+    pub credential_limits: CredentialLimitsService,
     /// The audit log: listing, refused credentials, retention.
     pub audit: AuditService,
     pub prompts: PromptService,
@@ -86,6 +93,7 @@ impl Services {
             organizations,
             identity,
             api_keys,
+            credential_limits,
             audit,
             keys,
             cursors,
@@ -185,6 +193,7 @@ impl Services {
                 plans: Arc::new(organizations.clone()),
                 quotas: settings.quotas.credit_quotas(),
                 budgets,
+                credentials: Some(Arc::new(CredentialLimitsOf(credential_limits.clone()))),
             })),
             usage: usage_store.clone(),
             clock: clock.clone(),
@@ -204,6 +213,7 @@ impl Services {
             organizations,
             identity,
             api_keys,
+            credential_limits,
             audit,
             prompts,
             models,

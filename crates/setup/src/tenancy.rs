@@ -6,12 +6,12 @@ use tessera_audit::{AuditService, Retention};
 use tessera_auth::{
     Argon2SecretHasher, HmacApiKeyHasher, JwtKeys, KeyError, OidcProvider, OidcVerifier, TokenRules,
 };
-use tessera_identity::{ApiKeyService, IdentityService, TokenSettings};
+use tessera_identity::{ApiKeyService, CredentialLimitsService, IdentityService, TokenSettings};
 use tessera_kernel::{CursorCodec, SystemClock};
 use tessera_organizations::OrganizationService;
 use tessera_store::{
-    Database, PoolOptions, SqlApiKeyStore, SqlAuditStore, SqlClientStore, SqlOrganizationStore,
-    StoreError,
+    Database, PoolOptions, SqlApiKeyStore, SqlAuditStore, SqlClientStore, SqlCredentialLimitsStore,
+    SqlOrganizationStore, StoreError,
 };
 
 use crate::{config::Settings, secrets};
@@ -43,6 +43,8 @@ pub struct Tenancy {
     pub organizations: OrganizationService,
     pub identity: IdentityService,
     pub api_keys: ApiKeyService,
+    /// API keys' and clients' budgets and model allow-lists.
+    pub credential_limits: CredentialLimitsService,
     /// The audit log (the admin CLI's `audit list` reads every organization's).
     pub audit: AuditService,
     pub keys: Arc<JwtKeys>,
@@ -100,8 +102,15 @@ pub fn tenancy(
         })
         .collect();
     let api_key_hash_key = secrets::api_key_hash_key(settings).map_err(SetupError::DataDir)?;
+    let api_key_store = Arc::new(SqlApiKeyStore::new(database.clone()));
+    let credential_limits = CredentialLimitsService::new(
+        Arc::new(SqlCredentialLimitsStore::new(database.clone())),
+        api_key_store.clone(),
+        Arc::new(SqlClientStore::new(database.clone())),
+        clock.clone(),
+    );
     let api_keys = ApiKeyService::new(
-        Arc::new(SqlApiKeyStore::new(database.clone())),
+        api_key_store,
         Arc::new(HmacApiKeyHasher::new(&api_key_hash_key)),
         clock,
         cursors.clone(),
@@ -121,6 +130,7 @@ pub fn tenancy(
         organizations,
         identity,
         api_keys,
+        credential_limits,
         audit,
         keys,
         cursors,

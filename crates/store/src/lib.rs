@@ -28,6 +28,8 @@ mod chat_status;
 mod chats;
 #[cfg(feature = "identity")]
 mod clients;
+#[cfg(feature = "identity")]
+mod credential_limits;
 mod database;
 #[cfg(feature = "knowledge")]
 mod datasets;
@@ -79,6 +81,8 @@ pub use batches::SqlBatchStore;
 pub use chats::SqlChatStore;
 #[cfg(feature = "identity")]
 pub use clients::SqlClientStore;
+#[cfg(feature = "identity")]
+pub use credential_limits::SqlCredentialLimitsStore;
 pub use database::{Database, DatabaseUrl, DatabaseUrlError, PoolOptions};
 #[cfg(feature = "knowledge")]
 pub use datasets::SqlDatasetStore;

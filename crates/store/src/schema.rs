@@ -483,6 +483,18 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    credential_limits (organization_id, credential) {
+        organization_id -> Text,
+        credential -> Text,
+        models -> Nullable<Text>,
+        budget_credits -> Nullable<BigInt>,
+        budget_period -> Nullable<Text>,
+        budget_on_spent -> Nullable<Text>,
+        updated_at -> Timestamp,
+    }
+}
+
 diesel::joinable!(particle_versions -> particles (particle_id));
 diesel::joinable!(system_prompt_particles -> particles (particle_id));
 diesel::joinable!(system_prompt_particles -> system_prompts (system_prompt_id));

@@ -4,7 +4,8 @@
 //! paged by group key. Pure domain: records are written through the chats store in the
 //! transaction that stores the answer, and aggregated by a `UsageStore`, which computes
 //! local periods from the UTC offset spans this crate derives (`zone`). `BudgetGuard`
-//! compares an organization's spend this month with its monthly credit budget. The `memory`
+//! compares an organization's spend this month with its monthly credit budget, and a
+//! credential's spend in its budget's day, week or month with that budget. The `memory`
 //! feature has the store port's in-memory reference, the `contract` feature its contract
 //! suite (`usage_store_contract!`) for any implementation.
 
@@ -23,7 +24,7 @@ mod service;
 mod store;
 pub mod zone;
 
-pub use budget::{BudgetGuard, BudgetStatus, utc_month};
+pub use budget::{BudgetGuard, BudgetPeriod, BudgetStatus, Spender, utc_month};
 pub use query::{
     Aggregate, GroupKey, GroupQuery, Grouping, OffsetSpan, Period, UsageFilter, UsageGroup,
     UsageTotals,

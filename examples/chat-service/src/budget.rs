@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use chrono::{Days, Utc};
-use tessera_chats::{Admission, BudgetSpent, ChatError};
-use tessera_kernel::OrganizationId;
+use tessera_chats::{Admission, Admitted, BudgetSpent, ChatError};
+use tessera_kernel::Caller;
 use tessera_organizations::Plan;
 use tessera_usage::memory::InMemoryUsageStore;
 
@@ -23,7 +23,8 @@ impl CreditBudget {
 
 #[async_trait]
 impl Admission for CreditBudget {
-    async fn admit(&self, organization: &OrganizationId) -> Result<Plan, ChatError> {
+    async fn admit(&self, caller: &Caller) -> Result<Admitted, ChatError> {
+        let organization = caller.organization();
         let used: u64 = (self.usage.all().iter())
             .filter(|record| &record.organization_id == organization)
             .map(|record| record.credits)
@@ -38,6 +39,6 @@ impl Admission for CreditBudget {
                     .unwrap_or_else(Utc::now),
             }));
         }
-        Ok(Plan::Free)
+        Ok(Admitted::on(Plan::Free))
     }
 }

@@ -4,7 +4,7 @@
 //! `tessera_wire::v1::api_keys`.
 
 use actix_web::{HttpResponse, delete, get, http::header, post, web};
-use tessera_identity::{ApiKeyId, NewApiKey};
+use tessera_identity::{ApiKeyId, Credential, NewApiKey, NewCredentialLimits};
 use tessera_kernel::DomainError;
 use tessera_wire::page::{PageOf, PageQuery};
 use tessera_wire::v1::api_keys::{ApiKeyOut, ApiKeyPage, CreateApiKey};
@@ -28,7 +28,7 @@ fn api_key_id(text: &str) -> Result<ApiKeyId, DomainError> {
     request_body = CreateApiKey,
     responses(
         (status = 201, description = "Created; `secret` is shown only now", body = ApiKeyOut),
-        (status = 422, description = "Invalid request: an empty name, an unknown scope, a scope the caller does not hold (`scope_not_held`), or `expiresAt` not in the future", body = ValidationProblem, content_type = "application/problem+json")
+        (status = 422, description = "Invalid request: an empty name, an unknown scope, a scope the caller does not hold (`scope_not_held`), `expiresAt` not in the future, or invalid `limits`", body = ValidationProblem, content_type = "application/problem+json")
     )
 )]
 #[post("/v1/api-keys")]
@@ -42,11 +42,31 @@ pub async fn create_api_key(
         scopes: body.scopes,
         expires_at: body.expires_at,
     };
+    let limits = body.limits.map(NewCredentialLimits::from);
+    if let Some(limits) = &limits {
+        (limits.clone())
+            .check_under(&["body".into(), "limits".into()])
+            .map_err(DomainError::Validation)?;
+    }
     let (key, secret) = state
         .api_keys
         .create(caller.principal(), new)
         .await
         .map_err(DomainError::from)?;
+    if let Some(limits) = limits {
+        let credential = Credential::ApiKey(key.id.clone());
+        let organization = caller.organization();
+        if let Err(error) = (state.credential_limits)
+            .set(organization, &credential, limits, caller.actor())
+            .await
+        {
+            // A key without the limits it was asked with is never handed out.
+            let _ = (state.api_keys)
+                .revoke(organization, &key.id, caller.actor())
+                .await;
+            return Err(DomainError::from(error).into());
+        }
+    }
     let location = format!("/v1/api-keys/{}", key.id);
     Ok(HttpResponse::Created()
         .insert_header((header::LOCATION, location))

@@ -87,8 +87,8 @@ fn completion_headers(
                 ("Sunset" = String, description = "When a deprecated model retires")
             )),
         (status = 201, description = "The completion of a new chat (not streamed)", body = CompletionOut),
-        (status = 402, description = "The organization's monthly credit budget is spent (`credit_budget_exhausted`, with `monthlyCredits`, `usedCredits`, `resetsAt`)", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Missing scope (attachments need `files:read` too), or a premium model on a free plan", body = Problem, content_type = "application/problem+json"),
+        (status = 402, description = "The organization's monthly credit budget is spent (`credit_budget_exhausted`, with `monthlyCredits`, `usedCredits`, `resetsAt`), or the credential's own (`credential_budget_exhausted`, with `credential`, `credits`, `period`, `usedCredits`, `resetsAt`)", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Missing scope (attachments need `files:read` too), a premium model on a free plan, or a model off the credential's allow-list (`model_not_allowed`)", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such chat or model", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The chat is generating, deleted, or the model is disabled", body = Problem, content_type = "application/problem+json"),
         (status = 410, description = "The model reached its end of life (`replacementModelId` in the problem)", body = Problem, content_type = "application/problem+json"),

@@ -16,6 +16,7 @@ pub mod artifacts;
 pub mod audit;
 pub mod chats;
 pub mod clients;
+pub mod credential_limits;
 pub mod datasets;
 pub mod dialects;
 pub mod fallback;
@@ -106,10 +107,16 @@ operations! {
     clients::get_client => "org:admin",
     clients::rotate_client => "org:admin",
     clients::revoke_client => "org:admin",
+    credential_limits::get_client_limits => "org:admin",
+    credential_limits::put_client_limits => "org:admin",
+    credential_limits::delete_client_limits => "org:admin",
     api_keys::create_api_key => "org:admin",
     api_keys::list_api_keys => "org:admin",
     api_keys::get_api_key => "org:admin",
     api_keys::revoke_api_key => "org:admin",
+    credential_limits::get_api_key_limits => "org:admin",
+    credential_limits::put_api_key_limits => "org:admin",
+    credential_limits::delete_api_key_limits => "org:admin",
     audit::list_audit_events => "org:admin",
     chats::create_completion => "chats:invoke",
     chats::list_chats => "chats:read",

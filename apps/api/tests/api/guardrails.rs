@@ -5,8 +5,8 @@
 //! one that redacts them shows the outcome on the answer. A policy's hook is a real HTTP
 //! service on loopback: its verdicts refuse or pass completions, and a service that cannot
 //! be reached refuses them when the policy fails closed and lets them pass when it fails
-//! open. An answer an output rule refuses is withheld in every dialect, each saying so in
-//! its own terms.
+//! open. An answer an output rule refuses is withheld in every dialect, streamed or not,
+//! each saying so in its own terms.
 
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -703,6 +703,46 @@ async fn answers_refused_by_an_output_rule_are_withheld_in_every_dialect() {
     .await;
     assert_eq!(message["stop_reason"], json!("refusal"), "{message}");
     assert!(!message.to_string().contains("Paris"), "{message}");
+
+    // Streamed, the same in every dialect: nothing of the answer reaches the client before
+    // the rule has read it, and the stream ends the way a refused answer ends there.
+    let user = json!([{"role": "user", "content": CAPITAL}]);
+    let streams = [
+        (
+            "/v1/chats",
+            json!({"modelId": LOCAL, "maxTokens": 16, "temperature": 0, "stream": true,
+                   "messages": user}),
+            "\"content_filter\"",
+        ),
+        (
+            "/openai/v1/chat/completions",
+            json!({"model": LOCAL, "max_tokens": 16, "temperature": 0, "stream": true,
+                   "messages": user}),
+            "\"finish_reason\":\"content_filter\"",
+        ),
+        (
+            "/openai/v1/responses",
+            json!({"model": LOCAL, "max_output_tokens": 16, "temperature": 0, "stream": true,
+                   "input": CAPITAL}),
+            "\"reason\":\"content_filter\"",
+        ),
+        (
+            "/anthropic/v1/messages",
+            json!({"model": LOCAL, "max_tokens": 16, "temperature": 0, "stream": true,
+                   "messages": user}),
+            "\"stop_reason\":\"refusal\"",
+        ),
+    ];
+    for (path, body, ending) in streams {
+        let response = app.call_json(Method::POST, path, &admin, &body).await;
+        assert_eq!(response.status(), 200, "{path}");
+        let events = response.text().await.unwrap();
+        assert!(!events.contains("Paris"), "{path}: {events}");
+        assert!(
+            events.contains(ending),
+            "{path} ends without {ending}: {events}"
+        );
+    }
 }
 
 tessera_store::on_both_databases!(

@@ -15,6 +15,7 @@ mod binary;
 mod chats;
 mod clients;
 mod crash_recovery;
+mod credential_limits;
 mod deploy;
 mod embedding_models;
 mod files;

@@ -19,7 +19,7 @@ use tessera_store::Backend;
 
 use crate::{
     chats::{LOCAL, ai_sdk_check, chunks, settled},
-    support::{TestApp, ok, problem},
+    support::{TestApp, locs, ok, problem},
 };
 
 const ADMIN: &str = "org:admin";
@@ -302,17 +302,7 @@ async fn mcp_servers_are_organization_resources(backend: Backend) {
         "validation_failed",
     )
     .await;
-    let locs: Vec<String> = invalid["detail"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|error| {
-            let loc = error["loc"].as_array().unwrap().iter();
-            loc.map(|segment| segment.as_str().unwrap().to_owned())
-                .collect::<Vec<_>>()
-                .join(".")
-        })
-        .collect();
+    let locs = locs(&invalid);
     for loc in [
         "body.name",
         "body.url",

@@ -208,6 +208,24 @@ pub async fn problem(response: reqwest::Response, status: u16, code: &str) -> se
     body
 }
 
+/// The `loc` of each entry of a validation problem, its segments joined by dots
+/// (`body.models.0`).
+pub fn locs(problem: &serde_json::Value) -> Vec<String> {
+    let entries = problem["detail"].as_array().cloned().unwrap_or_default();
+    (entries.iter())
+        .map(|entry| {
+            let segments = entry["loc"].as_array().cloned().unwrap_or_default();
+            (segments.iter())
+                .map(|segment| match segment.as_str() {
+                    Some(field) => field.to_owned(),
+                    None => segment.to_string(),
+                })
+                .collect::<Vec<_>>()
+                .join(".")
+        })
+        .collect()
+}
+
 /// Reads a streamed response up to its first event: a slow first token (a busy machine, the
 /// embedded model) may let heartbeat comments (`: keep-alive`) come before it.
 pub async fn first_event(response: &mut reqwest::Response) -> String {

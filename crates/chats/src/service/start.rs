@@ -16,9 +16,9 @@ use super::{
     check_attachments, check_images, completion_span, context_error, record_guardrails,
 };
 use crate::{
-    CHARS_PER_TOKEN_BOUND, Chat, ChatError, ChatId, ChatStatus, DEFAULT_TOOL_STEPS, MAX_TOOL_STEPS,
-    Message, MessageId, ModelSnapshot, RAG_PASSAGES, ResolvedAttachment, RetrievalQuery,
-    ServerToolbox, Source,
+    Admitted, CHARS_PER_TOKEN_BOUND, Chat, ChatError, ChatId, ChatStatus, DEFAULT_TOOL_STEPS,
+    MAX_TOOL_STEPS, Message, MessageId, ModelSnapshot, RAG_PASSAGES, ResolvedAttachment,
+    RetrievalQuery, ServerToolbox, Source,
     attachment::{attach, records, resolve_stored, resolve_turn},
     context::{Fitted, fit},
     derive_title,
@@ -256,8 +256,8 @@ impl ChatService {
     ) -> Result<Prepared, ChatError> {
         crate::caller::may_attach(caller, &request.messages)?;
         let principal_kind = caller.metered_kind()?;
-        let plan = self.admission.admit(caller.organization()).await?;
-        let (existing, resolved) = self.chat_and_model(caller, request, plan).await?;
+        let admitted = self.admission.admit(caller).await?;
+        let (existing, resolved) = self.chat_and_model(caller, request, &admitted).await?;
         if let Some(chat) = &existing {
             span.record("gen_ai.request.model", chat.model.model_id.as_str());
         }
@@ -349,12 +349,12 @@ impl ChatService {
 
     /// The chat the request continues (none for a new one) and the model that answers: a
     /// continued chat keeps its base model, a new one resolves the model it names, on the
-    /// organization's `plan`.
+    /// organization's plan; either only if the caller's credential may use the model.
     async fn chat_and_model(
         &self,
         caller: &Caller,
         request: &CompletionRequest,
-        plan: tessera_organizations::Plan,
+        admitted: &Admitted,
     ) -> Result<(Option<Chat>, ResolvedModel), ChatError> {
         if request.chat_id.is_some() && request.stateless {
             return Err(ChatError::invalid(FieldError::new(
@@ -379,13 +379,16 @@ impl ChatService {
                         "value_error",
                     )));
                 }
-                let resolved = self.models.resolve_base(&chat.model.base_model_id, plan)?;
+                admitted.may_use(chat.model.model_id.as_str())?;
+                let resolved =
+                    (self.models).resolve_base(&chat.model.base_model_id, admitted.plan)?;
                 Ok((Some(chat), resolved))
             }
             (None, Some(model_id)) => {
+                admitted.may_use(model_id)?;
                 let resolved = self
                     .models
-                    .resolve(caller.organization(), model_id, plan)
+                    .resolve(caller.organization(), model_id, admitted.plan)
                     .await?;
                 Ok((None, resolved))
             }

@@ -65,4 +65,7 @@ pub struct CreateApiKey {
     pub scopes: Vec<String>,
     /// When the key stops working (RFC 3339, in the future); absent for never.
     pub expires_at: Option<DateTime<Utc>>,
+    /// Its budget and model allow-list from the start (as `PUT /v1/api-keys/{id}/limits`
+    /// sets them later); absent for none.
+    pub limits: Option<crate::v1::credential_limits::CredentialLimitsIn>,
 }

@@ -6,6 +6,7 @@ pub mod artifacts;
 pub mod audit;
 pub mod chats;
 pub mod clients;
+pub mod credential_limits;
 pub mod datasets;
 pub mod files;
 pub mod guardrails;

@@ -43,8 +43,8 @@ fn completion_error(error: ChatError, model: &str, positions: &[usize]) -> ApiEr
     responses(
         (status = 200, description = "The answer; with `stream: true`, `text/event-stream` of Anthropic's message events", body = AnthropicMessage),
         (status = 400, description = "Invalid or unsupported parameters (`invalid_request_error`, naming each)", body = AnthropicError),
-        (status = 402, description = "The organization's monthly credits are spent (`billing_error`)", body = AnthropicError),
-        (status = 403, description = "The credential lacks `chats:invoke`, or the model needs another plan", body = AnthropicError),
+        (status = 402, description = "The organization's monthly credits or the credential's budget are spent (`billing_error`)", body = AnthropicError),
+        (status = 403, description = "The credential lacks `chats:invoke`, the model needs another plan, or the credential's allow-list does not name it", body = AnthropicError),
         (status = 404, description = "No such model (`not_found_error`)", body = AnthropicError),
         (status = 413, description = "The request body is too large (`request_too_large`)", body = AnthropicError),
         (status = 500, description = "The provider failed, or a strict answer does not conform to its schema (`api_error`)", body = AnthropicError),
@@ -101,7 +101,7 @@ pub async fn create_message(
     responses(
         (status = 200, description = "The prompt's size", body = TokenCount),
         (status = 400, description = "Invalid or unsupported parameters (`invalid_request_error`, naming each)", body = AnthropicError),
-        (status = 402, description = "The organization's monthly credits are spent (`billing_error`)", body = AnthropicError),
+        (status = 402, description = "The organization's monthly credits or the credential's budget are spent (`billing_error`)", body = AnthropicError),
         (status = 404, description = "No such model (`not_found_error`)", body = AnthropicError),
         (status = 413, description = "The request body is too large (`request_too_large`)", body = AnthropicError)
     )

@@ -1,9 +1,10 @@
 //! `GET /anthropic/v1/models` and `/anthropic/v1/models/{model}`: the models a message may
-//! name (the usable catalog models and the organization's own), in Anthropic's model object
+//! name (the usable catalog models and the organization's own, narrowed to the caller's
+//! credential's allow-list), in Anthropic's model object
 //! shape, paged by `after_id`/`before_id` as Anthropic's clients page.
 
 use actix_web::{get, web};
-use tessera_kernel::{DomainError, OrganizationId};
+use tessera_kernel::DomainError;
 use tessera_models::ModelId;
 use tessera_wire::anthropic::{
     error::AnthropicError,
@@ -11,21 +12,20 @@ use tessera_wire::anthropic::{
 };
 
 use crate::{
-    caller::Caller, extract::ValidQuery, problem::ApiError,
-    routes::openai::models::model_not_found, state::AppState,
+    caller::Caller,
+    extract::ValidQuery,
+    problem::ApiError,
+    routes::{
+        credential_limits::{allowed_models, nameable_models},
+        openai::models::model_not_found,
+    },
+    state::AppState,
 };
 
-/// Every model the organization may name in a message now.
-async fn all_models(
-    state: &AppState,
-    organization: &OrganizationId,
-) -> Result<Vec<AnthropicModel>, ApiError> {
+/// Every model the caller may name in a message now.
+async fn all_models(state: &AppState, caller: &Caller) -> Result<Vec<AnthropicModel>, ApiError> {
     let loaded = state.models.catalog_loaded_at();
-    let nameable = state
-        .models
-        .nameable(organization)
-        .await
-        .map_err(DomainError::from)?;
+    let (nameable, _) = nameable_models(state, caller).await?;
     let base = nameable
         .base
         .into_iter()
@@ -50,7 +50,7 @@ pub async fn list_models(
     state: web::Data<AppState>,
     ValidQuery(query): ValidQuery<ListModelsQuery>,
 ) -> Result<web::Json<AnthropicModelList>, ApiError> {
-    let models = all_models(&state, caller.organization()).await?;
+    let models = all_models(&state, &caller).await?;
     AnthropicModelList::page(models, &query)
         .map(web::Json)
         .ok_or_else(|| {
@@ -83,15 +83,17 @@ pub async fn get_model(
     let id = path.into_inner().replace("%2F", "/").replace("%2f", "/");
     let organization = caller.organization();
     if let Ok(model_id) = id.parse::<ModelId>() {
+        let allowed = allowed_models(&state, &caller).await?;
         return state
             .models
             .nameable_own(organization, &model_id)
             .await
             .map_err(DomainError::from)?
+            .filter(|_| allowed.is_none_or(|allowed| allowed.contains(&id)))
             .map(|view| web::Json(AnthropicModel::of_user(&view)))
             .ok_or_else(|| model_not_found(&id));
     }
-    all_models(&state, organization)
+    all_models(&state, &caller)
         .await?
         .into_iter()
         .find(|model| model.id == id)

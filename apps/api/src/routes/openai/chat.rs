@@ -42,11 +42,11 @@ fn completion_error(error: ChatError, model: &str, positions: &[usize]) -> ApiEr
         (status = 200, description = "The completion; with `stream: true`, `text/event-stream` of `chat.completion.chunk` objects", body = ChatCompletion,
             headers(("X-Chat-Id" = String, description = "With `store: true`: the chat that keeps the exchange"))),
         (status = 400, description = "Invalid or unsupported parameters (`param` names the first)", body = OpenAiError),
-        (status = 403, description = "The credential lacks `chats:invoke`, or the model needs another plan", body = OpenAiError),
+        (status = 403, description = "The credential lacks `chats:invoke`, the model needs another plan, or the credential's allow-list does not name it", body = OpenAiError),
         (status = 404, description = "No such model (`model_not_found`)", body = OpenAiError),
         (status = 409, description = "The model is disabled (`model_disabled`)", body = OpenAiError),
         (status = 410, description = "The model reached its end of life (`model_end_of_life`)", body = OpenAiError),
-        (status = 429, description = "Rate limited (`Retry-After`), or the monthly credits are spent (`insufficient_quota`)", body = OpenAiError),
+        (status = 429, description = "Rate limited (`Retry-After`), or the organization's monthly credits or the credential's budget are spent (`insufficient_quota`)", body = OpenAiError),
         (status = 502, description = "The provider failed, or a strict answer does not conform to its schema", body = OpenAiError),
         (status = 503, description = "The provider is unavailable, or this instance is shutting down", body = OpenAiError)
     )

@@ -21,6 +21,7 @@ use crate::{caller::Caller, extract::ValidJson, problem::ApiError, state::AppSta
     responses(
         (status = 200, description = "The embeddings", body = EmbeddingList),
         (status = 400, description = "Invalid input, token arrays, or `dimensions` the model cannot make", body = OpenAiError),
+        (status = 403, description = "The credential's allow-list does not name the embedding model (`model_not_allowed`)", body = OpenAiError),
         (status = 404, description = "Not the embedding model (`model_not_found`)", body = OpenAiError),
         (status = 503, description = "No embedding model is loaded, or it is unavailable", body = OpenAiError)
     )
@@ -48,6 +49,7 @@ pub async fn embed(
         ));
     };
     let (request, format) = body.into_request();
+    crate::routes::credential_limits::may_use(state, caller, &request.model).await?;
     let embedded = service
         .embed(caller, request)
         .await

@@ -1,9 +1,9 @@
 //! `GET /openai/v1/models` and `/openai/v1/models/{model}`: the models a completion may name
-//! (the usable catalog models and the organization's own), plus the embedding model, in
-//! OpenAI's model object shape.
+//! (the usable catalog models and the organization's own, narrowed to the caller's
+//! credential's allow-list), plus the embedding model, in OpenAI's model object shape.
 
 use actix_web::{get, web};
-use tessera_kernel::{DomainError, OrganizationId};
+use tessera_kernel::DomainError;
 use tessera_models::ModelId;
 use tessera_wire::openai::{
     error::OpenAiError,
@@ -11,19 +11,18 @@ use tessera_wire::openai::{
     unix,
 };
 
-use crate::{caller::Caller, problem::ApiError, state::AppState};
+use crate::{
+    caller::Caller,
+    problem::ApiError,
+    routes::credential_limits::{allowed_models, nameable_models},
+    state::AppState,
+};
 
-/// Every model the organization may name now, with the embedding model.
-async fn all_models(
-    state: &AppState,
-    organization: &OrganizationId,
-) -> Result<Vec<OpenAiModel>, ApiError> {
+/// Every model the caller may name now, with the embedding model.
+async fn all_models(state: &AppState, caller: &Caller) -> Result<Vec<OpenAiModel>, ApiError> {
     let loaded = unix(state.models.catalog_loaded_at());
-    let nameable = state
-        .models
-        .nameable(organization)
-        .await
-        .map_err(DomainError::from)?;
+    let organization = caller.organization();
+    let (nameable, allowed) = nameable_models(state, caller).await?;
     let base = nameable
         .base
         .into_iter()
@@ -32,10 +31,14 @@ async fn all_models(
         .own
         .iter()
         .map(|view| OpenAiModel::of_user(view, organization));
-    let embeddings = state
-        .embeddings
-        .as_ref()
-        .map(|embeddings| OpenAiModel::of_embeddings(embeddings.model(), loaded));
+    let embeddings = (state.embeddings.as_ref())
+        .map(|embeddings| embeddings.model())
+        .filter(|model| {
+            allowed
+                .as_ref()
+                .is_none_or(|allowed| allowed.contains(*model))
+        })
+        .map(|model| OpenAiModel::of_embeddings(model, loaded));
     Ok(base.chain(own).chain(embeddings).collect())
 }
 
@@ -52,7 +55,7 @@ pub async fn list_models(
     caller: Caller,
     state: web::Data<AppState>,
 ) -> Result<web::Json<OpenAiModelList>, ApiError> {
-    let models = all_models(&state, caller.organization()).await?;
+    let models = all_models(&state, &caller).await?;
     Ok(web::Json(OpenAiModelList::of(models)))
 }
 
@@ -77,15 +80,17 @@ pub async fn get_model(
     let organization = caller.organization();
     // Only the organization's own models are read one by one; catalog models are few.
     if let Ok(model_id) = id.parse::<ModelId>() {
+        let allowed = allowed_models(&state, &caller).await?;
         return state
             .models
             .nameable_own(organization, &model_id)
             .await
             .map_err(DomainError::from)?
+            .filter(|_| allowed.is_none_or(|allowed| allowed.contains(&id)))
             .map(|view| web::Json(OpenAiModel::of_user(&view, organization)))
             .ok_or_else(|| model_not_found(&id));
     }
-    all_models(&state, organization)
+    all_models(&state, &caller)
         .await?
         .into_iter()
         .find(|model| model.id == id)

@@ -150,13 +150,13 @@ async fn check_latest(
     operation_id = "openaiCreateResponse",
     request_body = CreateResponse,
     responses(
-        (status = 403, description = "The credential lacks `chats:invoke` (or `datasets:read` for a `file_search` tool), or the model needs another plan", body = OpenAiError),
+        (status = 403, description = "The credential lacks `chats:invoke` (or `datasets:read` for a `file_search` tool), the model needs another plan, or the credential's allow-list does not name it", body = OpenAiError),
         (status = 200, description = "The response (`object: response`); with `stream: true`, `text/event-stream` of Responses events", body = serde_json::Value),
         (status = 400, description = "Invalid or unsupported parameters (`param` names the first)", body = OpenAiError),
         (status = 404, description = "No such model, no such `previous_response_id`, or a `file_search` vector store that is not the organization's", body = OpenAiError),
         (status = 409, description = "`previous_response_id` is not the latest response of its conversation, or the model is disabled", body = OpenAiError),
         (status = 410, description = "The model reached its end of life (`model_end_of_life`)", body = OpenAiError),
-        (status = 429, description = "Rate limited, or the monthly credits are spent", body = OpenAiError),
+        (status = 429, description = "Rate limited, or the organization's monthly credits or the credential's budget are spent", body = OpenAiError),
         (status = 502, description = "The provider failed, or a strict answer does not conform to its schema", body = OpenAiError),
         (status = 503, description = "The provider is unavailable, or this instance is shutting down", body = OpenAiError)
     )
