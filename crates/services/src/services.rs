@@ -48,6 +48,8 @@ pub struct Services {
     pub api_keys: ApiKeyService,
     /// API keys' and clients' budgets and model allow-lists (admission applies them).
     pub credential_limits: CredentialLimitsService,
+    /// Spend against budgets, as admission reads it (through the same short cache).
+    pub budgets: BudgetGuard,
     /// The audit log: listing, refused credentials, retention.
     pub audit: AuditService,
     pub prompts: PromptService,
@@ -192,7 +194,7 @@ impl Services {
             admission: Arc::new(MeteredAdmission(PlansAndBudgets {
                 plans: Arc::new(organizations.clone()),
                 quotas: settings.quotas.credit_quotas(),
-                budgets,
+                budgets: budgets.clone(),
                 credentials: Some(Arc::new(CredentialLimitsOf(credential_limits.clone()))),
             })),
             usage: usage_store.clone(),
@@ -214,6 +216,7 @@ impl Services {
             identity,
             api_keys,
             credential_limits,
+            budgets,
             audit,
             prompts,
             models,

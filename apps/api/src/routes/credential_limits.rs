@@ -9,11 +9,12 @@ use std::collections::BTreeSet;
 
 use actix_web::{HttpResponse, delete, get, put, web};
 use tessera_chats::ChatError;
-use tessera_identity::{ApiKeyId, ClientId, Credential};
+use tessera_identity::{ApiKeyId, ClientId, Credential, CredentialLimits};
 use tessera_kernel::DomainError;
 use tessera_models::NameableModels;
+use tessera_usage::Spender;
 use tessera_wire::parse::path_id;
-use tessera_wire::v1::credential_limits::{CredentialLimitsIn, CredentialLimitsOut};
+use tessera_wire::v1::credential_limits::{CredentialLimitsIn, CredentialLimitsOut, Spent};
 
 use crate::{
     caller::Caller,
@@ -30,6 +31,38 @@ fn client(text: &str) -> Result<Credential, DomainError> {
     path_id::<ClientId>(text, "client").map(Credential::Client)
 }
 
+/// The limits as answered: with what the credential has spent of its budget this period.
+async fn answer(
+    state: &AppState,
+    credential: &Credential,
+    limits: Option<CredentialLimits>,
+) -> Result<web::Json<CredentialLimitsOut>, ApiError> {
+    let spent = match limits
+        .as_ref()
+        .and_then(|limits| limits.budget.map(|b| (limits, b)))
+    {
+        Some((limits, budget)) => {
+            let spender = Spender {
+                organization: limits.organization_id.clone(),
+                principal: Some(limits.credential.clone()),
+            };
+            let status = (state.budgets)
+                .spent_of(&spender, budget.period, budget.credits)
+                .await?;
+            Some(Spent {
+                used_credits: status.used,
+                resets_at: status.resets_at,
+            })
+        }
+        None => None,
+    };
+    Ok(web::Json(CredentialLimitsOut::of(
+        credential.as_str(),
+        limits,
+        spent,
+    )))
+}
+
 async fn read(
     caller: &Caller,
     state: &AppState,
@@ -40,10 +73,7 @@ async fn read(
         .get(caller.organization(), &credential)
         .await
         .map_err(DomainError::from)?;
-    Ok(web::Json(CredentialLimitsOut::of(
-        credential.as_str(),
-        limits,
-    )))
+    answer(state, &credential, limits).await
 }
 
 async fn set(
@@ -62,10 +92,7 @@ async fn set(
         )
         .await
         .map_err(DomainError::from)?;
-    Ok(web::Json(CredentialLimitsOut::of(
-        credential.as_str(),
-        Some(limits),
-    )))
+    answer(state, &credential, Some(limits)).await
 }
 
 async fn clear(

@@ -66,9 +66,20 @@ async fn limits_are_set_read_and_lifted(backend: Backend) {
     )
     .await;
     assert_eq!(set["models"], json!(["test/a", "test/b"]), "{set}");
+    let budget = &set["budget"];
     assert_eq!(
-        set["budget"],
-        json!({"credits": 500, "period": "week", "onSpent": "refuse"})
+        (
+            &budget["credits"],
+            &budget["period"],
+            &budget["onSpent"],
+            &budget["usedCredits"]
+        ),
+        (&json!(500), &json!("week"), &json!("refuse"), &json!(0)),
+        "{set}"
+    );
+    assert!(
+        budget["resetsAt"].as_str().unwrap().ends_with("T00:00:00Z"),
+        "{set}"
     );
     assert!(set["updatedAt"].is_string(), "{set}");
     assert_eq!(
@@ -451,6 +462,18 @@ async fn limits_are_enforced_on_every_completion(backend: Backend) {
         answers[1].2["error"]["code"], "insufficient_quota",
         "{answers:?}"
     );
+    // Its limits say what it has spent.
+    let limits = ok(
+        app.call(
+            Method::GET,
+            &format!("/v1/api-keys/{limited}/limits"),
+            &token,
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(limits["budget"]["usedCredits"], json!(spent), "{limits}");
 
     // Another key of the same organization is unaffected, on any model.
     for (path, status, body) in ask_everywhere(&app, &free_secret, "test/other").await {

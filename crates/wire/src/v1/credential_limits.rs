@@ -51,7 +51,7 @@ impl From<CredentialLimitsIn> for NewCredentialLimits {
     }
 }
 
-/// A credit budget as answered.
+/// A credit budget as answered, with what the credential has spent of it this period.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BudgetOut {
@@ -60,6 +60,17 @@ pub struct BudgetOut {
     pub period: String,
     #[schema(example = "refuse")]
     pub on_spent: String,
+    /// Credits spent in the current period (read through a cache of `quotas.cache_secs`).
+    pub used_credits: u64,
+    /// When the current period ends and the budget starts afresh.
+    pub resets_at: DateTime<Utc>,
+}
+
+/// What a credential has spent of its budget in the current period.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Spent {
+    pub used_credits: u64,
+    pub resets_at: DateTime<Utc>,
 }
 
 /// A credential's limits; both `null` when none are set.
@@ -77,8 +88,8 @@ pub struct CredentialLimitsOut {
 }
 
 impl CredentialLimitsOut {
-    /// `limits` of `credential`, or none.
-    pub fn of(credential: &str, limits: Option<CredentialLimits>) -> Self {
+    /// `limits` of `credential`, or none, with what it has `spent` of its budget.
+    pub fn of(credential: &str, limits: Option<CredentialLimits>, spent: Option<Spent>) -> Self {
         let Some(limits) = limits else {
             return Self {
                 credential: credential.to_owned(),
@@ -90,10 +101,12 @@ impl CredentialLimitsOut {
         Self {
             credential: limits.credential,
             models: limits.models.map(|models| models.into_iter().collect()),
-            budget: limits.budget.map(|budget| BudgetOut {
+            budget: limits.budget.zip(spent).map(|(budget, spent)| BudgetOut {
                 credits: budget.credits,
                 period: budget.period.as_str().to_owned(),
                 on_spent: budget.on_spent.as_str().to_owned(),
+                used_credits: spent.used_credits,
+                resets_at: spent.resets_at,
             }),
             updated_at: Some(limits.updated_at),
         }
