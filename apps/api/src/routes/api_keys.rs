@@ -4,7 +4,7 @@
 //! `tessera_wire::v1::api_keys`.
 
 use actix_web::{HttpResponse, delete, get, http::header, post, web};
-use tessera_identity::{ApiKeyId, Credential, NewApiKey, NewCredentialLimits};
+use tessera_identity::{ApiKeyId, Credential, NewApiKey};
 use tessera_kernel::DomainError;
 use tessera_wire::page::{PageOf, PageQuery};
 use tessera_wire::v1::api_keys::{ApiKeyOut, ApiKeyPage, CreateApiKey};
@@ -13,6 +13,7 @@ use crate::{
     caller::Caller,
     extract::{ValidJson, ValidQuery},
     problem::{ApiError, Problem, ValidationProblem},
+    routes::credential_limits::{asked_with, limit_new},
     state::AppState,
 };
 use tessera_wire::parse::{page_limit, path_id};
@@ -42,31 +43,13 @@ pub async fn create_api_key(
         scopes: body.scopes,
         expires_at: body.expires_at,
     };
-    let limits = body.limits.map(NewCredentialLimits::from);
-    if let Some(limits) = &limits {
-        (limits.clone())
-            .check_under(&["body".into(), "limits".into()])
-            .map_err(DomainError::Validation)?;
-    }
+    let limits = asked_with(body.limits)?;
     let (key, secret) = state
         .api_keys
         .create(caller.principal(), new)
         .await
         .map_err(DomainError::from)?;
-    if let Some(limits) = limits {
-        let credential = Credential::ApiKey(key.id.clone());
-        let organization = caller.organization();
-        if let Err(error) = (state.credential_limits)
-            .set(organization, &credential, limits, caller.actor())
-            .await
-        {
-            // A key without the limits it was asked with is never handed out.
-            let _ = (state.api_keys)
-                .revoke(organization, &key.id, caller.actor())
-                .await;
-            return Err(DomainError::from(error).into());
-        }
-    }
+    limit_new(&state, &caller, Credential::ApiKey(key.id.clone()), limits).await?;
     let location = format!("/v1/api-keys/{}", key.id);
     Ok(HttpResponse::Created()
         .insert_header((header::LOCATION, location))

@@ -3,7 +3,7 @@
 //! `tessera_wire::v1::clients`.
 
 use actix_web::{HttpResponse, delete, get, http::header, post, web};
-use tessera_identity::{ClientId, ClientName, NewClient};
+use tessera_identity::{ClientId, ClientName, Credential, NewClient};
 use tessera_kernel::{DomainError, FieldError, Scope, ScopeSet};
 use tessera_wire::page::{PageOf, PageQuery};
 use tessera_wire::v1::clients::{ClientOut, ClientPage, CreateClient};
@@ -12,6 +12,7 @@ use crate::{
     caller::Caller,
     extract::{ValidJson, ValidQuery},
     problem::{ApiError, Problem, ValidationProblem},
+    routes::credential_limits::{asked_with, limit_new},
     state::AppState,
 };
 use tessera_wire::parse::{page_limit, path_id};
@@ -28,7 +29,7 @@ fn client_id(text: &str) -> Result<ClientId, DomainError> {
     responses(
         (status = 201, description = "Created; `clientSecret` is shown only now", body = ClientOut),
         (status = 403, description = "The caller lacks `org:admin` or a requested scope", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid request", body = ValidationProblem, content_type = "application/problem+json")
+        (status = 422, description = "Invalid request (a name, a scope, or `limits`)", body = ValidationProblem, content_type = "application/problem+json")
     )
 )]
 #[post("/v1/clients")]
@@ -60,11 +61,19 @@ pub async fn create_client(
         name,
         scopes: scopes.into_iter().collect::<ScopeSet>(),
     };
+    let limits = asked_with(body.limits)?;
     let (client, secret) = state
         .identity
         .create_client_by(caller.principal(), new)
         .await
         .map_err(DomainError::from)?;
+    limit_new(
+        &state,
+        &caller,
+        Credential::Client(client.id.clone()),
+        limits,
+    )
+    .await?;
     let location = format!("/v1/clients/{}", client.id);
     Ok(HttpResponse::Created()
         .insert_header((header::LOCATION, location))

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 
 use actix_web::{HttpResponse, delete, get, put, web};
 use tessera_chats::ChatError;
-use tessera_identity::{ApiKeyId, ClientId, Credential, CredentialLimits};
+use tessera_identity::{ApiKeyId, ClientId, Credential, CredentialLimits, NewCredentialLimits};
 use tessera_kernel::DomainError;
 use tessera_models::NameableModels;
 use tessera_usage::Spender;
@@ -234,6 +234,53 @@ pub async fn delete_client_limits(
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     clear(&caller, &state, client(&path)?).await
+}
+
+/// The limits a new credential is asked with (`limits` in its creation's body), checked
+/// before the credential is created (problems located under `body.limits`).
+pub fn asked_with(
+    limits: Option<CredentialLimitsIn>,
+) -> Result<Option<NewCredentialLimits>, ApiError> {
+    let Some(limits) = limits.map(NewCredentialLimits::from) else {
+        return Ok(None);
+    };
+    (limits.clone())
+        .check_under(&["body".into(), "limits".into()])
+        .map_err(DomainError::Validation)?;
+    Ok(Some(limits))
+}
+
+/// Sets the limits a new credential was asked with. Should that fail, the credential is
+/// revoked: one without the limits it was asked with is never handed out.
+pub async fn limit_new(
+    state: &AppState,
+    caller: &Caller,
+    credential: Credential,
+    limits: Option<NewCredentialLimits>,
+) -> Result<(), ApiError> {
+    let Some(limits) = limits else {
+        return Ok(());
+    };
+    let organization = caller.organization();
+    let set = (state.credential_limits)
+        .set(organization, &credential, limits, caller.actor())
+        .await;
+    let Err(error) = set else {
+        return Ok(());
+    };
+    let _ = match &credential {
+        Credential::ApiKey(id) => {
+            (state.api_keys)
+                .revoke(organization, id, caller.actor())
+                .await
+        }
+        Credential::Client(id) => {
+            (state.identity)
+                .revoke(organization, id, caller.actor())
+                .await
+        }
+    };
+    Err(DomainError::from(error).into())
 }
 
 /// The models the caller may name: every model its organization may use, narrowed by its

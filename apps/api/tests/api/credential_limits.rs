@@ -177,7 +177,8 @@ async fn limits_are_set_read_and_lifted(backend: Backend) {
             Method::POST,
             "/v1/clients",
             &token,
-            &json!({"name": "worker", "scopes": ["chats:invoke"]}),
+            &json!({"name": "worker", "scopes": ["chats:invoke"],
+                    "limits": {"models": ["test/a"]}}),
         )
         .await,
         201,
@@ -187,6 +188,12 @@ async fn limits_are_set_read_and_lifted(backend: Backend) {
         .unwrap()
         .to_owned();
     let client_path = format!("/v1/clients/{client}/limits");
+    let born = ok(app.call(Method::GET, &client_path, &token).await, 200).await;
+    assert_eq!(
+        (&born["models"], &born["budget"]),
+        (&json!(["test/a"]), &Value::Null),
+        "{born}"
+    );
     let set = ok(
         put_limits(
             &app,
@@ -264,6 +271,7 @@ async fn limits_are_set_read_and_lifted(backend: Backend) {
         [
             "api_key.limits.set",
             "api_key.limits.set",
+            "client.limits.set",
             "client.limits.set",
             "api_key.limits.set",
             "api_key.limits.clear"

@@ -59,4 +59,7 @@ pub struct CreateClient {
     #[validate(length(min = 1, max = 64))]
     #[schema(min_items = 1, max_items = 64)]
     pub scopes: Vec<String>,
+    /// Its budget and model allow-list from the start (as `PUT /v1/clients/{id}/limits`
+    /// sets them later); absent for none.
+    pub limits: Option<crate::v1::credential_limits::CredentialLimitsIn>,
 }
