@@ -203,6 +203,22 @@ def run(client: OpenAI) -> dict:
     except openai.NotFoundError as error:
         expect(error.body["type"] == "not_found_error", f"{error.body}")
 
+    # Expiry: days after the last activity; cleared by `None` (sent as null).
+    brief = client.vector_stores.create(
+        name="Brief", expires_after={"anchor": "last_active_at", "days": 3}
+    )
+    expect(brief.expires_after is not None and brief.expires_after.days == 3, f"{brief}")
+    expect(brief.expires_at == brief.last_active_at + 3 * 86400, f"{brief}")
+    expect(brief.status == "completed", f"{brief}")
+    try:
+        client.vector_stores.create(expires_after={"anchor": "last_active_at", "days": 366})
+        raise CheckFailed("an expiry of 366 days was accepted")
+    except openai.BadRequestError as error:
+        expect(error.body["param"] == "expires_after.days", f"{error.body}")
+    lasting = client.vector_stores.update(brief.id, expires_after=None)
+    expect(lasting.expires_after is None and lasting.expires_at is None, f"{lasting}")
+    expect(client.vector_stores.delete(brief.id).deleted, "delete brief")
+
     # The SDK's own ingestion helper: upload, one batch, poll until processed.
     shelf = client.vector_stores.create(name="Shelf")
     batch = client.vector_stores.file_batches.upload_and_poll(

@@ -1,7 +1,7 @@
 //! Datasets: named sets of files that are searched together, versioned on every change of
 //! their content, with snapshots that freeze a version.
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Duration, Utc};
 use tessera_kernel::OrganizationId;
 
 use crate::{Attributes, DatasetId, FileId, StoredFile};
@@ -22,9 +22,43 @@ pub struct Dataset {
     pub late_interaction: bool,
     /// What a client attached to it (OpenAI's vector store `metadata`).
     pub metadata: Metadata,
+    /// It expires this many days (1 to [`MAX_EXPIRY_DAYS`]) after it was last active
+    /// (OpenAI's `expires_after` anchored at `last_active_at`); `None` never expires.
+    pub expires_after_days: Option<u16>,
+    /// When it was last used: created, searched, or given or relieved of a file (moved at
+    /// most once per [`ACTIVITY_RESOLUTION`]), or given a new expiry.
+    pub last_active_at: DateTime<Utc>,
     pub created_by: String,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+}
+
+/// The longest expiry, in days after the last activity (OpenAI's bound).
+pub const MAX_EXPIRY_DAYS: u16 = 365;
+
+/// How finely activity is recorded: `last_active_at` moves only once it is this old, so a
+/// dataset searched many times a second is written at most once a minute. Expiry counts in
+/// days, so a minute's lag changes nothing a client could notice.
+pub const ACTIVITY_RESOLUTION: Duration = Duration::minutes(1);
+
+impl Dataset {
+    /// When it expires: `expires_after_days` after its last activity; `None` never.
+    pub fn expires_at(&self) -> Option<DateTime<Utc>> {
+        self.expires_after_days
+            .map(|days| self.last_active_at + Duration::days(i64::from(days)))
+    }
+
+    /// Whether it has expired at `now`: it then keeps its files but is refused for use
+    /// (search, new files) until its expiry is extended or cleared, or it is deleted.
+    pub fn is_expired(&self, now: DateTime<Utc>) -> bool {
+        self.expires_at()
+            .is_some_and(|expires_at| now >= expires_at)
+    }
+
+    /// Whether activity at `now` is worth recording ([`ACTIVITY_RESOLUTION`]).
+    pub fn activity_due(&self, now: DateTime<Utc>) -> bool {
+        now - self.last_active_at >= ACTIVITY_RESOLUTION
+    }
 }
 
 /// What a new dataset is made of.
@@ -34,16 +68,21 @@ pub struct NewDataset {
     pub description: Option<String>,
     pub late_interaction: bool,
     pub metadata: Metadata,
+    /// Days after its last activity it expires (1 to [`MAX_EXPIRY_DAYS`]); `None` never.
+    pub expires_after_days: Option<u16>,
 }
 
 /// What an update changes (`None` leaves a field as it is; `Some(None)` clears the
-/// description).
+/// description, or the expiry).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DatasetChanges {
     pub name: Option<String>,
     pub description: Option<Option<String>>,
     pub late_interaction: Option<bool>,
     pub metadata: Option<Metadata>,
+    /// A new expiry (`Some(None)`: never expires); given either way, the dataset counts as
+    /// active now, so the expiry runs from the change.
+    pub expires_after_days: Option<Option<u16>>,
 }
 
 /// How many of a dataset's files are in each status, and their size (OpenAI's

@@ -52,15 +52,16 @@ impl DatasetService {
         loop {
             let page = self
                 .store()
-                .files(organization, dataset, &PageRequest { limit, after })
+                .files(
+                    organization,
+                    dataset,
+                    Some(FileStatus::Ready),
+                    &PageRequest { limit, after },
+                )
                 .await?;
             let full = page.len() >= limit.get() as usize;
             after = page.last().map(|entry| entry.file.id.clone());
-            files.extend(
-                page.into_iter()
-                    .map(|entry| entry.file)
-                    .filter(|file| file.status == FileStatus::Ready),
-            );
+            files.extend(page.into_iter().map(|entry| entry.file));
             if !full || after.is_none() {
                 return Ok(Some(files));
             }
@@ -86,13 +87,18 @@ impl DatasetService {
     }
 
     /// The dataset's ready content, chunk by chunk, as far as `max_tokens` allows; `None`
-    /// when the organization has no such dataset.
+    /// when the organization has no such dataset, or it has expired (refused for use, as
+    /// its search is).
     pub async fn content(
         &self,
         organization: &OrganizationId,
         dataset: &DatasetId,
         max_tokens: u64,
     ) -> Result<Option<DatasetContent>, DomainError> {
+        let found = self.store().get(organization, dataset).await?;
+        if found.is_none_or(|found| found.is_expired(self.now())) {
+            return Ok(None);
+        }
         let Some(files) = self.ready_files(organization, dataset).await? else {
             return Ok(None);
         };

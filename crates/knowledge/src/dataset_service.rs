@@ -10,10 +10,13 @@ use std::{
 use tessera_kernel::{Caller, Clock, CursorCodec, DomainError, Limit, Page, PageRequest};
 
 use crate::{
-    Attributes, Dataset, DatasetChanges, DatasetFile, DatasetFileCounts, DatasetId, DatasetStore,
-    Embedder, FileId, FileStore, LateInteractionSearch, LateRerank, NewDataset, Reranking,
-    ScoredChunk, SearchMode, Snapshot, VectorIndex, VectorQuery,
+    Attributes, ChunkingSettings, Dataset, DatasetChanges, DatasetFile, DatasetFileCounts,
+    DatasetId, DatasetStore, Embedder, FileId, FileStatus, FileStore, LateInteractionSearch,
+    LateRerank, NewDataset, Rechunking, Reranking, ScoredChunk, SearchMode, Snapshot, VectorIndex,
+    VectorQuery,
 };
+
+use crate::MAX_EXPIRY_DAYS;
 
 const DATASET_LIST: &str = "datasets";
 const DATASET_FILE_LIST: &str = "dataset-files";
@@ -25,6 +28,19 @@ pub const MAX_DATASET_DESCRIPTION_CHARS: usize = 2000;
 pub const MAX_QUERY_CHARS: usize = 2000;
 /// The most hits one search returns.
 pub const MAX_SEARCH_LIMIT: usize = 50;
+
+/// The refusal of sizes for a file that another dataset holds cut otherwise.
+fn cut_elsewhere(file: &FileId) -> DomainError {
+    DomainError::invalid(
+        ["body".into(), "chunking_strategy".into()],
+        format!(
+            "file {file} is already cut differently for another vector store, whose chunks it \
+             shares: upload it again to have a separate file cut with these sizes (or add it \
+             with the `auto` strategy)"
+        ),
+        "value_error",
+    )
+}
 
 /// A search within a dataset.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,6 +81,8 @@ pub struct DatasetService {
     cursors: CursorCodec,
     reranking: Option<Reranking>,
     late_interaction: Option<LateInteractionSearch>,
+    /// The most tokens of one text the embedding model reads, when known here.
+    chunk_window: Option<usize>,
 }
 
 fn check_name(name: &str) -> Result<String, DomainError> {
@@ -94,6 +112,49 @@ fn check_description(description: Option<String>) -> Result<Option<String>, Doma
     }
 }
 
+/// Refuses an expiry outside 1 to [`MAX_EXPIRY_DAYS`] days.
+fn check_expiry(days: Option<u16>) -> Result<Option<u16>, DomainError> {
+    match days {
+        Some(days) if !(1..=MAX_EXPIRY_DAYS).contains(&days) => Err(DomainError::invalid(
+            ["body".into(), "expires_after".into(), "days".into()],
+            format!("must be between 1 and {MAX_EXPIRY_DAYS}"),
+            "range",
+        )),
+        other => Ok(other),
+    }
+}
+
+/// The `type` of the validation error refusing an expired dataset for use (its search, new
+/// files): the request is fine, the dataset is not.
+pub const EXPIRED: &str = "expired";
+
+/// The refusal of an expired dataset: a 400 (OpenAI) or 422 (`/v1`) naming the dataset in
+/// the path, since the request is fine and the dataset is not; [`EXPIRED`] tells it from
+/// other invalid input.
+fn expired(dataset: &Dataset) -> DomainError {
+    let at = dataset
+        .expires_at()
+        .map(|at| at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+        .unwrap_or_default();
+    DomainError::invalid(
+        ["path".into()],
+        format!(
+            "vector store {} expired at {at} ({} days after it was last active): it keeps its \
+             files but cannot be searched or given files; extend or clear its `expires_after`, \
+             or delete it",
+            dataset.id,
+            dataset.expires_after_days.unwrap_or_default(),
+        ),
+        EXPIRED,
+    )
+}
+
+/// Whether `error` is the refusal of an expired dataset.
+pub fn is_expired_refusal(error: &DomainError) -> bool {
+    matches!(error, DomainError::Validation(fields)
+        if fields.iter().any(|field| field.kind == EXPIRED))
+}
+
 impl DatasetService {
     pub fn new(
         datasets: Arc<dyn DatasetStore>,
@@ -112,6 +173,43 @@ impl DatasetService {
             cursors,
             reranking: None,
             late_interaction: None,
+            chunk_window: None,
+        }
+    }
+
+    /// Files are embedded by a model that reads `window` tokens of a text (its
+    /// [`crate::ChunkTokens::window`]): chunk sizes a client asks for beyond it are refused,
+    /// since a chunk has one vector and the model would not read its end.
+    #[must_use]
+    pub fn with_chunk_window(mut self, window: usize) -> Self {
+        self.chunk_window = Some(window);
+        self
+    }
+
+    /// The most tokens a chunk may be asked to hold here; `None` when the embedding model's
+    /// window is not known here (a hosted model, or none loaded).
+    pub fn chunk_window(&self) -> Option<usize> {
+        self.chunk_window
+    }
+
+    /// Refuses chunk sizes the embedding model cannot read whole (named as OpenAI's
+    /// `chunking_strategy`, the only request that asks for sizes).
+    pub fn check_chunking(&self, chunking: &ChunkingSettings) -> Result<(), DomainError> {
+        match self.chunk_window {
+            Some(window) if chunking.max_tokens > window => Err(DomainError::invalid(
+                [
+                    "body".into(),
+                    "chunking_strategy".into(),
+                    "static".into(),
+                    "max_chunk_size_tokens".into(),
+                ],
+                format!(
+                    "must be at most {window}: the embedding model reads {window} tokens of a \
+                     text, and each chunk is embedded whole as one vector"
+                ),
+                "less_than_equal",
+            )),
+            _ => Ok(()),
         }
     }
 
@@ -168,6 +266,41 @@ impl DatasetService {
         self.clock.now()
     }
 
+    /// Whether the dataset has expired now, by this service's clock.
+    pub fn has_expired(&self, dataset: &Dataset) -> bool {
+        dataset.is_expired(self.clock.now())
+    }
+
+    /// The dataset, unless it has expired (refused with [`EXPIRED`]): what searching it or
+    /// adding files to it starts with.
+    pub async fn usable(&self, caller: &Caller, id: &DatasetId) -> Result<Dataset, DomainError> {
+        let dataset = self.get(caller, id).await?;
+        if self.has_expired(&dataset) {
+            return Err(expired(&dataset));
+        }
+        Ok(dataset)
+    }
+
+    /// Records that `dataset` was used now, when the last record is older than
+    /// [`ACTIVITY_RESOLUTION`](crate::ACTIVITY_RESOLUTION) (so a busy dataset is written
+    /// once a minute, not once per search); the dataset as it then reads.
+    async fn record_activity(
+        &self,
+        caller: &Caller,
+        mut dataset: Dataset,
+    ) -> Result<Dataset, DomainError> {
+        let now = self.clock.now();
+        if dataset.activity_due(now)
+            && self
+                .datasets
+                .touch(caller.organization(), &dataset.id, now)
+                .await?
+        {
+            dataset.last_active_at = now;
+        }
+        Ok(dataset)
+    }
+
     pub async fn create(&self, caller: &Caller, new: NewDataset) -> Result<Dataset, DomainError> {
         let now = self.clock.now();
         let dataset = Dataset {
@@ -179,6 +312,8 @@ impl DatasetService {
             file_count: 0,
             late_interaction: self.check_late_interaction(new.late_interaction)?,
             metadata: new.metadata,
+            expires_after_days: check_expiry(new.expires_after_days)?,
+            last_active_at: now,
             created_by: caller.subject().to_owned(),
             created_at: now,
             updated_at: now,
@@ -231,8 +366,11 @@ impl DatasetService {
     }
 
     /// Renames or re-describes a dataset (`Some(None)` clears the description), replaces its
-    /// metadata, or turns late interaction on or off for its searches. Its version counts
-    /// content changes only, so it stays.
+    /// metadata, turns late interaction on or off for its searches, or sets or clears its
+    /// expiry. Its version counts content changes only, so it stays. A new expiry (or its
+    /// clearing) counts as activity, so the expiry runs from now: that is how an expired
+    /// dataset is revived (every other change of an expired one is allowed too, but leaves it
+    /// expired).
     pub async fn update(
         &self,
         caller: &Caller,
@@ -243,6 +381,7 @@ impl DatasetService {
             .late_interaction
             .map(|wanted| self.check_late_interaction(wanted))
             .transpose()?;
+        let expiry = changes.expires_after_days.map(check_expiry).transpose()?;
         let mut dataset = self.get(caller, id).await?;
         if let Some(name) = changes.name {
             dataset.name = check_name(&name)?;
@@ -256,10 +395,21 @@ impl DatasetService {
         if let Some(metadata) = changes.metadata {
             dataset.metadata = metadata;
         }
+        if let Some(days) = expiry {
+            dataset.expires_after_days = days;
+        }
         dataset.updated_at = self.clock.now();
         let audit = caller.audit("dataset.update", "dataset", id.as_str(), dataset.updated_at);
         if !self.datasets.update(&dataset, &audit).await? {
             return Err(DomainError::not_found("dataset", id));
+        }
+        if expiry.is_some()
+            && self
+                .datasets
+                .touch(caller.organization(), id, dataset.updated_at)
+                .await?
+        {
+            dataset.last_active_at = dataset.updated_at;
         }
         Ok(dataset)
     }
@@ -299,13 +449,13 @@ impl DatasetService {
 
     /// Every file the dataset holds with its attributes: what a search filtered by
     /// attributes ([`crate::AttributeFilter::matches`]) picks its `files` from, and what its results
-    /// show.
+    /// show. Refused, as the search would be, when the dataset has expired.
     pub async fn file_attributes(
         &self,
         caller: &Caller,
         dataset: &DatasetId,
     ) -> Result<HashMap<FileId, Attributes>, DomainError> {
-        self.get(caller, dataset).await?;
+        self.usable(caller, dataset).await?;
         let files = self
             .datasets
             .attributes(caller.organization(), dataset)
@@ -340,13 +490,14 @@ impl DatasetService {
     }
 
     /// Adds a file to a dataset (idempotent). Its chunks become searchable in the dataset
-    /// once it is `ready`.
+    /// once it is `ready`. Refused when the dataset has expired; counts as activity.
     pub async fn add_file(
         &self,
         caller: &Caller,
         dataset: &DatasetId,
         file: &FileId,
     ) -> Result<(Dataset, bool), DomainError> {
+        self.usable(caller, dataset).await?;
         let now = self.clock.now();
         // The association is the resource: `<dataset id>/<file id>`.
         let audit = caller.audit(
@@ -362,10 +513,74 @@ impl DatasetService {
         if added {
             self.sync_index(caller, file).await?;
         }
-        Ok((dataset, added))
+        Ok((self.record_activity(caller, dataset).await?, added))
     }
 
-    /// Removes a file from a dataset; 404 when it is not in it.
+    /// Adds a file to a dataset (idempotent), cut with `chunking` when given: the file's
+    /// sizes are set first, and it is cut again with them if it was cut before
+    /// ([`Rechunking`]). Refused (nothing changed) when the sizes are more than the model
+    /// reads, or when another dataset holds the file cut with other sizes. `None` keeps
+    /// how the file is cut.
+    pub async fn add_file_cut(
+        &self,
+        caller: &Caller,
+        dataset: &DatasetId,
+        file: &FileId,
+        chunking: Option<ChunkingSettings>,
+    ) -> Result<(Dataset, bool), DomainError> {
+        if let Some(chunking) = chunking {
+            self.check_chunking(&chunking)?;
+            self.usable(caller, dataset).await?;
+            self.rechunk(caller, dataset, file, chunking).await?;
+        }
+        self.add_file(caller, dataset, file).await
+    }
+
+    /// Sets the sizes `file` is cut with, for `dataset` ([`FileStore::set_chunking`]).
+    pub(crate) async fn rechunk(
+        &self,
+        caller: &Caller,
+        dataset: &DatasetId,
+        file: &FileId,
+        chunking: ChunkingSettings,
+    ) -> Result<(), DomainError> {
+        let now = self.clock.now();
+        let audit = caller.audit("file.rechunk", "file", file.as_str(), now);
+        let decided = self
+            .files
+            .set_chunking(caller.organization(), file, dataset, chunking, now, &audit)
+            .await?
+            .ok_or_else(|| DomainError::not_found("file", file))?;
+        if decided == Rechunking::CutElsewhere {
+            return Err(cut_elsewhere(file));
+        }
+        Ok(())
+    }
+
+    /// Refuses, before anything changes, a file that asking for `chunking` for `dataset`
+    /// (`None`: one not created yet) would refuse ([`Rechunking::CutElsewhere`]).
+    pub(crate) async fn check_rechunk(
+        &self,
+        caller: &Caller,
+        dataset: Option<&DatasetId>,
+        file: &FileId,
+        chunking: ChunkingSettings,
+    ) -> Result<(), DomainError> {
+        let stored = self
+            .files
+            .get(caller.organization(), file)
+            .await?
+            .ok_or_else(|| DomainError::not_found("file", file))?;
+        let held = self.files.datasets_of(caller.organization(), file).await?;
+        let held_elsewhere = held.iter().any(|other| Some(other) != dataset);
+        if Rechunking::decide(&stored, chunking, held_elsewhere) == Rechunking::CutElsewhere {
+            return Err(cut_elsewhere(file));
+        }
+        Ok(())
+    }
+
+    /// Removes a file from a dataset; 404 when it is not in it. Counts as activity unless
+    /// the dataset has expired.
     pub async fn remove_file(
         &self,
         caller: &Caller,
@@ -388,7 +603,12 @@ impl DatasetService {
             return Err(DomainError::not_found("dataset file", file));
         }
         self.sync_index(caller, file).await?;
-        Ok(dataset)
+        // Emptying an expired dataset is allowed (a file it holds cannot be deleted) but does
+        // not revive it.
+        if dataset.is_expired(now) {
+            return Ok(dataset);
+        }
+        self.record_activity(caller, dataset).await
     }
 
     /// Writes the file's current datasets into its index entries.
@@ -413,28 +633,41 @@ impl DatasetService {
         let after = cursor
             .map(|c| self.cursors.decode::<FileId>(DATASET_FILE_LIST, &owner, c))
             .transpose()?;
-        self.files_after(caller, dataset, PageRequest { limit, after })
+        self.files_after(caller, dataset, None, PageRequest { limit, after })
             .await
     }
 
-    /// The dataset's files, newest first, from the file after `page.after` (OpenAI's `after`
-    /// names a file, not a cursor).
+    /// The dataset's files (of `status` only, when given: the store filters, so pages are
+    /// full), newest first, from the file after `page.after` (OpenAI's `after` names a file,
+    /// not a cursor).
     pub async fn files_after(
         &self,
         caller: &Caller,
         dataset: &DatasetId,
+        status: Option<FileStatus>,
         page: PageRequest<FileId>,
     ) -> Result<Page<DatasetFile>, DomainError> {
         let found = self.get(caller, dataset).await?;
         let owner = CursorCodec::owner(caller.organization().as_str(), dataset.as_str());
         let rows = self
             .datasets
-            .files(caller.organization(), dataset, &page)
+            .files(caller.organization(), dataset, status, &page)
             .await?;
+        let total = match status {
+            None => found.file_count,
+            Some(status) => {
+                let counts = self.file_counts(caller, dataset).await?;
+                match status {
+                    FileStatus::Processing => counts.processing,
+                    FileStatus::Ready => counts.ready,
+                    FileStatus::Failed => counts.failed,
+                }
+            }
+        };
         Ok(Page::from_overfetch(
             rows,
             page.limit,
-            Some(found.file_count),
+            Some(total),
             |entry| {
                 self.cursors
                     .encode(DATASET_FILE_LIST, &owner, &entry.file.id)
@@ -467,7 +700,8 @@ impl DatasetService {
 
     /// Hybrid (dense + BM25, reciprocal-rank fused) search of the dataset's ready files,
     /// or of a snapshot's files; the candidates reordered by late interaction, then
-    /// reranked by the cross-encoder, where asked.
+    /// reranked by the cross-encoder, where asked. Refused when the dataset has expired;
+    /// counts as activity.
     pub async fn search(
         &self,
         caller: &Caller,
@@ -504,7 +738,8 @@ impl DatasetService {
         let asked_late = (request.late_interaction)
             .map(|wanted| self.check_late_interaction(wanted))
             .transpose()?;
-        let found = self.get(caller, dataset).await?;
+        let found = self.usable(caller, dataset).await?;
+        let found = self.record_activity(caller, found).await?;
         // A dataset set to it on a server that no longer offers it searches without.
         let late_stage = (self.late_interaction.as_ref())
             .filter(|_| asked_late.unwrap_or(found.late_interaction));

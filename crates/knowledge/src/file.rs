@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use tessera_kernel::{FieldError, OrganizationId};
 
-use crate::{FileFormat, FileId};
+use crate::{ChunkingSettings, FileFormat, FileId};
 
 /// Where a file is in processing (the seed's `processing`, `ready`, `failed`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -116,8 +116,53 @@ pub struct StoredFile {
     pub chunk_count: u32,
     /// What an OpenAI client uploaded it for; `None` through `/v1`.
     pub purpose: Option<FilePurpose>,
+    /// How it is cut into chunks, when a client asked for sizes of its own (a vector
+    /// store's `static` chunking strategy); `None`: the server's setting.
+    pub chunking: Option<ChunkingSettings>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+}
+
+/// What asking for a file to be cut with given sizes, for one dataset, comes to. A file is
+/// cut once and its chunks serve every dataset holding it, so sizes that differ from how it
+/// is cut are taken only while no other dataset depends on its chunks (decision 0064).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rechunking {
+    /// It is cut (or will be) with these sizes already: nothing changes.
+    Unchanged,
+    /// Recorded: it is cut with them when processed (it is queued or being processed, and is
+    /// then cut again; or it has nothing to cut: failed, or ready without chunks).
+    Recorded,
+    /// Recorded, and the ready file queued to be cut again with them (`processing` until
+    /// then; its chunks and vectors are replaced).
+    Requeued,
+    /// Refused: another dataset holds the file, cut (or to be cut) with other sizes.
+    CutElsewhere,
+}
+
+impl Rechunking {
+    /// What asking for `wanted` comes to for `file`; `held_elsewhere`: a dataset other
+    /// than the one asking holds it. Another dataset's chunks are kept unless the file is
+    /// not processed yet and nobody asked for sizes before (it is cut once, with these).
+    pub fn decide(file: &StoredFile, wanted: ChunkingSettings, held_elsewhere: bool) -> Self {
+        if file.chunking == Some(wanted) {
+            return Self::Unchanged;
+        }
+        let still_open = file.status == FileStatus::Processing && file.chunking.is_none();
+        if held_elsewhere && !still_open {
+            return Self::CutElsewhere;
+        }
+        if file.status == FileStatus::Ready && file.chunk_count > 0 {
+            Self::Requeued
+        } else {
+            Self::Recorded
+        }
+    }
+
+    /// Whether the file's sizes change.
+    pub fn changes(self) -> bool {
+        matches!(self, Self::Recorded | Self::Requeued)
+    }
 }
 
 /// A chunk of a processed file as kept in the database (the index holds its vectors).

@@ -8,19 +8,22 @@ use std::collections::HashSet;
 use tessera_kernel::{Caller, DomainError, PageRequest};
 
 use crate::{
-    Attributes, Dataset, DatasetFile, DatasetId, DatasetService, FileBatch, FileBatchId,
-    FileBatchProgress, FileId, FileStatus, MAX_BATCH_FILES, NewDataset,
+    Attributes, ChunkingSettings, Dataset, DatasetFile, DatasetId, DatasetService, FileBatch,
+    FileBatchId, FileBatchProgress, FileId, FileStatus, MAX_BATCH_FILES, NewDataset,
 };
 
 impl DatasetService {
-    /// Adds `files` to the dataset (each once, in order) with `attributes`, as one batch.
-    /// Nothing is added unless the dataset and every file are the organization's.
+    /// Adds `files` to the dataset (each once, in order) with `attributes`, as one batch,
+    /// each cut with `chunking` when given ([`DatasetService::add_file_cut`]). Nothing is
+    /// added unless the dataset and every file are the organization's and every file can
+    /// take the sizes.
     pub async fn add_batch(
         &self,
         caller: &Caller,
         dataset: &DatasetId,
         files: Vec<FileId>,
         attributes: &Attributes,
+        chunking: Option<ChunkingSettings>,
     ) -> Result<FileBatchProgress, DomainError> {
         let mut seen = HashSet::new();
         let files: Vec<FileId> = files
@@ -34,9 +37,21 @@ impl DatasetService {
                 "too_long",
             ));
         }
-        self.get(caller, dataset).await?;
+        if let Some(chunking) = &chunking {
+            self.check_chunking(chunking)?;
+        }
+        self.usable(caller, dataset).await?;
         self.check_files(caller, &files).await?;
+        if let Some(chunking) = chunking {
+            for file in &files {
+                self.check_rechunk(caller, Some(dataset), file, chunking)
+                    .await?;
+            }
+        }
         for file in &files {
+            if let Some(chunking) = chunking {
+                self.rechunk(caller, dataset, file, chunking).await?;
+            }
             self.add_file(caller, dataset, file).await?;
             if !attributes.is_empty() {
                 self.set_attributes(caller, dataset, file, attributes)
@@ -55,18 +70,29 @@ impl DatasetService {
         self.progress(caller, batch).await
     }
 
-    /// Creates a dataset holding `files`. Nothing is created unless every file is the
-    /// organization's.
+    /// Creates a dataset holding `files`, each cut with `chunking` when given. Nothing is
+    /// created unless every file is the organization's and can take the sizes.
     pub async fn create_with_files(
         &self,
         caller: &Caller,
         new: NewDataset,
         files: &[FileId],
+        chunking: Option<ChunkingSettings>,
     ) -> Result<Dataset, DomainError> {
+        if let Some(chunking) = &chunking {
+            self.check_chunking(chunking)?;
+        }
         self.check_files(caller, files).await?;
+        if let Some(chunking) = chunking {
+            for file in files {
+                self.check_rechunk(caller, None, file, chunking).await?;
+            }
+        }
         let mut dataset = self.create(caller, new).await?;
         for file in files {
-            (dataset, _) = self.add_file(caller, &dataset.id, file).await?;
+            (dataset, _) = self
+                .add_file_cut(caller, &dataset.id, file, chunking)
+                .await?;
         }
         Ok(dataset)
     }
@@ -123,13 +149,15 @@ impl DatasetService {
         self.batch(caller, dataset, id).await
     }
 
-    /// The batch's files the dataset still holds, newest file first, after `page.after`
-    /// (the page's files, and whether more follow).
+    /// The batch's files the dataset still holds (of `status` only, when given), newest
+    /// file first, after `page.after` (the page's files, and whether more follow). Files are
+    /// filtered as they are read, so a page is full.
     pub async fn batch_files(
         &self,
         caller: &Caller,
         dataset: &DatasetId,
         id: &FileBatchId,
+        status: Option<FileStatus>,
         page: PageRequest<FileId>,
     ) -> Result<(Vec<DatasetFile>, bool), DomainError> {
         let mut batch = self.find_batch(caller, dataset, id).await?;
@@ -145,6 +173,7 @@ impl DatasetService {
                 .store()
                 .dataset_file(caller.organization(), dataset, file)
                 .await?
+                .filter(|entry| status.is_none_or(|status| entry.file.status == status))
             {
                 rows.push(entry);
             }

@@ -127,6 +127,7 @@ impl FileService {
             error: None,
             chunk_count: 0,
             purpose,
+            chunking: None,
             created_at: now,
             updated_at: now,
         };

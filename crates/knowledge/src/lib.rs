@@ -60,13 +60,13 @@ mod upload;
 pub use attributes::{AttributeFilter, AttributeValue, Attributes, Comparison};
 pub use blob::{BlobError, BlobRef, BlobStore, BlobWriter};
 pub use dataset::{
-    Dataset, DatasetChanges, DatasetFile, DatasetFileCounts, FileReference, Metadata, NewDataset,
-    Snapshot,
+    ACTIVITY_RESOLUTION, Dataset, DatasetChanges, DatasetFile, DatasetFileCounts, FileReference,
+    MAX_EXPIRY_DAYS, Metadata, NewDataset, Snapshot,
 };
 pub use dataset_content::{DatasetContent, DatasetPassage};
 pub use dataset_service::{
-    DatasetService, MAX_DATASET_DESCRIPTION_CHARS, MAX_DATASET_NAME_CHARS, MAX_QUERY_CHARS,
-    MAX_SEARCH_LIMIT, SearchHit, SearchRequest,
+    DatasetService, EXPIRED, MAX_DATASET_DESCRIPTION_CHARS, MAX_DATASET_NAME_CHARS,
+    MAX_QUERY_CHARS, MAX_SEARCH_LIMIT, SearchHit, SearchRequest, is_expired_refusal,
 };
 pub use document::{
     ChunkDraft, ChunkLocation, ChunkTokens, ChunkingSettings, DocumentError, DocumentProcessor,
@@ -77,7 +77,7 @@ pub use embeddings::{
     EMBEDDED, EmbeddingError, EmbeddingRequest, EmbeddingService, Embeddings, MAX_EMBEDDING_INPUTS,
 };
 pub use events::{DatasetChange, DatasetUpdated, FileFailed, FileReady};
-pub use file::{FileFilter, FilePurpose, FileStatus, StoredChunk, StoredFile};
+pub use file::{FileFilter, FilePurpose, FileStatus, Rechunking, StoredChunk, StoredFile};
 pub use file_batch::{FileBatch, FileBatchProgress, FileBatchStatus, MAX_BATCH_FILES};
 pub use file_service::FileService;
 pub use file_text::DocumentText;

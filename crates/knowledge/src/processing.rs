@@ -25,6 +25,7 @@ use crate::{
 /// How workers process files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProcessingSettings {
+    /// How files are cut, unless a file carries sizes of its own ([`StoredFile::chunking`]).
     pub chunking: ChunkingSettings,
     /// How long a claimed job stays a worker's without progress before another takes over.
     pub lease: Duration,
@@ -530,9 +531,11 @@ impl Processor {
             .map_err(|error| StepError::Transient(error.to_string()))?;
         self.progress(job, 10).await?;
         let (sink, reports) = progress_channel();
+        // Sizes a client asked for this file, else the server's.
+        let chunking = file.chunking.unwrap_or(self.settings.chunking);
         let extraction = pipeline
             .documents
-            .chunks(file.format, content, self.settings.chunking, sink)
+            .chunks(file.format, content, chunking, sink)
             .instrument(tracing::info_span!(
                 "extract and chunk",
                 "file.format" = file.format.as_str()
@@ -548,6 +551,16 @@ impl Processor {
             | DocumentError::Unsupported(_) => StepError::Content(error.to_string()),
         })?;
         self.progress(job, 30).await?;
+        if job.attempt > 1 || file.chunk_count > 0 {
+            // A file cut before (ready, queued again with other sizes) or an attempt after
+            // another may have index entries its new chunks do not all overwrite (keys are
+            // the ordinals): they go before any new one is written.
+            pipeline
+                .index
+                .delete_file(&file.organization, &file.id)
+                .await
+                .map_err(|error| StepError::Transient(error.to_string()))?;
+        }
         let datasets = pipeline
             .files
             .datasets_of(&file.organization, &file.id)

@@ -11,6 +11,7 @@ use tessera_kernel::{Caller, DomainError, OrganizationId};
 
 use crate::{
     ChunkLocation, DatasetId, DatasetService, FileId, MAX_QUERY_CHARS, SearchMode, SearchRequest,
+    is_expired_refusal,
 };
 use tessera_models::{DatasetLinks, DatasetUsage};
 use tracing::Instrument;
@@ -207,6 +208,9 @@ impl DatasetRetriever {
                 })),
                 // Deleted since it was linked (the link goes with it).
                 Err(DomainError::NotFound { .. }) => {}
+                // Expired: refused for use, so a model linking it answers without it (a
+                // request naming it was refused before it began).
+                Err(error) if is_expired_refusal(&error) => {}
                 Err(error) => return Err(error),
             }
         }

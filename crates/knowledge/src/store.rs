@@ -8,9 +8,9 @@ use chrono::{DateTime, Utc};
 use tessera_kernel::{AuditRecord, DomainError, OrganizationId, PageRequest};
 
 use crate::{
-    Attributes, Dataset, DatasetFile, DatasetFileCounts, DatasetId, FileBatch, FileBatchId,
-    FileFailed, FileFilter, FileId, FilePurpose, FileReady, FileReference, Snapshot, StoredChunk,
-    StoredFile,
+    Attributes, ChunkingSettings, Dataset, DatasetFile, DatasetFileCounts, DatasetId, FileBatch,
+    FileBatchId, FileFailed, FileFilter, FileId, FilePurpose, FileReady, FileReference, FileStatus,
+    Rechunking, Snapshot, StoredChunk, StoredFile,
 };
 
 /// A processing job handed to a worker: the file and which attempt this is (1-based).
@@ -71,6 +71,24 @@ pub trait FileStore: Send + Sync {
         id: &FileId,
         purpose: FilePurpose,
     ) -> Result<bool, DomainError>;
+
+    /// Asks for the organization's file `id` to be cut with `chunking`, for `dataset`: in
+    /// one change, decides by [`Rechunking::decide`] (held elsewhere: a dataset other than
+    /// `dataset` holds the file now) and makes what it decided. `Recorded` sets the file's
+    /// sizes, and releases a job a worker holds to run again once that worker's lease would
+    /// have ended (the worker, its lease gone, writes nothing; the next attempt cuts with the
+    /// new sizes). `Requeued` also makes the file `processing` (progress 0) as of `at` and
+    /// queues its job, due at `at`; its chunks stay until the job replaces them. `audit` is
+    /// written when the sizes change. `None` when the organization has no such file.
+    async fn set_chunking(
+        &self,
+        organization: &OrganizationId,
+        id: &FileId,
+        dataset: &DatasetId,
+        chunking: ChunkingSettings,
+        at: DateTime<Utc>,
+        audit: &AuditRecord,
+    ) -> Result<Option<Rechunking>, DomainError>;
 
     /// Deletes a file with its chunks and job unless a dataset or snapshot holds it.
     async fn delete(
@@ -171,8 +189,21 @@ pub trait DatasetStore: Send + Sync {
 
     async fn count(&self, organization: &OrganizationId) -> Result<u64, DomainError>;
 
-    /// Saves name and description; false when the dataset does not exist.
+    /// Saves name, description, late interaction, metadata, expiry and `updated_at` (not
+    /// `last_active_at`: only [`touch`](Self::touch) moves it); false when the dataset does
+    /// not exist.
     async fn update(&self, dataset: &Dataset, audit: &AuditRecord) -> Result<bool, DomainError>;
+
+    /// Records activity of the organization's dataset at `at`: its `last_active_at` moves
+    /// forward to `at`, never back (a later activity already recorded stays). False when
+    /// nothing moved: no such dataset, or activity at `at` or later already recorded. Not
+    /// audited: using a dataset is not a change of it.
+    async fn touch(
+        &self,
+        organization: &OrganizationId,
+        id: &DatasetId,
+        at: DateTime<Utc>,
+    ) -> Result<bool, DomainError>;
 
     /// Deletes a dataset with its associations and snapshots; returns the files it held.
     async fn delete(
@@ -260,11 +291,13 @@ pub trait DatasetStore: Send + Sync {
         file: &FileId,
     ) -> Result<Option<DatasetFile>, DomainError>;
 
-    /// The dataset's files, newest file first (descending file ids), after `page.after`.
+    /// The dataset's files (of `status` only, when given), newest file first (descending
+    /// file ids), after `page.after`.
     async fn files(
         &self,
         organization: &OrganizationId,
         dataset: &DatasetId,
+        status: Option<FileStatus>,
         page: &PageRequest<FileId>,
     ) -> Result<Vec<DatasetFile>, DomainError>;
 

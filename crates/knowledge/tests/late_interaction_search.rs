@@ -33,6 +33,8 @@ fn dataset(caller: &Caller, late_interaction: bool) -> Dataset {
         created_at: Utc::now(),
         updated_at: Utc::now(),
         metadata: Default::default(),
+        expires_after_days: None,
+        last_active_at: Utc::now(),
     }
 }
 

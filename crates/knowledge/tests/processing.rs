@@ -11,10 +11,10 @@ use chrono::{DateTime, Utc};
 use mockall::predicate::eq;
 use tessera_kernel::{ManualClock, OrganizationId};
 use tessera_knowledge::{
-    BlobError, BlobStore, BlobWriter, ChunkDraft, ChunkLocation, ClaimedJob, DatasetId,
-    DocumentError, EmbedError, ExtractionProgress, FileFormat, FileId, FileStatus, JobOutcome,
-    MockDocumentProcessor, MockEmbedder, MockFileStore, MockLateInteraction, MockVectorIndex,
-    Pipeline, ProcessingSettings, Processor, StoredFile, TokenVectors,
+    BlobError, BlobStore, BlobWriter, ChunkDraft, ChunkLocation, ChunkingSettings, ClaimedJob,
+    DatasetId, DocumentError, EmbedError, ExtractionProgress, FileFormat, FileId, FileStatus,
+    JobOutcome, MockDocumentProcessor, MockEmbedder, MockFileStore, MockLateInteraction,
+    MockVectorIndex, Pipeline, ProcessingSettings, Processor, StoredFile, TokenVectors,
 };
 
 /// A blob store holding one document.
@@ -61,6 +61,7 @@ fn job(attempt: u32) -> ClaimedJob {
             created_at: now(),
             updated_at: now(),
             purpose: None,
+            chunking: None,
         },
         attempt,
     }
@@ -206,6 +207,60 @@ async fn a_document_is_embedded_in_batches_indexed_and_completed() {
         "no model, no token vectors"
     );
     assert_eq!(indexed[4].ordinal, 4);
+}
+
+/// A file with sizes of its own is cut with them; one cut before (it had chunks) has its
+/// index entries deleted before any new one is written.
+#[tokio::test]
+async fn a_file_is_cut_with_its_own_sizes_after_its_old_entries_go() {
+    let sizes = ChunkingSettings {
+        max_tokens: 100,
+        overlap_tokens: 10,
+    };
+    let mut job = job(1);
+    job.file.chunking = Some(sizes);
+    job.file.chunk_count = 7;
+    let mut ports = Ports::new(&job);
+    ports
+        .files
+        .expect_report_progress()
+        .returning(|_, _, _, _, _| Ok(true));
+    ports
+        .files
+        .expect_datasets_of()
+        .returning(|_, _| Ok(Vec::new()));
+    ports
+        .documents
+        .expect_chunks()
+        .withf(move |_, _, settings, _| *settings == sizes)
+        .times(1)
+        .returning(|_, _, _, _| Ok(drafts(1)));
+    ports
+        .embedder
+        .expect_embed()
+        .returning(|texts| Ok(texts.iter().map(|_| vec![0.6, 0.8]).collect()));
+    let steps = Arc::new(Mutex::new(Vec::new()));
+    let (deleted, upserted) = (steps.clone(), steps.clone());
+    ports
+        .index
+        .expect_delete_file()
+        .times(1)
+        .returning(move |_, _| {
+            deleted.lock().unwrap().push("delete");
+            Ok(())
+        });
+    ports.index.expect_upsert().returning(move |_| {
+        upserted.lock().unwrap().push("upsert");
+        Ok(())
+    });
+    ports
+        .files
+        .expect_complete_job()
+        .times(1)
+        .returning(|_, _, _, _, _| Ok(true));
+    let outcome = only(ports.processor().process_next().await.unwrap());
+    assert_eq!(outcome, JobOutcome::Ready { chunks: 1 });
+    assert_eq!(*steps.lock().unwrap(), ["delete", "upsert"]);
 }
 
 /// One token vector per character of the text: `[1, 0]` for a digit, `[0, 1]` otherwise.
@@ -391,6 +446,9 @@ async fn an_unavailable_embedder_is_retried_with_growing_delays_then_fails() {
             .embedder
             .expect_embed()
             .returning(|_| Err(EmbedError::Unavailable("busy".into())));
+        // A later attempt first clears what an earlier one indexed; a failed file's entries
+        // go too.
+        ports.index.expect_delete_file().returning(|_, _| Ok(()));
         match expected {
             Some(seconds) => {
                 let due = now() + chrono::Duration::seconds(seconds);
@@ -410,7 +468,6 @@ async fn an_unavailable_embedder_is_retried_with_growing_delays_then_fails() {
                     })
                     .times(1)
                     .returning(|_, _| Ok(true));
-                ports.index.expect_delete_file().returning(|_, _| Ok(()));
             }
         }
         let outcome = only(ports.processor().process_next().await.unwrap());

@@ -31,6 +31,8 @@ fn dataset(caller: &Caller) -> Dataset {
         created_at: Utc::now(),
         updated_at: Utc::now(),
         metadata: Default::default(),
+        expires_after_days: None,
+        last_active_at: Utc::now(),
     }
 }
 
@@ -50,6 +52,7 @@ fn file(id: &FileId, caller: &Caller) -> StoredFile {
         created_at: Utc::now(),
         updated_at: Utc::now(),
         purpose: None,
+        chunking: None,
     }
 }
 

@@ -54,6 +54,8 @@ struct DatasetRow {
     created_at: NaiveDateTime,
     updated_at: NaiveDateTime,
     metadata: Option<String>,
+    expires_after_days: Option<i32>,
+    last_active_at: NaiveDateTime,
 }
 
 fn corrupt(table: &str, id: &str, what: impl std::fmt::Display) -> DomainError {
@@ -82,6 +84,12 @@ impl DatasetRow {
                     serde_json::from_str(text).map_err(|e| corrupt("datasets", &self.id, e))?,
                 ),
             },
+            expires_after_days: self
+                .expires_after_days
+                .map(u16::try_from)
+                .transpose()
+                .map_err(|e| corrupt("datasets", &self.id, e))?,
+            last_active_at: utc(self.last_active_at),
             created_by: self.created_by,
             created_at: utc(self.created_at),
             updated_at: utc(self.updated_at),
@@ -290,6 +298,8 @@ impl DatasetStore for SqlDatasetStore {
             created_at: dataset.created_at.naive_utc(),
             updated_at: dataset.updated_at.naive_utc(),
             metadata: metadata_text(&dataset.metadata),
+            expires_after_days: dataset.expires_after_days.map(i32::from),
+            last_active_at: dataset.last_active_at.naive_utc(),
         };
         with_transaction!(&self.db, conn => {
             diesel::insert_into(datasets::table)
@@ -374,6 +384,7 @@ impl DatasetStore for SqlDatasetStore {
                     datasets::description.eq(&dataset.description),
                     datasets::late_interaction.eq(dataset.late_interaction),
                     datasets::metadata.eq(metadata_text(&dataset.metadata)),
+                    datasets::expires_after_days.eq(dataset.expires_after_days.map(i32::from)),
                     datasets::updated_at.eq(dataset.updated_at.naive_utc()),
                 ))
                 .execute(conn)
@@ -383,6 +394,24 @@ impl DatasetStore for SqlDatasetStore {
             }
             Ok(changed > 0)
         })
+    }
+
+    async fn touch(
+        &self,
+        organization: &OrganizationId,
+        id: &DatasetId,
+        at: DateTime<Utc>,
+    ) -> Result<bool, DomainError> {
+        let at = at.naive_utc();
+        let moved = with_connection!(&self.db, conn => {
+            // The condition keeps it moving forward when activities race.
+            diesel::update(one_dataset!(organization, id).filter(datasets::last_active_at.lt(at)))
+                .set(datasets::last_active_at.eq(at))
+                .execute(conn)
+                .await
+                .map_err(query_error)?
+        });
+        Ok(moved > 0)
     }
 
     async fn delete(
@@ -747,6 +776,7 @@ impl DatasetStore for SqlDatasetStore {
         &self,
         organization: &OrganizationId,
         dataset: &DatasetId,
+        status: Option<FileStatus>,
         page: &PageRequest<FileId>,
     ) -> Result<Vec<DatasetFile>, DomainError> {
         let rows: Vec<(FileRow, NaiveDateTime, Option<String>)> = with_connection!(&self.db, conn => {
@@ -755,6 +785,9 @@ impl DatasetStore for SqlDatasetStore {
                 .filter(files::organization_id.eq(organization.as_str()))
                 .filter(dataset_files::dataset_id.eq(dataset.as_str()))
                 .into_boxed();
+            if let Some(status) = status {
+                query = query.filter(files::status.eq(status.as_str()));
+            }
             if let Some(after) = &page.after {
                 query = query.filter(files::id.lt(after.as_str().to_owned()));
             }

@@ -12,8 +12,9 @@ use diesel::{
 use diesel_async::RunQueryDsl;
 use tessera_kernel::{AuditRecord, DomainError, OrganizationId, PageRequest};
 use tessera_knowledge::{
-    ChunkLocation, ClaimedJob, DatasetId, FileDeletion, FileFailed, FileFilter, FileFormat, FileId,
-    FilePurpose, FileReady, FileReference, FileStatus, FileStore, StoredChunk, StoredFile,
+    ChunkLocation, ChunkingSettings, ClaimedJob, DatasetId, FileDeletion, FileFailed, FileFilter,
+    FileFormat, FileId, FilePurpose, FileReady, FileReference, FileStatus, FileStore, Rechunking,
+    StoredChunk, StoredFile,
 };
 use tessera_webhooks::Event;
 
@@ -56,6 +57,8 @@ pub(crate) struct FileRow {
     created_at: NaiveDateTime,
     updated_at: NaiveDateTime,
     purpose: Option<String>,
+    chunk_max_tokens: Option<i32>,
+    chunk_overlap_tokens: Option<i32>,
 }
 
 #[derive(Debug, Queryable, Selectable, Insertable)]
@@ -96,7 +99,34 @@ impl From<&StoredFile> for FileRow {
             created_at: file.created_at.naive_utc(),
             updated_at: file.updated_at.naive_utc(),
             purpose: file.purpose.map(|purpose| purpose.as_str().to_owned()),
+            chunk_max_tokens: file
+                .chunking
+                .map(|chunking| to_i32_usize(chunking.max_tokens)),
+            chunk_overlap_tokens: file
+                .chunking
+                .map(|chunking| to_i32_usize(chunking.overlap_tokens)),
         }
+    }
+}
+
+fn to_i32_usize(value: usize) -> i32 {
+    i32::try_from(value).unwrap_or(i32::MAX)
+}
+
+/// The sizes of the chunking columns (both set, or neither).
+fn chunking_of(
+    max_tokens: Option<i32>,
+    overlap_tokens: Option<i32>,
+) -> Result<Option<ChunkingSettings>, String> {
+    match (max_tokens, overlap_tokens) {
+        (None, None) => Ok(None),
+        (Some(max_tokens), Some(overlap_tokens)) => Ok(Some(ChunkingSettings {
+            max_tokens: usize::try_from(max_tokens)
+                .map_err(|e| format!("chunk_max_tokens: {e}"))?,
+            overlap_tokens: usize::try_from(overlap_tokens)
+                .map_err(|e| format!("chunk_overlap_tokens: {e}"))?,
+        })),
+        _ => Err("chunk_max_tokens and chunk_overlap_tokens go together".into()),
     }
 }
 
@@ -126,6 +156,8 @@ impl TryFrom<FileRow> for StoredFile {
                     FilePurpose::parse(text).ok_or_else(|| corrupt(format!("purpose {text}")))
                 })
                 .transpose()?,
+            chunking: chunking_of(row.chunk_max_tokens, row.chunk_overlap_tokens)
+                .map_err(corrupt)?,
             created_by: row.created_by,
             name: row.name,
             sha256: row.sha256,
@@ -367,6 +399,96 @@ impl FileStore for SqlFileStore {
             }
             Ok(changed > 0)
         })
+    }
+
+    async fn set_chunking(
+        &self,
+        organization: &OrganizationId,
+        id: &FileId,
+        dataset: &DatasetId,
+        chunking: ChunkingSettings,
+        at: DateTime<Utc>,
+        audit: &AuditRecord,
+    ) -> Result<Option<Rechunking>, DomainError> {
+        let at = at.naive_utc();
+        let decided: Option<Result<Rechunking, DomainError>> = with_transaction!(&self.db, conn => {
+            let of_organization = files::table
+                .filter(files::organization_id.eq(organization.as_str()))
+                .filter(files::id.eq(id.as_str()));
+            let row: Option<FileRow> = of_organization
+                .select(FileRow::as_select())
+                .first(conn)
+                .await
+                .optional()?;
+            let Some(row) = row else {
+                return Ok(None);
+            };
+            let file = match StoredFile::try_from(row) {
+                Ok(file) => file,
+                Err(error) => return Ok(Some(Err(error))),
+            };
+            let elsewhere: i64 = dataset_files::table
+                .inner_join(datasets::table)
+                .filter(datasets::organization_id.eq(organization.as_str()))
+                .filter(dataset_files::file_id.eq(id.as_str()))
+                .filter(dataset_files::dataset_id.ne(dataset.as_str()))
+                .count()
+                .get_result(conn)
+                .await?;
+            let decided = Rechunking::decide(&file, chunking, elsewhere > 0);
+            if !decided.changes() {
+                return Ok(Some(Ok(decided)));
+            }
+            diesel::update(of_organization)
+                .set((
+                    files::chunk_max_tokens.eq(to_i32_usize(chunking.max_tokens)),
+                    files::chunk_overlap_tokens.eq(to_i32_usize(chunking.overlap_tokens)),
+                ))
+                .execute(conn)
+                .await?;
+            if decided == Rechunking::Requeued {
+                diesel::update(of_organization)
+                    .set((
+                        files::status.eq(FileStatus::Processing.as_str()),
+                        files::progress.eq(0),
+                        files::updated_at.eq(at),
+                    ))
+                    .execute(conn)
+                    .await?;
+                diesel::insert_into(file_jobs::table)
+                    .values((
+                        file_jobs::file_id.eq(id.as_str()),
+                        file_jobs::attempts.eq(0),
+                        file_jobs::run_after.eq(at),
+                        file_jobs::created_at.eq(at),
+                    ))
+                    .execute(conn)
+                    .await?;
+            } else {
+                // A worker cutting it now loses its lease; the job runs again once that lease
+                // would have ended, when the worker has stopped writing.
+                let leased: Option<(NaiveDateTime, Option<NaiveDateTime>)> = file_jobs::table
+                    .filter(file_jobs::file_id.eq(id.as_str()))
+                    .filter(file_jobs::leased_by.is_not_null())
+                    .select((file_jobs::run_after, file_jobs::leased_until))
+                    .first(conn)
+                    .await
+                    .optional()?;
+                if let Some((run_after, leased_until)) = leased {
+                    diesel::update(file_jobs::table.filter(file_jobs::file_id.eq(id.as_str())))
+                        .set((
+                            file_jobs::run_after.eq(leased_until.map_or(run_after, |until| until.max(run_after))),
+                            file_jobs::leased_by.eq(None::<String>),
+                            file_jobs::leased_until.eq(None::<NaiveDateTime>),
+                        ))
+                        .execute(conn)
+                        .await?;
+                }
+            }
+            record_audit!(conn, audit);
+            Ok(Some(Ok(decided)))
+        })?;
+        decided.transpose()
     }
 
     async fn delete(

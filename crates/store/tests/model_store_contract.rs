@@ -125,6 +125,8 @@ async fn dataset(db: &Database, organization: &OrganizationId, name: &str) -> Da
         created_at: at(0),
         updated_at: at(0),
         metadata: Default::default(),
+        expires_after_days: None,
+        last_active_at: at(0),
     };
     SqlDatasetStore::new(db.clone())
         .insert(&dataset, &audited(&dataset.organization))

@@ -72,6 +72,7 @@ fn stored_file(
         created_at,
         updated_at: created_at,
         purpose: None,
+        chunking: None,
     }
 }
 
@@ -167,6 +168,8 @@ impl WebhookStores for SqlStores {
                         created_at: at,
                         updated_at: at,
                         metadata: Default::default(),
+                        expires_after_days: None,
+                        last_active_at: at,
                     };
                     self.datasets
                         .insert(&new, &audited(organization))
@@ -308,6 +311,8 @@ async fn state_changes_write_the_events_of_what_they_change(backend: Backend) {
         created_at: at(0),
         updated_at: at(0),
         metadata: Default::default(),
+        expires_after_days: None,
+        last_active_at: at(0),
     };
     f.datasets
         .insert(&dataset, &audited(&dataset.organization))

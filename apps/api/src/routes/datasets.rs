@@ -52,6 +52,8 @@ pub async fn create_dataset(
                 description: body.description,
                 late_interaction: body.late_interaction.unwrap_or(false),
                 metadata: Metadata::of_body(body.metadata)?.unwrap_or_default(),
+                // Expiry is set through OpenAI's `expires_after` only.
+                expires_after_days: None,
             },
         )
         .await?;
@@ -147,6 +149,7 @@ pub async fn update_dataset(
                 description: body.description,
                 late_interaction: body.late_interaction,
                 metadata: Metadata::of_body(body.metadata)?,
+                expires_after_days: None,
             },
         )
         .await?;
@@ -275,7 +278,7 @@ pub async fn list_snapshots(
     responses(
         (status = 200, description = "The best passages", body = SearchResults),
         (status = 404, description = "No such dataset in the organization", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid request, a `version` the dataset has no snapshot of, or `rerank` on a server without a reranking model", body = ValidationProblem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid request, a `version` the dataset has no snapshot of, `rerank` on a server without a reranking model, or a dataset that expired (`expired`: see OpenAI's vector store `expires_after`)", body = ValidationProblem, content_type = "application/problem+json"),
         (status = 503, description = "The embedding model, reranking model or index is unavailable", body = Problem, content_type = "application/problem+json")
     )
 )]

@@ -374,7 +374,7 @@ pub async fn bulk_delete_files(
         (status = 201, description = "Added; the dataset's version was incremented", body = DatasetMembershipOut),
         (status = 200, description = "Already in the dataset", body = DatasetMembershipOut),
         (status = 404, description = "No such file or dataset in the organization", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid request", body = ValidationProblem, content_type = "application/problem+json")
+        (status = 422, description = "Invalid request, or a dataset that expired (`expired`)", body = ValidationProblem, content_type = "application/problem+json")
     )
 )]
 #[post("/v1/files/{file_id}/associations")]

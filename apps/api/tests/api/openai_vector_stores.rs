@@ -2,7 +2,8 @@
 //! and PostgreSQL (the official `openai` package's run is in `openai_clients`): a purpose
 //! named before or after the content, a refused or missing purpose storing nothing, the
 //! purpose filter, a vector store being the dataset `/v1` serves, attributes and filters,
-//! file batches and their cancellation, what is not supported refused by name, a file held
+//! file batches and their cancellation, expiry (`expires_after`, an expired store refused
+//! for use but kept), what is not supported refused by name, a file held
 //! by a store kept, scopes, and another organization's records answering 404, every error
 //! in OpenAI's shape.
 
@@ -407,13 +408,18 @@ async fn a_vector_store_is_a_dataset(backend: Backend) {
     for (path, body, param) in [
         (
             "/openai/v1/vector_stores",
-            json!({"expires_after": {"anchor": "last_active_at", "days": 1}}),
-            "expires_after",
+            json!({"chunking_strategy": {"type": "static", "static": {"max_chunk_size_tokens": 400, "chunk_overlap_tokens": 201}}}),
+            "chunking_strategy.static.chunk_overlap_tokens",
         ),
         (
             "/openai/v1/vector_stores",
-            json!({"chunking_strategy": {"type": "static", "static": {"max_chunk_size_tokens": 400, "chunk_overlap_tokens": 0}}}),
-            "chunking_strategy",
+            json!({"chunking_strategy": {"type": "static", "static": {"max_chunk_size_tokens": 5000, "chunk_overlap_tokens": 0}}}),
+            "chunking_strategy.static.max_chunk_size_tokens",
+        ),
+        (
+            "/openai/v1/vector_stores",
+            json!({"chunking_strategy": {"type": "fixed"}}),
+            "chunking_strategy.type",
         ),
         (
             "/openai/v1/vector_stores",
@@ -465,10 +471,11 @@ async fn a_vector_store_is_a_dataset(backend: Backend) {
             openai_error(app.call_json(Method::POST, &path, &token, &body).await, 400).await;
         assert_eq!(error["param"], param, "{body}: {error}");
     }
+    // Files by status: both are still in progress here (nothing is processed in this app).
     let error = openai_error(
         app.call(
             Method::GET,
-            &format!("{store_path}/files?filter=completed"),
+            &format!("{store_path}/files?filter=done"),
             &token,
         )
         .await,
@@ -476,6 +483,57 @@ async fn a_vector_store_is_a_dataset(backend: Backend) {
     )
     .await;
     assert_eq!(error["param"], "query.filter", "{error}");
+    for (filter, expected) in [
+        ("in_progress", vec![other_id, file_id]),
+        ("completed", vec![]),
+        ("failed", vec![]),
+        ("cancelled", vec![]),
+    ] {
+        let listed = ok(
+            app.call(
+                Method::GET,
+                &format!("{store_path}/files?filter={filter}"),
+                &token,
+            )
+            .await,
+            200,
+        )
+        .await;
+        assert_eq!(ids(&listed), expected, "{filter}: {listed}");
+    }
+    let first = ok(
+        app.call(
+            Method::GET,
+            &format!("{store_path}/files?filter=in_progress&limit=1"),
+            &token,
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(
+        (ids(&first), &first["has_more"]),
+        (vec![other_id], &json!(true)),
+        "a full page"
+    );
+    let next = ok(
+        app.call(
+            Method::GET,
+            &format!("{store_path}/files?filter=in_progress&after={other_id}"),
+            &token,
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(
+        (ids(&next), &next["has_more"]),
+        (vec![file_id], &json!(false))
+    );
+    assert_eq!(
+        next["data"][0]["chunking_strategy"],
+        json!({"type": "other"})
+    );
 
     // Attributes: set with the file, replaced, cleared; a filter no file matches finds
     // nothing (before any embedding: this app has no embedding model).
@@ -854,6 +912,33 @@ async fn file_batches_add_together_and_cancel_what_is_processing(backend: Backen
         (vec![files[1].as_str()], &json!(true))
     );
     assert_eq!(listed["data"][0]["attributes"], json!({"source": "batch"}));
+    for (filter, expected) in [
+        ("in_progress", vec![files[1].as_str(), files[0].as_str()]),
+        ("completed", vec![]),
+        ("cancelled", vec![]),
+    ] {
+        let listed = ok(
+            app.call(
+                Method::GET,
+                &format!("{batch_path}/files?filter={filter}"),
+                &token,
+            )
+            .await,
+            200,
+        )
+        .await;
+        assert_eq!(ids(&listed), expected, "{filter}: {listed}");
+    }
+    openai_error(
+        app.call(
+            Method::GET,
+            &format!("{batch_path}/files?filter=all"),
+            &token,
+        )
+        .await,
+        400,
+    )
+    .await;
     let next = ok(
         app.call(
             Method::GET,
@@ -918,9 +1003,625 @@ async fn file_batches_add_together_and_cancel_what_is_processing(backend: Backen
     app.stop().await;
 }
 
+/// Sets a vector store's `last_active_at` in the database (the clock cannot be moved in a
+/// running app): `at` as `YYYY-MM-DD HH:MM:SS`, which both backends read.
+async fn last_active(app: &TestApp, store: &str, at: chrono::DateTime<chrono::Utc>) {
+    let at = at.format("%Y-%m-%d %H:%M:%S");
+    let changed = tessera_store::testing::execute(
+        &app.state.database,
+        &format!("UPDATE datasets SET last_active_at = '{at}' WHERE id = '{store}'"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(changed, 1);
+}
+
+async fn vector_stores_expire_days_after_their_last_activity(backend: Backend) {
+    let app = storage_app(backend).await;
+    // `chats:invoke` for the Responses API's `file_search`.
+    let token = app.caller_token(&format!("{SCOPES} chats:invoke")).await;
+    let expiry = |days: i64| json!({"anchor": "last_active_at", "days": days});
+    let store = ok(
+        app.call_json(
+            Method::POST,
+            "/openai/v1/vector_stores",
+            &token,
+            &json!({"name": "Scratch", "expires_after": expiry(7)}),
+        )
+        .await,
+        200,
+    )
+    .await;
+    let store_id = store["id"].as_str().unwrap();
+    let store_path = format!("/openai/v1/vector_stores/{store_id}");
+    let active = store["last_active_at"].as_i64().unwrap();
+    assert_eq!(
+        (
+            &store["expires_after"],
+            store["expires_at"].as_i64(),
+            &store["status"]
+        ),
+        (&expiry(7), Some(active + 7 * 86_400), &json!("completed")),
+        "{store}"
+    );
+    assert!(
+        (active - store["created_at"].as_i64().unwrap()).abs() <= 1,
+        "{store}"
+    );
+
+    // OpenAI's bounds and anchor, on create and on modify, named.
+    for (body, param) in [
+        (expiry(0), "expires_after.days"),
+        (expiry(366), "expires_after.days"),
+        (
+            json!({"anchor": "created_at", "days": 7}),
+            "expires_after.anchor",
+        ),
+        (json!({"days": 7}), ""),
+    ] {
+        for path in ["/openai/v1/vector_stores", store_path.as_str()] {
+            let error = openai_error(
+                app.call_json(Method::POST, path, &token, &json!({"expires_after": body}))
+                    .await,
+                400,
+            )
+            .await;
+            if !param.is_empty() {
+                assert_eq!(error["param"], param, "{path} {body}: {error}");
+            }
+        }
+    }
+
+    // Absent leaves it, null clears it, a new one is set.
+    let renamed = ok(
+        app.call_json(Method::POST, &store_path, &token, &json!({"name": "Kept"}))
+            .await,
+        200,
+    )
+    .await;
+    assert_eq!(renamed["expires_after"], expiry(7), "{renamed}");
+    let cleared = ok(
+        app.call_json(
+            Method::POST,
+            &store_path,
+            &token,
+            &json!({"expires_after": null}),
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(
+        (&cleared["expires_after"], &cleared["expires_at"]),
+        (&Value::Null, &Value::Null),
+        "{cleared}"
+    );
+    let set = ok(
+        app.call_json(
+            Method::POST,
+            &store_path,
+            &token,
+            &json!({"expires_after": expiry(1)}),
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(
+        set["expires_at"].as_i64(),
+        Some(set["last_active_at"].as_i64().unwrap() + 86_400),
+        "{set}"
+    );
+
+    // A search records activity: last active 12 hours ago, it is now.
+    let file = upload(&app, &token, "kept.txt", "assistants").await;
+    let file_id = file["id"].as_str().unwrap();
+    ok(
+        app.call_json(
+            Method::POST,
+            &format!("{store_path}/files"),
+            &token,
+            &json!({"file_id": file_id}),
+        )
+        .await,
+        200,
+    )
+    .await;
+    last_active(
+        &app,
+        store_id,
+        chrono::Utc::now() - chrono::Duration::hours(12),
+    )
+    .await;
+    // A filter no file matches: nothing to embed (this app has no embedding model).
+    let nothing = json!({"query": "kept", "filters": {"type": "eq", "key": "none", "value": 1}});
+    let found = ok(
+        app.call_json(
+            Method::POST,
+            &format!("{store_path}/search"),
+            &token,
+            &nothing,
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(found["data"], json!([]));
+    let searched = ok(app.call(Method::GET, &store_path, &token).await, 200).await;
+    let now = chrono::Utc::now().timestamp();
+    let active = searched["last_active_at"].as_i64().unwrap();
+    assert!((now - active).abs() <= 5, "{searched}");
+    assert_eq!(searched["expires_at"].as_i64(), Some(active + 86_400));
+    // Its file is never processed in this app.
+    assert_eq!(searched["status"], "in_progress");
+
+    // Expired: shown so, refused for use, kept with its file.
+    last_active(&app, store_id, "2020-01-01T00:00:00Z".parse().unwrap()).await;
+    let expired = ok(app.call(Method::GET, &store_path, &token).await, 200).await;
+    assert_eq!(
+        (
+            &expired["status"],
+            &expired["last_active_at"],
+            &expired["expires_at"],
+            &expired["file_counts"]["total"]
+        ),
+        (
+            &json!("expired"),
+            &json!(1_577_836_800),
+            &json!(1_577_923_200),
+            &json!(1)
+        ),
+        "{expired}"
+    );
+    let listed = ok(
+        app.call(Method::GET, "/openai/v1/vector_stores", &token)
+            .await,
+        200,
+    )
+    .await;
+    assert_eq!(listed["data"][0]["status"], "expired", "{listed}");
+    let dataset = ok(
+        app.call(Method::GET, &format!("/v1/datasets/{store_id}"), &token)
+            .await,
+        200,
+    )
+    .await;
+    assert_eq!(
+        (
+            &dataset["expiresAfterDays"],
+            &dataset["lastActiveAt"],
+            &dataset["expiresAt"]
+        ),
+        (
+            &json!(1),
+            &json!("2020-01-01T00:00:00Z"),
+            &json!("2020-01-02T00:00:00Z")
+        ),
+        "{dataset}"
+    );
+    let other = upload(&app, &token, "other.txt", "assistants").await;
+    let other_id = other["id"].as_str().unwrap();
+    for (path, body) in [
+        (format!("{store_path}/search"), nothing.clone()),
+        (format!("{store_path}/search"), json!({"query": "kept"})),
+        (format!("{store_path}/files"), json!({"file_id": other_id})),
+        (
+            format!("{store_path}/file_batches"),
+            json!({"file_ids": [other_id]}),
+        ),
+    ] {
+        let error =
+            openai_error(app.call_json(Method::POST, &path, &token, &body).await, 400).await;
+        assert_eq!(error["type"], "invalid_request_error", "{path}: {error}");
+        assert!(
+            error["message"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("vector store {store_id} expired")),
+            "{path}: {error}"
+        );
+    }
+    // `file_search` over it is refused before any model is asked.
+    let error = openai_error(
+        app.call_json(
+            Method::POST,
+            "/openai/v1/responses",
+            &token,
+            &json!({"model": "any", "input": "Hello?",
+                    "tools": [{"type": "file_search", "vector_store_ids": [store_id]}]}),
+        )
+        .await,
+        400,
+    )
+    .await;
+    assert_eq!(error["param"], "tools", "{error}");
+    assert!(
+        error["message"].as_str().unwrap().contains("expired"),
+        "{error}"
+    );
+    // /v1 refuses it too, in its own shape.
+    let problem = ok(
+        app.call_json(
+            Method::POST,
+            &format!("/v1/datasets/{store_id}/search"),
+            &token,
+            &json!({"query": "kept"}),
+        )
+        .await,
+        422,
+    )
+    .await;
+    assert_eq!(problem["detail"][0]["type"], "expired", "{problem}");
+    let problem = ok(
+        app.call_json(
+            Method::POST,
+            &format!("/v1/files/{other_id}/associations"),
+            &token,
+            &json!({"datasetId": store_id}),
+        )
+        .await,
+        422,
+    )
+    .await;
+    assert_eq!(problem["detail"][0]["type"], "expired", "{problem}");
+    // Its files can be listed and removed (removing does not revive it).
+    let files = ok(
+        app.call(Method::GET, &format!("{store_path}/files"), &token)
+            .await,
+        200,
+    )
+    .await;
+    assert_eq!(ids(&files), [file_id]);
+    ok(
+        app.call(
+            Method::DELETE,
+            &format!("{store_path}/files/{file_id}"),
+            &token,
+        )
+        .await,
+        200,
+    )
+    .await;
+    let still = ok(app.call(Method::GET, &store_path, &token).await, 200).await;
+    assert_eq!(still["status"], "expired", "{still}");
+
+    // A new expiry runs from now: the store is used again.
+    let revived = ok(
+        app.call_json(
+            Method::POST,
+            &store_path,
+            &token,
+            &json!({"expires_after": expiry(30)}),
+        )
+        .await,
+        200,
+    )
+    .await;
+    let active = revived["last_active_at"].as_i64().unwrap();
+    assert!(
+        (chrono::Utc::now().timestamp() - active).abs() <= 5,
+        "{revived}"
+    );
+    assert_eq!(
+        (&revived["status"], revived["expires_at"].as_i64()),
+        (&json!("completed"), Some(active + 30 * 86_400)),
+        "{revived}"
+    );
+    ok(
+        app.call_json(
+            Method::POST,
+            &format!("{store_path}/search"),
+            &token,
+            &nothing,
+        )
+        .await,
+        200,
+    )
+    .await;
+
+    // Expired again, it is still deleted.
+    last_active(&app, store_id, "2020-01-01T00:00:00Z".parse().unwrap()).await;
+    let deleted = ok(app.call(Method::DELETE, &store_path, &token).await, 200).await;
+    assert_eq!(deleted["deleted"], true, "{deleted}");
+    openai_error(app.call(Method::GET, &store_path, &token).await, 404).await;
+    app.stop().await;
+}
+
+/// A long text of varied sentences (about 1,500 words).
+fn long_text() -> String {
+    let subjects = [
+        "The harbour office",
+        "Every invoice",
+        "A volcano survey",
+        "The night train",
+    ];
+    let verbs = ["records", "delays", "measures", "announces"];
+    let objects = [
+        "the tides of the northern fjord",
+        "payments due on the first of the month",
+        "ash clouds drifting over the glacier",
+        "departures to the southern coast",
+    ];
+    let mut text = String::new();
+    for i in 0..150 {
+        text.push_str(&format!(
+            "{} {} {} in paragraph {i}, as noted by clerk number {}. ",
+            subjects[i % 4],
+            verbs[(i / 4) % 4],
+            objects[(i / 16) % 4],
+            i * 7
+        ));
+        if i % 10 == 9 {
+            text.push_str("\n\n");
+        }
+    }
+    text
+}
+
+/// What the embedding model reads of a text, counted as chunks are sized.
+fn word_pieces() -> std::sync::Arc<dyn tessera_knowledge::ChunkTokens> {
+    use tessera_knowledge::Embedder;
+    let root = crate::processing::models_root();
+    let dir = tessera_embed_local::find_model_dir(&root).unwrap();
+    let embedder = tessera_embed_local::LocalEmbedder::load(
+        &dir,
+        tessera_embed_local::LocalEmbedderOptions::default(),
+    )
+    .unwrap();
+    embedder.chunk_tokens().unwrap()
+}
+
+async fn chunk_count(app: &TestApp, token: &str, file: &str) -> u64 {
+    let read = ok(
+        app.call(Method::GET, &format!("/v1/files/{file}"), token)
+            .await,
+        200,
+    )
+    .await;
+    read["chunkCount"].as_u64().unwrap()
+}
+
+async fn static_chunking_cuts_a_file_with_its_own_sizes(backend: Backend) {
+    use crate::processing::{knowledge_app_with, ready, settled};
+    let app = knowledge_app_with(backend, |_| {}).await;
+    let token = app.caller_token(SCOPES).await;
+    let text = long_text();
+    let auto = crate::processing::upload(&app, &token, "auto.txt", text.clone().into_bytes()).await;
+    let sized = crate::processing::upload(&app, &token, "sized.txt", text.into_bytes()).await;
+    let (auto_id, sized_id) = (auto["id"].as_str().unwrap(), sized["id"].as_str().unwrap());
+    let auto_chunks = ready(&app, &token, &auto).await["chunkCount"]
+        .as_u64()
+        .unwrap();
+    ready(&app, &token, &sized).await;
+
+    // A store of the file as the server cuts it.
+    let first = ok(
+        app.call_json(
+            Method::POST,
+            "/openai/v1/vector_stores",
+            &token,
+            &json!({"name": "Auto", "file_ids": [auto_id], "chunking_strategy": {"type": "auto"}}),
+        )
+        .await,
+        200,
+    )
+    .await;
+    let first_path = format!("/openai/v1/vector_stores/{}", first["id"].as_str().unwrap());
+    let held = ok(
+        app.call(
+            Method::GET,
+            &format!("{first_path}/files/{auto_id}"),
+            &token,
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(
+        held["chunking_strategy"],
+        json!({"type": "other"}),
+        "{held}"
+    );
+
+    // Another store cuts the other (ready) file with small sizes: it is cut again.
+    let second = ok(
+        app.call_json(
+            Method::POST,
+            "/openai/v1/vector_stores",
+            &token,
+            &json!({"name": "Small"}),
+        )
+        .await,
+        200,
+    )
+    .await;
+    let second_path = format!(
+        "/openai/v1/vector_stores/{}",
+        second["id"].as_str().unwrap()
+    );
+    let small = json!({"type": "static", "static": {"max_chunk_size_tokens": 100, "chunk_overlap_tokens": 20}});
+    let added = ok(
+        app.call_json(
+            Method::POST,
+            &format!("{second_path}/files"),
+            &token,
+            &json!({"file_id": sized_id, "chunking_strategy": small}),
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(
+        (&added["status"], &added["chunking_strategy"]),
+        (&json!("in_progress"), &small),
+        "{added}"
+    );
+    let done = settled(&app, &token, sized_id).await;
+    assert_eq!(done["status"], "ready", "{done}");
+    let sized_chunks = done["chunkCount"].as_u64().unwrap();
+    assert!(
+        sized_chunks > auto_chunks,
+        "{sized_chunks} chunks of at most 100 tokens, {auto_chunks} as the server cuts"
+    );
+    let content = ok(
+        app.call(
+            Method::GET,
+            &format!("{second_path}/files/{sized_id}/content"),
+            &token,
+        )
+        .await,
+        200,
+    )
+    .await;
+    let chunks = content["data"].as_array().unwrap();
+    assert_eq!(chunks.len() as u64, sized_chunks);
+    let tokens = word_pieces();
+    for chunk in chunks {
+        let text = chunk["text"].as_str().unwrap();
+        assert!(
+            tokens.count(text) <= 100,
+            "{} tokens: {text}",
+            tokens.count(text)
+        );
+    }
+    let listed = ok(
+        app.call(
+            Method::GET,
+            &format!("{second_path}/files?filter=completed"),
+            &token,
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(ids(&listed), [sized_id], "{listed}");
+    assert_eq!(listed["data"][0]["chunking_strategy"], small);
+    // Found by search, in its small chunks.
+    let found = ok(
+        app.call_json(
+            Method::POST,
+            &format!("{second_path}/search"),
+            &token,
+            &json!({"query": "ash clouds over the glacier", "ranking_options": {"ranker": "none"}}),
+        )
+        .await,
+        200,
+    )
+    .await;
+    let hits = found["data"].as_array().unwrap();
+    assert!(!hits.is_empty(), "{found}");
+    for hit in hits {
+        assert_eq!(hit["file_id"], sized_id);
+        let text = hit["content"][0]["text"].as_str().unwrap();
+        assert!(tokens.count(text) <= 100, "{text}");
+    }
+
+    // Sizes the model cannot read, or a bad overlap: 400 naming the field, nothing changes.
+    for (strategy, param, says) in [
+        (
+            json!({"type": "static", "static": {"max_chunk_size_tokens": 300, "chunk_overlap_tokens": 0}}),
+            "chunking_strategy.static.max_chunk_size_tokens",
+            "254",
+        ),
+        (
+            json!({"type": "static", "static": {"max_chunk_size_tokens": 200, "chunk_overlap_tokens": 101}}),
+            "chunking_strategy.static.chunk_overlap_tokens",
+            "half",
+        ),
+        // Held by the first store, cut as the server cuts.
+        (small.clone(), "chunking_strategy", "another vector store"),
+    ] {
+        let error = openai_error(
+            app.call_json(
+                Method::POST,
+                &format!("{second_path}/files"),
+                &token,
+                &json!({"file_id": auto_id, "chunking_strategy": strategy}),
+            )
+            .await,
+            400,
+        )
+        .await;
+        assert_eq!(error["param"], param, "{error}");
+        assert!(error["message"].as_str().unwrap().contains(says), "{error}");
+    }
+    let error = openai_error(
+        app.call_json(
+            Method::POST,
+            &format!("{second_path}/file_batches"),
+            &token,
+            &json!({"file_ids": [auto_id], "chunking_strategy": small}),
+        )
+        .await,
+        400,
+    )
+    .await;
+    assert_eq!(error["param"], "chunking_strategy", "{error}");
+    let second_files = ok(
+        app.call(Method::GET, &format!("{second_path}/files"), &token)
+            .await,
+        200,
+    )
+    .await;
+    assert_eq!(ids(&second_files), [sized_id], "nothing added");
+    let kept = ok(
+        app.call(Method::GET, &format!("/v1/files/{auto_id}"), &token)
+            .await,
+        200,
+    )
+    .await;
+    assert_eq!(
+        (&kept["status"], &kept["chunkCount"]),
+        (&json!("ready"), &json!(auto_chunks)),
+        "{kept}"
+    );
+    let held = ok(
+        app.call(
+            Method::GET,
+            &format!("{first_path}/files/{auto_id}"),
+            &token,
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(held["chunking_strategy"], json!({"type": "other"}));
+
+    // `auto` keeps how a file is cut: the small file in the first store too.
+    ok(
+        app.call_json(
+            Method::POST,
+            &format!("{first_path}/files"),
+            &token,
+            &json!({"file_id": sized_id, "chunking_strategy": {"type": "auto"}}),
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(chunk_count(&app, &token, sized_id).await, sized_chunks);
+    let held = ok(
+        app.call(
+            Method::GET,
+            &format!("{first_path}/files/{sized_id}"),
+            &token,
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(
+        (&held["status"], &held["chunking_strategy"]),
+        (&json!("completed"), &small)
+    );
+    app.stop().await;
+}
+
 tessera_store::on_both_databases!(
+    vector_stores_expire_days_after_their_last_activity,
     files_keep_their_purpose_and_a_refused_one_stores_nothing,
     a_vector_store_is_a_dataset,
     scopes_and_organizations_fence_vector_stores,
     file_batches_add_together_and_cancel_what_is_processing,
+    static_chunking_cuts_a_file_with_its_own_sizes,
 );

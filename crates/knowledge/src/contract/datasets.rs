@@ -49,7 +49,7 @@ pub async fn datasets_count_versions_and_files(stores: &impl KnowledgeStores) {
     assert!(is_not_found(&refused, "dataset"), "{refused:?}");
     let files = f
         .datasets
-        .files(&acme, &dataset.id, &page(10, None))
+        .files(&acme, &dataset.id, None, &page(10, None))
         .await
         .unwrap();
     let ids: Vec<_> = files.iter().map(|entry| entry.file.id.clone()).collect();
@@ -141,7 +141,10 @@ pub async fn dataset_lists_are_newest_first_in_keyset_pages(stores: &impl Knowle
     }
     let (datasets, organization, dataset) = (&f.datasets, &acme, &first.id);
     let file_ids = |page| async move {
-        let files = datasets.files(organization, dataset, &page).await.unwrap();
+        let files = datasets
+            .files(organization, dataset, None, &page)
+            .await
+            .unwrap();
         (files.into_iter())
             .map(|entry| (entry.file.id, entry.added_at))
             .collect::<Vec<(FileId, _)>>()
@@ -156,7 +159,7 @@ pub async fn dataset_lists_are_newest_first_in_keyset_pages(stores: &impl Knowle
     );
     assert!(
         f.datasets
-            .files(&other, &first.id, &page(10, None))
+            .files(&other, &first.id, None, &page(10, None))
             .await
             .unwrap()
             .is_empty(),
@@ -164,8 +167,8 @@ pub async fn dataset_lists_are_newest_first_in_keyset_pages(stores: &impl Knowle
     );
 }
 
-/// An update saves a dataset's name, description, metadata and time of update; its version,
-/// files, author and creation stay.
+/// An update saves a dataset's name, description, metadata, expiry and time of update; its
+/// version, files, author, creation and last activity stay.
 pub async fn dataset_updates_save_name_and_description_only(stores: &impl KnowledgeStores) {
     let f = Fixture::new(stores);
     let acme = f.organization("Acme").await;
@@ -183,6 +186,8 @@ pub async fn dataset_updates_save_name_and_description_only(stores: &impl Knowle
         version: 9,
         file_count: 7,
         late_interaction: true,
+        expires_after_days: Some(30),
+        last_active_at: at(9),
         created_by: "mallory".into(),
         created_at: at(5),
         updated_at: at(6),
@@ -198,6 +203,7 @@ pub async fn dataset_updates_save_name_and_description_only(stores: &impl Knowle
             version: 2,
             file_count: 1,
             late_interaction: true,
+            expires_after_days: Some(30),
             updated_at: at(6),
             ..dataset.clone()
         })
@@ -208,6 +214,94 @@ pub async fn dataset_updates_save_name_and_description_only(stores: &impl Knowle
     };
     assert!(!f.datasets.update(&unknown, &audited(&acme)).await.unwrap());
     assert_eq!(f.datasets.get(&acme, &unknown.id).await.unwrap(), None);
+}
+
+/// A dataset keeps its expiry and its last activity as inserted; activity moves only
+/// forward, only for the organization's dataset, and adding or removing files leaves it to
+/// the caller (the service records activity at most once a minute).
+pub async fn datasets_keep_their_expiry_and_activity_moves_forward(stores: &impl KnowledgeStores) {
+    let f = Fixture::new(stores);
+    let (acme, other) = (f.organization("Acme").await, f.organization("Globex").await);
+    let expiring = Dataset {
+        expires_after_days: Some(365),
+        last_active_at: at(2),
+        ..dataset(&acme, "Scratch")
+    };
+    f.datasets.insert(&expiring, &audited(&acme)).await.unwrap();
+    assert_eq!(
+        f.datasets.get(&acme, &expiring.id).await.unwrap(),
+        Some(expiring.clone())
+    );
+    let lasting = f.dataset(&acme, "Handbook").await;
+    assert_eq!(
+        f.datasets.get(&acme, &lasting.id).await.unwrap().unwrap(),
+        lasting,
+        "no expiry reads back as none"
+    );
+
+    assert!(f.datasets.touch(&acme, &expiring.id, at(60)).await.unwrap());
+    let touched = f.datasets.get(&acme, &expiring.id).await.unwrap().unwrap();
+    assert_eq!(
+        (touched.last_active_at, touched.updated_at, touched.version),
+        (at(60), expiring.updated_at, 1),
+        "activity is not a change"
+    );
+    assert!(
+        !f.datasets.touch(&acme, &expiring.id, at(30)).await.unwrap(),
+        "never back"
+    );
+    assert!(
+        !f.datasets
+            .touch(&other, &expiring.id, at(90))
+            .await
+            .unwrap(),
+        "not another organization's"
+    );
+    assert!(
+        !f.datasets
+            .touch(&acme, &DatasetId::generate(), at(90))
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        f.datasets
+            .get(&acme, &expiring.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .last_active_at,
+        at(60)
+    );
+
+    let file = f.file(&acme, "a.md", 'a').await;
+    let (after, _) = f
+        .datasets
+        .add_file(&acme, &expiring.id, &file.id, at(61), &audited(&acme))
+        .await
+        .unwrap();
+    assert_eq!(after.last_active_at, at(60));
+    let (after, _) = f
+        .datasets
+        .remove_file(&acme, &expiring.id, &file.id, at(62), &audited(&acme))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(after.last_active_at, at(60));
+    let listed = f.datasets.list(&acme, &page(10, None)).await.unwrap();
+    let read = listed.iter().find(|d| d.id == expiring.id).unwrap();
+    assert_eq!(
+        (read.expires_after_days, read.last_active_at),
+        (Some(365), at(60))
+    );
+
+    // Cleared by an update, and the expiry a dataset then has is none.
+    let cleared = Dataset {
+        expires_after_days: None,
+        ..after
+    };
+    assert!(f.datasets.update(&cleared, &audited(&acme)).await.unwrap());
+    let read = f.datasets.get(&acme, &expiring.id).await.unwrap().unwrap();
+    assert_eq!((read.expires_after_days, read.expires_at()), (None, None));
 }
 
 pub async fn files_held_by_a_dataset_or_snapshot_are_not_deleted(stores: &impl KnowledgeStores) {
@@ -471,7 +565,7 @@ pub async fn files_in_a_dataset_keep_their_attributes(stores: &impl KnowledgeSto
     assert_eq!(held.attributes, tagged);
     let listed = f
         .datasets
-        .files(&acme, &dataset.id, &page(10, None))
+        .files(&acme, &dataset.id, None, &page(10, None))
         .await
         .unwrap();
     let by_file: Vec<(FileId, Attributes)> = listed

@@ -5,8 +5,9 @@
 //! are newest first in keyset pages, the processing queue hands each due job to one worker
 //! under a lease (retries wait, a crashed worker's job is taken over when its lease
 //! expires, a worker that lost its lease writes nothing), datasets count versions and
-//! files, snapshots freeze a version, and a file a dataset or snapshot holds is not
-//! deleted. Tessera runs it against the in-memory reference (`crate::memory`, so the suite
+//! files (listed by status in full pages), snapshots freeze a version, a file a dataset or
+//! snapshot holds is not deleted, and a file's chunk sizes change only where no other
+//! dataset depends on its chunks. Tessera runs it against the in-memory reference (`crate::memory`, so the suite
 //! is checked against the behaviour it stands for) and the SQL stores. The record builders
 //! and the [`Fixture`] are public, for an adapter's own checks beyond the contract. The
 //! adapter ports' suites are beside it: [`vector_index`], [`blob_store`] and [`embedder`].
@@ -15,6 +16,7 @@
 
 pub mod blob_store;
 mod checks_as_tests;
+mod chunking;
 mod datasets;
 pub mod embedder;
 mod files;
@@ -28,7 +30,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Duration, Utc};
 use tessera_kernel::{ActorKind, AuditRecord, DomainError, Limit, OrganizationId, PageRequest};
 
-pub use self::{datasets::*, files::*, generations::*, jobs::*};
+pub use self::{chunking::*, datasets::*, files::*, generations::*, jobs::*};
 use crate::{
     ChunkLocation, Dataset, DatasetId, DatasetStore, FileFormat, FileId, FileStatus, FileStore,
     GenerationStore, StoredChunk, StoredFile, memory::InMemoryKnowledgeStore,
@@ -58,10 +60,14 @@ macro_rules! knowledge_store_contract {
             datasets_count_versions_and_files,
             dataset_lists_are_newest_first_in_keyset_pages,
             dataset_updates_save_name_and_description_only,
+            datasets_keep_their_expiry_and_activity_moves_forward,
             datasets_keep_metadata_and_count_their_files_by_status,
             files_in_a_dataset_keep_their_attributes,
             file_batches_read_back_cancel_once_and_go_with_their_dataset,
             files_held_by_a_dataset_or_snapshot_are_not_deleted,
+            a_files_chunking_changes_only_where_no_other_dataset_depends_on_it,
+            new_sizes_take_the_job_from_the_worker_cutting_the_file,
+            a_datasets_files_list_by_status_in_full_pages,
             generations_begin_once_per_model_and_one_builds_at_a_time,
             files_behind_a_generation_are_marked_until_it_can_be_activated,
             a_generations_lease_is_one_workers_until_it_expires,
@@ -211,6 +217,7 @@ pub fn stored_file(organization: &OrganizationId, name: &str, sha: char) -> Stor
         created_at: at(0),
         updated_at: at(0),
         purpose: None,
+        chunking: None,
     }
 }
 
@@ -228,6 +235,8 @@ pub fn dataset(organization: &OrganizationId, name: &str) -> Dataset {
         created_at: at(0),
         updated_at: at(0),
         metadata: Default::default(),
+        expires_after_days: None,
+        last_active_at: at(0),
     }
 }
 

@@ -136,9 +136,27 @@ impl DatasetStore for InMemoryKnowledgeStore {
             stored.dataset.description = dataset.description.clone();
             stored.dataset.late_interaction = dataset.late_interaction;
             stored.dataset.metadata = dataset.metadata.clone();
+            stored.dataset.expires_after_days = dataset.expires_after_days;
             stored.dataset.updated_at = dataset.updated_at;
             state.audit.push(audit.clone());
             true
+        }))
+    }
+
+    async fn touch(
+        &self,
+        organization: &OrganizationId,
+        id: &DatasetId,
+        at: DateTime<Utc>,
+    ) -> Result<bool, DomainError> {
+        Ok(self.with(|state| {
+            match (state.datasets.get_mut(id)).filter(|stored| stored.of(organization)) {
+                Some(stored) if stored.dataset.last_active_at < at => {
+                    stored.dataset.last_active_at = at;
+                    true
+                }
+                _ => false,
+            }
         }))
     }
 
@@ -340,14 +358,19 @@ impl DatasetStore for InMemoryKnowledgeStore {
         &self,
         organization: &OrganizationId,
         dataset: &DatasetId,
+        status: Option<FileStatus>,
         page: &PageRequest<FileId>,
     ) -> Result<Vec<DatasetFile>, DomainError> {
         Ok(self.with(|state| {
             let Some(stored) = state.datasets.get(dataset) else {
                 return Vec::new();
             };
-            let of_organization =
-                (stored.files.iter()).filter(|(file, _)| state.file(organization, file).is_some());
+            // Filtered before the page is taken, so a page is full and its cursor holds.
+            let of_organization = (stored.files.iter()).filter(|(file, _)| {
+                state
+                    .file(organization, file)
+                    .is_some_and(|file| status.is_none_or(|status| file.status == status))
+            });
             newest_first(of_organization, page)
                 .filter_map(|(file, added_at)| {
                     Some(DatasetFile {

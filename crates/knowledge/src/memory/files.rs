@@ -8,8 +8,9 @@ use tessera_kernel::{AuditRecord, DomainError, OrganizationId, PageRequest};
 
 use super::{InMemoryKnowledgeStore, Job, KnowledgeEvent, already_exists, newest_first};
 use crate::{
-    ClaimedJob, DatasetId, FileDeletion, FileFailed, FileFilter, FileId, FilePurpose, FileReady,
-    FileReference, FileStatus, FileStore, StoredChunk, StoredFile,
+    ChunkingSettings, ClaimedJob, DatasetId, FileDeletion, FileFailed, FileFilter, FileId,
+    FilePurpose, FileReady, FileReference, FileStatus, FileStore, Rechunking, StoredChunk,
+    StoredFile,
 };
 
 /// Whether `file` is in the filter.
@@ -111,6 +112,52 @@ impl FileStore for InMemoryKnowledgeStore {
                 state.jobs.remove(id);
             }
             true
+        }))
+    }
+
+    async fn set_chunking(
+        &self,
+        organization: &OrganizationId,
+        id: &FileId,
+        dataset: &DatasetId,
+        chunking: ChunkingSettings,
+        at: DateTime<Utc>,
+        audit: &AuditRecord,
+    ) -> Result<Option<Rechunking>, DomainError> {
+        Ok(self.with(|state| {
+            let file = state.file(organization, id)?;
+            let held_elsewhere = (state.datasets.iter()).any(|(other, stored)| {
+                other != dataset && stored.of(organization) && stored.files.contains_key(id)
+            });
+            let decided = Rechunking::decide(file, chunking, held_elsewhere);
+            if !decided.changes() {
+                return Some(decided);
+            }
+            let file = state.files.get_mut(id)?;
+            file.chunking = Some(chunking);
+            if decided == Rechunking::Requeued {
+                file.status = FileStatus::Processing;
+                file.progress = 0;
+                file.updated_at = at;
+                let job = Job {
+                    attempts: 0,
+                    run_after: at,
+                    leased_by: None,
+                    leased_until: None,
+                    last_error: None,
+                };
+                state.jobs.insert(id.clone(), job);
+            } else if let Some(job) = (state.jobs.get_mut(id)).filter(|job| job.leased_by.is_some())
+            {
+                // The worker cutting it now loses its lease; the job runs again once that
+                // lease would have ended, when the worker has stopped writing.
+                job.leased_by = None;
+                if let Some(until) = job.leased_until.take() {
+                    job.run_after = job.run_after.max(until);
+                }
+            }
+            state.audit.push(audit.clone());
+            Some(decided)
         }))
     }
 

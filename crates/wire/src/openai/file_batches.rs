@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tessera_kernel::DomainError;
-use tessera_knowledge::{Attributes, FileBatchProgress, FileBatchStatus, FileId};
+use tessera_knowledge::{Attributes, ChunkingSettings, FileBatchProgress, FileBatchStatus, FileId};
 use utoipa::ToSchema;
 use validator::Validate;
 
@@ -14,7 +14,7 @@ use super::{
     attributes::attributes_of,
     files::file_ids,
     unix,
-    vector_stores::{ChunkingStrategy, FileCounts, check_chunking},
+    vector_stores::{ChunkingStrategy, FileCounts, chunking_of},
 };
 
 /// `POST /openai/v1/vector_stores/{vector_store_id}/file_batches`.
@@ -26,18 +26,31 @@ pub struct CreateFileBatch {
     pub file_ids: Vec<String>,
     /// Given to every file of the batch (see the vector store file's `attributes`).
     pub attributes: Option<BTreeMap<String, Value>>,
-    /// Only `{"type": "auto"}`.
+    /// How every file of the batch is cut (see the type).
     pub chunking_strategy: Option<ChunkingStrategy>,
 }
 
+/// A batch's request, checked.
+#[derive(Debug)]
+pub struct NewFileBatch {
+    pub files: Vec<FileId>,
+    pub attributes: Attributes,
+    /// The sizes every file is cut with; `None` keeps how each is cut.
+    pub chunking: Option<ChunkingSettings>,
+}
+
 impl CreateFileBatch {
-    /// The files and their attributes, checked (how many a batch takes is the domain's
-    /// rule).
-    pub fn into_parts(self) -> Result<(Vec<FileId>, Attributes), DomainError> {
-        check_chunking(self.chunking_strategy.as_ref())
+    /// The files, their attributes and sizes, checked (how many a batch takes is the
+    /// domain's rule).
+    pub fn into_parts(self) -> Result<NewFileBatch, DomainError> {
+        let chunking = chunking_of(self.chunking_strategy.as_ref())
             .map_err(|error| DomainError::Validation(vec![error]))?;
         let files = file_ids(&self.file_ids)?;
-        Ok((files, attributes_of(self.attributes.unwrap_or_default())?))
+        Ok(NewFileBatch {
+            files,
+            attributes: attributes_of(self.attributes.unwrap_or_default())?,
+            chunking,
+        })
     }
 }
 

@@ -8,9 +8,10 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tessera_kernel::{DomainError, FieldError};
+use tessera_knowledge::MAX_EXPIRY_DAYS;
 use tessera_knowledge::{
-    AttributeFilter, Attributes, Dataset, DatasetFile, DatasetFileCounts, FileId, FileStatus,
-    MAX_SEARCH_LIMIT, Metadata, SearchHit, StoredChunk,
+    AttributeFilter, Attributes, ChunkingSettings, Dataset, DatasetFile, DatasetFileCounts, FileId,
+    FileStatus, MAX_SEARCH_LIMIT, Metadata, SearchHit, StoredChunk,
 };
 use utoipa::{IntoParams, ToSchema};
 use validator::Validate;
@@ -30,26 +31,176 @@ fn unsupported(field: &str, what: &str) -> FieldError {
     )
 }
 
-/// How a vector store's files are cut: only `auto` (the server's chunking; chunks are cut
-/// once per file, whichever stores hold it).
+/// How a file is cut into chunks: `{"type": "auto"}` (the server's sizes, or those the
+/// file already has) or `{"type": "static", "static": {...}}`. A file is cut once and its
+/// chunks serve every vector store holding it: sizes other than a file's own are taken while
+/// no other store holds it (or it is not processed yet and nobody asked before); it is then
+/// cut again with them (decision 0064).
 #[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ChunkingStrategy {
-    /// `auto`.
+    /// `auto` or `static`.
     #[serde(rename = "type")]
     pub kind: String,
-    /// `static` sizes are not supported.
+    /// The sizes, with `static` only.
     #[serde(rename = "static")]
-    pub sizes: Option<Value>,
+    pub sizes: Option<StaticChunking>,
 }
 
-/// Refuses a chunking strategy other than `auto`.
-pub(crate) fn check_chunking(strategy: Option<&ChunkingStrategy>) -> Result<(), FieldError> {
-    match strategy {
-        Some(strategy) if strategy.kind != "auto" || strategy.sizes.is_some() => Err(unsupported(
-            "chunking_strategy",
-            "a chunking strategy other than `auto`",
+/// A `static` strategy's sizes, in the embedding model's tokens.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, ToSchema, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct StaticChunking {
+    /// 100 to 4096, and at most what the embedding model reads of one text (a chunk is
+    /// embedded whole, as one vector): more is refused, naming the limit.
+    pub max_chunk_size_tokens: i64,
+    /// Tokens a chunk shares with the next: at most half of `max_chunk_size_tokens`.
+    pub chunk_overlap_tokens: i64,
+}
+
+/// OpenAI's bounds of `max_chunk_size_tokens`.
+const STATIC_CHUNK_TOKENS: std::ops::RangeInclusive<i64> = 100..=4096;
+
+fn chunking_error(path: &[&str], msg: impl Into<String>, kind: &str) -> FieldError {
+    let loc = ["body", "chunking_strategy"]
+        .iter()
+        .chain(path)
+        .map(|segment| (*segment).into());
+    FieldError::new(loc, msg, kind)
+}
+
+/// The sizes a strategy asks for: `None` for `auto` (or no strategy), which keeps how a
+/// file is cut. Sizes beyond what the embedding model reads are the domain's refusal.
+pub(crate) fn chunking_of(
+    strategy: Option<&ChunkingStrategy>,
+) -> Result<Option<ChunkingSettings>, FieldError> {
+    let Some(strategy) = strategy else {
+        return Ok(None);
+    };
+    match (strategy.kind.as_str(), strategy.sizes) {
+        ("auto", None) => Ok(None),
+        ("auto", Some(_)) => Err(chunking_error(
+            &["static"],
+            "only a `static` strategy has sizes",
+            "extra_forbidden",
         )),
-        _ => Ok(()),
+        ("static", None) => Err(chunking_error(
+            &["static"],
+            "a `static` strategy needs its sizes",
+            "missing",
+        )),
+        ("static", Some(sizes)) => {
+            if !STATIC_CHUNK_TOKENS.contains(&sizes.max_chunk_size_tokens) {
+                return Err(chunking_error(
+                    &["static", "max_chunk_size_tokens"],
+                    "must be between 100 and 4096",
+                    "range",
+                ));
+            }
+            if sizes.chunk_overlap_tokens < 0
+                || sizes.chunk_overlap_tokens > sizes.max_chunk_size_tokens / 2
+            {
+                return Err(chunking_error(
+                    &["static", "chunk_overlap_tokens"],
+                    "must be between 0 and half of max_chunk_size_tokens",
+                    "range",
+                ));
+            }
+            // Both are within 0..=4096 here.
+            Ok(Some(ChunkingSettings {
+                max_tokens: sizes.max_chunk_size_tokens as usize,
+                overlap_tokens: sizes.chunk_overlap_tokens as usize,
+            }))
+        }
+        _ => Err(chunking_error(
+            &["type"],
+            "must be `auto` or `static`",
+            "enum",
+        )),
+    }
+}
+
+/// How a vector store's file is cut, as OpenAI answers it: `static` with the file's sizes,
+/// or `other` for a file cut with the server's sizes.
+#[derive(Debug, Serialize, ToSchema, PartialEq, Eq)]
+pub struct FileChunkingStrategy {
+    /// `static` or `other`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// The sizes, with `static` only.
+    #[serde(rename = "static", skip_serializing_if = "Option::is_none")]
+    pub sizes: Option<StaticChunking>,
+}
+
+impl FileChunkingStrategy {
+    pub fn of(chunking: Option<ChunkingSettings>) -> Self {
+        match chunking {
+            Some(chunking) => Self {
+                kind: "static",
+                sizes: Some(StaticChunking {
+                    max_chunk_size_tokens: i64::try_from(chunking.max_tokens).unwrap_or(i64::MAX),
+                    chunk_overlap_tokens: i64::try_from(chunking.overlap_tokens)
+                        .unwrap_or(i64::MAX),
+                }),
+            },
+            None => Self {
+                kind: "other",
+                sizes: None,
+            },
+        }
+    }
+}
+
+/// When a vector store expires: `days` after it was last active (created, searched, given
+/// or relieved of a file, given a new expiry). An expired store keeps its files and is
+/// refused for use (search, `file_search`, new files) until its `expires_after` changes or
+/// it is deleted; nothing is deleted automatically.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExpiresAfter {
+    /// Always `last_active_at`.
+    pub anchor: String,
+    /// 1 to 365.
+    #[schema(minimum = 1, maximum = 365)]
+    pub days: i64,
+}
+
+/// The only anchor OpenAI defines.
+const EXPIRY_ANCHOR: &str = "last_active_at";
+
+impl ExpiresAfter {
+    /// The policy as the domain holds it: days after the last activity.
+    fn days(&self) -> Result<u16, DomainError> {
+        let mut errors = Vec::new();
+        if self.anchor != EXPIRY_ANCHOR {
+            errors.push(FieldError::new(
+                ["body".into(), "expires_after".into(), "anchor".into()],
+                format!("must be `{EXPIRY_ANCHOR}`"),
+                "enum",
+            ));
+        }
+        let days = u16::try_from(self.days)
+            .ok()
+            .filter(|days| (1..=MAX_EXPIRY_DAYS).contains(days));
+        if days.is_none() {
+            errors.push(FieldError::new(
+                ["body".into(), "expires_after".into(), "days".into()],
+                format!("must be between 1 and {MAX_EXPIRY_DAYS}"),
+                "range",
+            ));
+        }
+        match days {
+            Some(days) if errors.is_empty() => Ok(days),
+            _ => Err(DomainError::Validation(errors)),
+        }
+    }
+
+    /// A dataset's expiry, as OpenAI shows it.
+    fn of(dataset: &Dataset) -> Option<Self> {
+        dataset.expires_after_days.map(|days| Self {
+            anchor: EXPIRY_ANCHOR.to_owned(),
+            days: i64::from(days),
+        })
     }
 }
 
@@ -71,10 +222,10 @@ pub struct CreateVectorStore {
     pub file_ids: Option<Vec<String>>,
     /// Up to 16 pairs; keys of at most 64 characters, values of at most 512.
     pub metadata: Option<BTreeMap<String, String>>,
-    /// Only `{"type": "auto"}`.
+    /// How `file_ids` are cut (see the type).
     pub chunking_strategy: Option<ChunkingStrategy>,
-    /// Not supported: vector stores do not expire.
-    pub expires_after: Option<Value>,
+    /// When it expires (absent or null: never).
+    pub expires_after: Option<ExpiresAfter>,
 }
 
 /// What a new vector store is made of, checked.
@@ -82,19 +233,20 @@ pub struct CreateVectorStore {
 pub struct NewVectorStore {
     pub dataset: tessera_knowledge::NewDataset,
     pub files: Vec<FileId>,
+    /// The sizes `files` are cut with; `None` keeps how each is cut.
+    pub chunking: Option<ChunkingSettings>,
 }
 
 impl CreateVectorStore {
     pub const DEFAULT_NAME: &'static str = "Untitled vector store";
 
     pub fn into_new(self) -> Result<NewVectorStore, DomainError> {
-        if self.expires_after.is_some() {
-            return Err(DomainError::Validation(vec![unsupported(
-                "expires_after",
-                "expiry",
-            )]));
-        }
-        check_chunking(self.chunking_strategy.as_ref())
+        let expires_after_days = self
+            .expires_after
+            .as_ref()
+            .map(ExpiresAfter::days)
+            .transpose()?;
+        let chunking = chunking_of(self.chunking_strategy.as_ref())
             .map_err(|error| DomainError::Validation(vec![error]))?;
         Ok(NewVectorStore {
             dataset: tessera_knowledge::NewDataset {
@@ -102,8 +254,10 @@ impl CreateVectorStore {
                 description: self.description,
                 late_interaction: false,
                 metadata: Metadata::of_body(self.metadata)?.unwrap_or_default(),
+                expires_after_days,
             },
             files: file_ids(&self.file_ids.unwrap_or_default())?,
+            chunking,
         })
     }
 }
@@ -117,21 +271,24 @@ pub struct ModifyVectorStore {
     pub name: Option<String>,
     /// Replaces the metadata (`{}` clears it).
     pub metadata: Option<BTreeMap<String, String>>,
-    /// Not supported: vector stores do not expire.
-    pub expires_after: Option<Value>,
+    /// A new expiry, counted from now (`null`: never expires; absent: unchanged). Given
+    /// either way, the store counts as active now: this is how an expired store is used again.
+    #[serde(default, deserialize_with = "crate::nullable")]
+    #[schema(value_type = Option<ExpiresAfter>)]
+    pub expires_after: Option<Option<ExpiresAfter>>,
 }
 
 impl ModifyVectorStore {
     pub fn into_changes(self) -> Result<tessera_knowledge::DatasetChanges, DomainError> {
-        if self.expires_after.is_some() {
-            return Err(DomainError::Validation(vec![unsupported(
-                "expires_after",
-                "expiry",
-            )]));
-        }
+        let expires_after_days = match &self.expires_after {
+            None => None,
+            Some(None) => Some(None),
+            Some(Some(expiry)) => Some(Some(expiry.days()?)),
+        };
         Ok(tessera_knowledge::DatasetChanges {
             name: self.name,
             metadata: Metadata::of_body(self.metadata)?,
+            expires_after_days,
             ..Default::default()
         })
     }
@@ -162,18 +319,22 @@ pub struct VectorStore {
     /// The size of its files.
     pub usage_bytes: u64,
     pub file_counts: FileCounts,
+    /// `expired` once `expires_at` has passed (it is then refused for use), else
     /// `in_progress` while a file is processing, else `completed`.
     pub status: &'static str,
-    /// Always null: vector stores do not expire.
-    pub expires_after: Option<Value>,
+    /// When it expires, as given (null: never).
+    pub expires_after: Option<ExpiresAfter>,
+    /// `expires_after.days` after `last_active_at` (null: never).
     pub expires_at: Option<i64>,
-    /// When it last changed.
+    /// When it was last used: created, searched, given or relieved of a file (recorded to
+    /// the minute), or given a new expiry.
     pub last_active_at: i64,
     pub metadata: BTreeMap<String, String>,
 }
 
 impl VectorStore {
-    pub fn of(dataset: &Dataset, counts: DatasetFileCounts) -> Self {
+    /// The store a dataset is, with its files' counts; `expired` as the server judges it now.
+    pub fn of(dataset: &Dataset, counts: DatasetFileCounts, expired: bool) -> Self {
         Self {
             id: dataset.id.to_string(),
             object: "vector_store",
@@ -188,14 +349,16 @@ impl VectorStore {
                 cancelled: 0,
                 total: counts.total(),
             },
-            status: if counts.processing > 0 {
+            status: if expired {
+                "expired"
+            } else if counts.processing > 0 {
                 "in_progress"
             } else {
                 "completed"
             },
-            expires_after: None,
-            expires_at: None,
-            last_active_at: unix(dataset.updated_at),
+            expires_after: ExpiresAfter::of(dataset),
+            expires_at: dataset.expires_at().map(unix),
+            last_active_at: unix(dataset.last_active_at),
             metadata: dataset.metadata.pairs().clone(),
         }
     }
@@ -212,16 +375,17 @@ pub struct CreateVectorStoreFile {
     /// Up to 16 pairs of strings (at most 512 characters), numbers or booleans, which search
     /// `filters` compare; keys of at most 64 characters.
     pub attributes: Option<BTreeMap<String, Value>>,
-    /// Only `{"type": "auto"}`.
+    /// How the file is cut (see the type).
     pub chunking_strategy: Option<ChunkingStrategy>,
 }
 
 impl CreateVectorStoreFile {
-    /// The attributes, once what the door does not support is refused.
-    pub fn attributes(&mut self) -> Result<Attributes, DomainError> {
-        check_chunking(self.chunking_strategy.as_ref())
+    /// The attributes and the sizes the file is to be cut with (`None`: as it is), checked.
+    pub fn parts(&mut self) -> Result<(Attributes, Option<ChunkingSettings>), DomainError> {
+        let chunking = chunking_of(self.chunking_strategy.as_ref())
             .map_err(|error| DomainError::Validation(vec![error]))?;
-        attributes_of(self.attributes.take().unwrap_or_default())
+        let attributes = attributes_of(self.attributes.take().unwrap_or_default())?;
+        Ok((attributes, chunking))
     }
 }
 
@@ -252,10 +416,13 @@ pub struct VectorStoreFile {
     /// When it was added to the vector store.
     pub created_at: i64,
     pub vector_store_id: String,
-    /// `in_progress`, `completed` or `failed`.
+    /// `in_progress` (also while it is cut again with new sizes), `completed` or `failed`.
     pub status: &'static str,
     pub last_error: Option<LastError>,
     pub attributes: BTreeMap<String, Value>,
+    /// How it is cut: `static` with the sizes a client asked for, or `other` (the server's
+    /// sizes).
+    pub chunking_strategy: FileChunkingStrategy,
 }
 
 /// The OpenAI status of a file's processing.
@@ -282,6 +449,7 @@ impl VectorStoreFile {
                 message: file.error.clone().unwrap_or_default(),
             }),
             attributes: attributes_json(&entry.attributes),
+            chunking_strategy: FileChunkingStrategy::of(file.chunking),
         }
     }
 }
@@ -301,26 +469,48 @@ pub struct ListVectorStoreFilesQuery {
     pub after: Option<String>,
     /// Not supported: page forwards with `after`.
     pub before: Option<String>,
-    /// Not supported yet.
+    /// Only the files of this status: `in_progress`, `completed`, `failed` or `cancelled`
+    /// (none: a cancelled file has left the vector store, which lists what it holds).
+    #[param(pattern = "^(in_progress|completed|failed|cancelled)$")]
     pub filter: Option<String>,
+}
+
+/// The files a list shows, by OpenAI's `filter`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileListFilter {
+    /// Every file.
+    All,
+    /// The files of this status.
+    Status(FileStatus),
+    /// `cancelled`: none (a cancelled file left the vector store).
+    Cancelled,
 }
 
 impl ListVectorStoreFilesQuery {
     /// The paging, once what is not supported is refused.
     pub fn paging(&self) -> Result<ListQuery, FieldError> {
-        if self.filter.is_some() {
-            return Err(query_error(
-                "filter",
-                "filtering by status is not supported",
-                "unsupported",
-            ));
-        }
         Ok(ListQuery {
             limit: self.limit,
             order: self.order.clone(),
             after: self.after.clone(),
             before: self.before.clone(),
         })
+    }
+
+    /// Which files the list shows.
+    pub fn filter(&self) -> Result<FileListFilter, FieldError> {
+        match self.filter.as_deref() {
+            None => Ok(FileListFilter::All),
+            Some("in_progress") => Ok(FileListFilter::Status(FileStatus::Processing)),
+            Some("completed") => Ok(FileListFilter::Status(FileStatus::Ready)),
+            Some("failed") => Ok(FileListFilter::Status(FileStatus::Failed)),
+            Some("cancelled") => Ok(FileListFilter::Cancelled),
+            Some(_) => Err(query_error(
+                "filter",
+                "must be `in_progress`, `completed`, `failed` or `cancelled`",
+                "enum",
+            )),
+        }
     }
 }
 
@@ -605,7 +795,7 @@ mod tests {
     }
 
     #[test]
-    fn only_auto_chunking_and_no_expiry_are_accepted() {
+    fn chunking_strategies_are_read_and_refused_by_name() {
         let create = |body: Value| {
             serde_json::from_value::<CreateVectorStore>(body)
                 .unwrap()
@@ -613,15 +803,161 @@ mod tests {
         };
         let made = create(serde_json::json!({"chunking_strategy": {"type": "auto"}})).unwrap();
         assert_eq!(made.dataset.name, CreateVectorStore::DEFAULT_NAME);
-        for body in [
-            serde_json::json!({"chunking_strategy": {"type": "static", "static": {}}}),
-            serde_json::json!({"expires_after": {"anchor": "last_active_at", "days": 2}}),
-            serde_json::json!({"metadata": {"": "empty key"}}),
+        assert_eq!(made.chunking, None);
+        let made = create(serde_json::json!({"chunking_strategy": {"type": "static",
+            "static": {"max_chunk_size_tokens": 100, "chunk_overlap_tokens": 50}}}))
+        .unwrap();
+        assert_eq!(
+            made.chunking,
+            Some(ChunkingSettings {
+                max_tokens: 100,
+                overlap_tokens: 50
+            })
+        );
+        for (body, field) in [
+            (
+                serde_json::json!({"type": "static", "static": {"max_chunk_size_tokens": 99, "chunk_overlap_tokens": 0}}),
+                "max_chunk_size_tokens",
+            ),
+            (
+                serde_json::json!({"type": "static", "static": {"max_chunk_size_tokens": 4097, "chunk_overlap_tokens": 0}}),
+                "max_chunk_size_tokens",
+            ),
+            (
+                serde_json::json!({"type": "static", "static": {"max_chunk_size_tokens": 200, "chunk_overlap_tokens": 101}}),
+                "chunk_overlap_tokens",
+            ),
+            (
+                serde_json::json!({"type": "static", "static": {"max_chunk_size_tokens": 200, "chunk_overlap_tokens": -1}}),
+                "chunk_overlap_tokens",
+            ),
+            (serde_json::json!({"type": "static"}), "static"),
+            (serde_json::json!({"type": "other"}), "type"),
         ] {
+            let Err(DomainError::Validation(errors)) =
+                create(serde_json::json!({"chunking_strategy": body.clone()}))
+            else {
+                panic!("{body} is accepted");
+            };
+            let loc = format!("{:?}", errors[0].loc);
             assert!(
-                matches!(create(body.clone()), Err(DomainError::Validation(_))),
-                "{body}"
+                loc.contains("chunking_strategy") && loc.contains(field),
+                "{body}: {loc}"
             );
         }
+        assert!(matches!(
+            create(serde_json::json!({"metadata": {"": "empty key"}})),
+            Err(DomainError::Validation(_))
+        ));
+    }
+
+    #[test]
+    fn a_files_strategy_is_static_with_its_sizes_or_other() {
+        let sized = FileChunkingStrategy::of(Some(ChunkingSettings {
+            max_tokens: 120,
+            overlap_tokens: 10,
+        }));
+        assert_eq!(
+            serde_json::to_value(&sized).unwrap(),
+            serde_json::json!({"type": "static", "static": {"max_chunk_size_tokens": 120, "chunk_overlap_tokens": 10}})
+        );
+        assert_eq!(
+            serde_json::to_value(FileChunkingStrategy::of(None)).unwrap(),
+            serde_json::json!({"type": "other"})
+        );
+    }
+
+    #[test]
+    fn a_file_list_filters_by_openai_status_names() {
+        let filter = |value: &str| {
+            ListVectorStoreFilesQuery {
+                limit: None,
+                order: None,
+                after: None,
+                before: None,
+                filter: Some(value.into()),
+            }
+            .filter()
+        };
+        assert_eq!(
+            filter("in_progress").unwrap(),
+            FileListFilter::Status(FileStatus::Processing)
+        );
+        assert_eq!(
+            filter("completed").unwrap(),
+            FileListFilter::Status(FileStatus::Ready)
+        );
+        assert_eq!(
+            filter("failed").unwrap(),
+            FileListFilter::Status(FileStatus::Failed)
+        );
+        assert_eq!(filter("cancelled").unwrap(), FileListFilter::Cancelled);
+        let refused = filter("done").unwrap_err();
+        assert_eq!(refused.loc, ["query".into(), "filter".into()]);
+    }
+
+    #[test]
+    fn expiry_is_days_after_the_last_activity_and_modify_tells_absent_from_null() {
+        let create = |body: Value| {
+            serde_json::from_value::<CreateVectorStore>(body)
+                .unwrap()
+                .into_new()
+        };
+        let made =
+            create(serde_json::json!({"expires_after": {"anchor": "last_active_at", "days": 365}}))
+                .unwrap();
+        assert_eq!(made.dataset.expires_after_days, Some(365));
+        assert_eq!(
+            create(serde_json::json!({"expires_after": null}))
+                .unwrap()
+                .dataset
+                .expires_after_days,
+            None
+        );
+        for (expiry, refused) in [
+            (
+                serde_json::json!({"anchor": "last_active_at", "days": 0}),
+                vec!["days"],
+            ),
+            (
+                serde_json::json!({"anchor": "last_active_at", "days": 366}),
+                vec!["days"],
+            ),
+            (
+                serde_json::json!({"anchor": "created_at", "days": -1}),
+                vec!["anchor", "days"],
+            ),
+        ] {
+            let Err(DomainError::Validation(errors)) =
+                create(serde_json::json!({ "expires_after": expiry }))
+            else {
+                panic!("{expiry} is refused");
+            };
+            let fields: Vec<String> = errors
+                .iter()
+                .map(|error| format!("{:?}", error.loc.last().unwrap()))
+                .collect();
+            assert_eq!(fields.len(), refused.len(), "{expiry}: {fields:?}");
+            for field in refused {
+                assert!(fields.iter().any(|f| f.contains(field)), "{fields:?}");
+            }
+        }
+
+        let modify = |body: Value| {
+            serde_json::from_value::<ModifyVectorStore>(body)
+                .unwrap()
+                .into_changes()
+                .unwrap()
+                .expires_after_days
+        };
+        assert_eq!(modify(serde_json::json!({"name": "Kept"})), None);
+        assert_eq!(
+            modify(serde_json::json!({"expires_after": null})),
+            Some(None)
+        );
+        assert_eq!(
+            modify(serde_json::json!({"expires_after": {"anchor": "last_active_at", "days": 7}})),
+            Some(Some(7))
+        );
     }
 }

@@ -29,6 +29,15 @@ pub struct DatasetOut {
     pub late_interaction: bool,
     /// Key-value pairs a client attached (OpenAI's vector store `metadata`).
     pub metadata: BTreeMap<String, String>,
+    /// Days after its last activity it expires (OpenAI's vector store `expires_after`, set
+    /// there); null never. Once expired it keeps its files but its search and new files are
+    /// refused (422 `expired`).
+    pub expires_after_days: Option<u16>,
+    /// When it expires: `expiresAfterDays` after `lastActiveAt`; null never.
+    pub expires_at: Option<DateTime<Utc>>,
+    /// When it was last used: created, searched, given or relieved of a file (recorded to
+    /// the minute), or given a new expiry.
+    pub last_active_at: DateTime<Utc>,
     pub created_by: String,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
@@ -44,6 +53,9 @@ impl From<&Dataset> for DatasetOut {
             file_count: dataset.file_count,
             late_interaction: dataset.late_interaction,
             metadata: dataset.metadata.pairs().clone(),
+            expires_after_days: dataset.expires_after_days,
+            expires_at: dataset.expires_at(),
+            last_active_at: dataset.last_active_at,
             created_by: dataset.created_by.clone(),
             created_at: dataset.created_at,
             updated_at: dataset.updated_at,

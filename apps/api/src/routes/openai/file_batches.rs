@@ -11,7 +11,7 @@ use tessera_wire::{
         error::OpenAiError,
         file_batches::{CreateFileBatch, VectorStoreFileBatch},
         files::OpenAiList,
-        vector_stores::{ListVectorStoreFilesQuery, VectorStoreFile},
+        vector_stores::{FileListFilter, ListVectorStoreFilesQuery, VectorStoreFile},
     },
     parse::path_id,
 };
@@ -32,8 +32,10 @@ fn ids(path: (String, String)) -> Result<(DatasetId, FileBatchId), DomainError> 
     ))
 }
 
-/// Add files to a vector store together, each with the batch's attributes. Nothing is
-/// added unless every file is the organization's.
+/// Add files to a vector store together, each with the batch's attributes and cut with its
+/// chunking strategy (a `static` one cuts a file again when it was cut otherwise and no
+/// other vector store holds it). Nothing is added unless every file is the organization's
+/// and can take the strategy.
 #[utoipa::path(
     tag = "OpenAI",
     operation_id = "openaiCreateVectorStoreFileBatch",
@@ -41,7 +43,7 @@ fn ids(path: (String, String)) -> Result<(DatasetId, FileBatchId), DomainError> 
     request_body = CreateFileBatch,
     responses(
         (status = 200, description = "The batch, `in_progress` until its files are processed", body = VectorStoreFileBatch),
-        (status = 400, description = "Invalid request: no file, more than 500, an invalid id or attributes, or a static chunking strategy", body = OpenAiError),
+        (status = 400, description = "Invalid request: no file, more than 500, an invalid id or attributes, or a static chunking strategy, or the vector store expired", body = OpenAiError),
         (status = 404, description = "No such vector store or file in the organization (nothing is added)", body = OpenAiError)
     )
 )]
@@ -53,11 +55,11 @@ pub async fn create_file_batch(
     ValidJson(body): ValidJson<CreateFileBatch>,
 ) -> Result<web::Json<VectorStoreFileBatch>, ApiError> {
     let store: DatasetId = path_id(&path, "vector_store")?;
-    let (files, attributes) = body.into_parts()?;
+    let new = body.into_parts()?;
     let batch = state
         .knowledge
         .datasets
-        .add_batch(&caller, &store, files, &attributes)
+        .add_batch(&caller, &store, new.files, &new.attributes, new.chunking)
         .await?;
     Ok(web::Json(VectorStoreFileBatch::from(&batch)))
 }
@@ -118,7 +120,8 @@ pub async fn cancel_file_batch(
     Ok(web::Json(VectorStoreFileBatch::from(&batch)))
 }
 
-/// The batch's files the vector store still holds, newest first.
+/// The batch's files the vector store still holds (of one status with `filter`; none are
+/// `cancelled`: those left the store), newest first.
 #[utoipa::path(
     tag = "OpenAI",
     operation_id = "openaiListVectorStoreFileBatchFiles",
@@ -129,7 +132,7 @@ pub async fn cancel_file_batch(
     ),
     responses(
         (status = 200, description = "A page of the batch's files", body = OpenAiList<VectorStoreFile>),
-        (status = 400, description = "Invalid limit, order or `after`, or `filter` (not supported)", body = OpenAiError),
+        (status = 400, description = "Invalid limit, order, `after` or `filter`", body = OpenAiError),
         (status = 404, description = "No such vector store or batch in the organization", body = OpenAiError)
     )
 )]
@@ -145,10 +148,25 @@ pub async fn list_file_batch_files(
         .paging()
         .and_then(|paging| paging.page())
         .map_err(invalid)?;
+    let status = match query.filter().map_err(invalid)? {
+        FileListFilter::All => None,
+        FileListFilter::Status(status) => Some(status),
+        // A cancelled file left the vector store; the list shows what it holds.
+        FileListFilter::Cancelled => {
+            state
+                .knowledge
+                .datasets
+                .batch(&caller, &store, &batch)
+                .await?;
+            return Ok(web::Json(OpenAiList::new(Vec::new(), false, |file| {
+                file.id.clone()
+            })));
+        }
+    };
     let (files, more) = state
         .knowledge
         .datasets
-        .batch_files(&caller, &store, &batch, page)
+        .batch_files(&caller, &store, &batch, status, page)
         .await?;
     let files = files
         .iter()

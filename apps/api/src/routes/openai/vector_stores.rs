@@ -13,9 +13,9 @@ use tessera_wire::{
         error::OpenAiError,
         files::{Deleted, ListQuery, OpenAiList},
         vector_stores::{
-            CreateVectorStore, CreateVectorStoreFile, FileContentPage, ListVectorStoreFilesQuery,
-            ModifyVectorStore, SearchResult, SearchResultsPage, SearchVectorStore,
-            UpdateVectorStoreFile, VectorStore, VectorStoreFile,
+            CreateVectorStore, CreateVectorStoreFile, FileContentPage, FileListFilter,
+            ListVectorStoreFilesQuery, ModifyVectorStore, SearchResult, SearchResultsPage,
+            SearchVectorStore, UpdateVectorStoreFile, VectorStore, VectorStoreFile,
         },
     },
     parse::path_id,
@@ -48,17 +48,20 @@ async fn vector_store(
         .datasets
         .file_counts(who, &dataset.id)
         .await?;
-    Ok(VectorStore::of(dataset, counts))
+    let expired = state.knowledge.datasets.has_expired(dataset);
+    Ok(VectorStore::of(dataset, counts, expired))
 }
 
-/// Create a vector store (a dataset), with files if given.
+/// Create a vector store (a dataset), with files if given, cut with the chunking strategy
+/// (a `static` one cuts a file again when it was cut otherwise and no other vector store
+/// holds it).
 #[utoipa::path(
     tag = "OpenAI",
     operation_id = "openaiCreateVectorStore",
     request_body = CreateVectorStore,
     responses(
         (status = 200, description = "Created", body = VectorStore),
-        (status = 400, description = "Invalid request, or a field not supported (`expires_after`, a static chunking strategy)", body = OpenAiError),
+        (status = 400, description = "Invalid request, or a field not supported (a static chunking strategy); an `expires_after` not anchored at `last_active_at`, or outside 1 to 365 days", body = OpenAiError),
         (status = 403, description = "`file_ids` given without the `files:write` scope", body = OpenAiError),
         (status = 404, description = "A file that is not the organization's (nothing is created)", body = OpenAiError)
     )
@@ -76,7 +79,7 @@ pub async fn create_vector_store(
     let dataset = state
         .knowledge
         .datasets
-        .create_with_files(&caller, new.dataset, &new.files)
+        .create_with_files(&caller, new.dataset, &new.files, new.chunking)
         .await?;
     Ok(web::Json(vector_store(&state, &caller, &dataset).await?))
 }
@@ -135,7 +138,8 @@ pub async fn retrieve_vector_store(
     Ok(web::Json(vector_store(&state, &caller, &dataset).await?))
 }
 
-/// Rename a vector store or replace its metadata.
+/// Rename a vector store, replace its metadata, or set or clear its expiry (counted from
+/// now: an expired store is used again this way).
 #[utoipa::path(
     tag = "OpenAI",
     operation_id = "openaiModifyVectorStore",
@@ -143,7 +147,7 @@ pub async fn retrieve_vector_store(
     request_body = ModifyVectorStore,
     responses(
         (status = 200, description = "Modified", body = VectorStore),
-        (status = 400, description = "Invalid request, or `expires_after` (not supported)", body = OpenAiError),
+        (status = 400, description = "Invalid request: a name or metadata out of bounds, an `expires_after` not anchored at `last_active_at` or outside 1 to 365 days", body = OpenAiError),
         (status = 404, description = "No such vector store in the organization", body = OpenAiError)
     )
 )]
@@ -186,7 +190,10 @@ pub async fn delete_vector_store(
 }
 
 /// Add a file to a vector store: it is searchable there once processed (`completed`).
-/// Adding it again changes nothing.
+/// Adding it again changes nothing. A `static` chunking strategy other than the file's sizes
+/// is taken when no other vector store holds the file (or it is not processed yet and nobody
+/// asked before): a processed file is then cut again (`in_progress` until done, its chunks
+/// replaced). `auto` keeps how the file is cut.
 #[utoipa::path(
     tag = "OpenAI",
     operation_id = "openaiCreateVectorStoreFile",
@@ -194,7 +201,7 @@ pub async fn delete_vector_store(
     request_body = CreateVectorStoreFile,
     responses(
         (status = 200, description = "The file in the vector store", body = VectorStoreFile),
-        (status = 400, description = "Invalid request or attributes, or a static chunking strategy (not supported)", body = OpenAiError),
+        (status = 400, description = "Invalid request or attributes, or a static chunking strategy (not supported), or the vector store expired", body = OpenAiError),
         (status = 404, description = "No such vector store or file in the organization", body = OpenAiError)
     )
 )]
@@ -205,11 +212,13 @@ pub async fn create_vector_store_file(
     path: web::Path<String>,
     ValidJson(mut body): ValidJson<CreateVectorStoreFile>,
 ) -> Result<web::Json<VectorStoreFile>, ApiError> {
-    let attributes = body.attributes()?;
+    let (attributes, chunking) = body.parts()?;
     let store = store_id(&path)?;
     let file: FileId = path_id(&body.file_id, "file")?;
     let datasets = &state.knowledge.datasets;
-    datasets.add_file(&caller, &store, &file).await?;
+    datasets
+        .add_file_cut(&caller, &store, &file, chunking)
+        .await?;
     let entry = if attributes.is_empty() {
         datasets.file(&caller, &store, &file).await?
     } else {
@@ -253,14 +262,15 @@ pub async fn update_vector_store_file(
     Ok(web::Json(VectorStoreFile::of(store.as_str(), &entry)))
 }
 
-/// A vector store's files, newest first.
+/// A vector store's files (of one status with `filter`; none is `cancelled`: adding one
+/// file is never cancelled), newest first.
 #[utoipa::path(
     tag = "OpenAI",
     operation_id = "openaiListVectorStoreFiles",
     params(("vector_store_id" = String, Path, description = "The vector store (dataset) id"), ListVectorStoreFilesQuery),
     responses(
         (status = 200, description = "A page of the vector store's files", body = OpenAiList<VectorStoreFile>),
-        (status = 400, description = "Invalid limit, order or `after`, or `filter` (not supported)", body = OpenAiError),
+        (status = 400, description = "Invalid limit, order, `after` or `filter`", body = OpenAiError),
         (status = 404, description = "No such vector store in the organization", body = OpenAiError)
     )
 )]
@@ -276,10 +286,21 @@ pub async fn list_vector_store_files(
         .paging()
         .and_then(|paging| paging.page())
         .map_err(invalid)?;
+    let status = match query.filter().map_err(invalid)? {
+        FileListFilter::All => None,
+        FileListFilter::Status(status) => Some(status),
+        // Adding one file is never cancelled: none is.
+        FileListFilter::Cancelled => {
+            state.knowledge.datasets.get(&caller, &store).await?;
+            return Ok(web::Json(OpenAiList::new(Vec::new(), false, |file| {
+                file.id.clone()
+            })));
+        }
+    };
     let files = state
         .knowledge
         .datasets
-        .files_after(&caller, &store, page)
+        .files_after(&caller, &store, status, page)
         .await?;
     Ok(web::Json(OpenAiList::of(
         files,
@@ -385,7 +406,7 @@ pub async fn delete_vector_store_file(
     request_body = SearchVectorStore,
     responses(
         (status = 200, description = "The best passages", body = SearchResultsPage),
-        (status = 400, description = "Invalid request or filters, or `rewrite_query` (not supported)", body = OpenAiError),
+        (status = 400, description = "Invalid request or filters, `rewrite_query` (not supported), or the vector store expired", body = OpenAiError),
         (status = 404, description = "No such vector store in the organization", body = OpenAiError),
         (status = 503, description = "The embedding model or the index is unavailable", body = OpenAiError)
     )
