@@ -176,6 +176,8 @@ bench:
     TESSERA_MODELS_DIR='{{ models_dir }}' cargo bench -p tessera-api --bench second_turn
     # Interactive /v1/chats with a 1,000-line batch running against without, on a loopback stub.
     TESSERA_MODELS_DIR='{{ models_dir }}' cargo bench -p tessera-api --bench batch_priority
+    # A response-cache hit against the model call it replaces, and its semantic threshold.
+    TESSERA_MODELS_DIR='{{ models_dir }}' cargo bench -p tessera-api --bench response_cache
     # What a scanned page costs against a typed one (the OCR commands must be installed).
     cargo bench -p tessera-ocr-tesseract --bench ocr_pages
     # Tessera against LiteLLM and TensorZero in front of one upstream stub, each peer also
@@ -227,7 +229,7 @@ lint:
     # builds and lints alone, so a service reusing one domain compiles only that domain's
     # tables (the workspace build above unifies them all; `just test` runs the chats share's
     # tests alone).
-    for part in identity audit prompts idempotency webhooks knowledge models mcp chats batches guardrails; do
+    for part in identity audit prompts idempotency webhooks knowledge models mcp chats batches guardrails response-cache; do
         cargo clippy -q -p tessera-store --no-default-features --features "$part" --lib -- -D warnings
     done
 

@@ -41,8 +41,8 @@ enum Command {
     Migrate {
         /// Only these parts of the schema and the parts they need (repeatable: `tenants`,
         /// `identity`, `prompts`, `idempotency`, `webhooks`, `knowledge`, `models`, `mcp`,
-        /// `chats`, `usage`), for a service that embeds some domains' stores. Default: all,
-        /// as the API needs.
+        /// `chats`, `usage`, `guardrails`, `response_cache`), for a service that embeds some
+        /// domains' stores. Default: all, as the API needs.
         #[arg(long = "part", value_name = "PART", value_parser = clap::builder::ValueParser::new(|name: &str| name.parse::<tessera_store::Part>()))]
         parts: Vec<tessera_store::Part>,
     },

@@ -2,9 +2,15 @@
 //! dialects, the Responses API, MCP's `ask_model`): refused while the instance drains,
 //! started by the chats service, its generation spawned so a caller that goes away loses
 //! nothing, returned once its chat is stored; and its answer awaited when the caller wants
-//! it whole.
+//! it whole. A request's `Cache-Control` directives reach the response cache through
+//! [`RequestCache`], and the answer says whether the cache gave it with [`x_cache`].
 
-use tessera_chats::{Chat, ChatError, CompletionRequest, GenerationEvent};
+use std::future::{Ready, ready};
+
+use actix_web::{FromRequest, HttpRequest, HttpResponseBuilder, dev::Payload, http::header};
+use tessera_chats::{
+    CacheDirectives, CacheStatus, Chat, ChatError, CompletionRequest, GenerationEvent,
+};
 use tessera_kernel::DomainError;
 use tessera_models::Usability;
 use tessera_wire::v1::chats::CompletionOut;
@@ -32,7 +38,47 @@ pub(crate) struct Running {
     pub message_id: tessera_chats::MessageId,
     pub truncated_messages: usize,
     pub usability: Usability,
+    /// For a model opted in to the response cache: whether the answer is a replay.
+    pub cache: Option<CacheStatus>,
     pub events: tessera_chats::EventStream,
+}
+
+/// A completion request's `Cache-Control` directives (`no-cache`: not answered from the
+/// response cache; `no-store`: not kept in it). Only models opted in are cached.
+pub(crate) struct RequestCache(pub CacheDirectives);
+
+impl FromRequest for RequestCache {
+    type Error = actix_web::Error;
+    type Future = Ready<Result<Self, Self::Error>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        ready(Ok(Self(directives(req.headers()))))
+    }
+}
+
+/// The directives of every `Cache-Control` header (case-insensitive; others ignored).
+fn directives(headers: &header::HeaderMap) -> CacheDirectives {
+    let mut directives = CacheDirectives::default();
+    let values = headers.get_all(header::CACHE_CONTROL);
+    for directive in values
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+    {
+        let name = directive.split('=').next().unwrap_or_default().trim();
+        if name.eq_ignore_ascii_case("no-cache") {
+            directives.no_cache = true;
+        } else if name.eq_ignore_ascii_case("no-store") {
+            directives.no_store = true;
+        }
+    }
+    directives
+}
+
+/// `X-Cache: hit|miss` on an answer of a model opted in to the response cache.
+pub(crate) fn x_cache(builder: &mut HttpResponseBuilder, status: Option<CacheStatus>) {
+    if let Some(status) = status {
+        builder.insert_header(("X-Cache", status.as_str()));
+    }
 }
 
 /// Starts a completion for the caller (also the MCP tool `ask_model`): the generation runs
@@ -64,6 +110,7 @@ pub(crate) async fn start_completion_as(
         message_id: started.message_id,
         truncated_messages: started.truncated_messages,
         usability: started.usability,
+        cache: started.cache,
         events: started.events,
     })
 }
@@ -90,4 +137,46 @@ pub(crate) async fn answer(running: Running) -> Result<CompletionOut, ApiError> 
         message,
         running.truncated_messages,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use actix_web::http::header::{CACHE_CONTROL, HeaderMap, HeaderValue};
+
+    use super::*;
+
+    fn of(values: &[&str]) -> CacheDirectives {
+        let mut headers = HeaderMap::new();
+        for value in values {
+            headers.append(CACHE_CONTROL, HeaderValue::from_str(value).unwrap());
+        }
+        directives(&headers)
+    }
+
+    #[test]
+    fn cache_control_directives_are_read_from_every_header() {
+        assert_eq!(of(&[]), CacheDirectives::default());
+        assert_eq!(
+            of(&["No-Cache"]),
+            CacheDirectives {
+                no_cache: true,
+                no_store: false
+            }
+        );
+        assert_eq!(
+            of(&["max-age=0, no-store"]),
+            CacheDirectives {
+                no_cache: false,
+                no_store: true
+            }
+        );
+        assert_eq!(
+            of(&["no-cache=\"x\"", "no-store"]),
+            CacheDirectives {
+                no_cache: true,
+                no_store: true
+            }
+        );
+        assert_eq!(of(&["private, max-age=60"]), CacheDirectives::default());
+    }
 }

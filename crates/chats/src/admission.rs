@@ -44,14 +44,24 @@ impl Admitted {
     }
 }
 
+/// What a caller is admitted to do: spend credits (a completion, an embedding) or only read
+/// what a request would cost (counting its tokens), which budgets do not refuse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Spends {
+    /// Budgets apply: a spent one refuses.
+    Credits,
+    /// Budgets do not apply; the plan and the allow-list still do.
+    Nothing,
+}
+
 /// Admits callers to completions. Asked once per completion, before anything else.
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 #[async_trait]
 pub trait Admission: Send + Sync {
-    /// The caller's plan and models, or [`ChatError::BudgetSpent`] (its organization's
-    /// budget) or [`ChatError::CredentialBudgetSpent`] (its credential's) when it may not
-    /// generate.
-    async fn admit(&self, caller: &Caller) -> Result<Admitted, ChatError>;
+    /// The caller's plan and models, or, when it [`Spends::Credits`],
+    /// [`ChatError::BudgetSpent`] (its organization's budget) or
+    /// [`ChatError::CredentialBudgetSpent`] (its credential's) when it may not spend.
+    async fn admit(&self, caller: &Caller, spends: Spends) -> Result<Admitted, ChatError>;
 }
 
 /// Every organization on one plan, without a budget (tests, single-tenant embeddings).
@@ -60,7 +70,7 @@ pub struct FixedPlan(pub Plan);
 
 #[async_trait]
 impl Admission for FixedPlan {
-    async fn admit(&self, _: &Caller) -> Result<Admitted, ChatError> {
+    async fn admit(&self, _: &Caller, _: Spends) -> Result<Admitted, ChatError> {
         Ok(Admitted::on(self.0))
     }
 }
@@ -136,10 +146,15 @@ pub struct PlansAndBudgets {
 
 #[async_trait]
 impl Admission for PlansAndBudgets {
-    async fn admit(&self, caller: &Caller) -> Result<Admitted, ChatError> {
+    async fn admit(&self, caller: &Caller, spends: Spends) -> Result<Admitted, ChatError> {
         let organization = caller.organization();
         let plan = self.plans.plan(organization).await?;
-        if let Some(budget) = self.quotas.monthly_credits(organization, plan) {
+        let budgets_apply = spends == Spends::Credits;
+        if let Some(budget) = self
+            .quotas
+            .monthly_credits(organization, plan)
+            .filter(|_| budgets_apply)
+        {
             let status = self.budgets.status(organization, budget).await?;
             if status.exhausted() {
                 return Err(ChatError::BudgetSpent(BudgetSpent {
@@ -156,7 +171,7 @@ impl Admission for PlansAndBudgets {
         let Some(limits) = limits else {
             return Ok(Admitted::on(plan));
         };
-        if let Some((credits, period)) = limits.budget {
+        if let Some((credits, period)) = limits.budget.filter(|_| budgets_apply) {
             let spender = Spender {
                 organization: organization.clone(),
                 principal: Some(limits.credential.clone()),
@@ -239,6 +254,7 @@ mod tests {
                 latency_ms: 1,
                 finish_reason: "stop".into(),
                 created_at: now,
+                cached: false,
             })
             .await
             .unwrap();
@@ -259,7 +275,9 @@ mod tests {
             budgets: BudgetGuard::new(usage, clock, chrono::Duration::seconds(10)),
             credentials: None,
         };
-        let Err(ChatError::BudgetSpent(spent)) = admission.admit(&user_of(&acme)).await else {
+        let Err(ChatError::BudgetSpent(spent)) =
+            admission.admit(&user_of(&acme), Spends::Credits).await
+        else {
             panic!("a spent budget is refused")
         };
         assert_eq!(
@@ -271,8 +289,19 @@ mod tests {
             }
         );
         assert_eq!(
-            admission.admit(&user_of(&org("org_rich"))).await.unwrap(),
+            admission
+                .admit(&user_of(&org("org_rich")), Spends::Credits)
+                .await
+                .unwrap(),
             Admitted::on(Plan::Enterprise)
+        );
+        // Counting what a request would cost spends nothing: no budget refuses it.
+        assert_eq!(
+            admission
+                .admit(&user_of(&acme), Spends::Nothing)
+                .await
+                .unwrap(),
+            Admitted::on(Plan::Free)
         );
     }
 
@@ -332,6 +361,7 @@ mod tests {
                     latency_ms: 1,
                     finish_reason: "stop".into(),
                     created_at: now,
+                    cached: false,
                 })
                 .await
                 .unwrap();
@@ -358,7 +388,10 @@ mod tests {
             ]))),
         };
         let Err(ChatError::CredentialBudgetSpent(spent)) = admission
-            .admit(&caller_of(&acme, "key_spent", PrincipalKind::ApiKey))
+            .admit(
+                &caller_of(&acme, "key_spent", PrincipalKind::ApiKey),
+                Spends::Credits,
+            )
             .await
         else {
             panic!("a credential's spent budget is refused")
@@ -371,8 +404,19 @@ mod tests {
             spent.resets_at,
             Utc.with_ymd_and_hms(2026, 12, 4, 0, 0, 0).unwrap()
         );
+        let counting = admission
+            .admit(
+                &caller_of(&acme, "key_spent", PrincipalKind::ApiKey),
+                Spends::Nothing,
+            )
+            .await
+            .unwrap();
+        assert_eq!(counting, Admitted::on(Plan::Pro));
         let other = admission
-            .admit(&caller_of(&acme, "key_other", PrincipalKind::ApiKey))
+            .admit(
+                &caller_of(&acme, "key_other", PrincipalKind::ApiKey),
+                Spends::Credits,
+            )
             .await
             .unwrap();
         assert!(other.may_use("local/small").is_ok());
@@ -380,15 +424,17 @@ mod tests {
             other.may_use("local/large"),
             Err(ChatError::ModelNotAllowed(model)) if model == "local/large"
         ));
-        let alice = admission.admit(&user_of(&acme)).await.unwrap();
+        let alice = admission
+            .admit(&user_of(&acme), Spends::Credits)
+            .await
+            .unwrap();
         assert_eq!(alice, Admitted::on(Plan::Pro));
         // The same key id in another organization is another credential.
         let elsewhere = admission
-            .admit(&caller_of(
-                &org("org_else"),
-                "key_spent",
-                PrincipalKind::Client,
-            ))
+            .admit(
+                &caller_of(&org("org_else"), "key_spent", PrincipalKind::Client),
+                Spends::Credits,
+            )
             .await
             .unwrap();
         assert_eq!(elsewhere, Admitted::on(Plan::Pro));

@@ -40,6 +40,7 @@ mod hub;
 pub mod memory;
 mod model_resolver;
 mod related;
+mod response_cache;
 mod retriever;
 mod satisfiable;
 mod server_tools;
@@ -50,7 +51,7 @@ mod validate;
 
 pub use admission::{
     Admission, Admitted, CredentialLimits, CredentialLimitsSource, CreditQuotas, FixedPlan,
-    PlanSource, PlansAndBudgets,
+    PlanSource, PlansAndBudgets, Spends,
 };
 #[cfg(any(test, feature = "mocks"))]
 pub use admission::{MockAdmission, MockPlanSource};
@@ -79,6 +80,7 @@ pub use model_resolver::ModelResolver;
 pub use related::{ChatRelations, Compositions, Expansion, Related, RelatedModel, RelatedModels};
 #[cfg(any(test, feature = "mocks"))]
 pub use related::{MockCompositions, MockRelatedModels};
+pub use response_cache::{CacheDirectives, CacheStatus, ResponseCache};
 #[cfg(any(test, feature = "mocks"))]
 pub use retriever::MockRetriever;
 pub use retriever::{

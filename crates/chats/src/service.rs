@@ -18,13 +18,19 @@ use tessera_prompts::TokenCounter;
 use tessera_usage::{FAILED, Tokens, UsageId, UsageRecord, UsageStore};
 
 use crate::{
-    Admission, Artifact, ArtifactId, Attached, Attachment, AttachmentSource, Chat, ChatError,
-    ChatFilter, ChatId, ChatRecord, ChatStore, EventStream, FileSearch, FinishedTurn,
-    GenerationEvent, GenerationHub, GenerationLeases, GuardrailSource, INTERRUPTED,
-    MAX_ATTACHMENTS, MAX_TITLE_CHARS, Message, MessageId, MessageUsage, ModelResolver, NewMessage,
-    NoGuardrails, Retriever, ServerToolbox, ServerTools, Source, SystemPromptSource, ToolResult,
-    artifact::versioned, context::ContextOverflow, extract_artifacts, guardrails::AnswerGuard,
-    hub::Publisher, validate::conformance_errors,
+    Admission, Artifact, ArtifactId, Attached, Attachment, AttachmentSource, CacheDirectives,
+    CacheStatus, Chat, ChatError, ChatFilter, ChatId, ChatRecord, ChatStore, EventStream,
+    FileSearch, FinishedTurn, GenerationEvent, GenerationHub, GenerationLeases, GuardrailSource,
+    INTERRUPTED, MAX_ATTACHMENTS, MAX_TITLE_CHARS, Message, MessageId, MessageUsage, ModelResolver,
+    NewMessage, NoGuardrails, ResponseCache, Retriever, ServerToolbox, ServerTools, Source,
+    SystemPromptSource, ToolResult,
+    artifact::versioned,
+    context::ContextOverflow,
+    extract_artifacts,
+    guardrails::AnswerGuard,
+    hub::Publisher,
+    response_cache::{CachePlan, CacheRun},
+    validate::conformance_errors,
 };
 mod cancel;
 mod start;
@@ -81,6 +87,8 @@ pub struct CompletionRequest {
     pub max_tool_steps: Option<u32>,
     /// Datasets the request asks to search by itself, besides the model's knowledge.
     pub file_search: Option<FileSearch>,
+    /// What the request asks of the response cache (of models opted in).
+    pub cache: CacheDirectives,
 }
 
 /// The write of a new chat's row, under way while its generation starts; any number of
@@ -103,6 +111,8 @@ pub struct Started {
     /// Earlier messages left out to fit the context window.
     pub truncated_messages: usize,
     pub usability: Usability,
+    /// For a model opted in to the response cache: whether the answer is a replay.
+    pub cache: Option<CacheStatus>,
     pub events: EventStream,
     pub generation: BoxFuture<'static, ()>,
 }
@@ -142,6 +152,7 @@ pub struct ChatService {
     admission: Arc<dyn Admission>,
     usage: Arc<dyn UsageStore>,
     guardrails: Arc<dyn GuardrailSource>,
+    response_cache: Option<Arc<dyn ResponseCache>>,
     hub: GenerationHub,
     clock: Arc<dyn Clock>,
     cursors: CursorCodec,
@@ -173,6 +184,7 @@ impl ChatService {
             admission,
             usage,
             guardrails: Arc::new(NoGuardrails),
+            response_cache: None,
             hub: GenerationHub::new(),
             clock,
             cursors,
@@ -182,6 +194,13 @@ impl ChatService {
     /// The service with guardrails on every completion (none by default).
     pub fn with_guardrails(mut self, guardrails: Arc<dyn GuardrailSource>) -> Self {
         self.guardrails = guardrails;
+        self
+    }
+
+    /// The service with a response cache for the models organizations opt in (none by
+    /// default).
+    pub fn with_response_cache(mut self, cache: Arc<dyn ResponseCache>) -> Self {
+        self.response_cache = Some(cache);
         self
     }
 
@@ -362,6 +381,7 @@ fn completion_span(request: &CompletionRequest) -> tracing::Span {
         "gen_ai.response.finish_reasons" = Empty,
         "error.type" = Empty,
         "tessera.guardrails" = Empty,
+        "tessera.cache" = Empty,
     )
 }
 
@@ -462,6 +482,7 @@ impl Billing {
         usage: Usage,
         finish_reason: &str,
         route: Option<&Route>,
+        cached: bool,
         at: DateTime<Utc>,
     ) -> UsageRecord {
         let tokens = Tokens {
@@ -485,11 +506,17 @@ impl Billing {
                 .filter(|provider| !provider.is_empty())
                 .unwrap_or(&self.provider)
                 .to_owned(),
-            credits: tokens.credits(self.credit_multiplier),
+            // A replay costs no provider anything.
+            credits: if cached {
+                0
+            } else {
+                tokens.credits(self.credit_multiplier)
+            },
             tokens,
             latency_ms: u64::try_from((at - self.accepted_at).num_milliseconds()).unwrap_or(0),
             finish_reason: finish_reason.to_owned(),
             created_at: at,
+            cached,
         }
     }
 }
@@ -605,6 +632,10 @@ struct Generation {
     guardrails: Arc<dyn GuardrailSource>,
     /// What the guardrails did, once the model has answered (stored with the answer).
     guardrail_record: GuardrailRecord,
+    /// The response cache's part (`run` takes it): a hit to replay or a miss to store.
+    cache: Option<CacheRun>,
+    /// Whether the model's first call was replayed from the cache (set once it ran).
+    served_from_cache: bool,
 }
 
 /// Which tools a generation offers, and which of them Tessera runs itself.
@@ -675,11 +706,13 @@ impl Generation {
         let mut completion = Completion::default();
         let mut transcript = Transcript::default();
         let mut guard = self.guard.take();
+        let mut cache = self.cache.take();
         let generating = AssertUnwindSafe(self.generate(
             &publisher,
             &mut completion,
             &mut transcript,
             guard.as_mut(),
+            cache.as_mut(),
         ))
         .catch_unwind()
         .map(|caught| {
@@ -705,6 +738,10 @@ impl Generation {
             self.guardrail_record = guard.record().clone();
             record_guardrails(&tracing::Span::current(), guard.record());
             self.guardrails.report(guard.record());
+        }
+        self.served_from_cache = cache.as_ref().is_some_and(|cache| cache.served);
+        if let (Some(cache), Ok(())) = (cache, &generated) {
+            cache.store(self.clock.now()).await;
         }
         // A provider failure after part of the answer was produced keeps that part.
         let mut failure_stored = false;
@@ -746,6 +783,7 @@ impl Generation {
                         usage,
                         FAILED,
                         completion.route.as_ref(),
+                        false,
                         at,
                     )
                 });
@@ -786,14 +824,25 @@ impl Generation {
         completion: &mut Completion,
         transcript: &mut Transcript,
         mut guard: Option<&mut AnswerGuard>,
+        mut cache: Option<&mut CacheRun>,
     ) -> Result<(), ChatError> {
         let mut request = self.request.clone();
         let mut steps = 0;
         loop {
             request.tools = self.tools.offered(steps);
             request.tool_choice = self.tools.choice(steps);
-            let called =
-                (self.call(&request, steps, publisher, completion, guard.as_deref_mut())).await;
+            // The cache answers the first call only: later ones read tools' fresh results.
+            let cached = cache.as_deref_mut().filter(|_| steps == 0);
+            let served = cached.as_ref().is_some_and(|cache| cache.will_replay());
+            let called = (self.call(
+                &request,
+                steps,
+                publisher,
+                completion,
+                guard.as_deref_mut(),
+                cached,
+            ))
+            .await;
             let said = match guard.as_deref_mut() {
                 Some(guard) => Some(reveal(guard, publisher, completion).await),
                 None => None,
@@ -854,6 +903,7 @@ impl Generation {
                 usage,
                 tessera_models::FinishReason::ToolCalls.as_str(),
                 completion.route.as_ref(),
+                served,
                 at,
             );
             self.usage_store.record(&record).await?;
@@ -883,11 +933,18 @@ impl Generation {
         publisher: &Publisher,
         completion: &mut Completion,
         mut guard: Option<&mut AnswerGuard>,
+        mut cache: Option<&mut CacheRun>,
     ) -> Result<(), ChatError> {
         let mut server_calls = HashSet::new();
-        let mut stream = self.model.stream(request.clone()).await?;
+        let mut stream = match cache.as_deref_mut().and_then(CacheRun::replay) {
+            Some(replay) => replay,
+            None => self.model.stream(request.clone()).await?,
+        };
         while let Some(event) = stream.next().await {
             let event = event?;
+            if let Some(cache) = cache.as_deref_mut() {
+                cache.heard(&event);
+            }
             let server = match &event {
                 ChatEvent::ToolCallStart { index, name, .. } => {
                     self.tools.runs(name, steps) && server_calls.insert(*index)
@@ -1001,6 +1058,7 @@ impl Generation {
             usage,
             finish_reason.as_str(),
             completion.route.as_ref(),
+            self.served_from_cache && steps == 0,
             at,
         );
         let answer = Message {

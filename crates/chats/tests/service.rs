@@ -1898,7 +1898,7 @@ async fn a_continued_chat_accepts_its_own_instructions_only() {
 async fn a_spent_budget_refuses_before_the_model_is_asked() {
     let f = fixture();
     let mut admission = tessera_chats::MockAdmission::new();
-    admission.expect_admit().returning(|_| {
+    admission.expect_admit().returning(|_, _| {
         Err(ChatError::BudgetSpent(tessera_chats::BudgetSpent {
             monthly_credits: 10,
             used_credits: 12,

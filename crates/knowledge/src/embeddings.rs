@@ -185,6 +185,7 @@ impl EmbeddingService {
                 latency_ms: u64::try_from((at - accepted_at).num_milliseconds()).unwrap_or(0),
                 finish_reason: EMBEDDED.to_owned(),
                 created_at: at,
+                cached: false,
             })
             .await?;
         Ok(Embeddings {

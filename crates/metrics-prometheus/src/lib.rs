@@ -25,7 +25,7 @@ pub use embedder::MeteredEmbedder;
 pub use metrics_exporter_prometheus::PrometheusHandle;
 pub use record::{
     FileJobState, WebhookOutcome, file_job, guardrail_decision, http_request, refused,
-    webhook_delivery,
+    response_cache_lookup, webhook_delivery,
 };
 
 /// How often histograms' recent samples are folded into their buckets between scrapes

@@ -40,6 +40,8 @@ pub const FILE_PROCESSING_DURATION: &str = "tessera_file_processing_duration_sec
 /// `direction` (`input`, `output`) and `effect` (`blocked`, `redacted`, `pseudonymised`,
 /// `passed`), counted per value concerned. Rule ids are the writer's, so not a label.
 pub const GUARDRAIL_DECISIONS: &str = "tessera_guardrail_decisions_total";
+/// Completions of models opted in to the response cache, by `status` (`hit`, `miss`).
+pub const RESPONSE_CACHE_LOOKUPS: &str = "tessera_response_cache_lookups_total";
 
 /// File-processing jobs waiting in the database by `state` (`queued`, `processing`), read
 /// when scraped (every replica reports the same cluster-wide figure).
@@ -149,6 +151,10 @@ pub fn describe() {
     describe_counter!(
         GUARDRAIL_DECISIONS,
         "Values guardrails blocked, redacted, pseudonymised or let pass, by kind and direction."
+    );
+    describe_counter!(
+        RESPONSE_CACHE_LOOKUPS,
+        "Completions of cached models answered from the response cache (hit) or not (miss)."
     );
     describe_counter!(
         FILE_JOBS,

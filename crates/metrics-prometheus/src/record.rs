@@ -51,6 +51,11 @@ pub fn guardrail_decision(
     .increment(u64::from(count));
 }
 
+/// How the response cache answered a completion of a model opted in: `hit` or `miss`.
+pub fn response_cache_lookup(status: &'static str) {
+    metrics::counter!(names::RESPONSE_CACHE_LOOKUPS, "status" => status).increment(1);
+}
+
 /// The state a processing attempt left its file in.
 #[derive(Debug, Clone, Copy)]
 pub enum FileJobState {

@@ -3,7 +3,9 @@
 //! and the identity domain's credential limits as the chats domain's `CredentialLimitsSource`.
 
 use async_trait::async_trait;
-use tessera_chats::{Admission, Admitted, ChatError, CredentialLimitsSource, PlansAndBudgets};
+use tessera_chats::{
+    Admission, Admitted, ChatError, CredentialLimitsSource, PlansAndBudgets, Spends,
+};
 use tessera_identity::CredentialLimitsService;
 use tessera_kernel::{Caller, DomainError};
 
@@ -30,8 +32,8 @@ pub struct MeteredAdmission(pub PlansAndBudgets);
 
 #[async_trait]
 impl Admission for MeteredAdmission {
-    async fn admit(&self, caller: &Caller) -> Result<Admitted, ChatError> {
-        let admitted = self.0.admit(caller).await;
+    async fn admit(&self, caller: &Caller, spends: Spends) -> Result<Admitted, ChatError> {
+        let admitted = self.0.admit(caller, spends).await;
         match &admitted {
             Err(ChatError::BudgetSpent(_)) => tessera_metrics_prometheus::refused("credit_budget"),
             Err(ChatError::CredentialBudgetSpent(_)) => {

@@ -43,8 +43,9 @@ pub fn build(
     Ok((policies, guardrails))
 }
 
-/// The models a policy may name: the catalog's, and the organization's own.
-struct PolicyModels(ModelService);
+/// The models a policy may name: the catalog's, and the organization's own (response cache
+/// policies name the same, `crate::cache_policies`).
+pub(crate) struct PolicyModels(pub(crate) ModelService);
 
 #[async_trait]
 impl GuardedModels for PolicyModels {

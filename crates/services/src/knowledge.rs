@@ -72,6 +72,9 @@ struct Engines {
     reindex: Option<GenerationTarget>,
     /// The image formats the document processor's OCR reads (none without OCR).
     image_formats: Vec<FileFormat>,
+    /// What the embedding model reads of one text, in the tokens chunks are sized in, when
+    /// its tokenizer is known here: the most a client may ask a chunk to hold.
+    chunk_window: Option<usize>,
     /// The cross-encoder search reranks with, if `knowledge.rerank` found one.
     reranker: Option<Arc<dyn Reranker>>,
     /// The model of chunks' and queries' token vectors, if `knowledge.late_interaction`
@@ -210,7 +213,9 @@ async fn engines(
     };
     let ocr = recognizer(settings)?;
     let mut documents = DocumentChunker::default();
+    let mut chunk_window = None;
     if let Some(tokens) = chunk_tokens(settings, embedder.as_ref(), reindex.as_ref()) {
+        chunk_window = Some(tokens.window());
         documents = documents.with_chunk_tokens(tokens);
     }
     let mut image_formats = Vec::new();
@@ -225,6 +230,7 @@ async fn engines(
         generation,
         reindex,
         image_formats,
+        chunk_window,
         reranker,
         late_interaction,
     }))
@@ -509,6 +515,10 @@ impl Knowledge {
             clock.clone(),
             cursors,
         );
+        let datasets = match engines.as_ref().and_then(|engines| engines.chunk_window) {
+            Some(window) => datasets.with_chunk_window(window),
+            None => datasets,
+        };
         let reranker = engines
             .as_ref()
             .and_then(|engines| engines.reranker.clone());

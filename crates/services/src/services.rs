@@ -19,6 +19,7 @@ use tessera_mcp::McpService;
 use tessera_models::{Catalog, DatasetLinks, ModelService, Providers};
 use tessera_organizations::OrganizationService;
 use tessera_prompts::{PromptService, SystemProfiles};
+use tessera_response_cache::CachePolicyService;
 use tessera_setup::{Tenancy, config::Settings};
 use tessera_store::{
     Database, SqlArtifactStore, SqlChatStore, SqlDatasetLinkStore, SqlIdempotencyStore,
@@ -34,6 +35,7 @@ use crate::{
     knowledge::Knowledge,
     knowledge::OrganizationImageReading,
     mcp::LinkedServerTools,
+    response_cache::PolicyResponseCache,
     upstreams::redis_server,
     webhooks::Webhooks,
 };
@@ -73,6 +75,8 @@ pub struct Services {
     /// Guardrail policies of organizations and their models; completions are checked
     /// against them.
     pub guardrails: GuardrailService,
+    /// Response cache policies of organizations' models.
+    pub cache_policies: CachePolicyService,
     /// Datasets linked to user models (RAG).
     pub dataset_links: DatasetLinks,
     pub idempotency: IdempotencyService,
@@ -172,6 +176,7 @@ impl Services {
             clock.clone(),
         )
         .map_err(ServicesError::Guardrails)?;
+        let cache_policies = crate::cache_policies::build(&database, models.clone(), clock.clone());
         // The chat store's runner is this process's: its leases keep the generations it
         // begins.
         let chat_store = Arc::new(SqlChatStore::new(database.clone()));
@@ -201,7 +206,12 @@ impl Services {
             clock: clock.clone(),
             cursors: cursors.clone(),
         })
-        .with_guardrails(Arc::new(completion_guardrails));
+        .with_guardrails(Arc::new(completion_guardrails))
+        .with_response_cache(Arc::new(PolicyResponseCache::new(
+            &settings.response_cache,
+            cache_policies.clone(),
+            knowledge.embedder.clone(),
+        )));
         let interrupted = chats
             .recover_interrupted(settings.chats.generation_lease())
             .await
@@ -230,6 +240,7 @@ impl Services {
             embeddings,
             mcp,
             guardrails,
+            cache_policies,
             dataset_links,
             idempotency,
             keys,

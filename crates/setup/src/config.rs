@@ -666,6 +666,28 @@ pub struct GuardrailSettings {
     pub allow_private_targets: bool,
 }
 
+/// The response cache of the models organizations opt in (`PUT
+/// /v1/response-cache/models/{model}`), kept in this process's memory.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ResponseCacheSettings {
+    /// At most this many answers are kept (the least recently used go first).
+    #[serde(deserialize_with = "lenient::parse")]
+    pub max_entries: usize,
+    /// And at most about this many mebibytes of them.
+    #[serde(deserialize_with = "lenient::parse")]
+    pub max_mib: usize,
+}
+
+impl Default for ResponseCacheSettings {
+    fn default() -> Self {
+        Self {
+            max_entries: 10_000,
+            max_mib: 64,
+        }
+    }
+}
+
 /// Chat generations.
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
@@ -948,6 +970,7 @@ pub struct Settings {
     pub batches: BatchSettings,
     pub mcp: McpSettings,
     pub guardrails: GuardrailSettings,
+    pub response_cache: ResponseCacheSettings,
     pub metrics: MetricsSettings,
     pub telemetry: TelemetrySettings,
 }
@@ -980,6 +1003,7 @@ impl Default for Settings {
             batches: BatchSettings::default(),
             mcp: McpSettings::default(),
             guardrails: GuardrailSettings::default(),
+            response_cache: ResponseCacheSettings::default(),
             metrics: MetricsSettings::default(),
             telemetry: TelemetrySettings::default(),
         }

@@ -57,6 +57,8 @@ mod organizations;
 mod parts;
 #[cfg(feature = "prompts")]
 mod prompts;
+#[cfg(feature = "response-cache")]
+mod response_cache_policies;
 mod schema;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -106,6 +108,8 @@ pub use organizations::SqlOrganizationStore;
 pub use parts::Part;
 #[cfg(feature = "prompts")]
 pub use prompts::SqlPromptStore;
+#[cfg(feature = "response-cache")]
+pub use response_cache_policies::SqlCachePolicyStore;
 #[cfg(feature = "chats")]
 pub use usage::SqlUsageStore;
 #[cfg(feature = "webhooks")]

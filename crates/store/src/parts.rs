@@ -35,11 +35,13 @@ pub enum Part {
     Webhooks,
     /// Guardrail policies of organizations and their models.
     Guardrails,
+    /// Response cache policies of organizations' models.
+    ResponseCache,
 }
 
 impl Part {
     /// Every part, in the order migrations run: a part comes after those it refers to.
-    pub const ALL: [Part; 11] = [
+    pub const ALL: [Part; 12] = [
         Part::Tenants,
         Part::Identity,
         Part::Prompts,
@@ -51,6 +53,7 @@ impl Part {
         Part::Chats,
         Part::Usage,
         Part::Guardrails,
+        Part::ResponseCache,
     ];
 
     /// The folder of its migrations under `migrations/<backend>/`.
@@ -67,6 +70,7 @@ impl Part {
             Part::Usage => "usage",
             Part::Webhooks => "webhooks",
             Part::Guardrails => "guardrails",
+            Part::ResponseCache => "response_cache",
         }
     }
 
@@ -80,7 +84,8 @@ impl Part {
             | Part::Chats
             | Part::Usage
             | Part::Webhooks
-            | Part::Guardrails => &[Part::Tenants],
+            | Part::Guardrails
+            | Part::ResponseCache => &[Part::Tenants],
             Part::Knowledge => &[Part::Tenants, Part::Webhooks],
             Part::Models => &[Part::Tenants, Part::Prompts, Part::Knowledge],
             Part::Mcp => &[Part::Tenants, Part::Models],
@@ -115,6 +120,7 @@ impl Part {
             Part::Usage => (postgres::USAGE, sqlite::USAGE),
             Part::Webhooks => (postgres::WEBHOOKS, sqlite::WEBHOOKS),
             Part::Guardrails => (postgres::GUARDRAILS, sqlite::GUARDRAILS),
+            Part::ResponseCache => (postgres::RESPONSE_CACHE, sqlite::RESPONSE_CACHE),
         };
         match backend {
             Backend::Postgres => postgres,
@@ -143,6 +149,8 @@ mod postgres {
         embed_migrations!("../../migrations/postgres/webhooks");
     pub const GUARDRAILS: EmbeddedMigrations =
         embed_migrations!("../../migrations/postgres/guardrails");
+    pub const RESPONSE_CACHE: EmbeddedMigrations =
+        embed_migrations!("../../migrations/postgres/response_cache");
 }
 
 mod sqlite {
@@ -162,6 +170,8 @@ mod sqlite {
     pub const WEBHOOKS: EmbeddedMigrations = embed_migrations!("../../migrations/sqlite/webhooks");
     pub const GUARDRAILS: EmbeddedMigrations =
         embed_migrations!("../../migrations/sqlite/guardrails");
+    pub const RESPONSE_CACHE: EmbeddedMigrations =
+        embed_migrations!("../../migrations/sqlite/response_cache");
 }
 
 impl std::fmt::Display for Part {

@@ -210,6 +210,7 @@ diesel::table! {
         finish_reason -> Text,
         created_at -> Timestamp,
         cached_input_tokens -> BigInt,
+        cached -> Bool,
     }
 }
 
@@ -225,6 +226,7 @@ diesel::table! {
         requests -> BigInt,
         shard -> SmallInt,
         cached_input_tokens -> BigInt,
+        cached_requests -> BigInt,
     }
 }
 
@@ -263,6 +265,8 @@ diesel::table! {
         embedding_model -> Nullable<Text>,
         index_generation -> Integer,
         purpose -> Nullable<Text>,
+        chunk_max_tokens -> Nullable<Integer>,
+        chunk_overlap_tokens -> Nullable<Integer>,
     }
 }
 
@@ -315,6 +319,8 @@ diesel::table! {
         created_at -> Timestamp,
         updated_at -> Timestamp,
         metadata -> Nullable<Text>,
+        expires_after_days -> Nullable<Integer>,
+        last_active_at -> Timestamp,
     }
 }
 
@@ -492,6 +498,16 @@ diesel::table! {
         budget_period -> Nullable<Text>,
         budget_on_spent -> Nullable<Text>,
         updated_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    response_cache_policies (organization_id, model_id) {
+        organization_id -> Text,
+        model_id -> Text,
+        spec -> Text,
+        updated_at -> Timestamp,
+        updated_by -> Text,
     }
 }
 

@@ -17,7 +17,7 @@ use diesel::{
     prelude::*,
     query_builder::{AstPass, BoxedSqlQuery, QueryFragment, SqlQuery},
     serialize::ToSql,
-    sql_types::{BigInt, HasSqlType, Nullable, SmallInt, Text, Timestamp},
+    sql_types::{BigInt, Bool, HasSqlType, Nullable, SmallInt, Text, Timestamp},
 };
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use tessera_kernel::DomainError;
@@ -85,6 +85,7 @@ pub(crate) struct UsageRow {
     finish_reason: String,
     created_at: NaiveDateTime,
     cached_input_tokens: i64,
+    cached: bool,
 }
 
 fn signed(value: u64) -> i64 {
@@ -115,6 +116,7 @@ impl From<&UsageRecord> for UsageRow {
             finish_reason: record.finish_reason.clone(),
             created_at: record.created_at.naive_utc(),
             cached_input_tokens: signed(record.tokens.cached_input),
+            cached: record.cached,
         }
     }
 }
@@ -133,6 +135,7 @@ pub(crate) struct HourlyRow {
     requests: i64,
     shard: i16,
     cached_input_tokens: i64,
+    cached_requests: i64,
 }
 
 /// Rows each hour's rollup of an organization and model is spread over, so concurrent
@@ -153,6 +156,7 @@ impl UsageRow {
             requests: 1,
             shard: self.shard(),
             cached_input_tokens: self.cached_input_tokens,
+            cached_requests: i64::from(self.cached),
         }
     }
 }
@@ -180,6 +184,7 @@ impl HourlyRow {
             .saturating_add(other.cached_input_tokens);
         self.credits = self.credits.saturating_add(other.credits);
         self.requests = self.requests.saturating_add(other.requests);
+        self.cached_requests = self.cached_requests.saturating_add(other.cached_requests);
     }
 }
 
@@ -213,6 +218,7 @@ unnest_statement! {
         finish_reason: Text as String = &row.finish_reason,
         created_at: Timestamp as NaiveDateTime = &row.created_at,
         cached_input_tokens: BigInt as i64 = &row.cached_input_tokens,
+        cached: Bool as bool = &row.cached,
     }
     insert into "usage_records" then "";
 }
@@ -231,6 +237,7 @@ unnest_statement! {
         requests: BigInt as i64 = &row.requests,
         shard: SmallInt as i16 = &row.shard,
         cached_input_tokens: BigInt as i64 = &row.cached_input_tokens,
+        cached_requests: BigInt as i64 = &row.cached_requests,
     }
     insert into "usage_hourly" then
         " ON CONFLICT (organization_id, hour, model_id, shard) DO UPDATE SET \
@@ -239,7 +246,8 @@ unnest_statement! {
          reasoning_tokens = usage_hourly.reasoning_tokens + excluded.reasoning_tokens, \
          cached_input_tokens = usage_hourly.cached_input_tokens + excluded.cached_input_tokens, \
          credits = usage_hourly.credits + excluded.credits, \
-         requests = usage_hourly.requests + excluded.requests";
+         requests = usage_hourly.requests + excluded.requests, \
+         cached_requests = usage_hourly.cached_requests + excluded.cached_requests";
 }
 
 /// The statement adding `$hourly` (a `HourlyRow`) to its hour's rollup row.
@@ -259,6 +267,7 @@ macro_rules! hourly_upsert {
                     .eq(h::cached_input_tokens + excluded(h::cached_input_tokens)),
                 h::credits.eq(h::credits + excluded(h::credits)),
                 h::requests.eq(h::requests + excluded(h::requests)),
+                h::cached_requests.eq(h::cached_requests + excluded(h::cached_requests)),
             ))
     }};
 }
@@ -411,6 +420,14 @@ impl Source {
         match self {
             Self::Records => "COUNT(*)",
             Self::Hourly => "CAST(SUM(requests) AS BIGINT)",
+        }
+    }
+
+    /// How many of the requests were answered from the response cache.
+    fn cached_requests(self) -> &'static str {
+        match self {
+            Self::Records => "CAST(SUM(CASE WHEN cached THEN 1 ELSE 0 END) AS BIGINT)",
+            Self::Hourly => "CAST(SUM(cached_requests) AS BIGINT)",
         }
     }
 }
@@ -586,16 +603,19 @@ impl Statement {
             "cached_input_tokens",
             "credits",
             "requests",
+            "cached_requests",
         ];
         let (table, requests) = (statement.source.table(), statement.source.requests());
+        let cached_requests = statement.source.cached_requests();
         statement.sql = format!(
             "WITH r AS (\
                SELECT {period} AS period_at, {model} AS model_at, {user} AS user_at, \
-                 {}, {}, {}, {}, {}, {requests} AS requests \
+                 {}, {}, {}, {}, {}, {requests} AS requests, \
+                 {cached_requests} AS cached_requests \
                FROM {table} WHERE {conditions} GROUP BY 1, 2, 3), \
              g AS (SELECT {period_key} AS period, {model_key} AS model_key, \
                {user_key} AS user_key, input_tokens, output_tokens, reasoning_tokens, \
-               cached_input_tokens, credits, requests FROM r) \
+               cached_input_tokens, credits, requests, cached_requests FROM r) \
              SELECT t.*, p.* FROM \
                (SELECT COUNT(*) AS group_count, {} FROM g) t \
              LEFT JOIN \
@@ -631,6 +651,8 @@ struct ReportRow {
     total_credits: i64,
     #[diesel(sql_type = BigInt)]
     total_requests: i64,
+    #[diesel(sql_type = BigInt)]
+    total_cached_requests: i64,
     #[diesel(sql_type = Nullable<Text>)]
     period: Option<String>,
     #[diesel(sql_type = Nullable<Text>)]
@@ -649,6 +671,8 @@ struct ReportRow {
     credits: Option<i64>,
     #[diesel(sql_type = Nullable<BigInt>)]
     requests: Option<i64>,
+    #[diesel(sql_type = Nullable<BigInt>)]
+    cached_requests: Option<i64>,
 }
 
 fn totals(
@@ -658,6 +682,7 @@ fn totals(
     cached_input: i64,
     credits: i64,
     requests: i64,
+    cached_requests: i64,
 ) -> UsageTotals {
     UsageTotals {
         input_tokens: unsigned(input),
@@ -667,6 +692,7 @@ fn totals(
         total_tokens: unsigned(input) + unsigned(output),
         credits: unsigned(credits),
         requests: unsigned(requests),
+        cached_requests: unsigned(cached_requests),
     }
 }
 
@@ -698,6 +724,7 @@ impl ReportRow {
                 self.cached_input_tokens.unwrap_or(0),
                 self.credits.unwrap_or(0),
                 self.requests.unwrap_or(0),
+                self.cached_requests.unwrap_or(0),
             ),
         }))
     }
@@ -772,6 +799,7 @@ impl UsageStore for SqlUsageStore {
             first.total_cached_input_tokens,
             first.total_credits,
             first.total_requests,
+            first.total_cached_requests,
         );
         let groups = rows
             .iter()

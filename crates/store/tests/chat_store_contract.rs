@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDateTime, Utc};
-use diesel::sql_types::{BigInt, Text, Timestamp};
+use diesel::sql_types::{BigInt, Bool, Text, Timestamp};
 use diesel_async::RunQueryDsl;
 use tessera_chats::{
     ArtifactStore, Chat, ChatStatus, ChatStore, FinishedTurn, Message, MessageId,
@@ -214,6 +214,8 @@ struct StoredUsage {
     created_at: NaiveDateTime,
     #[diesel(sql_type = BigInt)]
     cached_input_tokens: i64,
+    #[diesel(sql_type = Bool)]
+    cached: bool,
 }
 
 impl From<StoredUsage> for UsageRecord {
@@ -244,6 +246,7 @@ impl From<StoredUsage> for UsageRecord {
             latency_ms: count(row.latency_ms),
             finish_reason: row.finish_reason,
             created_at: DateTime::<Utc>::from_naive_utc_and_offset(row.created_at, Utc),
+            cached: row.cached,
         }
     }
 }

@@ -26,18 +26,21 @@ const SPLIT_VERSIONS: [&str; 2] = ["202611220000071", "202611270000161"];
 /// Later migrations of a table a split-out half rebuilds (on SQLite, `usage_records` with the
 /// columns it had then), by folder under `migrations/<backend>/` and version: a database
 /// migrated before the split has not run them either.
-const LATER: [(&str, &str); 1] = [(
-    "usage/2026-11-29-000021_cached_input_tokens",
-    "20261129000021",
-)];
+const LATER: [(&str, &str); 2] = [
+    (
+        "usage/2026-11-29-000021_cached_input_tokens",
+        "20261129000021",
+    ),
+    ("usage/2026-12-03-000074_cached_usage", "20261203000074"),
+];
 
-/// Undoes `LATER` with their own `down.sql` and forgets them.
+/// Undoes `LATER` with their own `down.sql`, the latest first, and forgets them.
 async fn undo_later_migrations(database: &Database, backend: Backend) {
     let folder = match backend {
         Backend::Postgres => "postgres",
         Backend::Sqlite => "sqlite",
     };
-    for (migration, version) in LATER {
+    for (migration, version) in LATER.iter().rev() {
         let path = format!(
             "{}/../../migrations/{folder}/{migration}/down.sql",
             env!("CARGO_MANIFEST_DIR")

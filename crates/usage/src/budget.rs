@@ -258,6 +258,7 @@ mod tests {
                 latency_ms: 0,
                 finish_reason: "stop".into(),
                 created_at: at(when),
+                cached: false,
             })
             .await
             .unwrap();

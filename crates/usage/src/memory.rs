@@ -42,6 +42,7 @@ pub fn totals_of(record: &UsageRecord) -> UsageTotals {
         total_tokens: record.tokens.total(),
         credits: record.credits,
         requests: 1,
+        cached_requests: u64::from(record.cached),
     }
 }
 

@@ -91,6 +91,8 @@ pub struct UsageTotals {
     pub total_tokens: u64,
     pub credits: u64,
     pub requests: u64,
+    /// Part of `requests` answered from the response cache (no provider called).
+    pub cached_requests: u64,
 }
 
 impl UsageTotals {
@@ -102,6 +104,7 @@ impl UsageTotals {
         self.total_tokens += other.total_tokens;
         self.credits += other.credits;
         self.requests += other.requests;
+        self.cached_requests += other.cached_requests;
     }
 }
 

@@ -57,6 +57,8 @@ pub struct UsageRecord {
     /// The provider's finish reason, or [`FAILED`].
     pub finish_reason: String,
     pub created_at: DateTime<Utc>,
+    /// Answered from the response cache: no provider was called; credits are 0.
+    pub cached: bool,
 }
 
 #[cfg(test)]

@@ -61,6 +61,7 @@ impl Fixture {
                 latency_ms: 10,
                 finish_reason: "stop".into(),
                 created_at: at(when),
+                cached: false,
             })
             .await
             .unwrap();

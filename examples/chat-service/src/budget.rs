@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use chrono::{Days, Utc};
-use tessera_chats::{Admission, Admitted, BudgetSpent, ChatError};
+use tessera_chats::{Admission, Admitted, BudgetSpent, ChatError, Spends};
 use tessera_kernel::Caller;
 use tessera_organizations::Plan;
 use tessera_usage::memory::InMemoryUsageStore;
@@ -23,13 +23,13 @@ impl CreditBudget {
 
 #[async_trait]
 impl Admission for CreditBudget {
-    async fn admit(&self, caller: &Caller) -> Result<Admitted, ChatError> {
+    async fn admit(&self, caller: &Caller, spends: Spends) -> Result<Admitted, ChatError> {
         let organization = caller.organization();
         let used: u64 = (self.usage.all().iter())
             .filter(|record| &record.organization_id == organization)
             .map(|record| record.credits)
             .sum();
-        if used >= self.credits {
+        if spends == Spends::Credits && used >= self.credits {
             return Err(ChatError::BudgetSpent(BudgetSpent {
                 monthly_credits: self.credits,
                 used_credits: used,

@@ -16,7 +16,7 @@ use tessera_wire::v1::models::ModelOut;
 use crate::{
     caller::Caller,
     chat_stream::{self, Encoder, Format, HEARTBEAT},
-    completion::{answer, start_completion},
+    completion::{RequestCache, answer, start_completion, x_cache},
     extract::{ValidJson, ValidQuery},
     problem::{ApiError, Problem, ValidationProblem},
     state::AppState,
@@ -76,7 +76,8 @@ fn completion_headers(
     operation_id = "createChatCompletion",
     request_body = CreateCompletion,
     params(
-        ("X-Stream-Format" = Option<String>, Header, pattern = "^ai-sdk$", description = "`ai-sdk` selects the Vercel AI SDK UI message stream for `stream: true`")
+        ("X-Stream-Format" = Option<String>, Header, pattern = "^ai-sdk$", description = "`ai-sdk` selects the Vercel AI SDK UI message stream for `stream: true`"),
+        ("Cache-Control" = Option<String>, Header, description = "For a model opted in to the response cache: `no-cache` asks the model rather than the cache, `no-store` keeps nothing of this request in it")
     ),
     responses(
         (status = 200, description = "The completion of an existing chat; with `stream: true`, the event stream (`text/event-stream`) of any completion", body = CompletionOut,
@@ -84,9 +85,11 @@ fn completion_headers(
                 ("X-Chat-Id" = String, description = "The chat's id"),
                 ("X-Truncated-Messages" = u32, description = "Earlier messages left out to fit the context window"),
                 ("Deprecation" = String, description = "Present when the model is deprecated"),
-                ("Sunset" = String, description = "When a deprecated model retires")
+                ("Sunset" = String, description = "When a deprecated model retires"),
+                ("X-Cache" = String, description = "For a model opted in to the response cache: `hit` when the answer was replayed from it, else `miss`")
             )),
-        (status = 201, description = "The completion of a new chat (not streamed)", body = CompletionOut),
+        (status = 201, description = "The completion of a new chat (not streamed)", body = CompletionOut,
+            headers(("X-Cache" = String, description = "For a model opted in to the response cache: `hit` or `miss`"))),
         (status = 402, description = "The organization's monthly credit budget is spent (`credit_budget_exhausted`, with `monthlyCredits`, `usedCredits`, `resetsAt`), or the credential's own (`credential_budget_exhausted`, with `credential`, `credits`, `period`, `usedCredits`, `resetsAt`)", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "Missing scope (attachments need `files:read` too), a premium model on a free plan, or a model off the credential's allow-list (`model_not_allowed`)", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such chat or model", body = Problem, content_type = "application/problem+json"),
@@ -103,10 +106,12 @@ pub async fn create_completion(
     req: HttpRequest,
     caller: Caller,
     state: web::Data<AppState>,
+    RequestCache(cache): RequestCache,
     ValidJson(body): ValidJson<CreateCompletion>,
 ) -> Result<HttpResponse, ApiError> {
     let format = Format::of(&req)?;
-    let (request, stream) = body.into_request()?;
+    let (mut request, stream) = body.into_request()?;
+    request.cache = cache;
     let running = start_completion(&state, &caller, request).await?;
 
     if stream {
@@ -117,6 +122,7 @@ pub async fn create_completion(
             running.truncated_messages,
             &running.usability,
         );
+        x_cache(&mut builder, running.cache);
         let encoder = Encoder::new(format, &running.chat.id, &running.message_id);
         let body = chat_stream::body(running.events, encoder, HEARTBEAT);
         return Ok(chat_stream::sse(format, &mut builder, body));
@@ -133,6 +139,7 @@ pub async fn create_completion(
         running.truncated_messages,
         &running.usability,
     );
+    x_cache(&mut builder, running.cache);
     Ok(builder.json(answer(running).await?))
 }
 

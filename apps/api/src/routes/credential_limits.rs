@@ -8,7 +8,6 @@
 use std::collections::BTreeSet;
 
 use actix_web::{HttpResponse, delete, get, put, web};
-use tessera_chats::ChatError;
 use tessera_identity::{ApiKeyId, ClientId, Credential, CredentialLimits, NewCredentialLimits};
 use tessera_kernel::DomainError;
 use tessera_models::NameableModels;
@@ -317,15 +316,4 @@ pub async fn allowed_models(
         .of_caller(caller)
         .await?
         .and_then(|limits| limits.models))
-}
-
-/// 403 `model_not_allowed` unless the caller's credential may name `model_id` (what a
-/// completion answers in that case too).
-pub async fn may_use(state: &AppState, caller: &Caller, model_id: &str) -> Result<(), ApiError> {
-    match allowed_models(state, caller).await? {
-        Some(allowed) if !allowed.contains(model_id) => {
-            Err(DomainError::from(ChatError::ModelNotAllowed(model_id.to_owned())).into())
-        }
-        _ => Ok(()),
-    }
 }

@@ -30,6 +30,7 @@ pub mod oauth;
 pub mod openai;
 pub mod organization;
 pub mod particles;
+pub mod response_cache;
 pub mod system_prompts;
 pub mod usage;
 pub mod webhooks;
@@ -194,6 +195,10 @@ operations! {
     guardrails::get_model_policy => "org:admin",
     guardrails::put_model_policy => "org:admin",
     guardrails::delete_model_policy => "org:admin",
+    response_cache::list_policies => "org:admin",
+    response_cache::get_policy => "org:admin",
+    response_cache::put_policy => "org:admin",
+    response_cache::delete_policy => "org:admin",
     openai::models::list_models => "models:read",
     openai::models::get_model => "models:read",
     openai::chat::create_chat_completion => "chats:invoke",

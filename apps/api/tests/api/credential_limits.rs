@@ -8,7 +8,10 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use tessera_store::{Backend, testing::text_rows};
 
-use crate::support::{TestApp, locs, ok, problem};
+use crate::{
+    openai::openai_error,
+    support::{TestApp, locs, ok, problem},
+};
 
 /// An organization's `org:admin` token: (organization id, token).
 async fn admin(app: &TestApp) -> (String, String) {
@@ -350,6 +353,7 @@ async fn limits_are_enforced_on_every_completion(backend: Backend) {
     let app = TestApp::spawn_with(backend, |settings| {
         settings.models.local_dir = Some(models);
         settings.models.catalog_file = Some(catalog_file);
+        settings.knowledge.embedding_model_dir = Some(crate::processing::models_root());
         settings.rate_limit.enabled = false;
         // Read the spend afresh on every request.
         settings.quotas.cache_secs = 0;
@@ -409,6 +413,21 @@ async fn limits_are_enforced_on_every_completion(backend: Backend) {
             "{path}: {body}"
         );
     }
+    // Embeddings are admitted as completions are: off its list, refused.
+    let embed = |secret: String| {
+        let app = &app;
+        async move {
+            app.call_json(
+                Method::POST,
+                "/openai/v1/embeddings",
+                &secret,
+                &json!({"model": "all-MiniLM-L6-v2", "input": "Hi"}),
+            )
+            .await
+        }
+    };
+    let refused = openai_error(embed(limited_secret.clone()).await, 403).await;
+    assert_eq!(refused["code"], "model_not_allowed", "{refused}");
     let billed = || {
         text_rows(
             &app.state.database,
@@ -483,12 +502,35 @@ async fn limits_are_enforced_on_every_completion(backend: Backend) {
     .await;
     assert_eq!(limits["budget"]["usedCredits"], json!(spent), "{limits}");
 
+    // Embeddings are billed: the spent budget refuses them too.
+    let refused = openai_error(embed(limited_secret.clone()).await, 429).await;
+    assert_eq!(refused["code"], "insufficient_quota", "{refused}");
+    // Counting a prompt's tokens spends nothing: the spent budget lets it through, the list
+    // does not.
+    let count = |model: &'static str| {
+        let (app, secret) = (&app, limited_secret.clone());
+        async move {
+            let body = json!({"model": model, "messages": [{"role": "user", "content": "Hi"}]});
+            (app.call_json(
+                Method::POST,
+                "/anthropic/v1/messages/count_tokens",
+                &secret,
+                &body,
+            ))
+            .await
+        }
+    };
+    let counted = ok(count(LOCAL).await, 200).await;
+    assert!(counted["input_tokens"].as_u64().unwrap() > 0, "{counted}");
+    assert_eq!(count("test/other").await.status(), 403);
+
     // Another key of the same organization is unaffected, on any model.
     for (path, status, body) in ask_everywhere(&app, &free_secret, "test/other").await {
         assert_eq!(status / 100, 2, "{path}: {body}");
     }
-    // Nothing was billed for the refusals; usage groups by key.
-    assert_eq!(billed().await.len(), 5);
+    ok(embed(free_secret.clone()).await, 200).await;
+    // Nothing was billed for the refusals and the count; usage groups by key.
+    assert_eq!(billed().await.len(), 6);
     let report = ok(
         app.call(Method::GET, "/v1/usage?groupBy=user", &token)
             .await,

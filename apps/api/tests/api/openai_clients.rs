@@ -31,7 +31,7 @@ use crate::{
 /// usage of every principal.
 const ADMIN: &str = "org:admin models:read chats:invoke usage:read usage:admin";
 
-fn clients_dir() -> PathBuf {
+pub(crate) fn clients_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/openai-clients")
 }
 
@@ -95,14 +95,23 @@ async fn setup() -> Setup {
 
 /// Runs one client script against the app; its JSON summary, or a failure with its stderr.
 async fn run(setup: &Setup, what: &str, mut command: Command) -> Value {
-    let cert = tessera_api::tls::dev_certificate_paths(&setup.app.settings.data_dir).0;
     command
-        .current_dir(clients_dir())
-        .env("OPENAI_BASE_URL", setup.app.url("/openai/v1"))
         .env("OPENAI_API_KEY", &setup.secret)
         .env("TESSERA_MODEL", LOCAL)
         .env("TESSERA_REMOTE_MODEL", REMOTE)
-        .env("TESSERA_EMBEDDING_MODEL", &setup.embedding_model)
+        .env("TESSERA_EMBEDDING_MODEL", &setup.embedding_model);
+    run_script(&setup.app, what, command).await
+}
+
+/// Runs one client script of `tests/openai-clients` against `app`'s `/openai/v1` (its
+/// `OPENAI_BASE_URL`), the dev certificate the only one trusted, with whatever else the
+/// caller set on `command` (the key, the models); its JSON summary, or a failure with its
+/// stderr.
+pub(crate) async fn run_script(app: &TestApp, what: &str, mut command: Command) -> Value {
+    let cert = tessera_api::tls::dev_certificate_paths(&app.settings.data_dir).0;
+    command
+        .current_dir(clients_dir())
+        .env("OPENAI_BASE_URL", app.url("/openai/v1"))
         // The dev certificate is the only one trusted: Python's `ssl` (the SDK's httpx2
         // reads SSL_CERT_FILE) and Node's extra CA list.
         .env("SSL_CERT_FILE", &cert)

@@ -642,7 +642,7 @@ async fn a_providers_cached_input_tokens_reach_answers_records_and_both_dialects
             report["items"],
             json!([{"modelId": model, "inputTokens": 28, "outputTokens": 8,
                     "reasoningTokens": 0, "cachedInputTokens": 16, "totalTokens": 36,
-                    "credits": 36, "requests": 4}]),
+                    "credits": 36, "requests": 4, "cachedRequests": 0}]),
             "{query}: {report}"
         );
     }

@@ -112,6 +112,7 @@ pub fn usage_record(chat: &Chat, message_id: &MessageId, when: DateTime<Utc>) ->
         latency_ms: 1_234,
         finish_reason: "stop".to_owned(),
         created_at: when,
+        cached: false,
     }
 }
 

@@ -12,13 +12,13 @@ use tessera_prompts::TokenCounter;
 use tracing::Instrument;
 
 use super::{
-    Billing, ChatService, ChatStored, CompletionRequest, Generation, Started, ToolPlan,
+    Billing, CachePlan, ChatService, ChatStored, CompletionRequest, Generation, Started, ToolPlan,
     check_attachments, check_images, completion_span, context_error, record_guardrails,
 };
 use crate::{
     Admitted, CHARS_PER_TOKEN_BOUND, Chat, ChatError, ChatId, ChatStatus, DEFAULT_TOOL_STEPS,
     MAX_TOOL_STEPS, Message, MessageId, ModelSnapshot, RAG_PASSAGES, ResolvedAttachment,
-    RetrievalQuery, ServerToolbox, Source,
+    RetrievalQuery, ServerToolbox, Source, Spends,
     attachment::{attach, records, resolve_stored, resolve_turn},
     context::{Fitted, fit},
     derive_title,
@@ -128,6 +128,12 @@ impl ChatService {
         Ok(prepared.fitted.prompt_tokens.saturating_add(tools))
     }
 
+    /// Whether `caller` may spend credits now, and on which plan and models: the admission a
+    /// completion passes first, for other work billed in credits (embeddings).
+    pub async fn admit(&self, caller: &Caller) -> Result<Admitted, ChatError> {
+        self.admission.admit(caller, Spends::Credits).await
+    }
+
     /// [`ChatService::start`] within `span`, the completion's span (its retrieval and the
     /// background generation are its children; the model and the usage are recorded on it).
     async fn start_in(
@@ -171,6 +177,43 @@ impl ChatService {
         }
 
         let thinking = thinks(&request, &resolved);
+        let provider_request = ChatRequest {
+            model: resolved.base.model_name.clone(),
+            messages: fitted.messages,
+            tools: request.tools.clone(),
+            tool_choice: request.tool_choice.clone(),
+            response_format: request.response_format.clone(),
+            max_tokens: Some(max_tokens),
+            temperature: request.temperature,
+            top_p: request.top_p,
+            seed: request.seed,
+            stop: request.stop.clone(),
+            reasoning: thinking.then_some((request.reasoning_effort, request.reasoning_budget)),
+            cache_scope: Some(caller.organization().to_string()),
+        };
+        let cache = match &self.response_cache {
+            // Answers drawn from knowledge retrieved for the caller are theirs alone.
+            Some(cache) => {
+                let user_specific = !sources.is_empty() || request.file_search.is_some();
+                let model_id = chat.model.model_id.as_str();
+                let now = self.clock.now();
+                let directives = request.cache;
+                CachePlan::decide(
+                    cache.as_ref(),
+                    caller,
+                    model_id,
+                    &provider_request,
+                    user_specific,
+                    directives,
+                    now,
+                )
+                .await?
+            }
+            None => CachePlan::none(),
+        };
+        if let Some(status) = cache.status {
+            span.record("tessera.cache", status.as_str());
+        }
         let message_id = MessageId::generate();
         let publisher = self.hub.open(&chat.id, &message_id);
         let events = self
@@ -210,6 +253,8 @@ impl ChatService {
             guard: guard.map(AnswerGuard::new),
             guardrails: self.guardrails.clone(),
             guardrail_record: GuardrailRecord::default(),
+            cache: cache.run,
+            served_from_cache: false,
             model: resolved.chat_model.clone(),
             tools: ToolPlan::new(
                 server_tools,
@@ -217,20 +262,7 @@ impl ChatService {
                 request.tool_choice.clone(),
                 max_tool_steps,
             ),
-            request: ChatRequest {
-                model: resolved.base.model_name.clone(),
-                messages: fitted.messages,
-                tools: request.tools,
-                tool_choice: request.tool_choice,
-                response_format: request.response_format,
-                max_tokens: Some(max_tokens),
-                temperature: request.temperature,
-                top_p: request.top_p,
-                seed: request.seed,
-                stop: request.stop,
-                reasoning: thinking.then_some((request.reasoning_effort, request.reasoning_budget)),
-                cache_scope: Some(caller.organization().to_string()),
-            },
+            request: provider_request,
         };
         Ok(Started {
             chat,
@@ -238,6 +270,7 @@ impl ChatService {
             message_id,
             truncated_messages: fitted.dropped,
             usability: resolved.usability,
+            cache: cache.status,
             events,
             stored: stored.clone(),
             generation: Box::pin(generation.run(publisher, stored).instrument(span)),
@@ -256,7 +289,11 @@ impl ChatService {
     ) -> Result<Prepared, ChatError> {
         crate::caller::may_attach(caller, &request.messages)?;
         let principal_kind = caller.metered_kind()?;
-        let admitted = self.admission.admit(caller).await?;
+        let spends = match purpose {
+            Purpose::Completion => Spends::Credits,
+            Purpose::Count => Spends::Nothing,
+        };
+        let admitted = self.admission.admit(caller, spends).await?;
         let (existing, resolved) = self.chat_and_model(caller, request, &admitted).await?;
         if let Some(chat) = &existing {
             span.record("gen_ai.request.model", chat.model.model_id.as_str());

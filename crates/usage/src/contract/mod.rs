@@ -8,6 +8,7 @@
 // Test support: a broken promise is a failed assertion.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod cached;
 mod groups;
 mod periods;
 mod recording;
@@ -20,7 +21,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Duration, NaiveDateTime, Utc};
 use tessera_kernel::{DomainError, OrganizationId, PrincipalKind};
 
-pub use self::{groups::*, periods::*, recording::*, reference::*, totals::*};
+pub use self::{cached::*, groups::*, periods::*, recording::*, reference::*, totals::*};
 use crate::{
     Aggregate, GroupKey, GroupQuery, Grouping, OffsetSpan, Period, Tokens, UsageFilter, UsageGroup,
     UsageId, UsageRecord, UsageStore, UsageTotals, memory::InMemoryUsageStore,
@@ -42,6 +43,7 @@ macro_rules! usage_store_contract {
             groups_by_model_and_user_in_byte_order,
             pages_walk_every_group_once_in_key_order,
             a_message_is_recorded_once,
+            cached_answers_are_counted_in_totals_and_groups,
             agrees_with_the_reference_on_seeded_random_records,
         );
     };
@@ -156,6 +158,7 @@ pub fn record(organization: &OrganizationId, at: &str, input: u64) -> UsageRecor
         latency_ms: 450,
         finish_reason: "stop".to_owned(),
         created_at: utc(at),
+        cached: false,
     }
 }
 
@@ -180,6 +183,7 @@ pub fn sum<'a>(records: impl IntoIterator<Item = &'a UsageRecord>) -> UsageTotal
         totals.total_tokens += r.tokens.input + r.tokens.output;
         totals.credits += r.credits;
         totals.requests += 1;
+        totals.cached_requests += u64::from(r.cached);
     }
     totals
 }

@@ -149,6 +149,7 @@ pub async fn totals_are_exact_sums_over_the_filtered_range(stores: &impl UsageSt
             total_tokens: (3 * 39 + 4) + (3 * (1 << 33) + 1),
             credits: 2 * ((3 * 39 + 4) + (3 * (1 << 33) + 1)),
             requests: 5,
+            cached_requests: 0,
         }
     );
 }

@@ -17,6 +17,7 @@ pub mod models;
 pub mod oauth;
 pub mod organization;
 pub mod particles;
+pub mod response_cache;
 pub mod system_prompts;
 pub mod usage;
 pub mod webhooks;

@@ -57,6 +57,9 @@ pub struct UsageTotalsOut {
     pub credits: u64,
     /// Completions counted.
     pub requests: u64,
+    /// Part of `requests` answered from the response cache (an earlier answer reused): no
+    /// provider was called and they cost 0 credits.
+    pub cached_requests: u64,
 }
 
 impl From<UsageTotals> for UsageTotalsOut {
@@ -69,6 +72,7 @@ impl From<UsageTotals> for UsageTotalsOut {
             total_tokens: totals.total_tokens,
             credits: totals.credits,
             requests: totals.requests,
+            cached_requests: totals.cached_requests,
         }
     }
 }

@@ -15,7 +15,7 @@ use super::error::failure;
 use crate::{
     caller::Caller,
     chat_stream::{self, Encoder, Format, HEARTBEAT},
-    completion::start_completion_as,
+    completion::{RequestCache, start_completion_as, x_cache},
     extract::ValidJson,
     problem::ApiError,
     routes::dialects,
@@ -41,7 +41,8 @@ fn completion_error(error: ChatError, model: &str, positions: &[usize]) -> ApiEr
     operation_id = "anthropicCreateMessage",
     request_body = CreateMessageRequest,
     responses(
-        (status = 200, description = "The answer; with `stream: true`, `text/event-stream` of Anthropic's message events", body = AnthropicMessage),
+        (status = 200, description = "The answer; with `stream: true`, `text/event-stream` of Anthropic's message events", body = AnthropicMessage,
+            headers(("X-Cache" = String, description = "For a model opted in to the response cache: `hit` when the answer was replayed from it, else `miss`"))),
         (status = 400, description = "Invalid or unsupported parameters (`invalid_request_error`, naming each)", body = AnthropicError),
         (status = 402, description = "The organization's monthly credits or the credential's budget are spent (`billing_error`)", body = AnthropicError),
         (status = 403, description = "The credential lacks `chats:invoke`, the model needs another plan, or the credential's allow-list does not name it", body = AnthropicError),
@@ -56,10 +57,12 @@ fn completion_error(error: ChatError, model: &str, positions: &[usize]) -> ApiEr
 pub async fn create_message(
     caller: Caller,
     state: web::Data<AppState>,
+    RequestCache(cache): RequestCache,
     ValidJson(body): ValidJson<CreateMessageRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let model = body.model.clone();
-    let translated = body.translate().map_err(ApiError::validation)?;
+    let mut translated = body.translate().map_err(ApiError::validation)?;
+    translated.request.cache = cache;
     let positions = translated.positions;
     let show_thinking = translated.show_thinking;
     let running = start_completion_as(&state, &caller, translated.request, |error| {
@@ -70,6 +73,7 @@ pub async fn create_message(
 
     let mut builder = HttpResponse::Ok();
     builder.insert_header(("Cache-Control", "no-cache"));
+    x_cache(&mut builder, running.cache);
     if translated.stream {
         let encoder = Encoder::Anthropic(MessageEncoder::new(id, model, show_thinking, failure));
         let body = chat_stream::body(running.events, encoder, HEARTBEAT);

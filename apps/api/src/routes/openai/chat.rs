@@ -16,7 +16,7 @@ use super::error::failure;
 use crate::{
     caller::Caller,
     chat_stream::{self, Encoder, Format, HEARTBEAT},
-    completion::start_completion_as,
+    completion::{RequestCache, start_completion_as, x_cache},
     extract::ValidJson,
     problem::ApiError,
     routes::dialects,
@@ -40,7 +40,10 @@ fn completion_error(error: ChatError, model: &str, positions: &[usize]) -> ApiEr
     request_body = ChatCompletionRequest,
     responses(
         (status = 200, description = "The completion; with `stream: true`, `text/event-stream` of `chat.completion.chunk` objects", body = ChatCompletion,
-            headers(("X-Chat-Id" = String, description = "With `store: true`: the chat that keeps the exchange"))),
+            headers(
+                ("X-Chat-Id" = String, description = "With `store: true`: the chat that keeps the exchange"),
+                ("X-Cache" = String, description = "For a model opted in to the response cache: `hit` when the answer was replayed from it, else `miss`")
+            )),
         (status = 400, description = "Invalid or unsupported parameters (`param` names the first)", body = OpenAiError),
         (status = 403, description = "The credential lacks `chats:invoke`, the model needs another plan, or the credential's allow-list does not name it", body = OpenAiError),
         (status = 404, description = "No such model (`model_not_found`)", body = OpenAiError),
@@ -55,11 +58,13 @@ fn completion_error(error: ChatError, model: &str, positions: &[usize]) -> ApiEr
 pub async fn create_chat_completion(
     caller: Caller,
     state: web::Data<AppState>,
+    RequestCache(cache): RequestCache,
     ValidJson(body): ValidJson<ChatCompletionRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let begun = begin(&state, &caller, body).await?;
+    let begun = begin(&state, &caller, body, cache).await?;
     let mut builder = HttpResponse::Ok();
     builder.insert_header(("Cache-Control", "no-cache"));
+    x_cache(&mut builder, begun.cache);
     if !begun.stateless {
         builder.insert_header(("X-Chat-Id", begun.chat.to_string()));
     }
@@ -87,6 +92,7 @@ struct Begun {
     stateless: bool,
     stream: bool,
     include_usage: bool,
+    cache: Option<tessera_chats::CacheStatus>,
     events: tessera_chats::EventStream,
 }
 
@@ -95,9 +101,11 @@ async fn begin(
     state: &AppState,
     caller: &Caller,
     body: ChatCompletionRequest,
+    cache: tessera_chats::CacheDirectives,
 ) -> Result<Begun, ApiError> {
     let model = body.model.clone();
-    let translated = body.translate().map_err(ApiError::validation)?;
+    let mut translated = body.translate().map_err(ApiError::validation)?;
+    translated.request.cache = cache;
     let positions = translated.positions;
     let stateless = translated.request.stateless;
     let running = start_completion_as(state, caller, translated.request, |error| {
@@ -113,6 +121,7 @@ async fn begin(
         stateless,
         stream: translated.stream,
         include_usage: translated.include_usage,
+        cache: running.cache,
         events: running.events,
     })
 }
@@ -149,5 +158,14 @@ pub async fn complete_whole(
     caller: &Caller,
     body: ChatCompletionRequest,
 ) -> Result<ChatCompletion, ApiError> {
-    whole(begin(state, caller, body).await?).await
+    whole(
+        begin(
+            state,
+            caller,
+            body,
+            tessera_chats::CacheDirectives::default(),
+        )
+        .await?,
+    )
+    .await
 }

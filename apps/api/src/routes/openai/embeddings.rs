@@ -3,6 +3,7 @@
 //! `EmbeddingService`, which records the usage; the shapes are `tessera_wire::openai::embeddings`.
 
 use actix_web::{post, web};
+use tessera_http_actix::problem::chat_error;
 use tessera_kernel::DomainError;
 use tessera_knowledge::EmbeddingError;
 use tessera_wire::openai::{
@@ -22,6 +23,7 @@ use crate::{caller::Caller, extract::ValidJson, problem::ApiError, state::AppSta
         (status = 200, description = "The embeddings", body = EmbeddingList),
         (status = 400, description = "Invalid input, token arrays, or `dimensions` the model cannot make", body = OpenAiError),
         (status = 403, description = "The credential's allow-list does not name the embedding model (`model_not_allowed`)", body = OpenAiError),
+        (status = 429, description = "The organization's or the credential's credit budget is spent (`insufficient_quota`)", body = OpenAiError),
         (status = 404, description = "Not the embedding model (`model_not_found`)", body = OpenAiError),
         (status = 503, description = "No embedding model is loaded, or it is unavailable", body = OpenAiError)
     )
@@ -49,7 +51,11 @@ pub async fn embed(
         ));
     };
     let (request, format) = body.into_request();
-    crate::routes::credential_limits::may_use(state, caller, &request.model).await?;
+    // Embeddings are billed in credits: admitted as a completion is (spent budgets refuse,
+    // the credential's allow-list applies).
+    (state.chats.admit(caller).await)
+        .and_then(|admitted| admitted.may_use(&request.model))
+        .map_err(chat_error)?;
     let embedded = service
         .embed(caller, request)
         .await

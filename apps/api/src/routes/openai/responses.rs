@@ -15,7 +15,7 @@ use tessera_chats::{
     MessageId,
 };
 use tessera_kernel::{DomainError, Scope};
-use tessera_knowledge::DatasetId;
+use tessera_knowledge::{DatasetId, EXPIRED};
 use tessera_models::ModelError;
 use tessera_wire::openai::{
     attributes::attributes_json,
@@ -33,7 +33,7 @@ use super::{error::failure, models::model_not_found};
 use crate::{
     caller::Caller,
     chat_stream::{self, Encoder, Format, HEARTBEAT},
-    completion::{Running, start_completion},
+    completion::{RequestCache, Running, start_completion, x_cache},
     extract::{ValidJson, ValidQuery},
     problem::{ApiError, ProblemKind},
     routes::chats::chat_error,
@@ -62,8 +62,9 @@ fn response_error(error: ChatError, model: &str) -> ApiError {
     }
 }
 
-/// Checks and reads the `file_search` tool's stores: searching needs `datasets:read`, and a
-/// store that is not the organization's (or none at all) is not found. Their files'
+/// Checks and reads the `file_search` tool's stores: searching needs `datasets:read`, a
+/// store that is not the organization's (or none at all) is not found, and an expired one
+/// is refused (400 naming `tools`). Their files'
 /// attributes pick the files the tool's filter passes, and the results show them.
 async fn prepare_search(
     state: &AppState,
@@ -87,6 +88,15 @@ async fn prepare_search(
             {
                 Ok(files) => Some(files),
                 Err(DomainError::NotFound { .. }) => None,
+                // An expired store is refused: named by the tool, not by the path.
+                Err(DomainError::Validation(mut fields))
+                    if fields.iter().any(|field| field.kind == EXPIRED) =>
+                {
+                    for field in &mut fields {
+                        field.loc = vec!["body".into(), "tools".into()];
+                    }
+                    return Err(DomainError::Validation(fields).into());
+                }
                 Err(other) => return Err(other.into()),
             },
             Err(_) => None,
@@ -151,8 +161,9 @@ async fn check_latest(
     request_body = CreateResponse,
     responses(
         (status = 403, description = "The credential lacks `chats:invoke` (or `datasets:read` for a `file_search` tool), the model needs another plan, or the credential's allow-list does not name it", body = OpenAiError),
-        (status = 200, description = "The response (`object: response`); with `stream: true`, `text/event-stream` of Responses events", body = serde_json::Value),
-        (status = 400, description = "Invalid or unsupported parameters (`param` names the first)", body = OpenAiError),
+        (status = 200, description = "The response (`object: response`); with `stream: true`, `text/event-stream` of Responses events", body = serde_json::Value,
+            headers(("X-Cache" = String, description = "For a model opted in to the response cache: `hit` when the answer was replayed from it, else `miss`"))),
+        (status = 400, description = "Invalid or unsupported parameters (`param` names the first), or a `file_search` vector store that expired", body = OpenAiError),
         (status = 404, description = "No such model, no such `previous_response_id`, or a `file_search` vector store that is not the organization's", body = OpenAiError),
         (status = 409, description = "`previous_response_id` is not the latest response of its conversation, or the model is disabled", body = OpenAiError),
         (status = 410, description = "The model reached its end of life (`model_end_of_life`)", body = OpenAiError),
@@ -165,9 +176,12 @@ async fn check_latest(
 pub async fn create_response(
     caller: Caller,
     state: web::Data<AppState>,
+    RequestCache(cache): RequestCache,
     ValidJson(body): ValidJson<CreateResponse>,
 ) -> Result<HttpResponse, ApiError> {
-    let begun = begin(&state, &caller, body).await?;
+    let begun = begin(&state, &caller, body, cache).await?;
+    let mut builder = HttpResponse::Ok();
+    x_cache(&mut builder, begun.cache);
     if begun.echo.background {
         let queued = response(
             &begun.id,
@@ -177,7 +191,7 @@ pub async fn create_response(
             None,
             None,
         );
-        return Ok(HttpResponse::Ok().json(queued));
+        return Ok(builder.json(queued));
     }
     if begun.stream {
         let encoder = Encoder::Responses(Box::new(ResponseEncoder::new(
@@ -188,11 +202,10 @@ pub async fn create_response(
             failure,
         )));
         let body = chat_stream::body(begun.events, encoder, HEARTBEAT);
-        let mut builder = HttpResponse::Ok();
         builder.insert_header(("Cache-Control", "no-cache"));
         return Ok(chat_stream::sse(Format::OpenAi, &mut builder, body));
     }
-    Ok(HttpResponse::Ok().json(whole(begun).await?))
+    Ok(builder.json(whole(begun).await?))
 }
 
 /// A response whose generation began.
@@ -204,10 +217,16 @@ struct Begun {
     events: tessera_chats::EventStream,
     stream: bool,
     model: String,
+    cache: Option<tessera_chats::CacheStatus>,
 }
 
 /// Checks the request and begins its generation.
-async fn begin(state: &AppState, caller: &Caller, body: CreateResponse) -> Result<Begun, ApiError> {
+async fn begin(
+    state: &AppState,
+    caller: &Caller,
+    body: CreateResponse,
+    cache: tessera_chats::CacheDirectives,
+) -> Result<Begun, ApiError> {
     let model = body.model.clone();
     let mut translated = body.translate().map_err(|error| match error {
         Untranslatable::Invalid(fields) => ApiError::validation(fields),
@@ -219,6 +238,7 @@ async fn begin(state: &AppState, caller: &Caller, body: CreateResponse) -> Resul
         check_latest(state, caller, previous, continues).await?;
     }
     prepare_search(state, caller, &mut translated).await?;
+    translated.request.cache = cache;
     let running = start_completion(state, caller, translated.request)
         .await
         .map_err(|error| located_model(error, &model))?;
@@ -226,6 +246,7 @@ async fn begin(state: &AppState, caller: &Caller, body: CreateResponse) -> Resul
         chat,
         message_id,
         events,
+        cache,
         ..
     } = running;
     Ok(Begun {
@@ -238,6 +259,7 @@ async fn begin(state: &AppState, caller: &Caller, body: CreateResponse) -> Resul
         events,
         stream: translated.stream,
         model,
+        cache,
     })
 }
 
@@ -265,7 +287,16 @@ pub async fn respond_whole(
     caller: &Caller,
     body: CreateResponse,
 ) -> Result<serde_json::Value, ApiError> {
-    whole(begin(state, caller, body).await?).await
+    whole(
+        begin(
+            state,
+            caller,
+            body,
+            tessera_chats::CacheDirectives::default(),
+        )
+        .await?,
+    )
+    .await
 }
 
 /// `start_completion` answers an unknown model as the chats API does; here it is OpenAI's

@@ -1,0 +1,1 @@
+DROP TABLE response_cache_policies;
