@@ -90,6 +90,11 @@ async fn schemathesis_finds_no_failure() {
         .args(["--header", &format!("Authorization: Bearer {token}")])
         .args(["--phases", "examples,coverage,fuzzing,stateful"])
         .args(["--checks", "all"])
+        // ST302 followed `POST /v1/files`' Location into `createFileAssociation` with a
+        // made-up `datasetId` and read the 404 naming that dataset as the new file missing
+        // (2026-12-04); off until the API decides whether an unknown id in a body is 404 or
+        // 422. Each route's own tests read back what its POST created.
+        .args(["--exclude-checks", "ensure_resource_availability"])
         // Revoking or rotating a client ends its tokens at once: the fuzzer would find the
         // client whose token it holds (in `listClients`) and lock itself out of every other
         // operation. `clients.rs` tests both operations.
